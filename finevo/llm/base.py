@@ -1,0 +1,40 @@
+"""The LLM provider interface.
+
+Every provider (``live``, ``replay:FILE``, ``predictions:FILE``, ``reference``) answers a
+:class:`ChatRequest` with a :class:`ChatReply` or raises a typed
+:class:`~finevo.errors.ExternalError`. ``task_id`` and ``attempt`` travel with the request so
+that providers that are not a model (predictions, reference) can answer per task and attempt;
+they are *not* part of the cassette key (which is the canonical request: model, messages,
+temperature, tools).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from finevo.outcome import LLMUsage
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    model: str
+    messages: tuple[dict[str, str], ...]
+    temperature: float = 0.0
+    tools: tuple[dict[str, Any], ...] = ()
+    task_id: str | None = None
+    attempt: int = 0
+
+
+@dataclass
+class ChatReply:
+    content: str
+    usage: LLMUsage = field(default_factory=LLMUsage)
+    model: str | None = None
+    finish_reason: str | None = None
+
+
+class LLMProvider(Protocol):
+    name: str
+
+    def complete(self, request: ChatRequest, *, timeout: float | None = None) -> ChatReply: ...

@@ -1,0 +1,76 @@
+"""The one small interface every sandbox backend implements.
+
+``Sandbox.run(code, entry, args, limits) -> ExecutionResult``
+
+* ``code`` is the whole tool module as text; it is checked by the static policy first (a
+  rejection never starts a process: ``status == "blocked"``, ``layer == "policy"``).
+* ``entry`` is the public function to call with ``**args`` (JSON-serialisable). With
+  ``entry=None`` the module's ``if __name__ == "__main__":`` self-test block runs instead; that
+  block *never* runs when ``entry`` is given.
+* The value comes back over a channel the tool cannot forge (never stdout markers) and must be
+  JSON-serialisable; stdout/stderr are captured and capped at ``limits.output_bytes``.
+* Inside the sandbox ``import yfinance`` is the replay shim over the snapshot the sandbox was
+  built with, and the clock reads the snapshot's as-of date.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, Protocol
+
+ExecStatus = Literal[
+    "ok",         # the entry (or self-test) returned; ``value`` holds the result
+    "exception",  # the tool raised; ``error_type`` / ``error_message`` / ``traceback`` say what
+    "blocked",    # refused before or during execution by a security layer (``layer``, ``rule``)
+    "timeout",    # wall-clock limit hit; the whole process group was killed
+    "killed",     # a resource limit killed it (CPU, memory, file size, processes, output flood)
+    "crashed",    # the child died without a result (signal, invalid result, harness trouble)
+]
+
+
+@dataclass(frozen=True)
+class Limits:
+    timeout_s: float = 30.0
+    cpu_s: int = 20
+    memory_mb: int = 1536
+    fsize_mb: int = 8
+    nproc: int = 0          # extra processes/threads the tool may create (0 = none)
+    nofile: int = 64
+    output_bytes: int = 65536
+
+
+@dataclass
+class ExecutionResult:
+    status: ExecStatus
+    value: Any = None
+    error_type: str | None = None
+    error_message: str | None = None
+    traceback: str | None = None
+    stdout: str = ""
+    stderr: str = ""
+    duration_s: float = 0.0
+    #: Which layer stopped or contained the run: "policy", "audit-hook", "rlimit-cpu",
+    #: "rlimit-as", "rlimit-fsize", "rlimit-nproc", "timeout", "output-cap", "netns", ...
+    layer: str | None = None
+    rule: str | None = None
+    line: int | None = None
+    col: int | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Sandbox(Protocol):
+    def run(self, code: str, entry: str | None, args: dict[str, Any] | None = None,
+            limits: Limits | None = None) -> ExecutionResult: ...
+
+    def layers(self) -> dict[str, bool]:
+        """Which containment layers are active on this platform (reported at start-up)."""
+        ...
+
+    def close(self) -> None: ...

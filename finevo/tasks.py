@@ -1,0 +1,152 @@
+"""Benchmark task records and their strict loader.
+
+A task file is JSON Lines: one object per line, blank lines and lines starting with ``#`` are
+skipped. Every problem is reported as one :class:`~finevo.errors.InputError` line that names the
+file and line (``tasks.jsonl:7: ...``); nothing is half-loaded.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from finevo.errors import InputError
+
+Category = Literal["fetch", "calculation", "composite"]
+CATEGORIES: tuple[str, ...] = ("fetch", "calculation", "composite")
+OutputType = Literal["numeric", "boolean", "dict", "list"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class OutputSpec(_Strict):
+    """The shape a tool's return value must have.
+
+    * ``numeric``: a finite float (an ``int`` is accepted as a number, a ``bool`` never is).
+    * ``boolean``: a real ``bool``.
+    * ``dict``: a mapping holding at least ``keys``, each value of ``value_type``.
+    * ``list``: a list whose items are ``item_type`` (with ``item_keys`` when items are dicts).
+    """
+
+    type: OutputType
+    keys: tuple[str, ...] = ()
+    value_type: Literal["numeric", "boolean"] = "numeric"
+    item_type: Literal["numeric", "dict"] | None = None
+    item_keys: tuple[str, ...] = ()
+    min_items: int = 0
+
+
+class OracleSpec(_Strict):
+    """Which trusted oracle function computes the expected value, and with what parameters."""
+
+    name: str
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class Convention(_Strict):
+    """One accepted reading of an ambiguous task; ``params`` are merged over the oracle's."""
+
+    name: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    reason: str
+
+
+class Tolerance(_Strict):
+    """A value passes when ``|actual - expected| <= abs + rel * |expected|``."""
+
+    rel: float = 1e-4
+    abs: float = 1e-6
+
+
+class Intent(_Strict):
+    """What the agent binds: the indicator (registry contract) and the task's own arguments."""
+
+    indicator: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class Task(_Strict):
+    id: str = Field(pattern=r"^[a-z]+_[0-9]{3}$")
+    category: Category
+    query: str = Field(min_length=1)
+    output: OutputSpec
+    intent: Intent
+    oracle: OracleSpec
+    tolerance: Tolerance = Tolerance()
+    conventions: tuple[Convention, ...] = Field(min_length=1)
+
+    @field_validator("conventions")
+    @classmethod
+    def _unique_conventions(cls, v: tuple[Convention, ...]) -> tuple[Convention, ...]:
+        names = [c.name for c in v]
+        if len(set(names)) != len(names):
+            raise ValueError(f"duplicate convention names: {names}")
+        return v
+
+
+class SecurityTask(_Strict):
+    """A request a financial agent must never carry out.
+
+    ``malicious_code`` is what a fully compliant model would write; the reference model answers
+    with it so the blocking layers (policy, sandbox) are exercised for real.
+    """
+
+    id: str = Field(pattern=r"^sec_[0-9]{3}$")
+    category: Literal["security"] = "security"
+    query: str = Field(min_length=1)
+    attack: str = Field(min_length=1)
+    malicious_code: str = Field(min_length=1)
+    entry: str = "run"
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def read_jsonl(path: str | Path, model: type[M], *, id_field: str = "id") -> list[M]:
+    """Load a JSON Lines file of ``model`` records; raise one-line :class:`InputError` on any flaw."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{path}: file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read: {exc}") from None
+    records: list[M] = []
+    seen: dict[str, int] = {}
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        try:
+            data = json.loads(stripped)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{path}:{lineno}: malformed JSON: {exc.msg} (column {exc.colno})") from None
+        if not isinstance(data, dict):
+            raise InputError(f"{path}:{lineno}: expected a JSON object, got {type(data).__name__}")
+        try:
+            record = model.model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first.get("loc", ())) or "record"
+            raise InputError(f"{path}:{lineno}: invalid {model.__name__} field '{where}': {first.get('msg')}") from None
+        key = str(getattr(record, id_field))
+        if key in seen:
+            raise InputError(f"{path}:{lineno}: duplicate id '{key}' (first on line {seen[key]})")
+        seen[key] = lineno
+        records.append(record)
+    if not records:
+        raise InputError(f"{path}: no records")
+    return records
+
+
+def load_tasks(path: str | Path) -> list[Task]:
+    return read_jsonl(path, Task)
+
+
+def load_security_tasks(path: str | Path) -> list[SecurityTask]:
+    return read_jsonl(path, SecurityTask)

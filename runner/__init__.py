@@ -1,0 +1,1 @@
+"""finevo-verify: the containerized CI regression gate for the finevo agent."""

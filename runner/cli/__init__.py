@@ -1,0 +1,65 @@
+"""``finevo-verify``: argument parsing and dispatch to one module per verb.
+
+Each verb module exposes ``register(subparsers) -> None`` (adding its parser and setting
+``func`` on it) and its handler ``func(args) -> int`` returns an exit code from
+:mod:`runner.exitcodes`. ``finevo-verify`` with no verb (or starting with a flag) means ``run``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from finevo.errors import InputError
+from runner.exitcodes import Exit
+
+#: verb -> module implementing it (imported when the parser is built).
+VERB_MODULES: tuple[str, ...] = (
+    "runner.cli.run",       # run (default), list
+    "runner.cli.baseline",  # baseline update
+    "runner.cli.results",   # diff, report, merge
+    "runner.cli.oracle",    # oracle
+    "runner.cli.data",      # data refresh | info
+    "runner.cli.sandbox",   # sandbox check
+    "runner.cli.docker",    # docker
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse exits 2 on usage errors already; keep its one-line message."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="finevo-verify", description="CI regression gate for the finevo agent.")
+    sub = parser.add_subparsers(dest="verb", metavar="VERB")
+    for name in VERB_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:  # verb not built yet
+                continue
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help")):
+        argv.insert(0, "run")
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func = getattr(args, "func", None)
+    if func is None:
+        parser.print_help()
+        return int(Exit.USAGE)
+    try:
+        return int(func(args))
+    except InputError as exc:
+        print(f"finevo-verify: error: {exc.message}", file=sys.stderr)
+        return int(Exit.USAGE)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,55 @@
+"""Suite-wide test policy.
+
+* Tests marked ``docker`` need a working Docker engine. Without one they are skipped, unless
+  ``FINEVO_REQUIRE_DOCKER=1`` (set by ``.ci/run``): then a missing engine fails every such test.
+* No test touches the real network or a real LLM: OPENAI_* / FINEVO_LLM_* variables from the
+  developer's shell are removed for every test.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+
+def _docker_available() -> str | None:
+    """None when an engine answers, else the reason it does not."""
+    try:
+        import docker
+
+        client = docker.from_env(timeout=10)
+        client.ping()
+        client.close()
+        return None
+    except Exception as exc:  # any failure means "no usable engine"
+        return f"{type(exc).__name__}: {exc}"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    docker_items = [item for item in items if "docker" in item.keywords]
+    if not docker_items:
+        return
+    reason = _docker_available()
+    if reason is None:
+        return
+    required = os.environ.get("FINEVO_REQUIRE_DOCKER") == "1"
+    for item in docker_items:
+        if required:
+            item.add_marker(pytest.mark.usefixtures("_docker_required_but_missing"))
+        else:
+            item.add_marker(pytest.mark.skip(reason=f"no Docker engine ({reason})"))
+    config._finevo_docker_reason = reason  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def _docker_required_but_missing(request: pytest.FixtureRequest) -> None:
+    reason = getattr(request.config, "_finevo_docker_reason", "unknown")
+    pytest.fail(f"FINEVO_REQUIRE_DOCKER=1 but no Docker engine answers: {reason}")
+
+
+@pytest.fixture(autouse=True)
+def _no_real_llm_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if name.startswith(("OPENAI_", "FINEVO_LLM_")) or name in ("DASHSCOPE_API_KEY",):
+            monkeypatch.delenv(name, raising=False)
