@@ -1,0 +1,99 @@
+# finevo-verify: the CI regression gate for the finevo agent, as one self-contained image.
+#
+#   docker build -t finevo-verify .
+#   docker run --rm --init --network none --user "$(id -u):$(id -g)" \
+#       -v "$PWD/reports:/out" finevo-verify                       # = run --llm reference --out /out
+#
+# Build arguments
+#   BASE_IMAGE   any Debian-like image with python3 (>= 3.11) and the venv module; python3 is
+#                looked up on PATH, so both python:3.11-slim (/usr/local/bin) and a debootstrap
+#                image (/usr/bin) work.
+#   WHEELHOUSE   optional directory *inside the build context* holding wheels for every runtime
+#                dependency (and setuptools/wheel to build the project): then the build needs no
+#                network. Empty: dependencies come from the package index.
+#   VERSION, REVISION, CREATED, SOURCE   OCI labels.
+#
+# The legacy builder and BuildKit both build this file (no RUN --mount, no heredocs), so the
+# Docker SDK's build API works too.
+
+ARG BASE_IMAGE=python:3.11-slim-bookworm
+
+# ---------------------------------------------------------------------------------------------
+FROM ${BASE_IMAGE} AS builder
+
+ARG WHEELHOUSE=""
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_ROOT_USER_ACTION=ignore \
+    PYTHONDONTWRITEBYTECODE=1
+
+WORKDIR /build
+# The wheelhouse when one is given, else a harmless stand-in (COPY needs a source either way).
+COPY ${WHEELHOUSE:-pyproject.toml} /wheelhouse/
+COPY pyproject.toml README.md ./
+
+# Dependencies first, in their own layer: it is rebuilt only when pyproject.toml changes.
+RUN python3 -m venv /opt/venv \
+ && python3 -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb')); print('\n'.join(p['project']['dependencies']))" > requirements.txt \
+ && if [ -n "$WHEELHOUSE" ]; then set -- --no-index --find-links /wheelhouse; fi \
+ && /opt/venv/bin/pip wheel --wheel-dir /wheels "$@" -r requirements.txt \
+ && /opt/venv/bin/pip install --no-index --find-links /wheels -r requirements.txt
+
+# Then the project itself, built into a wheel and installed without touching the dependencies.
+COPY finevo ./finevo
+COPY runner ./runner
+RUN if [ -n "$WHEELHOUSE" ]; then set -- --no-index --find-links /wheelhouse; fi \
+ && /opt/venv/bin/pip wheel --no-deps --wheel-dir /wheels/project "$@" . \
+ && /opt/venv/bin/pip install --no-deps /wheels/project/*.whl \
+ && /opt/venv/bin/finevo-verify --help >/dev/null
+
+# Lean venv: no installer, no bundled test suites of numpy/pandas. Bytecode stays: every
+# sandboxed tool run imports pandas afresh, and the venv is read-only at run time.
+RUN /opt/venv/bin/pip uninstall --yes --quiet setuptools wheel pip \
+ && for pkg in numpy pandas; do \
+        find /opt/venv/lib -path "*/site-packages/$pkg/*" -type d -name tests -prune -exec rm -rf {} + ; \
+    done
+
+# ---------------------------------------------------------------------------------------------
+FROM ${BASE_IMAGE} AS runtime
+
+ARG VERSION=0.1.0
+ARG REVISION=unknown
+ARG CREATED=unknown
+ARG SOURCE=unknown
+LABEL org.opencontainers.image.title="finevo-verify" \
+      org.opencontainers.image.description="CI regression gate for the finevo evolving financial agent" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.created="${CREATED}" \
+      org.opencontainers.image.source="${SOURCE}" \
+      org.opencontainers.image.licenses="MIT"
+
+ENV PATH=/opt/venv/bin:$PATH \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    LANG=C.UTF-8 \
+    HOME=/home/finevo \
+    FINEVO_BENCHMARKS=/opt/finevo/benchmarks \
+    FINEVO_REGISTRY_DIR=/tmp/finevo/registry
+
+# A fixed, unprivileged user; /out (the reports volume) belongs to it. The launcher runs the
+# container as the caller's uid:gid instead, so reports on the host belong to the caller.
+RUN groupadd --system --gid 10001 finevo \
+ && useradd --system --uid 10001 --gid 10001 --home-dir /home/finevo --create-home \
+        --shell /usr/sbin/nologin finevo \
+ && mkdir -p /out \
+ && chown 10001:10001 /out \
+ && chmod 0775 /out
+
+COPY --from=builder /opt/venv /opt/venv
+# The suite, the bundled (synthetic) snapshot and the reference tools; the registry starts empty.
+COPY benchmarks /opt/finevo/benchmarks
+
+USER 10001:10001
+WORKDIR /home/finevo
+VOLUME ["/out"]
+# The gate handles SIGTERM itself (partial reports, exit 143); `docker run --init` adds a reaper.
+STOPSIGNAL SIGTERM
+ENTRYPOINT ["finevo-verify"]
+CMD ["run", "--llm", "reference", "--out", "/out"]

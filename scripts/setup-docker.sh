@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# Prepare a machine with no access to any image registry to run the tests marked `docker`:
+#
+#   1. install Debian's docker.io and debootstrap when missing;
+#   2. start dockerd when no engine answers (log: $FINEVO_CACHE/dockerd.log); if it refuses to
+#      start, print the daemon's own error and exit non-zero;
+#   3. build the base image finevo-base:bookworm with debootstrap when it is absent (the rootfs
+#      tarball is cached, so a restarted engine re-imports it in seconds);
+#   4. build the wheelhouse of the runtime dependencies (reused while its inputs hash the same).
+#
+# The last lines on stdout are `export NAME=value` lines for the docker tests; `eval` them, or
+# pass --env-file FILE to have them written there as well.
+#
+# Usage: bash scripts/setup-docker.sh [--env-file FILE]
+# Env:   FINEVO_CACHE (default /var/cache/finevo), FINEVO_BASE_IMAGE (default finevo-base:bookworm),
+#        FINEVO_DOCKER_WAIT (seconds to wait for dockerd, default 60).
+set -Eeuo pipefail
+
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CACHE="${FINEVO_CACHE:-/var/cache/finevo}"
+BASE_IMAGE="${FINEVO_BASE_IMAGE:-finevo-base:bookworm}"
+WAIT_S="${FINEVO_DOCKER_WAIT:-60}"
+SUITE="bookworm"
+ENV_FILE=""
+
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --env-file) ENV_FILE="$2"; shift 2 ;;
+        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+        *) echo "setup-docker: unknown argument: $1" >&2; exit 2 ;;
+    esac
+done
+
+log() { printf '[setup-docker] %s\n' "$*" >&2; }
+die() { printf '\n[setup-docker] ERROR: %s\n\n' "$*" >&2; exit 1; }
+
+mkdir -p "$CACHE"
+
+# --- 1. packages ------------------------------------------------------------------------------
+missing=()
+command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
+command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
+if [[ ${#missing[@]} -gt 0 ]]; then
+    [[ $(id -u) -eq 0 ]] || die "need root to install ${missing[*]}"
+    log "installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >&2
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+
+# --- 2. engine --------------------------------------------------------------------------------
+engine_up() { docker info >/dev/null 2>&1; }
+
+if ! engine_up; then
+    DLOG="$CACHE/dockerd.log"
+    log "starting dockerd (log: $DLOG)"
+    # A stale pid file from a killed daemon makes the next one refuse to start.
+    if [[ -f /var/run/docker.pid ]] && ! kill -0 "$(cat /var/run/docker.pid)" 2>/dev/null; then
+        rm -f /var/run/docker.pid
+    fi
+    nohup dockerd >"$DLOG" 2>&1 </dev/null &
+    DPID=$!
+    deadline=$((SECONDS + WAIT_S))
+    until engine_up; do
+        if ! kill -0 "$DPID" 2>/dev/null; then
+            printf '\n========== dockerd exited; its own log follows ==========\n' >&2
+            tail -n 40 "$DLOG" >&2 || true
+            printf '==========================================================\n' >&2
+            die "dockerd refused to start (full log: $DLOG)"
+        fi
+        if (( SECONDS >= deadline )); then
+            printf '\n========== dockerd did not answer within %ss ==========\n' "$WAIT_S" >&2
+            tail -n 40 "$DLOG" >&2 || true
+            die "dockerd is not answering (full log: $DLOG)"
+        fi
+        sleep 0.5
+    done
+    log "dockerd is up (pid $DPID)"
+fi
+
+# --- 3. base image ----------------------------------------------------------------------------
+apt_mirror() {
+    # The machine's own Debian mirror, read from its apt sources (deb822 first, then one-line).
+    local uri=""
+    if compgen -G "/etc/apt/sources.list.d/*.sources" >/dev/null; then
+        uri="$(grep -h '^URIs:' /etc/apt/sources.list.d/*.sources \
+               | awk '{print $2}' | grep -v -- '-security' | head -n1 || true)"
+    fi
+    if [[ -z "$uri" && -f /etc/apt/sources.list ]]; then
+        uri="$(awk '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i !~ /^\[/) { print $i; exit } }' \
+               /etc/apt/sources.list | grep -v -- '-security' | head -n1 || true)"
+    fi
+    [[ -n "$uri" ]] || die "no Debian mirror found in /etc/apt/sources.list{,.d/*.sources}"
+    printf '%s\n' "$uri"
+}
+
+if docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
+    log "base image $BASE_IMAGE present"
+else
+    TARBALL="$CACHE/rootfs-$SUITE.tar"
+    if [[ ! -s "$TARBALL" ]]; then
+        MIRROR="$(apt_mirror)"
+        ROOTFS="$(mktemp -d "$CACHE/rootfs.XXXXXX")"
+        trap 'rm -rf "$ROOTFS"' EXIT
+        log "debootstrap $SUITE into $ROOTFS (a few minutes)"
+        debootstrap --variant=minbase --include=python3,python3-venv,ca-certificates \
+            "$SUITE" "$ROOTFS" "$MIRROR" >"$CACHE/debootstrap.log" 2>&1 \
+            || { tail -n 30 "$CACHE/debootstrap.log" >&2; die "debootstrap failed (log: $CACHE/debootstrap.log)"; }
+        # Trim what an image never needs: apt lists/caches, docs, man pages, locales.
+        rm -rf "$ROOTFS"/var/lib/apt/lists/* "$ROOTFS"/var/cache/apt/*.bin \
+               "$ROOTFS"/var/cache/apt/archives/*.deb "$ROOTFS"/usr/share/doc/* \
+               "$ROOTFS"/usr/share/man/* "$ROOTFS"/usr/share/info/*
+        find "$ROOTFS/usr/share/locale" -mindepth 1 -maxdepth 1 ! -name 'locale.alias' \
+            -exec rm -rf {} + 2>/dev/null || true
+        tar -C "$ROOTFS" -c . >"$TARBALL.tmp"
+        mv "$TARBALL.tmp" "$TARBALL"
+        rm -rf "$ROOTFS"
+        trap - EXIT
+    else
+        log "reusing cached rootfs $TARBALL"
+    fi
+    log "importing $TARBALL as $BASE_IMAGE"
+    docker import \
+        --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+        --change 'ENV LANG=C.UTF-8' \
+        --change 'CMD ["/usr/bin/python3"]' \
+        "$TARBALL" "$BASE_IMAGE" >/dev/null
+fi
+
+# --- 4. wheelhouse ----------------------------------------------------------------------------
+# Only third-party wheels (plus the build backend): the project's own wheel is built from the
+# source inside the image build, so the wheelhouse only changes when the dependencies do.
+WHEELHOUSE="$CACHE/wheelhouse"
+REQS="$(python3 - "$REPO_ROOT/pyproject.toml" <<'PY'
+import sys, tomllib
+with open(sys.argv[1], "rb") as fh:
+    project = tomllib.load(fh)
+build = project.get("build-system", {}).get("requires", [])
+for req in list(project["project"]["dependencies"]) + list(build):
+    print(req)
+PY
+)"
+PYTAG="$(python3 -c 'import sys, platform; print(f"cp{sys.version_info[0]}{sys.version_info[1]}-{platform.machine()}")')"
+INPUTS_HASH="$(printf '%s\n%s\n' "$PYTAG" "$REQS" | sha256sum | cut -c1-16)"
+if [[ -f "$WHEELHOUSE/.inputs-hash" && "$(cat "$WHEELHOUSE/.inputs-hash")" == "$INPUTS_HASH" ]]; then
+    log "wheelhouse $WHEELHOUSE up to date ($INPUTS_HASH)"
+else
+    log "building wheelhouse $WHEELHOUSE ($INPUTS_HASH)"
+    TMPWH="$(mktemp -d "$CACHE/wheelhouse.XXXXXX")"
+    REQFILE="$TMPWH/.requirements.txt"
+    printf '%s\n' "$REQS" >"$REQFILE"
+    python3 -m pip wheel --quiet --wheel-dir "$TMPWH" -r "$REQFILE" >&2 \
+        || die "pip wheel failed for the runtime dependencies"
+    printf '%s\n' "$INPUTS_HASH" >"$TMPWH/.inputs-hash"
+    rm -rf "$WHEELHOUSE"
+    mv "$TMPWH" "$WHEELHOUSE"
+fi
+
+# --- env for the tests ------------------------------------------------------------------------
+EXPORTS="export FINEVO_TEST_BASE_IMAGE=$BASE_IMAGE
+export FINEVO_TEST_WHEELHOUSE=$WHEELHOUSE"
+if [[ -n "$ENV_FILE" ]]; then
+    printf '%s\n' "$EXPORTS" >"$ENV_FILE"
+fi
+log "ready"
+printf '%s\n' "$EXPORTS"
