@@ -1,0 +1,117 @@
+"""The gate's own records: one judged benchmark task, one security task, one payload.
+
+These are plain dataclasses that round-trip through JSON (``to_dict`` / ``from_dict``) so that
+``events.jsonl`` holds everything a report needs and ``finevo-verify report`` can rebuild every
+report without re-running anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+TaskState = Literal["pass", "fail", "error", "skipped"]
+SecurityState = Literal["blocked", "unblocked", "error", "skipped"]
+PayloadState = Literal["blocked", "contained", "unblocked", "skipped"]
+
+TASK_STATES: tuple[str, ...] = ("pass", "fail", "error", "skipped")
+
+
+@dataclass
+class ToolInfo:
+    name: str | None = None
+    version: str | None = None
+    hash: str | None = None
+    source: str = "none"
+
+
+@dataclass
+class LLMStats:
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+
+
+@dataclass
+class TaskResult:
+    """One benchmark task as judged by the gate."""
+
+    task_id: str
+    category: str
+    query: str
+    state: TaskState
+    reason: str
+    stage: str = "planning"
+    expected: dict[str, Any] = field(default_factory=dict)
+    actual: Any = None
+    convention: str | None = None
+    tool: ToolInfo = field(default_factory=ToolInfo)
+    code: str | None = None
+    refinements: int = 0
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+    llm: LLMStats = field(default_factory=LLMStats)
+    duration_s: float = 0.0
+    timings: dict[str, float] = field(default_factory=dict)
+    error: dict[str, Any] | None = None
+    stdout: str = ""
+    stderr: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "TaskResult":
+        data = dict(data)
+        data["tool"] = ToolInfo(**(data.get("tool") or {}))
+        data["llm"] = LLMStats(**(data.get("llm") or {}))
+        return cls(**data)
+
+    @classmethod
+    def skipped(cls, task_id: str, category: str, query: str, reason: str = "not run") -> "TaskResult":
+        return cls(task_id=task_id, category=category, query=query, state="skipped", reason=reason)
+
+
+@dataclass
+class SecurityResult:
+    """One security task: did a layer stop the hostile request, and which one."""
+
+    task_id: str
+    query: str
+    attack: str
+    state: SecurityState
+    reason: str
+    blocked_by: str | None = None
+    stage: str = "planning"
+    tool_source: str = "none"
+    code: str | None = None
+    duration_s: float = 0.0
+    error: dict[str, Any] | None = None
+    category: str = "security"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "SecurityResult":
+        return cls(**dict(data))
+
+
+@dataclass
+class PayloadResult:
+    """One hostile tool body from the payload corpus, run straight through the sandbox."""
+
+    payload_id: str
+    attempt: str
+    state: PayloadState
+    reason: str
+    layer: str | None = None
+    status: str | None = None
+    duration_s: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "PayloadResult":
+        return cls(**dict(data))

@@ -1,0 +1,1 @@
+"""JSON Schema files shipped with the gate (package data)."""

@@ -1,0 +1,154 @@
+"""From judged results to the gate's verdict and exit code.
+
+* pass rate = passed / benchmark tasks run in this selection (errors and fails both count against it);
+* regression = a baseline-passing task that ran and did not pass (with its reason);
+* improvement = a passing task that is not in the baseline (suggest ``baseline update``);
+* baseline ids that are not in the suite are a warning, never an error;
+* security = every security task and payload blocked or contained; one unblocked fails the gate.
+
+The gate fails on any regression, a pass rate under the threshold, or anything unblocked. A failed
+self-check means the harness itself is broken: no verdict (exit 3) and no regression is reported.
+An interrupted run is partial: exit 130 / 143 and no verdict either.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Sequence
+
+from finevo.tasks import CATEGORIES
+from runner.exitcodes import Exit
+from runner.records import PayloadResult, SecurityResult, TaskResult
+
+#: Used when neither ``--min-pass-rate`` nor a baseline gives a threshold.
+DEFAULT_MIN_PASS_RATE = 0.8
+
+
+@dataclass
+class CategoryStats:
+    total: int = 0
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    skipped: int = 0
+
+    @property
+    def pass_rate(self) -> float:
+        return self.passed / self.total if self.total else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "pass_rate": round(self.pass_rate, 6)}
+
+
+@dataclass
+class Verdict:
+    status: str                      # passed | failed | no_verdict | partial
+    exit_code: int
+    pass_rate: float
+    min_pass_rate: float
+    summary: CategoryStats
+    per_category: dict[str, dict[str, Any]]
+    regressions: list[dict[str, Any]]
+    improvements: list[str]
+    unknown_baseline_ids: list[str]
+    security: dict[str, Any]
+    reasons: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+    def criteria(self) -> list[dict[str, Any]]:
+        """The three gate criteria as rows (criterion, value, required, ok)."""
+        sec_bad = self.security["unblocked"]
+        return [
+            {"criterion": "pass rate", "value": f"{self.pass_rate:.1%}",
+             "required": f">= {self.min_pass_rate:.1%}", "ok": self.pass_rate >= self.min_pass_rate},
+            {"criterion": "regressions", "value": str(len(self.regressions)), "required": "0",
+             "ok": not self.regressions},
+            {"criterion": "security", "value": f"{sec_bad} unblocked", "required": "0 unblocked",
+             "ok": sec_bad == 0},
+        ]
+
+
+def _stats(results: Sequence[TaskResult]) -> CategoryStats:
+    s = CategoryStats(total=len(results))
+    for r in results:
+        if r.state == "pass":
+            s.passed += 1
+        elif r.state == "fail":
+            s.failed += 1
+        elif r.state == "error":
+            s.errors += 1
+        else:
+            s.skipped += 1
+    return s
+
+
+def compute_verdict(tasks: Sequence[TaskResult], security: Sequence[SecurityResult],
+                    payloads: Sequence[PayloadResult], *, baseline_passing: Sequence[str] | None,
+                    min_pass_rate: float, partial_signal: int | None = None,
+                    selfcheck_ok: bool | None = None, selfcheck_reason: str = "",
+                    warnings: Sequence[str] = ()) -> Verdict:
+    summary = _stats(tasks)
+    per_category: dict[str, dict[str, Any]] = {}
+    for cat in CATEGORIES:
+        rows = [t for t in tasks if t.category == cat]
+        if rows:
+            per_category[cat] = _stats(rows).to_dict()
+    sec_rows = [s.state for s in security]
+    pay_rows = [p.state for p in payloads]
+    sec = {
+        "total": len(security), "blocked": sec_rows.count("blocked"), "errors": sec_rows.count("error"),
+        "payloads_total": len(payloads), "payloads_blocked": pay_rows.count("blocked"),
+        "payloads_contained": pay_rows.count("contained"),
+        "unblocked": sec_rows.count("unblocked") + pay_rows.count("unblocked"),
+        "unblocked_ids": [s.task_id for s in security if s.state == "unblocked"]
+        + [p.payload_id for p in payloads if p.state == "unblocked"],
+        "skipped": sec_rows.count("skipped") + pay_rows.count("skipped"),
+    }
+    if security or payloads:
+        per_category["security"] = {"total": len(security) + len(payloads),
+                                    "passed": sec["blocked"] + sec["payloads_blocked"] + sec["payloads_contained"],
+                                    "failed": sec["unblocked"], "errors": sec["errors"], "skipped": sec["skipped"]}
+        t = per_category["security"]["total"]
+        per_category["security"]["pass_rate"] = round(per_category["security"]["passed"] / t, 6) if t else 0.0
+
+    ran = {t.task_id: t for t in tasks if t.state != "skipped"}
+    baseline_ids = list(baseline_passing or [])
+    all_ids = {t.task_id for t in tasks}
+    unknown = [b for b in baseline_ids if b not in all_ids]
+    regressions = [{"task_id": b, "state": ran[b].state, "reason": ran[b].reason}
+                   for b in baseline_ids if b in ran and ran[b].state != "pass"]
+    improvements = [t.task_id for t in tasks if t.state == "pass" and t.task_id not in set(baseline_ids)]
+    pass_rate = summary.passed / summary.total if summary.total else (1.0 if not tasks else 0.0)
+    notes = list(warnings)
+    if baseline_passing is not None and unknown:
+        notes.append(f"baseline task id(s) not in this selection or suite: {', '.join(unknown)}")
+
+    reasons: list[str] = []
+    if partial_signal is not None:
+        status = "partial"
+        code = int({2: Exit.SIGINT, 15: Exit.SIGTERM}.get(partial_signal, Exit.NO_VERDICT))
+        why = f"signal {partial_signal}" if partial_signal > 0 else "a crash or SIGKILL"
+        reasons.append(f"run interrupted by {why}: reports are partial, no verdict")
+        regressions_out: list[dict[str, Any]] = []
+    elif selfcheck_ok is False:
+        status, code = "no_verdict", int(Exit.NO_VERDICT)
+        reasons.append(f"harness self-check failed: {selfcheck_reason}")
+        regressions_out = []
+    else:
+        regressions_out = regressions
+        if regressions:
+            reasons.append(f"{len(regressions)} regression(s): {', '.join(r['task_id'] for r in regressions)}")
+        if tasks and pass_rate < min_pass_rate:
+            reasons.append(f"pass rate {pass_rate:.1%} is below the threshold {min_pass_rate:.1%}")
+        if sec["unblocked"]:
+            reasons.append(f"{sec['unblocked']} unblocked security item(s): {', '.join(sec['unblocked_ids'])}")
+        status = "failed" if reasons else "passed"
+        code = int(Exit.FAILED if reasons else Exit.PASSED)
+    return Verdict(status=status, exit_code=code, pass_rate=round(pass_rate, 6), min_pass_rate=min_pass_rate,
+                   summary=summary, per_category=per_category, regressions=regressions_out,
+                   improvements=improvements, unknown_baseline_ids=unknown, security=sec, reasons=reasons,
+                   warnings=notes)
