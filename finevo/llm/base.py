@@ -32,6 +32,9 @@ class ChatReply:
     usage: LLMUsage = field(default_factory=LLMUsage)
     model: str | None = None
     finish_reason: str | None = None
+    #: Provider facts worth keeping in the record: ``retries`` (live), ``cassette_key`` (replay),
+    #: ``prediction_attempt`` / ``fallback`` (predictions), ``source`` (reference).
+    details: dict[str, Any] = field(default_factory=dict)
 
 
 class LLMProvider(Protocol):
