@@ -1,0 +1,384 @@
+"""The on-disk market snapshot: its format, its writer and :class:`Snapshot`, the reader.
+
+Layout of a snapshot directory::
+
+    manifest.json                 {"synthetic", "label", "as_of", "generator", "generator_version",
+                                   "seed", "symbols", "files": {relpath: sha256}, ...}
+    history/<stem>.csv            daily bars, yfinance ``auto_adjust=False, actions=True`` columns:
+                                  Date,Open,High,Low,Close,Adj Close,Volume,Dividends,Stock Splits
+                                  [,Capital Gains]   (Date = exchange-local trading date)
+    income/<stem>.yearly.csv      income statement, rows = yfinance row labels,
+    income/<stem>.quarterly.csv   columns = period-end dates, newest first
+    quote/<stem>.json             {"info": {...}, "fast_info": {...}}
+
+``<stem>`` is the symbol with ``^`` spelt ``INDEX_`` (``^GSPC`` -> ``INDEX_GSPC``), so no file
+name needs shell quoting. Floats are written with ``%.10g`` and JSON with sorted keys, so writing
+the same data twice gives identical bytes.
+
+:class:`Snapshot` implements :class:`finevo.market.provider.MarketProvider`. It checks every
+file against the manifest's sha256 when opened (a missing, altered or unparsable file is an
+:class:`~finevo.errors.InputError` naming it), parses lazily, caches, and hands out copies.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import io
+import json
+import math
+import os
+import tempfile
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from finevo.errors import InputError
+
+EXCHANGE_TZ = "America/New_York"
+MANIFEST = "manifest.json"
+FLOAT_FORMAT = "%.10g"
+PRICE_COLUMNS: tuple[str, ...] = ("Open", "High", "Low", "Close")
+#: Columns of a stored history file, in yfinance's order (``Capital Gains`` only for ETFs/funds).
+RAW_HISTORY_COLUMNS: tuple[str, ...] = ("Open", "High", "Low", "Close", "Adj Close", "Volume",
+                                        "Dividends", "Stock Splits")
+CAPITAL_GAINS = "Capital Gains"
+#: Unit of the tz-aware daily index, as yfinance 1.x under pandas produces it.
+INDEX_UNIT = "ns"
+
+Freq = Literal["yearly", "quarterly"]
+
+
+class SymbolNotRecorded(LookupError):
+    """The snapshot (or live source) holds no data for this symbol."""
+
+    def __init__(self, symbol: str, where: str) -> None:
+        super().__init__(f"symbol {symbol!r} is not recorded in {where}")
+        self.symbol = symbol
+
+
+def file_stem(symbol: str) -> str:
+    """File-name stem for a symbol (``^GSPC`` -> ``INDEX_GSPC``)."""
+    stem = symbol.replace("^", "INDEX_")
+    if not stem or any(ch in stem for ch in "/\\\0") or stem.startswith("."):
+        raise InputError(f"symbol {symbol!r} cannot be stored in a snapshot")
+    return stem
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def content_hash_of(files: dict[str, str]) -> str:
+    """One hash over a manifest's ``files`` mapping (order-independent)."""
+    lines = "".join(f"{rel}:{digest}\n" for rel, digest in sorted(files.items()))
+    return sha256_bytes(lines.encode())
+
+
+# --------------------------------------------------------------------------- writing
+@dataclass
+class SymbolData:
+    """Everything recorded for one symbol.
+
+    ``history`` holds the *unadjusted* bars (``auto_adjust=False, actions=True`` columns) on a
+    daily index (naive dates or tz-aware midnights). Income frames are ``None`` for symbols
+    without statements (ETFs, indices).
+    """
+
+    symbol: str
+    history: pd.DataFrame
+    income_yearly: pd.DataFrame | None = None
+    income_quarterly: pd.DataFrame | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+    fast_info: dict[str, Any] = field(default_factory=dict)
+
+
+def history_csv(history: pd.DataFrame) -> bytes:
+    """Serialise unadjusted bars deterministically."""
+    missing = [c for c in RAW_HISTORY_COLUMNS if c not in history.columns]
+    if missing:
+        raise ValueError(f"history lacks columns {missing}")
+    columns = list(RAW_HISTORY_COLUMNS) + ([CAPITAL_GAINS] if CAPITAL_GAINS in history.columns else [])
+    frame = history[columns].copy()
+    frame["Volume"] = frame["Volume"].fillna(0).astype(np.int64)
+    index = pd.DatetimeIndex(frame.index)
+    frame.index = pd.Index([ts.strftime("%Y-%m-%d") for ts in index], name="Date")
+    return frame.to_csv(float_format=FLOAT_FORMAT, lineterminator="\n").encode()
+
+
+def income_csv(income: pd.DataFrame) -> bytes:
+    frame = income.copy()
+    frame.columns = [pd.Timestamp(c).strftime("%Y-%m-%d") for c in frame.columns]
+    frame.index = pd.Index([str(i) for i in frame.index], name="")
+    return frame.to_csv(float_format=FLOAT_FORMAT, lineterminator="\n").encode()
+
+
+def json_bytes(value: Any) -> bytes:
+    return (json.dumps(_json_clean(value), indent=1, sort_keys=True, allow_nan=False) + "\n").encode()
+
+
+def _json_clean(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _json_clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_clean(v) for v in value]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        number = float(value)
+        return number if math.isfinite(number) else None
+    if isinstance(value, (pd.Timestamp, date)):
+        return value.isoformat()
+    if value is None or isinstance(value, str):
+        return value
+    return str(value)
+
+
+def write_snapshot(out_dir: str | os.PathLike[str], data: list[SymbolData], *, as_of: date,
+                   synthetic: bool, label: str, generator: str, generator_version: str,
+                   seed: int | None = None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Write a complete snapshot into ``out_dir`` (created if needed) and return its manifest.
+
+    Files are written atomically; files of the same layout left over from an earlier snapshot
+    in ``out_dir`` are removed so the directory holds exactly what the manifest lists.
+    """
+    out = Path(out_dir)
+    files: dict[str, bytes] = {}
+    for item in data:
+        stem = file_stem(item.symbol)
+        files[f"history/{stem}.csv"] = history_csv(item.history)
+        if item.income_yearly is not None:
+            files[f"income/{stem}.yearly.csv"] = income_csv(item.income_yearly)
+        if item.income_quarterly is not None:
+            files[f"income/{stem}.quarterly.csv"] = income_csv(item.income_quarterly)
+        files[f"quote/{stem}.json"] = json_bytes({"info": item.info, "fast_info": item.fast_info})
+    manifest: dict[str, Any] = {
+        "synthetic": synthetic,
+        "label": label,
+        "as_of": as_of.isoformat(),
+        "generator": generator,
+        "generator_version": generator_version,
+        "seed": seed,
+        "symbols": [item.symbol for item in data],
+        "timezone": EXCHANGE_TZ,
+        **(extra or {}),
+        "files": {rel: sha256_bytes(blob) for rel, blob in sorted(files.items())},
+    }
+    for sub in ("history", "income", "quote"):
+        folder = out / sub
+        if folder.is_dir():
+            for old in folder.iterdir():
+                if old.is_file() and f"{sub}/{old.name}" not in files:
+                    old.unlink()
+    for rel, blob in files.items():
+        _atomic_write(out / rel, blob)
+    _atomic_write(out / MANIFEST, json_bytes(manifest))
+    return manifest
+
+
+def _atomic_write(path: Path, blob: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(blob)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+# --------------------------------------------------------------------------- adjusting
+def auto_adjust(raw: pd.DataFrame) -> pd.DataFrame:
+    """yfinance's ``auto_adjust``: scale Open/High/Low by Adj Close / Close, Close := Adj Close."""
+    frame = raw.copy()
+    ratio = (frame["Adj Close"] / frame["Close"]).to_numpy()
+    for column in ("Open", "High", "Low"):
+        frame[column] = frame[column] * ratio
+    frame["Close"] = frame["Adj Close"]
+    return frame.drop(columns=["Adj Close"])
+
+
+# --------------------------------------------------------------------------- reading
+class Snapshot:
+    """A snapshot directory as a :class:`~finevo.market.provider.MarketProvider`."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        manifest_path = self.path / MANIFEST
+        try:
+            raw_manifest = manifest_path.read_bytes()
+        except FileNotFoundError:
+            raise InputError(f"{manifest_path}: snapshot manifest not found") from None
+        except OSError as exc:
+            raise InputError(f"{manifest_path}: cannot read snapshot manifest ({exc.strerror})") from None
+        try:
+            manifest = json.loads(raw_manifest)
+            files = manifest["files"]
+            symbols = manifest["symbols"]
+            as_of = date.fromisoformat(manifest["as_of"])
+            if not isinstance(files, dict) or not isinstance(symbols, list):
+                raise TypeError("'files' must be an object and 'symbols' a list")
+        except (ValueError, KeyError, TypeError) as exc:
+            raise InputError(f"{manifest_path}: invalid snapshot manifest ({type(exc).__name__}: {exc})") from None
+        self.manifest: dict[str, Any] = manifest
+        self._as_of = as_of
+        self._symbols: list[str] = [str(s) for s in symbols]
+        self._blobs: dict[str, bytes] = {}
+        for rel, digest in files.items():
+            file_path = self.path / rel
+            try:
+                blob = file_path.read_bytes()
+            except FileNotFoundError:
+                raise InputError(f"{file_path}: listed in {MANIFEST} but missing") from None
+            except OSError as exc:
+                raise InputError(f"{file_path}: cannot read ({exc.strerror})") from None
+            if sha256_bytes(blob) != digest:
+                raise InputError(f"{file_path}: sha256 does not match {MANIFEST} (file altered or corrupt)")
+            self._blobs[rel] = blob
+        for symbol in self._symbols:
+            rel = f"history/{file_stem(symbol)}.csv"
+            if rel not in self._blobs:
+                raise InputError(f"{manifest_path}: symbol {symbol} has no history file ({rel})")
+        self.content_hash: str = content_hash_of(files)
+        self._raw: dict[str, pd.DataFrame] = {}
+        self._adjusted: dict[str, pd.DataFrame] = {}
+        self._income: dict[tuple[str, str], pd.DataFrame] = {}
+        self._quotes: dict[str, dict[str, Any]] = {}
+
+    # ----------------------------------------------------------------- descriptive
+    @property
+    def as_of(self) -> date:
+        return self._as_of
+
+    @property
+    def synthetic(self) -> bool:
+        return bool(self.manifest.get("synthetic", False))
+
+    @property
+    def label(self) -> str:
+        return str(self.manifest.get("label", ""))
+
+    def symbols(self) -> list[str]:
+        return list(self._symbols)
+
+    def __repr__(self) -> str:
+        kind = "synthetic" if self.synthetic else "recorded"
+        return f"Snapshot({str(self.path)!r}, {kind}, as_of={self._as_of}, symbols={self._symbols})"
+
+    # ----------------------------------------------------------------- MarketProvider
+    def history(self, symbol: str) -> pd.DataFrame:
+        """Daily bars as ``Ticker.history(period="max", auto_adjust=True)`` returns them."""
+        if symbol not in self._adjusted:
+            self._adjusted[symbol] = auto_adjust(self._raw_history(symbol))
+        return self._adjusted[symbol].copy()
+
+    def history_unadjusted(self, symbol: str) -> pd.DataFrame:
+        """Daily bars as ``Ticker.history(period="max", auto_adjust=False)`` returns them."""
+        return self._raw_history(symbol).copy()
+
+    def dividends(self, symbol: str) -> pd.Series:
+        raw = self._raw_history(symbol)
+        series = raw.loc[raw["Dividends"] != 0, "Dividends"].copy()
+        series.name = "Dividends"
+        return series
+
+    def splits(self, symbol: str) -> pd.Series:
+        raw = self._raw_history(symbol)
+        series = raw.loc[raw["Stock Splits"] != 0, "Stock Splits"].copy()
+        series.name = "Stock Splits"
+        return series
+
+    def income_stmt(self, symbol: str, freq: Freq = "yearly") -> pd.DataFrame:
+        if freq not in ("yearly", "quarterly"):
+            raise ValueError(f"freq must be 'yearly' or 'quarterly', not {freq!r}")
+        self._require(symbol)
+        key = (symbol, freq)
+        if key not in self._income:
+            rel = f"income/{file_stem(symbol)}.{freq}.csv"
+            blob = self._blobs.get(rel)
+            self._income[key] = pd.DataFrame() if blob is None else self._parse_income(rel, blob)
+        return self._income[key].copy()
+
+    def info(self, symbol: str) -> dict[str, Any]:
+        return copy.deepcopy(self._quote(symbol)["info"])
+
+    def fast_info(self, symbol: str) -> dict[str, Any]:
+        return copy.deepcopy(self._quote(symbol)["fast_info"])
+
+    # ----------------------------------------------------------------- internals
+    def _require(self, symbol: str) -> None:
+        if symbol not in self._symbols:
+            raise SymbolNotRecorded(symbol, f"the snapshot at {self.path}")
+
+    def _raw_history(self, symbol: str) -> pd.DataFrame:
+        self._require(symbol)
+        cached = self._raw.get(symbol)
+        if cached is None:
+            rel = f"history/{file_stem(symbol)}.csv"
+            cached = self._raw[symbol] = self._parse_history(rel, self._blobs[rel])
+        return cached
+
+    def _parse_history(self, rel: str, blob: bytes) -> pd.DataFrame:
+        try:
+            frame = pd.read_csv(io.BytesIO(blob), index_col="Date", dtype={"Volume": "int64"})
+            missing = [c for c in RAW_HISTORY_COLUMNS if c not in frame.columns]
+            if missing:
+                raise ValueError(f"missing columns {missing}")
+            dates = pd.to_datetime(frame.index, format="%Y-%m-%d")
+            frame.index = pd.DatetimeIndex(dates).as_unit(INDEX_UNIT).tz_localize(EXCHANGE_TZ)
+            frame.index.name = "Date"
+            for column in frame.columns:
+                if column != "Volume":
+                    frame[column] = frame[column].astype("float64")
+            if frame[list(PRICE_COLUMNS) + ["Adj Close"]].isna().any().any():
+                raise ValueError("empty price cells")
+            if not frame.index.is_monotonic_increasing or frame.index.has_duplicates:
+                raise ValueError("dates not strictly increasing")
+        except (ValueError, KeyError, TypeError, pd.errors.ParserError) as exc:
+            raise InputError(f"{self.path / rel}: unparsable history CSV ({exc})") from None
+        return frame
+
+    def _parse_income(self, rel: str, blob: bytes) -> pd.DataFrame:
+        try:
+            frame = pd.read_csv(io.BytesIO(blob), index_col=0)
+            frame.index = pd.Index([str(i) for i in frame.index], dtype=object)
+            frame.index.name = None
+            frame.columns = pd.DatetimeIndex(pd.to_datetime(list(frame.columns), format="%Y-%m-%d"))
+            frame = frame.astype("float64")
+        except (ValueError, KeyError, TypeError, pd.errors.ParserError) as exc:
+            raise InputError(f"{self.path / rel}: unparsable income statement CSV ({exc})") from None
+        return frame
+
+    def _quote(self, symbol: str) -> dict[str, Any]:
+        self._require(symbol)
+        if symbol not in self._quotes:
+            rel = f"quote/{file_stem(symbol)}.json"
+            blob = self._blobs.get(rel)
+            if blob is None:
+                self._quotes[symbol] = {"info": {}, "fast_info": {}}
+            else:
+                try:
+                    quote = json.loads(blob)
+                    if not isinstance(quote.get("info"), dict) or not isinstance(quote.get("fast_info"), dict):
+                        raise ValueError("'info' and 'fast_info' must be objects")
+                except ValueError as exc:
+                    raise InputError(f"{self.path / rel}: unparsable quote JSON ({exc})") from None
+                self._quotes[symbol] = quote
+        return self._quotes[symbol]
+
+
+def load_snapshot(path: str | os.PathLike[str] | None = None) -> Snapshot:
+    """Open (and verify) a snapshot; the bundled one (:func:`finevo.paths.snapshot_dir`) by default."""
+    if path is None:
+        from finevo.paths import snapshot_dir
+
+        path = snapshot_dir()
+    return Snapshot(path)

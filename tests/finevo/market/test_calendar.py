@@ -1,0 +1,30 @@
+from datetime import date
+
+import pytest
+
+from finevo.market.calendar import NYSE_HOLIDAYS, is_trading_day, next_trading_day, trading_days
+
+
+def test_trading_day_counts_per_year_match_nyse() -> None:
+    # NYSE had 251 sessions in 2022, 250 in 2023 and 252 in 2024.
+    assert len(trading_days(date(2022, 1, 1), date(2022, 12, 31))) == 251
+    assert len(trading_days(date(2023, 1, 1), date(2023, 12, 31))) == 250
+    assert len(trading_days(date(2024, 1, 1), date(2024, 12, 31))) == 252
+
+
+def test_holidays_and_weekends_are_closed() -> None:
+    assert not is_trading_day(date(2023, 4, 7))    # Good Friday
+    assert not is_trading_day(date(2024, 12, 25))  # Christmas
+    assert not is_trading_day(date(2024, 12, 28))  # Saturday
+    assert is_trading_day(date(2022, 1, 3))
+    assert all(h.weekday() < 5 for h in NYSE_HOLIDAYS)
+
+
+def test_next_trading_day_skips_closures() -> None:
+    assert next_trading_day(date(2024, 3, 29)) == date(2024, 4, 1)
+    assert next_trading_day(date(2024, 4, 1)) == date(2024, 4, 1)
+
+
+def test_outside_known_years_is_an_error() -> None:
+    with pytest.raises(ValueError, match="2022-2024"):
+        is_trading_day(date(2025, 1, 2))

@@ -1,0 +1,141 @@
+"""Snapshot reader: verification of the manifest, yfinance-like frames, copies not shared state."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from finevo.errors import InputError
+from finevo.market.provider import MarketProvider
+from finevo.market.snapshot import Snapshot, SymbolNotRecorded, content_hash_of, load_snapshot
+from finevo.paths import snapshot_dir
+
+
+@pytest.fixture
+def copy(tmp_path: Path) -> Path:
+    target = tmp_path / "data"
+    shutil.copytree(snapshot_dir(), target)
+    return target
+
+
+def test_implements_the_provider_protocol() -> None:
+    snap: MarketProvider = load_snapshot()
+    for name in ("as_of", "symbols", "history", "dividends", "income_stmt", "info", "fast_info"):
+        assert hasattr(snap, name)
+
+
+def test_history_frame_is_shaped_like_yfinance() -> None:
+    hist = load_snapshot().history("MSFT")
+    assert isinstance(hist.index, pd.DatetimeIndex)
+    assert hist.index.name == "Date" and str(hist.index.tz) == "America/New_York"
+    assert (hist.index.hour == 0).all()
+    assert list(hist.columns) == ["Open", "High", "Low", "Close", "Volume", "Dividends", "Stock Splits"]
+    assert hist["Volume"].dtype == "int64"
+    assert all(hist[c].dtype == "float64" for c in hist.columns if c != "Volume")
+    spy = load_snapshot().history("SPY")
+    assert list(spy.columns)[-1] == "Capital Gains"            # yfinance adds it for ETFs
+    divs = load_snapshot().dividends("AAPL")
+    assert divs.name == "Dividends" and divs.index.name == "Date" and str(divs.index.tz) == "America/New_York"
+
+
+def test_auto_adjusted_close_equals_adj_close() -> None:
+    snap = load_snapshot()
+    raw, adj = snap.history_unadjusted("SPY"), snap.history("SPY")
+    pd.testing.assert_series_equal(adj["Close"], raw["Adj Close"], check_names=False)
+    ratio = raw["Adj Close"] / raw["Close"]
+    pd.testing.assert_series_equal(adj["Open"], raw["Open"] * ratio, check_names=False)
+
+
+def test_income_frame_shape() -> None:
+    stmt = load_snapshot().income_stmt("GOOGL", "quarterly")
+    assert isinstance(stmt.columns, pd.DatetimeIndex) and stmt.columns.tz is None
+    assert stmt.index.name is None and (stmt.dtypes == "float64").all()
+    with pytest.raises(ValueError, match="freq"):
+        load_snapshot().income_stmt("GOOGL", "monthly")  # type: ignore[arg-type]
+
+
+def test_returns_copies() -> None:
+    snap = load_snapshot()
+    first = snap.history("AAPL")
+    first.iloc[:, :] = 0
+    assert snap.history("AAPL")["Close"].iloc[-1] > 0
+    info = snap.info("AAPL")
+    info["currentPrice"] = -1
+    assert snap.info("AAPL")["currentPrice"] > 0
+
+
+def test_unknown_symbol_names_it() -> None:
+    with pytest.raises(SymbolNotRecorded, match="NVDA"):
+        load_snapshot().history("NVDA")
+    with pytest.raises(LookupError):
+        load_snapshot().info("NVDA")
+
+
+def test_content_hash_is_over_file_hashes(copy: Path) -> None:
+    snap = Snapshot(copy)
+    assert snap.content_hash == content_hash_of(snap.manifest["files"])
+    assert snap.content_hash == load_snapshot().content_hash
+    assert len(snap.content_hash) == 64
+
+
+def test_missing_manifest(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="manifest.json.*not found"):
+        Snapshot(tmp_path)
+
+
+def test_missing_file_is_named(copy: Path) -> None:
+    (copy / "history" / "TSLA.csv").unlink()
+    with pytest.raises(InputError, match=r"TSLA\.csv: listed in manifest.json but missing"):
+        Snapshot(copy)
+
+
+def test_altered_file_is_named(copy: Path) -> None:
+    path = copy / "quote" / "MSFT.json"
+    path.write_text(path.read_text().replace('"USD"', '"EUR"', 1))
+    with pytest.raises(InputError, match=r"MSFT\.json: sha256 does not match"):
+        Snapshot(copy)
+
+
+def _rewrite(copy: Path, rel: str, text: str) -> None:
+    """Replace a file and re-sign it in the manifest, so only parsing can catch the damage."""
+    import hashlib
+
+    (copy / rel).write_text(text)
+    manifest = json.loads((copy / "manifest.json").read_text())
+    manifest["files"][rel] = hashlib.sha256(text.encode()).hexdigest()
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+
+
+def test_unparsable_csv_is_named(copy: Path) -> None:
+    _rewrite(copy, "history/AMZN.csv", "Date,Open\n2022-01-03,abc\n")
+    snap = Snapshot(copy)
+    with pytest.raises(InputError, match=r"AMZN\.csv: unparsable history CSV"):
+        snap.history("AMZN")
+
+
+def test_bad_date_in_csv_is_named(copy: Path) -> None:
+    good = (copy / "history" / "AMZN.csv").read_text().splitlines()
+    good[5] = "not-a-date" + good[5][10:]
+    _rewrite(copy, "history/AMZN.csv", "\n".join(good) + "\n")
+    with pytest.raises(InputError, match=r"AMZN\.csv"):
+        Snapshot(copy).history("AMZN")
+
+
+def test_invalid_manifest_json(copy: Path) -> None:
+    (copy / "manifest.json").write_text("{not json")
+    with pytest.raises(InputError, match="invalid snapshot manifest"):
+        Snapshot(copy)
+
+
+def test_loading_everything_is_fast() -> None:
+    start = time.perf_counter()
+    snap = Snapshot(snapshot_dir())
+    for symbol in snap.symbols():
+        snap.history(symbol), snap.history_unadjusted(symbol), snap.info(symbol), snap.fast_info(symbol)
+        snap.income_stmt(symbol, "yearly"), snap.income_stmt(symbol, "quarterly")
+    assert time.perf_counter() - start < 1.0
