@@ -1,0 +1,195 @@
+"""runner.judge: strict verdicts on structured values.
+
+The first class replays every false pass of the judge this project replaces and proves each
+one is now a fail; the rest pin the tolerance, convention and error rules.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any
+
+import numpy as np
+import pytest
+
+from finevo.errors import (AgentFailure, CassetteMissError, ContractViolation, DeadlineExceeded,
+                           FinevoError, LLMRateLimitError, PolicyViolation)
+from finevo.outcome import Outcome
+from finevo.paths import benchmarks_dir
+from finevo.tasks import Task, load_tasks
+from runner.judge import JUDGE_VERSION, Judgement, compare, judge_outcome, judge_value
+
+
+@pytest.fixture(scope="module")
+def tasks() -> dict[str, Task]:
+    return {t.id: t for t in load_tasks(benchmarks_dir() / "tasks.jsonl")}
+
+
+# Expected values shaped like the oracle's, chosen for these tests (not copied from any run).
+NET_INCOME = {"calendar_quarter": 24_160_000_000.0, "fiscal_quarter": 29_998_000_000.0}
+REVENUE_2023 = {"fiscal_year_2023": 307_394_000_000.0}
+REVENUE_2022 = 282_836_000_000.0
+MSFT_QUOTE = 421.5
+DRAWDOWN = {"negative_fraction": -0.1532, "positive_fraction": 0.1532}
+SIGNAL_FALSE = {"wilder_rsi": False}
+SIGNAL_TRUE = {"wilder_rsi": True}
+BANDS = {"population_std": {"upper": 198.2, "middle": 190.0, "lower": 181.8},
+         "sample_std": {"upper": 198.4, "middle": 190.0, "lower": 181.6}}
+DIVIDENDS_ASC = [{"date": "2022-02-04", "amount": 0.22}, {"date": "2022-05-06", "amount": 0.23},
+                 {"date": "2022-08-05", "amount": 0.23}, {"date": "2022-11-04", "amount": 0.23}]
+DIVIDENDS = {"oldest_first": DIVIDENDS_ASC, "newest_first": DIVIDENDS_ASC[::-1]}
+MA = {"last_20_values_oldest_first": [400.0 + i * 0.5 for i in range(20)]}
+
+
+def _fails(judgement: Judgement) -> bool:
+    return judgement.state == "fail" and judgement.convention is None and bool(judgement.reason)
+
+
+class TestOldFalsePassesNowFail:
+    @pytest.mark.parametrize("value", [1.0, 0.0, 1, 0, "False", "True"])
+    def test_float_or_text_for_a_boolean_task(self, tasks: dict[str, Task], value: Any) -> None:
+        assert _fails(judge_value(tasks["comp_001"], value, SIGNAL_FALSE))
+        assert _fails(judge_value(tasks["comp_001"], value, SIGNAL_TRUE))
+
+    @pytest.mark.parametrize("value", [
+        "The net income was 24160000000.0",
+        "24160000000.0",
+        "Net income: $24.16B (2023 Q1)",
+        ["24160000000.0"],
+        {"net_income": 24_160_000_000.0},
+    ])
+    def test_text_containing_the_right_digits_for_a_numeric_task(self, tasks: dict[str, Task], value: Any) -> None:
+        assert _fails(judge_value(tasks["fetch_001"], value, NET_INCOME))
+
+    def test_right_number_only_in_stdout(self, tasks: dict[str, Task]) -> None:
+        outcome = Outcome(task_id="fetch_001", value=None, stage="done", stdout="24160000000.0\n")
+        assert _fails(judge_outcome(tasks["fetch_001"], outcome, NET_INCOME))
+
+    def test_dict_of_none_values(self, tasks: dict[str, Task]) -> None:
+        judgement = judge_value(tasks["calc_003"], {"upper": None, "middle": None, "lower": None}, BANDS)
+        assert _fails(judgement)
+        assert "None" in judgement.reason
+
+    def test_max_drawdown_that_is_really_the_msft_quote(self, tasks: dict[str, Task]) -> None:
+        judgement = judge_value(tasks["calc_007"], MSFT_QUOTE, DRAWDOWN)
+        assert _fails(judgement)
+        assert "negative_fraction" in judgement.reason and "positive_fraction" in judgement.reason
+
+    def test_previous_years_revenue_constant(self, tasks: dict[str, Task]) -> None:
+        assert _fails(judge_value(tasks["fetch_003"], REVENUE_2022, REVENUE_2023))
+
+    def test_random_dividend_history(self, tasks: dict[str, Task]) -> None:
+        rng = random.Random(7)
+        fake = [{"date": rec["date"], "amount": round(rng.uniform(0.1, 1.0), 4)} for rec in DIVIDENDS_ASC]
+        assert _fails(judge_value(tasks["fetch_007"], fake, DIVIDENDS))
+        fake_dates = [{"date": f"2023-0{i + 1}-15", "amount": rec["amount"]} for i, rec in enumerate(DIVIDENDS_ASC)]
+        assert _fails(judge_value(tasks["fetch_007"], fake_dates, DIVIDENDS))
+        numbers_only = [rng.uniform(0.1, 1.0) for _ in DIVIDENDS_ASC]
+        assert _fails(judge_value(tasks["fetch_007"], numbers_only, DIVIDENDS))
+
+    @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, np.float64("nan")])
+    def test_nan_and_inf(self, tasks: dict[str, Task], value: float) -> None:
+        assert _fails(judge_value(tasks["calc_007"], value, DRAWDOWN))
+        assert _fails(judge_value(tasks["calc_003"], {"upper": value, "middle": 190.0, "lower": 181.8}, BANDS))
+
+    @pytest.mark.parametrize("value", [True, False, np.bool_(True)])
+    def test_bool_for_a_numeric_task(self, tasks: dict[str, Task], value: Any) -> None:
+        # 1 and 0 as expected numbers: a bool must not pass as one
+        assert _fails(judge_value(tasks["calc_008"], value, {"simple_returns_30_sessions": 1.0,
+                                                             "simple_returns_30_returns": 0.0,
+                                                             "log_returns_30_sessions": 1.0}))
+
+    def test_missing_key(self, tasks: dict[str, Task]) -> None:
+        judgement = judge_value(tasks["calc_003"], {"upper": 198.2, "middle": 190.0}, BANDS)
+        assert _fails(judgement) and "'lower'" in judgement.reason
+
+    def test_extra_long_and_short_lists(self, tasks: dict[str, Task]) -> None:
+        values = MA["last_20_values_oldest_first"]
+        assert _fails(judge_value(tasks["calc_002"], values + [410.0], MA))
+        assert _fails(judge_value(tasks["calc_002"], [390.0] + values, MA))
+        assert _fails(judge_value(tasks["calc_002"], values[:-1], MA))
+        assert _fails(judge_value(tasks["calc_002"], values[::-1], MA))
+
+
+class TestPasses:
+    def test_numbers_within_tolerance_of_any_convention(self, tasks: dict[str, Task]) -> None:
+        task = tasks["fetch_001"]
+        for name, expected in NET_INCOME.items():
+            judgement = judge_value(task, np.float64(expected), NET_INCOME)
+            assert judgement.state == "pass" and judgement.convention == name
+        tol = task.tolerance
+        margin = tol.abs + tol.rel * NET_INCOME["calendar_quarter"]
+        assert judge_value(task, NET_INCOME["calendar_quarter"] + 0.9 * margin, NET_INCOME).passed
+        assert not judge_value(task, NET_INCOME["calendar_quarter"] + 1.1 * margin, NET_INCOME).passed
+        assert judge_value(task, 24_160_000_000, NET_INCOME).passed  # an int is a number
+
+    def test_real_bools_and_numpy_bools(self, tasks: dict[str, Task]) -> None:
+        assert judge_value(tasks["comp_001"], False, SIGNAL_FALSE).passed
+        assert judge_value(tasks["comp_001"], np.bool_(True), SIGNAL_TRUE).passed
+        assert not judge_value(tasks["comp_001"], True, SIGNAL_FALSE).passed
+
+    def test_dict_matches_one_convention_entirely(self, tasks: dict[str, Task]) -> None:
+        task = tasks["calc_003"]
+        sample = dict(BANDS["sample_std"], width=16.8)  # extra keys are fine
+        judgement = judge_value(task, sample, BANDS)
+        assert judgement.passed and judgement.convention == "sample_std"
+        mixed = {"upper": 198.2, "middle": 190.0, "lower": 181.6}  # upper of one, lower of the other
+        assert _fails(judge_value(task, mixed, BANDS))
+
+    def test_dividend_records(self, tasks: dict[str, Task]) -> None:
+        task = tasks["fetch_007"]
+        as_timestamps = [{"date": f"{r['date']}T00:00:00-05:00", "amount": r["amount"]} for r in DIVIDENDS_ASC]
+        assert judge_value(task, as_timestamps, DIVIDENDS).convention == "oldest_first"
+        assert judge_value(task, DIVIDENDS_ASC[::-1], DIVIDENDS).convention == "newest_first"
+        shuffled = [DIVIDENDS_ASC[i] for i in (1, 0, 2, 3)]
+        assert _fails(judge_value(task, shuffled, DIVIDENDS))
+        epoch_dates = [{"date": 1643932800, "amount": r["amount"]} for r in DIVIDENDS_ASC]
+        assert _fails(judge_value(task, epoch_dates, DIVIDENDS))
+
+    def test_numpy_array_list(self, tasks: dict[str, Task]) -> None:
+        assert judge_value(tasks["calc_002"], np.array(MA["last_20_values_oldest_first"]), MA).passed
+
+
+class TestOutcomes:
+    @pytest.mark.parametrize("error", [LLMRateLimitError("429"), CassetteMissError("no entry"),
+                                       DeadlineExceeded("too slow", stage="synthesis")])
+    def test_external_errors_are_errors(self, tasks: dict[str, Task], error: FinevoError) -> None:
+        outcome = Outcome(task_id="fetch_001", value=NET_INCOME["calendar_quarter"], error=error)
+        judgement = judge_outcome(tasks["fetch_001"], outcome, NET_INCOME)
+        assert judgement.state == "error" and error.code in judgement.reason
+
+    @pytest.mark.parametrize("error", [AgentFailure("bad"), ContractViolation("shape"),
+                                       PolicyViolation("import os"), FinevoError("other")])
+    def test_other_errors_are_fails_even_with_a_right_value(self, tasks: dict[str, Task], error: FinevoError) -> None:
+        outcome = Outcome(task_id="fetch_001", value=NET_INCOME["calendar_quarter"], error=error)
+        judgement = judge_outcome(tasks["fetch_001"], outcome, NET_INCOME)
+        assert judgement.state == "fail" and error.code in judgement.reason
+
+    def test_blocked_tool_on_a_benchmark_task_fails(self, tasks: dict[str, Task]) -> None:
+        outcome = Outcome(task_id="calc_007", value=-0.1532, tool_source="blocked")
+        assert judge_outcome(tasks["calc_007"], outcome, DRAWDOWN).state == "fail"
+
+    def test_right_value_passes_and_reused_wrong_tool_fails(self, tasks: dict[str, Task]) -> None:
+        ok = Outcome(task_id="calc_007", value=0.1532, tool_source="reused", stage="done")
+        judgement = judge_outcome(tasks["calc_007"], ok, DRAWDOWN)
+        assert judgement.passed and judgement.convention == "positive_fraction"
+        wrong = Outcome(task_id="calc_007", value=MSFT_QUOTE, tool_source="reused", stage="done")
+        assert judge_outcome(tasks["calc_007"], wrong, DRAWDOWN).state == "fail"
+
+    def test_missing_oracle_value_is_an_error_not_a_fail(self, tasks: dict[str, Task]) -> None:
+        outcome = Outcome(task_id="calc_007", value=-0.1532, stage="done")
+        assert judge_outcome(tasks["calc_007"], outcome, {}).state == "error"
+        assert judge_value(tasks["calc_007"], -0.1532, {"made_up": -0.1532}).state == "error"
+
+
+def test_compare_treats_an_oracle_none_as_unmatchable() -> None:
+    from finevo.tasks import Tolerance
+
+    assert compare(None, None, Tolerance()) is not None
+    assert compare(1.0, 1.0 + 1e-9, Tolerance(rel=1e-6, abs=0.0)) is None
+
+
+def test_judge_version_is_recorded() -> None:
+    assert isinstance(JUDGE_VERSION, str) and JUDGE_VERSION
+    assert Judgement("pass", "ok", "c").to_dict() == {"state": "pass", "reason": "ok", "convention": "c"}
