@@ -1,0 +1,58 @@
+"""``finevo-verify baseline update RESULTS [--baseline FILE]``: take a run's passing tasks as the new baseline.
+
+Never automatic. Tasks that ran in RESULTS replace their old baseline entry (passing -> in, not
+passing -> out); tasks that did not run (another shard, ``--only``) keep their entry. A partial
+run or a run without a verdict cannot update the baseline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from finevo.errors import InputError
+from finevo.paths import benchmarks_dir
+from runner.exitcodes import Exit
+from runner.reports import atomic, document
+from runner.suite import load_baseline
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("baseline", help="manage the baseline")
+    verbs = p.add_subparsers(dest="baseline_verb", metavar="ACTION", required=True)
+    up = verbs.add_parser("update", help="set the baseline from a results file")
+    up.add_argument("results", type=Path, help="results.json of a complete run")
+    up.add_argument("--baseline", type=Path, default=benchmarks_dir() / "baseline.json")
+    up.set_defaults(func=cmd_update)
+
+
+def updated_baseline(old: dict[str, Any], doc: dict[str, Any]) -> dict[str, Any]:
+    ran = {t["task_id"]: t["state"] for t in doc["tasks"] if t["state"] != "skipped"}
+    keep = [t for t in old.get("passing_tasks", []) if t not in ran]
+    order = [t["task_id"] for t in doc["tasks"]]
+    passing = keep + [t for t in order if ran.get(t) == "pass" and t not in keep]
+    new = dict(old)
+    new["passing_tasks"] = passing
+    new["total_tasks"] = max(int(old.get("total_tasks") or 0), len(doc["tasks"]))
+    new["updated_from"] = {"run_id": doc["run_id"], "git_sha": doc["config"].get("git_sha"),
+                           "provider": doc["config"].get("provider"), "model": doc["config"].get("model")}
+    return new
+
+
+def cmd_update(args: argparse.Namespace) -> int:
+    doc = document.load(args.results)
+    if doc["partial"] or doc["verdict"]["status"] == "no_verdict":
+        raise InputError(f"{args.results}: run is {doc['verdict']['status']}: refusing to take it as the baseline")
+    load_baseline(args.baseline)  # the old file must be valid too
+    old = json.loads(Path(args.baseline).read_text(encoding="utf-8"))
+    new = updated_baseline(old, doc)
+    if not new["passing_tasks"]:
+        raise InputError(f"{args.results}: no task passes: a baseline must name at least one task")
+    atomic.write_text(args.baseline, json.dumps(new, indent=2) + "\n")
+    added = sorted(set(new["passing_tasks"]) - set(old.get("passing_tasks", [])))
+    removed = sorted(set(old.get("passing_tasks", [])) - set(new["passing_tasks"]))
+    print(f"{args.baseline}: {len(new['passing_tasks'])} passing task(s); "
+          f"added: {', '.join(added) or 'none'}; removed: {', '.join(removed) or 'none'}")
+    return int(Exit.PASSED)

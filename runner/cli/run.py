@@ -1,0 +1,135 @@
+"""``finevo-verify [run]`` (the gate) and ``finevo-verify list`` (the selected tasks)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from finevo.errors import ExternalError
+from finevo.paths import benchmarks_dir, snapshot_dir
+from runner.exitcodes import Exit
+
+AGENT_MODES = ("evolving", "static", "memory_only")
+
+
+def _float_arg(name: str):
+    def parse(text: str) -> float:
+        try:
+            return float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name}: expected a number, got {text!r}") from None
+    return parse
+
+
+def _int_arg(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative number, got {value}")
+    return value
+
+
+def _add_selection(p: argparse.ArgumentParser) -> None:
+    bench = benchmarks_dir()
+    p.add_argument("--tasks", type=Path, default=bench / "tasks.jsonl", help="benchmark tasks (JSONL)")
+    p.add_argument("--security-tasks", type=Path, default=bench / "security_tasks.jsonl",
+                   help="security tasks (JSONL); 'none' to skip")
+    p.add_argument("--payloads", type=Path, default=bench / "security_payloads.jsonl",
+                   help="adversarial payload corpus (JSONL)")
+    p.add_argument("--baseline", type=Path, default=bench / "baseline.json",
+                   help="baseline file; 'none' for no baseline")
+    p.add_argument("--only", metavar="ID,...", help="run only these task ids")
+    p.add_argument("--category", choices=("fetch", "calculation", "composite", "security"))
+    p.add_argument("--shard", metavar="K/N", help="run the K-th of N round-robin shards")
+
+
+def register(sub: Any) -> None:
+    run = sub.add_parser("run", help="run the gate (default verb)",
+                         description="Run every selected task through the agent, judge it, and write the reports.")
+    run.add_argument("--llm", default=None, metavar="SPEC",
+                     help="live | replay:FILE | predictions:FILE | reference (default: $FINEVO_LLM_PROVIDER, else live)")
+    run.add_argument("--record", type=Path, help="with --llm live: append every exchange to this cassette")
+    run.add_argument("--data", type=Path, default=None, help="market snapshot directory (default: bundled)")
+    _add_selection(run)
+    run.add_argument("--no-payloads", action="store_true", help="do not run the payload corpus")
+    run.add_argument("--min-pass-rate", type=_float_arg("--min-pass-rate"),
+                     help="threshold in [0, 1] (default: the baseline's target_pass_rate)")
+    run.add_argument("--out", type=Path, default=Path("out"), help="report directory (default ./out)")
+    run.add_argument("--run-id", help="name of this run (default: UTC timestamp + random suffix)")
+    run.add_argument("--task-timeout", type=_float_arg("--task-timeout"), default=120.0,
+                     help="seconds per task (default 120)")
+    run.add_argument("--max-refinements", type=_int_arg, help="refinement attempts per tool (default 3)")
+    run.add_argument("--agent", choices=AGENT_MODES, default="evolving", help="agent mode (default evolving)")
+    run.add_argument("--reuse-registry", action="store_true", help="accept a non-empty registry in the run dir")
+    run.add_argument("--no-self-check", action="store_true", help="skip the reference/null harness self-check")
+    run.add_argument("--model", help="model name for live calls")
+    run.add_argument("--temperature", type=_float_arg("--temperature"))
+    run.add_argument("--quiet", action="store_true", help="only the final summary")
+    run.set_defaults(func=cmd_run)
+
+    lst = sub.add_parser("list", help="list the selected tasks")
+    _add_selection(lst)
+    lst.set_defaults(func=cmd_list)
+
+
+def _optional(path: Path | None) -> Path | None:
+    return None if path is None or str(path).lower() == "none" else path
+
+
+def _llm_spec(value: str | None) -> str:
+    import os
+
+    return (value or os.environ.get("FINEVO_LLM_PROVIDER") or "live").strip()
+
+
+def config_from_args(args: argparse.Namespace):
+    from runner.gate import GateConfig
+    from runner.suite import parse_only, parse_shard
+
+    return GateConfig(
+        llm=_llm_spec(args.llm), tasks_path=args.tasks, security_path=_optional(args.security_tasks),
+        payloads_path=None if args.no_payloads else _optional(args.payloads),
+        baseline_path=_optional(args.baseline), data_dir=args.data or snapshot_dir(), out_dir=args.out,
+        run_id=args.run_id, only=parse_only(args.only), category=args.category, shard=parse_shard(args.shard),
+        task_timeout_s=args.task_timeout, max_refinements=args.max_refinements, agent_mode=args.agent,
+        reuse_registry=args.reuse_registry, self_check=not args.no_self_check, run_payloads=not args.no_payloads,
+        model=args.model, temperature=args.temperature, record=args.record, min_pass_rate=args.min_pass_rate)
+
+
+def cmd_run(args: argparse.Namespace, factory: Any = None) -> int:
+    from runner.console import Console
+    from runner.gate import run_gate
+    from runner.reports import github, markdown
+
+    console = Console(quiet=getattr(args, "quiet", False))
+    config = config_from_args(args)
+    kwargs = {"factory": factory} if factory is not None else {}
+    try:
+        outcome = run_gate(config, console=console, **kwargs)
+    except ExternalError as exc:  # e.g. no LLM configured: nothing ran
+        print(f"finevo-verify: error: {exc.message}", file=sys.stderr)
+        return int(Exit.USAGE)
+    github.publish(outcome.doc, markdown.render(outcome.doc), sys.stdout)
+    return outcome.exit_code
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from runner.suite import load_suite, parse_only, parse_shard, select
+
+    suite = load_suite(args.tasks, _optional(args.security_tasks), None, _optional(args.baseline))
+    suite = select(suite, only=parse_only(args.only), category=args.category, shard=parse_shard(args.shard))
+    baseline = set(suite.baseline.passing_tasks) if suite.baseline else set()
+    for t in suite.tasks:
+        mark = "B" if t.id in baseline else " "
+        print(f"{t.id:<10} {mark} {t.category:<12} {t.query}")
+    for s in suite.security:
+        print(f"{s.id:<10}   {'security':<12} {s.query}")
+    for w in suite.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    print(f"{len(suite.tasks)} benchmark task(s), {len(suite.security)} security task(s); B = in the baseline")
+    return int(Exit.PASSED)
+

@@ -1,0 +1,109 @@
+"""The harness self-check: before a verdict, prove the gate can tell right from wrong.
+
+On the same tasks, data and judge as the run:
+
+* the **reference** model (the gold tools of ``benchmarks/reference/``) must pass 100%; when the
+  main run *is* the reference run its results are reused instead of running it twice;
+* a **null** model, whose tools return ``None`` or raise, must pass 0%.
+
+If either fails, a pass or a fail of the agent under test means nothing: the run ends with
+exit 3 and no regression is reported. The null run uses no refinements (a null model never
+improves), which keeps the check cheap.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any, Sequence
+
+from finevo.llm.base import ChatReply, ChatRequest
+from finevo.outcome import LLMUsage
+from runner.records import TaskResult
+
+if TYPE_CHECKING:  # pragma: no cover
+    from runner.gate import Gate, Interrupts
+
+_NULL_RETURNS = '''```python
+from typing import Any
+
+
+def tool(*args: Any, **kwargs: Any) -> Any:
+    """Null model: accepts anything and returns nothing."""
+    return None
+```
+'''
+
+_NULL_RAISES = '''```python
+from typing import Any
+
+
+def tool(*args: Any, **kwargs: Any) -> Any:
+    """Null model: accepts anything and always fails."""
+    raise ValueError("null model: no answer")
+```
+'''
+
+
+class NullProvider:
+    """An LLM provider whose tools return ``None`` (even attempts) or raise (odd attempts)."""
+
+    name = "null"
+
+    def complete(self, request: ChatRequest, *, timeout: float | None = None) -> ChatReply:
+        content = _NULL_RAISES if request.attempt % 2 else _NULL_RETURNS
+        return ChatReply(content=content, usage=LLMUsage(calls=1), model="null", finish_reason="stop")
+
+
+def _run(gate: "Gate", interrupts: "Interrupts", label: str, **spec_changes: Any) -> list[TaskResult]:
+    from runner.gate import TaskRunner, judge_task
+
+    p = gate.p
+    spec = gate.spec(registry_dir=p.run_dir / "selfcheck" / label / "registry", label=label, **spec_changes)
+    runner = TaskRunner(gate.factory, spec, interrupts, p.config.task_timeout_s)
+    try:
+        results = []
+        for task in p.suite.tasks:
+            outcome, elapsed = runner.solve(task)
+            results.append(judge_task(task, outcome, p.expected[task.id], elapsed))
+        return results
+    finally:
+        runner.close()
+
+
+def evaluate(reference: Sequence[TaskResult], null: Sequence[TaskResult], *, reused: bool) -> dict[str, Any]:
+    """The self-check record from both runs' results."""
+    ref_bad = [r.task_id for r in reference if r.state != "pass"]
+    null_good = [r.task_id for r in null if r.state == "pass"]
+    problems = []
+    if ref_bad:
+        problems.append(f"reference model did not pass {', '.join(ref_bad)}")
+    if null_good:
+        problems.append(f"null model passed {', '.join(null_good)}")
+    ok = not problems
+    reason = ("reference 100%, null 0%" if ok else "; ".join(problems))
+    return {"enabled": True, "ok": ok, "reason": reason,
+            "reference": {"passed": len(reference) - len(ref_bad), "total": len(reference),
+                          "not_passing": ref_bad, "reused_main_run": reused,
+                          "reasons": {r.task_id: r.reason for r in reference if r.state != "pass"}},
+            "null": {"passed": len(null_good), "total": len(null), "passing": null_good}}
+
+
+def run_selfcheck(gate: "Gate", main_results: Sequence[TaskResult], interrupts: "Interrupts") -> dict[str, Any]:
+    """Run (or reuse) the reference run and the null run; raises ``Aborted`` on a signal."""
+    started = time.monotonic()
+    console = gate.console
+    config = gate.p.config
+    reused = config.llm.strip() == "reference" and config.agent_mode != "static"
+    if reused:
+        reference = list(main_results)
+    else:
+        console.line("self-check: reference model ...")
+        reference = _run(gate, interrupts, "reference", llm="reference", record=None, agent_mode="evolving",
+                         max_refinements=None)
+    console.line("self-check: null model ...")
+    null = _run(gate, interrupts, "null", provider=NullProvider(), record=None, agent_mode="evolving",
+                max_refinements=0)
+    record = evaluate(reference, null, reused=reused)
+    record["duration_s"] = round(time.monotonic() - started, 3)
+    console.line(f"self-check: {'ok' if record['ok'] else 'FAILED'} ({record['reason']})")
+    return record
