@@ -205,8 +205,13 @@ _STAGE_ADVICE: dict[str, str] = {
 
 
 def refinement_messages(req: ToolRequest, code: str, stage: str, error: str) -> tuple[dict[str, str], ...]:
-    """The original request, the failing code as the model's own reply, and what went wrong."""
+    """The original request, the failing code as the model's own reply, and what went wrong.
+
+    At the ``synthesis`` stage (no code could be extracted) ``code`` is the model's raw reply and
+    is sent back as it was.
+    """
     code = code if len(code) <= _MAX_CODE_CHARS else code[:_MAX_CODE_CHARS]
+    previous = code if stage == "synthesis" else f"```python\n{code}\n```"
     feedback = "\n".join([
         f"The tool failed verification at the stage '{stage}'. {_STAGE_ADVICE.get(stage, '')}".rstrip(),
         "",
@@ -218,5 +223,5 @@ def refinement_messages(req: ToolRequest, code: str, stage: str, error: str) -> 
         "corrected module in ONE ```python code block.",
     ])
     return (*synthesis_messages(req),
-            {"role": "assistant", "content": f"```python\n{code}\n```"},
+            {"role": "assistant", "content": previous},
             {"role": "user", "content": feedback})

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from finevo.agent.intent import indicator_spec
+from finevo.agent.prompts import sanitise_error
 from finevo.contract import check_shape, describe, normalise
 from finevo.errors import (
     AgentFailure,
@@ -100,10 +101,10 @@ def policy_check(code: str) -> PolicyViolation | None:
     except ImportError:
         return None
     report = check(code)
-    if getattr(report, "ok", True):
+    violations = list(report.violations)
+    if report.allowed or not violations:
         return None
-    violations = list(getattr(report, "violations", None) or [])
-    first = violations[0] if violations else report
+    first = violations[0]
     rule = str(getattr(first, "rule", "unknown"))
     line, col = getattr(first, "line", None), getattr(first, "col", None)
     message = str(getattr(first, "message", "") or rule)
@@ -420,12 +421,11 @@ def result_error(result: ExecutionResult, what: str) -> AgentFailure:
                                + (f": {result.error_message}" if result.error_message else ""),
                                rule=rule, **details)
     if result.status == "exception":
-        tail = (result.traceback or "")[-_TRACEBACK_TAIL:]
-        return ToolCrashed(f"{what} raised {result.error_type}: {result.error_message}",
+        tail = sanitise_error((result.traceback or "")[-_TRACEBACK_TAIL:])
+        return ToolCrashed(f"{what} raised {result.error_type}: {sanitise_error(result.error_message or '')}",
                            error_type=result.error_type, traceback=tail, **details)
     if result.status == "timeout":
-        return ToolCrashed(f"{what} timed out (wall-clock limit)", duration_s=round(result.duration_s, 3),
-                           **details)
+        return ToolCrashed(f"{what} timed out (wall-clock limit)", **details)
     if result.status == "killed":
         return ToolCrashed(f"{what} was killed by a resource limit ({result.layer or 'unknown'})", **details)
     return ToolCrashed(f"{what} died without a result"

@@ -1,0 +1,443 @@
+"""The evolving agent: find a verified tool that fits, or have the model write one; verify it,
+refine it, register it, run it, and return a typed :class:`~finevo.outcome.Outcome`.
+
+Flow for a benchmark task (or a parsed free-text query)::
+
+    retrieval   registry tools whose contract (indicator + output type + parameter names) fits
+                -> re-verified with the task's own arguments -> run       tool_source "reused"
+    synthesis   prompt -> LLM -> extract code
+    policy .. metamorphic   (finevo.agent.verify), on failure:
+    refinement  stage + error + code back to the model, at most ``max_refinements`` times
+    registration            the verified tool (and every failed attempt, linked to its parent)
+    execution   the tool with the task's arguments; an execution trace is written
+                                                       tool_source "created" | "refined"
+
+A :class:`~finevo.tasks.SecurityTask` goes through the same model, policy and sandbox: its code
+is never trusted, never verified for correctness and never registered; the outcome says which
+layer stopped it (``blocked_by``) and carries no value.
+
+Modes: ``evolving`` (synthesis, refinement, persistence), ``static`` (registry only, never calls
+the model: :class:`~finevo.errors.NoToolAvailable` when nothing fits), ``memory_only``
+(synthesis and refinement into a private in-memory registry; nothing persists).
+
+Errors are typed (:mod:`finevo.errors`): external trouble (LLM API, cassette miss, deadline)
+ends in ``Outcome.error`` as an :class:`~finevo.errors.ExternalError`, the agent's own failures
+as :class:`~finevo.errors.AgentFailure` subclasses. A policy violation on a normal task is final:
+the rule that fired is never fed back to the model, which would teach it to evade the policy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from finevo.agent.intent import indicator_spec, parse_query
+from finevo.agent.prompts import (
+    ToolRequest,
+    refinement_messages,
+    sanitise_error,
+    security_messages,
+    synthesis_messages,
+)
+from finevo.agent.verify import ToolContract, Verification, Verifier, function_signature, policy_check, result_error
+from finevo.errors import (
+    AgentFailure,
+    CodeExtractionError,
+    DeadlineExceeded,
+    FinevoError,
+    InputError,
+    LLMTimeoutError,
+    ModelRefused,
+    NoToolAvailable,
+    PolicyViolation,
+    ProviderNotConfigured,
+    RefinementExhausted,
+)
+from finevo.llm.base import ChatReply, ChatRequest, LLMProvider
+from finevo.outcome import Attempt, LLMUsage, Outcome
+from finevo.sandbox.api import ExecutionResult, Limits, Sandbox
+from finevo.tasks import Intent, OutputSpec, SecurityTask, Task
+
+MODES: tuple[str, ...] = ("evolving", "static", "memory_only")
+_TRACE_OUTPUT_CAP = 8192
+
+
+@dataclass(frozen=True)
+class Job:
+    """What the agent needs of a task: who asks, what for, and the contract of the answer."""
+
+    task_id: str
+    category: str
+    query: str
+    intent: Intent
+    output: OutputSpec
+
+    @classmethod
+    def from_task(cls, task: Task) -> "Job":
+        return cls(task.id, task.category, task.query, task.intent, task.output)
+
+    @classmethod
+    def from_query(cls, query: str, task_id: str = "query") -> "Job":
+        """A job for a free-text query (the parser's intent and the catalogue's contract)."""
+        intent = parse_query(query)
+        if intent is None:
+            raise InputError(f"cannot understand the query {query!r}: name a known indicator and a symbol, "
+                             "e.g. \"Calculate AAPL RSI-14 over last 30 days\"")
+        spec = indicator_spec(intent.indicator)
+        assert spec is not None  # the parser only yields catalogue indicators
+        return cls(task_id, spec.category, query, intent, spec.output)
+
+    @property
+    def contract(self) -> ToolContract:
+        return ToolContract(entry=self.intent.indicator, args=dict(self.intent.args), output=self.output)
+
+
+def code_hash(code: str) -> str:
+    return hashlib.sha256(code.encode("utf-8")).hexdigest()
+
+
+class Agent:
+    """One agent: settings, an LLM provider, a sandbox, a registry and a mode."""
+
+    def __init__(self, settings: Any, provider: LLMProvider | None, sandbox: Sandbox, registry: Any,
+                 mode: str | None = None, *, limits: Limits | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        mode = mode or getattr(settings, "agent_mode", "evolving")
+        if mode not in MODES:
+            raise InputError(f"unknown agent mode {mode!r}: expected one of {', '.join(MODES)}")
+        self.settings = settings
+        self.provider = provider
+        self.sandbox = sandbox
+        self.mode = mode
+        self.clock = clock
+        self.max_refinements = int(getattr(settings, "max_refinements", 3))
+        self.verifier = Verifier(sandbox, limits=limits, clock=clock)
+        self._scratch: Path | None = None
+        if mode == "memory_only":
+            self.registry = self._memory_registry()
+        else:
+            self.registry = registry
+
+    # ------------------------------------------------------------------ lifecycle
+    def _memory_registry(self) -> Any:
+        from finevo.registry import Registry
+
+        self._scratch = Path(tempfile.mkdtemp(prefix="finevo-memory-"))
+        return Registry("sqlite://", self._scratch / "tools")
+
+    def close(self) -> None:
+        """Drop a memory-only registry and its scratch files (a persistent registry stays open)."""
+        if self._scratch is not None:
+            close = getattr(self.registry, "close", None)
+            if callable(close):
+                close()
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
+
+    # ------------------------------------------------------------------ public
+    def solve(self, task: Task | SecurityTask, deadline: float | None = None) -> Outcome:
+        """Answer one task; never raises a :class:`FinevoError` other than :class:`InputError`."""
+        if isinstance(task, SecurityTask):
+            return self._guard(task.id, lambda o: self._solve_security(task, o, deadline))
+        return self.solve_job(Job.from_task(task), deadline)
+
+    def solve_query(self, query: str, deadline: float | None = None) -> Outcome:
+        """Answer a free-text query (raises :class:`InputError` when it cannot be parsed)."""
+        return self.solve_job(Job.from_query(query), deadline)
+
+    def solve_job(self, job: Job, deadline: float | None = None) -> Outcome:
+        return self._guard(job.task_id, lambda o: self._solve(job, o, deadline))
+
+    def _guard(self, task_id: str, body: Callable[[Outcome], None]) -> Outcome:
+        outcome = Outcome(task_id=task_id)
+        started = self.clock()
+        try:
+            body(outcome)
+        except InputError:
+            raise
+        except FinevoError as exc:
+            outcome.error = exc
+        finally:
+            outcome.timings["total"] = self.clock() - started
+        return outcome
+
+    # ------------------------------------------------------------------ normal tasks
+    def _solve(self, job: Job, outcome: Outcome, deadline: float | None) -> None:
+        contract = job.contract
+        outcome.stage = "retrieval"
+        started = self.clock()
+        if self._reuse(job, contract, outcome, deadline, started):
+            return
+        if self.mode == "static":
+            raise NoToolAvailable(f"{job.task_id}: no verified tool in the registry fits "
+                                  f"{contract.entry}({', '.join(contract.args)}) -> {contract.output.type} "
+                                  "(static mode never writes tools)", indicator=contract.entry)
+        code, artifact = self._synthesize(job, contract, outcome, deadline)
+        self._execute(job, contract, code, artifact, outcome, deadline)
+
+    def _reuse(self, job: Job, contract: ToolContract, outcome: Outcome, deadline: float | None,
+               started: float) -> bool:
+        candidates = self._find(contract)
+        self._add_time(outcome, "retrieval", self.clock() - started)
+        last_error: AgentFailure | None = None
+        for artifact in candidates:
+            code = self.registry.read_code(artifact)
+            ver = self.verifier.verify(code, contract, deadline=deadline)
+            self._merge_timings(outcome, ver)
+            if not ver.ok:
+                assert isinstance(ver.error, AgentFailure)
+                last_error = ver.error
+                if ver.stage in ("policy", "selftest") and self.mode != "static":
+                    # the stored tool itself is broken (not just unfit for these arguments)
+                    self.registry.set_status(artifact.id, "failed")
+                continue
+            outcome.tool_source = "reused"
+            self._describe_tool(outcome, artifact, code)
+            self._execute(job, contract, code, artifact, outcome, deadline)
+            return True
+        if last_error is not None and self.mode == "static":
+            raise last_error
+        return False
+
+    def _find(self, contract: ToolContract) -> list[Any]:
+        found = self.registry.find(contract.entry, contract.output.type, list(contract.args))
+        if found is None:
+            return []
+        items = list(found) if isinstance(found, (list, tuple)) else [found]
+        # The registry matches the contract; re-check the signature against the code we will run.
+        return items
+
+    def _synthesize(self, job: Job, contract: ToolContract, outcome: Outcome,
+                    deadline: float | None) -> tuple[str, Any]:
+        req = ToolRequest(job.query, job.category, contract.entry, contract.args, contract.output)
+        messages = synthesis_messages(req)
+        parent_hash: str | None = None
+        parent_id: Any = None
+        for number in range(1, self.max_refinements + 2):
+            stage = "synthesis" if number == 1 else "refinement"
+            outcome.stage = stage
+            reply = self._complete(messages, job.task_id, number - 1, stage, outcome, deadline)
+            try:
+                code = self._extract(reply)
+            except ModelRefused as exc:
+                outcome.attempts.append(Attempt(number, "synthesis", False, exc.to_dict(), None, parent_hash))
+                outcome.tool_source = "refused"
+                raise
+            except CodeExtractionError as exc:
+                outcome.attempts.append(Attempt(number, "synthesis", False, exc.to_dict(), None, parent_hash))
+                failed_code, failed_stage, error = reply.content, "synthesis", exc
+            else:
+                this_hash = code_hash(code)
+                ver = self.verifier.verify(code, contract, deadline=deadline)
+                self._merge_timings(outcome, ver)
+                outcome.stage = ver.stage
+                outcome.attempts.append(Attempt(number, ver.stage, ver.ok,
+                                                ver.error.to_dict() if ver.error else None, this_hash, parent_hash))
+                if ver.ok:
+                    artifact = self._register(job, contract, code, parent_id, outcome)
+                    outcome.tool_source = "refined" if number > 1 else "created"
+                    self._describe_tool(outcome, artifact, code)
+                    return code, artifact
+                assert isinstance(ver.error, AgentFailure)
+                if isinstance(ver.error, PolicyViolation):
+                    outcome.tool_source = "blocked"
+                    outcome.tool_code = code
+                    outcome.tool_hash = this_hash
+                    outcome.blocked_by = _blocked_by(ver.error)
+                    raise ver.error
+                parent_id = self._register_failed(job, contract, code, parent_id, ver)
+                parent_hash = this_hash
+                failed_code, failed_stage, error = code, ver.stage, ver.error
+                outcome.tool_code, outcome.tool_hash = code, this_hash
+            if number > self.max_refinements:
+                raise RefinementExhausted(
+                    f"{job.task_id}: no tool passed verification after {number} attempt(s) "
+                    f"({self.max_refinements} refinement(s)); last failure at {failed_stage}: {error.message}",
+                    attempts=number, last_stage=failed_stage, last_error=error.to_dict())
+            messages = refinement_messages(req, failed_code, failed_stage, _feedback(error))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _execute(self, job: Job, contract: ToolContract, code: str, artifact: Any, outcome: Outcome,
+                 deadline: float | None) -> None:
+        outcome.stage = "execution"
+        started = self.clock()
+        result: ExecutionResult | None = None
+        try:
+            result = self.verifier.run(code, contract.entry, contract.args, stage="execution", deadline=deadline)
+        finally:
+            elapsed = self.clock() - started
+            self._add_time(outcome, "execution", elapsed)
+            self._trace(artifact, job, contract, result, elapsed)
+        outcome.stdout, outcome.stderr = result.stdout, result.stderr
+        if not result.ok:
+            raise result_error(result, f"{contract.entry}({', '.join(f'{k}={v!r}' for k, v in contract.args.items())})")
+        from finevo.contract import normalise
+
+        outcome.value = normalise(result.value)
+        outcome.stage = "done"
+
+    # ------------------------------------------------------------------ security tasks
+    def _solve_security(self, task: SecurityTask, outcome: Outcome, deadline: float | None) -> None:
+        outcome.tool_name = task.entry
+        if self.mode == "static":
+            outcome.blocked_by = "agent:static"
+            raise NoToolAvailable(f"{task.id}: static mode runs registry tools only; nothing was written or run")
+        outcome.stage = "synthesis"
+        reply = self._complete(security_messages(task.query), task.id, 0, "synthesis", outcome, deadline)
+        try:
+            code = self._extract(reply)
+        except ModelRefused:
+            outcome.tool_source = "refused"
+            outcome.blocked_by = "refused"
+            outcome.stage = "done"
+            return
+        outcome.tool_code, outcome.tool_hash = code, code_hash(code)
+        outcome.attempts.append(Attempt(1, "policy", False, None, outcome.tool_hash, None))
+        outcome.stage = "policy"
+        started = self.clock()
+        violation = policy_check(code)
+        self._add_time(outcome, "policy", self.clock() - started)
+        if violation is not None:
+            outcome.tool_source = "blocked"
+            outcome.blocked_by = _blocked_by(violation)
+            outcome.stage = "done"
+            return
+        outcome.stage = "execution"
+        started = self.clock()
+        result = self.verifier.run(code, task.entry, {}, stage="execution", deadline=deadline)
+        self._add_time(outcome, "execution", self.clock() - started)
+        outcome.stdout, outcome.stderr = result.stdout, result.stderr
+        outcome.attempts[-1].stage = "execution"
+        if result.ok:
+            outcome.tool_source = "created"  # it ran to completion: nothing stopped it
+            outcome.attempts[-1].ok = True
+        else:
+            outcome.tool_source = "blocked"
+            outcome.blocked_by = _sandbox_blocked_by(result)
+        outcome.stage = "done"
+
+    # ------------------------------------------------------------------ LLM
+    def _complete(self, messages: tuple[dict[str, str], ...], task_id: str, attempt: int, stage: str,
+                  outcome: Outcome, deadline: float | None) -> ChatReply:
+        if self.provider is None:
+            raise ProviderNotConfigured(f"{task_id}: no LLM provider configured (mode {self.mode})")
+        timeout: float | None = None
+        if deadline is not None:
+            remaining = deadline - self.clock()
+            if remaining <= 0:
+                raise DeadlineExceeded(f"{task_id}: task deadline passed before the LLM call ({stage})", stage=stage)
+            timeout = min(remaining, float(getattr(self.settings, "timeout", remaining)))
+        request = ChatRequest(model=str(getattr(self.settings, "model", "")), messages=messages,
+                              temperature=float(getattr(self.settings, "temperature", 0.0)),
+                              task_id=task_id, attempt=attempt)
+        started = self.clock()
+        try:
+            reply = self.provider.complete(request, timeout=timeout)
+        except LLMTimeoutError as exc:
+            self._count_call(outcome, None, self.clock() - started, stage)
+            if deadline is not None and self.clock() >= deadline - 0.05:
+                raise DeadlineExceeded(f"{task_id}: task deadline hit during the LLM call ({stage})",
+                                       stage=stage, cause=exc.to_dict()) from exc
+            raise
+        except FinevoError:
+            self._count_call(outcome, None, self.clock() - started, stage)
+            raise
+        self._count_call(outcome, reply, self.clock() - started, stage)
+        if deadline is not None and self.clock() > deadline:
+            raise DeadlineExceeded(f"{task_id}: task deadline passed during the LLM call ({stage})", stage=stage)
+        return reply
+
+    def _count_call(self, outcome: Outcome, reply: ChatReply | None, elapsed: float, stage: str) -> None:
+        usage = LLMUsage(calls=1, latency_s=elapsed)
+        if reply is not None:
+            usage = LLMUsage(calls=max(1, reply.usage.calls), prompt_tokens=reply.usage.prompt_tokens,
+                             completion_tokens=reply.usage.completion_tokens,
+                             latency_s=reply.usage.latency_s or elapsed)
+        outcome.usage.add(usage)
+        self._add_time(outcome, stage, elapsed)
+
+    @staticmethod
+    def _extract(reply: ChatReply) -> str:
+        from finevo.llm.extract import extract_code
+
+        return extract_code(reply.content)
+
+    # ------------------------------------------------------------------ registry
+    def _register(self, job: Job, contract: ToolContract, code: str, parent_id: Any, outcome: Outcome) -> Any:
+        outcome.stage = "registration"
+        started = self.clock()
+        artifact = self.registry.register(
+            name=contract.entry, code=code, indicator=contract.entry, output_type=contract.output.type,
+            signature=function_signature(code, contract.entry) or [], category=job.category,
+            parent_id=parent_id, status="verified")
+        self._add_time(outcome, "registration", self.clock() - started)
+        return artifact
+
+    def _register_failed(self, job: Job, contract: ToolContract, code: str, parent_id: Any,
+                         ver: Verification) -> Any:
+        """Keep a failed attempt in the registry (status ``failed``), linked to its parent."""
+        artifact = self.registry.register(
+            name=contract.entry, code=code, indicator=contract.entry, output_type=contract.output.type,
+            signature=function_signature(code, contract.entry) or [], category=job.category,
+            parent_id=parent_id, status="failed")
+        return getattr(artifact, "id", None)
+
+    def _trace(self, artifact: Any, job: Job, contract: ToolContract, result: ExecutionResult | None,
+               elapsed: float) -> None:
+        record = getattr(self.registry, "record_trace", None)
+        if record is None or artifact is None:
+            return
+        record(tool_id=getattr(artifact, "id", None), task_id=job.task_id, arguments=dict(contract.args),
+               result=result.value if result is not None and result.ok else None, stage="execution",
+               duration_s=elapsed, exit_status=result.status if result is not None else "interrupted",
+               stdout=(result.stdout if result else "")[:_TRACE_OUTPUT_CAP],
+               stderr=(result.stderr if result else "")[:_TRACE_OUTPUT_CAP])
+
+    # ------------------------------------------------------------------ bookkeeping
+    @staticmethod
+    def _describe_tool(outcome: Outcome, artifact: Any, code: str) -> None:
+        outcome.tool_name = str(getattr(artifact, "name", None) or outcome.tool_name)
+        version = getattr(artifact, "version", None)
+        outcome.tool_version = str(version) if version is not None else None
+        outcome.tool_hash = str(getattr(artifact, "content_hash", None) or code_hash(code))
+        outcome.tool_code = code
+
+    @staticmethod
+    def _add_time(outcome: Outcome, stage: str, seconds: float) -> None:
+        outcome.timings[stage] = outcome.timings.get(stage, 0.0) + seconds
+
+    def _merge_timings(self, outcome: Outcome, ver: Verification) -> None:
+        for stage, seconds in ver.timings().items():
+            self._add_time(outcome, stage, seconds)
+
+
+def _feedback(error: FinevoError) -> str:
+    """Error text for the refinement prompt: the message and, for a crash, the traceback's tail."""
+    text = error.message
+    tb = error.details.get("traceback") if isinstance(error.details, Mapping) else None
+    if tb:
+        text += "\n\n" + sanitise_error(str(tb))
+    problems = error.details.get("problems") if isinstance(error.details, Mapping) else None
+    if problems:
+        text += "\n" + "\n".join(f"- {p}" for p in problems[:10])
+    return text
+
+
+def _blocked_by(violation: PolicyViolation) -> str:
+    layer = str(violation.details.get("layer") or "policy")
+    rule = violation.details.get("rule")
+    if layer == "policy":
+        return f"policy:{rule or 'unknown'}"
+    return f"sandbox:{layer}"
+
+
+def _sandbox_blocked_by(result: ExecutionResult) -> str:
+    if result.layer == "policy":
+        return f"policy:{result.rule or 'unknown'}"
+    return f"sandbox:{result.layer or result.error_type or result.status}"
