@@ -1,0 +1,567 @@
+"""Run the gate in a fresh container through the Docker SDK (``finevo-verify docker``).
+
+One job: build the image when asked (or when it is missing), run ``finevo-verify`` in a new
+container with the reports directory bind-mounted at ``/out``, stream its output live, enforce a
+wall-clock limit, turn Ctrl+C / SIGTERM into a container stop (the gate then writes partial
+reports), remove the container and hand back its exit code.
+
+Decisions
+* **Build context.** The repository (minus ``.dockerignore``) is packed here, deterministically
+  (sorted, mtime 0, root-owned), plus an optional wheelhouse under ``.wheelhouse/``; the SHA-256
+  of that tar and the build arguments is stored on the image as the label
+  :data:`CONTEXT_LABEL`, so callers can skip a build whose result already exists.
+* **User.** As a normal user the container runs as the caller's ``uid:gid`` (reports on the host
+  belong to the caller). As root it runs as the image's own unprivileged user (uid
+  :data:`IMAGE_UID`) and the out directory is handed to that user.
+* **Network.** Offline LLM modes (``reference``, ``replay:FILE``, ``predictions:FILE``) run with
+  ``--network none``; only ``live`` (or an unknown mode) gets the default network.
+* **Secrets.** Only ``FINEVO_LLM_*``, ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` are passed in, and
+  only their names are ever printed.
+* **Input files.** Host paths given to ``--tasks``, ``--baseline``, ``--data`` or an LLM mode
+  (``replay:FILE`` / ``predictions:FILE``) are bind-mounted read-only under ``/in`` and the
+  arguments rewritten, so ``finevo-verify docker run --llm predictions:preds.jsonl`` just works.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import signal
+import sys
+import tarfile
+import tempfile
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import IO, Any, Callable
+
+from runner.exitcodes import Exit
+
+DEFAULT_IMAGE = "finevo-verify:local"
+CONTEXT_LABEL = "org.finevo.context-sha256"
+LAUNCHER_LABEL = "org.finevo.launcher"
+IMAGE_UID = 10001
+IMAGE_GID = 10001
+CONTAINER_OUT = "/out"
+CONTAINER_IN = "/in"
+WHEELHOUSE_IN_CONTEXT = ".wheelhouse"
+#: Seconds between the polite stop signal and SIGKILL.
+DEFAULT_STOP_GRACE = 20.0
+
+OFFLINE_MODES = ("reference",)
+OFFLINE_PREFIXES = ("replay:", "predictions:")
+PASSTHROUGH_PREFIXES = ("FINEVO_LLM_",)
+PASSTHROUGH_NAMES = ("OPENAI_API_KEY", "OPENAI_BASE_URL")
+#: Gate flags whose value is a host path the container must see.
+PATH_FLAGS = ("--tasks", "--baseline", "--data", "--security-tasks", "--payloads")
+LLM_FLAG = "--llm"
+
+
+class LauncherError(Exception):
+    """A launcher failure with the exit code it maps to; ``message`` is one line."""
+
+    def __init__(self, message: str, exit_code: int = int(Exit.NO_VERDICT)) -> None:
+        super().__init__(message)
+        self.message = message
+        self.exit_code = exit_code
+
+
+# ---------------------------------------------------------------------------------------------
+# Engine
+
+
+def connect(ping_timeout: float = 10.0) -> Any:
+    """A Docker client whose engine has answered a ping; :class:`LauncherError` (exit 3) otherwise.
+
+    The client itself has no request timeout: builds and runs take as long as they take (the
+    wall-clock limit is enforced separately).
+    """
+    try:
+        import docker
+
+        probe = docker.from_env(timeout=int(ping_timeout))
+        try:
+            probe.ping()
+        finally:
+            probe.close()
+        return docker.from_env(timeout=None)
+    except Exception as exc:  # the SDK raises several unrelated types for "no engine"
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise LauncherError(f"cannot reach the Docker engine: {reason}") from exc
+
+
+# ---------------------------------------------------------------------------------------------
+# Build
+
+
+@dataclass(frozen=True)
+class BuildSpec:
+    """What to build: the context directory, the tag and the build arguments."""
+
+    context_dir: Path
+    tag: str = DEFAULT_IMAGE
+    base_image: str | None = None
+    wheelhouse: Path | None = None
+    build_args: Mapping[str, str] = field(default_factory=dict)
+
+    def all_build_args(self) -> dict[str, str]:
+        args = dict(self.build_args)
+        if self.base_image:
+            args["BASE_IMAGE"] = self.base_image
+        if self.wheelhouse is not None:
+            args["WHEELHOUSE"] = WHEELHOUSE_IN_CONTEXT
+        return args
+
+
+def find_context_dir(start: Path | None = None) -> Path:
+    """The checkout holding the Dockerfile: ``start`` (or the cwd) or the source tree of this package."""
+    candidates = [start] if start is not None else [Path.cwd(), Path(__file__).resolve().parent.parent]
+    for candidate in candidates:
+        if candidate is not None and (candidate / "Dockerfile").is_file() and (candidate / "pyproject.toml").is_file():
+            return candidate.resolve()
+    where = start if start is not None else "the current directory or the package source tree"
+    raise LauncherError(f"no Dockerfile next to a pyproject.toml in {where}; pass --context DIR",
+                        int(Exit.USAGE))
+
+
+def _dockerignore_patterns(context_dir: Path) -> list[str]:
+    path = context_dir / ".dockerignore"
+    if not path.is_file():
+        return []
+    patterns = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            patterns.append(line)
+    return patterns
+
+
+def _context_files(context_dir: Path) -> list[str]:
+    """Files (relative, POSIX, sorted) that ``.dockerignore`` keeps, without any local wheelhouse."""
+    from docker.utils.build import exclude_paths
+
+    patterns = _dockerignore_patterns(context_dir) + [WHEELHOUSE_IN_CONTEXT]
+    kept = exclude_paths(str(context_dir), patterns, dockerfile="Dockerfile")
+    files = [p for p in kept if (context_dir / p).is_file() and not (context_dir / p).is_symlink()]
+    return sorted(Path(p).as_posix() for p in files)
+
+
+def _add_file(tar: tarfile.TarFile, source: Path, arcname: str, digest: Any) -> None:
+    data = source.read_bytes()
+    info = tarfile.TarInfo(arcname)
+    info.size = len(data)
+    info.mode = 0o755 if os.access(source, os.X_OK) else 0o644
+    info.mtime = 0
+    info.uid = info.gid = 0
+    info.uname = info.gname = "root"
+    tar.addfile(info, io.BytesIO(data))
+    digest.update(arcname.encode() + b"\0" + hashlib.sha256(data).digest())
+
+
+def build_context(spec: BuildSpec) -> tuple[IO[bytes], str]:
+    """Pack the build context; return the tar (rewound) and its content hash (hex).
+
+    The hash covers every file's path and bytes and the build arguments, nothing else (no
+    timestamps), so the same sources always give the same hash.
+    """
+    digest = hashlib.sha256()
+    fileobj: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=64 * 1024 * 1024)  # type: ignore[assignment]
+    with tarfile.open(fileobj=fileobj, mode="w") as tar:
+        for rel in _context_files(spec.context_dir):
+            _add_file(tar, spec.context_dir / rel, rel, digest)
+        if spec.wheelhouse is not None:
+            wheelhouse = spec.wheelhouse
+            if not wheelhouse.is_dir():
+                raise LauncherError(f"--wheelhouse {wheelhouse}: not a directory", int(Exit.USAGE))
+            wheels = sorted(p for p in wheelhouse.iterdir() if p.is_file() and p.suffix == ".whl")
+            if not wheels:
+                raise LauncherError(f"--wheelhouse {wheelhouse}: no .whl files in it", int(Exit.USAGE))
+            for wheel in wheels:
+                _add_file(tar, wheel, f"{WHEELHOUSE_IN_CONTEXT}/{wheel.name}", digest)
+    digest.update(json.dumps(spec.all_build_args(), sort_keys=True).encode())
+    fileobj.seek(0)
+    return fileobj, digest.hexdigest()
+
+
+def find_built_image(client: Any, context_hash: str) -> Any | None:
+    """An image already built from exactly this context, if the engine has one."""
+    images = client.images.list(filters={"label": f"{CONTEXT_LABEL}={context_hash}"})
+    return images[0] if images else None
+
+
+def build_image(client: Any, spec: BuildSpec, *, reuse: bool = False,
+                log: Callable[[str], None] | None = None) -> Any:
+    """Build ``spec`` and tag it ``spec.tag``; with ``reuse``, retag an identical earlier build.
+
+    Build output is streamed to ``log`` (stderr by default). A failed build raises
+    :class:`LauncherError` (exit 3) carrying the builder's own error line.
+    """
+    emit = log or (lambda text: (sys.stderr.write(text), sys.stderr.flush()))
+    context, context_hash = build_context(spec)
+    try:
+        if reuse:
+            existing = find_built_image(client, context_hash)
+            if existing is not None:
+                from docker.utils import parse_repository_tag
+
+                repo, tag = parse_repository_tag(spec.tag)
+                existing.tag(repo, tag or "latest")
+                emit(f"image {spec.tag} is up to date (context {context_hash[:12]})\n")
+                return existing
+        emit(f"building {spec.tag} (context {context_hash[:12]})\n")
+        stream = client.api.build(
+            fileobj=context, custom_context=True, tag=spec.tag, buildargs=spec.all_build_args(),
+            labels={CONTEXT_LABEL: context_hash}, rm=True, forcerm=True, pull=False, decode=True,
+        )
+        for chunk in stream:
+            if "error" in chunk:
+                detail = str(chunk.get("error", "")).strip().splitlines()
+                raise LauncherError(f"image build failed: {detail[-1] if detail else 'unknown error'}")
+            text = chunk.get("stream")
+            if text:
+                emit(text)
+    except LauncherError:
+        raise
+    except Exception as exc:
+        raise LauncherError(f"image build failed: {exc}") from exc
+    finally:
+        context.close()
+    return client.images.get(spec.tag)
+
+
+# ---------------------------------------------------------------------------------------------
+# Run plan (pure functions: unit-tested without an engine)
+
+
+def llm_mode(gate_args: Sequence[str], env: Mapping[str, str]) -> str | None:
+    """The LLM mode the gate will use: ``--llm`` wins over ``FINEVO_LLM_PROVIDER``."""
+    mode: str | None = None
+    args = list(gate_args)
+    for i, arg in enumerate(args):
+        if arg == LLM_FLAG and i + 1 < len(args):
+            mode = args[i + 1]
+        elif arg.startswith(LLM_FLAG + "="):
+            mode = arg.split("=", 1)[1]
+    if mode is None:
+        mode = env.get("FINEVO_LLM_PROVIDER") or None
+    return mode
+
+
+def is_offline(mode: str | None) -> bool:
+    """True when the mode never needs the network (it then runs under ``--network none``)."""
+    if mode is None:
+        return False
+    return mode in OFFLINE_MODES or mode.startswith(OFFLINE_PREFIXES)
+
+
+def passthrough_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The LLM variables the gate may need, and nothing else."""
+    return {k: v for k, v in env.items() if k.startswith(PASSTHROUGH_PREFIXES) or k in PASSTHROUGH_NAMES}
+
+
+@dataclass(frozen=True)
+class Mount:
+    host: Path
+    container: str
+    read_only: bool = True
+
+
+def map_input_paths(gate_args: Sequence[str], cwd: Path) -> tuple[list[str], list[Mount]]:
+    """Rewrite host paths in the gate arguments to read-only mounts under ``/in``.
+
+    Arguments that name no existing host path are left alone (the gate reports them).
+    """
+    out: list[str] = []
+    mounts: list[Mount] = []
+    by_host: dict[Path, str] = {}
+
+    def mapped(raw: str) -> str:
+        host = (cwd / raw).resolve() if not os.path.isabs(raw) else Path(raw).resolve()
+        if not host.exists():
+            return raw
+        if host not in by_host:
+            target = f"{CONTAINER_IN}/{len(by_host)}/{host.name}"
+            by_host[host] = target
+            mounts.append(Mount(host=host, container=target))
+        return by_host[host]
+
+    def mapped_mode(mode: str) -> str:
+        for prefix in OFFLINE_PREFIXES:
+            if mode.startswith(prefix):
+                return prefix + mapped(mode[len(prefix):])
+        return mode
+
+    args = list(gate_args)
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        flag, eq, value = arg.partition("=")
+        if eq and flag in PATH_FLAGS:
+            out.append(f"{flag}={mapped(value)}")
+        elif eq and flag == LLM_FLAG:
+            out.append(f"{flag}={mapped_mode(value)}")
+        elif arg in PATH_FLAGS and i + 1 < len(args):
+            out += [arg, mapped(args[i + 1])]
+            i += 1
+        elif arg == LLM_FLAG and i + 1 < len(args):
+            out += [arg, mapped_mode(args[i + 1])]
+            i += 1
+        else:
+            out.append(arg)
+        i += 1
+    return out, mounts
+
+
+def container_command(gate_args: Sequence[str]) -> list[str] | None:
+    """The container's command: ``None`` keeps the image's default (the reference run)."""
+    args = list(gate_args)
+    if args and args[0] == "--":
+        args = args[1:]
+    if not args:
+        return None
+    if not any(a == "--out" or a.startswith("--out=") for a in args):
+        if args[0].startswith("-"):
+            args.insert(0, "run")
+        if args[0] == "run":
+            args += ["--out", CONTAINER_OUT]
+    return args
+
+
+def container_user(host_uid: int, host_gid: int) -> str | None:
+    """``uid:gid`` for the container, or ``None`` for the image's own user (when the host is root)."""
+    if host_uid == 0:
+        return None
+    return f"{host_uid}:{host_gid}"
+
+
+def prepare_out_dir(out_dir: Path, *, user: str | None) -> Path:
+    """Create the reports directory; as root, hand it to the image user so it can write there."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise LauncherError(f"--out {out_dir}: {exc.strerror}", int(Exit.USAGE)) from exc
+    if user is None and os.geteuid() == 0:
+        os.chown(out_dir, IMAGE_UID, IMAGE_GID)
+    elif not os.access(out_dir, os.W_OK):
+        raise LauncherError(f"--out {out_dir}: not writable", int(Exit.USAGE))
+    return out_dir.resolve()
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    image: str
+    command: list[str] | None
+    out_dir: Path
+    user: str | None
+    network_disabled: bool
+    environment: dict[str, str]
+    mounts: list[Mount]
+    timeout: float | None = None
+    stop_grace: float = DEFAULT_STOP_GRACE
+
+    def describe(self) -> str:
+        """One line for the console: never any variable's value."""
+        env = ",".join(sorted(self.environment)) or "none"
+        net = "none" if self.network_disabled else "default"
+        cmd = " ".join(self.command) if self.command else "(image default)"
+        return (f"docker: image={self.image} user={self.user or 'image'} network={net} "
+                f"out={self.out_dir} env=[{env}] cmd={cmd}")
+
+
+def plan_run(image: str, gate_args: Sequence[str], out_dir: Path, *, env: Mapping[str, str],
+             cwd: Path, timeout: float | None, host_uid: int, host_gid: int,
+             stop_grace: float = DEFAULT_STOP_GRACE) -> RunSpec:
+    """Everything about the container to start, decided without touching the engine."""
+    args, mounts = map_input_paths(gate_args, cwd)
+    command = container_command(args)
+    mode = llm_mode(args, env) if command is not None else "reference"
+    environment = passthrough_env(env)
+    user = container_user(host_uid, host_gid)
+    if user is not None:
+        environment["HOME"] = "/tmp"  # the caller's uid has no home in the image
+    return RunSpec(image=image, command=command, out_dir=out_dir, user=user,
+                   network_disabled=is_offline(mode), environment=environment, mounts=mounts,
+                   timeout=timeout, stop_grace=stop_grace)
+
+
+# ---------------------------------------------------------------------------------------------
+# Run
+
+
+class _Stopper:
+    """Stops the container at most once per escalation step, from any thread."""
+
+    def __init__(self, container: Any, grace: float, log: Callable[[str], None]) -> None:
+        self._container = container
+        self._grace = grace
+        self._log = log
+        self._lock = threading.Lock()
+        self._signalled = False
+        self.reason: str | None = None
+
+    def stop(self, reason: str, sig: str = "SIGTERM") -> None:
+        with self._lock:
+            if self._signalled:
+                escalate = True
+            else:
+                self._signalled = True
+                self.reason = reason
+                escalate = False
+        if escalate:
+            self._log(f"docker: {reason}; killing the container\n")
+            threading.Thread(target=self._kill, args=("SIGKILL",), daemon=True).start()
+            return
+        self._log(f"docker: {reason}; sending {sig} to the container (SIGKILL after {self._grace:g}s)\n")
+        threading.Thread(target=self._stop, args=(sig,), daemon=True).start()
+
+    def _kill(self, sig: str) -> None:
+        try:
+            self._container.kill(signal=sig)
+        except Exception:  # already gone
+            pass
+
+    def _stop(self, sig: str) -> None:
+        self._kill(sig)
+        try:
+            self._container.wait(timeout=self._grace)
+        except Exception:
+            self._kill("SIGKILL")
+
+
+def _pump(chunks: Iterator[bytes], sink: IO[bytes]) -> None:
+    for chunk in chunks:
+        sink.write(chunk)
+        sink.flush()
+
+
+def _stream(client: Any, container: Any, stdout: IO[bytes], stderr: IO[bytes]) -> None:
+    """Copy the container's stdout and stderr live until it exits.
+
+    ``logs(follow=True)`` is used rather than ``attach`` because the SDK lifts the socket timeout
+    for it: a gate that is quiet for a while must not break the stream.
+    """
+    err_chunks = client.api.logs(container.id, stdout=False, stderr=True, stream=True, follow=True)
+    err_thread = threading.Thread(target=_pump, args=(err_chunks, stderr), daemon=True)
+    err_thread.start()
+    _pump(client.api.logs(container.id, stdout=True, stderr=False, stream=True, follow=True), stdout)
+    err_thread.join(timeout=10)
+
+
+def run_container(client: Any, spec: RunSpec, *, stdout: IO[bytes] | None = None,
+                  stderr: IO[bytes] | None = None, log: Callable[[str], None] | None = None,
+                  handle_signals: bool = True, on_start: Callable[[Any], None] | None = None) -> int:
+    """Run the gate container to completion; return its exit code.
+
+    ``on_start`` receives the started container (tests use it to stop it mid-run).
+    """
+    out_stream = stdout or sys.stdout.buffer
+    err_stream = stderr or sys.stderr.buffer
+    emit = log or (lambda text: (sys.stderr.write(text), sys.stderr.flush()))
+    volumes = {str(spec.out_dir): {"bind": CONTAINER_OUT, "mode": "rw"}}
+    for mount in spec.mounts:
+        volumes[str(mount.host)] = {"bind": mount.container, "mode": "ro" if mount.read_only else "rw"}
+    kwargs: dict[str, Any] = dict(
+        image=spec.image, command=spec.command, detach=True, init=True, environment=spec.environment,
+        volumes=volumes, labels={LAUNCHER_LABEL: "1"}, stop_signal="SIGTERM",
+    )
+    if spec.user is not None:
+        kwargs["user"] = spec.user
+    if spec.network_disabled:
+        kwargs["network_mode"] = "none"
+    try:
+        container = client.containers.create(**kwargs)
+    except Exception as exc:
+        raise LauncherError(f"cannot create the container: {exc}") from exc
+
+    stopper = _Stopper(container, spec.stop_grace, emit)
+    previous: dict[int, Any] = {}
+    timer: threading.Timer | None = None
+    try:
+        if handle_signals and threading.current_thread() is threading.main_thread():
+            def forward(signum: int, _frame: FrameType | None) -> None:
+                name = signal.Signals(signum).name
+                stopper.stop(f"received {name}", sig=name)
+
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                previous[sig] = signal.signal(sig, forward)
+        container.start()
+        if on_start is not None:
+            on_start(container)
+        if spec.timeout is not None:
+            timer = threading.Timer(spec.timeout, stopper.stop,
+                                    args=(f"wall-clock limit of {spec.timeout:g}s reached",))
+            timer.daemon = True
+            timer.start()
+        _stream(client, container, out_stream, err_stream)
+        status = container.wait()
+        code = int(status.get("StatusCode", int(Exit.NO_VERDICT)))
+        if stopper.reason is not None:
+            emit(f"docker: container stopped ({stopper.reason}); exit code {code}\n")
+        return code
+    finally:
+        if timer is not None:
+            timer.cancel()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        try:
+            container.remove(force=True)
+        except Exception:
+            pass
+
+
+# ---------------------------------------------------------------------------------------------
+# The verb
+
+
+@dataclass(frozen=True)
+class LaunchOptions:
+    gate_args: list[str]
+    image: str = DEFAULT_IMAGE
+    build: bool = False
+    base_image: str | None = None
+    wheelhouse: Path | None = None
+    context_dir: Path | None = None
+    out_dir: Path = Path("reports")
+    timeout: float | None = None
+    stop_grace: float = DEFAULT_STOP_GRACE
+    build_args: Mapping[str, str] = field(default_factory=dict)
+
+
+def launch(options: LaunchOptions) -> int:
+    """``finevo-verify docker``: build if needed, run, return the container's exit code."""
+    log: Callable[[str], None] = lambda text: (sys.stderr.write(text), sys.stderr.flush())
+    try:
+        client = connect()
+        try:
+            image = None if options.build else _existing_image(client, options.image)
+            if image is None:
+                spec = BuildSpec(context_dir=find_context_dir(options.context_dir), tag=options.image,
+                                 base_image=options.base_image, wheelhouse=options.wheelhouse,
+                                 build_args=options.build_args)
+                image = build_image(client, spec, log=log)
+            run = plan_run(
+                options.image, options.gate_args, options.out_dir.absolute(),
+                env=os.environ, cwd=Path.cwd(), timeout=options.timeout,
+                host_uid=os.getuid(), host_gid=os.getgid(), stop_grace=options.stop_grace,
+            )
+            prepare_out_dir(run.out_dir, user=run.user)
+            log(run.describe() + "\n")
+            return run_container(client, run, log=log)
+        finally:
+            client.close()
+    except LauncherError as exc:
+        print(f"finevo-verify docker: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+
+
+def _existing_image(client: Any, tag: str) -> Any | None:
+    import docker
+
+    try:
+        return client.images.get(tag)
+    except docker.errors.ImageNotFound:
+        return None
