@@ -1,0 +1,277 @@
+"""``finevo``: solve one query with the evolving agent, and look after its tool registry.
+
+::
+
+    finevo solve "Calculate AMZN MACD(12,26,9)" [--llm SPEC] [--data DIR] [--agent MODE]
+                 [--max-refinements N] [--registry-dir DIR] [--model NAME] [--record FILE]
+                 [--timeout S] [--json]
+    finevo registry list [--json]
+    finevo registry show NAME [--version V]
+    finevo registry clear [--yes]
+
+Exit codes: 0 ok; 1 the agent failed (its own failure: bad code, refinements exhausted, no tool
+in static mode); 2 usage or input error; 3 external error (LLM API, cassette miss, deadline).
+
+A query that is word for word a benchmark query is solved as that task (its id, intent and output
+contract), so ``--llm reference`` answers it offline with the gold tool.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from finevo.errors import AgentFailure, ExternalError, InputError
+from finevo.outcome import Outcome
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_EXTERNAL = 0, 1, 2, 3
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="finevo", description="An evolving financial agent that writes, "
+                                     "verifies, refines and reuses its own tools.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    solve = sub.add_parser("solve", help="answer one query")
+    solve.add_argument("query", help='e.g. "Calculate AAPL RSI-14 over last 30 days"')
+    solve.add_argument("--llm", help="live | replay:FILE | predictions:FILE | reference (env FINEVO_LLM_PROVIDER)")
+    solve.add_argument("--data", type=Path, help="market snapshot directory (default: the bundled snapshot)")
+    solve.add_argument("--agent", choices=("evolving", "static", "memory_only"), help="agent mode")
+    solve.add_argument("--max-refinements", type=int, metavar="N", help="refinement attempts after the first")
+    solve.add_argument("--registry-dir", type=Path, help="registry directory (env FINEVO_REGISTRY_DIR)")
+    solve.add_argument("--model", help="model name (env FINEVO_LLM_MODEL)")
+    solve.add_argument("--record", type=Path, metavar="FILE", help="append LLM exchanges to this cassette (live)")
+    solve.add_argument("--timeout", type=float, metavar="S", help="wall-clock deadline for the whole query")
+    solve.add_argument("--json", action="store_true", help="print the full outcome as JSON")
+    solve.set_defaults(func=cmd_solve)
+
+    reg = sub.add_parser("registry", help="list, show or clear registered tools")
+    reg.add_argument("--registry-dir", type=Path, help="registry directory (env FINEVO_REGISTRY_DIR)")
+    rsub = reg.add_subparsers(dest="registry_command", metavar="ACTION")
+    rlist = rsub.add_parser("list", help="every tool, newest version first")
+    rlist.add_argument("--json", action="store_true")
+    rlist.set_defaults(func=cmd_registry_list)
+    show = rsub.add_parser("show", help="one tool's record and code")
+    show.add_argument("name")
+    show.add_argument("--version", help="a version such as 1.0.2 (default: the newest)")
+    show.set_defaults(func=cmd_registry_show)
+    clear = rsub.add_parser("clear", help="delete every tool, trace and code file")
+    clear.add_argument("--yes", action="store_true", help="really delete (required)")
+    clear.set_defaults(func=cmd_registry_clear)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func = getattr(args, "func", None)
+    if func is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        return int(func(args))
+    except InputError as exc:
+        print(f"finevo: error: {exc.message}", file=sys.stderr)
+        return EXIT_USAGE
+    except ExternalError as exc:
+        print(f"finevo: {exc.code}: {exc.message}", file=sys.stderr)
+        return EXIT_EXTERNAL
+    except AgentFailure as exc:
+        print(f"finevo: {exc.code}: {exc.message}", file=sys.stderr)
+        return EXIT_FAILED
+
+
+# --------------------------------------------------------------------------- helpers
+def _settings(args: argparse.Namespace) -> Any:
+    from finevo.settings import Settings
+
+    overrides = {
+        "llm": getattr(args, "llm", None),
+        "data_dir": getattr(args, "data", None),
+        "agent_mode": getattr(args, "agent", None),
+        "max_refinements": getattr(args, "max_refinements", None),
+        "registry_dir": getattr(args, "registry_dir", None),
+        "model": getattr(args, "model", None),
+        "record": getattr(args, "record", None),
+    }
+    return Settings.from_env(overrides)
+
+
+def _open_registry(settings: Any) -> Any:
+    from finevo.registry import Registry
+
+    Path(settings.registry_dir).mkdir(parents=True, exist_ok=True)
+    return Registry(settings.registry_url, settings.registry_code_dir)
+
+
+def exit_code(outcome: Outcome) -> int:
+    """0 when the outcome holds an answer, 1 for the agent's own failure, 3 for an external one."""
+    if outcome.error is None:
+        return EXIT_OK
+    if isinstance(outcome.error, ExternalError):
+        return EXIT_EXTERNAL
+    return EXIT_FAILED
+
+
+def benchmark_task_for(query: str) -> Any:
+    """The bundled benchmark task whose query is ``query`` (spaces normalised), if any."""
+    from finevo.paths import benchmarks_dir
+    from finevo.tasks import load_tasks
+
+    path = benchmarks_dir() / "tasks.jsonl"
+    if not path.exists():
+        return None
+    wanted = " ".join(query.split())
+    for task in load_tasks(path):
+        if " ".join(task.query.split()) == wanted:
+            return task
+    return None
+
+
+def format_outcome(outcome: Outcome) -> str:
+    """What a person wants to read: the value, then how it was obtained."""
+    lines: list[str] = []
+    if outcome.error is None:
+        lines.append(json.dumps(outcome.value, ensure_ascii=False) if not isinstance(outcome.value, float)
+                     else repr(outcome.value))
+    else:
+        lines.append(f"no answer: {outcome.error.code}: {outcome.error.message}")
+    if outcome.tool_name:
+        tool = f"{outcome.tool_name}"
+        if outcome.tool_version:
+            tool += f" v{outcome.tool_version}"
+        if outcome.tool_hash:
+            tool += f" [{outcome.tool_hash[:8]}]"
+        lines.append(f"tool:    {tool}, {outcome.tool_source}, {outcome.refinements} refinement(s)")
+    else:
+        lines.append(f"tool:    none ({outcome.tool_source})")
+    if outcome.blocked_by:
+        lines.append(f"blocked: {outcome.blocked_by}")
+    u = outcome.usage
+    lines.append(f"llm:     {u.calls} call(s), {u.prompt_tokens}+{u.completion_tokens} tokens, {u.latency_s:.2f}s")
+    stages = ", ".join(f"{k} {v:.2f}s" for k, v in outcome.timings.items() if k != "total")
+    lines.append(f"time:    {outcome.timings.get('total', 0.0):.2f}s (stage reached: {outcome.stage}"
+                 + (f"; {stages}" if stages else "") + ")")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- solve
+def cmd_solve(args: argparse.Namespace) -> int:
+    from finevo.agent.agent import Agent, Job
+
+    if not args.query.strip():
+        raise InputError("the query is empty")
+    if args.timeout is not None and args.timeout <= 0:
+        raise InputError(f"invalid --timeout={args.timeout}: expected a positive number of seconds")
+    settings = _settings(args)
+    task = benchmark_task_for(args.query)
+    job = Job.from_task(task) if task is not None else Job.from_query(args.query)
+    if not Path(settings.data_dir).is_dir():
+        raise InputError(f"market snapshot directory not found: {settings.data_dir}")
+
+    provider = None
+    if settings.agent_mode != "static":
+        from finevo.llm.providers import make_provider
+
+        provider = make_provider(settings.llm, settings)
+    registry = _open_registry(settings) if settings.agent_mode != "memory_only" else None
+    from finevo.sandbox import create_sandbox
+
+    sandbox = create_sandbox(settings.data_dir)
+    agent = Agent(settings, provider, sandbox, registry, settings.agent_mode)
+    try:
+        deadline = time.monotonic() + args.timeout if args.timeout is not None else None
+        outcome = agent.solve_job(job, deadline)
+    finally:
+        agent.close()
+        sandbox.close()
+        for thing in (provider, registry):
+            close = getattr(thing, "close", None)
+            if callable(close):
+                close()
+    if args.json:
+        print(json.dumps(outcome.to_dict(), indent=2, ensure_ascii=False, default=str))
+    else:
+        print(format_outcome(outcome))
+    return exit_code(outcome)
+
+
+# --------------------------------------------------------------------------- registry
+def cmd_registry_list(args: argparse.Namespace) -> int:
+    registry = _open_registry(_settings(args))
+    try:
+        tools = list(registry.list())
+    finally:
+        _close(registry)
+    rows = [{"name": t.name, "version": t.version, "status": t.status, "indicator": t.indicator,
+             "output_type": t.output_type, "category": t.category, "hash": t.content_hash[:8],
+             "params": [p["name"] for p in (t.signature or {}).get("params", [])],
+             "parent_id": t.parent_id, "id": t.id, "created_at": str(t.created_at)} for t in tools]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return EXIT_OK
+    if not rows:
+        print("registry is empty")
+        return EXIT_OK
+    header = ("NAME", "VERSION", "STATUS", "OUTPUT", "HASH", "PARAMS")
+    table = [header] + [(r["name"], r["version"], r["status"], r["output_type"], r["hash"], ",".join(r["params"]))
+                        for r in rows]
+    widths = [max(len(str(row[i])) for row in table) for i in range(len(header))]
+    for row in table:
+        print("  ".join(str(cell).ljust(w) for cell, w in zip(row, widths)).rstrip())
+    return EXIT_OK
+
+
+def cmd_registry_show(args: argparse.Namespace) -> int:
+    registry = _open_registry(_settings(args))
+    try:
+        tool = registry.get(args.name, args.version)
+        if tool is None:
+            what = f"{args.name} v{args.version}" if args.version else args.name
+            raise InputError(f"no tool {what} in the registry at {registry_location(registry)}")
+        code = registry.read_code(tool)
+    finally:
+        _close(registry)
+    print(f"name:      {tool.name}")
+    print(f"version:   {tool.version}")
+    print(f"status:    {tool.status}")
+    print(f"contract:  {tool.indicator} -> {tool.output_type} ({tool.category})")
+    params = ", ".join(p["name"] for p in (tool.signature or {}).get("params", []))
+    print(f"signature: {(tool.signature or {}).get('function', tool.name)}({params})")
+    print(f"hash:      {tool.content_hash}")
+    print(f"parent:    {tool.parent_id if tool.parent_id is not None else '-'}")
+    print(f"created:   {tool.created_at}")
+    print()
+    print(code.rstrip("\n"))
+    return EXIT_OK
+
+
+def cmd_registry_clear(args: argparse.Namespace) -> int:
+    registry = _open_registry(_settings(args))
+    try:
+        count = len(list(registry.list()))
+        if not args.yes:
+            raise InputError(f"refusing to delete {count} tool(s) without --yes")
+        registry.clear()
+    finally:
+        _close(registry)
+    print(f"removed {count} tool(s)")
+    return EXIT_OK
+
+
+def registry_location(registry: Any) -> str:
+    return str(getattr(registry, "url", None) or getattr(registry, "code_dir", "") or "?")
+
+
+def _close(thing: Any) -> None:
+    close = getattr(thing, "close", None)
+    if callable(close):
+        close()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
