@@ -1,0 +1,115 @@
+"""The registry's tables (SQLModel): tools, their execution traces and their refinement lineage."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from sqlalchemy import JSON, Column, Text, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+ToolStatus = Literal["provisional", "verified", "failed", "deprecated"]
+STATUSES: tuple[str, ...] = ("provisional", "verified", "failed", "deprecated")
+#: Allowed status changes; anything else is a programming error.
+TRANSITIONS: dict[str, frozenset[str]] = {
+    "provisional": frozenset({"verified", "failed", "deprecated"}),
+    "verified": frozenset({"failed", "deprecated"}),
+    "failed": frozenset(),
+    "deprecated": frozenset(),
+}
+
+_VERSION = re.compile(r"^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$")
+
+
+def parse_version(version: str) -> tuple[int, int, int]:
+    """``"1.10.0"`` -> ``(1, 10, 0)``; versions compare as these tuples (1.10.0 > 1.9.0)."""
+    match = _VERSION.match(version)
+    if match is None:
+        raise ValueError(f"not a semantic version MAJOR.MINOR.PATCH: {version!r}")
+    return int(match.group(1)), int(match.group(2)), int(match.group(3))
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class ToolArtifact(SQLModel, table=True):
+    __tablename__ = "tool_artifact"
+    __table_args__ = (
+        UniqueConstraint("name", "version", name="uq_tool_name_version"),
+        UniqueConstraint("name", "content_hash", name="uq_tool_name_hash"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(index=True)
+    version: str
+    #: The version's numbers, so SQL can order numerically.
+    major: int = 1
+    minor: int = 0
+    patch: int = 0
+    content_hash: str = Field(index=True)
+    #: File name of the code, relative to the registry's code directory.
+    code_path: str
+    category: str
+    indicator: str = Field(index=True)
+    output_type: str
+    #: ``{"function": name, "params": [{"name", "annotation", "default", "required", "kind"}], "returns"}``
+    signature: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    status: str = Field(default="provisional", index=True)
+    parent_id: int | None = Field(default=None, foreign_key="tool_artifact.id")
+    created_at: datetime = Field(default_factory=utcnow)
+    description: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+
+    @property
+    def version_tuple(self) -> tuple[int, int, int]:
+        return self.major, self.minor, self.patch
+
+    @property
+    def hash8(self) -> str:
+        return self.content_hash[:8]
+
+    @property
+    def function_name(self) -> str | None:
+        return (self.signature or {}).get("function")
+
+    @property
+    def param_names(self) -> list[str]:
+        return [p["name"] for p in (self.signature or {}).get("params", [])]
+
+
+class ExecutionTrace(SQLModel, table=True):
+    __tablename__ = "execution_trace"
+
+    id: int | None = Field(default=None, primary_key=True)
+    tool_id: int | None = Field(default=None, foreign_key="tool_artifact.id", index=True)
+    task_id: str | None = Field(default=None, index=True)
+    arguments: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    result: Any = Field(default=None, sa_column=Column(JSON, nullable=True))
+    #: The stage this run belonged to: ``selftest``, ``contract``, ``metamorphic``, ``execution`` ...
+    stage: str
+    duration_s: float = 0.0
+    #: The sandbox status: ``ok`` | ``exception`` | ``blocked`` | ``timeout`` | ``killed`` | ``crashed``.
+    exit_status: str
+    error: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    stdout: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    stderr: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class RefinementAttempt(SQLModel, table=True):
+    """One synthesis (attempt 0) or refinement attempt of a task's tool, with its parent."""
+
+    __tablename__ = "refinement_attempt"
+
+    id: int | None = Field(default=None, primary_key=True)
+    task_id: str | None = Field(default=None, index=True)
+    tool_id: int | None = Field(default=None, foreign_key="tool_artifact.id", index=True)
+    attempt: int
+    code_hash: str | None = None
+    parent_hash: str | None = None
+    #: The stage the attempt reached (the failing one when ``ok`` is false).
+    stage: str
+    ok: bool = False
+    error: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    created_at: datetime = Field(default_factory=utcnow)
