@@ -1,0 +1,160 @@
+"""A scripted stand-in for the agent, so the gate is tested without an LLM.
+
+The fake answers each benchmark task according to a behaviour map (task id -> behaviour):
+
+* ``pass``: the oracle's primary expected value (computed on the bundled snapshot);
+* ``wrong``: a value the judge must reject;
+* ``external``: an :class:`ExternalError` (judged error);
+* ``hang``: waits until the sandbox is closed or the deadline passes, like a real agent would;
+* ``ignore_deadline``: waits until the sandbox is closed, ignoring the deadline.
+
+Run as a script (``python -m tests.runner.fakes BEHAVIOURS_JSON -- CLI ARGS``) it runs the real
+``finevo-verify run`` CLI with the fake wired in, for signal tests on a real subprocess.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from finevo.errors import DeadlineExceeded, LLMRateLimitError
+from finevo.market.snapshot import load_snapshot
+from finevo.outcome import Attempt, LLMUsage, Outcome
+from finevo.sandbox.api import ExecutionResult
+from finevo.tasks import SecurityTask, Task
+from runner.session import Session, SessionSpec
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+TASKS = BENCH / "tasks.jsonl"
+DATA = BENCH / "data"
+
+_EXPECTED: dict[str, Any] = {}
+
+
+def primary_expected(task: Task) -> Any:
+    from runner.oracle import expected_values
+
+    if task.id not in _EXPECTED:
+        _EXPECTED[task.id] = next(iter(expected_values(task, load_snapshot(DATA)).values()))
+    return _EXPECTED[task.id]
+
+
+def wrong_value(value: Any) -> Any:
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, (int, float)):
+        return float(value) * 1.5 + 1.0
+    if isinstance(value, dict):
+        return {k: wrong_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return []
+    return None
+
+
+class FakeSandbox:
+    def __init__(self) -> None:
+        self.closed = threading.Event()
+
+    def run(self, code: str, entry: str | None, args: dict[str, Any] | None = None, limits: Any = None
+            ) -> ExecutionResult:
+        if "BLOCK" in code:
+            return ExecutionResult(status="blocked", layer="policy", rule="import-os", line=1, col=0)
+        if "RAISE" in code:
+            return ExecutionResult(status="exception", layer="audit-hook", error_type="PermissionError")
+        if "LEAK_FILE" in code:  # a sandbox that failed: the payload read the canary file
+            path = code.split("LEAK_FILE:")[1].split()[0]
+            return ExecutionResult(status="ok", value=Path(path).read_text())
+        if "LEAK_ENV" in code:
+            import os
+
+            return ExecutionResult(status="ok", value=os.environ.get("FINEVO_CANARY_SECRET"))
+        return ExecutionResult(status="ok", value=1.0)
+
+    def layers(self) -> dict[str, bool]:
+        return {"policy": True, "fake": True}
+
+    def close(self) -> None:
+        self.closed.set()
+
+
+class FakeAgent:
+    def __init__(self, behaviours: dict[str, str], sandbox: FakeSandbox, default: str = "pass") -> None:
+        self.behaviours = behaviours
+        self.sandbox = sandbox
+        self.default = default
+        self.calls: list[str] = []
+
+    def solve(self, task: Task | SecurityTask, deadline: float | None = None) -> Outcome:
+        self.calls.append(task.id)
+        how = self.behaviours.get(task.id, self.default)
+        code = f"def tool(symbol: str) -> float:\n    return 0.0  # {task.id}\n"
+        out = Outcome(task_id=task.id, tool_name=f"tool_{task.id}", tool_version="1.0.0", tool_hash="ab" * 8,
+                      tool_source="created", tool_code=code, stage="done",
+                      attempts=[Attempt(number=1, stage="synthesis", ok=True)],
+                      usage=LLMUsage(calls=1, prompt_tokens=10, completion_tokens=20, latency_s=0.001),
+                      timings={"synthesis": 0.001})
+        if isinstance(task, SecurityTask):
+            if how == "unblocked":
+                out.value, out.tool_source = 0, "created"
+            else:
+                out.blocked_by, out.tool_source, out.stage = "policy:import-os", "blocked", "policy"
+            return out
+        if how in ("hang", "ignore_deadline"):
+            while not self.sandbox.closed.is_set():
+                if how == "hang" and deadline is not None and time.monotonic() > deadline:
+                    out.error = DeadlineExceeded(f"task {task.id}: deadline passed", stage="synthesis")
+                    out.stage = "synthesis"
+                    return out
+                self.sandbox.closed.wait(0.02)
+            out.error = DeadlineExceeded("sandbox closed", stage="execution")
+            return out
+        if how == "external":
+            out.error = LLMRateLimitError("429 from the endpoint", status=429)
+            out.stage = "synthesis"
+            return out
+        expected = primary_expected(task)
+        out.value = expected if how == "pass" else wrong_value(expected)
+        if how == "refined":
+            out.value = expected
+            out.attempts.append(Attempt(number=2, stage="refinement", ok=True))
+            out.tool_source = "refined"
+        return out
+
+
+def make_factory(behaviours: dict[str, str], default: str = "pass", log: list[SessionSpec] | None = None):
+    def factory(spec: SessionSpec) -> Session:
+        if log is not None:
+            log.append(spec)
+        sandbox = FakeSandbox()
+        if spec.provider is not None:       # the self-check's null model: never right
+            agent: Any = FakeAgent({}, sandbox, default="wrong")
+        elif spec.llm == "reference":
+            agent = FakeAgent({}, sandbox, default="pass")
+        else:
+            agent = FakeAgent(behaviours, sandbox, default=default)
+        return Session(agent=agent, sandbox=sandbox, closers=[sandbox.close],
+                       info={"provider": spec.llm, "model": "fake-model", "temperature": 0.0,
+                             "max_refinements": 3, "sandbox_layers": sandbox.layers()})
+    return factory
+
+
+def main(argv: list[str]) -> int:
+    from finevo.errors import InputError
+    from runner.cli import build_parser
+    from runner.cli.run import cmd_run
+
+    behaviours = json.loads(argv[0])
+    args = build_parser().parse_args(argv[1:])
+    try:
+        return cmd_run(args, factory=make_factory(behaviours))
+    except InputError as exc:
+        print(f"finevo-verify: error: {exc.message}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,182 @@
+"""The gate run end to end, in process, with a scripted agent."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from junitparser import Error, Failure, JUnitXml, Skipped
+
+from finevo.errors import InputError
+from runner.console import Console
+from runner.exitcodes import Exit
+from runner.gate import Gate, prepare, run_gate
+from runner.reports import document, github, markdown
+from runner.selfcheck import run_selfcheck
+from tests.runner.fakes import make_factory
+
+
+def _run(config, behaviours=None, default="pass", log=None):
+    out = io.StringIO()
+    result = run_gate(config, factory=make_factory(behaviours or {}, default, log), console=Console(out, colour=False))
+    return result, out.getvalue()
+
+
+def _junit_counts(path: Path) -> dict[str, int]:
+    xml = JUnitXml.fromfile(str(path))
+    counts = {"tests": 0, "failure": 0, "error": 0, "skipped": 0}
+    for suite in xml:
+        for case in suite:
+            counts["tests"] += 1
+            for res in case.result:
+                if isinstance(res, Failure):
+                    counts["failure"] += 1
+                    assert res.message, f"{case.name}: failure without message"
+                elif isinstance(res, Error):
+                    counts["error"] += 1
+                    assert res.message, f"{case.name}: error without message"
+                elif isinstance(res, Skipped):
+                    counts["skipped"] += 1
+    return counts
+
+
+def test_all_passing_run_passes_and_writes_valid_reports(make_config) -> None:
+    result, console = _run(make_config())
+    assert result.exit_code == Exit.PASSED
+    run_dir = result.run_dir
+    doc = document.load(run_dir / "results.json")  # validates against the schema
+    assert doc["summary"]["passed"] == 5 and doc["summary"]["total"] == 5
+    assert doc["verdict"]["status"] == "passed"
+    assert doc["selfcheck"]["ok"] is True and doc["selfcheck"]["null"]["passed"] == 0
+    assert doc["security"]["blocked"] == 2 and doc["security"]["tasks"][0]["blocked_by"] == "policy:import-os"
+    assert set(doc["improvements"]) == {"calc_004", "comp_001"}
+    assert doc["config"]["snapshot_hash"] and doc["config"]["judge_version"]
+    counts = _junit_counts(run_dir / "junit.xml")
+    assert counts == {"tests": 7, "failure": 0, "error": 0, "skipped": 0}
+    assert (run_dir / "tools" / "calc_004.py").read_text().startswith("def tool")
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    assert [e["event"] for e in events][0] == "start" and events[-1]["event"] == "end"
+    assert sum(e["event"] == "task" for e in events) == 5
+    assert "[1/7] fetch_001 Get AAPL 2023 Q1 net income ... PASS" in console
+    assert "\033[" not in console
+    assert (run_dir / "summary.md").read_text().index("PASSED") < (run_dir / "summary.md").read_text().index("## Tasks")
+
+
+def test_regression_fails_the_gate_and_is_named_in_every_report(make_config, tmp_path, monkeypatch) -> None:
+    result, console = _run(make_config(), {"fetch_002": "wrong", "calc_002": "external"})
+    assert result.exit_code == Exit.FAILED
+    doc = document.load(result.run_dir / "results.json")
+    regressions = {r["task_id"]: r for r in doc["regressions"]}
+    assert set(regressions) == {"fetch_002", "calc_002"}
+    assert regressions["fetch_002"]["state"] == "fail" and regressions["calc_002"]["state"] == "error"
+    assert "llm_rate_limited" in regressions["calc_002"]["reason"]
+    counts = _junit_counts(result.run_dir / "junit.xml")
+    assert counts["failure"] == 1 and counts["error"] == 1
+    md = (result.run_dir / "summary.md").read_text()
+    assert "FAILED" in md.splitlines()[2]
+    assert "| fetch_002 | fail |" in md and "<details><summary>calc_002: error" in md
+    assert "fetch_002" in console and "regressions (2)" in console
+    summary_file, output_file = tmp_path / "step_summary.md", tmp_path / "gh_output"
+    stream = io.StringIO()
+    github.publish(doc, markdown.render(doc), stream,
+                   env={"GITHUB_STEP_SUMMARY": str(summary_file), "GITHUB_OUTPUT": str(output_file)})
+    errors = [line for line in stream.getvalue().splitlines() if line.startswith("::error")]
+    assert len(errors) == 2 and any("fetch_002" in e for e in errors)
+    assert "regressions=2" in output_file.read_text().splitlines()
+    assert "verdict=failed" in output_file.read_text().splitlines()
+    assert "fetch_002" in summary_file.read_text()
+
+
+def test_pass_rate_under_threshold_fails_without_regression(make_config) -> None:
+    result, _ = _run(make_config(min_pass_rate=0.9), {"calc_004": "wrong"})
+    assert result.exit_code == Exit.FAILED
+    assert result.doc["regressions"] == []
+    assert any("below the threshold" in r for r in result.doc["verdict"]["reasons"])
+
+
+def test_unblocked_security_task_fails_the_gate(make_config) -> None:
+    result, _ = _run(make_config(), {"sec_002": "unblocked"})
+    assert result.exit_code == Exit.FAILED
+    assert result.doc["security"]["unblocked_ids"] == ["sec_002"]
+    assert _junit_counts(result.run_dir / "junit.xml")["failure"] == 1
+
+
+def test_deadline_stops_a_hanging_task_and_records_the_stage(make_config) -> None:
+    config = make_config(task_timeout_s=0.3, only=["calc_004", "comp_001"], baseline_path=None, self_check=False)
+    result, _ = _run(config, {"calc_004": "hang"})
+    task = {t["task_id"]: t for t in result.doc["tasks"]}
+    assert task["calc_004"]["state"] == "error" and task["calc_004"]["stage"] == "synthesis"
+    assert task["calc_004"]["error"]["code"] == "deadline_exceeded"
+    assert task["comp_001"]["state"] == "pass"  # the run went on
+
+
+def test_agent_ignoring_its_deadline_is_abandoned(make_config, monkeypatch) -> None:
+    monkeypatch.setattr("runner.gate.DEADLINE_GRACE_S", 0.2)
+    log: list = []
+    result, _ = _run(make_config(task_timeout_s=0.2, only=["calc_004", "comp_001"], baseline_path=None,
+                                 self_check=False), {"calc_004": "ignore_deadline"}, log=log)
+    task = {t["task_id"]: t for t in result.doc["tasks"]}
+    assert task["calc_004"]["state"] == "error" and "ignored its deadline" in task["calc_004"]["reason"]
+    assert task["comp_001"]["state"] == "pass"
+    assert len(log) == 2  # a fresh session after abandoning the stuck one
+
+
+def test_failed_selfcheck_means_no_verdict_and_no_regressions(make_config) -> None:
+    def broken_reference(gate, main_results, interrupts):
+        return {"enabled": True, "ok": False, "reason": "reference model did not pass calc_002"}
+
+    out = io.StringIO()
+    result = Gate(prepare(make_config()), factory=make_factory({"fetch_002": "wrong"}),
+                  console=Console(out, colour=False), selfcheck=broken_reference).run()
+    assert result.exit_code == Exit.NO_VERDICT
+    assert result.doc["regressions"] == [] and result.doc["verdict"]["status"] == "no_verdict"
+
+
+def test_selfcheck_runs_reference_and_null_in_their_own_registries(make_config) -> None:
+    log: list = []
+    result, _ = _run(make_config(), {}, log=log)
+    labels = [s.label for s in log]
+    assert labels == ["main", "reference", "null"]
+    assert all("selfcheck" in str(s.registry_dir) for s in log[1:])
+    assert log[2].provider is not None and log[2].max_refinements == 0
+    assert result.doc["selfcheck"]["reference"]["reused_main_run"] is False
+
+
+def test_reference_run_reuses_its_own_results_for_the_selfcheck(make_config) -> None:
+    log: list = []
+    result, _ = _run(make_config(llm="reference"), {}, log=log)
+    assert [s.label for s in log] == ["main", "null"]
+    assert result.doc["selfcheck"]["reference"]["reused_main_run"] is True
+
+
+def test_two_runs_give_identical_results_apart_from_times(make_config) -> None:
+    a, _ = _run(make_config(run_id="a"), {"fetch_002": "wrong"})
+    b, _ = _run(make_config(run_id="b"), {"fetch_002": "wrong"})
+    va, vb = document.stable_view(a.doc), document.stable_view(b.doc)
+    va.pop("run_id"), vb.pop("run_id")
+    assert va == vb
+
+
+def test_non_empty_registry_is_refused_unless_reused(make_config) -> None:
+    _run(make_config(self_check=False))
+    registry = Path(make_config().out_dir) / "r1" / "registry"
+    registry.mkdir(parents=True, exist_ok=True)
+    (registry / "registry.db").write_text("x")
+    with pytest.raises(InputError, match="registry is not empty"):
+        prepare(make_config())
+    assert prepare(make_config(reuse_registry=True)).run_id == "r1"
+
+
+def test_unwritable_out_is_an_input_error(make_config, tmp_path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(InputError, match="not writable"):
+        prepare(make_config(out_dir=blocker / "out"))
+    assert not (blocker.parent / "out").exists()
+
+
+def test_unreadable_snapshot_is_an_input_error(make_config, tmp_path) -> None:
+    with pytest.raises(InputError, match="manifest"):
+        prepare(make_config(data_dir=tmp_path / "nowhere"))
