@@ -1,0 +1,591 @@
+"""The AST walk behind :func:`finevo.policy.check`.
+
+The checker never looks inside string literals, comments or docstrings as text; it judges the
+syntax tree (plus the token stream for identifier spelling and the PEP 263 declaration).
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import string
+import tokenize
+from collections import Counter
+from typing import Iterable
+
+from finevo.policy import tables as T
+from finevo.policy.report import Violation
+
+_CODING_RE = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
+_FUNCTION_NODES = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def is_dunder(name: str) -> bool:
+    return len(name) > 4 and name.startswith("__") and name.endswith("__")
+
+
+def check_source(code: str) -> list[Violation]:
+    """All violations of ``code`` (unsorted, may hold duplicates)."""
+    if not isinstance(code, str):
+        return [Violation("invalid-input", f"source must be text, got {type(code).__name__}", 1, 1)]
+    if len(code) > T.MAX_SOURCE_CHARS:
+        return [Violation("too-large", f"source has {len(code)} characters; the limit is "
+                          f"{T.MAX_SOURCE_CHARS}", 1, 1)]
+    found: list[Violation] = []
+    found += _check_characters(code)
+    if found:  # null bytes / lone surrogates / bidi controls: do not parse further
+        return found
+    found += _check_encoding_declaration(code)
+    try:
+        tree = ast.parse(code, type_comments=False)
+    except SyntaxError as exc:
+        line = exc.lineno or 1
+        col = exc.offset or 1
+        return found + [Violation("syntax-error", f"syntax error: {exc.msg}", line, max(col, 1))]
+    except ValueError as exc:  # e.g. a source the compiler refuses outright
+        return found + [Violation("syntax-error", f"syntax error: {exc}", 1, 1)]
+    found += _check_identifier_spelling(code)
+    checker = _Checker(code, tree)
+    checker.run()
+    return found + checker.violations
+
+
+# --------------------------------------------------------------------------- text-level rules
+def _position(code: str, index: int) -> tuple[int, int]:
+    line = code.count("\n", 0, index) + 1
+    col = index - (code.rfind("\n", 0, index) + 1) + 1
+    return line, col
+
+
+def _check_characters(code: str) -> list[Violation]:
+    out: list[Violation] = []
+    nul = code.find("\x00")
+    if nul >= 0:
+        out.append(Violation("syntax-error", "source contains a null byte", *_position(code, nul)))
+    for i, ch in enumerate(code):
+        if "\ud800" <= ch <= "\udfff":
+            out.append(Violation("syntax-error", "source contains a lone surrogate (not valid UTF-8)",
+                                 *_position(code, i)))
+            break
+        if ch in T.BIDI_CONTROLS:
+            out.append(Violation("bidi-control", f"bidirectional control character U+{ord(ch):04X} "
+                                 "can make code read differently from how it runs", *_position(code, i)))
+            break
+    return out
+
+
+def _check_encoding_declaration(code: str) -> list[Violation]:
+    out: list[Violation] = []
+    for lineno, line in enumerate(code.splitlines()[:2], start=1):
+        m = _CODING_RE.match(line)
+        if m:
+            enc = m.group(1).lower().replace("_", "-")
+            if enc not in T.UTF8_NAMES and not enc.startswith("utf-8-"):
+                out.append(Violation("encoding-declaration",
+                                     f"encoding declaration '{m.group(1)}': only utf-8 source is allowed",
+                                     lineno, m.start(1) + 1))
+            break
+        if line.strip() and not line.lstrip().startswith("#"):
+            break
+    return out
+
+
+def _check_identifier_spelling(code: str) -> list[Violation]:
+    out: list[Violation] = []
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(code).readline):
+            if tok.type == tokenize.NAME and not tok.string.isascii():
+                out.append(Violation(
+                    "non-ascii-identifier",
+                    f"identifier '{tok.string}' is not ASCII (look-alike letters normalise to other names)",
+                    tok.start[0], tok.start[1] + 1))
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    return out
+
+
+def _format_template_problem(template: str) -> str | None:
+    """Why a literal ``str.format`` template is refused, or None when it is plain."""
+    try:
+        parsed = list(string.Formatter().parse(template))
+    except ValueError as exc:
+        return f"invalid format template: {exc}"
+    for _literal, field, spec, _conv in parsed:
+        if field is not None and ("." in field or "[" in field):
+            return f"format field '{{{field}}}' reaches into attributes or items"
+        if spec and "{" in spec:
+            inner = _format_template_problem(spec)
+            if inner:
+                return inner
+    return None
+
+
+# --------------------------------------------------------------------------- the AST walk
+class _Checker(ast.NodeVisitor):
+    def __init__(self, code: str, tree: ast.Module) -> None:
+        self.code = code
+        self.tree = tree
+        self.lines = code.splitlines()
+        self.violations: list[Violation] = []
+        self.aliases: dict[str, str] = {}          # name bound by an allowed import -> dotted route
+        self.param_scopes: list[frozenset[str]] = []
+        self.ok_nodes: set[int] = set()            # nodes an enclosing construct already vetted
+        self.inner_attrs: set[int] = set()         # Attribute nodes inside a chain already routed
+        self.module_steps: set[int] = set()        # Attribute nodes that are allowed submodules
+        self.class_depth = 0
+        self.function_depth = 0
+        self.callable_names = self._callable_names(tree)
+
+    def run(self) -> None:
+        self.visit(self.tree)
+
+    # ------------------------------------------------------------------ helpers
+    def _col(self, node: ast.AST) -> tuple[int, int]:
+        line = getattr(node, "lineno", 1) or 1
+        col0 = getattr(node, "col_offset", 0) or 0
+        if isinstance(node, ast.Attribute) and node.end_lineno and node.end_col_offset is not None:
+            # point at the attribute name itself, not at the start of the whole chain
+            line, col0 = node.end_lineno, node.end_col_offset - len(node.attr.encode("utf-8"))
+        text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+        chars = len(text.encode("utf-8")[:col0].decode("utf-8", errors="replace"))
+        return line, chars + 1
+
+    def _flag(self, rule: str, node: ast.AST, message: str) -> None:
+        line, col = self._col(node)
+        self.violations.append(Violation(rule, message, line, col))
+
+    def _is_param(self, name: str) -> bool:
+        return any(name in scope for scope in self.param_scopes)
+
+    @staticmethod
+    def _callable_names(tree: ast.Module) -> frozenset[str]:
+        """Names bound *only* by def/class, a lambda assignment or an import."""
+        good: Counter[str] = Counter()
+        total: Counter[str] = Counter()
+        for node in ast.walk(tree):
+            if isinstance(node, (*_FUNCTION_NODES, ast.ClassDef)):
+                good[node.name] += 1
+                total[node.name] += 1
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                for a in node.names:
+                    bound = a.asname or a.name.split(".")[0]
+                    good[bound] += 1
+                    total[bound] += 1
+            elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Lambda) \
+                    and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                good[node.targets[0].id] += 1
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                total[node.id] += 1
+            elif isinstance(node, ast.arg):
+                total[node.arg] += 1
+            elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                for n in node.names:
+                    total[n] += 2
+        return frozenset(n for n, c in good.items() if c >= total[n])
+
+    def _route_of(self, node: ast.expr) -> tuple[list[str], list[tuple[str, ast.Attribute]]] | None:
+        """For a chain rooted at an imported name: (base route parts, [(attr, node), ...])."""
+        attrs: list[tuple[str, ast.Attribute]] = []
+        cur = node
+        while isinstance(cur, ast.Attribute):
+            attrs.append((cur.attr, cur))
+            cur = cur.value
+        if isinstance(cur, ast.Name) and cur.id in self.aliases and not self._is_param(cur.id):
+            attrs.reverse()
+            return self.aliases[cur.id].split("."), attrs
+        return None
+
+    def _dotted(self, node: ast.expr) -> str | None:
+        if isinstance(node, ast.Name):
+            return self.aliases.get(node.id)
+        r = self._route_of(node)
+        if r is None:
+            return None
+        return ".".join(r[0] + [a for a, _ in r[1]])
+
+    def _check_route(self, base: list[str], steps: Iterable[tuple[str, ast.AST]]) -> None:
+        """Walk a dotted route through module objects; refuse denied submodules."""
+        parts = list(base)
+        for name, node in steps:
+            parent = ".".join(parts)
+            parts.append(name)
+            route = ".".join(parts)
+            if parent == "yfinance":
+                if name not in T.YFINANCE_ATTRIBUTES and not is_dunder(name):
+                    self._flag("module-attribute", node,
+                               f"'yfinance.{name}' is not available to tools (only "
+                               f"{', '.join(sorted(T.YFINANCE_ATTRIBUTES))})")
+                return
+            parent_is_module = (parent in T.ALLOWED_IMPORTS or parent in T.ALLOWED_SUBMODULES
+                                or parent in T.PASS_THROUGH)
+            if not parent_is_module:
+                return
+            if route in T.ALLOWED_SUBMODULES:
+                self.module_steps.add(id(node))
+                continue
+            if route in T.PASS_THROUGH:
+                self.module_steps.add(id(node))
+                continue  # the next step must land on an allowed submodule (checked below)
+            if parent in T.PASS_THROUGH or name in T.KNOWN_SUBMODULES.get(parent, ()):
+                self._flag("submodule-not-allowed", node,
+                           f"module route '{route}' is not allowed (it leads to file, process or "
+                           "interpreter internals)")
+                return
+            return  # an ordinary attribute of an allowed module
+        route = ".".join(parts)
+        if route in T.PASS_THROUGH:
+            last = list(steps)[-1][1] if steps else None  # type: ignore[truthy-iterable]
+            if last is not None:
+                self._flag("submodule-not-allowed", last,
+                           f"module route '{route}' is only allowed on the way to "
+                           + ", ".join(sorted(m for m in T.ALLOWED_SUBMODULES if m.startswith(route + "."))))
+
+    def _check_attribute_name(self, name: str, node: ast.AST) -> None:
+        if is_dunder(name):
+            self._flag("dunder-attribute", node, f"dunder attribute '{name}' is not allowed")
+        elif name.startswith("_"):
+            self._flag("private-attribute", node, f"private attribute '{name}' is not allowed")
+        elif name in T.FORBIDDEN_ATTRIBUTES:
+            self._flag("forbidden-attribute", node, f"attribute '{name}' is not allowed: "
+                       f"{T.FORBIDDEN_ATTRIBUTES[name]}")
+        elif name.startswith("read_") or name in T.FILE_IO_ATTRIBUTES:
+            self._flag("file-io", node, f"'{name}' reads or writes files or the network")
+        elif name.startswith("to_") and name not in T.SAFE_CONVERSIONS and name not in T.TEXT_WRITERS:
+            self._flag("file-io", node, f"'{name}' writes to a file or an external store")
+        elif name in T.TEXT_WRITERS and id(node) not in self.ok_nodes:
+            self._flag("file-io", node, f"'{name}' may only be called directly, without a path "
+                       "or buffer (it then returns text)")
+        elif name in T.MODULE_NAMES and id(node) not in self.module_steps:
+            self._flag("module-attribute", node, f"attribute '{name}' names the module '{name}', "
+                       "which tools may not reach")
+        elif name in T.OPTION_SETTERS and id(node) not in self.ok_nodes:
+            self._flag("pandas-option", node, f"'{name}' may only be called directly with literal "
+                       f"option keys starting with {', '.join(T.SAFE_OPTION_PREFIXES)}")
+
+    # ------------------------------------------------------------------ imports
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            where = alias if hasattr(alias, "lineno") else node
+            parts = alias.name.split(".")
+            if parts[0] not in T.ALLOWED_IMPORTS:
+                self._flag("import-not-allowed", where, f"import of '{alias.name}' is not allowed "
+                           f"(allowed: {', '.join(sorted(T.ALLOWED_IMPORTS))})")
+                continue
+            if len(parts) > 1:
+                before = len(self.violations)
+                self._check_route(parts[:1], [(p, where) for p in parts[1:]])
+                if len(self.violations) > before:
+                    continue
+                if ".".join(parts) in T.PASS_THROUGH:
+                    self._flag("submodule-not-allowed", where, f"import of '{alias.name}' is not allowed")
+                    continue
+            if alias.asname:
+                self._bind_import(alias.asname, alias.name, where)
+            else:
+                self.aliases[parts[0]] = parts[0]
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if node.level:
+            self._flag("relative-import", node, "relative imports are not allowed")
+            return
+        module = node.module or ""
+        if module == "__future__":
+            return
+        parts = module.split(".")
+        if parts[0] not in T.ALLOWED_IMPORTS:
+            self._flag("import-not-allowed", node, f"import from '{module}' is not allowed "
+                       f"(allowed: {', '.join(sorted(T.ALLOWED_IMPORTS))})")
+            return
+        for alias in node.names:
+            where = alias if hasattr(alias, "lineno") else node
+            if alias.name == "*":
+                self._flag("import-star", where, f"'from {module} import *' is not allowed; import names explicitly")
+                continue
+            before = len(self.violations)
+            steps = [(p, where) for p in parts[1:]] + [(alias.name, where)]
+            self._check_route(parts[:1], steps)
+            route = f"{module}.{alias.name}"
+            if len(self.violations) == before and route in T.PASS_THROUGH:
+                self._flag("submodule-not-allowed", where, f"import of '{route}' is not allowed")
+            if route not in T.ALLOWED_SUBMODULES and len(self.violations) == before:
+                self.module_steps.discard(id(where))
+                self._check_attribute_name(alias.name, where)
+            if len(self.violations) == before:
+                self._bind_import(alias.asname or alias.name, route, where)
+
+    def _bind_import(self, name: str, route: str, where: ast.AST) -> None:
+        if is_dunder(name):
+            self._flag("dunder-name", where, f"dunder name '{name}' is not allowed")
+            return
+        self.aliases[name] = route
+
+    # ------------------------------------------------------------------ names
+    def visit_Name(self, node: ast.Name) -> None:
+        name = node.id
+        segment = ast.get_source_segment(self.code, node)
+        if segment is not None and segment != name and not segment.isascii():
+            self._flag("non-ascii-identifier", node,
+                       f"identifier '{segment}' is not ASCII (it runs as '{name}')")
+        if is_dunder(name):
+            if name == "__name__" and isinstance(node.ctx, ast.Load):
+                return
+            if name == "__all__" and isinstance(node.ctx, ast.Store) and not self.function_depth \
+                    and not self.class_depth:
+                return
+            self._flag("dunder-name", node, f"dunder name '{name}' is not allowed")
+            return
+        bound_locally = self._is_param(name) or name in self.aliases
+        if name in T.FORBIDDEN_BUILTINS and not bound_locally:
+            verb = "rebound" if not isinstance(node.ctx, ast.Load) else "used, called, aliased or passed"
+            self._flag("forbidden-builtin", node, f"builtin '{name}' cannot be {verb}")
+        elif name == "type" and not bound_locally and id(node) not in self.ok_nodes:
+            self._flag("dynamic-type", node, "'type' may only be called with exactly one argument "
+                       "(never aliased, passed or used to build classes)")
+
+    def _check_binding(self, name: str | None, node: ast.AST) -> None:
+        if not name:
+            return
+        if is_dunder(name):
+            self._flag("dunder-name", node, f"dunder name '{name}' is not allowed")
+        elif name in T.FORBIDDEN_BUILTINS or name == "type":
+            self._flag("forbidden-builtin", node, f"builtin '{name}' cannot be rebound")
+
+    def visit_Global(self, node: ast.Global) -> None:
+        for n in node.names:
+            self._check_binding(n, node)
+
+    visit_Nonlocal = visit_Global  # type: ignore[assignment]
+
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
+        self._check_binding(node.name, node)
+        self.generic_visit(node)
+
+    def visit_MatchAs(self, node: ast.MatchAs) -> None:
+        self._check_binding(node.name, node)
+        self.generic_visit(node)
+
+    def visit_MatchStar(self, node: ast.MatchStar) -> None:
+        self._check_binding(node.name, node)
+
+    def visit_MatchMapping(self, node: ast.MatchMapping) -> None:
+        self._check_binding(node.rest, node)
+        self.generic_visit(node)
+
+    def visit_MatchClass(self, node: ast.MatchClass) -> None:
+        for attr in node.kwd_attrs:
+            self._check_attribute_name(attr, node)  # class patterns look attributes up by name
+        self.generic_visit(node)
+
+    # ------------------------------------------------------------------ attributes
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if id(node) not in self.inner_attrs:
+            cur = node.value
+            while isinstance(cur, ast.Attribute):
+                self.inner_attrs.add(id(cur))
+                cur = cur.value
+            routed = self._route_of(node)
+            if routed is not None:
+                self._check_route(routed[0], routed[1])
+        if node.attr in ("format", "format_map"):
+            self._check_format(node)
+        else:
+            self._check_attribute_name(node.attr, node)
+        self.generic_visit(node)
+
+    def _check_format(self, node: ast.Attribute) -> None:
+        recv = node.value
+        if not (isinstance(recv, ast.Constant) and isinstance(recv.value, str)):
+            self._flag("format-string", node, f"'.{node.attr}' is only allowed on a string literal "
+                       "(a computed template can reach attributes)")
+            return
+        if node.attr == "format_map":
+            self._flag("format-string", node, "'.format_map' is not allowed; use '.format' or an f-string")
+            return
+        problem = _format_template_problem(recv.value)
+        if problem:
+            self._flag("format-string", node, problem)
+
+    # ------------------------------------------------------------------ calls
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if isinstance(func, ast.Name) and func.id == "type" and not self._is_param("type") \
+                and "type" not in self.aliases:
+            if len(node.args) == 1 and not node.keywords and not isinstance(node.args[0], ast.Starred):
+                self.ok_nodes.add(id(func))
+            else:
+                self.ok_nodes.add(id(func))
+                self._flag("dynamic-type", node, "type() with more than one argument builds classes "
+                           "dynamically; not allowed")
+        elif isinstance(func, ast.Attribute):
+            if func.attr in T.TEXT_WRITERS and self._text_writer_call_ok(node):
+                self.ok_nodes.add(id(func))
+            elif func.attr in T.OPTION_SETTERS:
+                self.ok_nodes.add(id(func))
+                self._check_option_call(node, func.attr)
+            elif func.attr in T.DISPATCH_METHODS:
+                self._check_dispatch_call(node, func.attr)
+        self.generic_visit(node)
+
+    @staticmethod
+    def _text_writer_call_ok(node: ast.Call) -> bool:
+        if node.args:
+            return False
+        for kw in node.keywords:
+            if kw.arg is None:
+                return False
+            if kw.arg in T.TEXT_WRITER_PATH_KEYWORDS and not (
+                    isinstance(kw.value, ast.Constant) and kw.value.value is None):
+                return False
+        return True
+
+    def _check_option_call(self, node: ast.Call, attr: str) -> None:
+        if any(kw.arg is None for kw in node.keywords) or any(isinstance(a, ast.Starred) for a in node.args):
+            self._flag("pandas-option", node, f"'{attr}' with unpacked arguments is not allowed")
+            return
+        keys = node.args if attr == "reset_option" else node.args[0::2]
+        for key in keys:
+            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)
+                    and key.value.startswith(T.SAFE_OPTION_PREFIXES)):
+                self._flag("pandas-option", key, f"'{attr}' option key must be a string literal starting "
+                           f"with {', '.join(T.SAFE_OPTION_PREFIXES)} (plotting/io options load modules)")
+
+    def _check_dispatch_call(self, node: ast.Call, attr: str) -> None:
+        if any(kw.arg is None for kw in node.keywords) or any(isinstance(a, ast.Starred) for a in node.args):
+            self._flag("dynamic-dispatch", node, f"'.{attr}' with unpacked arguments is not allowed")
+            return
+        candidates = node.args[:1] + [kw.value for kw in node.keywords if kw.arg == "func"]
+        for cand in candidates:
+            bad = self._dispatch_problem(cand)
+            if bad is not None:
+                self._flag("dynamic-dispatch", bad, f"'.{attr}' needs a function, a lambda or one of the "
+                           "named reductions (a computed name is looked up with getattr)")
+
+    def _dispatch_problem(self, expr: ast.expr) -> ast.expr | None:
+        if isinstance(expr, ast.Constant):
+            if isinstance(expr.value, str) and expr.value not in T.SAFE_DISPATCH_NAMES:
+                return expr
+            return None
+        if isinstance(expr, ast.Lambda):
+            return None
+        if isinstance(expr, ast.Name):
+            if expr.id in self.callable_names or expr.id in T.SAFE_CALLABLE_BUILTINS:
+                return None
+            return expr
+        if isinstance(expr, ast.Attribute):
+            root = expr
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and (root.id in self.callable_names or root.id in self.aliases):
+                return None
+            return expr
+        if isinstance(expr, (ast.List, ast.Tuple)):
+            for e in expr.elts:
+                bad = self._dispatch_problem(e)
+                if bad is not None:
+                    return bad
+            return None
+        if isinstance(expr, ast.Dict):
+            for v in expr.values:
+                bad = self._dispatch_problem(v)
+                if bad is not None:
+                    return bad
+            return None
+        if isinstance(expr, ast.Call) and self._dotted(expr.func) == "functools.partial":
+            return None
+        return expr
+
+    # ------------------------------------------------------------------ definitions
+    def _visit_arguments_outside(self, args: ast.arguments) -> None:
+        for d in [*args.defaults, *[d for d in args.kw_defaults if d is not None]]:
+            self.visit(d)
+        for a in [*args.posonlyargs, *args.args, *args.kwonlyargs,
+                  *[x for x in (args.vararg, args.kwarg) if x is not None]]:
+            if is_dunder(a.arg):
+                self._flag("dunder-name", a, f"dunder parameter name '{a.arg}' is not allowed")
+            if a.annotation is not None:
+                self.visit(a.annotation)
+
+    @staticmethod
+    def _param_names(args: ast.arguments) -> frozenset[str]:
+        names = [a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]]
+        names += [x.arg for x in (args.vararg, args.kwarg) if x is not None]
+        return frozenset(names)
+
+    def _visit_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        if is_dunder(node.name):
+            if not (self.class_depth and node.name in T.ALLOWED_DUNDER_METHODS):
+                self._flag("dunder-name", node, f"defining '{node.name}' is not allowed")
+        elif node.name in T.FORBIDDEN_BUILTINS or node.name == "type":
+            self._flag("forbidden-builtin", node, f"builtin '{node.name}' cannot be redefined")
+        for dec in node.decorator_list:
+            self._check_decorator(dec)
+            self.visit(dec)
+        self._visit_arguments_outside(node.args)
+        if node.returns is not None:
+            self.visit(node.returns)
+        saved_class = self.class_depth
+        self.class_depth = 0
+        self.function_depth += 1
+        self.param_scopes.append(self._param_names(node.args))
+        for stmt in node.body:
+            self.visit(stmt)
+        self.param_scopes.pop()
+        self.function_depth -= 1
+        self.class_depth = saved_class
+
+    visit_FunctionDef = _visit_function  # type: ignore[assignment]
+    visit_AsyncFunctionDef = _visit_function  # type: ignore[assignment]
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        self._visit_arguments_outside(node.args)
+        self.param_scopes.append(self._param_names(node.args))
+        self.visit(node.body)
+        self.param_scopes.pop()
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        if is_dunder(node.name):
+            self._flag("dunder-name", node, f"class name '{node.name}' is not allowed")
+        elif node.name in T.FORBIDDEN_BUILTINS or node.name == "type":
+            self._flag("forbidden-builtin", node, f"builtin '{node.name}' cannot be redefined")
+        for kw in node.keywords:
+            if kw.arg == "metaclass":
+                self._flag("metaclass", kw, "metaclass= is not allowed")
+            else:
+                self._flag("class-keyword", kw if kw.arg else node,
+                           "class keywords (arguments to __init_subclass__) are not allowed")
+        for dec in node.decorator_list:
+            self._check_decorator(dec)
+            self.visit(dec)
+        for base in node.bases:
+            self.visit(base)
+        for kw in node.keywords:
+            self.visit(kw.value)
+        self.class_depth += 1
+        for stmt in node.body:
+            self.visit(stmt)
+        self.class_depth -= 1
+
+    def _check_decorator(self, dec: ast.expr) -> None:
+        target = dec.func if isinstance(dec, ast.Call) else dec
+        ok = False
+        if isinstance(target, ast.Name) and target.id in T.SAFE_DECORATOR_BUILTINS \
+                and target.id not in self.aliases and not self._is_param(target.id):
+            ok = True
+        elif self._dotted(target) in T.SAFE_DECORATOR_ROUTES:
+            ok = True
+        elif isinstance(target, ast.Attribute) and target.attr in ("setter", "getter", "deleter") \
+                and isinstance(target.value, ast.Name) and self.class_depth:
+            ok = True
+        if ok and isinstance(dec, ast.Call):
+            plain = all(isinstance(a, (ast.Constant, ast.Name)) for a in dec.args) and all(
+                kw.arg is not None and isinstance(kw.value, (ast.Constant, ast.Name)) for kw in dec.keywords)
+            ok = plain
+        if not ok:
+            self._flag("decorator", dec, "decorator not allowed (allowed: "
+                       + ", ".join(sorted(T.SAFE_DECORATOR_BUILTINS | T.SAFE_DECORATOR_ROUTES))
+                       + ", with literal arguments)")
+
+    # ------------------------------------------------------------------ misc
+    def visit_keyword(self, node: ast.keyword) -> None:
+        self.generic_visit(node)

@@ -1,0 +1,183 @@
+"""The data the static policy decides with: which imports, module routes, attribute names and
+builtins are allowed.
+
+Everything here is an allowlist except where an allowlist cannot work (attribute names on
+objects whose type is unknown statically); those denylists are paired with a test that walks the
+allowed modules and proves every reachable module object is refused.
+"""
+
+from __future__ import annotations
+
+import sys
+
+#: Top-level modules a tool may import.
+ALLOWED_IMPORTS: frozenset[str] = frozenset({
+    "pandas", "numpy", "math", "statistics", "datetime", "json", "decimal", "collections",
+    "itertools", "functools", "re", "typing", "dataclasses", "yfinance", "warnings",
+})
+
+#: Submodules (dotted routes) that may be imported or reached as attributes.
+ALLOWED_SUBMODULES: frozenset[str] = frozenset({
+    "collections.abc",
+    "numpy.linalg", "numpy.random", "numpy.fft", "numpy.ma", "numpy.typing", "numpy.exceptions",
+    "numpy.dtypes", "numpy.emath", "numpy.polynomial", "numpy.polynomial.polynomial",
+    "numpy.polynomial.chebyshev", "numpy.polynomial.legendre", "numpy.polynomial.hermite",
+    "numpy.polynomial.hermite_e", "numpy.polynomial.laguerre", "numpy.lib.stride_tricks",
+    "pandas.api.types", "pandas.api.indexers", "pandas.arrays", "pandas.errors", "pandas.tseries",
+    "pandas.tseries.offsets", "pandas.tseries.frequencies", "pandas.tseries.holiday",
+    "pandas.offsets", "pandas.testing",
+})
+
+#: Packages that are only a way through to an allowed submodule (``np.lib.stride_tricks``):
+#: the route is refused when it stops there or turns elsewhere (``np.lib.format``).
+PASS_THROUGH: frozenset[str] = frozenset({"numpy.lib", "pandas.api"})
+
+#: Known submodules / module-valued attributes of the allowed packages. A route through any of
+#: them that is not in :data:`ALLOWED_SUBMODULES` is refused. A test keeps this table in step
+#: with the installed numpy and pandas.
+KNOWN_SUBMODULES: dict[str, frozenset[str]] = {
+    "numpy": frozenset({
+        "char", "conftest", "core", "ctypeslib", "distutils", "dtypes", "emath", "exceptions",
+        "f2py", "fft", "lib", "linalg", "ma", "matlib", "matrixlib", "polynomial", "random", "rec",
+        "strings", "testing", "tests", "typing", "version", "compat", "doc", "oldnumeric",
+        "numarray", "array_api",
+    }),
+    "pandas": frozenset({
+        "api", "arrays", "compat", "conftest", "core", "errors", "io", "offsets", "pandas",
+        "plotting", "testing", "tests", "tseries", "util",
+    }),
+    "numpy.lib": frozenset({
+        "format", "npyio", "stride_tricks", "recfunctions", "scimath", "mixins", "array_utils",
+        "introspect", "utils",
+    }),
+    "pandas.api": frozenset({"types", "indexers", "extensions", "interchange", "typing", "executors",
+                             "internals"}),
+    "json": frozenset({"decoder", "encoder", "scanner", "tool", "codecs"}),
+    "collections": frozenset({"abc"}),
+}
+
+#: The only attributes of ``yfinance`` (the replay shim in the sandbox) a tool may use.
+YFINANCE_ATTRIBUTES: frozenset[str] = frozenset({"Ticker", "Tickers", "download"})
+
+#: Builtins that open doors: refused as names in every context (called, aliased, passed, stored)
+#: unless the name is rebound by a function parameter or an allowed import (``from re import compile``).
+FORBIDDEN_BUILTINS: frozenset[str] = frozenset({
+    "eval", "exec", "compile", "open", "getattr", "setattr", "delattr", "globals", "locals",
+    "vars", "dir", "breakpoint", "input", "help", "exit", "quit", "memoryview", "license",
+    "copyright", "credits",
+})
+
+#: Dunder names a tool may use as plain names: ``if __name__ == "__main__":`` (load only) and
+#: ``__all__`` (module-level assignment only).
+ALLOWED_DUNDER_NAMES: frozenset[str] = frozenset({"__name__", "__all__"})
+
+#: Special methods a tool may *define* inside a class body (never access as attributes).
+ALLOWED_DUNDER_METHODS: frozenset[str] = frozenset({
+    "__init__", "__post_init__", "__repr__", "__str__", "__eq__", "__ne__", "__lt__", "__le__",
+    "__gt__", "__ge__", "__hash__", "__len__", "__iter__", "__next__", "__getitem__",
+    "__contains__", "__bool__", "__add__", "__sub__", "__mul__", "__truediv__", "__neg__",
+    "__abs__", "__float__", "__int__",
+})
+
+#: ``to_*`` methods that convert data in memory (allowed anywhere).
+SAFE_CONVERSIONS: frozenset[str] = frozenset({
+    "to_dict", "to_list", "to_numpy", "to_frame", "to_series", "to_datetime", "to_numeric",
+    "to_timedelta", "to_period", "to_timestamp", "to_pydatetime", "to_datetime64",
+    "to_pytimedelta", "to_timedelta64", "to_offset", "to_flat_index", "to_records", "to_bytes",
+    "to_integral", "to_integral_value", "to_integral_exact", "to_eng_string", "to_sci_string",
+    "to_julian_date", "to_dense", "to_tuples", "to_coo",
+})
+
+#: ``to_*`` writers that return text when given no path: allowed only when called directly,
+#: with no positional argument, no ``**`` splat and no path/buffer keyword (other than None).
+TEXT_WRITERS: frozenset[str] = frozenset({
+    "to_csv", "to_json", "to_string", "to_html", "to_latex", "to_markdown", "to_xml",
+})
+TEXT_WRITER_PATH_KEYWORDS: frozenset[str] = frozenset({"path_or_buf", "buf", "path", "excel_writer"})
+
+#: Attribute names that do file, network or pickle I/O (pandas, numpy, json, ...).
+FILE_IO_ATTRIBUTES: frozenset[str] = frozenset({
+    "open", "load", "dump", "save", "savez", "savez_compressed", "savetxt", "loadtxt",
+    "genfromtxt", "fromfile", "fromregex", "tofile", "memmap", "open_memmap", "DataSource",
+    "ExcelWriter", "ExcelFile", "HDFStore", "read_pickle", "urlopen", "getline", "getlines",
+})
+
+#: Attribute names refused on any receiver, with the reason given in the violation.
+FORBIDDEN_ATTRIBUTES: dict[str, str] = {}
+for _names, _why in (
+    (("f_back", "f_builtins", "f_code", "f_globals", "f_locals", "f_trace", "f_lasti",
+      "tb_frame", "tb_next", "tb_lasti", "gi_frame", "gi_code", "gi_yieldfrom", "cr_frame",
+      "cr_code", "cr_await", "cr_origin", "ag_frame", "ag_code", "ag_await", "co_code",
+      "co_consts", "co_names", "co_varnames", "co_filename", "func_globals", "func_code",
+      "im_func", "im_self", "mro"),
+     "frame / code introspection reaches the interpreter's globals and builtins"),
+    (("eval", "query", "get_type_hints", "ForwardRef", "attrgetter", "methodcaller",
+      "get_field", "vformat", "make_dataclass", "from_string", "style", "Styler", "env",
+      "plot", "plotting", "hist", "boxplot", "as_strided", "warn_explicit", "formatwarning",
+      "showwarning", "CodeType", "FunctionType", "LambdaType", "ModuleType", "new_class",
+      "show_versions", "show_config", "show_runtime"),
+     "evaluates strings as code, loads modules dynamically or touches raw memory"),
+    (("system", "popen", "Popen", "environ", "environb", "getenv", "putenv", "unsetenv", "fork",
+      "forkpty", "execv", "execve", "execl", "execle", "execlp", "execvp", "execvpe", "spawnv",
+      "spawnve", "spawnl", "posix_spawn", "kill", "killpg", "unlink", "rmdir",
+      "removedirs", "rmtree", "chmod", "chown", "symlink", "listdir", "scandir", "walk",
+      "mkdir", "makedirs", "chdir", "getcwd", "check_output", "check_call", "getoutput",
+      "getstatusoutput", "connect", "create_connection", "getaddrinfo", "modules", "settrace",
+      "setprofile", "addaudithook", "setrecursionlimit", "abort"),
+     "operating-system access (processes, environment, files, sockets)"),
+):
+    for _n in _names:
+        FORBIDDEN_ATTRIBUTES[_n] = _why
+del _names, _why
+
+#: Module names that must never be reached as an attribute (``typing.sys``, ``pd.io``,
+#: ``inspect.os``, ``json.codecs``, ``arr.ctypes``): every standard-library module plus the
+#: third-party packages installed next to pandas/yfinance, minus the allowed imports and a few
+#: names that are also everyday method names of harmless modules (``np.array``, ``df.copy()``,
+#: ``np.random``, ``np.select``, ``ts.time()``, ``np.trace``, ``s.struct``).
+_EVERYDAY_NAMES = frozenset({"array", "copy", "random", "select", "time", "trace", "struct"})
+MODULE_NAMES: frozenset[str] = frozenset(
+    {n for n in sys.stdlib_module_names if not n.startswith("_")}
+    | {"requests", "urllib3", "curl_cffi", "peewee", "bs4", "lxml", "html5lib", "platformdirs",
+       "multitasking", "websockets", "jinja2", "markupsafe", "fsspec", "s3fs", "gcsfs", "pyarrow",
+       "sqlalchemy", "numexpr", "numba", "scipy", "matplotlib", "IPython", "pytest", "setuptools",
+       "pip", "pkg_resources", "importlib_metadata", "docker", "openai", "httpx", "sqlmodel",
+       "finevo", "runner", "dill", "cloudpickle", "joblib", "psutil", "posix", "nt"}
+) - ALLOWED_IMPORTS - _EVERYDAY_NAMES
+
+#: Reductions a pandas ``apply`` / ``agg`` / ``aggregate`` / ``transform`` may name as a string
+#: (pandas resolves such strings with getattr on the object: ``df.agg("to_pickle", path)``).
+SAFE_DISPATCH_NAMES: frozenset[str] = frozenset({
+    "sum", "mean", "median", "min", "max", "std", "var", "sem", "skew", "kurt", "kurtosis",
+    "count", "size", "nunique", "first", "last", "prod", "product", "cumsum", "cumprod",
+    "cummax", "cummin", "diff", "pct_change", "abs", "idxmax", "idxmin", "rank", "shift",
+    "ohlc", "any", "all", "quantile", "mode", "round", "sqrt", "log", "exp",
+})
+DISPATCH_METHODS: frozenset[str] = frozenset({"apply", "agg", "aggregate", "transform"})
+
+#: Builtins a dispatch call may name directly (``df.apply(float)``).
+SAFE_CALLABLE_BUILTINS: frozenset[str] = frozenset({
+    "abs", "all", "any", "bool", "float", "int", "len", "list", "max", "min", "round", "sorted",
+    "str", "sum", "tuple", "set", "dict",
+})
+
+#: pandas option keys a tool may set (``pd.set_option("display.precision", 4)``).
+SAFE_OPTION_PREFIXES: tuple[str, ...] = ("display.", "mode.", "future.")
+OPTION_SETTERS: frozenset[str] = frozenset({"set_option", "option_context", "reset_option"})
+
+#: Decorators a tool may use, as dotted routes after alias resolution; plain builtins apart.
+SAFE_DECORATOR_ROUTES: frozenset[str] = frozenset({
+    "functools.lru_cache", "functools.cache", "functools.wraps", "functools.cached_property",
+    "functools.total_ordering", "functools.singledispatch", "dataclasses.dataclass",
+    "typing.overload", "typing.final", "numpy.vectorize",
+})
+SAFE_DECORATOR_BUILTINS: frozenset[str] = frozenset({"staticmethod", "classmethod", "property"})
+
+#: Source encodings accepted in a PEP 263 declaration.
+UTF8_NAMES: frozenset[str] = frozenset({"utf-8", "utf8", "utf_8", "u8", "utf"})
+
+#: Unicode bidirectional controls (Trojan Source): refused anywhere in the source.
+BIDI_CONTROLS: frozenset[str] = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c")
+
+#: Refuse absurdly large sources before parsing them (tools are a few hundred lines).
+MAX_SOURCE_CHARS = 200_000
