@@ -1,0 +1,202 @@
+"""``finevo-verify oracle``: the harness's gold run.
+
+For every task: the oracle's value (primary convention), the value the task's reference tool
+(``benchmarks/reference/<id>.py``) returns through the yfinance replay shim, and the judge's
+verdict on it. Exit 0 when every reference tool passes, 1 otherwise.
+
+Reference tools run through the sandbox (``finevo.sandbox.create_sandbox``) when it is
+available, else in one spawned child process that installs the replay shim first, so the
+shim never patches this process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import sys
+import time
+import traceback
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from finevo.contract import normalise
+from finevo.errors import InputError
+from finevo.paths import benchmarks_dir, reference_dir, snapshot_dir
+from finevo.sandbox.api import ExecutionResult
+from finevo.tasks import Task, load_tasks
+from runner.exitcodes import Exit
+from runner.judge import JUDGE_VERSION, Judgement, judge_value
+from runner.oracle import expected_values
+
+__all__ = ["register", "run", "ToolRunner", "ChildProcessRunner", "OracleRow", "make_runner",
+           "check_reference_tools", "reference_code"]
+
+
+class ToolRunner(Protocol):
+    def run(self, code: str, entry: str | None, args: dict[str, Any] | None = None) -> ExecutionResult: ...
+
+    def close(self) -> None: ...
+
+
+# --------------------------------------------------------------------------- child-process runner
+def _install_shim(data_dir: str) -> None:
+    """Child initialiser: serve the snapshot through ``import yfinance`` in this process only."""
+    from finevo.market import replay
+    from finevo.market.snapshot import load_snapshot
+
+    replay.install(load_snapshot(data_dir))
+
+
+def _execute(code: str, entry: str, args: dict[str, Any], filename: str) -> dict[str, Any]:
+    """Child side: run one tool module's ``entry(**args)``; the result as a JSON-checked dict."""
+    started = time.perf_counter()
+    namespace: dict[str, Any] = {"__name__": "reference_tool", "__file__": filename}
+    try:
+        exec(compile(code, filename, "exec"), namespace)  # trusted reference code, child process only
+        function = namespace.get(entry)
+        if not callable(function):
+            raise NameError(f"{filename} defines no function {entry!r}")
+        value = json.loads(json.dumps(normalise(function(**args)), allow_nan=False))
+    except Exception as exc:  # reported to the parent as a typed result, never raised there
+        return {"status": "exception", "error_type": type(exc).__name__, "error_message": str(exc),
+                "traceback": traceback.format_exc(), "duration_s": time.perf_counter() - started}
+    return {"status": "ok", "value": value, "duration_s": time.perf_counter() - started}
+
+
+class ChildProcessRunner:
+    """Runs trusted tool code in one spawned child with the replay shim installed (no sandbox limits)."""
+
+    def __init__(self, data_dir: str | Path, timeout_s: float = 60.0) -> None:
+        self.timeout_s = timeout_s
+        self._pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
+                                         initializer=_install_shim, initargs=(str(data_dir),))
+
+    def run(self, code: str, entry: str | None, args: dict[str, Any] | None = None) -> ExecutionResult:
+        if entry is None:
+            raise ValueError("the child-process runner calls an entry function; self-tests need the sandbox")
+        try:
+            result = self._pool.submit(_execute, code, entry, dict(args or {}), f"<{entry}>").result(self.timeout_s)
+        except TimeoutError:
+            return ExecutionResult(status="timeout", error_message=f"no result within {self.timeout_s:g} s")
+        except Exception as exc:  # the child died or could not install the shim
+            return ExecutionResult(status="crashed", error_type=type(exc).__name__, error_message=str(exc))
+        return ExecutionResult(**result)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def make_runner(data_dir: str | Path) -> tuple[ToolRunner, str]:
+    """The sandbox when ``finevo.sandbox.create_sandbox`` exists, else a child process; and its name."""
+    try:
+        from finevo.sandbox import create_sandbox  # type: ignore[attr-defined]
+    except ImportError:
+        return ChildProcessRunner(data_dir), "child process"
+    return create_sandbox(Path(data_dir)), "sandbox"
+
+
+# --------------------------------------------------------------------------- the gold run
+@dataclass
+class OracleRow:
+    task: Task
+    expected: dict[str, Any]
+    result: ExecutionResult
+    judgement: Judgement
+
+    @property
+    def primary(self) -> Any:
+        return next(iter(self.expected.values()))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"task_id": self.task.id, "expected": self.expected, "tool_status": self.result.status,
+                "tool_value": self.result.value, "judgement": self.judgement.to_dict(),
+                "judge_version": JUDGE_VERSION}
+
+
+def reference_code(task: Task, directory: Path | None = None) -> str:
+    path = (directory or reference_dir()) / f"{task.id}.py"
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{path}: no reference tool for task {task.id}") from None
+
+
+def check_reference_tools(tasks: list[Task], provider: Any, runner: ToolRunner,
+                          directory: Path | None = None) -> list[OracleRow]:
+    """Oracle values, reference-tool values and the judge's verdict for every task."""
+    rows: list[OracleRow] = []
+    for task in tasks:
+        expected = expected_values(task, provider)
+        result = runner.run(reference_code(task, directory), task.intent.indicator, dict(task.intent.args))
+        if result.status == "ok":
+            judgement = judge_value(task, result.value, expected)
+        else:
+            detail = ": ".join(x for x in (result.error_type, result.error_message, result.rule) if x)
+            judgement = Judgement("fail", f"reference tool {result.status}: {detail}")
+        rows.append(OracleRow(task, expected, result, judgement))
+    return rows
+
+
+def _short(value: Any, width: int = 34) -> str:
+    if isinstance(value, bool) or value is None:
+        text = str(value)
+    elif isinstance(value, float):
+        text = f"{value:.10g}"
+    elif isinstance(value, dict):
+        text = ", ".join(f"{k}={_short(v, 12)}" for k, v in value.items())
+    elif isinstance(value, list):
+        text = f"[{len(value)}] {_short(value[0], 12)} .. {_short(value[-1], 12)}" if value else "[]"
+    else:
+        text = str(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _select(tasks: list[Task], only: str | None) -> list[Task]:
+    if not only:
+        return tasks
+    wanted = [x.strip() for x in only.split(",") if x.strip()]
+    known = {t.id for t in tasks}
+    unknown = [x for x in wanted if x not in known]
+    if unknown:
+        raise InputError(f"--only: unknown task id(s) {', '.join(unknown)}")
+    return [t for t in tasks if t.id in wanted]
+
+
+def run(args: argparse.Namespace) -> int:
+    from finevo.market.snapshot import load_snapshot
+
+    data_dir = Path(args.data) if args.data else snapshot_dir()
+    tasks = _select(load_tasks(args.tasks or benchmarks_dir() / "tasks.jsonl"), args.only)
+    try:
+        provider = load_snapshot(data_dir)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{data_dir}: cannot load snapshot: {exc}") from None
+    runner, how = make_runner(data_dir)
+    try:
+        rows = check_reference_tools(tasks, provider, runner)
+    finally:
+        runner.close()
+    out = sys.stdout
+    out.write(f"snapshot {data_dir} (as of {provider.as_of}); reference tools via {how}; judge {JUDGE_VERSION}\n")
+    out.write(f"{'task':<10} {'oracle (primary)':<36} {'reference tool':<36} verdict\n")
+    for row in rows:
+        tool = _short(row.result.value) if row.result.status == "ok" else f"<{row.result.status}>"
+        verdict = row.judgement.state if row.judgement.passed else f"{row.judgement.state}: {row.judgement.reason}"
+        out.write(f"{row.task.id:<10} {_short(row.primary):<36} {tool:<36} {verdict}\n")
+    passed = sum(row.judgement.passed for row in rows)
+    out.write(f"{passed}/{len(rows)} reference tools match the oracle\n")
+    return int(Exit.PASSED if passed == len(rows) else Exit.FAILED)
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "oracle", help="gold run: oracle value, reference-tool value and verdict for every task",
+        description="Compute every task's oracle value, run its reference tool through the replay shim, "
+                    "judge it; exit 0 when all match.")
+    parser.add_argument("--data", metavar="DIR", help="market snapshot directory (default: the bundled one)")
+    parser.add_argument("--tasks", metavar="FILE", help="task file (default: benchmarks/tasks.jsonl)")
+    parser.add_argument("--only", metavar="ID,...", help="comma-separated task ids")
+    parser.set_defaults(func=run)
