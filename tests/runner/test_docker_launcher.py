@@ -1,0 +1,225 @@
+"""The launcher's decisions, without an engine: network, secrets, mounts, user, build context."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+import time
+from pathlib import Path
+
+import pytest
+
+from runner import docker_launcher as dl
+from runner.cli import build_parser, main
+from runner.exitcodes import Exit
+
+
+# --------------------------------------------------------------------------- LLM mode / network
+
+@pytest.mark.parametrize("args, env, expected", [
+    (["run", "--llm", "reference"], {}, "reference"),
+    (["run", "--llm=replay:c.jsonl"], {}, "replay:c.jsonl"),
+    (["run"], {"FINEVO_LLM_PROVIDER": "predictions:p.jsonl"}, "predictions:p.jsonl"),
+    (["run", "--llm", "live"], {"FINEVO_LLM_PROVIDER": "reference"}, "live"),
+    (["run"], {}, None),
+])
+def test_llm_mode_flag_beats_environment(args: list[str], env: dict[str, str], expected: str | None) -> None:
+    assert dl.llm_mode(args, env) == expected
+
+
+@pytest.mark.parametrize("mode, offline", [
+    ("reference", True), ("replay:x.jsonl", True), ("predictions:p.jsonl", True),
+    ("live", False), (None, False), ("referencex", False), ("replay", False),
+])
+def test_only_offline_modes_lose_the_network(mode: str | None, offline: bool) -> None:
+    assert dl.is_offline(mode) is offline
+
+
+def test_image_default_command_runs_offline(tmp_path: Path) -> None:
+    spec = dl.plan_run("img", [], tmp_path, env={}, cwd=tmp_path, timeout=None, host_uid=1000, host_gid=1000)
+    assert spec.command is None
+    assert spec.network_disabled
+
+
+def test_live_run_keeps_the_network(tmp_path: Path) -> None:
+    spec = dl.plan_run("img", ["run", "--llm", "live"], tmp_path, env={}, cwd=tmp_path, timeout=None,
+                       host_uid=1000, host_gid=1000)
+    assert not spec.network_disabled
+
+
+# --------------------------------------------------------------------------- secrets
+
+def test_only_llm_variables_pass_and_their_values_are_never_described(tmp_path: Path) -> None:
+    env = {"OPENAI_API_KEY": "sk-very-secret", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
+           "FINEVO_LLM_MODEL": "m", "AWS_SECRET_ACCESS_KEY": "nope", "GITHUB_TOKEN": "nope",
+           "OPENAI_ORG_SECRET": "nope", "PATH": "/usr/bin"}
+    spec = dl.plan_run("img", ["run", "--llm", "live"], tmp_path, env=env, cwd=tmp_path, timeout=None,
+                       host_uid=1000, host_gid=1000)
+    assert set(spec.environment) == {"OPENAI_API_KEY", "OPENAI_BASE_URL", "FINEVO_LLM_MODEL", "HOME"}
+    assert spec.environment["OPENAI_API_KEY"] == "sk-very-secret"
+    line = spec.describe()
+    assert "sk-very-secret" not in line and "127.0.0.1" not in line
+    assert "OPENAI_API_KEY" in line
+
+
+# --------------------------------------------------------------------------- command and mounts
+
+def test_out_is_pointed_at_the_volume_unless_given() -> None:
+    assert dl.container_command(["run", "--llm", "reference"]) == ["run", "--llm", "reference", "--out", "/out"]
+    assert dl.container_command(["--", "--llm", "reference"]) == ["run", "--llm", "reference", "--out", "/out"]
+    assert dl.container_command(["run", "--out=/out/x"]) == ["run", "--out=/out/x"]
+    assert dl.container_command(["data", "info"]) == ["data", "info"]
+    assert dl.container_command([]) is None
+
+
+def test_host_input_files_are_mounted_read_only_and_rewritten(tmp_path: Path) -> None:
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text("{}\n")
+    tasks = tmp_path / "t.jsonl"
+    tasks.write_text("{}\n")
+    args, mounts = dl.map_input_paths(
+        ["run", "--llm", "predictions:preds.jsonl", "--tasks", str(tasks), "--baseline=t.jsonl",
+         "--only", "preds.jsonl"], cwd=tmp_path)
+    assert args[:3] == ["run", "--llm", "predictions:/in/0/preds.jsonl"]
+    assert args[3:5] == ["--tasks", "/in/1/t.jsonl"]
+    assert args[5] == "--baseline=/in/1/t.jsonl"        # same host file, same mount
+    assert args[6:] == ["--only", "preds.jsonl"]         # not a path flag: untouched
+    assert [(m.host, m.container, m.read_only) for m in mounts] == [
+        (preds.resolve(), "/in/0/preds.jsonl", True), (tasks.resolve(), "/in/1/t.jsonl", True)]
+
+
+def test_missing_host_paths_are_left_for_the_gate_to_report(tmp_path: Path) -> None:
+    args, mounts = dl.map_input_paths(["run", "--llm", "replay:nope.jsonl", "--tasks", "none"], cwd=tmp_path)
+    assert args == ["run", "--llm", "replay:nope.jsonl", "--tasks", "none"]
+    assert mounts == []
+
+
+# --------------------------------------------------------------------------- user / out dir
+
+def test_caller_uid_is_used_except_for_root() -> None:
+    assert dl.container_user(1000, 100) == "1000:100"
+    assert dl.container_user(0, 0) is None
+
+
+def test_non_root_run_gets_a_writable_home(tmp_path: Path) -> None:
+    spec = dl.plan_run("img", [], tmp_path, env={}, cwd=tmp_path, timeout=5.0, host_uid=1234, host_gid=99)
+    assert spec.user == "1234:99" and spec.environment["HOME"] == "/tmp"
+    root = dl.plan_run("img", [], tmp_path, env={}, cwd=tmp_path, timeout=5.0, host_uid=0, host_gid=0)
+    assert root.user is None and "HOME" not in root.environment
+
+
+def test_unwritable_out_dir_is_a_usage_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(dl.LauncherError) as err:
+        dl.prepare_out_dir(blocker / "reports", user="1000:1000")
+    assert err.value.exit_code == Exit.USAGE
+
+
+# --------------------------------------------------------------------------- build context
+
+def _context(tmp_path: Path) -> Path:
+    ctx = tmp_path / "ctx"
+    (ctx / "finevo").mkdir(parents=True)
+    (ctx / "tests").mkdir()
+    (ctx / "Dockerfile").write_text("FROM scratch\n")
+    (ctx / "pyproject.toml").write_text("[project]\nname='x'\n")
+    (ctx / "finevo" / "a.py").write_text("A = 1\n")
+    (ctx / "tests" / "test_a.py").write_text("assert True\n")
+    (ctx / ".dockerignore").write_text("# comment\ntests\n")
+    return ctx
+
+
+def _names(fileobj) -> list[str]:
+    with tarfile.open(fileobj=fileobj, mode="r") as tar:
+        return sorted(m.name for m in tar.getmembers())
+
+
+def test_context_honours_dockerignore_and_adds_the_wheelhouse(tmp_path: Path) -> None:
+    ctx = _context(tmp_path)
+    wheels = tmp_path / "wh"
+    wheels.mkdir()
+    (wheels / "x-1.0-py3-none-any.whl").write_bytes(b"PK")
+    (wheels / "notes.txt").write_text("ignored")
+    tar, _ = dl.build_context(dl.BuildSpec(context_dir=ctx, wheelhouse=wheels))
+    assert _names(tar) == [".dockerignore", ".wheelhouse/x-1.0-py3-none-any.whl", "Dockerfile",
+                           "finevo/a.py", "pyproject.toml"]
+
+
+def test_context_hash_follows_content_and_build_args_only(tmp_path: Path) -> None:
+    ctx = _context(tmp_path)
+    _, first = dl.build_context(dl.BuildSpec(context_dir=ctx))
+    (ctx / "finevo" / "a.py").touch()                       # mtime only
+    _, same = dl.build_context(dl.BuildSpec(context_dir=ctx))
+    (ctx / "tests" / "test_a.py").write_text("changed\n")   # ignored file
+    _, ignored = dl.build_context(dl.BuildSpec(context_dir=ctx))
+    _, other_base = dl.build_context(dl.BuildSpec(context_dir=ctx, base_image="b:1"))
+    (ctx / "finevo" / "a.py").write_text("A = 2\n")
+    _, edited = dl.build_context(dl.BuildSpec(context_dir=ctx))
+    assert first == same == ignored
+    assert len({first, other_base, edited}) == 3
+
+
+def test_wheelhouse_without_wheels_is_a_usage_error(tmp_path: Path) -> None:
+    ctx = _context(tmp_path)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(dl.LauncherError) as err:
+        dl.build_context(dl.BuildSpec(context_dir=ctx, wheelhouse=empty))
+    assert err.value.exit_code == Exit.USAGE
+
+
+def test_build_args_name_the_wheelhouse_inside_the_context(tmp_path: Path) -> None:
+    spec = dl.BuildSpec(context_dir=tmp_path, base_image="finevo-base:bookworm", wheelhouse=tmp_path,
+                        build_args={"REVISION": "abc"})
+    assert spec.all_build_args() == {"REVISION": "abc", "BASE_IMAGE": "finevo-base:bookworm",
+                                     "WHEELHOUSE": ".wheelhouse"}
+
+
+def test_repository_checkout_is_found_as_the_context() -> None:
+    root = dl.find_context_dir(Path(__file__).resolve().parents[2])
+    assert (root / "Dockerfile").is_file()
+    with pytest.raises(dl.LauncherError):
+        dl.find_context_dir(Path(__file__).resolve().parent)
+
+
+# --------------------------------------------------------------------------- CLI
+
+def test_cli_passes_gate_arguments_after_the_verb_or_double_dash() -> None:
+    parser = build_parser()
+    ns = parser.parse_args(["docker", "--build", "--timeout", "30", "run", "--llm", "reference", "--only", "a"])
+    assert ns.build and ns.timeout == 30.0
+    assert ns.gate_args == ["run", "--llm", "reference", "--only", "a"]
+    ns = parser.parse_args(["docker", "--out", "r", "--", "--llm", "reference"])
+    assert ns.gate_args == ["--", "--llm", "reference"] and ns.out == Path("r")
+
+
+def test_unreachable_engine_is_one_line_and_exit_3(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path / 'no-engine.sock'}")
+    code = main(["docker", "--out", str(tmp_path / "r"), "run", "--llm", "reference"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == Exit.NO_VERDICT
+    assert len(err) == 1 and err[0].startswith("finevo-verify docker: cannot reach the Docker engine")
+
+
+def test_stopper_escalates_to_kill_on_a_second_request() -> None:
+    calls: list[str] = []
+
+    class FakeContainer:
+        def kill(self, signal: str) -> None:
+            calls.append(signal)
+
+        def wait(self, timeout: float) -> dict[str, int]:
+            return {"StatusCode": 143}
+
+    log = io.StringIO()
+    stopper = dl._Stopper(FakeContainer(), grace=1.0, log=log.write)
+    stopper.stop("received SIGINT", sig="SIGINT")
+    stopper.stop("received SIGINT", sig="SIGINT")
+    deadline = time.monotonic() + 5
+    while len(calls) < 2 and time.monotonic() < deadline:  # the stopper works in threads
+        time.sleep(0.01)
+    assert sorted(calls) == ["SIGINT", "SIGKILL"]
+    assert stopper.reason == "received SIGINT"
+    assert "SIGKILL after 1s" in log.getvalue()
