@@ -91,6 +91,8 @@ def default_session(spec: SessionSpec) -> Session:
     sandbox = create_sandbox(spec.data_dir, backend="warm")
     closers.append(sandbox.close)
     agent = Agent(settings, provider, sandbox, registry, spec.agent_mode)
+    if hasattr(agent, "close"):
+        closers.append(agent.close)
     try:
         layers = dict(sandbox.layers())
     except Exception:

@@ -1,0 +1,105 @@
+"""The CLI verbs: bad inputs exit 2 with one file:line line; report, merge, diff, baseline update."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from runner.cli import build_parser, main
+from runner.cli.run import cmd_run
+from runner.reports import document
+from tests.runner.fakes import DATA, TASKS, make_factory
+
+
+def _run_args(tmp_path: Path, security_file: Path, baseline_file: Path, *extra: str) -> list[str]:
+    return ["run", "--llm", "replay:x.jsonl", "--tasks", str(TASKS), "--security-tasks", str(security_file),
+            "--baseline", str(baseline_file), "--no-payloads", "--data", str(DATA), "--out", str(tmp_path / "out"),
+            *extra]
+
+
+def _gate(argv: list[str], behaviours: dict[str, str] | None = None) -> int:
+    return cmd_run(build_parser().parse_args(argv), factory=make_factory(behaviours or {}))
+
+
+def test_malformed_tasks_line_exits_2_naming_file_and_line(tmp_path, security_file, baseline_file, capsys) -> None:
+    bad = tmp_path / "tasks.jsonl"
+    lines = TASKS.read_text().splitlines()
+    bad.write_text("\n".join([lines[0], "{broken", *lines[1:3]]) + "\n")
+    argv = _run_args(tmp_path, security_file, baseline_file)
+    argv[argv.index(str(TASKS))] = str(bad)
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{bad}:2: malformed JSON" in err[0]
+    assert not (tmp_path / "out").exists()
+
+
+def test_duplicate_task_id_exits_2(tmp_path, security_file, baseline_file, capsys) -> None:
+    bad = tmp_path / "tasks.jsonl"
+    first = TASKS.read_text().splitlines()[0]
+    bad.write_text(first + "\n" + first + "\n")
+    argv = _run_args(tmp_path, security_file, baseline_file)
+    argv[argv.index(str(TASKS))] = str(bad)
+    assert main(argv) == 2
+    assert "duplicate id 'fetch_001' (first on line 1)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--shard", "3/2"], "--shard"),
+    (["--only", "nope_001"], "unknown task id"),
+    (["--min-pass-rate", "2"], "--min-pass-rate"),
+])
+def test_bad_flags_exit_2(tmp_path, security_file, baseline_file, capsys, extra, message) -> None:
+    assert main(_run_args(tmp_path, security_file, baseline_file, *extra)) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_invalid_baseline_exits_2(tmp_path, security_file, capsys) -> None:
+    bad = tmp_path / "bad_baseline.json"
+    bad.write_text('{"passing_tasks": [], "target_pass_rate": 0.8}')
+    assert main(_run_args(tmp_path, security_file, bad)) == 2
+    assert "names no tasks" in capsys.readouterr().err
+
+
+def test_report_rerenders_from_results(tmp_path, security_file, baseline_file) -> None:
+    assert _gate(_run_args(tmp_path, security_file, baseline_file, "--run-id", "a", "--only",
+                           "fetch_001,calc_002,sec_001"), {"calc_002": "wrong"}) == 1
+    run_dir = tmp_path / "out" / "a"
+    original = document.load(run_dir / "results.json")
+    (run_dir / "junit.xml").unlink()
+    (run_dir / "summary.md").unlink()
+    assert main(["report", str(run_dir / "results.json")]) == 0
+    assert document.load(run_dir / "results.json") == original
+    assert "calc_002" in (run_dir / "junit.xml").read_text() and "calc_002" in (run_dir / "summary.md").read_text()
+
+
+def test_merge_of_shards_gives_one_verdict(tmp_path, security_file, baseline_file, capsys) -> None:
+    only = ["--only", "fetch_001,fetch_002,calc_002,calc_004", "--no-self-check"]
+    assert _gate(_run_args(tmp_path, security_file, baseline_file, "--run-id", "s1", "--shard", "1/2", *only),
+                 {"fetch_002": "wrong"}) == 0  # shard 1 holds fetch_001 and calc_002 only
+    assert _gate(_run_args(tmp_path, security_file, baseline_file, "--run-id", "s2", "--shard", "2/2", *only),
+                 {"fetch_002": "wrong"}) == 1
+    out = tmp_path / "merged"
+    code = main(["merge", str(tmp_path / "out" / "s1" / "results.json"), str(tmp_path / "out" / "s2" / "results.json"),
+                 "--out", str(out), "--run-id", "m"])
+    assert code == 1
+    doc = document.load(out / "m" / "results.json")
+    assert [t["task_id"] for t in doc["tasks"]] == ["fetch_001", "calc_002", "fetch_002", "calc_004"]
+    assert [r["task_id"] for r in doc["regressions"]] == ["fetch_002"]
+    assert doc["summary"]["passed"] == 3 and doc["summary"]["total"] == 4
+    capsys.readouterr()
+    assert main(["diff", str(tmp_path / "out" / "s2" / "results.json"), str(out / "m" / "results.json")]) == 0
+    assert "2 task(s) changed state" in capsys.readouterr().out
+
+
+def test_baseline_update_is_explicit_and_keeps_unrun_tasks(tmp_path, security_file, baseline_file, capsys) -> None:
+    assert _gate(_run_args(tmp_path, security_file, baseline_file, "--run-id", "u", "--no-self-check", "--only",
+                           "fetch_002,calc_004"), {"fetch_002": "wrong"}) == 1
+    before = json.loads(baseline_file.read_text())
+    assert main(["baseline", "update", str(tmp_path / "out" / "u" / "results.json"),
+                 "--baseline", str(baseline_file)]) == 0
+    after = json.loads(baseline_file.read_text())
+    assert after["passing_tasks"] == ["fetch_001", "calc_002", "calc_004"]
+    assert after["target_pass_rate"] == before["target_pass_rate"]
+    assert "added: calc_004; removed: fetch_002" in capsys.readouterr().out
