@@ -64,6 +64,11 @@ class RecordingProvider:
         self.cassette.append(request, reply)
         return reply
 
+    def close(self) -> None:
+        close = getattr(self.inner, "close", None)
+        if callable(close):
+            close()
+
 
 # --------------------------------------------------------------------------- replay
 class ReplayProvider:

@@ -199,3 +199,43 @@ def test_reference_loads_security_tasks_from_a_file(tmp_path: Path) -> None:
                                 "malicious_code": "import socket\ndef run():\n    socket.socket()\n"}) + "\n")
     provider = ReferenceProvider(tmp_path, security_tasks=path)
     assert "import socket" in extract_code(provider.complete(_req("sec_002")).content)
+
+
+def test_recording_provider_closes_its_client(tmp_path: Path) -> None:
+    closed: list[bool] = []
+
+    class Inner:
+        name = "fake"
+
+        def complete(self, request: ChatRequest, *, timeout: float | None = None):  # type: ignore[no-untyped-def]
+            raise AssertionError("not called")
+
+        def close(self) -> None:
+            closed.append(True)
+
+    from finevo.llm.cassette import Cassette
+
+    RecordingProvider(Inner(), Cassette(tmp_path / "c.jsonl")).close()
+    assert closed == [True]
+
+
+def test_failed_calls_are_not_recorded(tmp_path: Path) -> None:
+    cassette = tmp_path / "c.jsonl"
+    with ScriptedLLMServer([Status(400)]) as srv:
+        provider = make_provider("live", _settings(base_url=srv.base_url, record=str(cassette)))
+        with pytest.raises(ExternalError):
+            provider.complete(_req())
+    assert not cassette.exists() or cassette.read_text() == ""
+
+
+def test_reference_answers_every_bundled_task_with_one_tool() -> None:
+    from finevo.paths import benchmarks_dir
+    from finevo.registry.signature import tool_signature
+    from finevo.tasks import load_tasks
+
+    provider = make_provider("reference", _settings())
+    tasks = load_tasks(benchmarks_dir() / "tasks.jsonl")
+    assert tasks
+    for task in tasks:
+        code = extract_code(provider.complete(_req(task.id)).content)
+        assert tool_signature(code)["function"], task.id
