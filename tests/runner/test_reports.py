@@ -1,0 +1,85 @@
+"""Report renderers: JUnit messages never empty, markdown size cap, console colour rules, payload canaries."""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+
+from junitparser import Error, Failure, JUnitXml
+
+from runner.console import Console, use_colour
+from runner.gate import Canaries, run_payload
+from runner.records import TaskResult
+from runner.reports import document, junit, markdown
+from runner.suite import Payload
+from tests.runner.fakes import FakeSandbox
+
+
+def _doc(tasks: list[TaskResult]) -> dict:
+    config = {"git_sha": None, "model": "m", "provider": "reference", "temperature": 0.0, "snapshot_hash": "h",
+              "snapshot_as_of": "2024-12-31", "judge_version": "2.0", "min_pass_rate": 0.5, "baseline": None,
+              "agent_mode": "evolving", "max_refinements": 3, "task_timeout_s": 120.0, "selection": {},
+              "self_check": False}
+    doc = document.assemble(run_id="t", config=config, tasks=tasks, security=[], payloads=[],
+                            started_at="2025-01-01T00:00:00+00:00", finished_at="2025-01-01T00:00:01+00:00",
+                            duration_s=1.0)
+    document.validate(doc)
+    return doc
+
+
+def test_failure_and_error_with_empty_reason_still_carry_a_message(tmp_path: Path) -> None:
+    tasks = [TaskResult("calc_001", "calculation", "q1", "fail", " "),
+             TaskResult("calc_002", "calculation", "q2", "error", " ")]
+    path = tmp_path / "junit.xml"
+    path.write_text(junit.render(_doc(tasks)))
+    results = [r for suite in JUnitXml.fromfile(str(path)) for case in suite for r in case.result]
+    assert [type(r) for r in results] == [Failure, Error]
+    assert all(r.message for r in results)
+
+
+def test_markdown_stays_under_one_mebibyte() -> None:
+    huge = "x = 1\n" * 40_000
+    tasks = [TaskResult(f"calc_{i:03d}", "calculation", "q", "fail", "wrong", code=huge) for i in range(120)]
+    text = markdown.render(_doc(tasks))
+    assert len(text.encode()) < 1024 * 1024
+    assert "left out to stay under 1 MiB" in text and "truncated" in text
+
+
+def test_colour_only_on_tty_and_never_with_no_color() -> None:
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    assert use_colour(Tty(), env={}) is True
+    assert use_colour(Tty(), env={"NO_COLOR": ""}) is False
+    assert use_colour(io.StringIO(), env={}) is False
+    out = Tty()
+    Console(out, colour=True).task_end("fail", 1.0)
+    assert "\033[31m" in out.getvalue()
+
+
+def test_payload_states_from_sandbox_results_and_canaries(tmp_path: Path) -> None:
+    canaries = Canaries(tmp_path / "canary")
+    try:
+        sandbox = FakeSandbox()
+        blocked = run_payload(sandbox, Payload("p1", "import os", "BLOCK"), canaries)
+        raised = run_payload(sandbox, Payload("p2", "open file", "RAISE"), canaries)
+        contained = run_payload(sandbox, Payload("p3", "harmless", "def run():\n    return 1.0\n"), canaries)
+        leaked = run_payload(sandbox, Payload("p4", "read canary", "LEAK_FILE:__CANARY_FILE__ "), canaries)
+        secret = run_payload(sandbox, Payload("p5", "env", "LEAK_ENV"), canaries)
+    finally:
+        canaries.close()
+    assert (blocked.state, blocked.layer) == ("blocked", "policy")
+    assert (raised.state, raised.layer) == ("blocked", "audit-hook")
+    assert contained.state == "contained"
+    assert leaked.state == "unblocked" and "canary file" in leaked.reason
+    assert secret.state == "unblocked" and "secret" in secret.reason
+    assert Canaries.ENV not in os.environ
+
+
+def test_stable_view_drops_only_times() -> None:
+    doc = _doc([TaskResult("calc_001", "calculation", "q", "pass", "ok", duration_s=3.0)])
+    view = document.stable_view(doc)
+    assert "started_at" not in view and "duration_s" not in view["tasks"][0]
+    assert view["tasks"][0]["state"] == "pass"
