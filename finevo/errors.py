@@ -189,3 +189,9 @@ def _jsonable(value: Any) -> Any:
         return value
     return repr(value)
 
+
+
+class SandboxUnavailable(ExternalError):
+    """The sandbox itself could not run a tool (worker failed to start, closed sandbox)."""
+
+    code = "sandbox_unavailable"

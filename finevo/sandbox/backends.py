@@ -1,0 +1,305 @@
+"""The two sandbox backends behind :class:`~finevo.sandbox.api.Sandbox`.
+
+* :class:`WarmSandbox` (default): one long-lived worker process with numpy, pandas, the snapshot
+  and the replay shim loaded; it forks a fresh limited child per execution (~ms instead of the
+  ~0.5 s of starting Python and importing pandas). Restarted if it dies; closed by :meth:`close`,
+  by ``with``, or at interpreter exit.
+* :class:`SubprocessSandbox`: a cold ``python -m finevo.sandbox.child`` per execution with the
+  same confinement -- the fallback and the reference point.
+
+Both check the code with the static policy first (a rejection never starts a process), are safe
+to call from several threads (the warm worker serves one request at a time), and leave no
+process, zombie or temporary directory behind.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import weakref
+from dataclasses import asdict
+from typing import Any
+
+from finevo.errors import SandboxUnavailable
+from finevo.sandbox import confine, guard, protocol, workspace
+from finevo.sandbox.api import ExecutionResult, Limits
+from finevo.sandbox.preload import BLAS_ENV
+from finevo.sandbox.supervise import classify, supervise
+
+#: Seconds the parent waits for the warm worker beyond the tool's own wall-clock limit.
+WORKER_GRACE_S = 30.0
+WORKER_START_TIMEOUT_S = 180.0
+_PROBE_CODE = "def probe() -> int:\n    return 1\n"
+
+
+def _interpreter_paths() -> list[str]:
+    """Files a sandbox child may still need to read after dropping root (lazy imports)."""
+    import sysconfig
+
+    import finevo
+
+    return [os.path.realpath(sys.executable), os.path.join(os.path.dirname(os.__file__), "os.py"),
+            sysconfig.get_paths()["purelib"], os.path.join(os.path.dirname(finevo.__file__), "__init__.py")]
+
+
+def _python_command(module: str) -> list[str]:
+    # -I: ignore PYTHON* variables and the user site; -B: write no bytecode anywhere.
+    return [sys.executable, "-I", "-B", "-m", module]
+
+
+def _policy_gate(code: str) -> ExecutionResult | None:
+    """Run the static policy; a blocked result, or None when the code may run."""
+    from finevo.policy import check
+
+    report = check(code)
+    if report.allowed:
+        return None
+    first = report.first
+    return ExecutionResult(status="blocked", layer="policy", rule=first.rule, line=first.line,
+                           col=first.col, error_type="PolicyViolation", error_message=first.message,
+                           details={"policy": report.to_dict()})
+
+
+class _BaseSandbox:
+    backend = "base"
+
+    def __init__(self, snapshot_dir: str | os.PathLike[str] | None = None, *, policy: bool = True) -> None:
+        self.snapshot_dir = os.path.abspath(os.fspath(snapshot_dir)) if snapshot_dir is not None else None
+        self.policy = policy
+        if policy:
+            _policy_gate("")  # fail now, not at the first tool, if the policy cannot be loaded
+        root = os.geteuid() == 0
+        extra = [os.path.realpath(self.snapshot_dir)] if self.snapshot_dir else []
+        self._settings: dict[str, Any] = {
+            "read_roots": guard.default_read_roots(extra),
+            "keep_dac_read": root and confine.needs_dac_read(_interpreter_paths()),
+            "drop_uid": root,
+            "tool_imports": sorted(guard.TOOL_IMPORTS),
+        }
+        self._layers: dict[str, bool] | None = None
+        self._closed = False
+
+    # -- the interface ---------------------------------------------------------------------
+    def run(self, code: str, entry: str | None, args: dict[str, Any] | None = None,
+            limits: Limits | None = None) -> ExecutionResult:
+        if self._closed:
+            raise SandboxUnavailable(f"the {self.backend} sandbox is closed")
+        limits = limits or Limits()
+        args = dict(args or {})
+        try:
+            json.dumps(args, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"sandbox arguments must be JSON-serialisable: {exc}") from None
+        if self.policy:
+            blocked = _policy_gate(code)
+            if blocked is not None:
+                return blocked
+        request = {"code": code, "entry": entry, "args": args, "limits": asdict(limits)}
+        started = time.monotonic()
+        result = self._execute(request, limits)
+        result.details["wall_s"] = round(time.monotonic() - started, 6)
+        result.details["backend"] = self.backend
+        return result
+
+    def layers(self) -> dict[str, bool]:
+        """Which containment layers are active here (probed once with a trivial tool)."""
+        if self._layers is None:
+            probe = self._execute({"code": _PROBE_CODE, "entry": "probe", "args": {},
+                                   "limits": asdict(Limits(timeout_s=60.0))}, Limits(timeout_s=60.0))
+            seen = probe.details.get("confinement", {}) if probe.ok else {}
+            self._layers = {
+                "policy": self.policy,
+                "process-group": True,
+                "rlimits": True,
+                "empty-env": True,
+                "private-tmpdir": True,
+                "audit-hook": bool(seen),
+                "netns": bool(seen.get("netns")) or bool(self._worker_netns()),
+                "uid-drop": seen.get("uid") is not None,
+                "rlimit-nproc": bool(seen.get("nproc_limited")),
+                "no-new-privs": bool(seen.get("no_new_privs")),
+                "non-dumpable": bool(seen.get("non_dumpable")),
+                "dac-read-restricted": seen.get("uid") is not None and not seen.get("dac_read_kept"),
+            }
+        return dict(self._layers)
+
+    def close(self) -> None:
+        self._closed = True
+
+    def __enter__(self) -> _BaseSandbox:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    # -- backend hooks ---------------------------------------------------------------------
+    def _execute(self, request: dict[str, Any], limits: Limits) -> ExecutionResult:
+        raise NotImplementedError
+
+    def _worker_netns(self) -> bool:
+        return False
+
+
+class SubprocessSandbox(_BaseSandbox):
+    """A cold ``python -m finevo.sandbox.child`` per execution."""
+
+    backend = "subprocess"
+
+    def _execute(self, request: dict[str, Any], limits: Limits) -> ExecutionResult:
+        workdir = workspace.create()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        ctl_r, ctl_w = os.pipe()
+        child_request = dict(request, **self._settings, workdir=workdir, control_fd=ctl_w,
+                             snapshot_dir=self.snapshot_dir, unshare_net=True)
+        try:
+            with tempfile.TemporaryFile() as request_file:
+                request_file.write(json.dumps(child_request).encode("utf-8"))
+                request_file.seek(0)
+                try:
+                    proc = subprocess.Popen(_python_command("finevo.sandbox.child"), stdin=request_file,
+                                            stdout=out_w, stderr=err_w, pass_fds=(ctl_w,),
+                                            env=dict(BLAS_ENV), cwd=workdir, start_new_session=True)
+                finally:
+                    for fd in (out_w, err_w, ctl_w):
+                        os.close(fd)
+            observation = supervise(proc.pid, out_r, err_r, ctl_r, limits)
+            # supervise() reaped the child; tell Popen so it never waits on a recycled pid.
+            proc.returncode = observation.wait_status if observation.wait_status is not None else -1
+            return classify(observation, limits)
+        except OSError:
+            for fd in (out_r, err_r, ctl_r):
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+            raise
+        finally:
+            workspace.remove(workdir)
+
+
+class WarmSandbox(_BaseSandbox):
+    """A long-lived worker with pandas and the snapshot loaded, forking one child per execution."""
+
+    backend = "warm"
+
+    def __init__(self, snapshot_dir: str | os.PathLike[str] | None = None, *, policy: bool = True) -> None:
+        super().__init__(snapshot_dir, policy=policy)
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log: Any = None
+        self.worker_info: dict[str, Any] = {}
+        self.restarts = 0
+        with self._lock:
+            self._start()
+        ref = weakref.ref(self)
+        atexit.register(lambda: (lambda s: s.close() if s is not None else None)(ref()))
+
+    def _start(self) -> None:
+        self._log = tempfile.TemporaryFile()
+        proc = subprocess.Popen(_python_command("finevo.sandbox.worker"), stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=self._log, env=dict(BLAS_ENV), cwd="/",
+                                start_new_session=True)
+        self._proc = proc
+        config = {"snapshot_dir": self.snapshot_dir, "unshare_net": True, **self._settings}
+        try:
+            assert proc.stdin is not None and proc.stdout is not None
+            protocol.write_frame(proc.stdin.fileno(), config)
+            ready = protocol.read_frame(proc.stdout.fileno(), time.monotonic() + WORKER_START_TIMEOUT_S)
+        except (OSError, protocol.ChannelClosed, protocol.ChannelTimeout) as exc:
+            detail = self._log_tail()
+            self._stop_worker()
+            raise SandboxUnavailable(f"the warm sandbox worker did not start: {exc}; {detail}") from None
+        if ready.get("kind") != "ready":
+            self._stop_worker()
+            raise SandboxUnavailable(f"the warm sandbox worker failed to start: {ready.get('error')}")
+        self.worker_info = ready
+
+    def _log_tail(self) -> str:
+        try:
+            self._log.seek(0)
+            return self._log.read().decode("utf-8", "replace")[-800:].strip() or "no output"
+        except (OSError, ValueError, AttributeError):
+            return "no output"
+
+    def _stop_worker(self, *, graceful: bool = False) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        try:
+            if graceful and proc.stdin is not None:
+                proc.stdin.close()  # EOF: the worker leaves its loop and exits
+                try:
+                    proc.wait(timeout=5.0)
+                except subprocess.TimeoutExpired:
+                    pass
+            if proc.poll() is None:
+                proc.kill()  # its children die with it (parent-death signal)
+                proc.wait()
+        finally:
+            for stream in (proc.stdin, proc.stdout):
+                try:
+                    if stream is not None:
+                        stream.close()
+                except OSError:
+                    pass
+            if self._log is not None:
+                self._log.close()
+                self._log = None
+
+    def _execute(self, request: dict[str, Any], limits: Limits) -> ExecutionResult:
+        with self._lock:
+            if self._closed:
+                raise SandboxUnavailable("the warm sandbox is closed")
+            if self._proc is None or self._proc.poll() is not None:
+                self._stop_worker()
+                self.restarts += 1
+                self._start()
+            proc = self._proc
+            assert proc is not None and proc.stdin is not None and proc.stdout is not None
+            deadline = time.monotonic() + limits.timeout_s + WORKER_GRACE_S
+            try:
+                protocol.write_frame(proc.stdin.fileno(), request)
+                reply = protocol.read_frame(proc.stdout.fileno(), deadline)
+            except (OSError, protocol.ChannelClosed, protocol.ChannelTimeout) as exc:
+                detail = self._log_tail()
+                self._stop_worker()  # restarted on the next run
+                return ExecutionResult(status="crashed", layer="harness",
+                                       error_message=f"the sandbox worker failed: {type(exc).__name__}: "
+                                                     f"{exc}; {detail}")
+        return ExecutionResult(**reply)
+
+    def _worker_netns(self) -> bool:
+        return bool(self.worker_info.get("netns"))
+
+    def worker_rss_kb(self) -> int:
+        """Resident memory of the worker process right now (kB)."""
+        with self._lock:
+            proc = self._proc
+            if proc is None or proc.stdin is None or proc.stdout is None:
+                return 0
+            protocol.write_frame(proc.stdin.fileno(), {"op": "stats"})
+            return int(protocol.read_frame(proc.stdout.fileno(), time.monotonic() + 30.0)["rss_kb"])
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._stop_worker(graceful=True)
+
+
+def create_sandbox(snapshot_dir: str | os.PathLike[str] | None = None, backend: str = "warm",
+                   policy: bool = True) -> WarmSandbox | SubprocessSandbox:
+    """The sandbox every caller uses: ``backend`` is ``"warm"`` (default) or ``"subprocess"``."""
+    if backend == "warm":
+        return WarmSandbox(snapshot_dir, policy=policy)
+    if backend == "subprocess":
+        return SubprocessSandbox(snapshot_dir, policy=policy)
+    raise ValueError(f"unknown sandbox backend {backend!r} (expected 'warm' or 'subprocess')")

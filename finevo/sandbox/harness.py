@@ -1,0 +1,148 @@
+"""Child side of one execution: confine the process, install the guard, run the tool, report.
+
+The result travels as one JSON record on the control pipe (fd held by the supervisor), serialised
+here by the harness from the entry's return value -- never parsed from the tool's stdout. Status
+words such as timeout / killed are decided by the supervisor from what it observes, not from
+anything the child says.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import linecache
+import os
+import sys
+import traceback
+import types
+from typing import Any, NoReturn
+
+from finevo.sandbox import confine, guard
+
+_MAX_MESSAGE = 2000
+_MAX_TB_FRAMES = 20
+_dumps = json.dumps
+_write = os.write
+
+
+def send(fd: int, record: dict[str, Any]) -> None:
+    """Write one newline-terminated JSON record to the control pipe."""
+    data = (_dumps(record, allow_nan=False, ensure_ascii=True) + "\n").encode("ascii")
+    view = memoryview(data)
+    while view:
+        written = _write(fd, view)
+        view = view[written:]
+
+
+def _safe_str(exc: BaseException) -> str:
+    try:
+        text = str(exc)
+    except Exception:  # a hostile __str__
+        text = f"<unprintable {type(exc).__name__}>"
+    return text[:_MAX_MESSAGE]
+
+
+def _tool_traceback(exc: BaseException) -> str:
+    """The traceback, trimmed to frames of the tool's own code."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == guard.TOOL_FILENAME]
+    if len(frames) > _MAX_TB_FRAMES:
+        frames = frames[:3] + frames[-(_MAX_TB_FRAMES - 3):]
+    lines = ["Traceback (most recent call last):\n"] if frames else []
+    lines += traceback.format_list(frames)
+    lines.append(f"{type(exc).__name__}: {_safe_str(exc)}\n")
+    return "".join(lines)
+
+
+def _exception_record(exc: BaseException) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "kind": "result", "outcome": "exception", "error_type": type(exc).__name__,
+        "error_message": _safe_str(exc), "traceback": _tool_traceback(exc),
+        "memory_error": isinstance(exc, MemoryError),
+        "recursion_error": isinstance(exc, RecursionError),
+        "refusal": isinstance(exc, guard.SandboxRefusal),
+        "errno": exc.errno if isinstance(exc, OSError) and isinstance(exc.errno, int) else None,
+    }
+    if isinstance(exc, SyntaxError) and exc.filename == guard.TOOL_FILENAME:
+        record["line"], record["col"] = exc.lineno, exc.offset
+    return record
+
+
+def execute(code: str, entry: str | None, args: dict[str, Any]) -> dict[str, Any]:
+    """Run the tool module and build the result record (never raises)."""
+    reserve = bytearray(4 * 1024 * 1024)  # released on MemoryError so reporting still works
+    linecache.cache[guard.TOOL_FILENAME] = (len(code), None, code.splitlines(True), guard.TOOL_FILENAME)
+    name = "__main__" if entry is None else "tool"
+    module = types.ModuleType(name)
+    module.__dict__["__builtins__"] = builtins
+    sys.modules[name] = module
+    try:
+        compiled = compile(code, guard.TOOL_FILENAME, "exec", dont_inherit=True)
+        exec(compiled, module.__dict__)
+        if entry is None:
+            value = None
+        else:
+            function = module.__dict__.get(entry)
+            if not callable(function):
+                return {"kind": "result", "outcome": "exception", "error_type": "EntryNotFound",
+                        "error_message": f"the tool defines no function {entry!r}", "traceback": None,
+                        "memory_error": False, "recursion_error": False, "refusal": False,
+                        "errno": None}
+            value = function(**args)
+    except SystemExit as exc:
+        if entry is None and exc.code in (None, 0):
+            return {"kind": "result", "outcome": "ok", "value": None}
+        return _exception_record(exc)
+    except BaseException as exc:  # noqa: BLE001 - every tool failure is reported, never raised
+        del reserve
+        return _exception_record(exc)
+    try:
+        _dumps(value, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        return {"kind": "result", "outcome": "unserialisable",
+                "error_message": f"return value of type {type(value).__name__} is not "
+                                 f"JSON-serialisable: {_safe_str(exc)}"}
+    return {"kind": "result", "outcome": "ok", "value": value}
+
+
+def enter_and_run(request: dict[str, Any], ctl_fd: int) -> NoReturn:
+    """Confine this (already separate, own-group) process, then run the tool; never returns."""
+    status = 0
+    try:
+        report = confine.Confinement()
+        if request.get("unshare_net"):
+            report.netns = confine.unshare_network()
+        os.chdir(request["workdir"])
+        limits = request["limits"]
+        if request.get("drop_uid") and os.geteuid() == 0:
+            confine.drop_privileges(confine.sandbox_uid_for(os.getpid()), workdir=request["workdir"],
+                                    keep_dac_read=bool(request.get("keep_dac_read")), report=report)
+        dedicated_uid = report.uid is not None and report.uid != confine.NOBODY
+        confine.set_limits(cpu_s=limits["cpu_s"], memory_mb=limits["memory_mb"],
+                           fsize_mb=limits["fsize_mb"], nofile=limits["nofile"],
+                           nproc=1 + int(limits["nproc"]) if dedicated_uid else None)
+        confine.finish(report, parent_pid=request.get("parent_pid"))
+        import tempfile
+
+        tempfile.tempdir = request["workdir"]
+        guard.install(workdir=request["workdir"], read_roots=request["read_roots"], report_fd=ctl_fd,
+                      tool_imports=request.get("tool_imports") or guard.TOOL_IMPORTS)
+        send(ctl_fd, {"kind": "started", "netns": report.netns, "uid": report.uid,
+                      "dac_read_kept": report.dac_read_kept, "no_new_privs": report.no_new_privs,
+                      "non_dumpable": report.non_dumpable, "nproc_limited": dedicated_uid,
+                      "notes": report.notes})
+        record = execute(request["code"], request.get("entry"), dict(request.get("args") or {}))
+        send(ctl_fd, record)
+    except BaseException as exc:  # noqa: BLE001 - harness trouble: tell the supervisor, then exit
+        status = 71
+        try:
+            send(ctl_fd, {"kind": "harness_error", "error_type": type(exc).__name__,
+                          "error_message": _safe_str(exc)})
+        except BaseException:  # noqa: BLE001
+            pass
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except BaseException:  # noqa: BLE001
+                pass
+        os._exit(status)

@@ -1,0 +1,93 @@
+"""What a sandbox process loads before any tool runs: single-threaded numpy/pandas and market data.
+
+Both the warm worker (once, before forking children) and the cold child (per execution) call
+:func:`preload`. Loading the snapshot here, before the guard is installed, is what lets tools read
+market data without any file access of their own.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import types
+from typing import Any
+
+#: Set before numpy is imported: one BLAS / OpenMP thread, so RLIMIT_NPROC can stay at zero extra.
+BLAS_ENV: dict[str, str] = {
+    "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+    "NUMEXPR_NUM_THREADS": "1", "VECLIB_MAXIMUM_THREADS": "1",
+}
+
+
+def _warm_up_pandas() -> None:
+    """Run the operations tools use most, so pandas' lazy imports happen now, not in the child."""
+    import numpy as np
+    import pandas as pd
+
+    index = pd.date_range("2024-01-01", periods=40, freq="D", tz="America/New_York", name="Date")
+    frame = pd.DataFrame({"Close": np.linspace(1.0, 2.0, 40), "Volume": np.arange(40)}, index=index)
+    close = frame["Close"]
+    close.rolling(5).mean().ewm(span=3, adjust=False).mean().pct_change().dropna().std()
+    close.diff().clip(lower=0).rolling(3).sum()
+    frame.resample("W").last()
+    frame.loc["2024-01-05":"2024-01-20"].describe()
+    close.to_dict()
+    close.tz_convert("UTC").tz_localize(None).to_frame().reset_index()
+    pd.to_datetime(["2024-01-02"]).tz_localize("America/New_York")
+    pd.Timestamp("2024-03-01").to_period("Q")
+    np.polyfit(np.arange(5.0), np.arange(5.0), 1)
+    np.percentile(np.arange(10.0), 95)
+    frame.groupby(frame.index.month)["Close"].agg(["mean", "max"])
+    repr(frame.head())
+
+
+def _parse_everything(provider: Any) -> None:
+    """Parse every recorded frame now, so children inherit the parsed caches."""
+    for symbol in provider.symbols():
+        for read in (provider.history, provider.dividends, provider.info, provider.fast_info):
+            try:
+                read(symbol)
+            except Exception:  # not recorded for this symbol: the shim will say so to the tool
+                pass
+        for freq in ("yearly", "quarterly"):
+            try:
+                provider.income_stmt(symbol, freq)
+            except Exception:
+                pass
+
+
+def _missing_yfinance() -> types.ModuleType:
+    module = types.ModuleType("yfinance")
+    module.__doc__ = "Placeholder: this sandbox was created without a market snapshot."
+
+    def __getattr__(name: str) -> Any:
+        raise RuntimeError("no market snapshot is loaded in this sandbox (yfinance unavailable)")
+
+    module.__getattr__ = __getattr__  # type: ignore[attr-defined]
+    return module
+
+
+def preload(snapshot_dir: str | None) -> dict[str, Any]:
+    """Import numpy/pandas single-threaded, load the snapshot, install the yfinance replay shim."""
+    for key, value in BLAS_ENV.items():
+        os.environ[key] = value
+    import numpy  # noqa: F401
+    import pandas  # noqa: F401
+
+    info: dict[str, Any] = {"snapshot": None}
+    try:
+        _warm_up_pandas()
+    except Exception as exc:  # a pandas change must not take the sandbox down
+        info["warm_up_error"] = f"{type(exc).__name__}: {exc}"
+    if snapshot_dir:
+        from finevo.market.replay import install
+        from finevo.market.snapshot import load_snapshot
+
+        provider = load_snapshot(snapshot_dir)
+        _parse_everything(provider)
+        install(provider)
+        info["snapshot"] = str(snapshot_dir)
+        info["as_of"] = str(getattr(provider, "as_of", ""))
+    else:
+        sys.modules["yfinance"] = _missing_yfinance()
+    return info

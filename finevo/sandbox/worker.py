@@ -1,0 +1,73 @@
+"""The warm worker: ``python -I -B -m finevo.sandbox.worker`` started once per warm sandbox.
+
+It loads numpy/pandas (single-threaded), the market snapshot and the replay shim, moves itself
+into an empty network namespace where it may, then serves requests one at a time over
+length-prefixed JSON frames on its stdin/stdout, forking a fresh limited child per execution.
+Its own stdout is pointed at stderr so nothing can corrupt the protocol. It exits when its
+parent closes the request pipe.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import sys
+import traceback
+from typing import Any
+
+from finevo.sandbox import confine, protocol
+from finevo.sandbox.preload import preload
+
+
+def _rss_kb() -> int:
+    with open("/proc/self/status", encoding="ascii") as handle:
+        for line in handle:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def main() -> int:
+    requests = os.dup(0)
+    replies = os.dup(1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(2, 1)
+    try:
+        config: dict[str, Any] = protocol.read_frame(requests)
+    except protocol.ChannelClosed:
+        return 0
+    try:
+        netns = confine.unshare_network() if config.get("unshare_net", True) else False
+        info = preload(config.get("snapshot_dir"))
+        gc.collect()
+        gc.freeze()  # keep the preloaded heap out of the children's copy-on-write faults
+    except BaseException as exc:  # noqa: BLE001 - report start-up failure to the parent
+        protocol.write_frame(replies, {"kind": "failed", "error": f"{type(exc).__name__}: {exc}",
+                                       "traceback": traceback.format_exc()})
+        return 1
+    settings = {"read_roots": config["read_roots"], "keep_dac_read": config.get("keep_dac_read", False),
+                "drop_uid": config.get("drop_uid", True), "unshare_net": False,
+                "tool_imports": config.get("tool_imports")}
+    protocol.write_frame(replies, {"kind": "ready", "pid": os.getpid(), "netns": netns,
+                                   "rss_kb": _rss_kb(), **info})
+    from finevo.sandbox.forked import run_forked
+
+    while True:
+        try:
+            request = protocol.read_frame(requests)
+        except protocol.ChannelClosed:
+            return 0
+        if request.get("op") == "stats":
+            protocol.write_frame(replies, {"kind": "stats", "pid": os.getpid(), "rss_kb": _rss_kb()})
+            continue
+        try:
+            reply = run_forked(request, settings)
+        except BaseException as exc:  # noqa: BLE001 - keep serving; the parent sees "crashed"
+            reply = {"status": "crashed", "layer": "harness",
+                     "error_message": f"sandbox worker failed: {type(exc).__name__}: {exc}"}
+        protocol.write_frame(replies, reply)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
