@@ -50,12 +50,15 @@ def _install_shim(data_dir: str) -> None:
     replay.install(load_snapshot(data_dir))
 
 
-def _execute(code: str, entry: str, args: dict[str, Any], filename: str) -> dict[str, Any]:
-    """Child side: run one tool module's ``entry(**args)``; the result as a JSON-checked dict."""
+def _execute(code: str, entry: str | None, args: dict[str, Any], filename: str) -> dict[str, Any]:
+    """Child side: run one tool module's ``entry(**args)`` (or, with ``entry=None``, its
+    ``__main__`` self-test block); the result as a JSON-checked dict."""
     started = time.perf_counter()
-    namespace: dict[str, Any] = {"__name__": "reference_tool", "__file__": filename}
+    namespace: dict[str, Any] = {"__name__": "__main__" if entry is None else "reference_tool", "__file__": filename}
     try:
         exec(compile(code, filename, "exec"), namespace)  # trusted reference code, child process only
+        if entry is None:
+            return {"status": "ok", "value": None, "duration_s": time.perf_counter() - started}
         function = namespace.get(entry)
         if not callable(function):
             raise NameError(f"{filename} defines no function {entry!r}")
@@ -75,10 +78,9 @@ class ChildProcessRunner:
                                          initializer=_install_shim, initargs=(str(data_dir),))
 
     def run(self, code: str, entry: str | None, args: dict[str, Any] | None = None) -> ExecutionResult:
-        if entry is None:
-            raise ValueError("the child-process runner calls an entry function; self-tests need the sandbox")
         try:
-            result = self._pool.submit(_execute, code, entry, dict(args or {}), f"<{entry}>").result(self.timeout_s)
+            future = self._pool.submit(_execute, code, entry, dict(args or {}), f"<{entry or 'self-test'}>")
+            result = future.result(self.timeout_s)
         except TimeoutError:
             return ExecutionResult(status="timeout", error_message=f"no result within {self.timeout_s:g} s")
         except Exception as exc:  # the child died or could not install the shim
@@ -147,8 +149,10 @@ def _short(value: Any, width: int = 34) -> str:
         text = f"{value:.10g}"
     elif isinstance(value, dict):
         text = ", ".join(f"{k}={_short(v, 12)}" for k, v in value.items())
+        if {"date", "amount"} <= set(value):
+            text = f"{value['date']}:{_short(value['amount'], 8)}"
     elif isinstance(value, list):
-        text = f"[{len(value)}] {_short(value[0], 12)} .. {_short(value[-1], 12)}" if value else "[]"
+        text = f"[{len(value)}] {_short(value[0], 15)} .. {_short(value[-1], 15)}" if value else "[]"
     else:
         text = str(value)
     return text if len(text) <= width else text[: width - 3] + "..."
