@@ -47,8 +47,9 @@ PRICE_COLUMNS: tuple[str, ...] = ("Open", "High", "Low", "Close")
 RAW_HISTORY_COLUMNS: tuple[str, ...] = ("Open", "High", "Low", "Close", "Adj Close", "Volume",
                                         "Dividends", "Stock Splits")
 CAPITAL_GAINS = "Capital Gains"
-#: Unit of the tz-aware daily index, as yfinance 1.x under pandas produces it.
-INDEX_UNIT = "ns"
+#: Unit of the daily index: yfinance builds it with ``pd.to_datetime(<array of dates>)``, whose
+#: unit depends on the pandas version (``s`` under pandas 3, ``ns`` before); do the same.
+INDEX_UNIT: str = pd.to_datetime(np.array([date(2024, 1, 2)], dtype=object)).unit
 
 Freq = Literal["yearly", "quarterly"]
 
@@ -349,7 +350,7 @@ class Snapshot:
     def _parse_income(self, rel: str, blob: bytes) -> pd.DataFrame:
         try:
             frame = pd.read_csv(io.BytesIO(blob), index_col=0)
-            frame.index = pd.Index([str(i) for i in frame.index], dtype=object)
+            frame.index = pd.Index([str(i) for i in frame.index])  # default str dtype, as yfinance
             frame.index.name = None
             frame.columns = pd.DatetimeIndex(pd.to_datetime(list(frame.columns), format="%Y-%m-%d"))
             frame = frame.astype("float64")
