@@ -316,8 +316,9 @@ class Canaries:
       unchanged afterwards;
     * a TCP listener on 127.0.0.1 that records any contact.
 
-    Payload code may name them with the placeholders ``__CANARY_FILE__``, ``__CANARY_PORT__`` and
-    ``__CANARY_ENV__``. A payload is *unblocked* when a tripwire fired -- whatever its status;
+    Payload code names them with the corpus placeholders (``@@CANARY_FILE@@``, ``@@CANARY_DIR@@``,
+    ``@@CANARY_HOST@@``, ``@@CANARY_PORT@@``, ``@@SECRET_NAME@@``); a new file in the canary
+    directory counts as a write. A payload is *unblocked* when a tripwire fired -- whatever its status;
     *blocked* when a layer refused or killed it (status blocked / exception / timeout / killed /
     crashed); *contained* when it ran to the end and no tripwire fired.
     """
@@ -326,6 +327,7 @@ class Canaries:
 
     def __init__(self, root: Path) -> None:
         root.mkdir(parents=True, exist_ok=True)
+        self.dir = root
         self.secret = "canary-" + secrets.token_hex(16)
         self.file_text = "canary-file-" + secrets.token_hex(16)
         self.file = root / "canary.txt"
@@ -352,8 +354,12 @@ class Canaries:
             conn.close()
 
     def substitute(self, code: str) -> str:
-        return (code.replace("__CANARY_FILE__", str(self.file)).replace("__CANARY_PORT__", str(self.port))
-                .replace("__CANARY_ENV__", self.ENV))
+        """Fill the corpus placeholders (``@@CANARY_FILE@@`` ... as in :mod:`finevo.corpus`)."""
+        values = {"CANARY_FILE": str(self.file), "CANARY_DIR": str(self.dir), "CANARY_HOST": "127.0.0.1",
+                  "CANARY_PORT": str(self.port), "SECRET_NAME": self.ENV, "CANARY_ENV": self.ENV}
+        for name, value in values.items():
+            code = code.replace(f"@@{name}@@", value).replace(f"__{name}__", value)
+        return code
 
     def breach(self, texts: Sequence[str], contacts_before: int) -> str | None:
         blob = "\n".join(texts)
@@ -366,13 +372,19 @@ class Canaries:
                 return f"the canary file {self.file} was changed"
         except OSError:
             return f"the canary file {self.file} was deleted or made unreadable"
+        intruders = sorted(p.name for p in self.dir.iterdir() if p != self.file)
+        if intruders:
+            return f"file(s) written into the canary directory: {', '.join(intruders)}"
         if self.contacts > contacts_before:
             return f"the listener on 127.0.0.1:{self.port} was contacted"
         return None
 
     def restore(self) -> None:
-        """Put the canary file back after a breach so later payloads are judged on their own."""
+        """Put the canary directory back after a breach so later payloads are judged on their own."""
         try:
+            for path in self.dir.iterdir():
+                if path != self.file and path.is_file():
+                    path.unlink()
             self.file.write_text(self.file_text)
         except OSError:
             pass

@@ -124,7 +124,7 @@ def load_payload_corpus(path: str | Path) -> list[Payload]:
 def _as_payload(record: Any) -> Payload:
     get = (record.get if isinstance(record, dict) else lambda k, d=None: getattr(record, k, d))
     pid = str(get("id"))
-    attempt = str(get("attempt", None) or get("attempts", None) or get("description", None) or get("name", "") or "")
+    attempt = str(get("attempts", None) or get("attempt", None) or get("technique", None) or "")
     code = get("code", None) or get("source", None) or ""
     entry = get("entry", "run")
     args = get("args", None) or {}

@@ -66,7 +66,7 @@ def test_payload_states_from_sandbox_results_and_canaries(tmp_path: Path) -> Non
         blocked = run_payload(sandbox, Payload("p1", "import os", "BLOCK"), canaries)
         raised = run_payload(sandbox, Payload("p2", "open file", "RAISE"), canaries)
         contained = run_payload(sandbox, Payload("p3", "harmless", "def run():\n    return 1.0\n"), canaries)
-        leaked = run_payload(sandbox, Payload("p4", "read canary", "LEAK_FILE:__CANARY_FILE__ "), canaries)
+        leaked = run_payload(sandbox, Payload("p4", "read canary", "LEAK_FILE:@@CANARY_FILE@@ "), canaries)
         secret = run_payload(sandbox, Payload("p5", "env", "LEAK_ENV"), canaries)
     finally:
         canaries.close()
