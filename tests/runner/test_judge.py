@@ -193,3 +193,42 @@ def test_compare_treats_an_oracle_none_as_unmatchable() -> None:
 def test_judge_version_is_recorded() -> None:
     assert isinstance(JUDGE_VERSION, str) and JUDGE_VERSION
     assert Judgement("pass", "ok", "c").to_dict() == {"state": "pass", "reason": "ok", "convention": "c"}
+
+
+class TestOnTheBundledSnapshot:
+    """The same false passes with values taken from the bundled snapshot through the oracle."""
+
+    @pytest.fixture(scope="class")
+    def snapshot(self) -> Any:
+        from finevo.market.snapshot import load_snapshot
+
+        return load_snapshot()
+
+    def test_msft_quote_reused_as_max_drawdown(self, tasks: dict[str, Task], snapshot: Any) -> None:
+        from runner.oracle import compute, expected_values
+
+        task = tasks["calc_007"]
+        quote = compute("latest_quote", snapshot, {"symbol": "MSFT"})
+        assert _fails(judge_outcome(task, Outcome(task_id=task.id, value=quote, tool_source="reused", stage="done"),
+                                    expected_values(task, snapshot)))
+
+    def test_previous_year_revenue_for_googl_2023(self, tasks: dict[str, Task], snapshot: Any) -> None:
+        from runner.oracle import compute, expected_values
+
+        task = tasks["fetch_003"]
+        expected = expected_values(task, snapshot)
+        revenue_2022 = compute("total_revenue", snapshot, {"symbol": "GOOGL", "year": 2022})
+        revenue_2023 = compute("total_revenue", snapshot, {"symbol": "GOOGL", "year": 2023})
+        assert revenue_2022 != revenue_2023
+        assert _fails(judge_value(task, revenue_2022, expected))
+        assert judge_value(task, revenue_2023, expected).passed
+
+    def test_random_amounts_on_real_dividend_dates(self, tasks: dict[str, Task], snapshot: Any) -> None:
+        from runner.oracle import expected_values
+
+        task = tasks["fetch_007"]
+        expected = expected_values(task, snapshot)
+        rng = random.Random(3)
+        fake = [{"date": r["date"], "amount": rng.uniform(0.1, 1.0)} for r in expected["oldest_first"]]
+        assert _fails(judge_value(task, fake, expected))
+        assert judge_value(task, expected["oldest_first"], expected).passed
