@@ -1,0 +1,69 @@
+"""Benchmark the gate: wall time of a full reference run (self-check included) and the per-task
+overhead outside the LLM (planning, sandbox, judging, reporting).
+
+    python scripts/bench_gate.py [--out DIR] [--runs N]
+
+Uses the bundled suite and snapshot, the reference model, and no network.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from finevo.paths import benchmarks_dir, snapshot_dir
+from runner.console import Console
+from runner.gate import GateConfig, run_gate
+
+
+def _optional(path: Path) -> Path | None:
+    return path if path.exists() else None
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--runs", type=int, default=1)
+    args = parser.parse_args()
+    bench = benchmarks_dir()
+    out = args.out or Path(tempfile.mkdtemp(prefix="finevo-bench-"))
+    walls = []
+    for i in range(args.runs):
+        config = GateConfig(llm="reference", tasks_path=bench / "tasks.jsonl",
+                            security_path=_optional(bench / "security_tasks.jsonl"),
+                            payloads_path=_optional(bench / "security_payloads.jsonl"),
+                            baseline_path=_optional(bench / "baseline.json"), data_dir=snapshot_dir(),
+                            out_dir=out, run_id=f"bench-{i}")
+        start = time.perf_counter()
+        result = run_gate(config, console=Console(io.StringIO(), colour=False))
+        walls.append(time.perf_counter() - start)
+        doc = result.doc
+    tasks = doc["tasks"]
+    per_task = [t["duration_s"] for t in tasks]
+    llm = [t["llm"]["latency_s"] for t in tasks]
+    overhead = [d - l for d, l in zip(per_task, llm)]
+    stage_totals: dict[str, list[float]] = {}
+    for t in tasks:
+        for stage, secs in t["timings"].items():
+            stage_totals.setdefault(stage, []).append(secs)
+    print(f"verdict: {doc['verdict']['status']} (exit {doc['verdict']['exit_code']}), "
+          f"self-check: {(doc['selfcheck'] or {}).get('reason')}")
+    print(f"full reference run wall time: median {statistics.median(walls):.2f} s over {len(walls)} run(s) "
+          f"(target < 30 s); tasks {len(tasks)}, security {doc['security']['total']}, "
+          f"payloads {doc['security']['payloads_total']}")
+    print(f"benchmark task time: median {statistics.median(per_task) * 1000:.0f} ms, "
+          f"max {max(per_task) * 1000:.0f} ms")
+    print(f"per-task overhead outside the LLM: median {statistics.median(overhead) * 1000:.0f} ms, "
+          f"mean {statistics.mean(overhead) * 1000:.0f} ms (LLM latency median {statistics.median(llm) * 1000:.1f} ms)")
+    for stage, values in sorted(stage_totals.items()):
+        print(f"  {stage:<14} median {statistics.median(values) * 1000:7.1f} ms")
+    print(f"reports in {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
