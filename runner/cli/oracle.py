@@ -142,7 +142,7 @@ def check_reference_tools(tasks: list[Task], provider: Any, runner: ToolRunner,
     return rows
 
 
-def _short(value: Any, width: int = 34) -> str:
+def _short(value: Any, width: int = 40) -> str:
     if isinstance(value, bool) or value is None:
         text = str(value)
     elif isinstance(value, float):
@@ -185,11 +185,11 @@ def run(args: argparse.Namespace) -> int:
         runner.close()
     out = sys.stdout
     out.write(f"snapshot {data_dir} (as of {provider.as_of}); reference tools via {how}; judge {JUDGE_VERSION}\n")
-    out.write(f"{'task':<10} {'oracle (primary)':<36} {'reference tool':<36} verdict\n")
+    out.write(f"{'task':<10} {'oracle (primary)':<42} {'reference tool':<42} verdict\n")
     for row in rows:
         tool = _short(row.result.value) if row.result.status == "ok" else f"<{row.result.status}>"
         verdict = row.judgement.state if row.judgement.passed else f"{row.judgement.state}: {row.judgement.reason}"
-        out.write(f"{row.task.id:<10} {_short(row.primary):<36} {tool:<36} {verdict}\n")
+        out.write(f"{row.task.id:<10} {_short(row.primary):<42} {tool:<42} {verdict}\n")
     passed = sum(row.judgement.passed for row in rows)
     out.write(f"{passed}/{len(rows)} reference tools match the oracle\n")
     return int(Exit.PASSED if passed == len(rows) else Exit.FAILED)

@@ -119,3 +119,16 @@ def test_oracle_verb_exits_one_on_a_mismatch(tmp_path: Path, capsys: pytest.Capt
 def test_oracle_verb_rejects_unknown_ids(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli_main(["oracle", "--only", "fetch_999"]) == 2
     assert "fetch_999" in capsys.readouterr().err
+
+
+def test_every_reference_tool_passes_through_the_configured_runner(snapshot: Snapshot) -> None:
+    """The same gold run through what ``finevo-verify oracle`` uses (the sandbox, with its policy, once built)."""
+    from runner.cli.oracle import make_runner
+
+    tool_runner, how = make_runner(snapshot_dir())
+    try:
+        rows = check_reference_tools(TASKS, snapshot, tool_runner)
+    finally:
+        tool_runner.close()
+    failed = [f"{r.task.id}: {r.judgement.reason}" for r in rows if not r.judgement.passed]
+    assert not failed, f"via {how}: {failed}"
