@@ -5,7 +5,7 @@
 ``time.time()`` terminate, but the date stays the anchor's date for hours. What is patched:
 
 * ``time.time``, ``time.time_ns``; ``time.localtime``, ``time.gmtime``, ``time.ctime`` and
-  ``time.strftime`` when called without an explicit time.
+  ``time.strftime`` when called without an explicit time (local = the anchor's zone).
 * ``datetime.datetime`` and ``datetime.date`` in the ``datetime`` module are replaced by
   subclasses whose ``now()`` / ``today()`` / ``utcnow()`` read the frozen clock. ``isinstance``
   still accepts ordinary datetimes/dates (and pandas Timestamps), so only code that looks the
@@ -126,7 +126,18 @@ def _default_to_frozen(real: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _frozen_strftime(fmt: str, t: Any = None) -> str:
-    return _REAL_STRFTIME(fmt, _REAL_LOCALTIME(_epoch()) if t is None else t)
+    return _REAL_STRFTIME(fmt, _frozen_localtime() if t is None else t)
+
+
+def _frozen_localtime(secs: float | None = None) -> _time.struct_time:
+    """Without ``secs``: wall time in the anchor's zone (whatever the process TZ is)."""
+    if secs is not None or _STATE.anchor is None:
+        return _REAL_LOCALTIME(secs)
+    return _aware_now(None).timetuple()
+
+
+def _frozen_ctime(secs: float | None = None) -> str:
+    return _time.asctime(_frozen_localtime(secs)) if secs is None else _REAL_CTIME(secs)
 
 
 def _is_now_word(value: Any) -> bool:
@@ -191,9 +202,9 @@ def freeze(moment: _dt.datetime) -> None:
     _dt.date = FrozenDate  # type: ignore[misc]
     _time.time = _frozen_time
     _time.time_ns = _frozen_time_ns
-    _time.localtime = _default_to_frozen(_REAL_LOCALTIME)
+    _time.localtime = _frozen_localtime
     _time.gmtime = _default_to_frozen(_REAL_GMTIME)
-    _time.ctime = _default_to_frozen(_REAL_CTIME)
+    _time.ctime = _frozen_ctime
     _time.strftime = _frozen_strftime
     _patch_pandas()
 
