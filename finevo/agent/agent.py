@@ -45,7 +45,7 @@ from finevo.agent.prompts import (
     security_messages,
     synthesis_messages,
 )
-from finevo.agent.verify import ToolContract, Verification, Verifier, function_signature, policy_check, result_error
+from finevo.agent.verify import ToolContract, Verification, Verifier, policy_check, result_error
 from finevo.errors import (
     AgentFailure,
     CodeExtractionError,
@@ -61,6 +61,7 @@ from finevo.errors import (
 )
 from finevo.llm.base import ChatReply, ChatRequest, LLMProvider
 from finevo.outcome import Attempt, LLMUsage, Outcome
+from finevo.registry import Registry, RegistryError
 from finevo.sandbox.api import ExecutionResult, Limits, Sandbox
 from finevo.tasks import Intent, OutputSpec, SecurityTask, Task
 
@@ -126,8 +127,6 @@ class Agent:
 
     # ------------------------------------------------------------------ lifecycle
     def _memory_registry(self) -> Any:
-        from finevo.registry import Registry
-
         self._scratch = Path(tempfile.mkdtemp(prefix="finevo-memory-"))
         return Registry("sqlite://", self._scratch / "tools")
 
@@ -187,7 +186,10 @@ class Agent:
         self._add_time(outcome, "retrieval", self.clock() - started)
         last_error: AgentFailure | None = None
         for artifact in candidates:
-            code = self.registry.read_code(artifact)
+            try:
+                code = self.registry.read_code(artifact)
+            except RegistryError:
+                continue  # its file went missing or was edited: not a tool to trust
             ver = self.verifier.verify(code, contract, deadline=deadline)
             self._merge_timings(outcome, ver)
             if not ver.ok:
@@ -195,7 +197,7 @@ class Agent:
                 last_error = ver.error
                 if ver.stage in ("policy", "selftest") and self.mode != "static":
                     # the stored tool itself is broken (not just unfit for these arguments)
-                    self.registry.set_status(artifact.id, "failed")
+                    self.registry.set_status(artifact, "failed")
                 continue
             outcome.tool_source = "reused"
             self._describe_tool(outcome, artifact, code)
@@ -206,12 +208,8 @@ class Agent:
         return False
 
     def _find(self, contract: ToolContract) -> list[Any]:
-        found = self.registry.find(contract.entry, contract.output.type, list(contract.args))
-        if found is None:
-            return []
-        items = list(found) if isinstance(found, (list, tuple)) else [found]
-        # The registry matches the contract; re-check the signature against the code we will run.
-        return items
+        """Verified tools whose contract fits, newest first (the verifier re-checks the signature)."""
+        return list(self.registry.find(contract.entry, contract.output.type, list(contract.args)))
 
     def _synthesize(self, job: Job, contract: ToolContract, outcome: Outcome,
                     deadline: float | None) -> tuple[str, Any]:
@@ -228,6 +226,7 @@ class Agent:
             except ModelRefused as exc:
                 outcome.attempts.append(Attempt(number, "synthesis", False, exc.to_dict(), None, parent_hash))
                 outcome.tool_source = "refused"
+                self._record_failed_attempts(job, outcome)
                 raise
             except CodeExtractionError as exc:
                 outcome.attempts.append(Attempt(number, "synthesis", False, exc.to_dict(), None, parent_hash))
@@ -250,12 +249,14 @@ class Agent:
                     outcome.tool_code = code
                     outcome.tool_hash = this_hash
                     outcome.blocked_by = _blocked_by(ver.error)
+                    self._record_failed_attempts(job, outcome)
                     raise ver.error
                 parent_id = self._register_failed(job, contract, code, parent_id, ver)
                 parent_hash = this_hash
                 failed_code, failed_stage, error = code, ver.stage, ver.error
                 outcome.tool_code, outcome.tool_hash = code, this_hash
             if number > self.max_refinements:
+                self._record_failed_attempts(job, outcome)
                 raise RefinementExhausted(
                     f"{job.task_id}: no tool passed verification after {number} attempt(s) "
                     f"({self.max_refinements} refinement(s)); last failure at {failed_stage}: {error.message}",
@@ -354,11 +355,13 @@ class Agent:
         return reply
 
     def _count_call(self, outcome: Outcome, reply: ChatReply | None, elapsed: float, stage: str) -> None:
-        usage = LLMUsage(calls=1, latency_s=elapsed)
+        # latency at microsecond resolution, as cassettes keep it: a replayed run reports what the
+        # recorded run paid, to the byte
+        usage = LLMUsage(calls=1, latency_s=round(elapsed, 6))
         if reply is not None:
             usage = LLMUsage(calls=max(1, reply.usage.calls), prompt_tokens=reply.usage.prompt_tokens,
                              completion_tokens=reply.usage.completion_tokens,
-                             latency_s=reply.usage.latency_s or elapsed)
+                             latency_s=round(reply.usage.latency_s or elapsed, 6))
         outcome.usage.add(usage)
         self._add_time(outcome, stage, elapsed)
 
@@ -370,34 +373,54 @@ class Agent:
 
     # ------------------------------------------------------------------ registry
     def _register(self, job: Job, contract: ToolContract, code: str, parent_id: Any, outcome: Outcome) -> Any:
+        """Store the verified tool (linked to its last failed attempt) and every attempt's record."""
         outcome.stage = "registration"
         started = self.clock()
         artifact = self.registry.register(
             name=contract.entry, code=code, indicator=contract.entry, output_type=contract.output.type,
-            signature=function_signature(code, contract.entry) or [], category=job.category,
-            parent_id=parent_id, status="verified")
+            signature=_signature(code, contract.entry), category=job.category, parent_id=parent_id,
+            status="verified", description=job.query)
+        tool_id = getattr(artifact, "id", None)
+        for attempt in outcome.attempts:
+            self.registry.record_attempt(
+                job.task_id, attempt.number, attempt.stage, attempt.ok,
+                tool_id=tool_id if attempt.code_hash == code_hash(code) else None,
+                code_hash=attempt.code_hash, parent_hash=attempt.parent_hash, error=attempt.error)
         self._add_time(outcome, "registration", self.clock() - started)
         return artifact
 
     def _register_failed(self, job: Job, contract: ToolContract, code: str, parent_id: Any,
                          ver: Verification) -> Any:
-        """Keep a failed attempt in the registry (status ``failed``), linked to its parent."""
+        """Keep a failed attempt's code (status ``failed``), linked to its parent; returns its id."""
         artifact = self.registry.register(
             name=contract.entry, code=code, indicator=contract.entry, output_type=contract.output.type,
-            signature=function_signature(code, contract.entry) or [], category=job.category,
-            parent_id=parent_id, status="failed")
+            signature=_signature(code, contract.entry), category=job.category, parent_id=parent_id,
+            status="failed", description=job.query)
         return getattr(artifact, "id", None)
+
+    def _record_failed_attempts(self, job: Job, outcome: Outcome) -> None:
+        """When no tool came out of it, the attempts are still recorded (no tool to link them to)."""
+        for attempt in outcome.attempts:
+            self.registry.record_attempt(job.task_id, attempt.number, attempt.stage, attempt.ok,
+                                         code_hash=attempt.code_hash, parent_hash=attempt.parent_hash,
+                                         error=attempt.error)
 
     def _trace(self, artifact: Any, job: Job, contract: ToolContract, result: ExecutionResult | None,
                elapsed: float) -> None:
-        record = getattr(self.registry, "record_trace", None)
-        if record is None or artifact is None:
+        if artifact is None:
             return
-        record(tool_id=getattr(artifact, "id", None), task_id=job.task_id, arguments=dict(contract.args),
-               result=result.value if result is not None and result.ok else None, stage="execution",
-               duration_s=elapsed, exit_status=result.status if result is not None else "interrupted",
-               stdout=(result.stdout if result else "")[:_TRACE_OUTPUT_CAP],
-               stderr=(result.stderr if result else "")[:_TRACE_OUTPUT_CAP])
+        error = None
+        if result is None:
+            error = {"message": "interrupted before the tool returned"}
+        elif not result.ok:
+            error = {"status": result.status, "error_type": result.error_type,
+                     "message": sanitise_error(result.error_message or ""), "layer": result.layer}
+        self.registry.record_trace(
+            getattr(artifact, "id", None), job.task_id, dict(contract.args),
+            result.value if result is not None and result.ok else None, "execution", elapsed,
+            result.status if result is not None else "interrupted",
+            stdout=(result.stdout if result else "")[:_TRACE_OUTPUT_CAP],
+            stderr=(result.stderr if result else "")[:_TRACE_OUTPUT_CAP], error=error)
 
     # ------------------------------------------------------------------ bookkeeping
     @staticmethod
@@ -415,6 +438,16 @@ class Agent:
     def _merge_timings(self, outcome: Outcome, ver: Verification) -> None:
         for stage, seconds in ver.timings().items():
             self._add_time(outcome, stage, seconds)
+
+
+def _signature(code: str, entry: str) -> dict[str, Any]:
+    """The registry's signature record for ``entry`` ({} when the code has no such function)."""
+    from finevo.registry.signature import tool_signature
+
+    try:
+        return tool_signature(code, entry)
+    except ValueError:
+        return {}
 
 
 def _feedback(error: FinevoError) -> str:

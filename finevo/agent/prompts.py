@@ -18,31 +18,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from finevo.agent.intent import indicator_spec
+from finevo.policy import ALLOWED_IMPORTS
 from finevo.tasks import OutputSpec
-
-#: The policy's import allowlist, used when :mod:`finevo.policy` does not publish its own.
-_FALLBACK_ALLOWED_IMPORTS: tuple[str, ...] = (
-    "pandas", "numpy", "math", "statistics", "datetime", "json", "decimal", "collections",
-    "itertools", "functools", "re", "typing", "dataclasses", "yfinance", "warnings",
-)
 
 _MAX_ERROR_CHARS = 2000
 _MAX_CODE_CHARS = 20000
 
 
 def allowed_imports() -> tuple[str, ...]:
-    """The top-level modules generated code may import (the static policy's list)."""
-    try:
-        from finevo import policy
-    except ImportError:
-        return _FALLBACK_ALLOWED_IMPORTS
-    for name in ("ALLOWED_IMPORTS", "ALLOWED_MODULES", "allowed_imports"):
-        value = getattr(policy, name, None)
-        if callable(value):
-            value = value()
-        if value:
-            return tuple(sorted({str(v).split(".")[0] for v in value}))
-    return _FALLBACK_ALLOWED_IMPORTS
+    """The top-level modules generated code may import (the static policy's allowlist)."""
+    return tuple(sorted(ALLOWED_IMPORTS))
 
 
 SYSTEM_PROMPT = """\

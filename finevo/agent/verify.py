@@ -45,13 +45,14 @@ from finevo.errors import (
     ToolCrashed,
     VerificationFailed,
 )
+from finevo.policy import check
 from finevo.sandbox.api import ExecutionResult, Limits, Sandbox
 from finevo.tasks import OutputSpec
 
 #: Symbols of the bundled snapshot, in the order variations pick them (stocks before indices:
 #: indices have no financial statements or dividends).
 DEFAULT_SYMBOLS: tuple[str, ...] = ("MSFT", "AAPL", "GOOGL", "AMZN", "TSLA", "SPY", "^GSPC")
-_MAX_VARIATIONS = 3
+_MAX_VARIATIONS = 2
 _TRACEBACK_TAIL = 1200
 
 
@@ -92,14 +93,7 @@ class Verification:
 
 # --------------------------------------------------------------------------- static checks
 def policy_check(code: str) -> PolicyViolation | None:
-    """The static policy's verdict on ``code`` as a typed error (None when it passes).
-
-    Without :mod:`finevo.policy` installed the sandbox's own policy layer still applies.
-    """
-    try:
-        from finevo.policy import check
-    except ImportError:
-        return None
+    """The static policy's verdict on ``code`` as a typed error (None when it passes)."""
     report = check(code)
     violations = list(report.violations)
     if report.allowed or not violations:
@@ -191,30 +185,32 @@ _YEAR_NAMES = ("year",)
 _QUARTER_NAMES = ("quarter",)
 
 
-def variations(args: Mapping[str, Any], symbols: tuple[str, ...] = DEFAULT_SYMBOLS) -> list[tuple[str, dict[str, Any]]]:
+def variations(args: Mapping[str, Any],
+               symbols: tuple[str, ...] = DEFAULT_SYMBOLS) -> list[tuple[str, str, dict[str, Any]]]:
     """Other arguments to call a tool with, one change at a time, most telling first.
 
-    Each item is ``(description, args)``: another symbol (two of them), then each numeric
+    Each item is ``(kind, description, args)`` with ``kind`` ``"symbol"`` or ``"param"``: another
+    symbol (two of them), then each numeric
     parameter moved to a different sensible value (a window halved, a year one back, another
     quarter). Booleans and strings other than symbols are left alone.
     """
-    out: list[tuple[str, dict[str, Any]]] = []
+    out: list[tuple[str, str, dict[str, Any]]] = []
     base = dict(args)
     if isinstance(base.get("symbol"), str):
         for alt in [s for s in symbols if s != base["symbol"]][:2]:
-            out.append((f"symbol={alt!r}", {**base, "symbol": alt}))
+            out.append(("symbol", f"symbol={alt!r}", {**base, "symbol": alt}))
     if isinstance(base.get("symbols"), list) and base["symbols"]:
         current = list(base["symbols"])
         spare = [s for s in symbols if s not in current]
         if spare:
             changed = current[:-1] + [spare[0]]
-            out.append((f"symbols={changed!r}", {**base, "symbols": changed}))
+            out.append(("symbol", f"symbols={changed!r}", {**base, "symbols": changed}))
     for name, value in base.items():
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             continue
         alt = _vary_number(name, value)
         if alt is not None and alt != value:
-            out.append((f"{name}={alt!r}", {**base, name: alt}))
+            out.append(("param", f"{name}={alt!r}", {**base, name: alt}))
     return out
 
 
@@ -371,33 +367,57 @@ class Verifier:
         return "value fits the output contract"
 
     def _metamorphic(self, code: str, contract: ToolContract, deadline: float | None, value: Any) -> str:
+        """Symbols first: a tool whose answer is the same for another symbol is hard-coded. Only
+        when no symbol variation could be compared do the other parameters have to move it."""
         boolean = contract.output.type == "boolean"
-        tried: list[str] = []
+        groups: dict[str, list[tuple[str, dict[str, Any]]]] = {"symbol": [], "param": []}
+        for kind, description, args in variations(contract.args, self.symbols):
+            groups[kind].append((description, args))
         skipped: list[str] = []
-        for description, args in variations(contract.args, self.symbols)[: _MAX_VARIATIONS if not boolean else 3]:
-            result = self.run(code, contract.entry, args, stage="metamorphic", deadline=deadline)
-            if result.status == "exception" and result.error_type == "ValueError":
-                skipped.append(description)
-                continue
-            if not result.ok:
-                raise _with_prefix(result_error(result, f"{contract.entry}({_call_args(args)})"),
-                                   f"with {description} instead: ")
-            other = normalise(result.value)
-            problems = check_shape(other, contract.output)
-            if problems:
-                raise ContractViolation(f"with {description} instead, {contract.entry} returned {describe(other)}: "
-                                        + "; ".join(problems[:5]), check="metamorphic", variation=description)
-            tried.append(description)
-            if not boolean and not _same(other, value):
-                return f"answer changes with {description}"
+        checked = 0
+        for kind in ("symbol", "param"):
+            same: list[str] = []
+            for description, args in groups[kind][:_MAX_VARIATIONS]:
+                other = self._variation(code, contract, description, args, deadline)
+                if other is _SKIP:
+                    skipped.append(description)
+                    continue
+                checked += 1
+                if boolean:
+                    continue
+                if not _same(other, value):
+                    return f"answer changes with {description}"
+                same.append(description)
+            if same and not boolean:
+                what = "symbol" if kind == "symbol" else "arguments"
+                raise VerificationFailed(
+                    f"{contract.entry} returns the same value {describe(value)} for {', '.join(same)}: the answer "
+                    f"does not depend on its {what} (hard-coded or constant output)",
+                    check="metamorphic", variations=same)
         if boolean:
-            return f"booleans on {len(tried)} variation(s)" + (f", {len(skipped)} skipped" if skipped else "")
-        if tried:
-            raise VerificationFailed(
-                f"{contract.entry} returns the same value {describe(value)} for {', '.join(tried)}: "
-                "the answer does not depend on its arguments (hard-coded or constant output)",
-                check="metamorphic", variations=tried)
+            return f"real booleans on {checked} variation(s)" + (f", {len(skipped)} skipped" if skipped else "")
         return "inconclusive: every variation lacked data" if skipped else "no variation applies"
+
+    def _variation(self, code: str, contract: ToolContract, description: str, args: dict[str, Any],
+                   deadline: float | None) -> Any:
+        """The normalised answer for one variation, or ``_SKIP`` when it proves nothing."""
+        result = self.run(code, contract.entry, args, stage="metamorphic", deadline=deadline)
+        if result.status == "exception" and result.error_type == "ValueError":
+            return _SKIP  # too little data for this variation: allowed, and proves nothing
+        if not result.ok:
+            raise _with_prefix(result_error(result, f"{contract.entry}({_call_args(args)})"),
+                               f"with {description} instead: ")
+        other = normalise(result.value)
+        problems = check_shape(other, contract.output)
+        if problems:
+            raise ContractViolation(f"with {description} instead, {contract.entry} returned {describe(other)}: "
+                                    + "; ".join(problems[:5]), check="metamorphic", variation=description)
+        if other == [] or other == {}:
+            return _SKIP  # e.g. no dividends for that symbol: nothing to compare
+        return other
+
+
+_SKIP = object()
 
 
 def _call_args(args: Mapping[str, Any]) -> str:
