@@ -1,0 +1,244 @@
+"""The image against a real Docker engine: built offline from the debootstrap base and the
+wheelhouse, run with ``--network none`` through the docker CLI and through the launcher (SDK).
+
+Set-up: ``bash scripts/setup-docker.sh`` (engine, base image, wheelhouse). Skipped without an
+engine unless ``FINEVO_REQUIRE_DOCKER=1``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from junitparser import Error, Failure, JUnitXml
+
+from runner import docker_launcher as dl
+from runner.reports import document
+from tests.support import docker_env as de
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.timeout(900)]
+
+ROOT = Path(__file__).resolve().parents[2]
+BASELINE = json.loads((ROOT / "benchmarks" / "baseline.json").read_text(encoding="utf-8"))
+FAIL_TASK = "fetch_001"
+SIZE_LIMIT = 450 * 1000 * 1000
+
+
+@pytest.fixture(scope="session")
+def client() -> Iterator[Any]:
+    try:
+        engine = dl.connect()
+    except dl.LauncherError as exc:
+        de.unavailable(exc.message)
+    yield engine
+    engine.close()
+
+
+@pytest.fixture(scope="session")
+def image(client: Any) -> Any:
+    built, seconds = de.build_test_image(client)
+    print(f"\n[docker] image {de.TEST_IMAGE}: {built.attrs['Size'] / 1e6:.0f} MB, ready in {seconds:.1f}s")
+    return built
+
+
+def _reports(run_dir: Path) -> tuple[dict[str, Any], JUnitXml, str]:
+    doc = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
+    document.validate(doc, source=str(run_dir / "results.json"))
+    return doc, JUnitXml.fromfile(str(run_dir / "junit.xml")), (run_dir / "summary.md").read_text(encoding="utf-8")
+
+
+def _junit_case(xml: JUnitXml, name: str) -> Any:
+    for suite in xml:
+        for case in suite:
+            if case.name == name or name in (case.classname or "") + case.name:
+                return case
+    raise AssertionError(f"{name} not in junit.xml")
+
+
+# --------------------------------------------------------------------------- the image itself
+
+def test_image_is_lean_non_root_and_labelled(image: Any) -> None:
+    config = image.attrs["Config"]
+    assert config["User"] == f"{dl.IMAGE_UID}:{dl.IMAGE_GID}"
+    assert config["Entrypoint"] == ["finevo-verify"]
+    assert config["Cmd"][:3] == ["run", "--llm", "reference"]
+    assert "/out" in (config.get("Volumes") or {})
+    labels = config["Labels"]
+    for key in ("source", "revision", "version", "created"):
+        assert f"org.opencontainers.image.{key}" in labels
+    assert labels["org.opencontainers.image.revision"] == "test"
+    assert labels[dl.CONTEXT_LABEL]
+    env = dict(item.split("=", 1) for item in config["Env"])
+    assert env["FINEVO_BENCHMARKS"] == "/opt/finevo/benchmarks"
+    assert not any(name.startswith(("OPENAI_", "FINEVO_LLM_")) for name in env)
+    assert image.attrs["Size"] < SIZE_LIMIT, f"image is {image.attrs['Size'] / 1e6:.0f} MB"
+
+
+def test_image_holds_the_suite_and_an_empty_registry(image: Any) -> None:
+    proc = de.docker_cli("run", "--rm", "--network", "none", "--entrypoint", "sh", de.TEST_IMAGE, "-c",
+                         "ls /opt/finevo/benchmarks; test ! -e \"$FINEVO_REGISTRY_DIR\" && echo no-registry; "
+                         "python3 -c 'import finevo, runner' && finevo-verify --help >/dev/null && echo cli-ok")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.split()
+    assert {"tasks.jsonl", "baseline.json", "data", "reference", "no-registry", "cli-ok"} <= set(lines)
+
+
+def test_rebuild_with_same_sources_is_reused(client: Any, image: Any) -> None:
+    again, seconds = de.build_test_image(client)
+    assert again.id == image.id
+    assert seconds < 60
+
+
+# --------------------------------------------------------------------------- docker CLI
+
+def test_reference_run_passes_offline_and_reports_belong_to_the_image_user(image: Any, tmp_path: Path) -> None:
+    out = de.open_out_dir(tmp_path / "out")
+    started = time.monotonic()
+    proc = de.docker_cli("run", "--rm", "--init", "--network", "none", "-v", f"{out}:/out", de.TEST_IMAGE,
+                         "run", "--llm", "reference", "--out", "/out", "--run-id", "ref")
+    elapsed = time.monotonic() - started
+    print(f"\n[docker] reference suite in a container: {elapsed:.1f}s")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    run_dir = out / "ref"
+    doc, xml, summary = _reports(run_dir)
+    assert doc["verdict"]["status"] == "passed" and doc["partial"] is False
+    assert doc["config"]["llm"] == "reference"
+    assert "PASSED" in summary
+    assert sum(len(list(suite)) for suite in xml) >= len(doc["tasks"])
+    for path in (run_dir, run_dir / "results.json", run_dir / "junit.xml", run_dir / "summary.md"):
+        assert path.stat().st_uid == dl.IMAGE_UID, path
+
+
+def test_failing_baseline_task_exits_1_with_the_regression_in_every_report(image: Any, tmp_path: Path) -> None:
+    assert FAIL_TASK in BASELINE["passing_tasks"]
+    gold = (ROOT / "benchmarks" / "reference" / f"{FAIL_TASK}.py").read_text(encoding="utf-8")
+    wrong = gold.replace("return value", "return value * 2.0")  # off by a factor of two
+    assert wrong != gold
+    preds = tmp_path / "in" / "preds.jsonl"
+    preds.parent.mkdir()
+    preds.write_text(json.dumps({"task_id": FAIL_TASK, "content": f"```python\n{wrong}\n```"}) + "\n")
+    out = de.open_out_dir(tmp_path / "out")
+    proc = de.docker_cli("run", "--rm", "--init", "--network", "none", "-v", f"{out}:/out",
+                         "-v", f"{preds.parent}:/in:ro", de.TEST_IMAGE,
+                         "run", "--llm", "predictions:/in/preds.jsonl", "--only", FAIL_TASK, "--no-payloads",
+                         "--no-self-check", "--out", "/out", "--run-id", "bad")
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    doc, xml, summary = _reports(out / "bad")
+    assert doc["verdict"]["status"] == "failed"
+    assert [r["task_id"] for r in doc["regressions"]] == [FAIL_TASK]
+    case = _junit_case(xml, FAIL_TASK)
+    assert any(isinstance(r, (Failure, Error)) for r in case.result)
+    regressions = summary.split("## Regressions", 1)[1]
+    assert FAIL_TASK in regressions.split("\n## ", 1)[0]
+
+
+def test_docker_stop_mid_run_exits_143_with_partial_reports(image: Any, client: Any, tmp_path: Path) -> None:
+    out = de.open_out_dir(tmp_path / "out")
+    name = f"finevo-stop-{os.getpid()}"
+    started = de.docker_cli("run", "-d", "--init", "--network", "none", "--name", name, "-v", f"{out}:/out",
+                            de.TEST_IMAGE, "run", "--llm", "reference", "--out", "/out", "--run-id", "stop",
+                            "--no-self-check")
+    assert started.returncode == 0, started.stderr
+    try:
+        de.wait_for(lambda: de.finished_tasks(out / "stop") >= 2, 300, "two finished tasks")
+        stop = de.docker_cli("stop", "--time", "60", name)
+        assert stop.returncode == 0, stop.stderr
+        waited = de.docker_cli("wait", name)
+        assert waited.stdout.strip() == "143", de.docker_cli("logs", name).stderr[-2000:]
+    finally:
+        de.docker_cli("rm", "-f", name)
+    run_dir = out / "stop"
+    partial = json.loads((run_dir / "partial_stop.json").read_text(encoding="utf-8"))
+    document.validate(partial, source="partial_stop.json")
+    assert partial["partial"] is True and partial["verdict"]["exit_code"] == 143
+    assert (run_dir / "partial_stop.xml").is_file() and (run_dir / "partial_stop.md").is_file()
+    assert not (run_dir / "results.json").exists()
+    done = [t for t in partial["tasks"] if t["state"] != "skipped"]
+    assert len(done) >= 2
+
+
+# --------------------------------------------------------------------------- launcher (SDK)
+
+def _plan(out: Path, gate_args: list[str], timeout: float | None = None) -> dl.RunSpec:
+    return dl.plan_run(de.TEST_IMAGE, gate_args, out, env={"OPENAI_API_KEY": "sk-never-printed", "PATH": "/x"},
+                       cwd=out.parent, timeout=timeout, host_uid=os.getuid(), host_gid=os.getgid(),
+                       stop_grace=60)
+
+
+class _Sink:
+    def __init__(self) -> None:
+        self.data = bytearray()
+
+    def write(self, chunk: bytes) -> int:
+        self.data += chunk
+        return len(chunk)
+
+    def flush(self) -> None:
+        pass
+
+
+def test_launcher_runs_offline_streams_output_and_removes_the_container(image: Any, client: Any,
+                                                                          tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    spec = _plan(out, ["run", "--llm", "reference", "--only", "fetch_002,calc_002", "--no-payloads",
+                       "--run-id", "sdk"])
+    assert spec.network_disabled
+    dl.prepare_out_dir(out, user=spec.user)
+    seen: dict[str, Any] = {}
+    stdout, stderr, log = _Sink(), _Sink(), []
+    code = dl.run_container(client, spec, stdout=stdout, stderr=stderr, log=log.append, handle_signals=False,
+                            on_start=lambda c: seen.update(id=c.id, attrs=client.api.inspect_container(c.id)))
+    text = (stdout.data + stderr.data).decode(errors="replace")
+    assert code == 0, text[-2000:]
+    assert "fetch_002" in text                                      # streamed live output
+    assert "sk-never-printed" not in text + "".join(log)
+    host_config = seen["attrs"]["HostConfig"]
+    assert host_config["NetworkMode"] == "none"
+    assert client.containers.list(all=True, filters={"id": seen["id"]}) == []   # removed
+    doc, _, _ = _reports(out / "sdk")
+    assert [t["task_id"] for t in doc["tasks"]] == ["fetch_002", "calc_002"]
+    expected_uid = os.getuid() if os.getuid() != 0 else dl.IMAGE_UID
+    assert (out / "sdk" / "results.json").stat().st_uid == expected_uid
+
+
+def test_launcher_forwards_sigterm_as_a_stop(image: Any, client: Any, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    spec = _plan(out, ["run", "--llm", "reference", "--no-self-check", "--run-id", "term"])
+    dl.prepare_out_dir(out, user=spec.user)
+
+    def stop_after_two_tasks(_container: Any) -> None:
+        def watch() -> None:
+            deadline = time.monotonic() + 300
+            while time.monotonic() < deadline and de.finished_tasks(out / "term") < 2:
+                time.sleep(0.2)
+            os.kill(os.getpid(), signal.SIGTERM)   # as if the launcher itself were terminated
+        threading.Thread(target=watch, daemon=True).start()
+
+    log: list[str] = []
+    code = dl.run_container(client, spec, stdout=_Sink(), stderr=_Sink(), log=log.append,
+                            on_start=stop_after_two_tasks)
+    assert code == 143, "".join(log)
+    assert any("received SIGTERM" in line for line in log)
+    partial = json.loads((out / "term" / "partial_term.json").read_text(encoding="utf-8"))
+    assert partial["partial"] is True
+    assert signal.getsignal(signal.SIGTERM) is not None  # handler restored, not left pointing at us
+
+
+def test_launcher_wall_clock_limit_stops_the_container(image: Any, client: Any, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    spec = _plan(out, ["run", "--llm", "reference", "--no-self-check", "--run-id", "slow"], timeout=15)
+    dl.prepare_out_dir(out, user=spec.user)
+    log: list[str] = []
+    started = time.monotonic()
+    code = dl.run_container(client, spec, stdout=_Sink(), stderr=_Sink(), log=log.append, handle_signals=False)
+    assert code == 143, "".join(log)
+    assert time.monotonic() - started < 15 + 60 + 10
+    assert any("wall-clock limit of 15s reached" in line for line in log)
+    assert (out / "slow" / "partial_slow.json").is_file()
