@@ -44,8 +44,8 @@ if [[ ${#missing[@]} -gt 0 ]]; then
     [[ $(id -u) -eq 0 ]] || die "need root to install ${missing[*]}"
     log "installing ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq >&2
-    apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+    { apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}"; } \
+        >"$CACHE/apt.log" 2>&1 || { tail -n 20 "$CACHE/apt.log" >&2; die "apt-get install ${missing[*]} failed"; }
 fi
 
 # --- 2. engine --------------------------------------------------------------------------------
@@ -129,8 +129,21 @@ fi
 
 # --- 4. wheelhouse ----------------------------------------------------------------------------
 # Only third-party wheels (plus the build backend): the project's own wheel is built from the
-# source inside the image build, so the wheelhouse only changes when the dependencies do.
+# source inside the image build, so the wheelhouse only changes when the dependencies do. The
+# wheels are resolved for the base image's own interpreter (Debian's python3 is an older 3.11
+# patch release than the host's, and some packages require a newer one), binary-only.
 WHEELHOUSE="$CACHE/wheelhouse"
+TARGET="$(docker run --rm --network none "$BASE_IMAGE" python3 -c \
+    'import platform, sys; print(platform.python_version(), platform.machine(), platform.libc_ver()[1])')" \
+    || die "cannot run python3 in $BASE_IMAGE"
+read -r PYVER ARCH GLIBC <<<"$TARGET"
+PLATFORM="manylinux_${GLIBC/./_}_${ARCH}"
+# This pip does not widen a manylinux tag to the older ones it implies: list them all.
+PLATFORM_ARGS=()
+for ((minor = ${GLIBC#*.}; minor >= 5; minor--)); do
+    PLATFORM_ARGS+=(--platform "manylinux_2_${minor}_${ARCH}")
+done
+PLATFORM_ARGS+=(--platform "manylinux2014_${ARCH}" --platform "manylinux2010_${ARCH}" --platform "manylinux1_${ARCH}")
 REQS="$(python3 - "$REPO_ROOT/pyproject.toml" <<'PY'
 import sys, tomllib
 with open(sys.argv[1], "rb") as fh:
@@ -140,17 +153,18 @@ for req in list(project["project"]["dependencies"]) + list(build):
     print(req)
 PY
 )"
-PYTAG="$(python3 -c 'import sys, platform; print(f"cp{sys.version_info[0]}{sys.version_info[1]}-{platform.machine()}")')"
-INPUTS_HASH="$(printf '%s\n%s\n' "$PYTAG" "$REQS" | sha256sum | cut -c1-16)"
+INPUTS_HASH="$(printf '%s %s\n%s\n' "$PYVER" "$PLATFORM" "$REQS" | sha256sum | cut -c1-16)"
 if [[ -f "$WHEELHOUSE/.inputs-hash" && "$(cat "$WHEELHOUSE/.inputs-hash")" == "$INPUTS_HASH" ]]; then
     log "wheelhouse $WHEELHOUSE up to date ($INPUTS_HASH)"
 else
-    log "building wheelhouse $WHEELHOUSE ($INPUTS_HASH)"
+    log "building wheelhouse $WHEELHOUSE for Python $PYVER on $PLATFORM ($INPUTS_HASH)"
     TMPWH="$(mktemp -d "$CACHE/wheelhouse.XXXXXX")"
     REQFILE="$TMPWH/.requirements.txt"
     printf '%s\n' "$REQS" >"$REQFILE"
-    python3 -m pip wheel --quiet --wheel-dir "$TMPWH" -r "$REQFILE" >&2 \
-        || die "pip wheel failed for the runtime dependencies"
+    python3 -m pip download --quiet --dest "$TMPWH" --only-binary=:all: \
+        --python-version "$PYVER" --implementation cp "${PLATFORM_ARGS[@]}" \
+        -r "$REQFILE" >"$CACHE/wheelhouse.log" 2>&1 \
+        || { tail -n 20 "$CACHE/wheelhouse.log" >&2; die "pip download failed (log: $CACHE/wheelhouse.log)"; }
     printf '%s\n' "$INPUTS_HASH" >"$TMPWH/.inputs-hash"
     rm -rf "$WHEELHOUSE"
     mv "$TMPWH" "$WHEELHOUSE"
