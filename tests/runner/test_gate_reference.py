@@ -1,0 +1,35 @@
+"""The gate with the real agent, sandbox and reference model on the bundled snapshot."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from runner.console import Console
+from runner.gate import GateConfig, run_gate
+from runner.reports import document
+from tests.runner.fakes import DATA, TASKS
+
+ONLY = ["fetch_002", "calc_002", "calc_007", "comp_001"]
+
+
+def _reference_run(tmp_path, run_id: str):
+    config = GateConfig(llm="reference", tasks_path=TASKS, security_path=None, payloads_path=None,
+                        baseline_path=None, data_dir=DATA, out_dir=tmp_path / "out", run_id=run_id, only=ONLY,
+                        task_timeout_s=60.0, run_payloads=False)
+    return run_gate(config, console=Console(io.StringIO(), colour=False))
+
+
+@pytest.mark.slow
+def test_two_reference_runs_are_identical_apart_from_times(tmp_path) -> None:
+    a = _reference_run(tmp_path, "a")
+    b = _reference_run(tmp_path, "b")
+    assert a.exit_code == 0, a.doc["verdict"]["reasons"]
+    assert a.doc["selfcheck"]["ok"] is True and a.doc["selfcheck"]["null"]["total"] == len(ONLY)
+    doc_a = document.load(a.run_dir / "results.json")
+    doc_b = document.load(b.run_dir / "results.json")
+    va, vb = document.stable_view(doc_a), document.stable_view(doc_b)
+    va.pop("run_id"), vb.pop("run_id")
+    assert va == vb
+    assert all(t["tool"]["source"] in ("created", "reused") and t["code"] for t in doc_a["tasks"])
