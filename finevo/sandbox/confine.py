@@ -48,11 +48,23 @@ class Confinement:
     notes: list[str] = field(default_factory=list)
 
 
+_LIBC: list[ctypes.CDLL | None] = []
+
+
 def _libc() -> ctypes.CDLL | None:
-    try:
-        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-    except OSError:
-        return None
+    """libc, loaded once per process (the warm worker loads it before forking children)."""
+    if not _LIBC:
+        handle = None
+        for name in ("libc.so.6", ctypes.util.find_library("c")):
+            if not name:
+                continue
+            try:
+                handle = ctypes.CDLL(name, use_errno=True)
+                break
+            except OSError:
+                continue
+        _LIBC.append(handle)
+    return _LIBC[0]
 
 
 def unshare_network() -> bool:

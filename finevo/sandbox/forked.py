@@ -1,7 +1,13 @@
-"""One execution in a child forked from the warm worker (which already holds pandas and the shim)."""
+"""Executions in children forked from the warm worker (which already holds pandas and the shim).
+
+A :class:`SpareChild` is forked *before* its request arrives: it sets up its process group and
+pipes, then waits on a private pipe for the request. Forking and removing the previous working
+directory therefore happen while the worker is idle, not on the request's critical path.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from typing import Any
@@ -10,41 +16,94 @@ from finevo.sandbox import harness, workspace
 from finevo.sandbox.api import Limits
 from finevo.sandbox.supervise import classify, supervise
 
-#: The control pipe's descriptor number inside the child.
+#: Descriptor numbers inside the child.
 CONTROL_FD = 3
+REQUEST_FD = 4
 
 
-def run_forked(request: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
-    """Fork a fresh limited child for ``request``, supervise it, clean up; return the result dict."""
-    limits = Limits(**request["limits"])
-    workdir = workspace.create()
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
-    ctl_r, ctl_w = os.pipe()
-    child_request = dict(request, workdir=workdir, parent_pid=os.getpid(), **settings)
-    for stream in (sys.stdout, sys.stderr):
-        stream.flush()
-    pid = os.fork()
-    if pid == 0:  # child: never returns
-        try:
-            os.setpgid(0, 0)
-            null = os.open(os.devnull, os.O_RDONLY)
-            os.dup2(null, 0)
-            os.dup2(out_w, 1)
-            os.dup2(err_w, 2)
-            os.dup2(ctl_w, CONTROL_FD)
-            os.closerange(CONTROL_FD + 1, 65536)
-            harness.enter_and_run(child_request, CONTROL_FD)
-        finally:
-            os._exit(70)
-    try:
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while True:
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+class SpareChild:
+    """A forked child waiting for one request; used once."""
+
+    def __init__(self, settings: dict[str, Any]) -> None:
+        self.workdir = workspace.create()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        ctl_r, ctl_w = os.pipe()
+        req_r, req_w = os.pipe()
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        pid = os.fork()
+        if pid == 0:  # child: never returns
+            try:
+                os.setpgid(0, 0)
+                null = os.open(os.devnull, os.O_RDONLY)
+                os.dup2(null, 0)
+                os.dup2(out_w, 1)
+                os.dup2(err_w, 2)
+                os.dup2(ctl_w, CONTROL_FD)
+                os.dup2(req_r, REQUEST_FD)
+                os.closerange(REQUEST_FD + 1, 65536)
+                raw = _read_all(REQUEST_FD)
+                os.close(REQUEST_FD)
+                if not raw:  # the worker went away before sending anything
+                    os._exit(0)
+                request = dict(json.loads(raw), **settings, workdir=self.workdir, parent_pid=os.getppid())
+                harness.enter_and_run(request, CONTROL_FD)
+            finally:
+                os._exit(70)
         try:
             os.setpgid(pid, pid)
         except (PermissionError, ProcessLookupError):
-            pass  # the child already did it (or exec'd / exited)
-        for fd in (out_w, err_w, ctl_w):
+            pass  # the child did it already
+        for fd in (out_w, err_w, ctl_w, req_r):
             os.close(fd)
-        observation = supervise(pid, out_r, err_r, ctl_r, limits)
-        return classify(observation, limits).to_dict()
+        self.pid = pid
+        self._fds = (out_r, err_r, ctl_r)
+        self._request_fd: int | None = req_w
+
+    def run(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Hand the request to the child, supervise it, and return the result as a dict."""
+        limits = Limits(**request["limits"])
+        assert self._request_fd is not None
+        try:
+            data = memoryview(json.dumps(request).encode("utf-8"))
+            while data:
+                data = data[os.write(self._request_fd, data):]
+        except BrokenPipeError:
+            pass  # the child died; supervise() reports it
+        finally:
+            os.close(self._request_fd)
+            self._request_fd = None
+        out_r, err_r, ctl_r = self._fds
+        return classify(supervise(self.pid, out_r, err_r, ctl_r, limits), limits).to_dict()
+
+    def discard(self) -> None:
+        """Release an unused spare (worker shutdown): EOF makes it exit; reap it."""
+        if self._request_fd is not None:
+            os.close(self._request_fd)
+            self._request_fd = None
+            for fd in self._fds:
+                os.close(fd)
+            os.waitpid(self.pid, 0)
+        self.cleanup()
+
+    def cleanup(self) -> None:
+        workspace.remove(self.workdir)
+
+
+def run_forked(request: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
+    """One execution in a freshly forked child (no spare kept)."""
+    child = SpareChild(settings)
+    try:
+        return child.run(request)
     finally:
-        workspace.remove(workdir)
+        child.cleanup()

@@ -69,7 +69,7 @@ def _exception_record(exc: BaseException) -> dict[str, Any]:
 
 def execute(code: str, entry: str | None, args: dict[str, Any]) -> dict[str, Any]:
     """Run the tool module and build the result record (never raises)."""
-    reserve = bytearray(4 * 1024 * 1024)  # released on MemoryError so reporting still works
+    reserve = bytearray(256 * 1024)  # released on MemoryError so reporting still works
     linecache.cache[guard.TOOL_FILENAME] = (len(code), None, code.splitlines(True), guard.TOOL_FILENAME)
     name = "__main__" if entry is None else "tool"
     module = types.ModuleType(name)

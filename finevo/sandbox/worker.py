@@ -51,23 +51,36 @@ def main() -> int:
                 "tool_imports": config.get("tool_imports")}
     protocol.write_frame(replies, {"kind": "ready", "pid": os.getpid(), "netns": netns,
                                    "rss_kb": _rss_kb(), **info})
-    from finevo.sandbox.forked import run_forked
+    from finevo.sandbox.forked import SpareChild
 
+    spare: SpareChild | None = None
     while True:
+        try:
+            if spare is None:
+                spare = SpareChild(settings)  # forked while idle, off the request's critical path
+        except OSError as exc:
+            sys.stderr.write(f"finevo sandbox worker: cannot prepare a child: {exc}\n")
+            spare = None
         try:
             request = protocol.read_frame(requests)
         except protocol.ChannelClosed:
+            if spare is not None:
+                spare.discard()
             return 0
         if request.get("op") == "stats":
             protocol.write_frame(replies, {"kind": "stats", "pid": os.getpid(), "rss_kb": _rss_kb()})
             continue
+        child, spare = spare, None
         try:
-            reply = run_forked(request, settings)
+            if child is None:
+                raise OSError("no sandbox child could be forked")
+            reply = child.run(request)
         except BaseException as exc:  # noqa: BLE001 - keep serving; the parent sees "crashed"
             reply = {"status": "crashed", "layer": "harness",
                      "error_message": f"sandbox worker failed: {type(exc).__name__}: {exc}"}
         protocol.write_frame(replies, reply)
-
+        if child is not None:
+            child.cleanup()
 
 if __name__ == "__main__":
     sys.exit(main())
