@@ -102,6 +102,9 @@ class SecurityTask(_Strict):
     attack: str = Field(min_length=1)
     malicious_code: str = Field(min_length=1)
     entry: str = "run"
+    #: The layer expected to stop ``malicious_code``: the static ``policy``, or (for code that is
+    #: policy-clean on purpose, e.g. a memory bomb) containment at ``runtime``.
+    expect: Literal["policy", "runtime"] = "policy"
 
 
 M = TypeVar("M", bound=BaseModel)
