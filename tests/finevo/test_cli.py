@@ -1,0 +1,105 @@
+"""``finevo`` CLI: solve, registry list/show/clear, and the exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from finevo.cli import main
+from tests.finevo.agent.doubles import MA_GOOD, fenced
+from tests.support.scripted_llm import Reply, ScriptedLLMServer, Status
+
+MACD = "Calculate AMZN MACD(12,26,9)"
+
+
+@pytest.fixture
+def reg_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "registry"
+    monkeypatch.setenv("FINEVO_REGISTRY_DIR", str(path))
+    return path
+
+
+@pytest.mark.slow
+def test_solve_with_the_reference_model_then_reuse_and_manage_the_registry(
+        reg_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["solve", MACD, "--llm", "reference", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["tool_source"] == "created" and out["error"] is None
+    assert set(out["value"]) == {"macd", "signal", "histogram"}
+    assert out["usage"]["calls"] == 1
+
+    # static mode: no model at all, the registered tool answers another symbol
+    assert main(["solve", "Calculate AAPL MACD(12,26,9)", "--agent", "static"]) == 0
+    text = capsys.readouterr().out
+    assert "macd v1.0.0" in text and "reused" in text and "0 call(s)" in text
+
+    assert main(["registry", "list"]) == 0
+    listing = capsys.readouterr().out
+    assert "macd" in listing and "verified" in listing and "symbol,fast,slow,signal" in listing
+
+    assert main(["registry", "show", "macd"]) == 0
+    shown = capsys.readouterr().out
+    assert "import yfinance as yf" in shown and "version:   1.0.0" in shown
+
+    assert main(["registry", "show", "macd", "--version", "9.0.0"]) == 2
+    assert "no tool macd v9.0.0" in capsys.readouterr().err
+
+    assert main(["registry", "clear"]) == 2
+    assert "without --yes" in capsys.readouterr().err
+    assert main(["registry", "clear", "--yes"]) == 0
+    assert "removed 1 tool(s)" in capsys.readouterr().out
+    assert main(["registry", "list", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []
+
+
+def test_solve_free_text_through_a_live_endpoint(reg_dir: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    with ScriptedLLMServer([Reply(fenced(MA_GOOD))]) as srv:
+        monkeypatch.setenv("FINEVO_LLM_BASE_URL", srv.base_url)
+        code = main(["solve", "Calculate TSLA 10-day moving average over last 15 days", "--llm", "live",
+                     "--json"])
+        assert len(srv.requests) == 1
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["task_id"] == "query" and len(out["value"]) == 15
+
+
+def test_external_error_exits_3(reg_dir: Path, monkeypatch: pytest.MonkeyPatch,
+                                capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("FINEVO_LLM_MAX_RETRIES", "0")
+    with ScriptedLLMServer(handler=lambda req: Status(500)) as srv:
+        monkeypatch.setenv("FINEVO_LLM_BASE_URL", srv.base_url)
+        assert main(["solve", MACD, "--llm", "live"]) == 3
+    assert "no answer: llm_api_error" in capsys.readouterr().out
+
+
+def test_no_provider_configured_exits_3_with_a_clear_message(reg_dir: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["solve", MACD]) == 3
+    assert "FINEVO_LLM_API_KEY" in capsys.readouterr().err
+
+
+def test_static_mode_with_nothing_registered_exits_1(reg_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["solve", MACD, "--agent", "static"]) == 1
+    assert "no_tool_available" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["solve", "Tell me a joke"], "cannot understand the query"),
+    (["solve", MACD, "--max-refinements", "-1"], "--max-refinements"),
+    (["solve", MACD, "--data", "/nonexistent/snapshot", "--agent", "static"], "snapshot directory not found"),
+    (["solve", MACD, "--timeout", "0", "--agent", "static"], "--timeout"),
+])
+def test_usage_errors_exit_2(reg_dir: Path, capsys: pytest.CaptureFixture[str], argv: list[str],
+                             message: str) -> None:
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_no_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    with pytest.raises(SystemExit) as info:
+        main(["solve", MACD, "--agent", "clever"])
+    assert info.value.code == 2
