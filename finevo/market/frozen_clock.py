@@ -2,7 +2,8 @@
 
 :func:`freeze` anchors the wall clock at a given tz-aware moment. The clock still *ticks*
 (anchor + time elapsed since freezing, measured with ``time.monotonic``), so loops that wait on
-``time.time()`` terminate, but the date stays the anchor's date for hours. What is patched:
+``time.time()`` terminate; it stops at 23:59:59 of the anchor's day, so however long a warm
+sandbox worker lives, the date never moves past the anchor's date. What is patched:
 
 * ``time.time``, ``time.time_ns``; ``time.localtime``, ``time.gmtime``, ``time.ctime`` and
   ``time.strftime`` when called without an explicit time (local = the anchor's zone).
@@ -42,6 +43,7 @@ _REAL_MONOTONIC = _time.monotonic
 class _State:
     anchor: _dt.datetime | None = None      # tz-aware
     anchor_epoch: float = 0.0
+    last_epoch: float = 0.0                  # the clock stops here: the anchor day's 23:59:59
     started: float = 0.0                     # monotonic reading when frozen
     pandas_originals: dict[str, Any] | None = None
 
@@ -58,7 +60,7 @@ def _epoch() -> float:
     """Frozen epoch seconds; the real clock once unfrozen (classes bound earlier keep working)."""
     if _STATE.anchor is None:
         return _REAL_TIME()
-    return _STATE.anchor_epoch + (_REAL_MONOTONIC() - _STATE.started)
+    return min(_STATE.anchor_epoch + (_REAL_MONOTONIC() - _STATE.started), _STATE.last_epoch)
 
 
 def _aware_now(tz: _dt.tzinfo | None) -> _dt.datetime:
@@ -197,6 +199,8 @@ def freeze(moment: _dt.datetime) -> None:
         raise ValueError("freeze() needs a tz-aware moment")
     _STATE.anchor = moment
     _STATE.anchor_epoch = moment.timestamp()
+    day_end = _REAL_DATETIME.combine(moment.date(), _dt.time(23, 59, 59), moment.tzinfo)
+    _STATE.last_epoch = max(day_end.timestamp(), _STATE.anchor_epoch)
     _STATE.started = _REAL_MONOTONIC()
     _dt.datetime = FrozenDatetime  # type: ignore[misc]
     _dt.date = FrozenDate  # type: ignore[misc]
