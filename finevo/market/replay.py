@@ -27,7 +27,7 @@ import re
 import sys
 import types
 from collections.abc import Iterable, Iterator, Mapping
-from datetime import date, datetime, time as dtime, timedelta
+from datetime import date, datetime, time as dtime
 from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
