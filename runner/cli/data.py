@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from datetime import date, datetime, timezone
 from pathlib import Path
@@ -101,6 +102,10 @@ def run_refresh(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {out}: exists and is not a directory")
+    # yfinance logs every retry and crumb failure itself; the failure is reported once, below.
+    yf_logger = logging.getLogger("yfinance")
+    previous_level = yf_logger.level
+    yf_logger.setLevel(logging.CRITICAL)
     try:
         manifest = record_snapshot(out, args.symbols, start, end, as_of=as_of)
     except ExternalError as exc:
@@ -110,6 +115,8 @@ def run_refresh(args: argparse.Namespace) -> int:
         raise InputError(str(exc)) from None
     except OSError as exc:
         raise InputError(f"--out {out}: cannot write ({exc.strerror or exc})") from None
+    finally:
+        yf_logger.setLevel(previous_level)
     print(f"recorded {len(manifest['symbols'])} symbols ({', '.join(manifest['symbols'])}) "
           f"{manifest['start']} .. {manifest['as_of']} into {out} [{manifest['label']}]")
     return int(Exit.PASSED)
