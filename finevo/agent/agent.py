@@ -46,6 +46,7 @@ from finevo.agent.prompts import (
     synthesis_messages,
 )
 from finevo.agent.verify import ToolContract, Verification, Verifier, policy_check, result_error
+from finevo.contract import normalise
 from finevo.errors import (
     AgentFailure,
     CodeExtractionError,
@@ -177,8 +178,8 @@ class Agent:
             raise NoToolAvailable(f"{job.task_id}: no verified tool in the registry fits "
                                   f"{contract.entry}({', '.join(contract.args)}) -> {contract.output.type} "
                                   "(static mode never writes tools)", indicator=contract.entry)
-        code, artifact = self._synthesize(job, contract, outcome, deadline)
-        self._execute(job, contract, code, artifact, outcome, deadline)
+        code, artifact, ver = self._synthesize(job, contract, outcome, deadline)
+        self._execute(job, contract, code, artifact, outcome, deadline, ver)
 
     def _reuse(self, job: Job, contract: ToolContract, outcome: Outcome, deadline: float | None,
                started: float) -> bool:
@@ -201,7 +202,7 @@ class Agent:
                 continue
             outcome.tool_source = "reused"
             self._describe_tool(outcome, artifact, code)
-            self._execute(job, contract, code, artifact, outcome, deadline)
+            self._execute(job, contract, code, artifact, outcome, deadline, ver)
             return True
         if last_error is not None and self.mode == "static":
             raise last_error
@@ -212,7 +213,7 @@ class Agent:
         return list(self.registry.find(contract.entry, contract.output.type, list(contract.args)))
 
     def _synthesize(self, job: Job, contract: ToolContract, outcome: Outcome,
-                    deadline: float | None) -> tuple[str, Any]:
+                    deadline: float | None) -> tuple[str, Any, Verification]:
         req = ToolRequest(job.query, job.category, contract.entry, contract.args, contract.output)
         messages = synthesis_messages(req)
         parent_hash: str | None = None
@@ -242,7 +243,7 @@ class Agent:
                     artifact = self._register(job, contract, code, parent_id, outcome)
                     outcome.tool_source = "refined" if number > 1 else "created"
                     self._describe_tool(outcome, artifact, code)
-                    return code, artifact
+                    return code, artifact, ver
                 assert isinstance(ver.error, AgentFailure)
                 if isinstance(ver.error, PolicyViolation):
                     outcome.tool_source = "blocked"
@@ -265,21 +266,33 @@ class Agent:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _execute(self, job: Job, contract: ToolContract, code: str, artifact: Any, outcome: Outcome,
-                 deadline: float | None) -> None:
+                 deadline: float | None, verified: Verification | None = None) -> None:
+        """Run the tool with the task's arguments and write the execution trace.
+
+        The contract stage of a verification that just passed already called this very code with
+        these very arguments in the sandbox (and verified tools are deterministic), so that run is
+        the execution: it is traced as such instead of being repeated.
+        """
         outcome.stage = "execution"
         started = self.clock()
         result: ExecutionResult | None = None
+        elapsed = 0.0
         try:
-            result = self.verifier.run(code, contract.entry, contract.args, stage="execution", deadline=deadline)
+            if verified is not None and verified.ok and verified.result is not None and verified.result.ok:
+                result = verified.result
+                elapsed = result.duration_s
+            else:
+                result = self.verifier.run(code, contract.entry, contract.args, stage="execution",
+                                           deadline=deadline)
+                elapsed = self.clock() - started
         finally:
-            elapsed = self.clock() - started
-            self._add_time(outcome, "execution", elapsed)
+            if result is None:
+                elapsed = self.clock() - started
+            self._add_time(outcome, "execution", self.clock() - started)
             self._trace(artifact, job, contract, result, elapsed)
         outcome.stdout, outcome.stderr = result.stdout, result.stderr
         if not result.ok:
             raise result_error(result, f"{contract.entry}({', '.join(f'{k}={v!r}' for k, v in contract.args.items())})")
-        from finevo.contract import normalise
-
         outcome.value = normalise(result.value)
         outcome.stage = "done"
 
