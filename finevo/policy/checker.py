@@ -141,18 +141,19 @@ class _Checker(ast.NodeVisitor):
         self.visit(self.tree)
 
     # ------------------------------------------------------------------ helpers
-    def _col(self, node: ast.AST) -> tuple[int, int]:
+    def _col(self, node: ast.AST, *, at_start: bool = False) -> tuple[int, int]:
         line = getattr(node, "lineno", 1) or 1
         col0 = getattr(node, "col_offset", 0) or 0
-        if isinstance(node, ast.Attribute) and node.end_lineno and node.end_col_offset is not None:
+        if not at_start and isinstance(node, ast.Attribute) and node.end_lineno \
+                and node.end_col_offset is not None:
             # point at the attribute name itself, not at the start of the whole chain
             line, col0 = node.end_lineno, node.end_col_offset - len(node.attr.encode("utf-8"))
         text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
         chars = len(text.encode("utf-8")[:col0].decode("utf-8", errors="replace"))
         return line, chars + 1
 
-    def _flag(self, rule: str, node: ast.AST, message: str) -> None:
-        line, col = self._col(node)
+    def _flag(self, rule: str, node: ast.AST, message: str, *, at_start: bool = False) -> None:
+        line, col = self._col(node, at_start=at_start)
         self.violations.append(Violation(rule, message, line, col))
 
     def _is_param(self, name: str) -> bool:
@@ -584,7 +585,7 @@ class _Checker(ast.NodeVisitor):
         if not ok:
             self._flag("decorator", dec, "decorator not allowed (allowed: "
                        + ", ".join(sorted(T.SAFE_DECORATOR_BUILTINS | T.SAFE_DECORATOR_ROUTES))
-                       + ", with literal arguments)")
+                       + ", with literal arguments)", at_start=True)
 
     # ------------------------------------------------------------------ misc
     def visit_keyword(self, node: ast.keyword) -> None:

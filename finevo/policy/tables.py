@@ -48,12 +48,29 @@ KNOWN_SUBMODULES: dict[str, frozenset[str]] = {
     }),
     "numpy.lib": frozenset({
         "format", "npyio", "stride_tricks", "recfunctions", "scimath", "mixins", "array_utils",
-        "introspect", "utils",
+        "introspect", "utils", "tests", "user_array",
     }),
     "pandas.api": frozenset({"types", "indexers", "extensions", "interchange", "typing", "executors",
                              "internals"}),
     "json": frozenset({"decoder", "encoder", "scanner", "tool", "codecs"}),
     "collections": frozenset({"abc"}),
+    # module-valued names inside the allowed submodules (internals, test helpers, C cores)
+    "numpy.random": frozenset({"bit_generator", "mtrand", "tests"}),
+    "numpy.ma": frozenset({"core", "extras", "mrecords", "tests", "testutils", "timer_comparison"}),
+    "numpy.polynomial": frozenset({"chebyshev", "hermite", "hermite_e", "laguerre", "legendre",
+                                   "polynomial", "polyutils", "tests"}),
+    "numpy.polynomial.polynomial": frozenset({"pu", "polyutils"}),
+    "numpy.polynomial.chebyshev": frozenset({"pu", "polyutils"}),
+    "numpy.polynomial.legendre": frozenset({"pu", "polyutils"}),
+    "numpy.polynomial.hermite": frozenset({"pu", "polyutils"}),
+    "numpy.polynomial.hermite_e": frozenset({"pu", "polyutils"}),
+    "numpy.polynomial.laguerre": frozenset({"pu", "polyutils"}),
+    "numpy.linalg": frozenset({"lapack_lite", "linalg", "tests"}),
+    "numpy.fft": frozenset({"helper", "tests"}),
+    "numpy.typing": frozenset({"mypy_plugin", "tests"}),
+    "pandas.tseries": frozenset({"api", "frequencies", "holiday", "offsets"}),
+    "pandas.tseries.frequencies": frozenset({"lib"}),
+    "pandas.errors": frozenset({"cow"}),
 }
 
 #: The only attributes of ``yfinance`` (the replay shim in the sandbox) a tool may use.

@@ -1,0 +1,341 @@
+"""The static policy: every hostile payload blocked with a named rule, every good tool allowed,
+each rule pinned to its line and column, and no input can make it raise."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import pkgutil
+import random
+import types
+
+import pytest
+
+from finevo.corpus import load_benign, load_payloads
+from finevo.paths import benchmarks_dir, reference_dir
+from finevo.policy import ALLOWED_IMPORTS, PolicyReport, Violation, check
+from finevo.policy import tables as T
+from finevo.tasks import load_security_tasks
+
+RULES = {
+    "syntax-error", "invalid-input", "too-large", "too-complex", "internal-error",
+    "encoding-declaration", "bidi-control", "non-ascii-identifier", "import-not-allowed",
+    "import-star", "relative-import", "submodule-not-allowed", "module-attribute", "dunder-name",
+    "dunder-attribute", "private-attribute", "forbidden-builtin", "forbidden-attribute", "file-io",
+    "dynamic-type", "metaclass", "class-keyword", "format-string", "decorator", "dynamic-dispatch",
+    "pandas-option",
+}
+SAMPLE = dict(canary_file="/tmp/canary/secret.txt", canary_dir="/tmp/canary", host="127.0.0.1",
+              port=40123, secret_name="FINEVO_FAKE_KEY")
+
+PAYLOADS = load_payloads()
+BENIGN = load_benign()
+SECURITY = load_security_tasks(benchmarks_dir() / "security_tasks.jsonl")
+REFERENCE = sorted(reference_dir().glob("*.py")) if reference_dir().is_dir() else []
+
+
+def _in_bounds(code: str, v: Violation) -> bool:
+    lines = code.splitlines() or [""]
+    return 1 <= v.line <= len(lines) and 1 <= v.col <= len(lines[v.line - 1]) + 1
+
+
+# --------------------------------------------------------------------------- corpora
+@pytest.mark.parametrize("payload", [p for p in PAYLOADS if p.expect == "policy"], ids=lambda p: p.id)
+def test_policy_payload_is_blocked_with_a_named_rule(payload):
+    code = payload.materialise(**SAMPLE)
+    report = check(code, filename=f"{payload.id}.py")
+    assert not report.allowed, f"{payload.id} ({payload.technique}) passed the policy"
+    assert report.first is not None and report.first.rule in RULES
+    assert all(v.rule in RULES and _in_bounds(code, v) for v in report.violations), report.describe()
+    # placeholders sit in string literals, so the unsubstituted code gets the same verdict
+    assert check(payload.code).rules == report.rules
+
+
+@pytest.mark.parametrize("payload", [p for p in PAYLOADS if p.expect == "runtime"], ids=lambda p: p.id)
+def test_runtime_payload_is_policy_clean_so_the_sandbox_must_contain_it(payload):
+    report = check(payload.materialise(**SAMPLE))
+    assert report.allowed, report.describe()
+
+
+@pytest.mark.parametrize("tool", BENIGN, ids=lambda t: t.name)
+def test_benign_tool_is_allowed(tool):
+    report = check(tool.code, filename=tool.path.name)
+    assert report.allowed, report.describe()
+
+
+@pytest.mark.skipif(not REFERENCE, reason="no reference tools in benchmarks/reference")
+@pytest.mark.parametrize("path", REFERENCE, ids=lambda p: p.stem)
+def test_reference_tool_is_allowed(path):
+    report = check(path.read_text(encoding="utf-8"), filename=path.name)
+    assert report.allowed, report.describe()
+
+
+@pytest.mark.parametrize("task", SECURITY, ids=lambda t: t.id)
+def test_security_task_code_verdict_matches_its_expected_layer(task):
+    report = check(task.malicious_code, filename=f"{task.id}.py")
+    if task.expect == "policy":
+        assert not report.allowed, f"{task.id}: {task.query!r} passed the policy"
+    else:  # contained at run time: it must reach the sandbox unchanged
+        assert report.allowed, report.describe()
+
+
+# --------------------------------------------------------------------------- one rule at a time
+CASES = [
+    # (source, rule, line, col)
+    ("def f(:\n", "syntax-error", 1, 7),
+    ("x = 1\x00\n", "syntax-error", 1, 6),
+    ("# -*- coding: latin-1 -*-\nx = 1\n", "encoding-declaration", 1, 15),
+    ("#!/usr/bin/env python\n# vim: set fileencoding=utf-7 :\nx = 1\n", "encoding-declaration", 2, 25),
+    ("x = 1  # \u202e reversed\n", "bidi-control", 1, 10),
+    ("\uff45val('1')\n", "non-ascii-identifier", 1, 1),
+    ("import os\n", "import-not-allowed", 1, 8),
+    ("import pandas as pd, subprocess\n", "import-not-allowed", 1, 22),
+    ("from os import path\n", "import-not-allowed", 1, 1),
+    ("from math import *\n", "import-star", 1, 18),
+    ("from . import helpers\n", "relative-import", 1, 1),
+    ("import numpy.ctypeslib\n", "submodule-not-allowed", 1, 8),
+    ("from numpy import lib\n", "submodule-not-allowed", 1, 19),
+    ("import numpy as np\nx = np.lib.format\n", "submodule-not-allowed", 2, 12),
+    ("import pandas as pd\nx = pd.io\n", "submodule-not-allowed", 2, 8),
+    ("from pandas.api import extensions\n", "submodule-not-allowed", 1, 24),
+    ("import typing\nx = typing.sys\n", "module-attribute", 2, 12),
+    ("import yfinance as yf\nx = yf.utils\n", "module-attribute", 2, 8),
+    ("from yfinance import shared\n", "module-attribute", 1, 22),
+    ("def f(a):\n    return a.ctypes\n", "module-attribute", 2, 14),
+    ("x = __builtins__\n", "dunder-name", 1, 5),
+    ("__import__('os')\n", "dunder-name", 1, 1),
+    ("def __getattr__(name):\n    return 1\n", "dunder-name", 1, 1),
+    ("class A:\n    __slots__ = ()\n", "dunder-name", 2, 5),
+    ("x = ().__class__\n", "dunder-attribute", 1, 8),
+    ("def f(o):\n    return o._secret\n", "private-attribute", 2, 14),
+    ("o = open\n", "forbidden-builtin", 1, 5),
+    ("f(eval)\n", "forbidden-builtin", 1, 3),
+    ("x = [exec][0]\n", "forbidden-builtin", 1, 6),
+    ("x = {'k': getattr}\n", "forbidden-builtin", 1, 11),
+    ("g = lambda o=open: o\n", "forbidden-builtin", 1, 14),
+    ("def open(p):\n    return p\n", "forbidden-builtin", 1, 1),
+    ("for vars in range(3):\n    pass\n", "forbidden-builtin", 1, 5),
+    ("def f():\n    global eval\n", "forbidden-builtin", 2, 5),
+    ("def f(g):\n    return g.gi_frame\n", "forbidden-attribute", 2, 14),
+    ("def f(df):\n    return df.query('a > 1')\n", "forbidden-attribute", 2, 15),
+    ("import typing\ntyping.get_type_hints(1)\n", "forbidden-attribute", 2, 8),
+    ("def f(df):\n    return df.style\n", "forbidden-attribute", 2, 15),
+    ("import pandas as pd\npd.read_csv('x')\n", "file-io", 2, 4),
+    ("def f(df):\n    df.to_parquet('x')\n", "file-io", 2, 8),
+    ("def f(df):\n    df.to_csv('/tmp/x')\n", "file-io", 2, 8),
+    ("def f(df):\n    w = df.to_csv\n", "file-io", 2, 12),
+    ("def f(df):\n    df.to_csv(**{'path_or_buf': 'x'})\n", "file-io", 2, 8),
+    ("import numpy as np\nnp.load('x')\n", "file-io", 2, 4),
+    ("from numpy import memmap\n", "file-io", 1, 19),
+    ("def f(a):\n    a.tofile('x')\n", "file-io", 2, 7),
+    ("T = type('T', (), {})\n", "dynamic-type", 1, 5),
+    ("t = type\n", "dynamic-type", 1, 5),
+    ("class M(type):\n    pass\n", "dynamic-type", 1, 9),
+    ("class A(metaclass=M):\n    pass\n", "metaclass", 1, 9),
+    ("class A(flag=True):\n    pass\n", "class-keyword", 1, 9),
+    ("x = '{0.__class__}'.format(1)\n", "format-string", 1, 21),
+    ("x = '{0[k]}'.format({})\n", "format-string", 1, 14),
+    ("def f(t):\n    return t.format(1)\n", "format-string", 2, 14),
+    ("x = '{a}'.format_map({})\n", "format-string", 1, 11),
+    ("@staticmethod.__func__\ndef f():\n    pass\n", "decorator", 1, 2),
+    ("def deco(fn):\n    return fn\n\n@deco\ndef f():\n    pass\n", "decorator", 4, 2),
+    ("import functools\n@functools.partial(print)\ndef f():\n    pass\n", "decorator", 2, 2),
+    ("def f(df, name):\n    return df.agg(name)\n", "dynamic-dispatch", 2, 19),
+    ("def f(df):\n    return df.apply('to_pickle', path='x')\n", "dynamic-dispatch", 2, 21),
+    ("def f(df):\n    return df.agg({'a': ['mean', 'to_csv']})\n", "dynamic-dispatch", 2, 34),
+    ("import pandas as pd\npd.set_option('plotting.backend', 'x')\n", "pandas-option", 2, 15),
+    ("import pandas as pd\nk = 'display.width'\npd.set_option(k, 80)\n", "pandas-option", 3, 15),
+    ("import pandas as pd\ns = pd.set_option\n", "pandas-option", 2, 8),
+    ("def f(x):\n    match x:\n        case object(__class__=c):\n            return c\n", "dunder-attribute", 3, 14),
+]
+
+
+@pytest.mark.parametrize("source,rule,line,col", CASES, ids=[f"{c[1]}-{i}" for i, c in enumerate(CASES)])
+def test_rule_is_reported_at_its_line_and_column(source, rule, line, col):
+    report = check(source)
+    hits = [v for v in report.violations if v.rule == rule]
+    assert hits, f"expected {rule}, got {report.describe()}"
+    assert (hits[0].line, hits[0].col) == (line, col), report.describe()
+
+
+def test_column_counts_characters_not_bytes():
+    report = check("x = 'é€'; y = eval\n")
+    assert report.first == Violation("forbidden-builtin", report.first.message, 1, 15)
+
+
+ALLOWED_SOURCES = {
+    "scary-docstring": '"""Lists a directory? No. os.system("rm -rf /"), eval(x), open(file), '
+                       '__import__, subprocess, /etc/passwd are only words here."""\n'
+                       "# comment: import os; os.system('rm -rf /')\n"
+                       "text = 'import os; __builtins__; pd.read_csv(\"/etc/passwd\")'\n",
+    "data-conversions": "import pandas as pd\n"
+                        "def f(df: pd.DataFrame, s: pd.Series):\n"
+                        "    return (df.to_dict(), s.to_list(), s.to_numpy(), s.to_frame(),\n"
+                        "            pd.to_datetime(s), pd.to_numeric(s), pd.to_timedelta(s),\n"
+                        "            df.index.to_period('M'), s.to_timestamp, df.to_records())\n",
+    "text-writers-without-path": "def f(df):\n    return df.to_csv(), df.to_json(path_or_buf=None), df.to_string(index=False)\n",
+    "shadowing-params": "def run(symbol: str, type: str = 'close', input: int = 3) -> str:\n"
+                        "    return f'{symbol}-{type}-{input}'\n",
+    "re-compile": "import re\nfrom re import compile\nP = re.compile(r'x')\nQ = compile('y')\n",
+    "type-one-arg": "def f(x):\n    return type(x).__name__ if False else type(x)\n"
+                    .replace(".__name__ if False else type(x)", ""),
+    "plain-format": "def f(x):\n    return '{:.2f} {} {name!r:>8}'.format(x, 1, name='a')\n",
+    "decorators": "import functools\nfrom dataclasses import dataclass\nfrom functools import lru_cache\n"
+                  "@dataclass(frozen=True)\nclass P:\n    a: float = 0.0\n"
+                  "    def __post_init__(self):\n        pass\n"
+                  "    @property\n    def b(self):\n        return self.a\n"
+                  "@lru_cache(maxsize=8)\ndef g(n):\n    return n\n"
+                  "@functools.lru_cache(maxsize=None)\ndef h(n):\n    return n\n",
+    "dispatch-ok": "import numpy as np\ndef f(df):\n"
+                   "    return (df.agg(['mean', 'std']), df.apply(lambda r: r.sum(), axis=1),\n"
+                   "            df.rolling(3).apply(np.mean, raw=True), df.agg({'a': 'max'}), df.apply(float))\n",
+    "safe-options": "import pandas as pd\npd.set_option('display.precision', 4)\n"
+                    "pd.options.mode.chained_assignment = None\n"
+                    "with pd.option_context('display.max_rows', 10):\n    pass\n",
+    "allowed-submodules": "import numpy.linalg as la\nimport collections.abc\nfrom collections import abc\n"
+                          "from numpy.lib.stride_tricks import sliding_window_view\n"
+                          "from pandas.api.types import is_numeric_dtype\nimport numpy as np\n"
+                          "x = np.random.default_rng(1), np.linalg.norm, collections.abc.Mapping\n",
+    "everyday-names": "import numpy as np\ndef f(df, ts):\n"
+                      "    return df.copy(), np.array([1]), np.select([True], [1]), ts.time(), np.trace\n",
+    "main-guard": "from __future__ import annotations\n__all__ = ['run']\n"
+                  "def run() -> int:\n    return 1\nif __name__ == '__main__':\n    print(run())\n",
+    "list-remove": "def f(xs):\n    xs.remove(1)\n    return xs\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(ALLOWED_SOURCES))
+def test_good_code_is_allowed(name):
+    report = check(ALLOWED_SOURCES[name])
+    assert report.allowed, report.describe()
+
+
+# --------------------------------------------------------------------------- report shape
+def test_report_shape_and_order():
+    report = check("import os\nx = eval\n", filename="tool.py")
+    assert isinstance(report, PolicyReport) and not report.allowed
+    assert [v.line for v in report.violations] == sorted(v.line for v in report.violations)
+    assert report.first == report.violations[0] and report.first.rule == "import-not-allowed"
+    d = report.to_dict()
+    assert d["allowed"] is False and d["filename"] == "tool.py"
+    assert d["violations"][1] == {"rule": "forbidden-builtin", "message": report.violations[1].message,
+                                  "line": 2, "col": 5}
+    assert report.describe().splitlines()[0].startswith("tool.py:1:8: [import-not-allowed]")
+    ok = check("x = 1\n")
+    assert ok.allowed and ok.first is None and ok.to_dict()["violations"] == []
+
+
+def test_allowed_imports_are_exactly_the_documented_list():
+    assert ALLOWED_IMPORTS == frozenset({
+        "pandas", "numpy", "math", "statistics", "datetime", "json", "decimal", "collections",
+        "itertools", "functools", "re", "typing", "dataclasses", "yfinance", "warnings"})
+    for name in ALLOWED_IMPORTS:
+        assert check(f"import {name}\n").allowed
+
+
+# --------------------------------------------------------------------------- robustness
+NASTY_INPUTS = [
+    "", "\n", "\x00", "x = '\ud800'\n", "(" * 5000, "-" * 200_000 + "1",
+    "[" * 90 + "]" * 90, "x = " + "(" * 200 + "1" + ")" * 200, "\ufeffx = 1\n", "\t\tx\n  y\n",
+    "def f():\n\treturn 1\n        return 2\n", "'''unterminated", "f'{'", "x" * (T.MAX_SOURCE_CHARS + 1),
+    "a" + ".b" * 3000, "not(" * 300 + "1" + ")" * 300, b"import os",  # type: ignore[list-item]
+    None, 42,  # type: ignore[list-item]
+]
+
+
+@pytest.mark.parametrize("source", NASTY_INPUTS, ids=range(len(NASTY_INPUTS)))
+def test_never_raises(source):
+    report = check(source)  # type: ignore[arg-type]
+    assert isinstance(report, PolicyReport)
+    for v in report.violations:
+        assert v.rule in RULES and v.line >= 1 and v.col >= 1
+
+
+def test_never_raises_on_mangled_tools():
+    rng = random.Random(1234)
+    sources = [t.code for t in BENIGN[:10]]
+    for _ in range(300):
+        src = rng.choice(sources)
+        i, j = sorted(rng.randrange(len(src)) for _ in range(2))
+        mangled = src[:i] + rng.choice(["", "(", "__", "é", "\x00", "\n  ", "'", "@"]) + src[j:]
+        assert isinstance(check(mangled), PolicyReport)
+
+
+def test_too_deep_nesting_is_refused_not_raised():
+    report = check("x = " + "-" * 50_000 + "1\n")
+    assert not report.allowed and report.first.rule in {"too-complex", "syntax-error"}
+
+
+# --------------------------------------------------------------------------- the tables stay honest
+#: Harmless stdlib modules whose names are everyday method names (np.random, df.copy()): they may
+#: be reached, so their own attributes are walked as well.
+HARMLESS_REACHABLE = {"copy", "random", "time", "array", "select", "struct", "trace"}
+_DANGEROUS_CALLABLES = (open, eval, exec, compile, getattr, setattr, delattr, vars, globals, locals,
+                        __import__, breakpoint, input, dir)
+
+
+def _resolve(route: str) -> object:
+    parts = route.split(".")
+    obj: object = importlib.import_module(parts[0])
+    for i, part in enumerate(parts[1:], start=2):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            obj = importlib.import_module(".".join(parts[:i]))
+    return obj
+
+
+def _allowed_routes() -> list[str]:
+    return sorted(ALLOWED_IMPORTS - {"yfinance"}) + sorted(T.ALLOWED_SUBMODULES)
+
+
+@pytest.mark.parametrize("route", [r for r in _allowed_routes() if hasattr(_resolve(r), "__path__")])
+def test_known_submodules_cover_the_installed_packages(route):
+    package = _resolve(route)
+    found = {m.name for m in pkgutil.iter_modules(package.__path__) if not m.name.startswith("_")}
+    missing = found - T.KNOWN_SUBMODULES.get(route, frozenset())
+    assert not missing, f"{route} has submodules the policy does not know: {sorted(missing)}"
+
+
+@pytest.mark.parametrize("route", _allowed_routes() + sorted(HARMLESS_REACHABLE))
+def test_every_module_or_door_reachable_from_an_allowed_module_is_refused(route):
+    """Walk the public attributes of each allowed module: whatever is a module outside the
+    allowlist, or a builtin that opens doors, must be refused when reached by attribute."""
+    mod = _resolve(route)
+    allowed_modules = T.ALLOWED_SUBMODULES | ALLOWED_IMPORTS | HARMLESS_REACHABLE
+    if route in HARMLESS_REACHABLE:
+        prefix = "def f(x):\n    return x"
+    else:
+        prefix = f"import {route.split('.')[0]}\nx = {route}"
+    leaks = []
+    for name in dir(mod):
+        if name.startswith("_"):
+            continue  # refused by the private/dunder rules
+        try:
+            value = getattr(mod, name)
+        except Exception:  # noqa: BLE001 - an attribute that fails cannot be used either
+            continue
+        is_module = isinstance(value, types.ModuleType)
+        dangerous = (is_module and value.__name__ not in allowed_modules
+                     and f"{route}.{name}" not in T.ALLOWED_SUBMODULES)
+        dangerous = dangerous or any(value is d for d in _DANGEROUS_CALLABLES)
+        if dangerous and check(f"{prefix}.{name}\n").allowed:
+            leaks.append(f"{route}.{name}")
+    assert not leaks, f"reachable without a violation: {leaks}"
+
+
+def test_stdlib_module_names_are_refused_as_attributes_on_any_receiver():
+    for name in ("os", "sys", "subprocess", "ctypes", "pickle", "builtins", "importlib", "io",
+                 "inspect", "socket", "shutil", "codecs", "operator", "types", "gc", "marshal"):
+        report = check(f"def f(obj):\n    return obj.{name}\n")
+        assert report.first is not None and report.first.rule == "module-attribute", name
+
+
+def test_no_string_or_comment_text_is_scanned():
+    words = ["os.system", "rm -rf /", "__import__", "eval(", "open(", "subprocess", "directory",
+             "read_csv", "__subclasses__", "/etc/passwd"]
+    for w in words:
+        src = f'"""{w}"""\n# {w}\nx = {w!r}\ny = b{w!r}\nz = f"{{1}} {w}"\n'
+        assert check(src).allowed, w
+    tree = ast.parse(ALLOWED_SOURCES["scary-docstring"])
+    assert tree.body  # the sample really holds those words in code-shaped strings
