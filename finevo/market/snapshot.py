@@ -2,6 +2,7 @@
 
 Layout of a snapshot directory::
 
+    README.md                     what this data is (synthetic or recorded), written with it
     manifest.json                 {"synthetic", "label", "as_of", "generator", "generator_version",
                                    "seed", "symbols", "files": {relpath: sha256}, ...}
     history/<stem>.csv            daily bars, yfinance ``auto_adjust=False, actions=True`` columns:
@@ -159,6 +160,9 @@ def write_snapshot(out_dir: str | os.PathLike[str], data: list[SymbolData], *, a
         if item.income_quarterly is not None:
             files[f"income/{stem}.quarterly.csv"] = income_csv(item.income_quarterly)
         files[f"quote/{stem}.json"] = json_bytes({"info": item.info, "fast_info": item.fast_info})
+    files["README.md"] = _readme(label=label, synthetic=synthetic, as_of=as_of, generator=generator,
+                                 generator_version=generator_version, seed=seed,
+                                 symbols=[item.symbol for item in data])
     manifest: dict[str, Any] = {
         "synthetic": synthetic,
         "label": label,
@@ -181,6 +185,38 @@ def write_snapshot(out_dir: str | os.PathLike[str], data: list[SymbolData], *, a
         _atomic_write(out / rel, blob)
     _atomic_write(out / MANIFEST, json_bytes(manifest))
     return manifest
+
+
+def _readme(*, label: str, synthetic: bool, as_of: date, generator: str, generator_version: str,
+            seed: int | None, symbols: list[str]) -> bytes:
+    if synthetic:
+        origin = (f"**{label}.** Prices, volumes, statement figures and quotes in this folder are "
+                  "invented by a seeded random model with realistic levels (only the dividend calendar "
+                  "and the stock splits follow the public record); none of it is real market data. "
+                  f"Regenerate byte-for-byte with `python -m {generator} --out <dir>`"
+                  + (f" (seed {seed})." if seed is not None else "."))
+    else:
+        origin = (f"**{label}.** Recorded with `finevo-verify data refresh`; prices are Yahoo Finance's, "
+                  "subject to Yahoo's terms of use.")
+    text = f"""# Market snapshot (as of {as_of.isoformat()})
+
+{origin}
+
+Generator: `{generator}` {generator_version}. Symbols: {", ".join(symbols)}.
+
+Layout (read it with `finevo.market.snapshot.load_snapshot(<dir>)`, check it with
+`finevo-verify data info --data <dir>`):
+
+- `manifest.json`: label, as-of date, generator, and the sha256 of every other file.
+- `history/<symbol>.csv`: daily bars as yfinance `history(auto_adjust=False, actions=True)` returns
+  them (`^` in a symbol is spelt `INDEX_`).
+- `income/<symbol>.yearly.csv`, `income/<symbol>.quarterly.csv`: income statements, yfinance row
+  labels, period-end columns newest first.
+- `quote/<symbol>.json`: the `info` and `fast_info` dicts.
+
+Do not edit these files by hand: the reader rejects any file whose hash differs from the manifest.
+"""
+    return text.encode()
 
 
 def _atomic_write(path: Path, blob: bytes) -> None:
