@@ -33,6 +33,7 @@ _CHUNK = 65536
 class Observation:
     """What the supervisor saw; the input of :func:`classify`."""
 
+    pid: int = 0
     stdout: bytearray = field(default_factory=bytearray)
     stderr: bytearray = field(default_factory=bytearray)
     control: bytearray = field(default_factory=bytearray)
@@ -69,7 +70,7 @@ def supervise(pid: int, stdout_fd: int, stderr_fd: int, control_fd: int, limits:
 
     Closes the three read ends. The wall clock starts when the child reports ``started``.
     """
-    obs = Observation()
+    obs = Observation(pid=pid)
     launched = time.monotonic()
     deadline = launched + startup_timeout_s
     streams = {stdout_fd: obs.stdout, stderr_fd: obs.stderr, control_fd: obs.control}
@@ -165,7 +166,7 @@ def classify(obs: Observation, limits: Limits) -> ExecutionResult:
     harness_errors = [r for r in records if r.get("kind") == "harness_error"]
     result = ExecutionResult(status="crashed", stdout=_text(obs.stdout), stderr=_text(obs.stderr),
                              duration_s=round(max(obs.finished_at - (obs.started_at or 0.0), 0.0), 6))
-    result.details = {"cpu_s": round(obs.cpu_s, 4), "maxrss_kb": obs.maxrss_kb}
+    result.details = {"pid": obs.pid, "cpu_s": round(obs.cpu_s, 4), "maxrss_kb": obs.maxrss_kb}
     if started is not None:
         result.details["confinement"] = {k: v for k, v in started.items() if k != "kind"}
     if refusals:
