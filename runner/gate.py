@@ -42,7 +42,8 @@ from runner.verdict import DEFAULT_MIN_PASS_RATE
 
 DEFAULT_TASK_TIMEOUT_S = 120.0
 DEADLINE_GRACE_S = 5.0
-PAYLOAD_TIMEOUT_S = 10.0
+#: Hostile payloads get a short leash: a spin or a sleep is stopped (and counted blocked) after this.
+PAYLOAD_TIMEOUT_S = 1.0
 _POLL_S = 0.05
 
 
@@ -406,7 +407,7 @@ def run_payload(sandbox: Any, payload: Payload, canaries: Canaries) -> PayloadRe
     start = time.monotonic()
     try:
         result = sandbox.run(canaries.substitute(payload.code), payload.entry, dict(payload.args),
-                             Limits(timeout_s=PAYLOAD_TIMEOUT_S))
+                             Limits(timeout_s=PAYLOAD_TIMEOUT_S, cpu_s=max(1, int(PAYLOAD_TIMEOUT_S))))
     except Exception as exc:
         return PayloadResult(payload_id=payload.id, attempt=payload.attempt, state="blocked",
                              reason=f"sandbox refused it: {type(exc).__name__}: {exc}", layer="sandbox",
