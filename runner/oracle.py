@@ -440,6 +440,6 @@ def expected_values(task: Task, provider: MarketProvider) -> dict[str, Any]:
         except KeyError as exc:
             raise InputError(f"task {task.id}: oracle {task.oracle.name!r} convention {convention.name!r} "
                              f"is missing parameter {exc.args[0]!r}") from None
-        except (ValueError, TypeError) as exc:
+        except (LookupError, ValueError, TypeError) as exc:  # e.g. a symbol the snapshot does not hold
             raise InputError(f"task {task.id}: oracle {task.oracle.name!r} convention {convention.name!r}: {exc}") from None
     return results
