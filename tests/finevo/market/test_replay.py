@@ -182,3 +182,27 @@ def test_install_replaces_an_already_imported_real_yfinance() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["True", "True"]
+
+
+class _AdjustedOnly:
+    """A provider that records only adjusted bars (no ``history_unadjusted``)."""
+
+    def __init__(self, snap: Snapshot) -> None:
+        self._snap = snap
+        self.as_of = snap.as_of
+
+    def symbols(self) -> list[str]:
+        return self._snap.symbols()
+
+    def history(self, symbol: str) -> pd.DataFrame:
+        return self._snap.history(symbol)
+
+
+def test_unadjusted_prices_need_a_provider_that_records_them(snap: Snapshot) -> None:
+    replay.bind(_AdjustedOnly(snap))  # type: ignore[arg-type]
+    try:
+        assert len(replay.Ticker("AAPL").history(period="5d")) == 5
+        with pytest.raises(replay.ReplayDataError, match=r"auto_adjust=False\) are not recorded"):
+            replay.Ticker("AAPL").history(period="5d", auto_adjust=False)
+    finally:
+        replay.bind(None)
