@@ -321,20 +321,13 @@ def _quarterly_statements(rng: np.random.Generator, symbol: str) -> pd.DataFrame
             "Gross Profit": gross, "Cost Of Revenue": cost, "Total Revenue": rev, "Operating Revenue": rev,
         }
         cols[q] = _finish_statement(values)
-    frame = pd.DataFrame(cols).reindex(list(INCOME_ROWS))
-    return frame
+    return pd.DataFrame(cols).reindex(list(INCOME_ROWS))
 
 
 def _finish_statement(values: dict[str, float]) -> dict[str, float]:
-    """Round money to whole thousands (as filed), derive per-share figures."""
-    out = {}
-    for key, value in values.items():
-        if key in ("Tax Rate For Calcs",):
-            out[key] = value
-        elif key in ("Diluted Average Shares", "Basic Average Shares"):
-            out[key] = float(round(value / 1e3) * 1e3)
-        else:
-            out[key] = float(round(value / 1e3) * 1e3)
+    """Round money and share counts to whole thousands (as filed), derive per-share figures."""
+    out = {key: value if key == "Tax Rate For Calcs" else float(round(value / 1e3) * 1e3)
+           for key, value in values.items()}
     out["Basic EPS"] = round(out["Net Income"] / out["Basic Average Shares"], 2)
     out["Diluted EPS"] = round(out["Net Income"] / out["Diluted Average Shares"], 2)
     return out
