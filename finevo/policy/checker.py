@@ -324,7 +324,8 @@ class _Checker(ast.NodeVisitor):
     # ------------------------------------------------------------------ names
     def visit_Name(self, node: ast.Name) -> None:
         name = node.id
-        segment = ast.get_source_segment(self.code, node)
+        line_text = self.lines[node.lineno - 1] if 0 < node.lineno <= len(self.lines) else ""
+        segment = None if line_text.isascii() else ast.get_source_segment(self.code, node)
         if segment is not None and segment != name and not segment.isascii():
             self._flag("non-ascii-identifier", node,
                        f"identifier '{segment}' is not ASCII (it runs as '{name}')")
