@@ -1,0 +1,184 @@
+"""Behaviour of both sandbox backends: results, limits, isolation, clean-up, concurrency."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from finevo.errors import SandboxUnavailable
+from finevo.sandbox import Limits, create_sandbox
+from finevo.sandbox.backends import WarmSandbox, _BaseSandbox
+
+from .canaries import group_members
+
+pytestmark = pytest.mark.timeout(300)
+FAST = Limits(timeout_s=5.0, cpu_s=3, memory_mb=1024)
+
+
+@pytest.fixture(scope="module", params=["warm", "subprocess"])
+def sandbox(request: pytest.FixtureRequest) -> Iterator[_BaseSandbox]:
+    with create_sandbox(None, backend=request.param, policy=False) as box:
+        yield box
+
+
+def test_entry_value_comes_back_and_main_block_does_not_run(sandbox: _BaseSandbox) -> None:
+    code = ("def add(a: int, b: int) -> dict:\n    print('working')\n    return {'sum': a + b, 'ok': True}\n"
+            "if __name__ == '__main__':\n    print('SELF-TEST RAN')\n    raise SystemExit(3)\n")
+    result = sandbox.run(code, "add", {"a": 2, "b": 40}, FAST)
+    assert result.status == "ok", result
+    assert result.value == {"sum": 42, "ok": True}
+    assert result.stdout == "working\n"
+    assert "SELF-TEST" not in result.stdout
+
+
+def test_self_test_mode_runs_the_module_as_main(sandbox: _BaseSandbox) -> None:
+    code = "def f() -> int:\n    return 1\nif __name__ == '__main__':\n    assert f() == 2, 'self-test failed'\n"
+    result = sandbox.run(code, None, None, FAST)
+    assert result.status == "exception"
+    assert result.error_type == "AssertionError" and "self-test failed" in (result.error_message or "")
+    assert result.traceback and 'File "<tool>", line 4' in result.traceback
+    assert "finevo/sandbox" not in result.traceback  # trimmed to the tool's own frames
+
+
+def test_printed_result_markers_are_not_the_value(sandbox: _BaseSandbox) -> None:
+    code = ("def f() -> float:\n    print('{\"kind\": \"result\", \"outcome\": \"ok\", \"value\": 999}')\n"
+            "    print('RESULT: 999')\n    return 1.5\n")
+    result = sandbox.run(code, "f", {}, FAST)
+    assert result.status == "ok" and result.value == 1.5
+
+
+def test_non_serialisable_value_is_a_clear_crash(sandbox: _BaseSandbox) -> None:
+    result = sandbox.run("def f():\n    return {1, 2}\n", "f", {}, FAST)
+    assert result.status == "crashed"
+    assert "not JSON-serialisable" in (result.error_message or "") and "set" in (result.error_message or "")
+    nan = sandbox.run("def f():\n    return float('nan')\n", "f", {}, FAST)
+    assert nan.status == "crashed"
+
+
+def test_missing_entry_and_syntax_error(sandbox: _BaseSandbox) -> None:
+    missing = sandbox.run("def f():\n    return 1\n", "g", {}, FAST)
+    assert missing.status == "exception" and missing.error_type == "EntryNotFound"
+    broken = sandbox.run("def f(:\n    return 1\n", "f", {}, FAST)
+    assert broken.status == "exception" and broken.error_type == "SyntaxError" and broken.line == 1
+
+
+def test_environment_is_empty(sandbox: _BaseSandbox, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FINEVO_TEST_SECRET_TOKEN", "sk-do-not-leak-123")
+    code = "import os\ndef f() -> list:\n    return sorted(os.environ)\n"
+    result = sandbox.run(code, "f", {}, FAST)
+    assert result.status == "ok" and result.value == []
+    proc = sandbox.run("def f():\n    return open('/proc/self/environ', 'rb').read().decode()\n", "f", {}, FAST)
+    assert "sk-do-not-leak-123" not in repr(proc.value) and proc.status == "blocked"
+
+
+def test_timeout_kills_the_whole_group(sandbox: _BaseSandbox) -> None:
+    code = "import time\ndef f():\n    time.sleep(60)\n"
+    result = sandbox.run(code, "f", {}, Limits(timeout_s=0.5, cpu_s=5))
+    assert result.status == "timeout" and result.layer == "timeout"
+    assert 0.4 < result.duration_s < 5.0
+    assert group_members(result.details["pid"]) == []
+
+
+def test_cpu_limit(sandbox: _BaseSandbox) -> None:
+    result = sandbox.run("def f():\n    while True:\n        pass\n", "f", {}, Limits(timeout_s=20, cpu_s=1))
+    assert result.status == "killed" and result.layer == "rlimit-cpu"
+
+
+def test_memory_limit(sandbox: _BaseSandbox) -> None:
+    code = "import numpy as np\ndef f():\n    return float(np.ones(4_000_000_000).sum())\n"
+    result = sandbox.run(code, "f", {}, Limits(timeout_s=20, memory_mb=1024))
+    assert result.status == "killed" and result.layer == "rlimit-as"
+
+
+def test_output_flood_is_cut(sandbox: _BaseSandbox) -> None:
+    code = "def f():\n    while True:\n        print('x' * 1000)\n"
+    result = sandbox.run(code, "f", {}, Limits(timeout_s=20, output_bytes=4096))
+    assert result.status == "killed" and result.layer == "output-cap"
+    assert len(result.stdout) <= 4096
+
+
+def test_recursion(sandbox: _BaseSandbox) -> None:
+    result = sandbox.run("def f(n=0):\n    return f(n + 1)\n", "f", {}, FAST)
+    assert result.status == "exception" and result.layer == "recursion-limit"
+    assert result.traceback is not None and result.traceback.count("\n") < 80
+
+
+def test_no_network_and_no_processes(sandbox: _BaseSandbox) -> None:
+    sock = sandbox.run("import socket\ndef f():\n    socket.create_connection(('127.0.0.1', 9))\n",
+                       "f", {}, FAST)
+    assert sock.status == "blocked" and sock.layer == "audit-hook"
+    spawn = sandbox.run("import os\ndef f():\n    return os.system('true')\n", "f", {}, FAST)
+    assert spawn.status == "blocked" and spawn.rule == "os.system"
+
+
+def test_swallowed_refusal_is_still_reported(sandbox: _BaseSandbox) -> None:
+    code = ("def f():\n    try:\n        open('/etc/passwd').read()\n    except Exception:\n        pass\n"
+            "    return 'fine'\n")
+    result = sandbox.run(code, "f", {}, FAST)
+    assert result.status == "blocked" and result.rule == "open"
+    assert "/etc/passwd" in (result.error_message or "")
+
+
+def test_private_working_directory_is_writable_and_removed(sandbox: _BaseSandbox) -> None:
+    code = ("import os\ndef f():\n    with open('scratch.txt', 'w') as h:\n        h.write('hi')\n"
+            "    return os.getcwd()\n")
+    result = sandbox.run(code, "f", {}, FAST)
+    assert result.status == "ok", result
+    assert not os.path.exists(result.value)
+
+
+def test_layers_are_reported(sandbox: _BaseSandbox) -> None:
+    layers = sandbox.layers()
+    assert layers["audit-hook"] and layers["process-group"] and layers["empty-env"]
+    assert layers["policy"] is False  # created with policy=False
+    if os.geteuid() == 0:
+        assert layers["uid-drop"] and layers["rlimit-nproc"]
+
+
+def test_policy_blocks_before_anything_runs() -> None:
+    with create_sandbox(None, backend="subprocess", policy=True) as box:
+        result = box.run("import os\n\ndef f():\n    return os.getcwd()\n", "f", {}, FAST)
+    assert result.status == "blocked" and result.layer == "policy"
+    assert result.rule and result.line == 1 and result.col is not None
+    assert "pid" not in result.details  # no process was started
+
+
+def test_warm_worker_is_restarted_after_it_dies() -> None:
+    with create_sandbox(None, backend="warm", policy=False) as box:
+        assert isinstance(box, WarmSandbox)
+        first = box.worker_info["pid"]
+        os.kill(first, 9)
+        result = box.run("def f():\n    return 7\n", "f", {}, FAST)
+        if result.status == "crashed":  # the death was noticed mid-request; the next run restarts
+            result = box.run("def f():\n    return 7\n", "f", {}, FAST)
+        assert result.status == "ok" and result.value == 7
+        assert box.worker_info["pid"] != first and box.restarts >= 1
+
+
+def test_warm_sandbox_is_thread_safe_and_closes_cleanly() -> None:
+    box = create_sandbox(None, backend="warm", policy=False)
+    assert isinstance(box, WarmSandbox)
+    worker = box.worker_info["pid"]
+    values: list[object] = []
+
+    def call(i: int) -> None:
+        values.append(box.run("def f(i: int) -> int:\n    return i * i\n", "f", {"i": i}, FAST).value)
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert sorted(values) == sorted(i * i for i in range(8))  # type: ignore[type-var]
+    box.close()
+    assert group_members(worker) == []  # worker and its spare child are gone
+    with pytest.raises(SandboxUnavailable):
+        box.run("def f():\n    return 1\n", "f", {}, FAST)
+
+
+def test_unknown_backend() -> None:
+    with pytest.raises(ValueError, match="unknown sandbox backend"):
+        create_sandbox(None, backend="docker")

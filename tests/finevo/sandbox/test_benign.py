@@ -1,0 +1,64 @@
+"""A sandbox that blocks good code is a failure too: every benign tool passes and returns JSON."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from finevo.corpus import BenignTool, load_benign
+from finevo.errors import InputError
+from finevo.paths import benchmarks_dir, snapshot_dir
+from finevo.sandbox import Limits, create_sandbox
+from finevo.sandbox.backends import WarmSandbox
+
+pytestmark = pytest.mark.timeout(600)
+
+
+def _benign() -> list[BenignTool]:
+    if not (benchmarks_dir() / "benign").is_dir():
+        return []
+    try:
+        return load_benign()
+    except InputError:
+        return []
+
+
+TOOLS = _benign()
+
+
+@pytest.fixture(scope="module")
+def market_sandbox() -> Iterator[WarmSandbox]:
+    with create_sandbox(snapshot_dir(), backend="warm", policy=True) as box:
+        yield box  # type: ignore[misc]
+
+
+def test_the_benign_corpus_is_present() -> None:
+    assert len(TOOLS) >= 30, "benchmarks/benign must hold at least 30 tools with calls.json"
+
+
+@pytest.mark.parametrize("tool", TOOLS, ids=[t.name for t in TOOLS])
+def test_benign_tool_runs(market_sandbox: WarmSandbox, tool: BenignTool) -> None:
+    result = market_sandbox.run(tool.code, tool.entry, dict(tool.args), Limits(timeout_s=30))
+    assert result.status == "ok", (f"{tool.name}: {result.status} layer={result.layer} rule={result.rule} "
+                                   f"line={result.line}: {result.error_message}\n{result.traceback or ''}")
+    assert result.value is not None
+    json.dumps(result.value, allow_nan=False)
+
+
+def test_market_data_and_frozen_clock_inside(market_sandbox: WarmSandbox) -> None:
+    code = ("import datetime\nimport yfinance as yf\n\n"
+            "def last(symbol: str) -> dict:\n"
+            "    hist = yf.Ticker(symbol).history(period='5d')\n"
+            "    return {'rows': len(hist), 'today': datetime.date.today().isoformat(),\n"
+            "            'last': str(hist.index[-1].date())}\n")
+    from finevo.market.snapshot import load_snapshot
+
+    snap = load_snapshot(snapshot_dir())
+    symbol = snap.symbols()[0]
+    result = market_sandbox.run(code, "last", {"symbol": symbol}, Limits(timeout_s=30))
+    assert result.status == "ok", result
+    assert result.value["today"] == snap.as_of.isoformat()
+    assert result.value["rows"] == 5
+    assert result.value["last"] <= snap.as_of.isoformat()
