@@ -1,0 +1,102 @@
+"""``finevo-verify sandbox check FILE [--run ENTRY --args JSON] [--data DIR] [--backend B] [--timeout S]``.
+
+Checks a tool file with the static policy and, with ``--run``, executes ENTRY(**ARGS) in the
+sandbox (``--run __main__`` runs the module's self-test block instead). Prints one JSON verdict:
+allowed/blocked with rule, line and column; if run, status, value, stdout, stderr, duration and
+the containment layer that fired; and the layers active on this platform.
+
+Exit 0 if allowed and (if run) it ran cleanly; 1 if blocked, contained or failed; 2 for a missing
+file, bad ``--args`` JSON or another usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from finevo.errors import InputError
+from finevo.paths import snapshot_dir
+from runner.exitcodes import Exit
+
+SELF_TEST = "__main__"
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("sandbox", help="check (and run) a tool file in the sandbox",
+                                   description=__doc__.splitlines()[0] if __doc__ else None)
+    verbs = parser.add_subparsers(dest="sandbox_verb", metavar="{check}")
+
+    def usage(_args: argparse.Namespace) -> int:
+        parser.print_help(sys.stderr)
+        return int(Exit.USAGE)
+
+    parser.set_defaults(func=usage)
+    check = verbs.add_parser("check", help="policy verdict, and optionally a contained run")
+    check.add_argument("file", metavar="FILE", help="the tool module (.py)")
+    check.add_argument("--run", metavar="ENTRY", help=f"function to call ({SELF_TEST} = self-test block)")
+    check.add_argument("--args", metavar="JSON", default="{}", help="keyword arguments as a JSON object")
+    check.add_argument("--data", metavar="DIR", help=f"market snapshot (default {snapshot_dir()})")
+    check.add_argument("--backend", choices=("warm", "subprocess"), default="warm",
+                       help="sandbox backend (default warm)")
+    check.add_argument("--timeout", metavar="S", type=float, default=30.0, help="wall-clock limit in seconds")
+    check.set_defaults(func=run_check)
+
+
+def _load_inputs(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
+    path = Path(args.file)
+    try:
+        code = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{path}: file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read: {exc}") from None
+    try:
+        call_args = json.loads(args.args)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"--args: malformed JSON: {exc.msg} (column {exc.colno})") from None
+    if not isinstance(call_args, dict):
+        raise InputError("--args: expected a JSON object of keyword arguments")
+    if args.timeout <= 0:
+        raise InputError("--timeout: must be a positive number of seconds")
+    if args.args != "{}" and not args.run:
+        raise InputError("--args needs --run ENTRY")
+    return code, call_args
+
+
+def run_check(args: argparse.Namespace) -> int:
+    code, call_args = _load_inputs(args)
+    data = Path(args.data) if args.data else snapshot_dir()
+    if args.data and not data.is_dir():
+        raise InputError(f"--data: {data}: not a directory")
+
+    from finevo.policy import check
+    from finevo.sandbox import Limits, create_sandbox
+
+    report = check(code, filename=args.file)
+    first = report.first
+    verdict: dict[str, Any] = {
+        "file": args.file, "allowed": report.allowed, "verdict": "allowed" if report.allowed else "blocked",
+        "rule": first.rule if first else None, "message": first.message if first else None,
+        "line": first.line if first else None, "col": first.col if first else None,
+    }
+    clean = report.allowed
+    snapshot = str(data) if (data / "manifest.json").exists() else None
+    with create_sandbox(snapshot, backend=args.backend, policy=True) as sandbox:
+        verdict["layers"] = sandbox.layers()
+        if not (report.allowed and args.run):
+            print(json.dumps(verdict, indent=2, default=repr))
+            return int(Exit.PASSED if clean else Exit.FAILED)
+        entry = None if args.run == SELF_TEST else args.run
+        result = sandbox.run(code, entry, call_args, Limits(timeout_s=args.timeout))
+    verdict["run"] = {
+        "entry": args.run, "status": result.status, "value": result.value, "stdout": result.stdout,
+        "stderr": result.stderr, "duration_s": result.duration_s, "layer": result.layer,
+        "rule": result.rule, "error_type": result.error_type, "error_message": result.error_message,
+        "traceback": result.traceback,
+    }
+    clean = result.status == "ok"
+    print(json.dumps(verdict, indent=2, default=repr))
+    return int(Exit.PASSED if clean else Exit.FAILED)

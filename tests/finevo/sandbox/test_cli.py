@@ -1,0 +1,53 @@
+"""``finevo-verify sandbox check``: JSON verdict and exit codes (tests of runner/cli/sandbox.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from runner.cli import main
+
+pytestmark = pytest.mark.timeout(300)
+GOOD = "import pandas as pd\n\n\ndef mean_of(n: int) -> float:\n    print('computing')\n    return float(pd.Series(range(n)).mean())\n"
+
+
+def _write(tmp_path: Path, code: str) -> str:
+    path = tmp_path / "tool.py"
+    path.write_text(code, encoding="utf-8")
+    return str(path)
+
+
+def test_allowed_and_run_cleanly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["sandbox", "check", _write(tmp_path, GOOD), "--run", "mean_of", "--args", '{"n": 5}',
+                 "--backend", "subprocess"])
+    verdict = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert verdict["allowed"] is True and verdict["run"]["status"] == "ok"
+    assert verdict["run"]["value"] == 2.0 and verdict["run"]["stdout"] == "computing\n"
+    assert verdict["layers"]["audit-hook"] is True
+
+
+def test_blocked_names_rule_line_col(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["sandbox", "check", _write(tmp_path, "x = 1\nimport subprocess\n")])
+    verdict = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert verdict["verdict"] == "blocked" and verdict["line"] == 2 and verdict["rule"]
+    assert "run" not in verdict
+
+
+def test_contained_run_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spin = "def spin() -> int:\n    n = 0\n    while True:\n        n += 1\n"
+    code = main(["sandbox", "check", _write(tmp_path, spin), "--run", "spin", "--timeout", "0.5"])
+    verdict = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert verdict["run"]["status"] == "timeout" and verdict["run"]["layer"] == "timeout"
+
+
+def test_missing_file_and_bad_args_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sandbox", "check", str(tmp_path / "absent.py")]) == 2
+    assert "absent.py: file not found" in capsys.readouterr().err
+    assert main(["sandbox", "check", _write(tmp_path, GOOD), "--run", "mean_of", "--args", "{nope"]) == 2
+    err = capsys.readouterr().err
+    assert "--args: malformed JSON" in err and len(err.strip().splitlines()) == 1
