@@ -254,26 +254,35 @@ class WarmSandbox(_BaseSandbox):
                 self._log = None
 
     def _execute(self, request: dict[str, Any], limits: Limits) -> ExecutionResult:
+        """Send one request; a dead worker is restarted and the request retried once.
+
+        The worker runs as root outside the tool's reach, so its death is infrastructure trouble,
+        never the tool's doing: a second failure raises :class:`SandboxUnavailable` (an external
+        error), not a "crashed" result that would be blamed on the tool.
+        """
         with self._lock:
-            if self._closed:
-                raise SandboxUnavailable("the warm sandbox is closed")
-            if self._proc is None or self._proc.poll() is not None:
-                self._stop_worker()
-                self.restarts += 1
-                self._start()
-            proc = self._proc
-            assert proc is not None and proc.stdin is not None and proc.stdout is not None
-            deadline = time.monotonic() + limits.timeout_s + WORKER_GRACE_S
-            try:
-                protocol.write_frame(proc.stdin.fileno(), request)
-                reply = protocol.read_frame(proc.stdout.fileno(), deadline)
-            except (OSError, protocol.ChannelClosed, protocol.ChannelTimeout) as exc:
-                detail = self._log_tail()
-                self._stop_worker()  # restarted on the next run
-                return ExecutionResult(status="crashed", layer="harness",
-                                       error_message=f"the sandbox worker failed: {type(exc).__name__}: "
-                                                     f"{exc}; {detail}")
-        return ExecutionResult(**reply)
+            for attempt in (1, 2):
+                if self._closed:
+                    raise SandboxUnavailable("the warm sandbox is closed")
+                if self._proc is None or self._proc.poll() is not None:
+                    self._stop_worker()
+                    self.restarts += 1
+                    self._start()
+                proc = self._proc
+                assert proc is not None and proc.stdin is not None and proc.stdout is not None
+                deadline = time.monotonic() + limits.timeout_s + WORKER_GRACE_S
+                try:
+                    protocol.write_frame(proc.stdin.fileno(), request)
+                    reply = protocol.read_frame(proc.stdout.fileno(), deadline)
+                except (OSError, protocol.ChannelClosed, protocol.ChannelTimeout) as exc:
+                    detail = self._log_tail()
+                    self._stop_worker()
+                    if attempt == 2 or isinstance(exc, protocol.ChannelTimeout):
+                        raise SandboxUnavailable(f"the warm sandbox worker failed: {type(exc).__name__}: "
+                                                 f"{exc}; {detail}") from None
+                    continue
+                return ExecutionResult(**reply)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _worker_netns(self) -> bool:
         return bool(self.worker_info.get("netns"))
