@@ -140,7 +140,7 @@ def _dockerignore_patterns(context_dir: Path) -> list[str]:
     return patterns
 
 
-def _context_files(context_dir: Path) -> list[str]:
+def context_files(context_dir: Path) -> list[str]:
     """Files (relative, POSIX, sorted) that ``.dockerignore`` keeps, without any local wheelhouse."""
     from docker.utils.build import exclude_paths
 
@@ -171,7 +171,7 @@ def build_context(spec: BuildSpec) -> tuple[IO[bytes], str]:
     digest = hashlib.sha256()
     fileobj: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=64 * 1024 * 1024)  # type: ignore[assignment]
     with tarfile.open(fileobj=fileobj, mode="w") as tar:
-        for rel in _context_files(spec.context_dir):
+        for rel in context_files(spec.context_dir):
             _add_file(tar, spec.context_dir / rel, rel, digest)
         if spec.wheelhouse is not None:
             wheelhouse = spec.wheelhouse

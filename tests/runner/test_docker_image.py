@@ -42,8 +42,13 @@ def client() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="session")
-def image(client: Any) -> Any:
-    built, seconds = de.build_test_image(client)
+def context_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return de.snapshot_context(tmp_path_factory.mktemp("context"))
+
+
+@pytest.fixture(scope="session")
+def image(client: Any, context_dir: Path) -> Any:
+    built, seconds = de.build_test_image(client, context_dir)
     print(f"\n[docker] image {de.TEST_IMAGE}: {built.attrs['Size'] / 1e6:.0f} MB, ready in {seconds:.1f}s")
     return built
 
@@ -90,8 +95,8 @@ def test_image_holds_the_suite_and_an_empty_registry(image: Any) -> None:
     assert {"tasks.jsonl", "baseline.json", "data", "reference", "no-registry", "cli-ok"} <= set(lines)
 
 
-def test_rebuild_with_same_sources_is_reused(client: Any, image: Any) -> None:
-    again, seconds = de.build_test_image(client)
+def test_rebuild_with_same_sources_is_reused(client: Any, image: Any, context_dir: Path) -> None:
+    again, seconds = de.build_test_image(client, context_dir)
     assert again.id == image.id
     assert seconds < 60
 
@@ -231,14 +236,32 @@ def test_launcher_forwards_sigterm_as_a_stop(image: Any, client: Any, tmp_path: 
     assert signal.getsignal(signal.SIGTERM) is not None  # handler restored, not left pointing at us
 
 
+HANGING_TOOL = """```python
+def net_income(symbol: str, year: int | None = None, quarter: int | None = None) -> float:
+    \"\"\"Never returns: the task outlives any wall-clock limit.\"\"\"
+    total = 0
+    while True:
+        total += 1
+
+
+if __name__ == "__main__":
+    print(net_income("AAPL"))
+```"""
+
+
 def test_launcher_wall_clock_limit_stops_the_container(image: Any, client: Any, tmp_path: Path) -> None:
+    preds = tmp_path / "hang.jsonl"
+    preds.write_text(json.dumps({"task_id": FAIL_TASK, "content": HANGING_TOOL}) + "\n")
     out = tmp_path / "out"
-    spec = _plan(out, ["run", "--llm", "reference", "--no-self-check", "--run-id", "slow"], timeout=15)
+    spec = _plan(out, ["run", "--llm", f"predictions:{preds}", "--only", FAIL_TASK, "--no-self-check",
+                       "--no-payloads", "--task-timeout", "600", "--run-id", "slow"], timeout=10)
+    assert [m.host for m in spec.mounts] == [preds]            # the host file reaches the container
     dl.prepare_out_dir(out, user=spec.user)
     log: list[str] = []
     started = time.monotonic()
     code = dl.run_container(client, spec, stdout=_Sink(), stderr=_Sink(), log=log.append, handle_signals=False)
     assert code == 143, "".join(log)
-    assert time.monotonic() - started < 15 + 60 + 10
-    assert any("wall-clock limit of 15s reached" in line for line in log)
-    assert (out / "slow" / "partial_slow.json").is_file()
+    assert time.monotonic() - started < 10 + 60 + 10
+    assert any("wall-clock limit of 10s reached" in line for line in log)
+    partial = json.loads((out / "slow" / "partial_slow.json").read_text(encoding="utf-8"))
+    assert partial["partial"] is True

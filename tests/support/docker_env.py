@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import time
 from collections.abc import Callable
@@ -52,10 +53,20 @@ def build_inputs(client: Any) -> tuple[str, Path]:
     return base, wheelhouse
 
 
-def build_test_image(client: Any) -> tuple[Any, float]:
-    """Build (or reuse) the test image; returns the image and the seconds it took."""
+def snapshot_context(dest: Path) -> Path:
+    """A frozen copy of the build context (what ``.dockerignore`` keeps), so the sources cannot
+    change under a session's builds while someone edits the checkout."""
+    for rel in dl.context_files(ROOT):
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / rel, target)
+    return dest
+
+
+def build_test_image(client: Any, context_dir: Path) -> tuple[Any, float]:
+    """Build (or reuse) the test image from ``context_dir``; returns the image and the seconds it took."""
     base, wheelhouse = build_inputs(client)
-    spec = dl.BuildSpec(context_dir=ROOT, tag=TEST_IMAGE, base_image=base, wheelhouse=wheelhouse,
+    spec = dl.BuildSpec(context_dir=context_dir, tag=TEST_IMAGE, base_image=base, wheelhouse=wheelhouse,
                         build_args={"REVISION": "test"})
     started = time.monotonic()
     image = dl.build_image(client, spec, reuse=True, log=lambda _text: None)
