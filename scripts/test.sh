@@ -12,17 +12,22 @@ cd "$(dirname "$0")/.."
 
 python3 -m pip install --disable-pip-version-check -q -e '.[dev]'
 
-if ! bash scripts/setup-actionlint.sh; then
-    echo "test.sh: actionlint set-up failed (the workflow lint test will fail)" >&2
+# Each set-up script writes `export NAME=value` lines for the tests into the env file.
+env_file="$(mktemp)"
+trap 'rm -f "$env_file"' EXIT
+load_env() {
+    # shellcheck disable=SC1090
+    source "$env_file"
+}
+
+if bash scripts/setup-actionlint.sh --env-file "$env_file" >/dev/null; then
+    load_env
+else
+    echo "test.sh: actionlint set-up failed: the workflow lint test will fail" >&2
 fi
 
-docker_env="$(mktemp)"
-trap 'rm -f "$docker_env"' EXIT
-if bash scripts/setup-docker.sh --env-file "$docker_env"; then
-    set -a
-    # shellcheck disable=SC1090
-    source "$docker_env"
-    set +a
+if bash scripts/setup-docker.sh --env-file "$env_file" >/dev/null; then
+    load_env
 elif [ "${FINEVO_REQUIRE_DOCKER:-0}" = "1" ]; then
     echo "test.sh: Docker set-up failed and FINEVO_REQUIRE_DOCKER=1: the Docker tests will fail" >&2
 else

@@ -10,7 +10,7 @@ from runner.docker_launcher import DEFAULT_IMAGE, DEFAULT_STOP_GRACE, LaunchOpti
 EPILOG = """\
 The gate's own arguments follow the gate verb (or `--`), for example:
   finevo-verify docker --build run --llm reference
-  finevo-verify docker --out reports -- --llm predictions:preds.jsonl --only rsi_aapl_14
+  finevo-verify docker --out reports -- --llm predictions:preds.jsonl --only calc_001
 Without gate arguments the image's default runs: `run --llm reference --out /out`.
 
 Offline LLM modes (reference, replay:FILE, predictions:FILE) run with no network. Only
