@@ -11,13 +11,13 @@ Both loaders are strict: any flaw raises one :class:`~finevo.errors.InputError` 
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
 from finevo.errors import InputError
+from finevo.inputs import iter_jsonl, read_json, read_text
 from finevo.paths import benchmarks_dir
 
 Canary = Literal["env_secret", "file_read", "file_write", "file_delete", "network", "process",
@@ -82,23 +82,9 @@ class BenignTool:
 def load_payloads(path: str | Path | None = None) -> list[Payload]:
     """Read the hostile payload corpus; raise :class:`InputError` naming ``file:line`` on any flaw."""
     path = Path(path) if path is not None else benchmarks_dir() / "security_payloads.jsonl"
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read: {exc}") from None
     payloads: list[Payload] = []
     seen: dict[str, int] = {}
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        where = f"{path}:{lineno}"
-        try:
-            data = json.loads(stripped)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{where}: malformed JSON: {exc.msg} (column {exc.colno})") from None
+    for lineno, where, data in iter_jsonl(path):
         payload = _payload_from(data, where)
         if payload.id in seen:
             raise InputError(f"{where}: duplicate id '{payload.id}' (first on line {seen[payload.id]})")
@@ -109,9 +95,7 @@ def load_payloads(path: str | Path | None = None) -> list[Payload]:
     return payloads
 
 
-def _payload_from(data: Any, where: str) -> Payload:
-    if not isinstance(data, dict):
-        raise InputError(f"{where}: expected a JSON object, got {type(data).__name__}")
+def _payload_from(data: dict[str, Any], where: str) -> Payload:
     missing = sorted(_REQUIRED - data.keys())
     if missing:
         raise InputError(f"{where}: missing field(s) {', '.join(missing)}")
@@ -142,14 +126,7 @@ def load_benign(dir: str | Path | None = None) -> list[BenignTool]:  # noqa: A00
     """Read the benign tools and their calls; every ``.py`` needs a ``calls.json`` entry and back."""
     root = Path(dir) if dir is not None else benchmarks_dir() / "benign"
     calls_path = root / "calls.json"
-    try:
-        calls = json.loads(calls_path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{calls_path}: file not found") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{calls_path}:{exc.lineno}: malformed JSON: {exc.msg}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{calls_path}: cannot read: {exc}") from None
+    calls = read_json(calls_path)
     if not isinstance(calls, dict):
         raise InputError(f"{calls_path}: expected a JSON object mapping file name -> call")
     files = sorted(p for p in root.glob("*.py") if p.is_file())
@@ -167,10 +144,7 @@ def load_benign(dir: str | Path | None = None) -> list[BenignTool]:  # noqa: A00
         args = call.get("args", {})
         if not isinstance(args, dict):
             raise InputError(f"{calls_path}: entry '{p.name}': 'args' must be a JSON object")
-        try:
-            code = p.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"{p}: cannot read: {exc}") from None
+        code = read_text(p, "tool file")
         tools.append(BenignTool(name=p.stem, path=p, code=code, entry=call["entry"], args=args))
     if not tools:
         raise InputError(f"{root}: no benign tools")

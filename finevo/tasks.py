@@ -7,13 +7,13 @@ file and line (``tasks.jsonl:7: ...``); nothing is half-loaded.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from finevo.errors import InputError
+from finevo.inputs import iter_jsonl
 
 Category = Literal["fetch", "calculation", "composite"]
 CATEGORIES: tuple[str, ...] = ("fetch", "calculation", "composite")
@@ -113,33 +113,18 @@ M = TypeVar("M", bound=BaseModel)
 def read_jsonl(path: str | Path, model: type[M], *, id_field: str = "id") -> list[M]:
     """Load a JSON Lines file of ``model`` records; raise one-line :class:`InputError` on any flaw."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read: {exc}") from None
     records: list[M] = []
     seen: dict[str, int] = {}
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        try:
-            data = json.loads(stripped)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}:{lineno}: malformed JSON: {exc.msg} (column {exc.colno})") from None
-        if not isinstance(data, dict):
-            raise InputError(f"{path}:{lineno}: expected a JSON object, got {type(data).__name__}")
+    for lineno, where, data in iter_jsonl(path):
         try:
             record = model.model_validate(data)
         except ValidationError as exc:
             first = exc.errors()[0]
-            where = ".".join(str(p) for p in first.get("loc", ())) or "record"
-            raise InputError(f"{path}:{lineno}: invalid {model.__name__} field '{where}': {first.get('msg')}") from None
+            field = ".".join(str(p) for p in first.get("loc", ())) or "record"
+            raise InputError(f"{where}: invalid {model.__name__} field '{field}': {first.get('msg')}") from None
         key = str(getattr(record, id_field))
         if key in seen:
-            raise InputError(f"{path}:{lineno}: duplicate id '{key}' (first on line {seen[key]})")
+            raise InputError(f"{where}: duplicate id '{key}' (first on line {seen[key]})")
         seen[key] = lineno
         records.append(record)
     if not records:

@@ -6,13 +6,13 @@ one); the CLI turns it into exit code 2 before anything is written.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
 from finevo.errors import InputError
+from finevo.inputs import read_json
 from finevo.tasks import CATEGORIES, SecurityTask, Task, load_security_tasks, load_tasks
 
 ALL_CATEGORIES: tuple[str, ...] = (*CATEGORIES, "security")
@@ -66,16 +66,7 @@ class Suite:
 def load_baseline(path: str | Path, known_ids: Sequence[str] | None = None) -> tuple[Baseline, list[str]]:
     """Read and check a baseline file; returns it with warnings (baseline ids not in the suite)."""
     path = Path(path)
-    try:
-        raw = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: baseline file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read baseline: {exc}") from None
-    try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}:{exc.lineno}: baseline is not valid JSON: {exc.msg} (column {exc.colno})") from None
+    data = read_json(path, "baseline")
     if not isinstance(data, dict):
         raise InputError(f"{path}: baseline must be a JSON object, got {type(data).__name__}")
     missing = [k for k in _BASELINE_KEYS if k not in data]

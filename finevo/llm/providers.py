@@ -32,13 +32,13 @@ Decisions:
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from finevo.errors import CassetteMissError, InputError, PredictionMissingError, ProviderNotConfigured
+from finevo.inputs import iter_jsonl
 from finevo.llm.base import ChatReply, ChatRequest, LLMProvider
 from finevo.llm.cassette import Cassette, request_key
 from finevo.llm.client import OpenAIChatClient
@@ -120,23 +120,8 @@ class PredictionsProvider:
 
 
 def _load_predictions(path: Path) -> dict[str, dict[int, str]]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: predictions file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read predictions: {exc}") from None
     out: dict[str, dict[int, str]] = {}
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        where = f"{path}:{lineno}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{where}: malformed JSON: {exc.msg} (column {exc.colno})") from None
-        if not isinstance(row, dict):
-            raise InputError(f"{where}: expected a JSON object, got {type(row).__name__}")
+    for _lineno, where, row in iter_jsonl(path, "predictions file"):
         extra = sorted(set(row) - {"task_id", "attempt", "content"})
         if extra:
             raise InputError(f"{where}: unknown field(s) {', '.join(extra)} (expected task_id, attempt, content)")

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from finevo.errors import InputError
+from finevo.inputs import read_text
 from finevo.paths import snapshot_dir
 from runner.exitcodes import Exit
 
@@ -47,12 +48,7 @@ def register(subparsers: Any) -> None:
 
 def _load_inputs(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     path = Path(args.file)
-    try:
-        code = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read: {exc}") from None
+    code = read_text(path)
     try:
         call_args = json.loads(args.args)
     except json.JSONDecodeError as exc:

@@ -20,7 +20,7 @@ def _baseline(tmp_path: Path, text: str) -> Path:
 
 
 @pytest.mark.parametrize("text, message", [
-    ("{not json", r"baseline\.json:1: baseline is not valid JSON"),
+    ("{not json", r"baseline\.json:1: malformed JSON in baseline"),
     ("[1, 2]", "must be a JSON object"),
     ('{"target_pass_rate": 0.8}', "missing key\\(s\\): passing_tasks"),
     ('{"passing_tasks": [], "target_pass_rate": 0.8}', "names no tasks"),
