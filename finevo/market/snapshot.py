@@ -29,7 +29,6 @@ import io
 import json
 import math
 import os
-import tempfile
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -39,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from finevo.errors import InputError
+from finevo.fsutil import atomic_write
 
 EXCHANGE_TZ = "America/New_York"
 MANIFEST = "manifest.json"
@@ -182,8 +182,8 @@ def write_snapshot(out_dir: str | os.PathLike[str], data: list[SymbolData], *, a
                 if old.is_file() and f"{sub}/{old.name}" not in files:
                     old.unlink()
     for rel, blob in files.items():
-        _atomic_write(out / rel, blob)
-    _atomic_write(out / MANIFEST, json_bytes(manifest))
+        atomic_write(out / rel, blob)
+    atomic_write(out / MANIFEST, json_bytes(manifest))
     return manifest
 
 
@@ -217,19 +217,6 @@ Layout (read it with `finevo.market.snapshot.load_snapshot(<dir>)`, check it wit
 Do not edit these files by hand: the reader rejects any file whose hash differs from the manifest.
 """
     return text.encode()
-
-
-def _atomic_write(path: Path, blob: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(blob)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 # --------------------------------------------------------------------------- adjusting

@@ -15,9 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import re
-import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -38,8 +36,8 @@ from finevo.registry.models import (
     RefinementAttempt,
     ToolArtifact,
     parse_version,
-    utcnow,
 )
+from finevo.fsutil import atomic_write
 from finevo.registry.signature import signature_fits, tool_signature
 
 #: stdout / stderr kept per trace (bytes of UTF-8), the rest is cut with a marker.
@@ -136,7 +134,7 @@ class Registry:
                 major, minor, patch = (latest.major, latest.minor + 1, 0) if latest else (1, 0, 0)
                 version = f"{major}.{minor}.{patch}"
                 filename = f"{name}_v{version}_{digest[:8]}.py"
-                _atomic_write(self.code_dir / filename, code)
+                atomic_write(self.code_dir / filename, code, prefix=_TMP_PREFIX, suffix=".py")
                 tool = ToolArtifact(name=name, version=version, major=major, minor=minor, patch=patch,
                                     content_hash=digest, code_path=filename, category=category,
                                     indicator=indicator, output_type=output_type, signature=signature,
@@ -361,19 +359,6 @@ def _jsonable(value: Any) -> Any:
         return value
     except (TypeError, ValueError):
         return repr(value)
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX, suffix=".py", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        _unlink(Path(tmp))
-        raise
 
 
 def _unlink(path: Path) -> None:
