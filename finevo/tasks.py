@@ -70,6 +70,24 @@ class Intent(_Strict):
     args: dict[str, Any] = Field(default_factory=dict)
 
 
+class Probe(_Strict):
+    """A second question the task's final tool must also answer right.
+
+    The gate re-runs the tool with ``intent.args`` updated by ``args`` and judges the value against
+    the oracle computed with ``oracle.params`` updated by ``oracle_params`` (same conventions, same
+    tolerance). Probes make a constant or hard-coded answer fail: e.g. a boolean task gets probes
+    whose answer is the other boolean, a numeric task a probe on another symbol.
+    """
+
+    args: dict[str, Any] = Field(min_length=1)
+    oracle_params: dict[str, Any] = Field(default_factory=dict)
+    reason: str = Field(min_length=1)
+
+    def label(self) -> str:
+        """``symbol=GOOGL, rsi_threshold=70``: the probe's changed arguments, for reasons and reports."""
+        return ", ".join(f"{k}={v}" for k, v in self.args.items())
+
+
 class Task(_Strict):
     id: str = Field(pattern=r"^[a-z]+_[0-9]{3}$")
     category: Category
@@ -79,6 +97,8 @@ class Task(_Strict):
     oracle: OracleSpec
     tolerance: Tolerance = Tolerance()
     conventions: tuple[Convention, ...] = Field(min_length=1)
+    #: Extra argument sets the final tool is re-run and judged on (see :class:`Probe`).
+    probes: tuple[Probe, ...] = ()
 
     @field_validator("conventions")
     @classmethod
