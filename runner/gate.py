@@ -13,6 +13,10 @@ which kills its processes), every report is written marked partial, and the exit
 value) which stops the LLM call or sandbox run itself; if the agent overruns it by more than
 :data:`DEADLINE_GRACE_S`, the gate abandons the worker, records ``deadline_exceeded`` and
 continues with a fresh session on the same registry.
+
+A task whose main value passes and that has probes is then judged on its probes too: the final
+tool is re-run through the session's sandbox with each probe's arguments (all probes of a task
+share one budget of ``--task-timeout``), see :func:`runner.judge.judge_probes`.
 """
 
 from __future__ import annotations
@@ -31,10 +35,11 @@ from typing import Any, Callable, Sequence
 
 from finevo.errors import DeadlineExceeded, ExternalError, FinevoError, InputError
 from finevo.outcome import Outcome
+from finevo.sandbox.api import ExecutionResult, Limits
 from finevo.tasks import SecurityTask, Task
 from runner.console import Console
 from runner.events import EventLog
-from runner.records import LLMStats, PayloadResult, SecurityResult, TaskResult, ToolInfo
+from runner.records import LLMStats, PayloadResult, ProbeResult, SecurityResult, TaskResult, ToolInfo
 from runner.reports import document, write_all
 from runner.session import Session, SessionFactory, SessionSpec, default_session
 from runner.suite import Payload, Suite, load_suite, select
@@ -83,6 +88,8 @@ class Prepared:
     run_id: str
     run_dir: Path
     min_pass_rate: float
+    #: Per task id, the oracle's ``{convention: value}`` for each of the task's probes, in order.
+    probe_expected: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 def new_run_id() -> str:
@@ -115,7 +122,7 @@ def _check_out_dir(out_dir: Path) -> None:
 
 def prepare(config: GateConfig) -> Prepared:
     """Check every input before the run writes anything (InputError -> exit 2)."""
-    from runner.oracle import expected_values
+    from runner.oracle import expected_values, probe_expected_values
     from finevo.market.snapshot import load_snapshot
 
     suite = load_suite(config.tasks_path, config.security_path,
@@ -127,6 +134,7 @@ def prepare(config: GateConfig) -> Prepared:
         raise InputError(f"--min-pass-rate: must be in [0, 1], got {config.min_pass_rate}")
     snapshot = load_snapshot(config.data_dir)
     expected = {t.id: expected_values(t, snapshot) for t in suite.tasks}
+    probe_expected = {t.id: probe_expected_values(t, snapshot) for t in suite.tasks if t.probes}
     run_id = config.run_id or new_run_id()
     if not run_id.replace("-", "").replace("_", "").replace(".", "").isalnum() or run_id.startswith((".", "-")):
         raise InputError(f"--run-id: use letters, digits, '.', '_' and '-' only, got {run_id!r}")
@@ -145,7 +153,7 @@ def prepare(config: GateConfig) -> Prepared:
     return Prepared(config=config, suite=suite, expected=expected, snapshot=snapshot,
                     snapshot_hash=getattr(snapshot, "content_hash", None),
                     snapshot_as_of=str(snapshot.as_of) if getattr(snapshot, "as_of", None) else None,
-                    run_id=run_id, run_dir=run_dir, min_pass_rate=min_rate)
+                    run_id=run_id, run_dir=run_dir, min_pass_rate=min_rate, probe_expected=probe_expected)
 
 
 # --------------------------------------------------------------------------- interrupts
@@ -248,6 +256,62 @@ class TaskRunner:
             return Outcome(task_id=task.id, error=err), elapsed
         return outcome, elapsed
 
+    def probe_runner(self) -> "ProbeRunner":
+        """A tool runner for one task's probes, sharing one budget of the task timeout."""
+        return ProbeRunner(self, time.monotonic() + self.timeout_s)
+
+    def run_tool(self, code: str, entry: str, args: dict[str, Any], timeout_s: float) -> ExecutionResult:
+        """One sandbox run of ``entry(**args)`` in a worker thread, watching for signals.
+
+        Raises :class:`Aborted` on a signal, :class:`ExternalError` when the sandbox fails or does
+        not return ``DEADLINE_GRACE_S`` after its own wall-clock limit.
+        """
+        call = _Call()
+        sandbox = self.session.sandbox
+        limits = Limits(timeout_s=timeout_s, cpu_s=max(1, min(Limits().cpu_s, int(timeout_s) + 1)))
+
+        def work() -> None:
+            try:
+                call.value = sandbox.run(code, entry, dict(args), limits)
+            except BaseException as exc:  # reported in the main thread
+                call.error = exc
+            finally:
+                call.done.set()
+
+        threading.Thread(target=work, name=f"probe-{entry}", daemon=True).start()
+        hard_stop = time.monotonic() + timeout_s + DEADLINE_GRACE_S
+        while not call.done.wait(_POLL_S):
+            if self.interrupts.event.is_set():
+                self.session.interrupt()
+                call.done.wait(2.0)
+                raise Aborted(entry)
+            if time.monotonic() > hard_stop:
+                self._renew()
+                raise ExternalError(f"the sandbox did not return {timeout_s:g}s after starting {entry}", where="gate")
+        if self.interrupts.event.is_set():
+            raise Aborted(entry)
+        if call.error is not None:
+            if isinstance(call.error, FinevoError):
+                raise call.error
+            raise ExternalError(f"sandbox failed: {type(call.error).__name__}: {call.error}", where="gate")
+        return call.value
+
+
+class ProbeRunner:
+    """``(code, entry, args) -> ExecutionResult`` for :func:`runner.judge.judge_probes`: each run gets
+    the sandbox's usual wall-clock limit, cut to what is left of the task's probe budget."""
+
+    def __init__(self, runner: TaskRunner, deadline: float) -> None:
+        self.runner = runner
+        self.deadline = deadline
+
+    def __call__(self, code: str, entry: str, args: dict[str, Any]) -> ExecutionResult:
+        remaining = self.deadline - time.monotonic()
+        if remaining <= 0:
+            return ExecutionResult(status="timeout", layer="timeout",
+                                   error_message=f"the task's probe budget of {self.runner.timeout_s:g}s is spent")
+        return self.runner.run_tool(code, entry, args, min(Limits().timeout_s, remaining))
+
 
 def _stage_of(outcome: Outcome) -> str:
     if isinstance(outcome.error, DeadlineExceeded) and outcome.error.details.get("stage"):
@@ -255,12 +319,30 @@ def _stage_of(outcome: Outcome) -> str:
     return outcome.stage
 
 
-def judge_task(task: Task, outcome: Outcome, expected: dict[str, Any], elapsed: float) -> TaskResult:
-    from runner.judge import judge_outcome
+def judge_task(task: Task, outcome: Outcome, expected: dict[str, Any], elapsed: float, *,
+               probe_expected: Sequence[dict[str, Any]] | None = None,
+               run_tool: Callable[[str, str, dict[str, Any]], ExecutionResult] | None = None) -> TaskResult:
+    """Judge one task's outcome; with ``run_tool`` and ``probe_expected``, its probes too.
 
+    Without them a task's probes are recorded ``skipped`` (the main value alone decides): only
+    callers that have no sandbox at hand do that.
+    """
+    from runner.judge import judge_outcome, judge_probes
+
+    probes: list[ProbeResult] = []
     try:
         judgement = judge_outcome(task, outcome, expected)
+        if judgement.passed and task.probes:
+            if run_tool is not None and probe_expected is not None:
+                elapsed_probes = time.monotonic()
+                judgement, probes = judge_probes(task, outcome, judgement, expected, probe_expected, run_tool)
+                elapsed += time.monotonic() - elapsed_probes
+            else:
+                probes = [ProbeResult(index=i, args=dict(p.args), state="skipped", reason="not run: no sandbox given")
+                          for i, p in enumerate(task.probes, start=1)]
         state, reason, convention = judgement.state, judgement.reason, judgement.convention
+    except Aborted:
+        raise
     except Exception as exc:  # a judge crash is the harness's trouble, never the agent's fail
         state, reason, convention = "error", f"judge crashed: {type(exc).__name__}: {exc}", None
     usage = outcome.usage
@@ -276,7 +358,10 @@ def judge_task(task: Task, outcome: Outcome, expected: dict[str, Any], elapsed: 
                      completion_tokens=usage.completion_tokens, latency_s=round(usage.latency_s, 6)),
         duration_s=round(elapsed, 6), timings={k: round(float(v), 6) for k, v in outcome.timings.items()},
         error=outcome.error.to_dict() if outcome.error is not None else None,
-        stdout=(outcome.stdout or "")[:8192], stderr=(outcome.stderr or "")[:8192])
+        stdout=(outcome.stdout or "")[:8192], stderr=(outcome.stderr or "")[:8192],
+        probes=[ProbeResult(index=r.index, args=document_safe(r.args), state=r.state, reason=r.reason,
+                            expected=document_safe(r.expected), actual=document_safe(r.actual),
+                            duration_s=r.duration_s) for r in probes])
 
 
 def security_result(task: SecurityTask, outcome: Outcome, elapsed: float) -> SecurityResult:
@@ -535,7 +620,8 @@ class Gate:
             index += 1
             console.task_start(index, total, task.id, task.query)
             outcome, elapsed = runner.solve(task)
-            result = judge_task(task, outcome, p.expected[task.id], elapsed)
+            result = judge_task(task, outcome, p.expected[task.id], elapsed,
+                                probe_expected=p.probe_expected.get(task.id), run_tool=runner.probe_runner())
             tasks_done.append(result)
             events.emit("task", result=result.to_dict())
             console.task_end(result.state, elapsed, "" if result.state == "pass" else result.reason[:100])

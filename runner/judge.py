@@ -15,25 +15,41 @@ Strict by construction; each rule closes a false pass of the system this project
 
 ``judge_outcome`` adds the error rule: an :class:`~finevo.errors.ExternalError` is judged
 ``error`` (it says nothing about the agent); any other error or missing value is ``fail``.
+
+``judge_probes`` closes the constant-answer hole: after the main value passes, the final tool is
+re-run with each of the task's probes (changed arguments) and every probe value is judged like
+the main one -- against the convention(s) the main value matched, so a tool cannot read the task
+one way for the main arguments and another way for a probe. The task passes only when the main
+value and every probe pass; a probe whose run fails (exception, timeout, blocked) fails the task,
+an external error is ``error``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import ast
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 import pandas as pd
 
 from finevo.contract import check_shape, describe, is_number, normalise
-from finevo.errors import ExternalError
+from finevo.errors import AgentFailure, ExternalError
 from finevo.outcome import Outcome
-from finevo.tasks import Task, Tolerance
+from finevo.sandbox.api import ExecutionResult
+from finevo.tasks import Probe, Task, Tolerance
+from runner.records import ProbeResult
 
-__all__ = ["JUDGE_VERSION", "Judgement", "judge_value", "judge_outcome", "compare"]
+__all__ = ["JUDGE_VERSION", "Judgement", "judge_value", "judge_outcome", "compare", "judge_probes",
+           "probe_entry", "ToolRun"]
 
 #: Recorded in every report; bump it whenever a rule changes what passes.
-JUDGE_VERSION = "2.0"
+JUDGE_VERSION = "2.1"
+
+#: Runs tool code in the sandbox: ``(code, entry, args) -> ExecutionResult``; may raise a
+#: :class:`~finevo.errors.FinevoError` (an external one when the sandbox itself is unavailable).
+ToolRun = Callable[[str, str, dict[str, Any]], ExecutionResult]
 
 JudgedState = Literal["pass", "fail", "error"]
 
@@ -150,3 +166,106 @@ def judge_outcome(task: Task, outcome: Outcome, expected: Mapping[str, Any]) -> 
     if outcome.value is None:
         return Judgement("fail", f"no value returned (stage reached: {outcome.stage})")
     return judge_value(task, outcome.value, expected)
+
+
+# --------------------------------------------------------------------------- probes
+def probe_entry(code: str, task: Task) -> str | None:
+    """The function a probe calls: the one the agent called (``intent.indicator``) when the module
+    defines it at top level, else the module's single public top-level function, else None."""
+    from finevo.agent.verify import function_signature
+
+    if function_signature(code, task.intent.indicator) is not None:
+        return task.intent.indicator
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return None
+    public = [node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+              and not node.name.startswith("_")]
+    return public[0] if len(public) == 1 else None
+
+
+def matched_conventions(task: Task, value: Any, expected: Mapping[str, Any]) -> list[str]:
+    """The conventions ``value`` matches entirely (a probe must match one of these too)."""
+    value = normalise(value)
+    return [name for name, exp in expected.items() if compare(value, exp, task.tolerance) is None]
+
+
+def judge_probe_value(task: Task, index: int, probe: Probe, value: Any, expected: Mapping[str, Any]) -> Judgement:
+    """Judge one probe's value against ``{convention: expected}`` (only the main value's conventions)."""
+    where = f"probe {index} ({probe.label()})"
+    if not expected:
+        return Judgement("error", f"{where}: the oracle produced no expected value")
+    value = normalise(value)
+    problems = check_shape(value, task.output)
+    if problems:
+        return Judgement("fail", f"{where}: wrong shape: {problems[0]}")
+    mismatches: list[str] = []
+    for name, exp in expected.items():
+        problem = compare(value, exp, task.tolerance, where)
+        if problem is None:
+            return Judgement("pass", f"{where}: matches convention {name!r}", convention=name)
+        mismatches.append(problem if len(expected) == 1 else f"{problem} ({name})")
+    return Judgement("fail", "; ".join(mismatches))
+
+
+def _run_failure(index: int, probe: Probe, result: ExecutionResult) -> str:
+    detail = ": ".join(x for x in (result.error_type, result.error_message or result.rule) if x)
+    what = {"exception": "raised", "timeout": "timed out", "blocked": "was blocked",
+            "killed": "was killed by a resource limit", "crashed": "died without a result"}.get(result.status,
+                                                                                             result.status)
+    return f"probe {index} ({probe.label()}): the tool {what}" + (f" ({detail})" if detail else "")
+
+
+def judge_probes(task: Task, outcome: Outcome, main: Judgement, main_expected: Mapping[str, Any],
+                 probe_expected: Sequence[Mapping[str, Any]], run_tool: ToolRun) -> tuple[Judgement, list[ProbeResult]]:
+    """Re-run the final tool on each probe of ``task`` and judge it; the task's final judgement.
+
+    Nothing runs unless ``main`` passed. Probes run in order and stop at the first that does not
+    pass (the rest are recorded ``skipped``). ``probe_expected[i]`` holds the oracle's values for
+    probe ``i + 1``. Exceptions other than :class:`~finevo.errors.FinevoError` propagate (e.g. the
+    gate's interrupt).
+    """
+    if not main.passed or not task.probes:
+        return main, []
+    if len(probe_expected) != len(task.probes):
+        return Judgement("error", f"task {task.id}: {len(task.probes)} probe(s) but {len(probe_expected)} "
+                                  "expected value set(s)"), []
+    code = outcome.tool_code
+    entry = probe_entry(code, task) if code else None
+    allowed = set(matched_conventions(task, outcome.value, main_expected))
+    results: list[ProbeResult] = []
+    verdict: Judgement | None = None
+    for index, (probe, expected_all) in enumerate(zip(task.probes, probe_expected), start=1):
+        expected = {k: v for k, v in expected_all.items() if k in allowed} or dict(expected_all)
+        record = ProbeResult(index=index, args=dict(probe.args), state="skipped", reason="", expected=expected)
+        if verdict is not None:
+            record.reason = "not run: an earlier probe did not pass"
+            results.append(record)
+            continue
+        started = time.monotonic()
+        if code is None or entry is None:
+            judgement = Judgement("fail", f"probe {index} ({probe.label()}): "
+                                          + ("no tool code to re-run" if code is None else
+                                             f"the tool defines no function {task.intent.indicator!r} to call"))
+        else:
+            try:
+                result = run_tool(code, entry, {**task.intent.args, **probe.args})
+            except ExternalError as exc:
+                judgement = Judgement("error", f"probe {index} ({probe.label()}): {exc.code}: {exc.message}")
+            except AgentFailure as exc:
+                judgement = Judgement("fail", f"probe {index} ({probe.label()}): {exc.code}: {exc.message}")
+            else:
+                record.actual = normalise(result.value) if result.ok else None
+                if result.ok:
+                    judgement = judge_probe_value(task, index, probe, result.value, expected)
+                else:
+                    judgement = Judgement("fail", _run_failure(index, probe, result))
+        record.state, record.reason = judgement.state, judgement.reason
+        record.duration_s = round(time.monotonic() - started, 6)
+        results.append(record)
+        if not judgement.passed:
+            verdict = judgement
+    if verdict is not None:
+        return Judgement(verdict.state, verdict.reason, convention=None), results
+    return Judgement("pass", f"{main.reason}; {len(results)} probe(s) pass", convention=main.convention), results

@@ -30,7 +30,7 @@ from finevo.errors import InputError
 from finevo.market.provider import MarketProvider
 from finevo.tasks import Task
 
-__all__ = ["ORACLES", "expected_values", "compute", "rsi_series", "OracleFunction"]
+__all__ = ["ORACLES", "expected_values", "probe_expected_values", "compute", "rsi_series", "OracleFunction"]
 
 OracleFunction = Callable[[MarketProvider, dict[str, Any]], Any]
 
@@ -423,23 +423,32 @@ def compute(name: str, provider: MarketProvider, params: dict[str, Any]) -> Any:
     return normalise(function(provider, dict(params)))
 
 
-def expected_values(task: Task, provider: MarketProvider) -> dict[str, Any]:
+def expected_values(task: Task, provider: MarketProvider, overrides: dict[str, Any] | None = None,
+                    where: str = "") -> dict[str, Any]:
     """``{convention name: expected value}`` for every accepted convention of ``task``, primary first.
 
-    An unknown oracle name, a missing parameter or data too short for the task raise
-    :class:`InputError` naming the task and convention.
+    ``overrides`` (a probe's ``oracle_params``) are merged last, over ``task.oracle.params`` and each
+    convention's ``params``. An unknown oracle name, a missing parameter or data too short for the
+    task raise :class:`InputError` naming the task (and ``where``, e.g. ``probe 2``) and convention.
     """
     if task.oracle.name not in ORACLES:
         raise InputError(f"task {task.id}: unknown oracle {task.oracle.name!r} "
                          f"(known: {', '.join(sorted(ORACLES))})")
+    label = f"task {task.id}{' ' + where if where else ''}"
     results: dict[str, Any] = {}
     for convention in task.conventions:
-        params = {**task.oracle.params, **convention.params}
+        params = {**task.oracle.params, **convention.params, **(overrides or {})}
         try:
             results[convention.name] = compute(task.oracle.name, provider, params)
         except KeyError as exc:
-            raise InputError(f"task {task.id}: oracle {task.oracle.name!r} convention {convention.name!r} "
+            raise InputError(f"{label}: oracle {task.oracle.name!r} convention {convention.name!r} "
                              f"is missing parameter {exc.args[0]!r}") from None
         except (LookupError, ValueError, TypeError) as exc:  # e.g. a symbol the snapshot does not hold
-            raise InputError(f"task {task.id}: oracle {task.oracle.name!r} convention {convention.name!r}: {exc}") from None
+            raise InputError(f"{label}: oracle {task.oracle.name!r} convention {convention.name!r}: {exc}") from None
     return results
+
+
+def probe_expected_values(task: Task, provider: MarketProvider) -> list[dict[str, Any]]:
+    """One ``{convention: expected value}`` per probe of ``task``, in the task's probe order."""
+    return [expected_values(task, provider, probe.oracle_params, f"probe {i} ({probe.label()})")
+            for i, probe in enumerate(task.probes, start=1)]

@@ -34,6 +34,28 @@ class LLMStats:
 
 
 @dataclass
+class ProbeResult:
+    """One probe of a benchmark task: the final tool re-run with changed arguments, judged."""
+
+    index: int
+    #: The arguments the probe changes (merged over the task's own when the tool runs).
+    args: dict[str, Any]
+    state: TaskState
+    reason: str
+    #: ``{convention: expected value}`` the probe value was judged against.
+    expected: dict[str, Any] = field(default_factory=dict)
+    actual: Any = None
+    duration_s: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ProbeResult":
+        return cls(**dict(data))
+
+
+@dataclass
 class TaskResult:
     """One benchmark task as judged by the gate."""
 
@@ -56,6 +78,8 @@ class TaskResult:
     error: dict[str, Any] | None = None
     stdout: str = ""
     stderr: str = ""
+    #: The task's probes, in order (empty when the task has none or the main value did not pass).
+    probes: list[ProbeResult] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -65,6 +89,7 @@ class TaskResult:
         data = dict(data)
         data["tool"] = ToolInfo(**(data.get("tool") or {}))
         data["llm"] = LLMStats(**(data.get("llm") or {}))
+        data["probes"] = [ProbeResult.from_dict(p) for p in data.get("probes") or []]
         return cls(**data)
 
     @classmethod

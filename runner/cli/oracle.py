@@ -2,7 +2,9 @@
 
 For every task: the oracle's value (primary convention), the value the task's reference tool
 (``benchmarks/reference/<id>.py``) returns through the yfinance replay shim, and the judge's
-verdict on it. Exit 0 when every reference tool passes, 1 otherwise.
+verdict on it; then the same for each of the task's probes (the reference tool re-run with the
+probe's arguments against the oracle with the probe's parameters). Exit 0 when every reference
+tool passes on its task and every probe, 1 otherwise.
 
 Reference tools run through the sandbox (``finevo.sandbox.create_sandbox``) when it is
 available, else in one spawned child process that installs the replay shim first, so the
@@ -18,18 +20,20 @@ import sys
 import time
 import traceback
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from finevo.contract import normalise
 from finevo.errors import InputError
+from finevo.outcome import Outcome
 from finevo.paths import benchmarks_dir, reference_dir, snapshot_dir
 from finevo.sandbox.api import ExecutionResult
 from finevo.tasks import Task, load_tasks
 from runner.exitcodes import Exit
-from runner.judge import JUDGE_VERSION, Judgement, judge_value
-from runner.oracle import expected_values
+from runner.judge import JUDGE_VERSION, Judgement, judge_probes, judge_value
+from runner.oracle import expected_values, probe_expected_values
+from runner.records import ProbeResult
 
 __all__ = ["register", "run", "ToolRunner", "ChildProcessRunner", "OracleRow", "make_runner",
            "check_reference_tools", "reference_code"]
@@ -106,7 +110,9 @@ class OracleRow:
     task: Task
     expected: dict[str, Any]
     result: ExecutionResult
+    #: The verdict on the task: its main value and every probe.
     judgement: Judgement
+    probes: list[ProbeResult] = field(default_factory=list)
 
     @property
     def primary(self) -> Any:
@@ -115,7 +121,7 @@ class OracleRow:
     def to_dict(self) -> dict[str, Any]:
         return {"task_id": self.task.id, "expected": self.expected, "tool_status": self.result.status,
                 "tool_value": self.result.value, "judgement": self.judgement.to_dict(),
-                "judge_version": JUDGE_VERSION}
+                "probes": [p.to_dict() for p in self.probes], "judge_version": JUDGE_VERSION}
 
 
 def reference_code(task: Task, directory: Path | None = None) -> str:
@@ -128,17 +134,22 @@ def reference_code(task: Task, directory: Path | None = None) -> str:
 
 def check_reference_tools(tasks: list[Task], provider: Any, runner: ToolRunner,
                           directory: Path | None = None) -> list[OracleRow]:
-    """Oracle values, reference-tool values and the judge's verdict for every task."""
+    """Oracle values, reference-tool values and the judge's verdict for every task and probe."""
     rows: list[OracleRow] = []
     for task in tasks:
         expected = expected_values(task, provider)
-        result = runner.run(reference_code(task, directory), task.intent.indicator, dict(task.intent.args))
+        code = reference_code(task, directory)
+        result = runner.run(code, task.intent.indicator, dict(task.intent.args))
+        probes: list[ProbeResult] = []
         if result.status == "ok":
             judgement = judge_value(task, result.value, expected)
+            outcome = Outcome(task_id=task.id, value=result.value, tool_code=code, stage="done")
+            judgement, probes = judge_probes(task, outcome, judgement, expected, probe_expected_values(task, provider),
+                                             lambda c, entry, args: runner.run(c, entry, args))
         else:
             detail = ": ".join(x for x in (result.error_type, result.error_message, result.rule) if x)
             judgement = Judgement("fail", f"reference tool {result.status}: {detail}")
-        rows.append(OracleRow(task, expected, result, judgement))
+        rows.append(OracleRow(task, expected, result, judgement, probes))
     return rows
 
 
@@ -190,8 +201,15 @@ def run(args: argparse.Namespace) -> int:
         tool = _short(row.result.value) if row.result.status == "ok" else f"<{row.result.status}>"
         verdict = row.judgement.state if row.judgement.passed else f"{row.judgement.state}: {row.judgement.reason}"
         out.write(f"{row.task.id:<10} {_short(row.primary):<42} {tool:<42} {verdict}\n")
+        for probe in row.probes:
+            args = ", ".join(f"{k}={v}" for k, v in probe.args.items())
+            shown = _short(next(iter(probe.expected.values()))) if probe.expected else "-"
+            tool = _short(probe.actual) if probe.actual is not None else "-"
+            verdict = f"pass ({args})" if probe.state == "pass" else f"{probe.state}: {probe.reason}"
+            out.write(f"{'  probe ' + str(probe.index):<10} {shown:<42} {tool:<42} {verdict}\n")
     passed = sum(row.judgement.passed for row in rows)
-    out.write(f"{passed}/{len(rows)} reference tools match the oracle\n")
+    n_probes = sum(len(row.task.probes) for row in rows)
+    out.write(f"{passed}/{len(rows)} reference tools match the oracle (with their {n_probes} probe(s))\n")
     return int(Exit.PASSED if passed == len(rows) else Exit.FAILED)
 
 

@@ -37,6 +37,10 @@ def _task_case(t: dict[str, Any]) -> TestCase:
            f"refinements: {t['refinements']}",
            f"expected: {json.dumps(t['expected'], sort_keys=True, default=str)}",
            f"actual: {json.dumps(t['actual'], sort_keys=True, default=str)}"]
+    for p in t.get("probes") or []:
+        out.append(f"probe {p['index']} {json.dumps(p['args'], sort_keys=True, default=str)}: {p['state']} "
+                   f"(expected {json.dumps(p['expected'], sort_keys=True, default=str)}, "
+                   f"actual {json.dumps(p['actual'], sort_keys=True, default=str)})")
     if t.get("code"):
         out += ["--- code ---", t["code"]]
     if t.get("stdout"):

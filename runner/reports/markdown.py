@@ -1,7 +1,8 @@
 """``summary.md``: a GitHub-flavoured summary that fits a job summary (always under 1 MiB).
 
 Order: verdict, criteria table, per-category table, regressions and improvements, security,
-per-task table, then one collapsed ``<details>`` per non-passing task with its reason and code.
+per-task table, then one collapsed ``<details>`` per non-passing task with its reason, its probes
+(when the task has any) and its code.
 """
 
 from __future__ import annotations
@@ -103,6 +104,12 @@ def render(doc: dict[str, Any]) -> str:
         block = [f"<details><summary>{html.escape(t['task_id'])}: {t['state']} at stage {html.escape(t['stage'])}"
                  "</summary>", "", f"**Query:** {t['query']}", "", f"**Reason:** {t['reason']}", ""]
         block += [f"**Expected:** `{_cell(t['expected'])}`", "", f"**Actual:** `{_cell(t['actual'])}`", ""]
+        if t.get("probes"):
+            block += ["**Probes** (the final tool re-run with changed arguments):", ""]
+            block += _table(["probe", "args", "state", "expected", "actual", "reason"],
+                            [[p["index"], ", ".join(f"{k}={v}" for k, v in p["args"].items()),
+                              f"{_ICON.get(p['state'], '')} {p['state']}", p["expected"], p["actual"], p["reason"]]
+                             for p in t["probes"]])
         if t.get("code"):
             block += _fence(t["code"])
         block += ["", "</details>", ""]

@@ -2,7 +2,8 @@
 
 The fake answers each benchmark task according to a behaviour map (task id -> behaviour):
 
-* ``pass``: the oracle's primary expected value (computed on the bundled snapshot);
+* ``pass``: the oracle's primary expected value (computed on the bundled snapshot); its tool also
+  answers the task's probes right when the gate re-runs it (see :class:`FakeSandbox`);
 * ``wrong``: a value the judge must reject;
 * ``external``: an :class:`ExternalError` (judged error);
 * ``hang``: waits until the sandbox is closed or the deadline passes, like a real agent would;
@@ -25,7 +26,7 @@ from finevo.errors import DeadlineExceeded, LLMRateLimitError
 from finevo.market.snapshot import load_snapshot
 from finevo.outcome import Attempt, LLMUsage, Outcome
 from finevo.sandbox.api import ExecutionResult
-from finevo.tasks import SecurityTask, Task
+from finevo.tasks import SecurityTask, Task, load_tasks
 from runner.session import Session, SessionSpec
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
@@ -41,6 +42,19 @@ def primary_expected(task: Task) -> Any:
     if task.id not in _EXPECTED:
         _EXPECTED[task.id] = next(iter(expected_values(task, load_snapshot(DATA)).values()))
     return _EXPECTED[task.id]
+
+
+def answer_for(task_id: str, args: dict[str, Any]) -> Any:
+    """The primary expected value of ``task_id`` for the call ``args`` (its own or a probe's)."""
+    from runner.oracle import expected_values
+
+    task = next(t for t in load_tasks(TASKS) if t.id == task_id)
+    if args == dict(task.intent.args):
+        return primary_expected(task)
+    for probe in task.probes:
+        if args == {**task.intent.args, **probe.args}:
+            return next(iter(expected_values(task, load_snapshot(DATA), probe.oracle_params).values()))
+    raise AssertionError(f"{task_id}: no probe calls the tool with {args}")
 
 
 def wrong_value(value: Any) -> Any:
@@ -68,6 +82,8 @@ class FakeSandbox:
         if "LEAK_FILE" in code:  # a sandbox that failed: the payload read the canary file
             path = code.split("LEAK_FILE:")[1].split()[0]
             return ExecutionResult(status="ok", value=Path(path).read_text())
+        if "# answers " in code and args is not None:  # a right tool re-run on a probe
+            return ExecutionResult(status="ok", value=answer_for(code.split("# answers ")[1].split()[0], args))
         if "LEAK_ENV" in code:
             import os
 
@@ -118,6 +134,8 @@ class FakeAgent:
             return out
         expected = primary_expected(task)
         out.value = expected if how == "pass" else wrong_value(expected)
+        if how in ("pass", "refined"):
+            out.tool_code = f"def tool(**args: object) -> object:\n    ...  # answers {task.id}\n"
         if how == "refined":
             out.value = expected
             out.attempts.append(Attempt(number=2, stage="refinement", ok=True))
