@@ -1,0 +1,368 @@
+"""Probes: a constant, hard-coded or symbol-blind tool cannot pass a benchmark task.
+
+On the bundled snapshot both boolean tasks are False for their own arguments; their probes ask the
+same tool questions whose answer is True (and False again for other reasons), and a few numeric
+tasks ask about another symbol. These tests prove the gate's judge + sandbox path uses them.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from finevo.errors import InputError, SandboxUnavailable, ToolCrashed
+from finevo.market.snapshot import load_snapshot
+from finevo.outcome import Outcome
+from finevo.sandbox import create_sandbox
+from finevo.sandbox.api import ExecutionResult
+from finevo.tasks import Probe, Task, load_tasks
+from runner.cli import main
+from runner.cli.oracle import ChildProcessRunner, check_reference_tools
+from runner.console import Console
+from runner.gate import GateConfig, Interrupts, TaskRunner, judge_task, run_gate
+from runner.judge import Judgement, judge_probes, judge_value, probe_entry
+from runner.oracle import expected_values, probe_expected_values
+from runner.reports import document
+from runner.session import Session, SessionSpec
+from tests.runner.fakes import BENCH, DATA, TASKS
+
+REFERENCE = BENCH / "reference"
+
+
+@pytest.fixture(scope="module")
+def tasks() -> dict[str, Task]:
+    return {t.id: t for t in load_tasks(TASKS)}
+
+
+@pytest.fixture(scope="module")
+def snapshot() -> Any:
+    return load_snapshot(DATA)
+
+
+def _primary(values: dict[str, Any]) -> Any:
+    return next(iter(values.values()))
+
+
+# --------------------------------------------------------------------------- tools as a model might write them
+def _constant(task: Task, value: Any) -> str:
+    """A tool with the task's exact signature that returns ``value`` whatever it is asked."""
+    params = ", ".join(f"{name}: {type(v).__name__} = {v!r}" for name, v in task.intent.args.items())
+    call = ", ".join(f"{name}={v!r}" for name, v in task.intent.args.items())
+    name = task.intent.indicator
+    return (f'"""{name}, answered without looking at the data."""\n\nfrom __future__ import annotations\n\n\n'
+            f"def {name}({params}) -> {type(value).__name__}:\n"
+            f'    """Always {value!r}."""\n    return {value!r}\n\n\n'
+            f'if __name__ == "__main__":\n    print({name}({call}))\n')
+
+
+def _symbol_blind(task_id: str) -> str:
+    """The reference tool, except that it always reads AAPL's prices whatever ``symbol`` says."""
+    code = (REFERENCE / f"{task_id}.py").read_text(encoding="utf-8")
+    assert code.count("yf.Ticker(symbol)") == 1
+    return code.replace("yf.Ticker(symbol)", 'yf.Ticker("AAPL")')
+
+
+def _reference(task_id: str) -> str:
+    return (REFERENCE / f"{task_id}.py").read_text(encoding="utf-8")
+
+
+# --------------------------------------------------------------------------- the suite's probes
+def test_every_boolean_task_has_probes_answering_true_and_false(tasks, snapshot) -> None:
+    booleans = [t for t in tasks.values() if t.output.type == "boolean"]
+    assert {t.id for t in booleans} >= {"comp_001", "comp_002"}
+    for task in booleans:
+        answers = {_primary(v) for v in probe_expected_values(task, snapshot)}
+        assert answers == {True, False}, f"{task.id}: probe answers {answers}"
+        assert _primary(expected_values(task, snapshot)) in answers
+
+
+def test_every_probe_changes_the_answer_of_its_numeric_task(tasks, snapshot) -> None:
+    numeric = [t for t in tasks.values() if t.probes and t.output.type == "numeric"]
+    assert {"calc_007", "fetch_003", "calc_001"} <= {t.id for t in numeric}
+    for task in numeric:
+        main_value = _primary(expected_values(task, snapshot))
+        for index, values in enumerate(probe_expected_values(task, snapshot), start=1):
+            probe_value = _primary(values)
+            # the main answer must be judged wrong for the probe, or the probe proves nothing
+            assert judge_value(task, main_value, {next(iter(values)): probe_value}).state == "fail", \
+                f"{task.id} probe {index}: {probe_value} is the main answer {main_value}"
+
+
+def test_probe_arguments_that_are_oracle_parameters_change_the_oracle_too(tasks) -> None:
+    for task in tasks.values():
+        for index, probe in enumerate(task.probes, start=1):
+            for name, value in probe.args.items():
+                assert name in task.intent.args, f"{task.id} probe {index}: {name} is not a task argument"
+                if name in task.oracle.params:
+                    assert probe.oracle_params.get(name) == value, \
+                        f"{task.id} probe {index}: the tool gets {name}={value!r}, the oracle does not"
+
+
+def test_a_malformed_probe_is_a_one_line_input_error_naming_the_line(tmp_path) -> None:
+    lines = TASKS.read_text(encoding="utf-8").splitlines()
+    record = json.loads(lines[0])
+    record["probes"] = [{"args": {"symbol": "MSFT"}, "reason": "x", "oracle_param": {}}]
+    bad = tmp_path / "tasks.jsonl"
+    bad.write_text("\n".join([lines[1], json.dumps(record)]) + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"tasks\.jsonl:2: invalid Task field 'probes\.0\.oracle_param'"):
+        load_tasks(bad)
+    record["probes"] = [{"args": {}, "reason": "changes nothing"}]
+    bad.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"tasks\.jsonl:1: invalid Task field 'probes\.0\.args'"):
+        load_tasks(bad)
+
+
+def test_probe_oracle_errors_name_task_and_probe(tasks, snapshot) -> None:
+    task = tasks["calc_007"].model_copy(update={"probes": (
+        Probe(args={"symbol": "NOPE"}, oracle_params={"symbol": "NOPE"}, reason="unknown symbol"),)})
+    with pytest.raises(InputError, match=r"task calc_007 probe 1 \(symbol=NOPE\): oracle 'max_drawdown'"):
+        probe_expected_values(task, snapshot)
+
+
+# --------------------------------------------------------------------------- judge_probes, scripted runs
+def _passed_main(task: Task, snapshot: Any, value: Any = None) -> tuple[Outcome, Judgement, dict[str, Any]]:
+    expected = expected_values(task, snapshot)
+    value = _primary(expected) if value is None else value
+    outcome = Outcome(task_id=task.id, value=value, tool_code=_reference(task.id), stage="done")
+    main_judgement = judge_value(task, value, expected)
+    assert main_judgement.passed
+    return outcome, main_judgement, expected
+
+
+def test_probes_do_not_run_when_the_main_value_fails(tasks, snapshot) -> None:
+    task = tasks["comp_001"]
+    expected = expected_values(task, snapshot)
+    outcome = Outcome(task_id=task.id, value=True, tool_code=_reference(task.id), stage="done")
+    failed = judge_value(task, True, expected)
+    calls: list[Any] = []
+    judgement, results = judge_probes(task, outcome, failed, expected, probe_expected_values(task, snapshot),
+                                      lambda *a: calls.append(a))  # type: ignore[func-returns-value]
+    assert judgement is failed and results == [] and calls == []
+
+
+def test_probe_calls_the_tools_function_with_the_tasks_args_updated(tasks, snapshot) -> None:
+    task = tasks["comp_001"]
+    outcome, main_judgement, expected = _passed_main(task, snapshot)
+    probes_expected = probe_expected_values(task, snapshot)
+    calls: list[tuple[str, dict[str, Any]]] = []
+
+    def right(code: str, entry: str, args: dict[str, Any]) -> ExecutionResult:
+        calls.append((entry, args))
+        return ExecutionResult(status="ok", value=_primary(probes_expected[len(calls) - 1]))
+
+    judgement, results = judge_probes(task, outcome, main_judgement, expected, probes_expected, right)
+    assert judgement.passed and judgement.convention == "wilder_rsi"
+    assert [r.state for r in results] == ["pass"] * len(task.probes)
+    assert calls[1] == ("ma_cross_rsi_signal", {**task.intent.args, "symbol": "GOOGL", "rsi_threshold": 70})
+    assert all(entry == task.intent.indicator for entry, _ in calls)
+
+
+def test_a_failing_probe_names_itself_and_later_probes_are_skipped(tasks, snapshot) -> None:
+    task = tasks["comp_001"]
+    outcome, main_judgement, expected = _passed_main(task, snapshot)
+    probes_expected = probe_expected_values(task, snapshot)
+    answers = [_primary(v) for v in probes_expected]
+    answers[1] = not answers[1]
+    calls: list[int] = []
+
+    def second_wrong(code: str, entry: str, args: dict[str, Any]) -> ExecutionResult:
+        calls.append(1)
+        return ExecutionResult(status="ok", value=answers[len(calls) - 1])
+
+    judgement, results = judge_probes(task, outcome, main_judgement, expected, probes_expected, second_wrong)
+    assert judgement.state == "fail"
+    assert judgement.reason == "probe 2 (symbol=GOOGL, rsi_threshold=70): expected True, got False"
+    assert [r.state for r in results] == ["pass", "fail", "skipped", "skipped"] and len(calls) == 2
+    assert results[1].actual is False and results[1].expected == {"wilder_rsi": True}
+
+
+@pytest.mark.parametrize("outcome_of_run, state, words", [
+    (ExecutionResult(status="exception", error_type="KeyError", error_message="'Close'"), "fail", "the tool raised"),
+    (ExecutionResult(status="timeout", layer="timeout"), "fail", "the tool timed out"),
+    (ExecutionResult(status="blocked", layer="audit-hook", rule="open"), "fail", "the tool was blocked"),
+    (ToolCrashed("tool died"), "fail", "tool died"),
+    (SandboxUnavailable("the warm sandbox is closed"), "error", "the warm sandbox is closed"),
+])
+def test_a_probe_run_that_breaks_fails_and_an_external_error_stays_error(tasks, snapshot, outcome_of_run, state,
+                                                                        words) -> None:
+    task = tasks["calc_007"]
+    outcome, main_judgement, expected = _passed_main(task, snapshot)
+
+    def run(code: str, entry: str, args: dict[str, Any]) -> ExecutionResult:
+        if isinstance(outcome_of_run, Exception):
+            raise outcome_of_run
+        return outcome_of_run
+
+    judgement, results = judge_probes(task, outcome, main_judgement, expected,
+                                      probe_expected_values(task, snapshot), run)
+    assert judgement.state == state and results[0].state == state
+    assert judgement.reason.startswith("probe 1 (symbol=AAPL): ") and words in judgement.reason
+    assert results[1].state == "skipped"
+
+
+def test_a_probe_must_match_the_convention_the_main_value_matched(tasks, snapshot) -> None:
+    task = tasks["calc_007"]  # negative_fraction (-0.27) or positive_fraction (0.27)
+    outcome, main_judgement, expected = _passed_main(task, snapshot)
+    assert main_judgement.convention == "negative_fraction"
+    probes_expected = probe_expected_values(task, snapshot)
+
+    def flips_sign(code: str, entry: str, args: dict[str, Any]) -> ExecutionResult:
+        return ExecutionResult(status="ok", value=probes_expected[0]["positive_fraction"])
+
+    judgement, results = judge_probes(task, outcome, main_judgement, expected, probes_expected, flips_sign)
+    assert judgement.state == "fail" and "probe 1 (symbol=AAPL)" in judgement.reason
+    assert set(results[0].expected) == {"negative_fraction"}
+
+
+def test_probe_entry_is_the_called_function_or_the_single_public_one(tasks) -> None:
+    task = tasks["comp_002"]
+    assert probe_entry(_reference("comp_002"), task) == "volume_price_divergence"
+    assert probe_entry("def _helper():\n    pass\n\ndef divergence(symbol, days):\n    return True\n", task) == \
+        "divergence"
+    assert probe_entry("def a():\n    pass\n\ndef b():\n    pass\n", task) is None
+    assert probe_entry("def broken(:\n", task) is None
+
+
+def test_judge_task_without_a_sandbox_records_probes_skipped(tasks, snapshot) -> None:
+    task = tasks["comp_002"]
+    outcome, _, expected = _passed_main(task, snapshot)
+    result = judge_task(task, outcome, expected, 0.1)
+    assert result.state == "pass"
+    assert [p.state for p in result.probes] == ["skipped"] * len(task.probes)
+
+
+# --------------------------------------------------------------------------- the gate's judge + real sandbox
+@pytest.fixture(scope="module")
+def task_runner(tmp_path_factory):
+    def factory(spec: SessionSpec) -> Session:
+        sandbox = create_sandbox(DATA, backend="warm")
+        return Session(agent=None, sandbox=sandbox, closers=[sandbox.close])  # type: ignore[arg-type]
+
+    spec = SessionSpec(llm="reference", registry_dir=tmp_path_factory.mktemp("registry"), data_dir=DATA)
+    runner = TaskRunner(factory, spec, Interrupts(), timeout_s=60.0)
+    yield runner
+    runner.close()
+
+
+def _judge_in_sandbox(task: Task, code: str, runner: TaskRunner, snapshot: Any) -> Any:
+    """What the gate does with a finished outcome: judge it, then its probes in the run's sandbox."""
+    main_run = runner.run_tool(code, task.intent.indicator, dict(task.intent.args), 30.0)
+    assert main_run.ok, main_run
+    outcome = Outcome(task_id=task.id, value=main_run.value, tool_code=code, tool_source="created", stage="done")
+    return judge_task(task, outcome, expected_values(task, snapshot), 0.0,
+                      probe_expected=probe_expected_values(task, snapshot), run_tool=runner.probe_runner())
+
+
+@pytest.mark.parametrize("task_id", ["comp_001", "comp_002"])
+def test_a_constant_false_tool_fails_the_boolean_tasks_in_the_sandbox(tasks, snapshot, task_runner, task_id) -> None:
+    task = tasks[task_id]
+    result = _judge_in_sandbox(task, _constant(task, False), task_runner, snapshot)
+    assert result.actual is False and result.expected == {task.conventions[0].name: False}  # main value right
+    assert result.state == "fail"
+    assert result.reason.startswith("probe 1 (") and result.reason.endswith("expected True, got False")
+    assert result.probes[0].state == "fail" and result.probes[0].actual is False
+    assert all(p.state == "skipped" for p in result.probes[1:])
+
+
+@pytest.mark.parametrize("task_id", ["comp_001", "comp_002", "calc_001", "calc_007", "fetch_003"])
+def test_the_reference_tool_passes_every_probe_in_the_sandbox(tasks, snapshot, task_runner, task_id) -> None:
+    task = tasks[task_id]
+    result = _judge_in_sandbox(task, _reference(task_id), task_runner, snapshot)
+    assert result.state == "pass", result.reason
+    assert len(result.probes) == len(task.probes) and all(p.state == "pass" for p in result.probes)
+    assert result.reason.endswith(f"{len(task.probes)} probe(s) pass")
+
+
+def test_a_tool_that_ignores_its_symbol_fails_the_symbol_probe(tasks, snapshot, task_runner) -> None:
+    task = tasks["calc_001"]  # AAPL RSI-14: the AAPL answer is right for the task itself
+    result = _judge_in_sandbox(task, _symbol_blind("calc_001"), task_runner, snapshot)
+    assert result.actual == pytest.approx(_primary(expected_values(task, snapshot)))
+    assert result.state == "fail"
+    assert result.reason.startswith("probe 1 (symbol=MSFT): ") and "beyond tolerance" in result.reason
+    assert math.isclose(result.probes[0].actual, result.actual)
+
+
+def test_a_tool_that_only_works_for_the_tasks_symbol_fails(tasks, snapshot, task_runner) -> None:
+    task = tasks["calc_007"]
+    code = _reference("calc_007").replace("yf.Ticker(symbol)", '(yf.Ticker(symbol) if symbol == "MSFT" else None)')
+    result = _judge_in_sandbox(task, code, task_runner, snapshot)
+    assert result.state == "fail"
+    assert result.reason.startswith("probe 1 (symbol=AAPL): the tool raised (AttributeError")
+
+
+# --------------------------------------------------------------------------- end to end
+def _predictions(tmp_path: Path, tasks: dict[str, Task], ids: list[str]) -> Path:
+    path = tmp_path / "predictions.jsonl"
+    lines = [{"task_id": i, "attempt": 0, "content": f"```python\n{_constant(tasks[i], False)}```\n"} for i in ids]
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    return path
+
+
+def test_a_constant_false_prediction_fails_both_boolean_tasks_end_to_end(tmp_path, tasks, capsys) -> None:
+    predictions = _predictions(tmp_path, tasks, ["comp_001", "comp_002"])
+    out = tmp_path / "out"
+    code = main(["run", "--llm", f"predictions:{predictions}", "--only", "comp_001,comp_002", "--no-self-check",
+                 "--no-payloads", "--data", str(DATA), "--out", str(out), "--run-id", "constant", "--quiet"])
+    assert code == 1
+    doc = document.load(out / "constant" / "results.json")
+    by_id = {t["task_id"]: t for t in doc["tasks"]}
+    for task_id in ("comp_001", "comp_002"):
+        t = by_id[task_id]
+        assert t["state"] == "fail" and t["actual"] is False and t["tool"]["source"] == "created"
+        assert t["reason"].startswith("probe 1 (") and t["reason"].endswith("expected True, got False")
+        assert t["probes"][0]["state"] == "fail" and t["probes"][0]["actual"] is False
+        assert t["probes"][0]["args"] == tasks[task_id].probes[0].args
+    assert doc["summary"]["passed"] == 0
+    summary = (out / "constant" / "summary.md").read_text(encoding="utf-8")
+    assert "**Probes**" in summary and "| 1 | symbol=GOOGL | ❌ fail | " in summary
+    junit = (out / "constant" / "junit.xml").read_text(encoding="utf-8")
+    assert "probe 1 {&quot;symbol&quot;: &quot;GOOGL&quot;}: fail" in junit or 'probe 1 {"symbol": "GOOGL"}: fail' in junit
+
+
+def test_reference_tools_pass_every_probed_task_through_the_gate(tmp_path, tasks) -> None:
+    probed = [t.id for t in tasks.values() if t.probes]
+    config = GateConfig(llm="reference", tasks_path=TASKS, security_path=None, payloads_path=None,
+                        baseline_path=None, data_dir=DATA, out_dir=tmp_path / "out", run_id="ref", only=probed,
+                        task_timeout_s=60.0, self_check=False, run_payloads=False)
+    outcome = run_gate(config, console=Console(io.StringIO(), colour=False))
+    assert outcome.exit_code == 0, outcome.doc["verdict"]["reasons"]
+    for t in outcome.doc["tasks"]:
+        assert t["state"] == "pass", (t["task_id"], t["reason"])
+        assert [p["state"] for p in t["probes"]] == ["pass"] * len(tasks[t["task_id"]].probes)
+    document.validate(outcome.doc)
+
+
+@pytest.mark.slow
+def test_full_reference_run_with_probes_exits_0(tmp_path) -> None:
+    code = main(["run", "--llm", "reference", "--data", str(DATA), "--out", str(tmp_path / "out"),
+                 "--run-id", "gold", "--quiet"])
+    assert code == 0
+    doc = document.load(tmp_path / "out" / "gold" / "results.json")
+    assert doc["summary"]["passed"] == doc["summary"]["total"] == 20
+    assert sum(len(t["probes"]) for t in doc["tasks"]) == sum(len(t.probes) for t in load_tasks(TASKS))
+
+
+# --------------------------------------------------------------------------- finevo-verify oracle
+def test_oracle_verb_checks_the_reference_tools_probes(capsys) -> None:
+    assert main(["oracle", "--only", "comp_001,calc_007"]) == 0
+    out = capsys.readouterr().out
+    assert "  probe 4  False" in out and "(short_window=10, long_window=50, rsi_threshold=100)" in out
+    assert "2/2 reference tools match the oracle (with their 6 probe(s))" in out
+
+
+def test_oracle_check_fails_a_constant_reference_tool_on_its_probe(tmp_path, tasks, snapshot) -> None:
+    task = tasks["comp_002"]
+    (tmp_path / "comp_002.py").write_text(_constant(task, False), encoding="utf-8")
+    runner = ChildProcessRunner(DATA)
+    try:
+        [row] = check_reference_tools([task], snapshot, runner, tmp_path)
+    finally:
+        runner.close()
+    assert row.result.value is False and row.judgement.state == "fail"
+    assert row.judgement.reason == "probe 1 (symbol=GOOGL): expected True, got False"
+    assert row.to_dict()["probes"][0]["state"] == "fail"
