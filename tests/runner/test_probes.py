@@ -12,6 +12,7 @@ import json
 import math
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import pytest
 
@@ -320,8 +321,9 @@ def test_a_constant_false_prediction_fails_both_boolean_tasks_end_to_end(tmp_pat
     assert doc["summary"]["passed"] == 0
     summary = (out / "constant" / "summary.md").read_text(encoding="utf-8")
     assert "**Probes**" in summary and "| 1 | symbol=GOOGL | ❌ fail | " in summary
-    junit = (out / "constant" / "junit.xml").read_text(encoding="utf-8")
-    assert "probe 1 {&quot;symbol&quot;: &quot;GOOGL&quot;}: fail" in junit or 'probe 1 {"symbol": "GOOGL"}: fail' in junit
+    cases = {c.get("name"): c for c in ElementTree.parse(out / "constant" / "junit.xml").iter("testcase")}
+    assert cases["comp_002"].find("failure") is not None
+    assert 'probe 1 {"symbol": "GOOGL"}: fail' in (cases["comp_002"].findtext("system-out") or "")
 
 
 def test_reference_tools_pass_every_probed_task_through_the_gate(tmp_path, tasks) -> None:
