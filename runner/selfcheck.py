@@ -64,7 +64,9 @@ def _run(gate: "Gate", interrupts: "Interrupts", label: str, **spec_changes: Any
         results = []
         for task in p.suite.tasks:
             outcome, elapsed = runner.solve(task)
-            results.append(judge_task(task, outcome, p.expected[task.id], elapsed))
+            results.append(judge_task(task, outcome, p.expected[task.id], elapsed,
+                                      probe_expected=p.probe_expected.get(task.id),
+                                      run_tool=runner.probe_runner()))
         return results
     finally:
         runner.close()
