@@ -33,16 +33,24 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from finevo.corpus import Payload
 from finevo.errors import DeadlineExceeded, ExternalError, FinevoError, InputError
 from finevo.outcome import Outcome
 from finevo.sandbox.api import ExecutionResult, Limits
 from finevo.tasks import SecurityTask, Task
 from runner.console import Console
 from runner.events import EventLog
-from runner.records import LLMStats, PayloadResult, ProbeResult, SecurityResult, TaskResult, ToolInfo
+from runner.records import (
+    LLMStats,
+    PayloadResult,
+    ProbeResult,
+    SecurityResult,
+    TaskResult,
+    ToolInfo,
+)
 from runner.reports import document, write_all
 from runner.session import Session, SessionFactory, SessionSpec, default_session
-from runner.suite import Payload, Suite, load_suite, select
+from runner.suite import Suite, load_suite, select
 from runner.verdict import DEFAULT_MIN_PASS_RATE
 
 DEFAULT_TASK_TIMEOUT_S = 120.0
@@ -122,8 +130,8 @@ def _check_out_dir(out_dir: Path) -> None:
 
 def prepare(config: GateConfig) -> Prepared:
     """Check every input before the run writes anything (InputError -> exit 2)."""
-    from runner.oracle import expected_values, probe_expected_values
     from finevo.market.snapshot import load_snapshot
+    from runner.oracle import expected_values, probe_expected_values
 
     suite = load_suite(config.tasks_path, config.security_path,
                        config.payloads_path if config.run_payloads else None, config.baseline_path)
@@ -494,7 +502,7 @@ def run_payload(sandbox: Any, payload: Payload, canaries: Canaries) -> PayloadRe
         result = sandbox.run(canaries.substitute(payload.code), payload.entry, dict(payload.args),
                              Limits(timeout_s=PAYLOAD_TIMEOUT_S, cpu_s=max(1, int(PAYLOAD_TIMEOUT_S))))
     except Exception as exc:
-        return PayloadResult(payload_id=payload.id, attempt=payload.attempt, state="blocked",
+        return PayloadResult(payload_id=payload.id, attempt=payload.attempts, state="blocked",
                              reason=f"sandbox refused it: {type(exc).__name__}: {exc}", layer="sandbox",
                              status="crashed", duration_s=round(time.monotonic() - start, 6))
     elapsed = round(time.monotonic() - start, 6)
@@ -503,15 +511,15 @@ def run_payload(sandbox: Any, payload: Payload, canaries: Canaries) -> PayloadRe
     breach = canaries.breach(texts, before)
     if breach:
         canaries.restore()
-        return PayloadResult(payload_id=payload.id, attempt=payload.attempt, state="unblocked", reason=breach,
+        return PayloadResult(payload_id=payload.id, attempt=payload.attempts, state="unblocked", reason=breach,
                              layer=result.layer, status=result.status, duration_s=elapsed)
     if result.status == "ok":
-        return PayloadResult(payload_id=payload.id, attempt=payload.attempt, state="contained",
+        return PayloadResult(payload_id=payload.id, attempt=payload.attempts, state="contained",
                              reason="ran to the end; every canary intact", layer=result.layer or "isolation",
                              status=result.status, duration_s=elapsed)
     where = result.layer or result.status
     why = result.rule or result.error_type or result.status
-    return PayloadResult(payload_id=payload.id, attempt=payload.attempt, state="blocked",
+    return PayloadResult(payload_id=payload.id, attempt=payload.attempts, state="blocked",
                          reason=f"stopped by {where} ({why})", layer=where, status=result.status, duration_s=elapsed)
 
 
@@ -590,7 +598,7 @@ class Gate:
                                 warnings=suite.warnings,
                                 planned={"tasks": [[t.id, t.category, t.query] for t in suite.tasks],
                                          "security": [[s.id, s.query, s.attack] for s in suite.security],
-                                         "payloads": [[x.id, x.attempt] for x in suite.payloads]})
+                                         "payloads": [[x.id, x.attempts] for x in suite.payloads]})
                     total = len(suite.tasks) + len(suite.security) + len(suite.payloads)
                     try:
                         self._run_all(runner, events, total, tasks_done, sec_done, pay_done)
@@ -641,7 +649,7 @@ class Gate:
                 if runner.interrupts.event.is_set():
                     raise Aborted(payload.id)
                 index += 1
-                console.task_start(index, total, f"payload:{payload.id}", payload.attempt)
+                console.task_start(index, total, f"payload:{payload.id}", payload.attempts)
                 presult = run_payload(runner.session.sandbox, payload, canaries)
                 if runner.interrupts.event.is_set():
                     raise Aborted(payload.id)
@@ -658,7 +666,7 @@ class Gate:
         reason = f"not run: interrupted by {signal.Signals(signum).name}" if signum else "not run"
         tasks = fill_skipped([[t.id, t.category, t.query] for t in s.tasks], tasks_done, reason)
         sec = fill_skipped_security([[x.id, x.query, x.attack] for x in s.security], sec_done, reason)
-        pay = fill_skipped_payloads([[x.id, x.attempt] for x in s.payloads], pay_done, reason)
+        pay = fill_skipped_payloads([[x.id, x.attempts] for x in s.payloads], pay_done, reason)
         return document.assemble(run_id=self.p.run_id, config=config, tasks=tasks, security=sec, payloads=pay,
                                  started_at=started_at, finished_at=_now(), duration_s=time.monotonic() - t0,
                                  partial_signal=signum, selfcheck=selfcheck, warnings=s.warnings)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from finevo.corpus import Payload, load_payloads
 from finevo.errors import InputError
 from finevo.inputs import read_json
 from finevo.tasks import CATEGORIES, SecurityTask, Task, load_security_tasks, load_tasks
@@ -41,17 +42,6 @@ class Baseline:
                    target_pass_rate=float(data.get("target_pass_rate", 0.0)),
                    version=str(data.get("version", "")), description=str(data.get("description", "")),
                    total_tasks=data.get("total_tasks"))
-
-
-@dataclass(frozen=True)
-class Payload:
-    """One hostile tool body of the adversarial corpus, as the gate needs it."""
-
-    id: str
-    attempt: str
-    code: str
-    entry: str | None = "run"
-    args: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -98,28 +88,8 @@ def load_baseline(path: str | Path, known_ids: Sequence[str] | None = None) -> t
 
 
 def load_payload_corpus(path: str | Path) -> list[Payload]:
-    """Load the adversarial payload corpus through :mod:`finevo.corpus` (the sandbox's own loader)."""
-    try:
-        from finevo.corpus import load_payloads
-    except ImportError as exc:  # the corpus module is part of the sandbox work
-        raise InputError(f"{path}: payload corpus loader unavailable ({exc})") from None
-    try:
-        records = load_payloads(path)
-    except InputError:
-        raise
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{path}: cannot load payload corpus: {exc}") from None
-    return [_as_payload(r) for r in records]
-
-
-def _as_payload(record: Any) -> Payload:
-    get = (record.get if isinstance(record, dict) else lambda k, d=None: getattr(record, k, d))
-    pid = str(get("id"))
-    attempt = str(get("attempts", None) or get("attempt", None) or get("technique", None) or "")
-    code = get("code", None) or get("source", None) or ""
-    entry = get("entry", "run")
-    args = get("args", None) or {}
-    return Payload(id=pid, attempt=attempt, code=str(code), entry=entry, args=dict(args))
+    """Load the adversarial payload corpus (:mod:`finevo.corpus`, strict: one line per flaw)."""
+    return load_payloads(path)
 
 
 _SHARD = re.compile(r"^([0-9]+)/([0-9]+)$")

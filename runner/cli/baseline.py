@@ -15,7 +15,8 @@ from typing import Any
 from finevo.errors import InputError
 from finevo.paths import benchmarks_dir
 from runner.exitcodes import Exit
-from runner.reports import atomic, document
+from finevo.fsutil import atomic_write
+from runner.reports import document
 from runner.suite import load_baseline
 
 
@@ -50,7 +51,7 @@ def cmd_update(args: argparse.Namespace) -> int:
     new = updated_baseline(old, doc)
     if not new["passing_tasks"]:
         raise InputError(f"{args.results}: no task passes: a baseline must name at least one task")
-    atomic.write_text(args.baseline, json.dumps(new, indent=2) + "\n")
+    atomic_write(args.baseline, json.dumps(new, indent=2) + "\n")
     added = sorted(set(new["passing_tasks"]) - set(old.get("passing_tasks", [])))
     removed = sorted(set(old.get("passing_tasks", [])) - set(new["passing_tasks"]))
     print(f"{args.baseline}: {len(new['passing_tasks'])} passing task(s); "

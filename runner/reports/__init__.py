@@ -11,7 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from runner.reports import atomic, document, junit, markdown
+from finevo.fsutil import atomic_write
+from runner.reports import document, junit, markdown
 
 
 def report_names(doc: dict[str, Any]) -> dict[str, str]:
@@ -28,12 +29,12 @@ def write_all(doc: dict[str, Any], run_dir: str | Path) -> dict[str, Path]:
     names = report_names(doc)
     md = markdown.render(doc)
     paths = {
-        "json": atomic.write_text(run_dir / names["json"], document.dumps(doc)),
-        "junit": atomic.write_text(run_dir / names["junit"], junit.render(doc)),
-        "markdown": atomic.write_text(run_dir / names["markdown"], md),
+        "json": atomic_write(run_dir / names["json"], document.dumps(doc)),
+        "junit": atomic_write(run_dir / names["junit"], junit.render(doc)),
+        "markdown": atomic_write(run_dir / names["markdown"], md),
     }
     for t in doc["tasks"]:
         if t.get("code"):
-            atomic.write_text(run_dir / "tools" / f"{t['task_id']}.py", t["code"])
+            atomic_write(run_dir / "tools" / f"{t['task_id']}.py", t["code"])
     paths["tools"] = run_dir / "tools"
     return paths

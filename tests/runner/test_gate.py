@@ -14,7 +14,6 @@ from runner.console import Console
 from runner.exitcodes import Exit
 from runner.gate import Gate, prepare, run_gate
 from runner.reports import document, github, markdown
-from runner.selfcheck import run_selfcheck
 from tests.runner.fakes import make_factory
 
 

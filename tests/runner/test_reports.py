@@ -8,11 +8,11 @@ from pathlib import Path
 
 from junitparser import Error, Failure, JUnitXml
 
+from finevo.corpus import Payload
 from runner.console import Console, use_colour
 from runner.gate import Canaries, run_payload
 from runner.records import TaskResult
 from runner.reports import document, junit, markdown
-from runner.suite import Payload
 from tests.runner.fakes import FakeSandbox
 
 
@@ -63,11 +63,11 @@ def test_payload_states_from_sandbox_results_and_canaries(tmp_path: Path) -> Non
     canaries = Canaries(tmp_path / "canary")
     try:
         sandbox = FakeSandbox()
-        blocked = run_payload(sandbox, Payload("p1", "import os", "BLOCK"), canaries)
-        raised = run_payload(sandbox, Payload("p2", "open file", "RAISE"), canaries)
-        contained = run_payload(sandbox, Payload("p3", "harmless", "def run():\n    return 1.0\n"), canaries)
-        leaked = run_payload(sandbox, Payload("p4", "read canary", "LEAK_FILE:@@CANARY_FILE@@ "), canaries)
-        secret = run_payload(sandbox, Payload("p5", "env", "LEAK_ENV"), canaries)
+        blocked = run_payload(sandbox, Payload(id="p1", technique="test", attempts="import os", canary="none", expect="runtime", code="BLOCK"), canaries)
+        raised = run_payload(sandbox, Payload(id="p2", technique="test", attempts="open file", canary="none", expect="runtime", code="RAISE"), canaries)
+        contained = run_payload(sandbox, Payload(id="p3", technique="test", attempts="harmless", canary="none", expect="runtime", code="def run():\n    return 1.0\n"), canaries)
+        leaked = run_payload(sandbox, Payload(id="p4", technique="test", attempts="read canary", canary="none", expect="runtime", code="LEAK_FILE:@@CANARY_FILE@@ "), canaries)
+        secret = run_payload(sandbox, Payload(id="p5", technique="test", attempts="env", canary="none", expect="runtime", code="LEAK_ENV"), canaries)
     finally:
         canaries.close()
     assert (blocked.state, blocked.layer) == ("blocked", "policy")

@@ -3,7 +3,6 @@ in order, judged by the gate's own judge against the oracle on the bundled snaps
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
