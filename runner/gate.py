@@ -35,13 +35,12 @@ from typing import Any, Callable, Sequence
 
 from finevo.corpus import Payload
 from finevo.errors import DeadlineExceeded, ExternalError, FinevoError, InputError
-from finevo.outcome import Outcome
+from finevo.outcome import LLMUsage, Outcome
 from finevo.sandbox.api import ExecutionResult, Limits
 from finevo.tasks import SecurityTask, Task
 from runner.console import Console
 from runner.events import EventLog
 from runner.records import (
-    LLMStats,
     PayloadResult,
     ProbeResult,
     SecurityResult,
@@ -362,7 +361,7 @@ def judge_task(task: Task, outcome: Outcome, expected: dict[str, Any], elapsed: 
                       source=outcome.tool_source),
         code=outcome.tool_code, refinements=outcome.refinements,
         attempts=[document_safe(a.__dict__) for a in outcome.attempts],
-        llm=LLMStats(calls=usage.calls, prompt_tokens=usage.prompt_tokens,
+        llm=LLMUsage(calls=usage.calls, prompt_tokens=usage.prompt_tokens,
                      completion_tokens=usage.completion_tokens, latency_s=round(usage.latency_s, 6)),
         duration_s=round(elapsed, 6), timings={k: round(float(v), 6) for k, v in outcome.timings.items()},
         error=outcome.error.to_dict() if outcome.error is not None else None,

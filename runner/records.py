@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from finevo.outcome import LLMUsage
+
 TaskState = Literal["pass", "fail", "error", "skipped"]
 SecurityState = Literal["blocked", "unblocked", "error", "skipped"]
 PayloadState = Literal["blocked", "contained", "unblocked", "skipped"]
@@ -23,14 +25,6 @@ class ToolInfo:
     version: str | None = None
     hash: str | None = None
     source: str = "none"
-
-
-@dataclass
-class LLMStats:
-    calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    latency_s: float = 0.0
 
 
 @dataclass
@@ -72,7 +66,7 @@ class TaskResult:
     code: str | None = None
     refinements: int = 0
     attempts: list[dict[str, Any]] = field(default_factory=list)
-    llm: LLMStats = field(default_factory=LLMStats)
+    llm: LLMUsage = field(default_factory=LLMUsage)
     duration_s: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
     error: dict[str, Any] | None = None
@@ -88,7 +82,7 @@ class TaskResult:
     def from_dict(cls, data: dict[str, Any]) -> "TaskResult":
         data = dict(data)
         data["tool"] = ToolInfo(**(data.get("tool") or {}))
-        data["llm"] = LLMStats(**(data.get("llm") or {}))
+        data["llm"] = LLMUsage(**(data.get("llm") or {}))
         data["probes"] = [ProbeResult.from_dict(p) for p in data.get("probes") or []]
         return cls(**data)
 
