@@ -70,7 +70,10 @@ def is_number(value: Any) -> bool:
     """A finite ``int`` or ``float`` that is not a ``bool``."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return False
-    return math.isfinite(value)
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int beyond float range (e.g. 10**400) is no usable number
+        return False
 
 
 def describe(value: Any) -> str:
@@ -86,6 +89,8 @@ def _number_problem(value: Any, where: str) -> str | None:
         return None
     if isinstance(value, float):
         return f"{where}: expected a finite number, got {value!r}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{where}: expected a finite number, got {describe(value)} (beyond float range)"
     return f"{where}: expected a number, got {describe(value)}"
 
 

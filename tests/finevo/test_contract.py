@@ -64,6 +64,13 @@ class TestNumeric:
         problems = check_shape(value, NUMERIC)
         assert len(problems) == 1 and problems[0].startswith("value:")
 
+    @pytest.mark.parametrize("value", [10**400, -(10**400)])
+    def test_int_beyond_float_range_is_reported_not_raised(self, value: int) -> None:
+        assert not is_number(value)
+        problems = check_shape(value, NUMERIC)
+        assert len(problems) == 1 and "beyond float range" in problems[0]
+        assert check_shape([1.0, value], NUM_LIST) != []
+
     def test_unnormalised_numpy_scalar_is_reported(self) -> None:
         assert check_shape(np.float32(1.0), NUMERIC) != []  # not a float subclass
         assert check_shape(normalise(np.float32(1.0)), NUMERIC) == []

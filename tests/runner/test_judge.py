@@ -93,6 +93,10 @@ class TestOldFalsePassesNowFail:
         assert _fails(judge_value(tasks["calc_007"], value, DRAWDOWN))
         assert _fails(judge_value(tasks["calc_003"], {"upper": value, "middle": 190.0, "lower": 181.8}, BANDS))
 
+    def test_int_beyond_float_range_fails_instead_of_crashing(self, tasks: dict[str, Task]) -> None:
+        assert _fails(judge_value(tasks["calc_007"], 10**400, DRAWDOWN))
+        assert _fails(judge_value(tasks["calc_002"], [10**400] * 20, MA))
+
     @pytest.mark.parametrize("value", [True, False, np.bool_(True)])
     def test_bool_for_a_numeric_task(self, tasks: dict[str, Task], value: Any) -> None:
         # 1 and 0 as expected numbers: a bool must not pass as one
