@@ -502,6 +502,9 @@ def run_container(client: Any, spec: RunSpec, *, stdout: IO[bytes] | None = None
         if stopper.reason is not None:
             emit(f"docker: container stopped ({stopper.reason}); exit code {code}\n")
         return code
+    except Exception as exc:  # the engine failed or went away: no verdict, never a bare traceback (exit 1)
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise LauncherError(f"container {container.short_id}: {reason}") from exc
     finally:
         if timer is not None:
             timer.cancel()
@@ -565,3 +568,5 @@ def _existing_image(client: Any, tag: str) -> Any | None:
         return client.images.get(tag)
     except docker.errors.ImageNotFound:
         return None
+    except docker.errors.DockerException as exc:
+        raise LauncherError(f"cannot inspect image {tag}: {exc}") from exc

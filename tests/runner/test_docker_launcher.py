@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import signal
 import tarfile
 import time
 from pathlib import Path
@@ -223,3 +224,78 @@ def test_stopper_escalates_to_kill_on_a_second_request() -> None:
     assert sorted(calls) == ["SIGINT", "SIGKILL"]
     assert stopper.reason == "received SIGINT"
     assert "SIGKILL after 1s" in log.getvalue()
+
+
+# --------------------------------------------------------------------------- run (fake engine)
+
+class _FakeContainer:
+    def __init__(self, code: int, start_error: Exception | None) -> None:
+        self.id = "c0ffee" * 4
+        self.short_id = self.id[:10]
+        self.code = code
+        self.start_error = start_error
+        self.removed = False
+
+    def start(self) -> None:
+        if self.start_error is not None:
+            raise self.start_error
+
+    def wait(self, timeout: float | None = None) -> dict[str, int]:
+        return {"StatusCode": self.code}
+
+    def kill(self, signal: str) -> None:
+        pass
+
+    def remove(self, force: bool = False) -> None:
+        self.removed = True
+
+
+class _FakeClient:
+    """Just the calls run_container makes: create, logs, and the container's own methods."""
+
+    def __init__(self, code: int = 0, start_error: Exception | None = None) -> None:
+        self.container = _FakeContainer(code, start_error)
+        self.created: dict[str, object] = {}
+        self.containers = self
+        self.api = self
+
+    def create(self, **kwargs: object) -> _FakeContainer:
+        self.created = kwargs
+        return self.container
+
+    def logs(self, container_id: str, *, stdout: bool, stderr: bool, stream: bool, follow: bool):
+        assert follow and stream and container_id == self.container.id
+        return iter([b"out line\n"] if stdout else [b"err line\n"])
+
+
+class _Bytes(io.BytesIO):
+    pass
+
+
+def _spec(tmp_path: Path, args: list[str]) -> dl.RunSpec:
+    return dl.plan_run("img", args, tmp_path, env={}, cwd=tmp_path, timeout=None, host_uid=1000, host_gid=1000)
+
+
+def test_run_returns_the_container_exit_code_streams_and_cleans_up(tmp_path: Path) -> None:
+    client = _FakeClient(code=1)
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    out, err = _Bytes(), _Bytes()
+    code = dl.run_container(client, _spec(tmp_path, ["run", "--llm", "reference"]), stdout=out, stderr=err,
+                            log=lambda _t: None)
+    assert code == 1
+    assert out.getvalue() == b"out line\n" and err.getvalue() == b"err line\n"
+    assert client.container.removed
+    assert client.created["network_mode"] == "none" and client.created["init"] is True
+    assert client.created["volumes"] == {str(tmp_path): {"bind": "/out", "mode": "rw"}}
+    assert {sig: signal.getsignal(sig) for sig in before} == before   # handlers restored
+
+
+def test_engine_failure_after_create_is_no_verdict_not_a_traceback(tmp_path: Path) -> None:
+    from docker.errors import APIError
+
+    client = _FakeClient(start_error=APIError("500 Server Error: driver failed\nsecond line"))
+    with pytest.raises(dl.LauncherError) as err:
+        dl.run_container(client, _spec(tmp_path, []), stdout=_Bytes(), stderr=_Bytes(), log=lambda _t: None)
+    assert err.value.exit_code == Exit.NO_VERDICT
+    assert err.value.message == f"container {client.container.short_id}: 500 Server Error: driver failed"
+    assert client.container.removed
