@@ -59,17 +59,20 @@ KNOWN_SUBMODULES: dict[str, frozenset[str]] = {
     "numpy.ma": frozenset({"core", "extras", "mrecords", "tests", "testutils", "timer_comparison"}),
     "numpy.polynomial": frozenset({"chebyshev", "hermite", "hermite_e", "laguerre", "legendre",
                                    "polynomial", "polyutils", "tests"}),
-    "numpy.polynomial.polynomial": frozenset({"pu", "polyutils"}),
-    "numpy.polynomial.chebyshev": frozenset({"pu", "polyutils"}),
-    "numpy.polynomial.legendre": frozenset({"pu", "polyutils"}),
-    "numpy.polynomial.hermite": frozenset({"pu", "polyutils"}),
-    "numpy.polynomial.hermite_e": frozenset({"pu", "polyutils"}),
-    "numpy.polynomial.laguerre": frozenset({"pu", "polyutils"}),
+    # ``np`` re-exported by a submodule is numpy again under a route whose next steps
+    # (``.ctypeslib``, ``.lib.format``) would otherwise go unchecked
+    "numpy.polynomial.polynomial": frozenset({"pu", "polyutils", "np"}),
+    "numpy.polynomial.chebyshev": frozenset({"pu", "polyutils", "np"}),
+    "numpy.polynomial.legendre": frozenset({"pu", "polyutils", "np"}),
+    "numpy.polynomial.hermite": frozenset({"pu", "polyutils", "np"}),
+    "numpy.polynomial.hermite_e": frozenset({"pu", "polyutils", "np"}),
+    "numpy.polynomial.laguerre": frozenset({"pu", "polyutils", "np"}),
     "numpy.linalg": frozenset({"lapack_lite", "linalg", "tests"}),
     "numpy.fft": frozenset({"helper", "tests"}),
     "numpy.typing": frozenset({"mypy_plugin", "tests"}),
     "pandas.tseries": frozenset({"api", "frequencies", "holiday", "offsets"}),
-    "pandas.tseries.frequencies": frozenset({"lib"}),
+    "pandas.tseries.frequencies": frozenset({"lib", "np"}),
+    "pandas.tseries.holiday": frozenset({"np"}),
     "pandas.errors": frozenset({"cow"}),
 }
 

@@ -318,10 +318,23 @@ def test_every_module_or_door_reachable_from_an_allowed_module_is_refused(route)
         is_module = isinstance(value, types.ModuleType)
         dangerous = (is_module and value.__name__ not in allowed_modules
                      and f"{route}.{name}" not in T.ALLOWED_SUBMODULES)
-        dangerous = dangerous or any(value is d for d in _DANGEROUS_CALLABLES)
+        # numpy / pandas reached under another name (``np.polynomial.chebyshev.np``): the policy
+        # walks only allowed routes further, so ``.ctypeslib`` after it would go unchecked
+        rerouted = (is_module and value.__name__.split(".")[0] in {"numpy", "pandas"}
+                    and f"{route}.{name}" not in T.ALLOWED_SUBMODULES)
+        dangerous = dangerous or rerouted or any(value is d for d in _DANGEROUS_CALLABLES)
         if dangerous and check(f"{prefix}.{name}\n").allowed:
             leaks.append(f"{route}.{name}")
     assert not leaks, f"reachable without a violation: {leaks}"
+
+
+@pytest.mark.parametrize("route", ["np.polynomial.chebyshev.np.ctypeslib.load_library",
+                                   "np.polynomial.polynomial.np.lib.format.open_memmap",
+                                   "pd.tseries.holiday.np.ctypeslib.load_library",
+                                   "pd.tseries.frequencies.np.testing"])
+def test_a_package_re_exported_by_an_allowed_submodule_is_not_a_way_around_the_routes(route):
+    report = check(f"import numpy as np\nimport pandas as pd\nx = {route}\n")
+    assert not report.allowed and report.first.rule == "submodule-not-allowed", report.describe()
 
 
 def test_stdlib_module_names_are_refused_as_attributes_on_any_receiver():
