@@ -16,7 +16,7 @@ Decisions
 * **Network.** Offline LLM modes (``reference``, ``replay:FILE``, ``predictions:FILE``) run with
   ``--network none``; only ``live`` (or an unknown mode) gets the default network.
 * **Secrets.** Only ``FINEVO_LLM_*``, ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` are passed in, and
-  only their names are ever printed.
+  only their names are ever printed; the API keys (:data:`SECRET_NAMES`) not at all to offline modes.
 * **Input files.** Host paths given to ``--tasks``, ``--baseline``, ``--data`` or an LLM mode
   (``replay:FILE`` / ``predictions:FILE``) are bind-mounted read-only under ``/in`` and the
   arguments rewritten, so ``finevo-verify docker run --llm predictions:preds.jsonl`` just works.
@@ -56,6 +56,8 @@ OFFLINE_MODES = ("reference",)
 OFFLINE_PREFIXES = ("replay:", "predictions:")
 PASSTHROUGH_PREFIXES = ("FINEVO_LLM_",)
 PASSTHROUGH_NAMES = ("OPENAI_API_KEY", "OPENAI_BASE_URL")
+#: Credentials: passed only to runs that may call an LLM endpoint (never to offline modes).
+SECRET_NAMES = ("OPENAI_API_KEY", "FINEVO_LLM_API_KEY")
 #: Gate flags whose value is a host path the container must see.
 PATH_FLAGS = ("--tasks", "--baseline", "--data", "--security-tasks", "--payloads")
 LLM_FLAG = "--llm"
@@ -258,9 +260,11 @@ def is_offline(mode: str | None) -> bool:
     return mode in OFFLINE_MODES or mode.startswith(OFFLINE_PREFIXES)
 
 
-def passthrough_env(env: Mapping[str, str]) -> dict[str, str]:
-    """The LLM variables the gate may need, and nothing else."""
-    return {k: v for k, v in env.items() if k.startswith(PASSTHROUGH_PREFIXES) or k in PASSTHROUGH_NAMES}
+def passthrough_env(env: Mapping[str, str], *, offline: bool = False) -> dict[str, str]:
+    """The LLM variables the gate may need, and nothing else; no credentials when ``offline``."""
+    return {k: v for k, v in env.items()
+            if (k.startswith(PASSTHROUGH_PREFIXES) or k in PASSTHROUGH_NAMES)
+            and not (offline and k in SECRET_NAMES)}
 
 
 @dataclass(frozen=True)
@@ -379,12 +383,13 @@ def plan_run(image: str, gate_args: Sequence[str], out_dir: Path, *, env: Mappin
     args, mounts = map_input_paths(gate_args, cwd)
     command = container_command(args)
     mode = llm_mode(args, env) if command is not None else "reference"
-    environment = passthrough_env(env)
+    offline = is_offline(mode)
+    environment = passthrough_env(env, offline=offline)
     user = container_user(host_uid, host_gid)
     if user is not None:
         environment["HOME"] = "/tmp"  # the caller's uid has no home in the image
     return RunSpec(image=image, command=command, out_dir=out_dir, user=user,
-                   network_disabled=is_offline(mode), environment=environment, mounts=mounts,
+                   network_disabled=offline, environment=environment, mounts=mounts,
                    timeout=timeout, stop_grace=stop_grace)
 
 

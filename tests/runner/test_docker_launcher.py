@@ -63,6 +63,15 @@ def test_only_llm_variables_pass_and_their_values_are_never_described(tmp_path: 
     assert "OPENAI_API_KEY" in line
 
 
+def test_offline_runs_get_no_api_keys(tmp_path: Path) -> None:
+    env = {"OPENAI_API_KEY": "sk-very-secret", "FINEVO_LLM_API_KEY": "fk-secret", "FINEVO_LLM_MODEL": "m",
+           "FINEVO_LLM_PROVIDER": "reference"}
+    for args in ([], ["run"], ["run", "--llm", "replay:c.jsonl"], ["run", "--llm", "predictions:p.jsonl"]):
+        spec = dl.plan_run("img", args, tmp_path, env=env, cwd=tmp_path, timeout=None, host_uid=0, host_gid=0)
+        assert spec.network_disabled, args
+        assert set(spec.environment) == {"FINEVO_LLM_MODEL", "FINEVO_LLM_PROVIDER"}, args
+
+
 # --------------------------------------------------------------------------- command and mounts
 
 def test_out_is_pointed_at_the_volume_unless_given() -> None:
