@@ -6,28 +6,23 @@ verdict on it; then the same for each of the task's probes (the reference tool r
 probe's arguments against the oracle with the probe's parameters). Exit 0 when every reference
 tool passes on its task and every probe, 1 otherwise.
 
-Reference tools run through the sandbox (``finevo.sandbox.create_sandbox``) when it is
-available, else in one spawned child process that installs the replay shim first, so the
-shim never patches this process.
+Reference tools run through the sandbox (``finevo.sandbox.create_sandbox``) exactly as generated
+tools do: the static policy first, then a confined process with the replay shim over the snapshot.
+When the sandbox itself cannot run (an external error) there is no verdict: one line, exit 3.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import multiprocessing
 import sys
-import time
-import traceback
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from finevo.contract import normalise
-from finevo.errors import InputError
+from finevo.errors import ExternalError, InputError
 from finevo.outcome import Outcome
 from finevo.paths import benchmarks_dir, reference_dir, snapshot_dir
+from finevo.sandbox import create_sandbox
 from finevo.sandbox.api import ExecutionResult
 from finevo.tasks import Task, load_tasks
 from runner.exitcodes import Exit
@@ -35,73 +30,13 @@ from runner.judge import JUDGE_VERSION, Judgement, judge_probes, judge_value
 from runner.oracle import expected_values, probe_expected_values
 from runner.records import ProbeResult
 
-__all__ = ["register", "run", "ToolRunner", "ChildProcessRunner", "OracleRow", "make_runner",
-           "check_reference_tools", "reference_code"]
+__all__ = ["register", "run", "ToolRunner", "OracleRow", "check_reference_tools", "reference_code"]
 
 
 class ToolRunner(Protocol):
+    """What runs a reference tool: the sandbox (``finevo.sandbox.api.Sandbox``) or a test double."""
+
     def run(self, code: str, entry: str | None, args: dict[str, Any] | None = None) -> ExecutionResult: ...
-
-    def close(self) -> None: ...
-
-
-# --------------------------------------------------------------------------- child-process runner
-def _install_shim(data_dir: str) -> None:
-    """Child initialiser: serve the snapshot through ``import yfinance`` in this process only."""
-    from finevo.market import replay
-    from finevo.market.snapshot import load_snapshot
-
-    replay.install(load_snapshot(data_dir))
-
-
-def _execute(code: str, entry: str | None, args: dict[str, Any], filename: str) -> dict[str, Any]:
-    """Child side: run one tool module's ``entry(**args)`` (or, with ``entry=None``, its
-    ``__main__`` self-test block); the result as a JSON-checked dict."""
-    started = time.perf_counter()
-    namespace: dict[str, Any] = {"__name__": "__main__" if entry is None else "reference_tool", "__file__": filename}
-    try:
-        exec(compile(code, filename, "exec"), namespace)  # trusted reference code, child process only
-        if entry is None:
-            return {"status": "ok", "value": None, "duration_s": time.perf_counter() - started}
-        function = namespace.get(entry)
-        if not callable(function):
-            raise NameError(f"{filename} defines no function {entry!r}")
-        value = json.loads(json.dumps(normalise(function(**args)), allow_nan=False))
-    except Exception as exc:  # reported to the parent as a typed result, never raised there
-        return {"status": "exception", "error_type": type(exc).__name__, "error_message": str(exc),
-                "traceback": traceback.format_exc(), "duration_s": time.perf_counter() - started}
-    return {"status": "ok", "value": value, "duration_s": time.perf_counter() - started}
-
-
-class ChildProcessRunner:
-    """Runs trusted tool code in one spawned child with the replay shim installed (no sandbox limits)."""
-
-    def __init__(self, data_dir: str | Path, timeout_s: float = 60.0) -> None:
-        self.timeout_s = timeout_s
-        self._pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
-                                         initializer=_install_shim, initargs=(str(data_dir),))
-
-    def run(self, code: str, entry: str | None, args: dict[str, Any] | None = None) -> ExecutionResult:
-        try:
-            future = self._pool.submit(_execute, code, entry, dict(args or {}), f"<{entry or 'self-test'}>")
-            result = future.result(self.timeout_s)
-        except TimeoutError:
-            return ExecutionResult(status="timeout", error_message=f"no result within {self.timeout_s:g} s")
-        except Exception as exc:  # the child died or could not install the shim
-            return ExecutionResult(status="crashed", error_type=type(exc).__name__, error_message=str(exc))
-        return ExecutionResult(**result)
-
-    def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
-
-
-def make_runner(data_dir: str | Path) -> tuple[ToolRunner, str]:
-    """The sandbox when ``finevo.sandbox.create_sandbox`` exists, else a child process; and its name."""
-    try:
-        from finevo.sandbox import create_sandbox  # type: ignore[attr-defined]
-    except ImportError:
-        return ChildProcessRunner(data_dir), "child process"
-    return create_sandbox(Path(data_dir)), "sandbox"
 
 
 # --------------------------------------------------------------------------- the gold run
@@ -189,13 +124,17 @@ def run(args: argparse.Namespace) -> int:
         provider = load_snapshot(data_dir)
     except (OSError, ValueError) as exc:
         raise InputError(f"{data_dir}: cannot load snapshot: {exc}") from None
-    runner, how = make_runner(data_dir)
     try:
-        rows = check_reference_tools(tasks, provider, runner)
-    finally:
-        runner.close()
+        sandbox = create_sandbox(data_dir)
+        try:
+            rows = check_reference_tools(tasks, provider, sandbox)
+        finally:
+            sandbox.close()
+    except ExternalError as exc:
+        print(f"finevo-verify oracle: no verdict: {exc.code}: {exc.message}", file=sys.stderr)
+        return int(Exit.NO_VERDICT)
     out = sys.stdout
-    out.write(f"snapshot {data_dir} (as of {provider.as_of}); reference tools via {how}; judge {JUDGE_VERSION}\n")
+    out.write(f"snapshot {data_dir} (as of {provider.as_of}); reference tools via the sandbox; judge {JUDGE_VERSION}\n")
     out.write(f"{'task':<10} {'oracle (primary)':<42} {'reference tool':<42} verdict\n")
     for row in rows:
         tool = _short(row.result.value) if row.result.status == "ok" else f"<{row.result.status}>"

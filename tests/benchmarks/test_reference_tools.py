@@ -1,6 +1,6 @@
-"""The gold run: every reference tool, executed through the yfinance replay shim in a child
-process, agrees with the oracle's primary convention and passes the judge; each one is written
-the way the suite asks of a generated tool."""
+"""The gold run: every reference tool, executed through the sandbox (static policy, confined
+process, yfinance replay shim), agrees with the oracle's primary convention and passes the judge;
+each one is written the way the suite asks of a generated tool."""
 
 from __future__ import annotations
 
@@ -11,11 +11,15 @@ from pathlib import Path
 
 import pytest
 
+import runner.cli.oracle as oracle_cli
+from finevo.errors import SandboxUnavailable
 from finevo.market.snapshot import Snapshot, load_snapshot
 from finevo.paths import benchmarks_dir, reference_dir, snapshot_dir
+from finevo.sandbox import create_sandbox
+from finevo.sandbox.api import Sandbox
 from finevo.tasks import Task, load_tasks
 from runner.cli import main as cli_main
-from runner.cli.oracle import ChildProcessRunner, check_reference_tools, reference_code
+from runner.cli.oracle import check_reference_tools, reference_code
 from runner.judge import judge_value
 from runner.oracle import expected_values
 
@@ -27,10 +31,10 @@ FORBIDDEN_CALLS = {"getattr", "setattr", "delattr", "eval", "exec", "compile", "
 
 
 @pytest.fixture(scope="module")
-def runner() -> Iterator[ChildProcessRunner]:
-    child = ChildProcessRunner(snapshot_dir(), timeout_s=60)
-    yield child
-    child.close()
+def runner() -> Iterator[Sandbox]:
+    sandbox = create_sandbox(snapshot_dir())
+    yield sandbox
+    sandbox.close()
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +48,7 @@ def test_one_reference_tool_per_task() -> None:
 
 
 @pytest.mark.parametrize("task", TASKS, ids=lambda t: t.id)
-def test_reference_tool_matches_primary_convention(task: Task, runner: ChildProcessRunner, snapshot: Snapshot) -> None:
+def test_reference_tool_matches_primary_convention(task: Task, runner: Sandbox, snapshot: Snapshot) -> None:
     result = runner.run(reference_code(task), task.intent.indicator, dict(task.intent.args))
     assert result.status == "ok", f"{task.id}: {result.error_type}: {result.error_message}\n{result.traceback}"
     expected = expected_values(task, snapshot)
@@ -55,7 +59,7 @@ def test_reference_tool_matches_primary_convention(task: Task, runner: ChildProc
 
 
 @pytest.mark.parametrize("task", TASKS, ids=lambda t: t.id)
-def test_reference_tool_self_test_runs(task: Task, runner: ChildProcessRunner) -> None:
+def test_reference_tool_self_test_runs(task: Task, runner: Sandbox) -> None:
     result = runner.run(reference_code(task), None)
     assert result.status == "ok", f"{task.id} self-test: {result.error_type}: {result.error_message}"
 
@@ -85,7 +89,7 @@ def test_reference_tool_is_written_like_a_good_generated_tool(task: Task) -> Non
             assert node.func.id not in FORBIDDEN_CALLS, f"{path.name}:{node.lineno}: {node.func.id}()"
 
 
-def test_a_wrong_tool_is_caught_by_the_gold_run(runner: ChildProcessRunner, snapshot: Snapshot,
+def test_a_wrong_tool_is_caught_by_the_gold_run(runner: Sandbox, snapshot: Snapshot,
                                                 tmp_path: Path) -> None:
     """A drawdown tool that returns the MSFT quote instead (the old false pass) fails."""
     task = next(t for t in TASKS if t.id == "calc_007")
@@ -121,14 +125,20 @@ def test_oracle_verb_rejects_unknown_ids(capsys: pytest.CaptureFixture[str]) -> 
     assert "fetch_999" in capsys.readouterr().err
 
 
-def test_every_reference_tool_passes_through_the_configured_runner(snapshot: Snapshot) -> None:
-    """The same gold run through what ``finevo-verify oracle`` uses (the sandbox, with its policy, once built)."""
-    from runner.cli.oracle import make_runner
-
-    tool_runner, how = make_runner(snapshot_dir())
-    try:
-        rows = check_reference_tools(TASKS, snapshot, tool_runner)
-    finally:
-        tool_runner.close()
+def test_every_reference_tool_passes_with_its_probes(runner: Sandbox, snapshot: Snapshot) -> None:
+    """The whole gold run as ``finevo-verify oracle`` does it: main values and every probe."""
+    rows = check_reference_tools(TASKS, snapshot, runner)
     failed = [f"{r.task.id}: {r.judgement.reason}" for r in rows if not r.judgement.passed]
-    assert not failed, f"via {how}: {failed}"
+    assert not failed, failed
+    assert sum(len(r.probes) for r in rows) == sum(len(t.probes) for t in TASKS)
+
+
+def test_oracle_verb_without_a_sandbox_is_no_verdict(monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    def unavailable(data_dir: object) -> Sandbox:
+        raise SandboxUnavailable("the warm sandbox worker did not start: test")
+
+    monkeypatch.setattr(oracle_cli, "create_sandbox", unavailable)
+    assert cli_main(["oracle", "--only", "fetch_002"]) == 3
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "sandbox_unavailable" in err and "did not start" in err

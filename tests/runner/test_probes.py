@@ -23,7 +23,7 @@ from finevo.sandbox import create_sandbox
 from finevo.sandbox.api import ExecutionResult
 from finevo.tasks import Probe, Task, load_tasks
 from runner.cli import main
-from runner.cli.oracle import ChildProcessRunner, check_reference_tools
+from runner.cli.oracle import check_reference_tools
 from runner.console import Console
 from runner.gate import GateConfig, Interrupts, TaskRunner, judge_task, run_gate
 from runner.judge import Judgement, judge_probes, judge_value, probe_entry
@@ -360,11 +360,11 @@ def test_oracle_verb_checks_the_reference_tools_probes(capsys) -> None:
 def test_oracle_check_fails_a_constant_reference_tool_on_its_probe(tmp_path, tasks, snapshot) -> None:
     task = tasks["comp_002"]
     (tmp_path / "comp_002.py").write_text(_constant(task, False), encoding="utf-8")
-    runner = ChildProcessRunner(DATA)
+    sandbox = create_sandbox(DATA)
     try:
-        [row] = check_reference_tools([task], snapshot, runner, tmp_path)
+        [row] = check_reference_tools([task], snapshot, sandbox, tmp_path)
     finally:
-        runner.close()
+        sandbox.close()
     assert row.result.value is False and row.judgement.state == "fail"
     assert row.judgement.reason == "probe 1 (symbol=GOOGL): expected True, got False"
     assert row.to_dict()["probes"][0]["state"] == "fail"
