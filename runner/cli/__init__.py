@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from typing import NoReturn
 
 from finevo.errors import InputError
 from runner.exitcodes import Exit
@@ -27,20 +28,20 @@ VERB_MODULES: tuple[str, ...] = (
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse exits 2 on usage errors already; keep its one-line message."""
+    """Usage errors are one line on stderr and exit 2 (argparse alone prints the whole usage first).
+
+    Sub-parsers inherit this class, so ``finevo-verify run --agent x`` reads the same way.
+    """
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(int(Exit.USAGE), f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="finevo-verify", description="CI regression gate for the finevo agent.")
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
     for name in VERB_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name == name:  # verb not built yet
-                continue
-            raise
-        module.register(sub)
+        importlib.import_module(name).register(sub)
     return parser
 
 

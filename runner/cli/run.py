@@ -14,13 +14,11 @@ from runner.exitcodes import Exit
 AGENT_MODES = ("evolving", "static", "memory_only")
 
 
-def _float_arg(name: str):
-    def parse(text: str) -> float:
-        try:
-            return float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name}: expected a number, got {text!r}") from None
-    return parse
+def _float_arg(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
 
 
 def _int_arg(text: str) -> int:
@@ -56,18 +54,18 @@ def register(sub: Any) -> None:
     run.add_argument("--data", type=Path, default=None, help="market snapshot directory (default: bundled)")
     _add_selection(run)
     run.add_argument("--no-payloads", action="store_true", help="do not run the payload corpus")
-    run.add_argument("--min-pass-rate", type=_float_arg("--min-pass-rate"),
+    run.add_argument("--min-pass-rate", type=_float_arg,
                      help="threshold in [0, 1] (default: the baseline's target_pass_rate)")
     run.add_argument("--out", type=Path, default=Path("out"), help="report directory (default ./out)")
     run.add_argument("--run-id", help="name of this run (default: UTC timestamp + random suffix)")
-    run.add_argument("--task-timeout", type=_float_arg("--task-timeout"), default=120.0,
+    run.add_argument("--task-timeout", type=_float_arg, default=120.0,
                      help="seconds per task (default 120)")
     run.add_argument("--max-refinements", type=_int_arg, help="refinement attempts per tool (default 3)")
     run.add_argument("--agent", choices=AGENT_MODES, default="evolving", help="agent mode (default evolving)")
     run.add_argument("--reuse-registry", action="store_true", help="accept a non-empty registry in the run dir")
     run.add_argument("--no-self-check", action="store_true", help="skip the reference/null harness self-check")
     run.add_argument("--model", help="model name for live calls")
-    run.add_argument("--temperature", type=_float_arg("--temperature"))
+    run.add_argument("--temperature", type=_float_arg)
     run.add_argument("--quiet", action="store_true", help="only the final summary")
     run.set_defaults(func=cmd_run)
 

@@ -103,3 +103,17 @@ def test_baseline_update_is_explicit_and_keeps_unrun_tasks(tmp_path, security_fi
     assert after["passing_tasks"] == ["fetch_001", "calc_002", "calc_004"]
     assert after["target_pass_rate"] == before["target_pass_rate"]
     assert "added: calc_004; removed: fetch_002" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["run", "--agent", "bogus"], "argument --agent: invalid choice: 'bogus'"),
+    (["--task-timeout", "abc"], "argument --task-timeout: expected a number, got 'abc'"),
+    (["baseline"], "the following arguments are required"),
+])
+def test_usage_errors_are_one_line_and_exit_2(argv, message, capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert message in err[0] and err[0].startswith("finevo-verify")
