@@ -38,7 +38,8 @@ mkdir -p "$CACHE"
 
 # --- 1. packages ------------------------------------------------------------------------------
 missing=()
-command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
+# docker.io brings both the daemon and the CLI (the set-up and the tests use both).
+{ command -v dockerd && command -v docker; } >/dev/null 2>&1 || missing+=(docker.io)
 command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
 if [[ ${#missing[@]} -gt 0 ]]; then
     [[ $(id -u) -eq 0 ]] || die "need root to install ${missing[*]}"
@@ -164,7 +165,7 @@ else
     python3 -m pip download --quiet --dest "$TMPWH" --only-binary=:all: \
         --python-version "$PYVER" --implementation cp "${PLATFORM_ARGS[@]}" \
         -r "$REQFILE" >"$CACHE/wheelhouse.log" 2>&1 \
-        || { tail -n 20 "$CACHE/wheelhouse.log" >&2; die "pip download failed (log: $CACHE/wheelhouse.log)"; }
+        || { tail -n 20 "$CACHE/wheelhouse.log" >&2; rm -rf "$TMPWH"; die "pip download failed (log: $CACHE/wheelhouse.log)"; }
     printf '%s\n' "$INPUTS_HASH" >"$TMPWH/.inputs-hash"
     rm -rf "$WHEELHOUSE"
     mv "$TMPWH" "$WHEELHOUSE"
