@@ -31,6 +31,8 @@ forbidden-attribute         frame/code introspection, string evaluators (``df.ev
 file-io                     ``read_*``, ``to_*`` writers, ``load``/``save``/``fromfile``/
                             ``memmap``/``tofile``/...; text writers (``to_csv``) only when
                             called with no path
+module-value                a module used as a value (``m = pd``, ``f(np)``, ``r = np.random``):
+                            modules are only reached as ``module.name``, so every route is checked
 dynamic-type / metaclass    ``type`` with 3 arguments or as a value / ``metaclass=``
 class-keyword               other class keywords
 format-string               ``.format`` on a non-literal, templates with ``{0.attr}`` or

@@ -133,6 +133,7 @@ class _Checker(ast.NodeVisitor):
         self.ok_nodes: set[int] = set()            # nodes an enclosing construct already vetted
         self.inner_attrs: set[int] = set()         # Attribute nodes inside a chain already routed
         self.module_steps: set[int] = set()        # Attribute nodes that are allowed submodules
+        self.receivers: set[int] = set()           # Name nodes that are the object of an attribute
         self.class_depth = 0
         self.function_depth = 0
         self.callable_names = self._callable_names(tree)
@@ -242,6 +243,14 @@ class _Checker(ast.NodeVisitor):
                            f"module route '{route}' is only allowed on the way to "
                            + ", ".join(sorted(m for m in T.ALLOWED_SUBMODULES if m.startswith(route + "."))))
 
+    @staticmethod
+    def _is_module_route(route: str) -> bool:
+        return route in T.ALLOWED_IMPORTS or route in T.ALLOWED_SUBMODULES or route in T.PASS_THROUGH
+
+    def _flag_module_value(self, shown: str, route: str, node: ast.AST) -> None:
+        self._flag("module-value", node, f"module '{shown}' ({route}) may only be used as '{shown}.name'; "
+                   "a module stored, passed or returned escapes the route checks", at_start=True)
+
     def _check_attribute_name(self, name: str, node: ast.AST) -> None:
         if is_dunder(name):
             self._flag("dunder-attribute", node, f"dunder attribute '{name}' is not allowed")
@@ -338,6 +347,9 @@ class _Checker(ast.NodeVisitor):
             self._flag("dunder-name", node, f"dunder name '{name}' is not allowed")
             return
         bound_locally = self._is_param(name) or name in self.aliases
+        if isinstance(node.ctx, ast.Load) and name in self.aliases and not self._is_param(name) \
+                and id(node) not in self.receivers and self._is_module_route(self.aliases[name]):
+            self._flag_module_value(name, self.aliases[name], node)
         if name in T.FORBIDDEN_BUILTINS and not bound_locally:
             verb = "rebound" if not isinstance(node.ctx, ast.Load) else "used, called, aliased or passed"
             self._flag("forbidden-builtin", node, f"builtin '{name}' cannot be {verb}")
@@ -389,6 +401,15 @@ class _Checker(ast.NodeVisitor):
             routed = self._route_of(node)
             if routed is not None:
                 self._check_route(routed[0], routed[1])
+                if id(node) in self.module_steps:  # the whole chain is a module, used as a value
+                    steps = [a for a, _ in routed[1]]
+                    root = node
+                    while isinstance(root, ast.Attribute):
+                        root = root.value
+                    shown = ".".join([root.id] + steps) if isinstance(root, ast.Name) else steps[-1]
+                    self._flag_module_value(shown, ".".join(routed[0] + steps), node)
+        if isinstance(node.value, ast.Name):
+            self.receivers.add(id(node.value))
         if node.attr in ("format", "format_map"):
             self._check_format(node)
         else:

@@ -23,7 +23,7 @@ RULES = {
     "import-star", "relative-import", "submodule-not-allowed", "module-attribute", "dunder-name",
     "dunder-attribute", "private-attribute", "forbidden-builtin", "forbidden-attribute", "file-io",
     "dynamic-type", "metaclass", "class-keyword", "format-string", "decorator", "dynamic-dispatch",
-    "pandas-option",
+    "pandas-option", "module-value",
 }
 SAMPLE = dict(canary_file="/tmp/canary/secret.txt", canary_dir="/tmp/canary", host="127.0.0.1",
               port=40123, secret_name="FINEVO_FAKE_KEY")
@@ -147,6 +147,14 @@ CASES = [
     ("import pandas as pd\nk = 'display.width'\npd.set_option(k, 80)\n", "pandas-option", 3, 15),
     ("import pandas as pd\ns = pd.set_option\n", "pandas-option", 2, 8),
     ("def f(x):\n    match x:\n        case object(__class__=c):\n            return c\n", "dunder-attribute", 3, 14),
+    # a module as a value would carry it past the route checks: m = pd; m.compat.pickle_compat.loads
+    ("import pandas as pd\nm = pd\nm.compat.pickle_compat.loads(b'')\n", "module-value", 2, 5),
+    ("import pandas as pd\ndef f(m=pd):\n    return m.core\n", "module-value", 2, 9),
+    ("import pandas as pd\nx = (lambda m: m.util)(pd)\n", "module-value", 2, 24),
+    ("import pandas as pd\nx = [pd][0].compat\n", "module-value", 2, 6),
+    ("import numpy as np\nr = np.random\nr.mtrand\n", "module-value", 2, 5),
+    ("from numpy import random\nx = (random,)\n", "module-value", 2, 6),
+    ("import yfinance as yf\ny = yf\n", "module-value", 2, 5),
 ]
 
 
@@ -201,6 +209,10 @@ ALLOWED_SOURCES = {
     "main-guard": "from __future__ import annotations\n__all__ = ['run']\n"
                   "def run() -> int:\n    return 1\nif __name__ == '__main__':\n    print(run())\n",
     "list-remove": "def f(xs):\n    xs.remove(1)\n    return xs\n",
+    "modules-used-directly": "import numpy as np\nimport numpy.linalg\nfrom numpy import linalg as la\n"
+                             "def f(x: np.ndarray, np_like=None) -> float:\n"
+                             "    return float(la.norm(x) + numpy.linalg.norm(x) + np.random.default_rng(1).random())\n"
+                             "def g(np):\n    return np\n",
 }
 
 
