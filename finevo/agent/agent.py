@@ -346,7 +346,9 @@ class Agent:
             remaining = deadline - self.clock()
             if remaining <= 0:
                 raise DeadlineExceeded(f"{task_id}: task deadline passed before the LLM call ({stage})", stage=stage)
-            timeout = min(remaining, float(getattr(self.settings, "timeout", remaining)))
+            # the whole call (retries and back-off included) may use the time left; each request
+            # inside it is bounded by the client's own per-request timeout
+            timeout = remaining
         request = ChatRequest(model=str(getattr(self.settings, "model", "")), messages=messages,
                               temperature=float(getattr(self.settings, "temperature", 0.0)),
                               task_id=task_id, attempt=attempt)

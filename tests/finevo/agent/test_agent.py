@@ -200,6 +200,15 @@ def test_task_deadline_stops_the_llm_call(registry: Any) -> None:
     assert elapsed < 3.0
 
 
+def test_a_timed_out_request_is_retried_within_the_task_deadline(registry: Any) -> None:
+    settings = Settings(model="test-model", timeout=0.5, max_retries=1)
+    with ScriptedLLMServer([Delay(5.0, Reply(fenced(MA_GOOD))), Reply(fenced(MA_GOOD))]) as srv:
+        agent = Agent(settings, client(srv.base_url, timeout=0.5, max_retries=1), InlineSandbox(), registry)
+        outcome = solve(agent, MSFT_MA, deadline=time.monotonic() + 60)
+        assert len(srv.requests) == 2
+    assert outcome.error is None and outcome.tool_source == "created"
+
+
 def test_deadline_already_passed_never_calls_the_model(registry: Any) -> None:
     with ScriptedLLMServer([Reply(fenced(MA_GOOD))]) as srv:
         outcome = solve(make_agent(client(srv.base_url), registry), MSFT_MA, deadline=time.monotonic() - 1)
