@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -574,6 +575,7 @@ class Gate:
     def run(self) -> GateOutcome:
         p, console = self.p, self.console
         suite = p.suite
+        fresh_dir = not p.run_dir.exists()
         p.run_dir.mkdir(parents=True, exist_ok=True)
         started_at, t0 = _now(), time.monotonic()
         tasks_done: list[TaskResult] = []
@@ -583,7 +585,12 @@ class Gate:
         for warning in suite.warnings:
             console.warn(warning)
         with Interrupts() as interrupts:
-            runner = TaskRunner(self.factory, self.spec(), interrupts, p.config.task_timeout_s)
+            try:
+                runner = TaskRunner(self.factory, self.spec(), interrupts, p.config.task_timeout_s)
+            except BaseException:  # e.g. no LLM configured: nothing ran, leave nothing behind
+                if fresh_dir:
+                    shutil.rmtree(p.run_dir, ignore_errors=True)
+                raise
             try:
                 if not runner.session.registry_empty and not p.config.reuse_registry:
                     raise InputError(f"{p.run_dir / 'registry'}: registry is not empty; "

@@ -117,3 +117,17 @@ def test_usage_errors_are_one_line_and_exit_2(argv, message, capsys) -> None:
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1, err
     assert message in err[0] and err[0].startswith("finevo-verify")
+
+
+def test_no_llm_configured_exits_2_and_leaves_no_run_directory(tmp_path, security_file, baseline_file,
+                                                               capsys) -> None:
+    from finevo.errors import ExternalError
+
+    def no_endpoint(spec):
+        raise ExternalError("--llm live needs an endpoint: set OPENAI_API_KEY or OPENAI_BASE_URL", where="llm")
+
+    args = build_parser().parse_args(_run_args(tmp_path, security_file, baseline_file, "--run-id", "nollm"))
+    assert cmd_run(args, factory=no_endpoint) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "needs an endpoint" in err[0]
+    assert not (tmp_path / "out" / "nollm").exists()
