@@ -172,16 +172,14 @@ def judge_outcome(task: Task, outcome: Outcome, expected: Mapping[str, Any]) -> 
 def probe_entry(code: str, task: Task) -> str | None:
     """The function a probe calls: the one the agent called (``intent.indicator``) when the module
     defines it at top level, else the module's single public top-level function, else None."""
-    from finevo.agent.verify import function_signature
-
-    if function_signature(code, task.intent.indicator) is not None:
-        return task.intent.indicator
     try:
         tree = ast.parse(code)
     except SyntaxError:
         return None
-    public = [node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-              and not node.name.startswith("_")]
+    functions = [node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    if task.intent.indicator in functions:
+        return task.intent.indicator
+    public = [name for name in functions if not name.startswith("_")]
     return public[0] if len(public) == 1 else None
 
 

@@ -226,6 +226,9 @@ def test_probe_entry_is_the_called_function_or_the_single_public_one(tasks) -> N
     assert probe_entry("def _helper():\n    pass\n\ndef divergence(symbol, days):\n    return True\n", task) == \
         "divergence"
     assert probe_entry("def a():\n    pass\n\ndef b():\n    pass\n", task) is None
+    two_public = "def helper(x):\n    return x\n\nasync def volume_price_divergence(symbol, days):\n    return True\n"
+    assert probe_entry(two_public, task) == "volume_price_divergence"
+    assert probe_entry("def helper():\n    def volume_price_divergence():\n        pass\n", task) == "helper"
     assert probe_entry("def broken(:\n", task) is None
 
 
