@@ -10,7 +10,8 @@
     finevo registry clear [--yes]
 
 Exit codes: 0 ok; 1 the agent failed (its own failure: bad code, refinements exhausted, no tool
-in static mode); 2 usage or input error; 3 external error (LLM API, cassette miss, deadline).
+in static mode); 2 usage or input error (no LLM configured included); 3 external error (LLM API,
+cassette miss, deadline).
 
 A query that is word for word a benchmark query is solved as that task (its id, intent and output
 contract), so ``--llm reference`` answers it offline with the gold tool.
@@ -25,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from finevo.errors import AgentFailure, ExternalError, InputError
+from finevo.errors import AgentFailure, ExternalError, InputError, ProviderNotConfigured
 from finevo.outcome import Outcome
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_EXTERNAL = 0, 1, 2, 3
@@ -74,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         return int(func(args))
-    except InputError as exc:
+    except (InputError, ProviderNotConfigured) as exc:  # nothing ran: a usage error, as in finevo-verify
         print(f"finevo: error: {exc.message}", file=sys.stderr)
         return EXIT_USAGE
     except ExternalError as exc:

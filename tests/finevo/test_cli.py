@@ -75,10 +75,14 @@ def test_external_error_exits_3(reg_dir: Path, monkeypatch: pytest.MonkeyPatch,
     assert "no answer: llm_api_error" in capsys.readouterr().out
 
 
-def test_no_provider_configured_exits_3_with_a_clear_message(reg_dir: Path,
-                                                            capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["solve", MACD]) == 3
-    assert "FINEVO_LLM_API_KEY" in capsys.readouterr().err
+def test_no_provider_configured_is_a_usage_error_with_a_clear_message(
+        reg_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    for name in ("FINEVO_LLM_PROVIDER", "FINEVO_LLM_API_KEY", "OPENAI_API_KEY", "FINEVO_LLM_BASE_URL",
+                 "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    assert main(["solve", MACD]) == 2  # like finevo-verify: nothing ran, the set-up is incomplete
+    err = capsys.readouterr().err
+    assert "FINEVO_LLM_API_KEY" in err and len(err.strip().splitlines()) == 1
 
 
 def test_static_mode_with_nothing_registered_exits_1(reg_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
