@@ -21,6 +21,7 @@ share one budget of ``--task-timeout``), see :func:`runner.judge.judge_probes`.
 
 from __future__ import annotations
 
+import math
 import os
 import secrets
 import shutil
@@ -393,7 +394,7 @@ def document_safe(value: Any) -> Any:
         return {str(k): document_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [document_safe(v) for v in value]
-    if isinstance(value, float) and value != value:
+    if isinstance(value, float) and not math.isfinite(value):  # NaN / inf are not JSON
         return None
     if isinstance(value, (str, int, float, bool)) or value is None:
         return value

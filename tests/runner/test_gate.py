@@ -179,3 +179,22 @@ def test_unwritable_out_is_an_input_error(make_config, tmp_path) -> None:
 def test_unreadable_snapshot_is_an_input_error(make_config, tmp_path) -> None:
     with pytest.raises(InputError, match="manifest"):
         prepare(make_config(data_dir=tmp_path / "nowhere"))
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan"), {"k": float("inf")}])
+def test_a_non_finite_tool_value_still_gives_strict_json(value, tmp_path) -> None:
+    from finevo.outcome import Outcome
+    from finevo.tasks import load_tasks
+    from runner.gate import judge_task
+    from tests.runner.fakes import TASKS
+
+    from finevo.market.snapshot import load_snapshot
+    from runner.oracle import expected_values
+    from tests.runner.fakes import DATA
+
+    task = next(t for t in load_tasks(TASKS) if t.id == "fetch_001")
+    expected = expected_values(task, load_snapshot(DATA))
+    result = judge_task(task, Outcome(task_id=task.id, value=value, tool_code="def tool(): ..."), expected, 0.1)
+    assert result.state == "fail"
+    text = json.dumps(result.to_dict(), allow_nan=False)  # raises on NaN / Infinity
+    assert "Infinity" not in text and "NaN" not in text
