@@ -67,7 +67,6 @@ from finevo.sandbox.api import ExecutionResult, Limits, Sandbox
 from finevo.tasks import Intent, OutputSpec, SecurityTask, Task
 
 MODES: tuple[str, ...] = ("evolving", "static", "memory_only")
-_TRACE_OUTPUT_CAP = 8192
 
 
 @dataclass(frozen=True)
@@ -434,8 +433,8 @@ class Agent:
             getattr(artifact, "id", None), job.task_id, dict(contract.args),
             result.value if result is not None and result.ok else None, "execution", elapsed,
             result.status if result is not None else "interrupted",
-            stdout=(result.stdout if result else "")[:_TRACE_OUTPUT_CAP],
-            stderr=(result.stderr if result else "")[:_TRACE_OUTPUT_CAP], error=error)
+            stdout=result.stdout if result else "", stderr=result.stderr if result else "",
+            error=error)  # the registry caps them, with a marker saying how much was cut
 
     # ------------------------------------------------------------------ bookkeeping
     @staticmethod

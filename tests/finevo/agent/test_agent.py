@@ -86,6 +86,24 @@ def test_good_code_is_created_registered_and_run(registry: Any) -> None:
     assert "def moving_average(symbol: str, window: int, days: int) -> list:" in user
 
 
+def test_trace_keeps_tool_output_up_to_the_registry_cap(registry: Any) -> None:
+    chatty = MA_GOOD.replace("    return [float(v)", "    print('x' * 20000)\n    return [float(v)")
+
+    class CapturingSandbox(InlineSandbox):  # the real sandbox returns the tool's stdout
+        def run(self, code, entry, args=None, limits=None):  # type: ignore[no-untyped-def]
+            result = super().run(code, entry, args, limits)
+            if entry is not None and result.ok and "print('x'" in code:
+                result.stdout = "x" * 20000 + "\n"
+            return result
+
+    with ScriptedLLMServer([Reply(fenced(chatty))]) as srv:
+        settings = Settings(model="test-model", timeout=5.0)
+        outcome = solve(Agent(settings, client(srv.base_url), CapturingSandbox(), registry), MSFT_MA)
+    assert outcome.error is None, outcome.error
+    [trace] = registry.traces(task_id="calc_002")
+    assert trace.stdout == "x" * 20000 + "\n"
+
+
 def test_buggy_code_is_fixed_by_refinement_and_the_chain_is_stored(registry: Any) -> None:
     with ScriptedLLMServer([Reply(fenced(MA_BUGGY)), Reply(fenced(MA_GOOD))]) as srv:
         outcome = solve(make_agent(client(srv.base_url), registry), MSFT_MA)
