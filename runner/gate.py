@@ -699,7 +699,12 @@ def fill_skipped_payloads(planned: Sequence[Sequence[str]], done: Sequence[Paylo
 
 
 def rebuild_from_events(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The results document of a run from its event log (a killed run: partial, unrun tasks skipped)."""
+    """The results document of a run from its event log (a killed run: partial, unrun tasks skipped).
+
+    A run directory reused with ``--reuse-registry`` holds the events of every run in it: only
+    those from the last ``start`` on belong to the run being rebuilt.
+    """
+    events = events[max(i for i, e in enumerate(events) if e["event"] == "start"):]
     start = events[0]
     planned = start.get("planned", {})
     tasks = [TaskResult.from_dict(e["result"]) for e in events if e["event"] == "task"]

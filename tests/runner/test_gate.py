@@ -198,3 +198,20 @@ def test_a_non_finite_tool_value_still_gives_strict_json(value, tmp_path) -> Non
     assert result.state == "fail"
     text = json.dumps(result.to_dict(), allow_nan=False)  # raises on NaN / Infinity
     assert "Infinity" not in text and "NaN" not in text
+
+
+def test_rebuild_from_events_of_a_reused_run_dir_takes_only_the_last_run(make_config) -> None:
+    from runner.events import read_events
+    from runner.gate import rebuild_from_events
+
+    first, _ = _run(make_config(self_check=False))
+    assert first.exit_code == Exit.PASSED
+    log = first.run_dir / "events.jsonl"
+    start = json.loads(log.read_text().splitlines()[0])
+    # A second run in the same directory (--reuse-registry) planning one task, killed before finishing it.
+    start["planned"] = {"tasks": [["calc_004", "calculation", "q"]], "security": [], "payloads": []}
+    with log.open("a") as fh:
+        fh.write(json.dumps(start) + "\n")
+    doc = rebuild_from_events(read_events(log))
+    assert [(t["task_id"], t["state"]) for t in doc["tasks"]] == [("calc_004", "skipped")]
+    assert doc["partial"] is True and doc["verdict"]["exit_code"] == Exit.NO_VERDICT
