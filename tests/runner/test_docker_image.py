@@ -20,6 +20,7 @@ import pytest
 from junitparser import Error, Failure, JUnitXml
 
 from runner import docker_launcher as dl
+from runner.cli import main
 from runner.reports import document
 from tests.support import docker_env as de
 
@@ -96,9 +97,13 @@ def test_image_holds_the_suite_and_an_empty_registry(image: Any) -> None:
 
 
 def test_rebuild_with_same_sources_is_reused(client: Any, image: Any, context_dir: Path) -> None:
-    again, seconds = de.build_test_image(client, context_dir)
+    base, wheelhouse = de.build_inputs(client)
+    spec = dl.BuildSpec(context_dir=context_dir, tag=de.TEST_IMAGE, base_image=base, wheelhouse=wheelhouse,
+                        build_args={"REVISION": "test"})
+    log: list[str] = []
+    again = dl.build_image(client, spec, reuse=True, log=log.append)
     assert again.id == image.id
-    assert seconds < 60
+    assert log and "is up to date" in log[0] and not any(line.startswith("building") for line in log)
 
 
 # --------------------------------------------------------------------------- docker CLI
@@ -121,14 +126,19 @@ def test_reference_run_passes_offline_and_reports_belong_to_the_image_user(image
         assert path.stat().st_uid == dl.IMAGE_UID, path
 
 
-def test_failing_baseline_task_exits_1_with_the_regression_in_every_report(image: Any, tmp_path: Path) -> None:
+def _wrong_prediction(preds: Path) -> Path:
+    """A predictions file whose tool for the baseline task FAIL_TASK is off by a factor of two."""
     assert FAIL_TASK in BASELINE["passing_tasks"]
     gold = (ROOT / "benchmarks" / "reference" / f"{FAIL_TASK}.py").read_text(encoding="utf-8")
-    wrong = gold.replace("return value", "return value * 2.0")  # off by a factor of two
+    wrong = gold.replace("return value", "return value * 2.0")
     assert wrong != gold
-    preds = tmp_path / "in" / "preds.jsonl"
-    preds.parent.mkdir()
+    preds.parent.mkdir(parents=True, exist_ok=True)
     preds.write_text(json.dumps({"task_id": FAIL_TASK, "content": f"```python\n{wrong}\n```"}) + "\n")
+    return preds
+
+
+def test_failing_baseline_task_exits_1_with_the_regression_in_every_report(image: Any, tmp_path: Path) -> None:
+    preds = _wrong_prediction(tmp_path / "in" / "preds.jsonl")
     out = de.open_out_dir(tmp_path / "out")
     proc = de.docker_cli("run", "--rm", "--init", "--network", "none", "-v", f"{out}:/out",
                          "-v", f"{preds.parent}:/in:ro", de.TEST_IMAGE,
@@ -227,13 +237,29 @@ def test_launcher_forwards_sigterm_as_a_stop(image: Any, client: Any, tmp_path: 
         threading.Thread(target=watch, daemon=True).start()
 
     log: list[str] = []
+    before = signal.getsignal(signal.SIGTERM)
     code = dl.run_container(client, spec, stdout=_Sink(), stderr=_Sink(), log=log.append,
                             on_start=stop_after_two_tasks)
     assert code == 143, "".join(log)
     assert any("received SIGTERM" in line for line in log)
     partial = json.loads((out / "term" / "partial_term.json").read_text(encoding="utf-8"))
     assert partial["partial"] is True
-    assert signal.getsignal(signal.SIGTERM) is not None  # handler restored, not left pointing at us
+    assert signal.getsignal(signal.SIGTERM) is before  # handler restored, not left pointing at us
+
+
+def test_launcher_verb_exits_1_on_a_regression_with_the_host_file_mounted(
+        image: Any, tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    # The whole verb, as a user types it: existing image, host predictions file, ./out mounted.
+    preds = _wrong_prediction(tmp_path / "preds.jsonl")
+    out = tmp_path / "out"
+    code = main(["docker", "--image", de.TEST_IMAGE, "--out", str(out), "run", "--llm", f"predictions:{preds}",
+                 "--only", FAIL_TASK, "--no-payloads", "--no-self-check", "--run-id", "verb"])
+    captured = capfd.readouterr()
+    assert code == 1, captured.err[-2000:]
+    assert "network=none" in captured.err and FAIL_TASK in captured.out + captured.err
+    doc, xml, _ = _reports(out / "verb")
+    assert [r["task_id"] for r in doc["regressions"]] == [FAIL_TASK]
+    assert any(isinstance(r, (Failure, Error)) for r in _junit_case(xml, FAIL_TASK).result)
 
 
 HANGING_TOOL = """```python
@@ -258,10 +284,18 @@ def test_launcher_wall_clock_limit_stops_the_container(image: Any, client: Any, 
     assert [m.host for m in spec.mounts] == [preds]            # the host file reaches the container
     dl.prepare_out_dir(out, user=spec.user)
     log: list[str] = []
-    started = time.monotonic()
-    code = dl.run_container(client, spec, stdout=_Sink(), stderr=_Sink(), log=log.append, handle_signals=False)
+    clock: dict[str, float] = {}
+
+    def gate_started(_container: Any) -> None:
+        # The limit's clock starts when on_start returns: wait until the gate has written its start
+        # event (its SIGTERM handler is in place by then), however slowly a loaded machine starts it.
+        de.wait_for(lambda: (out / "slow" / "events.jsonl").is_file(), 300, "the gate's start event")
+        clock["started"] = time.monotonic()
+
+    code = dl.run_container(client, spec, stdout=_Sink(), stderr=_Sink(), log=log.append, handle_signals=False,
+                            on_start=gate_started)
     assert code == 143, "".join(log)
-    assert time.monotonic() - started < 10 + 60 + 10
+    assert time.monotonic() - clock["started"] < 10 + 60 + 10   # limit + stop grace + removal
     assert any("wall-clock limit of 10s reached" in line for line in log)
     partial = json.loads((out / "slow" / "partial_slow.json").read_text(encoding="utf-8"))
     assert partial["partial"] is True
