@@ -78,26 +78,23 @@ def default_session(spec: SessionSpec) -> Session:
         "max_refinements": spec.max_refinements, "agent_mode": spec.agent_mode,
     })
     closers: list[Callable[[], None]] = []
-    provider = spec.provider if spec.provider is not None else make_provider(spec.llm, settings, security_tasks=spec.security_path)
-    if hasattr(provider, "close"):
-        closers.append(provider.close)
-    registry_dir.mkdir(parents=True, exist_ok=True)
-    registry = Registry(settings.registry_url, settings.registry_code_dir)
-    if hasattr(registry, "close"):
+    try:  # a piece that fails to open closes the ones opened before it
+        provider = spec.provider if spec.provider is not None else make_provider(
+            spec.llm, settings, security_tasks=spec.security_path)
+        close_provider = getattr(provider, "close", None)  # not every provider holds a connection
+        if close_provider is not None:
+            closers.append(close_provider)
+        registry_dir.mkdir(parents=True, exist_ok=True)
+        registry = Registry(settings.registry_url, settings.registry_code_dir)  # reconciles on open
         closers.append(registry.close)
-    empty = bool(registry.is_empty())
-    if hasattr(registry, "reconcile"):
-        registry.reconcile()
-    sandbox = create_sandbox(spec.data_dir, backend="warm")
-    closers.append(sandbox.close)
-    agent = Agent(settings, provider, sandbox, registry, spec.agent_mode)
-    if hasattr(agent, "close"):
+        empty = registry.is_empty()
+        sandbox = create_sandbox(spec.data_dir, backend="warm")
+        closers.append(sandbox.close)
+        agent = Agent(settings, provider, sandbox, registry, spec.agent_mode)
         closers.append(agent.close)
-    try:
-        layers = dict(sandbox.layers())
-    except Exception:
-        layers = {}
-    info = {"provider": getattr(provider, "name", spec.llm), "model": settings.model,
-            "temperature": settings.temperature, "max_refinements": settings.max_refinements,
-            "sandbox_layers": layers}
+        info = {"provider": provider.name, "model": settings.model, "temperature": settings.temperature,
+                "max_refinements": settings.max_refinements, "sandbox_layers": dict(sandbox.layers())}
+    except BaseException:
+        Session(agent=None, sandbox=None, closers=closers).close()  # type: ignore[arg-type]
+        raise
     return Session(agent=agent, sandbox=sandbox, info=info, registry_empty=empty, closers=closers)
