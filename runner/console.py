@@ -51,6 +51,14 @@ class Console:
         self.line(f"{self.paint(state.upper(), state)} {seconds:.2f}s{extra}")
 
     def summary(self, doc: dict[str, Any]) -> None:
+        """The final summary; printed with ``--quiet`` too (quiet drops only the progress lines)."""
+        quiet, self.quiet = self.quiet, False
+        try:
+            self._summary(doc)
+        finally:
+            self.quiet = quiet
+
+    def _summary(self, doc: dict[str, Any]) -> None:
         s, v, sec = doc["summary"], doc["verdict"], doc["security"]
         self.line("")
         self.line("=" * 64)

@@ -215,3 +215,13 @@ def test_rebuild_from_events_of_a_reused_run_dir_takes_only_the_last_run(make_co
     doc = rebuild_from_events(read_events(log))
     assert [(t["task_id"], t["state"]) for t in doc["tasks"]] == [("calc_004", "skipped")]
     assert doc["partial"] is True and doc["verdict"]["exit_code"] == Exit.NO_VERDICT
+
+
+def test_quiet_console_prints_only_the_final_summary(make_config) -> None:
+    out = io.StringIO()
+    result = run_gate(make_config(self_check=False), factory=make_factory({"fetch_002": "wrong"}),
+                      console=Console(out, colour=False, quiet=True))
+    text = out.getvalue()
+    assert "[1/7]" not in text and "sandbox layers" not in text
+    assert "verdict: FAILED (exit 1)" in text and "regressions (1):" in text
+    assert result.exit_code == Exit.FAILED
