@@ -113,6 +113,12 @@ def test_payload_defines_its_entry_and_uses_only_known_placeholders(payload: Pay
     assert payload.entry in names
 
 
+def test_forge_payloads_all_forge_the_value_the_sandbox_test_looks_for() -> None:
+    for p in PAYLOADS:
+        if p.canary == "forge_result":
+            assert "123.45" in p.code, p.id
+
+
 def test_runtime_payloads_target_runtime_canaries() -> None:
     for p in PAYLOADS:
         if p.expect == "runtime":

@@ -1,5 +1,9 @@
 """Every hostile payload is blocked or contained with every canary intact -- and the run-time
-layers alone (policy disabled) still keep every canary intact."""
+layers alone (policy disabled) still keep every canary intact.
+
+The result value is a canary only with the policy on: with it off, tool code shares its process
+with the harness and can write its own result record to the control pipe (pay_102). That forges
+nothing the tool could not return anyway, and a refusal already reported stays reported."""
 
 from __future__ import annotations
 
@@ -16,6 +20,8 @@ from .canaries import Canaries, group_members
 
 PAYLOADS: list[Payload] = load_payloads()
 LIMITS = Limits(timeout_s=8.0, cpu_s=3, memory_mb=1024, output_bytes=65536)
+#: The value every forge_result payload tries to pass off as its result.
+FORGED_VALUE = 123.45
 pytestmark = pytest.mark.timeout(900)
 
 
@@ -68,8 +74,9 @@ def test_payload_is_blocked_or_contained(guarded: WarmSandbox, payload: Payload,
         assert result.status == "blocked" and result.layer == "policy", \
             f"{payload.id}: expected the policy to block it, got {result.status}/{result.layer}"
         assert result.rule and result.line, f"{payload.id}: a policy block names rule and line"
-    else:
-        assert result.status != "ok" or result.layer is None, payload.id
+    if payload.canary == "forge_result":
+        assert not (result.status == "ok" and result.value == FORGED_VALUE), \
+            f"{payload.id}: the forged value was taken as the result"
 
 
 @pytest.mark.slow
