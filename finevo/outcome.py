@@ -40,6 +40,9 @@ class Attempt:
     error: dict[str, Any] | None = None
     code_hash: str | None = None
     parent_hash: str | None = None
+    #: The LLM call that produced this attempt (``LLMUsage`` fields as a plain dict); None when
+    #: no call was made.
+    usage: dict[str, Any] | None = None
 
 
 @dataclass

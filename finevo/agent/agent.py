@@ -33,7 +33,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -220,16 +220,16 @@ class Agent:
         for number in range(1, self.max_refinements + 2):
             stage = "synthesis" if number == 1 else "refinement"
             outcome.stage = stage
-            reply = self._complete(messages, job.task_id, number - 1, stage, outcome, deadline)
+            reply, call = self._complete(messages, job.task_id, number - 1, stage, outcome, deadline)
             try:
                 code = self._extract(reply)
             except ModelRefused as exc:
-                outcome.attempts.append(Attempt(number, "synthesis", False, exc.to_dict(), None, parent_hash))
+                outcome.attempts.append(Attempt(number, "synthesis", False, exc.to_dict(), None, parent_hash, call))
                 outcome.tool_source = "refused"
                 self._record_failed_attempts(job, outcome)
                 raise
             except CodeExtractionError as exc:
-                outcome.attempts.append(Attempt(number, "synthesis", False, exc.to_dict(), None, parent_hash))
+                outcome.attempts.append(Attempt(number, "synthesis", False, exc.to_dict(), None, parent_hash, call))
                 failed_code, failed_stage, error = reply.content, "synthesis", exc
             else:
                 this_hash = code_hash(code)
@@ -237,7 +237,8 @@ class Agent:
                 self._merge_timings(outcome, ver)
                 outcome.stage = ver.stage
                 outcome.attempts.append(Attempt(number, ver.stage, ver.ok,
-                                                ver.error.to_dict() if ver.error else None, this_hash, parent_hash))
+                                                ver.error.to_dict() if ver.error else None, this_hash, parent_hash,
+                                                call))
                 if ver.ok:
                     artifact = self._register(job, contract, code, parent_id, outcome)
                     outcome.tool_source = "refined" if number > 1 else "created"
@@ -302,7 +303,7 @@ class Agent:
             outcome.blocked_by = "agent:static"
             raise NoToolAvailable(f"{task.id}: static mode runs registry tools only; nothing was written or run")
         outcome.stage = "synthesis"
-        reply = self._complete(security_messages(task.query), task.id, 0, "synthesis", outcome, deadline)
+        reply, call = self._complete(security_messages(task.query), task.id, 0, "synthesis", outcome, deadline)
         try:
             code = self._extract(reply)
         except ModelRefused:
@@ -311,7 +312,7 @@ class Agent:
             outcome.stage = "done"
             return
         outcome.tool_code, outcome.tool_hash = code, code_hash(code)
-        outcome.attempts.append(Attempt(1, "policy", False, None, outcome.tool_hash, None))
+        outcome.attempts.append(Attempt(1, "policy", False, None, outcome.tool_hash, None, call))
         outcome.stage = "policy"
         started = self.clock()
         violation = policy_check(code)
@@ -337,7 +338,8 @@ class Agent:
 
     # ------------------------------------------------------------------ LLM
     def _complete(self, messages: tuple[dict[str, str], ...], task_id: str, attempt: int, stage: str,
-                  outcome: Outcome, deadline: float | None) -> ChatReply:
+                  outcome: Outcome, deadline: float | None) -> tuple[ChatReply, dict[str, Any]]:
+        """The reply and this call's usage (also added to the task's total in ``outcome``)."""
         if self.provider is None:
             raise ProviderNotConfigured(f"{task_id}: no LLM provider configured (mode {self.mode})")
         timeout: float | None = None
@@ -363,12 +365,12 @@ class Agent:
         except FinevoError:
             self._count_call(outcome, None, self.clock() - started, stage)
             raise
-        self._count_call(outcome, reply, self.clock() - started, stage)
+        call = self._count_call(outcome, reply, self.clock() - started, stage)
         if deadline is not None and self.clock() > deadline:
             raise DeadlineExceeded(f"{task_id}: task deadline passed during the LLM call ({stage})", stage=stage)
-        return reply
+        return reply, asdict(call)
 
-    def _count_call(self, outcome: Outcome, reply: ChatReply | None, elapsed: float, stage: str) -> None:
+    def _count_call(self, outcome: Outcome, reply: ChatReply | None, elapsed: float, stage: str) -> LLMUsage:
         # latency at microsecond resolution, as cassettes keep it: a replayed run reports what the
         # recorded run paid, to the byte
         usage = LLMUsage(calls=1, latency_s=round(elapsed, 6))
@@ -378,6 +380,7 @@ class Agent:
                              latency_s=round(reply.usage.latency_s or elapsed, 6))
         outcome.usage.add(usage)
         self._add_time(outcome, stage, elapsed)
+        return usage
 
     @staticmethod
     def _extract(reply: ChatReply) -> str:

@@ -126,6 +126,21 @@ def test_buggy_code_is_fixed_by_refinement_and_the_chain_is_stored(registry: Any
     assert [(r.attempt, r.ok, r.parent_hash) for r in rows] == [(1, False, None), (2, True, first.code_hash)]
 
 
+def test_usage_is_recorded_per_call_and_per_task(registry: Any) -> None:
+    with ScriptedLLMServer([Reply(fenced(MA_BUGGY), prompt_tokens=100, completion_tokens=40),
+                            Reply(fenced(MA_GOOD), prompt_tokens=300, completion_tokens=60)]) as srv:
+        outcome = solve(make_agent(client(srv.base_url), registry), MSFT_MA)
+    per_call = [a.usage for a in outcome.attempts]
+    assert [(u["calls"], u["prompt_tokens"], u["completion_tokens"]) for u in per_call] == [(1, 100, 40),
+                                                                                              (1, 300, 60)]
+    assert all(u["latency_s"] > 0 for u in per_call)
+    total = outcome.usage
+    assert (total.calls, total.prompt_tokens, total.completion_tokens) == (2, 400, 100)
+    assert total.latency_s == pytest.approx(sum(u["latency_s"] for u in per_call))
+    again = Outcome.from_dict(json.loads(json.dumps(outcome.to_dict())))
+    assert [a.usage for a in again.attempts] == per_call
+
+
 def test_code_never_fixed_exhausts_refinements_after_one_plus_three_attempts(registry: Any) -> None:
     with ScriptedLLMServer(handler=lambda req: Reply(fenced(MA_BUGGY))) as srv:
         outcome = solve(make_agent(client(srv.base_url), registry), MSFT_MA)
