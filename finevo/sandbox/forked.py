@@ -98,12 +98,3 @@ class SpareChild:
 
     def cleanup(self) -> None:
         workspace.remove(self.workdir)
-
-
-def run_forked(request: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
-    """One execution in a freshly forked child (no spare kept)."""
-    child = SpareChild(settings)
-    try:
-        return child.run(request)
-    finally:
-        child.cleanup()
