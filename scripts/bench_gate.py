@@ -18,6 +18,7 @@ from pathlib import Path
 from finevo.paths import benchmarks_dir, snapshot_dir
 from runner.console import Console
 from runner.gate import GateConfig, run_gate
+from runner.reports import write_all
 
 
 def _optional(path: Path) -> Path | None:
@@ -61,8 +62,12 @@ def main() -> int:
           f"mean {statistics.mean(overhead) * 1000:.0f} ms (LLM latency median {statistics.median(llm) * 1000:.1f} ms)")
     for stage, values in sorted(stage_totals.items()):
         print(f"  {stage:<14} median {statistics.median(values) * 1000:7.1f} ms")
+    started = time.perf_counter()
+    write_all(doc, out / "bench-report-timing")
+    print(f"reporting (results.json, junit.xml, summary.md, tools/): "
+          f"{(time.perf_counter() - started) * 1000:.0f} ms per run")
     print(f"reports in {out}")
-    return 0
+    return 0 if doc["verdict"]["status"] == "passed" else 1
 
 
 if __name__ == "__main__":
