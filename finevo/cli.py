@@ -228,6 +228,13 @@ def cmd_registry_list(args: argparse.Namespace) -> int:
 
 
 def cmd_registry_show(args: argparse.Namespace) -> int:
+    if args.version is not None:
+        from finevo.registry import parse_version
+
+        try:
+            parse_version(args.version)
+        except ValueError as exc:
+            raise InputError(f"invalid --version={args.version!r}: {exc}") from None
     registry = _open_registry(_settings(args))
     try:
         tool = registry.get(args.name, args.version)
@@ -265,7 +272,8 @@ def cmd_registry_clear(args: argparse.Namespace) -> int:
 
 
 def registry_location(registry: Any) -> str:
-    return str(getattr(registry, "url", None) or getattr(registry, "code_dir", "") or "?")
+    """Where the registry lives, for messages (a password in its URL is masked)."""
+    return registry.display_url
 
 
 def _close(thing: Any) -> None:

@@ -91,7 +91,12 @@ class Registry:
             else ReconcileReport()
 
     def __repr__(self) -> str:
-        return f"Registry(url={_safe_url(self.url)!r}, code_dir={str(self.code_dir)!r})"
+        return f"Registry(url={self.display_url!r}, code_dir={str(self.code_dir)!r})"
+
+    @property
+    def display_url(self) -> str:
+        """The database URL fit for messages and logs: a password in it is masked."""
+        return _safe_url(self.url)
 
     def close(self) -> None:
         self.engine.dispose()

@@ -102,6 +102,23 @@ def test_usage_errors_exit_2(reg_dir: Path, capsys: pytest.CaptureFixture[str], 
     assert message in capsys.readouterr().err
 
 
+def test_registry_show_with_a_malformed_version_is_one_line_exit_2(
+        reg_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["registry", "show", "macd", "--version", "1.0"]) == 2
+    err = capsys.readouterr().err
+    assert "--version='1.0'" in err and len(err.strip().splitlines()) == 1
+
+
+def test_registry_messages_never_show_a_database_password() -> None:
+    from finevo.cli import registry_location
+    from finevo.registry import Registry
+
+    reg = Registry.__new__(Registry)  # only the URL matters here; no server is contacted
+    reg.url = "postgresql://finevo:s3cret-pw@db.example:5432/tools"
+    assert "s3cret-pw" not in registry_location(reg)
+    assert registry_location(reg) == "postgresql://finevo:***@db.example:5432/tools"
+
+
 def test_no_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([]) == 2
     with pytest.raises(SystemExit) as info:
