@@ -134,6 +134,7 @@ class _Checker(ast.NodeVisitor):
         self.inner_attrs: set[int] = set()         # Attribute nodes inside a chain already routed
         self.module_steps: set[int] = set()        # Attribute nodes that are allowed submodules
         self.receivers: set[int] = set()           # Name nodes that are the object of an attribute
+        self.compared: set[int] = set()            # nodes that are operands of a comparison
         self.class_depth = 0
         self.function_depth = 0
         self.callable_names = self._callable_names(tree)
@@ -430,12 +431,21 @@ class _Checker(ast.NodeVisitor):
             self._flag("format-string", node, problem)
 
     # ------------------------------------------------------------------ calls
+    def visit_Compare(self, node: ast.Compare) -> None:
+        self.compared.update(id(operand) for operand in [node.left, *node.comparators])
+        self.generic_visit(node)
+
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
         if isinstance(func, ast.Name) and func.id == "type" and not self._is_param("type") \
                 and "type" not in self.aliases:
             if len(node.args) == 1 and not node.keywords and not isinstance(node.args[0], ast.Starred):
                 self.ok_nodes.add(id(func))
+                if id(node) not in self.compared:
+                    # type(int) *is* type: kept or called, it builds classes (metaclasses,
+                    # __match_args__ tricks) from plain strings that no attribute check sees.
+                    self._flag("dynamic-type", node, "the result of type(x) may only be compared "
+                               "(type(x) is float); use isinstance() otherwise")
             else:
                 self.ok_nodes.add(id(func))
                 self._flag("dynamic-type", node, "type() with more than one argument builds classes "

@@ -117,9 +117,14 @@ def enter_and_run(request: dict[str, Any], ctl_fd: int) -> NoReturn:
             confine.drop_privileges(confine.sandbox_uid_for(os.getpid()), workdir=request["workdir"],
                                     keep_dac_read=bool(request.get("keep_dac_read")), report=report)
         dedicated_uid = report.uid is not None and report.uid != confine.NOBODY
+        # RLIMIT_NPROC counts every process of the child's real uid. With a uid of its own the
+        # child may have exactly 1 + nproc. Sharing a uid (a non-root run, e.g. the container's
+        # user) the count includes the gate's own processes, so only "none at all" can be exact:
+        # a limit of 0 makes every fork, clone and thread start of the tool fail.
+        extra = int(limits["nproc"])
+        nproc = 1 + extra if dedicated_uid else (0 if extra == 0 else None)
         confine.set_limits(cpu_s=limits["cpu_s"], memory_mb=limits["memory_mb"],
-                           fsize_mb=limits["fsize_mb"], nofile=limits["nofile"],
-                           nproc=1 + int(limits["nproc"]) if dedicated_uid else None)
+                           fsize_mb=limits["fsize_mb"], nofile=limits["nofile"], nproc=nproc)
         confine.finish(report, parent_pid=request.get("parent_pid"))
         import tempfile
 
@@ -128,7 +133,7 @@ def enter_and_run(request: dict[str, Any], ctl_fd: int) -> NoReturn:
                       tool_imports=request.get("tool_imports") or guard.TOOL_IMPORTS)
         send(ctl_fd, {"kind": "started", "netns": report.netns, "uid": report.uid,
                       "dac_read_kept": report.dac_read_kept, "no_new_privs": report.no_new_privs,
-                      "non_dumpable": report.non_dumpable, "nproc_limited": dedicated_uid,
+                      "non_dumpable": report.non_dumpable, "nproc_limited": nproc is not None,
                       "notes": report.notes})
         record = execute(request["code"], request.get("entry"), dict(request.get("args") or {}))
         send(ctl_fd, record)

@@ -130,6 +130,9 @@ CASES = [
     ("def f(a):\n    a.tofile('x')\n", "file-io", 2, 7),
     ("T = type('T', (), {})\n", "dynamic-type", 1, 5),
     ("t = type\n", "dynamic-type", 1, 5),
+    ("T = type(int)\n", "dynamic-type", 1, 5),
+    ("M = type(int)('M', (), {})\n", "dynamic-type", 1, 5),
+    ("def f(x):\n    return isinstance(x, type(1)) and [type(x)]\n", "dynamic-type", 2, 26),
     ("class M(type):\n    pass\n", "dynamic-type", 1, 9),
     ("class A(metaclass=M):\n    pass\n", "metaclass", 1, 9),
     ("class A(flag=True):\n    pass\n", "class-keyword", 1, 9),
@@ -185,8 +188,7 @@ ALLOWED_SOURCES = {
     "shadowing-params": "def run(symbol: str, type: str = 'close', input: int = 3) -> str:\n"
                         "    return f'{symbol}-{type}-{input}'\n",
     "re-compile": "import re\nfrom re import compile\nP = re.compile(r'x')\nQ = compile('y')\n",
-    "type-one-arg": "def f(x):\n    return type(x).__name__ if False else type(x)\n"
-                    .replace(".__name__ if False else type(x)", ""),
+    "type-compared": "def f(x, y):\n    return type(x) is float or type(x) == type(y) or float is not type(y)\n",
     "plain-format": "def f(x):\n    return '{:.2f} {} {name!r:>8}'.format(x, 1, name='a')\n",
     "decorators": "import functools\nfrom dataclasses import dataclass\nfrom functools import lru_cache\n"
                   "@dataclass(frozen=True)\nclass P:\n    a: float = 0.0\n"
