@@ -5,9 +5,11 @@
     finevo solve "Calculate AMZN MACD(12,26,9)" [--llm SPEC] [--data DIR] [--agent MODE]
                  [--max-refinements N] [--registry-dir DIR] [--model NAME] [--record FILE]
                  [--timeout S] [--json]
-    finevo registry list [--json]
-    finevo registry show NAME [--version V]
-    finevo registry clear [--yes]
+    finevo registry [--registry-dir DIR] list [--json]
+    finevo registry [--registry-dir DIR] show NAME [--version V]
+    finevo registry [--registry-dir DIR] clear [--yes]
+
+``--registry-dir`` may also follow the action (``finevo registry list --registry-dir DIR``).
 
 Exit codes: 0 ok; 1 the agent failed (its own failure: bad code, refinements exhausted, no tool
 in static mode); 2 usage or input error (no LLM configured included); 3 external error (LLM API,
@@ -52,15 +54,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     reg = sub.add_parser("registry", help="list, show or clear registered tools")
     reg.add_argument("--registry-dir", type=Path, help="registry directory (env FINEVO_REGISTRY_DIR)")
+    # the same option after the action (`finevo registry list --registry-dir DIR`); SUPPRESS keeps
+    # an action without it from overwriting a value given before the action
+    where = argparse.ArgumentParser(add_help=False)
+    where.add_argument("--registry-dir", type=Path, default=argparse.SUPPRESS,
+                       help="registry directory (env FINEVO_REGISTRY_DIR)")
     rsub = reg.add_subparsers(dest="registry_command", metavar="ACTION")
-    rlist = rsub.add_parser("list", help="every tool, newest version first")
+    rlist = rsub.add_parser("list", parents=[where], help="every tool, newest version first")
     rlist.add_argument("--json", action="store_true")
     rlist.set_defaults(func=cmd_registry_list)
-    show = rsub.add_parser("show", help="one tool's record and code")
+    show = rsub.add_parser("show", parents=[where], help="one tool's record and code")
     show.add_argument("name")
     show.add_argument("--version", help="a version such as 1.0.2 (default: the newest)")
     show.set_defaults(func=cmd_registry_show)
-    clear = rsub.add_parser("clear", help="delete every tool, trace and code file")
+    clear = rsub.add_parser("clear", parents=[where], help="delete every tool, trace and code file")
     clear.add_argument("--yes", action="store_true", help="really delete (required)")
     clear.set_defaults(func=cmd_registry_clear)
     return parser

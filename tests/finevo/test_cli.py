@@ -124,3 +124,29 @@ def test_no_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None
     with pytest.raises(SystemExit) as info:
         main(["solve", MACD, "--agent", "clever"])
     assert info.value.code == 2
+
+
+@pytest.mark.parametrize("before_action", [False, True])
+def test_registry_dir_is_accepted_before_or_after_the_action(
+        reg_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], before_action: bool) -> None:
+    from finevo.registry import Registry
+
+    other = tmp_path / "other-registry"
+    with Registry(f"sqlite:///{other / 'registry.db'}", other / "tools") as reg:
+        reg.register("moving_average", MA_GOOD, "moving_average", "list", status="verified")
+
+    def argv(action: list[str]) -> list[str]:
+        flag = ["--registry-dir", str(other)]
+        return ["registry", *flag, *action] if before_action else ["registry", *action, *flag]
+
+    assert main(argv(["list", "--json"])) == 0
+    assert [r["name"] for r in json.loads(capsys.readouterr().out)] == ["moving_average"]
+    assert main(argv(["show", "moving_average"])) == 0
+    assert "def moving_average(" in capsys.readouterr().out
+    # the registry named by the environment was not the one read
+    assert main(["registry", "list", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []
+    assert main(argv(["clear", "--yes"])) == 0
+    assert "removed 1 tool(s)" in capsys.readouterr().out
+    assert main(argv(["list", "--json"])) == 0
+    assert json.loads(capsys.readouterr().out) == []
