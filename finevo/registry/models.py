@@ -15,7 +15,8 @@ STATUSES: tuple[str, ...] = ("provisional", "verified", "failed", "deprecated")
 TRANSITIONS: dict[str, frozenset[str]] = {
     "provisional": frozenset({"verified", "failed", "deprecated"}),
     "verified": frozenset({"failed", "deprecated"}),
-    "failed": frozenset(),
+    # the same code can verify later (e.g. it failed only for another task's arguments)
+    "failed": frozenset({"verified"}),
     "deprecated": frozenset(),
 }
 

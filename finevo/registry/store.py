@@ -7,7 +7,9 @@ orphan files and rows whose file has gone, so the database and the directory alw
 
 Versions: the first code under a name is ``1.0.0``; each new content under the same name takes
 the next minor version (``1.1.0``, ... ``1.10.0``); versions compare numerically. The same name
-with the same content (SHA-256) is the same tool: registering it again returns the existing row.
+with the same content (SHA-256) is the same tool: registering it again returns the existing row,
+promoted to ``verified`` when it is registered as verified (a ``failed`` or ``provisional`` row whose
+code now passed verification); registering it with any other status leaves its status alone.
 """
 
 from __future__ import annotations
@@ -119,7 +121,8 @@ class Registry:
                  signature: dict[str, Any] | None = None, category: str = "calculation",
                  parent_id: int | None = None, status: str = "provisional",
                  description: str = "") -> ToolArtifact:
-        """Store ``code`` as tool ``name`` (same content -> the existing row; new content -> next version)."""
+        """Store ``code`` as tool ``name`` (same content -> the existing row, promoted to ``verified``
+        when ``status`` is ``verified``; new content -> next version)."""
         if not _NAME.match(name):
             raise ValueError(f"tool name must be a Python identifier of at most 100 characters: {name!r}")
         if status not in STATUSES:
@@ -132,6 +135,13 @@ class Registry:
                 existing = s.exec(select(ToolArtifact).where(ToolArtifact.name == name,
                                                              ToolArtifact.content_hash == digest)).first()
                 if existing is not None:
+                    if status == "verified" and existing.status in ("provisional", "failed"):
+                        # the same code passed verification this time (another task's arguments, or
+                        # a failure that was not the code's): it is a verified tool from now on
+                        existing.status = "verified"
+                        s.add(existing)
+                        s.commit()
+                        s.refresh(existing)
                     return existing
                 latest = s.exec(select(ToolArtifact).where(ToolArtifact.name == name).order_by(
                     col(ToolArtifact.major).desc(), col(ToolArtifact.minor).desc(),

@@ -51,6 +51,20 @@ def test_same_content_is_the_same_tool(reg: Registry) -> None:
     assert len(list(reg.code_dir.glob("*.py"))) == 1
 
 
+def test_failed_code_that_later_verifies_becomes_verified(reg: Registry) -> None:
+    failed = _sma(reg, status="failed")
+    assert reg.find("sma", "numeric", {"symbol"}) == []
+    again = _sma(reg, status="verified")
+    assert again.id == failed.id and again.version == failed.version
+    assert again.status == "verified" and reg.get("sma").status == "verified"
+    assert [t.id for t in reg.find("sma", "numeric", {"symbol"})] == [failed.id]
+    # registering it as failed again does not demote a verified tool
+    assert _sma(reg, status="failed").status == "verified"
+    # nor does registering it again bring back a deprecated one
+    reg.set_status(again, "deprecated")
+    assert _sma(reg, status="verified").status == "deprecated"
+
+
 def test_new_content_takes_the_next_version_numerically(reg: Registry) -> None:
     versions = []
     for i in range(12):
@@ -105,12 +119,16 @@ def test_status_transitions(reg: Registry) -> None:
     with pytest.raises(ValueError, match="cannot go from verified to provisional"):
         reg.set_status(tool, "provisional")
     reg.set_status(tool.id, "deprecated")
+    with pytest.raises(ValueError, match="cannot go from deprecated to verified"):
+        reg.set_status(tool, "verified")
     assert reg.get("sma").status == "deprecated"
     assert reg.find("sma", "numeric", {"symbol"}) == []
     with pytest.raises(ValueError, match="unknown"):
         reg.set_status(tool, "great")
     with pytest.raises(KeyError):
         reg.set_status(999, "verified")
+    other = _sma(reg, SMA2, status="failed")
+    assert reg.set_status(other, "verified").status == "verified"
 
 
 def test_register_rejects_bad_names_and_multi_function_code(reg: Registry) -> None:
