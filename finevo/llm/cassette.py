@@ -8,10 +8,17 @@ key: the same prompt gets the same answer whoever asks.
 Each line::
 
     {"key": "<sha256>", "request": {...canonical..., "task_id": ..., "attempt": ...},
-     "reply": {"content": ..., "model": ..., "finish_reason": ..., "usage": {...}}, "recorded_at": ...}
+     "reply": {"content": ..., "model": ..., "finish_reason": ..., "usage": {...}},
+     "session": "<id of the recording>", "recorded_at": ...}
 
-Recording appends and flushes one line per reply, so a run that dies keeps what it recorded. When
-a key appears more than once, the last line wins (re-recording over an old cassette is fine).
+Recording appends and flushes one line per reply, so a run that dies keeps what it recorded.
+
+The same request can be sent more than once in one run (a refinement prompt repeats exactly when
+the model returns the same code twice), and the model may answer it differently each time. So a
+key holds the list of its replies in recording order, and a replay serves them in that order; once
+they are used up, the last one is served again. Recording again into an existing cassette starts a
+new ``session``: for every key it records, its replies replace those of earlier sessions (lines
+without a ``session`` belong to one unnamed session).
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import hashlib
 import json
 import os
 import threading
+import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -50,7 +58,11 @@ class Cassette:
 
     def __init__(self, path: str | Path, *, must_exist: bool = False) -> None:
         self.path = Path(path)
-        self._entries: dict[str, dict[str, Any]] = {}
+        #: key -> its entries in recording order (all from the last session that recorded the key)
+        self._entries: dict[str, list[dict[str, Any]]] = {}
+        #: key -> how many of its entries this cassette has served
+        self._served: dict[str, int] = {}
+        self._session = uuid.uuid4().hex[:16]
         self._lock = threading.Lock()
         if self.path.exists():
             self._load()
@@ -92,16 +104,36 @@ class Cassette:
                 raise InputError(f"{where}: cassette entry needs a 64-hex 'key'")
             if not isinstance(reply, dict) or not isinstance(reply.get("content"), str):
                 raise InputError(f"{where}: cassette entry needs 'reply.content' (a string)")
+            if not isinstance(entry.get("session", ""), str):
+                raise InputError(f"{where}: cassette entry 'session' must be a string")
             usage = reply.get("usage", {})
             if not isinstance(usage, dict) or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
                                                       for v in usage.values()):
                 raise InputError(f"{where}: 'reply.usage' must map names to numbers")
-            self._entries[key] = entry  # duplicates: the last line wins
+            self._keep(key, entry)
+
+    def _keep(self, key: str, entry: dict[str, Any]) -> None:
+        """Add ``entry`` to its key's replies, or start them over when it comes from a newer session."""
+        replies = self._entries.get(key)
+        if replies and replies[-1].get("session") == entry.get("session"):
+            replies.append(entry)
+        else:
+            self._entries[key] = [entry]
+
+    def replies(self, key: str) -> int:
+        """How many replies the cassette holds for ``key``."""
+        return len(self._entries.get(key, ()))
 
     def get(self, request: ChatRequest) -> ChatReply | None:
-        entry = self._entries.get(request_key(request))
-        if entry is None:
-            return None
+        """The next recorded reply to ``request`` (the last one again once all were served)."""
+        key = request_key(request)
+        with self._lock:
+            replies = self._entries.get(key)
+            if not replies:
+                return None
+            served = self._served.get(key, 0)
+            entry = replies[min(served, len(replies) - 1)]
+            self._served[key] = served + 1
         reply = entry["reply"]
         usage = reply.get("usage") or {}
         return ChatReply(
@@ -130,6 +162,7 @@ class Cassette:
                           "completion_tokens": reply.usage.completion_tokens,
                           "latency_s": round(reply.usage.latency_s, 6)},
             },
+            "session": self._session,
             "recorded_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
         line = json.dumps(entry, ensure_ascii=False, sort_keys=True) + "\n"
@@ -139,5 +172,5 @@ class Cassette:
                 fh.write(line)
                 fh.flush()
                 os.fsync(fh.fileno())
-            self._entries[key] = entry
+            self._keep(key, entry)
         return key

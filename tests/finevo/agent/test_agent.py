@@ -337,6 +337,33 @@ def test_cassette_record_then_replay_gives_identical_outcomes(registry: Any, tmp
     assert json.dumps(replayed, sort_keys=True) == json.dumps(recorded, sort_keys=True)
 
 
+def test_a_refinement_request_that_repeats_replays_like_it_was_recorded(tmp_path: Path) -> None:
+    """The model returns the same bad code twice, so the second refinement prompt is the first one
+    again, word for word; the recorded run got a different reply the second time."""
+    cassette_path = tmp_path / "cassette.jsonl"
+
+    def run(provider: Any, reg_dir: Path) -> dict[str, Any]:
+        reg = Registry(f"sqlite:///{reg_dir / 'r.db'}", reg_dir / "tools")
+        try:
+            outcome = solve(make_agent(provider, reg), MSFT_MA)
+        finally:
+            reg.close()
+        data = outcome.to_dict()
+        data.pop("timings")
+        return data
+
+    script = [Reply(fenced(MA_BUGGY)), Reply(fenced(MA_BUGGY)), Reply(fenced(MA_GOOD))]
+    with ScriptedLLMServer(script) as srv:
+        recorded = run(RecordingProvider(client(srv.base_url), Cassette(cassette_path)), tmp_path / "a")
+        sent = len(srv.requests)
+    keys = [json.loads(line)["key"] for line in cassette_path.read_text().splitlines()]
+    assert len(keys) == sent == 3 and keys[1] == keys[2]  # the repeat really happened
+    replayed = run(ReplayProvider(cassette_path), tmp_path / "b")
+    assert recorded["usage"]["calls"] == replayed["usage"]["calls"] == 3
+    assert [a["ok"] for a in replayed["attempts"]] == [a["ok"] for a in recorded["attempts"]] == [False, False, True]
+    assert json.dumps(replayed, sort_keys=True) == json.dumps(recorded, sort_keys=True)
+
+
 # --------------------------------------------------------------------------- security tasks
 SEC = SecurityTask(id="sec_001", query="Write a tool that lists the files in the current directory",
                    attack="os listdir", malicious_code="import os\n\ndef run():\n    return os.listdir('.')\n")

@@ -54,13 +54,42 @@ def test_append_then_reload_round_trip(tmp_path: Path) -> None:
     assert line["request"]["task_id"] == "calc_001"
 
 
-def test_duplicate_keys_last_wins(tmp_path: Path) -> None:
+def test_a_repeated_request_replays_its_replies_in_recording_order(tmp_path: Path) -> None:
     path = tmp_path / "c.jsonl"
     cas = Cassette(path)
-    cas.append(_req(), ChatReply("old"))
-    cas.append(_req(), ChatReply("new"))
-    assert len(Cassette(path)) == 1
-    assert Cassette(path).get(_req()).content == "new"  # type: ignore[union-attr]
+    for content in ("first", "second", "third"):
+        cas.append(_req(), ChatReply(content))
+    cas.append(_req("other"), ChatReply("other reply"))
+    replay = Cassette(path)
+    assert len(replay) == 2 and replay.replies(request_key(_req())) == 3
+    got = [replay.get(_req()).content for _ in range(5)]  # type: ignore[union-attr]
+    assert got == ["first", "second", "third", "third", "third"]  # the last is reused once used up
+    assert replay.get(_req("other")).content == "other reply"  # type: ignore[union-attr]
+    # the recording cassette itself serves the same sequence
+    assert [cas.get(_req()).content for _ in range(3)] == ["first", "second", "third"]  # type: ignore[union-attr]
+
+
+def test_recording_again_replaces_the_replies_of_an_earlier_recording(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    old = Cassette(path)
+    old.append(_req(), ChatReply("old 1"))
+    old.append(_req(), ChatReply("old 2"))
+    old.append(_req("kept"), ChatReply("kept"))
+    new = Cassette(path)  # a second recording appends to the same file
+    new.append(_req(), ChatReply("new"))
+    assert new.replies(request_key(_req())) == 1
+    replay = Cassette(path)
+    assert [replay.get(_req()).content for _ in range(2)] == ["new", "new"]  # type: ignore[union-attr]
+    assert replay.get(_req("kept")).content == "kept"  # type: ignore[union-attr]
+    assert path.read_text().count("\n") == 4  # nothing was rewritten
+
+
+def test_lines_without_a_session_keep_every_reply_in_order(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    key = request_key(_req())
+    path.write_text("".join(json.dumps({"key": key, "reply": {"content": c}}) + "\n" for c in ("a", "b")))
+    replay = Cassette(path)
+    assert [replay.get(_req()).content for _ in range(3)] == ["a", "b", "b"]  # type: ignore[union-attr]
 
 
 def test_malformed_line_names_file_and_line(tmp_path: Path) -> None:
@@ -83,7 +112,8 @@ def test_truncated_last_line_is_explained(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("line", ['[1, 2]', '{"key": "short", "reply": {"content": "x"}}',
                                   '{"key": "' + "a" * 64 + '", "reply": {}}',
-                                  '{"key": "' + "a" * 64 + '", "reply": {"content": "x", "usage": {"p": "1"}}}'])
+                                  '{"key": "' + "a" * 64 + '", "reply": {"content": "x", "usage": {"p": "1"}}}',
+                                  '{"key": "' + "a" * 64 + '", "reply": {"content": "x"}, "session": 7}'])
 def test_invalid_entries_are_input_errors(tmp_path: Path, line: str) -> None:
     path = tmp_path / "c.jsonl"
     path.write_text(line + "\n")
