@@ -74,6 +74,9 @@ class _BaseSandbox:
         self.policy = policy
         if policy:
             _policy_gate("")  # fail now, not at the first tool, if the policy cannot be loaded
+        # The host holds the LLM key in its environment; a non-root run's children share its uid,
+        # so its /proc/<pid>/environ and memory must not be readable by them.
+        self.host_non_dumpable = confine.make_non_dumpable()
         root = os.geteuid() == 0
         extra = [os.path.realpath(self.snapshot_dir)] if self.snapshot_dir else []
         self._settings: dict[str, Any] = {
@@ -125,6 +128,7 @@ class _BaseSandbox:
                 "rlimit-nproc": bool(seen.get("nproc_limited")),
                 "no-new-privs": bool(seen.get("no_new_privs")),
                 "non-dumpable": bool(seen.get("non_dumpable")),
+                "host-non-dumpable": self.host_non_dumpable and self._worker_non_dumpable(),
                 "dac-read-restricted": seen.get("uid") is not None and not seen.get("dac_read_kept"),
             }
         return dict(self._layers)
@@ -144,6 +148,10 @@ class _BaseSandbox:
 
     def _worker_netns(self) -> bool:
         return False
+
+    def _worker_non_dumpable(self) -> bool:
+        """Whether the process between the host and the tool (if any) is non-dumpable too."""
+        return True
 
 
 class SubprocessSandbox(_BaseSandbox):
@@ -286,6 +294,9 @@ class WarmSandbox(_BaseSandbox):
 
     def _worker_netns(self) -> bool:
         return bool(self.worker_info.get("netns"))
+
+    def _worker_non_dumpable(self) -> bool:
+        return bool(self.worker_info.get("non_dumpable"))
 
     def worker_rss_kb(self) -> int:
         """Resident memory of the worker process right now (kB)."""

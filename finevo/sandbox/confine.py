@@ -5,6 +5,13 @@ root -- drop to a dedicated unprivileged uid/gid (so file permissions apply, ``R
 counts only this child, and other processes' ``/proc/<pid>/environ`` are out of reach), then
 ``no_new_privs``, non-dumpable and parent-death signal, and finally an empty environment.
 
+The host side (the process that creates a sandbox, and the warm worker) makes itself
+non-dumpable with :func:`make_non_dumpable`: when the gate runs without root, its sandbox children
+share its uid, and a dumpable process's ``/proc/<pid>/environ`` (the LLM API key) and memory are
+readable by any process of the same uid. A non-dumpable process's ``/proc/<pid>`` files belong to
+root and pass only the ptrace access check, which a same-uid process without ``CAP_SYS_PTRACE``
+fails.
+
 Linux-only pieces go through ``libc`` with ctypes; each reports whether it took effect so the
 sandbox can say which layers are active on this platform instead of failing.
 """
@@ -22,6 +29,7 @@ from dataclasses import dataclass, field
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
 PR_SET_PDEATHSIG = 1
+PR_GET_DUMPABLE = 3
 PR_SET_DUMPABLE = 4
 PR_SET_KEEPCAPS = 8
 PR_SET_NO_NEW_PRIVS = 38
@@ -85,6 +93,22 @@ def _prctl(option: int, arg: int) -> bool:
         return False
     return libc.prctl(option, ctypes.c_ulong(arg), ctypes.c_ulong(0), ctypes.c_ulong(0),
                       ctypes.c_ulong(0)) == 0
+
+
+def make_non_dumpable() -> bool:
+    """Make *this* process non-dumpable (its environment and memory out of reach of same-uid
+    processes); True when it took effect. Inherited across fork, reset by execve."""
+    return _prctl(PR_SET_DUMPABLE, 0) and dumpable() == 0
+
+
+def dumpable() -> int | None:
+    """This process's dumpable flag (0 = not dumpable), or None where it cannot be read."""
+    libc = _libc()
+    if libc is None:
+        return None
+    value = libc.prctl(PR_GET_DUMPABLE, ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0),
+                       ctypes.c_ulong(0))
+    return None if value < 0 else int(value)
 
 
 def _world_readable_chain(path: str) -> bool:

@@ -28,6 +28,9 @@ def _rss_kb() -> int:
 
 
 def main() -> int:
+    # First of all: nothing of this process (its memory holds the parent's requests) may be read
+    # through /proc by the children it forks, which share its uid in a non-root run.
+    non_dumpable = confine.make_non_dumpable()
     requests = os.dup(0)
     replies = os.dup(1)
     null = os.open(os.devnull, os.O_RDONLY)
@@ -50,7 +53,7 @@ def main() -> int:
                 "drop_uid": config.get("drop_uid", True), "unshare_net": False,
                 "tool_imports": config.get("tool_imports")}
     protocol.write_frame(replies, {"kind": "ready", "pid": os.getpid(), "netns": netns,
-                                   "rss_kb": _rss_kb(), **info})
+                                   "non_dumpable": non_dumpable, "rss_kb": _rss_kb(), **info})
     from finevo.sandbox.forked import SpareChild
 
     spare: SpareChild | None = None
