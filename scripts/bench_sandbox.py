@@ -1,6 +1,6 @@
 """Per-execution overhead of the sandbox backends, side by side, in one run.
 
-    python scripts/bench_sandbox.py [--runs N] [--cold-runs N] [--data DIR]
+    python scripts/bench_sandbox.py [--runs N] [--cold-runs N] [--data DIR|none]
 
 Measures, for a trivial tool (``def f(x): return x + 1``):
 
@@ -9,7 +9,9 @@ Measures, for a trivial tool (``def f(x): return x + 1``):
 * subprocess -- the subprocess backend (cold child + full confinement),
 * warm   -- the warm backend (fork of a preloaded worker + full confinement),
 
-printing median and p90 wall-clock milliseconds, the warm speed-up over cold, and the resident
+Both sandboxes load the bundled market snapshot and the yfinance replay shim by default, as the
+gate's do (``--data none`` measures them without it), so the worker RSS is the real one. Printed:
+median and p90 wall-clock milliseconds, the warm speed-up over cold, and the resident
 memory of a warm worker, with the targets (warm median <= 15 ms, >= 20x faster than cold,
 worker RSS <= 200 MB). Exit 0 when every target is met, 1 otherwise.
 """
@@ -23,6 +25,7 @@ import sys
 import time
 from collections.abc import Callable
 
+from finevo.paths import snapshot_dir
 from finevo.sandbox import Limits, create_sandbox
 from finevo.sandbox.backends import WarmSandbox
 from finevo.sandbox.preload import BLAS_ENV
@@ -51,20 +54,22 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=50, help="warm executions (default 50)")
     parser.add_argument("--cold-runs", type=int, default=10, help="cold / subprocess executions (default 10)")
-    parser.add_argument("--data", help="market snapshot for the sandboxes (default: none)")
+    parser.add_argument("--data", default=str(snapshot_dir()),
+                        help="market snapshot for the sandboxes, or 'none' (default: the bundled snapshot)")
     args = parser.parse_args(argv)
+    data = None if args.data.strip().lower() == "none" else args.data
     limits = Limits(timeout_s=60.0)
 
     def cold() -> None:
         subprocess.run([sys.executable, "-c", "import numpy, pandas"], check=True, env=dict(BLAS_ENV))
 
     rows: list[tuple[str, list[float]]] = [("cold python -c (pandas+numpy)", _time(cold, args.cold_runs))]
-    with create_sandbox(args.data, backend="subprocess", policy=True) as sub:
+    with create_sandbox(data, backend="subprocess", policy=True) as sub:
         def run_sub() -> None:
             result = sub.run(TRIVIAL, "f", {"x": 1}, limits)
             assert result.ok, result
         rows.append(("subprocess backend", _time(run_sub, args.cold_runs)))
-    with create_sandbox(args.data, backend="warm", policy=True) as warm:
+    with create_sandbox(data, backend="warm", policy=True) as warm:
         assert isinstance(warm, WarmSandbox)
 
         def run_warm() -> None:
@@ -75,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         rss_mb = warm.worker_rss_kb() / 1024.0
         layers = warm.layers()
 
+    print(f"snapshot: {data or 'none (no market data, no replay shim)'}")
     print(f"{'path':32} {'runs':>5} {'median ms':>10} {'p90 ms':>9}")
     for name, samples in rows:
         print(f"{name:32} {len(samples):5d} {statistics.median(samples):10.1f} {_p90(samples):9.1f}")
