@@ -13,11 +13,23 @@ sandbox worker lives, the date never moves past the anchor's date. What is patch
   class up *after* freezing (``from datetime import datetime`` in a tool) sees the difference.
   Naive results are wall-clock time in the anchor's time zone.
 * ``pandas.Timestamp`` is replaced by a subclass whose ``now()``, ``today()``, ``utcnow()`` and
-  ``Timestamp("now"/"today")`` read the frozen clock; ``pandas.to_datetime("now"/"today")`` too.
+  ``Timestamp("now"/"today")`` (also as ``ts_input=``) read the frozen clock;
+  ``pandas.to_datetime("now"/"today")`` too, and such words inside a list or tuple passed to it.
+* ``pandas.date_range`` and ``pandas.bdate_range`` read the frozen clock for ``start`` / ``end``
+  given as ``"now"`` / ``"today"`` (``pd.bdate_range(end="today", periods=20)``). pandas parses
+  these words in C with the OS clock, so they are replaced by the frozen moment before the call.
 
-Not patched: ``time.monotonic``/``perf_counter`` (durations stay real), C extensions that read
-the OS clock directly (e.g. ``numpy.datetime64("today")``), and modules that bound the original
-classes before freezing. :func:`unfreeze` restores everything.
+Not patched -- these still read the real clock:
+
+* ``numpy.datetime64("today")`` / ``numpy.datetime64("now")``: numpy parses the words in C and
+  its scalar type cannot be replaced without breaking every datetime array;
+* the words ``"now"`` / ``"today"`` inside a numpy array, Index or Series (``pd.to_datetime`` of
+  a Series, ``pd.DatetimeIndex(["today"])``, ``.astype("datetime64[ns]")``), and
+  ``pandas.Period.now()``: parsed in pandas' C code;
+* ``time.monotonic`` / ``perf_counter`` (durations stay real), other C extensions that read the
+  OS clock, and modules that bound the original classes or functions before freezing.
+
+:func:`unfreeze` restores everything.
 """
 
 from __future__ import annotations
@@ -160,9 +172,11 @@ def _patch_pandas() -> None:
         _real = real_ts
 
         def __new__(cls, *args: Any, **kwargs: Any) -> Any:
-            if args and _is_now_word(args[0]):
-                tz = kwargs.get("tz", kwargs.get("tzinfo"))
-                return FrozenTimestamp.now(tz) if args[0].strip().lower() == "now" else FrozenTimestamp.today(tz)
+            word = args[0] if args else kwargs.get("ts_input")
+            if _is_now_word(word):
+                rest = {k: v for k, v in kwargs.items() if k != "ts_input"}
+                tz = rest.get("tz", rest.get("tzinfo"))
+                return FrozenTimestamp.now(tz)  # pandas reads "now" and "today" alike
             return real_ts(*args, **kwargs)
 
         @classmethod
@@ -182,15 +196,40 @@ def _patch_pandas() -> None:
         def utcnow(cls) -> Any:
             return real_ts(_epoch(), unit="s", tz="UTC")
 
+    def frozen_now(utc: bool = False) -> Any:
+        return FrozenTimestamp.now("UTC" if utc else None)
+
     def frozen_to_datetime(arg: Any, *args: Any, **kwargs: Any) -> Any:
         if _is_now_word(arg):
-            return FrozenTimestamp.now("UTC" if kwargs.get("utc") else None)
+            return frozen_now(bool(kwargs.get("utc")))
+        if isinstance(arg, (list, tuple)) and any(_is_now_word(item) for item in arg):
+            arg = type(arg)(frozen_now(bool(kwargs.get("utc"))) if _is_now_word(item) else item
+                            for item in arg)
         return real_to_datetime(arg, *args, **kwargs)
 
+    def range_reading_frozen_clock(real: Callable[..., Any]) -> Callable[..., Any]:
+        """``start`` / ``end`` given as "now" / "today" become the frozen moment (naive wall time
+        in the anchor's zone, as pandas gives local wall time; a ``tz=`` then localizes it)."""
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            args = tuple(frozen_now() if i < 2 and _is_now_word(a) else a for i, a in enumerate(args))
+            for key in ("start", "end"):
+                if _is_now_word(kwargs.get(key)):
+                    kwargs[key] = frozen_now()
+            return real(*args, **kwargs)
+
+        wrapper.__name__ = real.__name__
+        wrapper.__qualname__ = real.__qualname__
+        wrapper.__doc__ = real.__doc__
+        wrapper.__module__ = real.__module__
+        return wrapper
+
     frozen_to_datetime.__doc__ = real_to_datetime.__doc__
-    _STATE.pandas_originals = {"Timestamp": real_ts, "to_datetime": real_to_datetime}
+    _STATE.pandas_originals = {"Timestamp": real_ts, "to_datetime": real_to_datetime,
+                               "date_range": pd.date_range, "bdate_range": pd.bdate_range}
     pd.Timestamp = FrozenTimestamp
     pd.to_datetime = frozen_to_datetime
+    pd.date_range = range_reading_frozen_clock(pd.date_range)
+    pd.bdate_range = range_reading_frozen_clock(pd.bdate_range)
 
 
 def freeze(moment: _dt.datetime) -> None:
@@ -225,7 +264,7 @@ def unfreeze() -> None:
     _time.strftime = _REAL_STRFTIME
     if _STATE.pandas_originals is not None:
         pd = sys.modules["pandas"]
-        pd.Timestamp = _STATE.pandas_originals["Timestamp"]
-        pd.to_datetime = _STATE.pandas_originals["to_datetime"]
+        for name, original in _STATE.pandas_originals.items():
+            setattr(pd, name, original)
         _STATE.pandas_originals = None
     _STATE.anchor = None

@@ -83,3 +83,36 @@ def test_clock_never_leaves_the_anchor_day() -> None:
         out["today"] = dt.date.today().isoformat()
     """)
     assert out["now"] == "2024-12-31T23:59:59" and out["today"] == "2024-12-31"
+
+
+def test_pandas_now_and_today_words_read_the_frozen_clock() -> None:
+    out = _run("""
+        real = (pd.Timestamp, pd.to_datetime, pd.date_range, pd.bdate_range)
+        fc.freeze(ANCHOR)
+        day = lambda x: str(x.date())
+        out["timestamps"] = [day(pd.Timestamp("today")), day(pd.Timestamp("now")),
+                             day(pd.Timestamp(ts_input="now")), str(pd.Timestamp("now", tz="UTC"))[:16]]
+        out["to_datetime"] = [day(pd.to_datetime("today")),
+                              [day(x) for x in pd.to_datetime(["now", "2020-01-02"])]]
+        out["bdate_end"] = [day(x) for x in pd.bdate_range(end="today", periods=3)]
+        out["date_end"] = [day(pd.date_range(end="today", periods=2)[-1]),
+                           day(pd.date_range(end="now", periods=2)[-1]),
+                           day(pd.date_range(None, "now", 2)[-1]),
+                           str(pd.date_range(end="now", periods=1, freq="h")[-1])[:16]]
+        out["date_start"] = day(pd.date_range(start="today", periods=1)[0])
+        out["bdate_tz"] = str(pd.bdate_range(end="today", periods=1, tz="UTC")[-1])
+        out["plain"] = [str(x) for x in pd.date_range("2024-12-30", "2025-01-01")]
+        out["range_name"] = pd.date_range.__name__
+        fc.unfreeze()
+        out["restored"] = real == (pd.Timestamp, pd.to_datetime, pd.date_range, pd.bdate_range)
+        out["real_year"] = pd.bdate_range(end="today", periods=1)[-1].year
+    """)
+    assert out["timestamps"] == ["2024-12-31"] * 3 + ["2024-12-31 21:00"]
+    assert out["to_datetime"] == ["2024-12-31", ["2024-12-31", "2020-01-02"]]
+    assert out["bdate_end"] == ["2024-12-27", "2024-12-30", "2024-12-31"]  # business days up to as-of
+    assert out["date_end"] == ["2024-12-31", "2024-12-31", "2024-12-31", "2024-12-31 16:00"]
+    assert out["date_start"] == "2024-12-31"
+    assert out["bdate_tz"] == "2024-12-31 00:00:00+00:00"
+    assert out["plain"] == ["2024-12-30 00:00:00", "2024-12-31 00:00:00", "2025-01-01 00:00:00"]
+    assert out["range_name"] == "date_range"
+    assert out["restored"] and out["real_year"] > 2024

@@ -38,11 +38,15 @@ def test_benign_tool_runs(market_sandbox: WarmSandbox, tool: BenignTool) -> None
 
 
 def test_market_data_and_frozen_clock_inside(market_sandbox: WarmSandbox) -> None:
-    code = ("import datetime\nimport yfinance as yf\n\n"
+    code = ("import datetime\nimport pandas as pd\nimport yfinance as yf\n\n"
             "def last(symbol: str) -> dict:\n"
             "    hist = yf.Ticker(symbol).history(period='5d')\n"
             "    return {'rows': len(hist), 'today': datetime.date.today().isoformat(),\n"
-            "            'last': str(hist.index[-1].date())}\n")
+            "            'last': str(hist.index[-1].date()),\n"
+            "            'pandas': [str(pd.bdate_range(end='today', periods=3)[-1].date()),\n"
+            "                       str(pd.date_range(end='now', periods=2)[-1].date()),\n"
+            "                       str(pd.date_range(start='today', periods=1)[0].date()),\n"
+            "                       str(pd.Timestamp('today').date()), str(pd.Timestamp('now').date())]}\n")
     from finevo.market.snapshot import load_snapshot
 
     snap = load_snapshot(snapshot_dir())
@@ -50,5 +54,6 @@ def test_market_data_and_frozen_clock_inside(market_sandbox: WarmSandbox) -> Non
     result = market_sandbox.run(code, "last", {"symbol": symbol}, Limits(timeout_s=30))
     assert result.status == "ok", result
     assert result.value["today"] == snap.as_of.isoformat()
+    assert result.value["pandas"] == [snap.as_of.isoformat()] * 5  # as-of is a business day
     assert result.value["rows"] == 5
     assert result.value["last"] <= snap.as_of.isoformat()
