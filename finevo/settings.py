@@ -24,6 +24,7 @@ setting                     environment variable       default
 ``data_dir``                ``FINEVO_DATA``            :func:`finevo.paths.snapshot_dir`
 ``max_refinements``         ``FINEVO_MAX_REFINEMENTS`` 3
 ``agent_mode``              ``FINEVO_AGENT_MODE``      ``evolving`` (| ``static`` | ``memory_only``)
+``sandbox_backend``         ``FINEVO_SANDBOX_BACKEND`` ``warm`` (| ``subprocess``)
 ==========================  =========================  ===========================================
 """
 
@@ -41,6 +42,8 @@ from finevo.paths import snapshot_dir
 
 AgentMode = Literal["evolving", "static", "memory_only"]
 AGENT_MODES: tuple[str, ...] = ("evolving", "static", "memory_only")
+SandboxBackend = Literal["warm", "subprocess"]
+SANDBOX_BACKENDS: tuple[str, ...] = ("warm", "subprocess")
 DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_REGISTRY_DIR = "./.finevo/registry"
 
@@ -62,6 +65,7 @@ class Settings:
     data_dir: Path = Path(".")
     max_refinements: int = 3
     agent_mode: AgentMode = "evolving"
+    sandbox_backend: SandboxBackend = "warm"
 
     def __repr__(self) -> str:
         parts = []
@@ -129,6 +133,7 @@ class Settings:
             data_dir=src.get("data_dir", ("FINEVO_DATA",), _path, None) or snapshot_dir(),
             max_refinements=src.get("max_refinements", ("FINEVO_MAX_REFINEMENTS",), _nonneg_int, 3),
             agent_mode=src.get("agent_mode", ("FINEVO_AGENT_MODE",), _agent_mode, "evolving"),
+            sandbox_backend=src.get("sandbox_backend", ("FINEVO_SANDBOX_BACKEND",), _sandbox_backend, "warm"),
         )
 
 
@@ -219,6 +224,13 @@ def _agent_mode(raw: Any) -> str:
     text = str(raw).strip()
     if text not in AGENT_MODES:
         raise ValueError(f"expected one of {', '.join(AGENT_MODES)}")
+    return text
+
+
+def _sandbox_backend(raw: Any) -> str:
+    text = str(raw).strip().lower()
+    if text not in SANDBOX_BACKENDS:
+        raise ValueError(f"expected one of {', '.join(SANDBOX_BACKENDS)}")
     return text
 
 

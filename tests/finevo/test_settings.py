@@ -16,6 +16,7 @@ def test_defaults_without_env_or_flags(tmp_path: Path, monkeypatch: pytest.Monke
     assert s.model == "gpt-4o-mini"
     assert s.temperature == 0.0 and s.timeout == 60.0 and s.max_retries == 3
     assert s.max_refinements == 3 and s.agent_mode == "evolving"
+    assert s.sandbox_backend == "warm"
     assert s.registry_dir == tmp_path / ".finevo" / "registry"
     assert s.registry_url == f"sqlite:///{tmp_path / '.finevo' / 'registry' / 'registry.db'}"
     assert s.data_dir == snapshot_dir()
@@ -64,6 +65,16 @@ def test_all_numeric_and_mode_settings_from_env(tmp_path: Path) -> None:
     assert s.record == tmp_path / "rec.jsonl"
 
 
+def test_sandbox_backend_flag_beats_env_beats_default() -> None:
+    assert Settings.from_env({}, env={"FINEVO_SANDBOX_BACKEND": "subprocess"}).sandbox_backend == "subprocess"
+    assert Settings.from_env({}, env={"FINEVO_SANDBOX_BACKEND": " Warm "}).sandbox_backend == "warm"
+    flagged = Settings.from_env({"sandbox_backend": "warm"}, env={"FINEVO_SANDBOX_BACKEND": "subprocess"})
+    assert flagged.sandbox_backend == "warm"
+    assert flagged.public_dict()["sandbox_backend"] == "warm"
+    with pytest.raises(InputError, match="--sandbox-backend"):
+        Settings.from_env({"sandbox_backend": "docker"}, env={})
+
+
 def test_registry_url_env_wins_over_dir() -> None:
     s = Settings.from_env({}, env={"FINEVO_REGISTRY_URL": "postgresql://u@h/db", "FINEVO_REGISTRY_DIR": "/x"})
     assert s.registry_url == "postgresql://u@h/db"
@@ -78,6 +89,7 @@ def test_registry_url_env_wins_over_dir() -> None:
     ({"FINEVO_LLM_MAX_RETRIES": "2.5"}, "FINEVO_LLM_MAX_RETRIES"),
     ({"FINEVO_MAX_REFINEMENTS": "many"}, "FINEVO_MAX_REFINEMENTS"),
     ({"FINEVO_AGENT_MODE": "turbo"}, "FINEVO_AGENT_MODE"),
+    ({"FINEVO_SANDBOX_BACKEND": "docker"}, "FINEVO_SANDBOX_BACKEND"),
     ({"FINEVO_LLM_PROVIDER": "replay:"}, "FINEVO_LLM_PROVIDER"),
     ({"FINEVO_LLM_PROVIDER": "magic"}, "FINEVO_LLM_PROVIDER"),
     ({"OPENAI_BASE_URL": "localhost:8000"}, "OPENAI_BASE_URL"),
