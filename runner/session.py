@@ -7,9 +7,11 @@ The gate never constructs these pieces itself; it asks a :data:`SessionFactory` 
 
 from __future__ import annotations
 
+import json
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Protocol, TextIO
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,8 @@ class SessionSpec:
     #: An LLM provider object to use instead of ``llm`` (the self-check's null model).
     provider: Any = None
     label: str = "main"
+    #: ``warm`` | ``subprocess``; None: ``FINEVO_SANDBOX_BACKEND``, else warm.
+    sandbox_backend: str | None = None
 
 
 class AgentLike(Protocol):
@@ -63,11 +67,16 @@ SessionFactory = Callable[[SessionSpec], Session]
 
 
 def default_session(spec: SessionSpec) -> Session:
-    """Wire the real finevo agent (imported lazily: ``list``/``report`` never need it)."""
+    """Wire the real finevo agent (imported lazily: ``list``/``report`` never need it).
+
+    The static agent answers from the registry alone: it gets no LLM provider, so it needs no
+    endpoint. The sandbox is the configured backend; a warm worker that cannot start falls back
+    to the subprocess backend with a one-line notice on stderr. ``info`` says which backend and
+    which model (the configured one only for a live model) the session really uses.
+    """
     from finevo.agent.agent import Agent
     from finevo.llm.providers import make_provider
     from finevo.registry import Registry
-    from finevo.sandbox import create_sandbox
     from finevo.settings import Settings
 
     registry_dir = Path(spec.registry_dir)
@@ -76,11 +85,16 @@ def default_session(spec: SessionSpec) -> Session:
         "record": spec.record, "registry_dir": registry_dir,
         "registry_url": f"sqlite:///{registry_dir / 'registry.db'}", "data_dir": spec.data_dir,
         "max_refinements": spec.max_refinements, "agent_mode": spec.agent_mode,
+        "sandbox_backend": spec.sandbox_backend,
     })
     closers: list[Callable[[], None]] = []
     try:  # a piece that fails to open closes the ones opened before it
-        provider = spec.provider if spec.provider is not None else make_provider(
-            spec.llm, settings, security_tasks=spec.security_path)
+        if spec.provider is not None:
+            provider = spec.provider
+        elif settings.agent_mode == "static":
+            provider = None  # registry only: never asks a model
+        else:
+            provider = make_provider(spec.llm, settings, security_tasks=spec.security_path)
         close_provider = getattr(provider, "close", None)  # not every provider holds a connection
         if close_provider is not None:
             closers.append(close_provider)
@@ -88,13 +102,84 @@ def default_session(spec: SessionSpec) -> Session:
         registry = Registry(settings.registry_url, settings.registry_code_dir)  # reconciles on open
         closers.append(registry.close)
         empty = registry.is_empty()
-        sandbox = create_sandbox(spec.data_dir, backend="warm")
+        sandbox, fallback = open_sandbox(spec.data_dir, settings.sandbox_backend)
         closers.append(sandbox.close)
         agent = Agent(settings, provider, sandbox, registry, spec.agent_mode)
         closers.append(agent.close)
-        info = {"provider": provider.name, "model": settings.model, "temperature": settings.temperature,
-                "max_refinements": settings.max_refinements, "sandbox_layers": dict(sandbox.layers())}
+        info = {"provider": provider.name if provider is not None else "none",
+                "model": session_model(provider, settings), "temperature": settings.temperature,
+                "max_refinements": settings.max_refinements, "sandbox_backend": sandbox.backend,
+                "sandbox_layers": dict(sandbox.layers())}
+        if fallback is not None:
+            info["sandbox_fallback"] = fallback
     except BaseException:
         Session(agent=None, sandbox=None, closers=closers).close()  # type: ignore[arg-type]
         raise
     return Session(agent=agent, sandbox=sandbox, info=info, registry_empty=empty, closers=closers)
+
+
+def open_sandbox(data_dir: Path | str | None, backend: str, *,
+                 stderr: TextIO | None = None) -> tuple[Any, str | None]:
+    """The sandbox of ``backend``, and why the warm worker was replaced (None when it was not).
+
+    Only the warm backend falls back: a worker that cannot start (``SandboxUnavailable``, or the
+    operating system refusing the process) leaves the subprocess backend, which starts one cold
+    child per execution with the same confinement -- slower, not weaker.
+    """
+    from finevo.errors import SandboxUnavailable
+    from finevo.sandbox import create_sandbox
+
+    try:
+        return create_sandbox(data_dir, backend=backend), None
+    except (SandboxUnavailable, OSError) as exc:
+        if backend != "warm":
+            raise
+        reason = " ".join(str(exc).split())[:300] or type(exc).__name__
+    print(f"finevo-verify: the warm sandbox worker could not start ({reason}); "
+          "using the subprocess backend", file=stderr or sys.stderr, flush=True)
+    return create_sandbox(data_dir, backend="subprocess"), reason
+
+
+def session_model(provider: Any, settings: Any) -> str | None:
+    """The model a session's answers come from, as reports should name it.
+
+    A live model (``live``, ``live+record``) is the configured model. Any other provider is no
+    model of ours: the predictions file (``predictions:<file name>``), the model(s) the replayed
+    cassette was recorded with, or the provider's own name (``reference``). No provider: None.
+    """
+    if provider is None:
+        return None
+    from finevo.llm.providers import PredictionsProvider, RecordingProvider, ReplayProvider
+
+    name = str(getattr(provider, "name", "") or "")
+    if name == "live" or isinstance(provider, RecordingProvider):
+        return str(settings.model)
+    if isinstance(provider, PredictionsProvider):
+        return f"predictions:{Path(provider.path).name}"
+    if isinstance(provider, ReplayProvider):
+        path = Path(provider.cassette.path)
+        models = _cassette_models(path)
+        if settings.model in models:
+            return str(settings.model)  # the model every replayed request names
+        return ", ".join(sorted(models)) if models else f"replay:{path.name}"
+    return name or None
+
+
+def _cassette_models(path: Path) -> set[str]:
+    """The request models a cassette was recorded with (unreadable lines are the cassette's
+    own business: it reports them when it loads)."""
+    models: set[str] = set()
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return models
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        request = entry.get("request") if isinstance(entry, dict) else None
+        model = request.get("model") if isinstance(request, dict) else None
+        if isinstance(model, str) and model:
+            models.add(model)
+    return models
