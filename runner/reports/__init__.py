@@ -27,7 +27,7 @@ def write_all(doc: dict[str, Any], run_dir: str | Path) -> dict[str, Path]:
     document.validate(doc, source=f"{doc.get('run_id', '?')} results")
     run_dir = Path(run_dir)
     names = report_names(doc)
-    md = markdown.render(doc)
+    md = markdown.render(doc, results_path=run_dir / names["json"])
     paths = {
         "json": atomic_write(run_dir / names["json"], document.dumps(doc)),
         "junit": atomic_write(run_dir / names["junit"], junit.render(doc)),

@@ -8,6 +8,8 @@ per-task table, then one collapsed ``<details>`` per non-passing task with its r
 from __future__ import annotations
 
 import html
+import os
+from pathlib import Path
 from typing import Any
 
 #: GitHub refuses job summaries over 1 MiB; stay well under it.
@@ -15,6 +17,9 @@ MAX_BYTES = 1024 * 1024 - 64 * 1024
 _CODE_CAP = 12_000
 _ICON = {"pass": "✅", "fail": "❌", "error": "⚠️", "skipped": "⏭️", "blocked": "🛡️", "contained": "🛡️",
          "unblocked": "❌", "passed": "✅", "failed": "❌", "no_verdict": "⚠️", "partial": "⏸️"}
+#: Per-category rows always in this order (results.json is written with sorted keys, so a reloaded
+#: document holds them alphabetically).
+CATEGORY_ORDER: tuple[str, ...] = ("fetch", "calculation", "composite", "security")
 
 
 def _cell(value: Any) -> str:
@@ -42,7 +47,32 @@ def headline(doc: dict[str, Any]) -> str:
             f"{len(doc['regressions'])} regression(s), {doc['security']['unblocked']} unblocked")
 
 
-def render(doc: dict[str, Any]) -> str:
+def _categories(per_category: dict[str, Any]) -> list[tuple[str, Any]]:
+    order = [c for c in CATEGORY_ORDER if c in per_category] + sorted(c for c in per_category
+                                                                       if c not in CATEGORY_ORDER)
+    return [(c, per_category[c]) for c in order]
+
+
+def _shown_path(path: str | Path) -> str:
+    """``path`` as the reader would type it: relative to the working directory when below it."""
+    path = Path(path)
+    try:
+        rel = Path(os.path.relpath(path.absolute(), Path.cwd()))
+    except ValueError:  # another drive (Windows)
+        return str(path)
+    return str(path.absolute()) if rel.parts[:1] == ("..",) else str(rel)
+
+
+def _selfcheck_line(sc: dict[str, Any]) -> str:
+    if sc.get("enabled"):
+        state = "ok" if sc.get("ok") else "FAILED"
+    else:
+        state = "not run"
+    return f"Harness self-check: {state} -- {sc.get('reason', '')}"
+
+
+def render(doc: dict[str, Any], results_path: str | Path | None = None) -> str:
+    """The summary of ``doc``; ``results_path`` (where its JSON is written) is named in the hints."""
     cfg, v = doc["config"], doc["verdict"]
     lines: list[str] = [f"# finevo-verify run `{doc['run_id']}`" + (" (PARTIAL)" if doc["partial"] else ""), "",
                         headline(doc), ""]
@@ -55,13 +85,14 @@ def render(doc: dict[str, Any]) -> str:
     lines += _table(["criterion", "value", "required", "ok"],
                     [[c["criterion"], c["value"], c["required"], "✅" if c["ok"] else "❌"] for c in v["criteria"]])
     if doc.get("selfcheck"):
-        sc = doc["selfcheck"]
-        lines += [f"Harness self-check: {'ok' if sc.get('ok') else ('skipped' if not sc.get('enabled') else 'FAILED')}"
-                  f" -- {sc.get('reason', '')}", ""]
+        lines += [_selfcheck_line(doc["selfcheck"]), ""]
+    elif cfg.get("self_check"):
+        why = "the run stopped before it" if doc["partial"] else "no record of it in these results"
+        lines += [f"Harness self-check: not run -- {why}", ""]
     lines += ["## Per category", ""]
     lines += _table(["category", "total", "passed", "failed", "errors", "skipped", "pass rate"],
                     [[cat, c["total"], c["passed"], c["failed"], c["errors"], c["skipped"], f"{c['pass_rate']:.1%}"]
-                     for cat, c in doc["per_category"].items()])
+                     for cat, c in _categories(doc["per_category"])])
     lines += ["## Regressions", ""]
     if doc["regressions"]:
         lines += _table(["task", "state", "reason"], [[r["task_id"], r["state"], r["reason"]] for r in doc["regressions"]])
@@ -69,24 +100,30 @@ def render(doc: dict[str, Any]) -> str:
         lines += ["None." if v["status"] in ("passed", "failed") else "Not assessed (no verdict).", ""]
     lines += ["## Improvements", ""]
     if doc["improvements"]:
-        lines += [", ".join(f"`{i}`" for i in doc["improvements"]), "",
-                  "Passing now but not in the baseline: consider `finevo-verify baseline update "
-                  f"out/{doc['run_id']}/results.json`.", ""]
+        lines += [", ".join(f"`{i}`" for i in doc["improvements"]), ""]
+        if doc["partial"] or v["status"] == "no_verdict":
+            lines += ["Passing now but not in the baseline (a run without a verdict cannot update the baseline).", ""]
+        else:
+            where = _shown_path(results_path) if results_path is not None else "RESULTS"
+            lines += [f"Passing now but not in the baseline: consider `finevo-verify baseline update {where}`.", ""]
     else:
         lines += ["None.", ""]
     sec = doc["security"]
     lines += ["## Security", "",
               f"{sec['blocked']}/{sec['total']} security tasks blocked; "
               f"{sec['payloads_blocked'] + sec['payloads_contained']}/{sec['payloads_total']} payloads blocked or "
-              f"contained; **{sec['unblocked']} unblocked**.", ""]
+              f"contained; **{sec['unblocked']} unblocked**"
+              + (f", **{len(sec.get('error_ids', []))} not judged (error)**: {', '.join(sec['error_ids'])}"
+                 if sec.get("error_ids") else "") + ".", ""]
     if sec["tasks"]:
         lines += _table(["task", "attack", "state", "blocked by", "reason"],
                         [[s["task_id"], s["attack"], f"{_ICON.get(s['state'], '')} {s['state']}", s["blocked_by"],
                           s["reason"]] for s in sec["tasks"]])
     if doc["payloads"]:
         lines += ["<details><summary>Payload corpus (per payload, the layer that stopped it)</summary>", ""]
-        lines += _table(["payload", "attempt", "state", "layer", "status"],
-                        [[p["payload_id"], p["attempt"], p["state"], p["layer"], p["status"]] for p in doc["payloads"]])
+        lines += _table(["payload", "attempt", "state", "layer", "status", "reason"],
+                        [[p["payload_id"], p["attempt"], f"{_ICON.get(p['state'], '')} {p['state']}", p["layer"],
+                          p["status"], p["reason"]] for p in doc["payloads"]])
         lines += ["</details>", ""]
     lines += ["## Tasks", ""]
     lines += _table(["task", "category", "state", "time (s)", "tool source", "refinements", "reason"],

@@ -131,3 +131,14 @@ def test_no_llm_configured_exits_2_and_leaves_no_run_directory(tmp_path, securit
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "needs an endpoint" in err[0]
     assert not (tmp_path / "out" / "nollm").exists()
+
+
+def test_improvement_hint_names_the_real_results_path(tmp_path, security_file, baseline_file) -> None:
+    out = tmp_path / "elsewhere"
+    argv = _run_args(tmp_path, security_file, baseline_file, "--run-id", "h", "--no-self-check", "--only",
+                     "fetch_001,calc_004")
+    argv[argv.index(str(tmp_path / "out"))] = str(out)
+    assert _gate(argv) == 0
+    md = (out / "h" / "summary.md").read_text()
+    assert f"`finevo-verify baseline update {out / 'h' / 'results.json'}`" in md
+    assert "out/h/results.json" not in md.replace(str(out / "h"), "")

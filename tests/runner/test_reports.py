@@ -83,3 +83,22 @@ def test_stable_view_drops_only_times() -> None:
     view = document.stable_view(doc)
     assert "started_at" not in view and "duration_s" not in view["tasks"][0]
     assert view["tasks"][0]["state"] == "pass"
+
+
+def test_per_category_rows_keep_their_order_after_a_reload(tmp_path: Path) -> None:
+    from runner.records import SecurityResult
+    from runner.reports import write_all
+
+    tasks = [TaskResult("fetch_001", "fetch", "q", "pass", "ok"), TaskResult("calc_001", "calculation", "q", "pass", "ok"),
+             TaskResult("comp_001", "composite", "q", "pass", "ok")]
+    doc = _doc(tasks)
+    doc = document.assemble(run_id="t", config=doc["config"], tasks=tasks,
+                            security=[SecurityResult("sec_001", "q", "a", "blocked", "blocked by policy")], payloads=[],
+                            started_at=doc["started_at"], finished_at=doc["finished_at"], duration_s=1.0)
+    write_all(doc, tmp_path)
+    reloaded = document.load(tmp_path / "results.json")
+    assert list(reloaded["per_category"]) == sorted(reloaded["per_category"])  # the JSON is key-sorted
+    md = markdown.render(reloaded)
+    table = md.split("## Per category", 1)[1].split("## Regressions", 1)[0]
+    rows = [line.split("|")[1].strip() for line in table.splitlines() if line.startswith("| ") and "total" not in line]
+    assert rows == ["fetch", "calculation", "composite", "security"]
