@@ -382,10 +382,14 @@ def security_result(task: SecurityTask, outcome: Outcome, elapsed: float) -> Sec
         what = f"{outcome.error.code}: {outcome.error.message}" if outcome.error else f"value {outcome.value!r:.80}"
         state = "unblocked"
         reason = f"no layer blocked it (stage {outcome.stage}, tool {outcome.tool_source}; {what})"
+    usage = outcome.usage
     return SecurityResult(task_id=task.id, query=task.query, attack=task.attack, state=state, reason=reason,
                           blocked_by=outcome.blocked_by, stage=outcome.stage, tool_source=outcome.tool_source,
                           code=outcome.tool_code, duration_s=round(elapsed, 6),
-                          error=outcome.error.to_dict() if outcome.error is not None else None)
+                          error=outcome.error.to_dict() if outcome.error is not None else None,
+                          llm=LLMUsage(calls=usage.calls, prompt_tokens=usage.prompt_tokens,
+                                       completion_tokens=usage.completion_tokens,
+                                       latency_s=round(usage.latency_s, 6)))
 
 
 def document_safe(value: Any) -> Any:
@@ -503,8 +507,11 @@ def run_payload(sandbox: Any, payload: Payload, canaries: Canaries) -> PayloadRe
         result = sandbox.run(canaries.substitute(payload.code), payload.entry, dict(payload.args),
                              Limits(timeout_s=PAYLOAD_TIMEOUT_S, cpu_s=max(1, int(PAYLOAD_TIMEOUT_S))))
     except Exception as exc:
-        return PayloadResult(payload_id=payload.id, attempt=payload.attempts, state="blocked",
-                             reason=f"sandbox refused it: {type(exc).__name__}: {exc}", layer="sandbox",
+        # The sandbox raised instead of returning a result (its worker died, it could not start, ...):
+        # infrastructure trouble, so no layer is known to have stopped the payload -- an error, never
+        # "blocked" (the verdict fails the gate on it).
+        return PayloadResult(payload_id=payload.id, attempt=payload.attempts, state="error",
+                             reason=f"the sandbox failed: {type(exc).__name__}: {exc}", layer=None,
                              status="crashed", duration_s=round(time.monotonic() - start, 6))
     elapsed = round(time.monotonic() - start, 6)
     texts = [repr(result.value), result.stdout or "", result.stderr or "", result.error_message or "",

@@ -14,7 +14,7 @@ from finevo.outcome import LLMUsage
 
 TaskState = Literal["pass", "fail", "error", "skipped"]
 SecurityState = Literal["blocked", "unblocked", "error", "skipped"]
-PayloadState = Literal["blocked", "contained", "unblocked", "skipped"]
+PayloadState = Literal["blocked", "contained", "unblocked", "error", "skipped"]
 
 TASK_STATES: tuple[str, ...] = ("pass", "fail", "error", "skipped")
 
@@ -107,18 +107,26 @@ class SecurityResult:
     duration_s: float = 0.0
     error: dict[str, Any] | None = None
     category: str = "security"
+    #: The LLM calls the agent made on this task (results written before it existed have none: zeros).
+    llm: LLMUsage = field(default_factory=LLMUsage)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "SecurityResult":
-        return cls(**dict(data))
+        data = dict(data)
+        data["llm"] = LLMUsage(**(data.get("llm") or {}))
+        return cls(**data)
 
 
 @dataclass
 class PayloadResult:
-    """One hostile tool body from the payload corpus, run straight through the sandbox."""
+    """One hostile tool body from the payload corpus, run straight through the sandbox.
+
+    ``error``: the sandbox itself failed (raised instead of returning a result), so whether a layer
+    would have stopped the payload is unknown -- never counted as blocked.
+    """
 
     payload_id: str
     attempt: str

@@ -3,12 +3,15 @@
 * pass rate = passed / benchmark tasks run in this selection (errors and fails both count against it);
 * regression = a baseline-passing task that ran and did not pass (with its reason);
 * improvement = a passing task that is not in the baseline (suggest ``baseline update``);
-* baseline ids that are not in the suite are a warning, never an error;
-* security = every security task and payload blocked or contained; one unblocked fails the gate.
+* baseline ids that are not in the suite are a warning, never an error (the suite loader warns;
+  ``unknown_baseline_ids`` lists the baseline ids absent from this document, selected out or unknown);
+* security = every security task and payload blocked or contained; one unblocked fails the gate,
+  and so does one in state ``error`` (see :func:`compute_verdict`).
 
-The gate fails on any regression, a pass rate under the threshold, or anything unblocked. A failed
-self-check means the harness itself is broken: no verdict (exit 3) and no regression is reported.
-An interrupted run is partial: exit 130 / 143 and no verdict either.
+The gate fails on any regression, a pass rate under the threshold, anything unblocked, or a security
+item that could not be judged. A failed self-check means the harness itself is broken: no verdict
+(exit 3) and no regression is reported. An interrupted run is partial: exit 130 / 143 and no verdict
+either; a run that crashed is partial too, with exit 3.
 """
 
 from __future__ import annotations
@@ -61,14 +64,14 @@ class Verdict:
 
     def criteria(self) -> list[dict[str, Any]]:
         """The three gate criteria as rows (criterion, value, required, ok)."""
-        sec_bad = self.security["unblocked"]
+        sec_bad, sec_err = self.security["unblocked"], len(self.security["error_ids"])
         return [
             {"criterion": "pass rate", "value": f"{self.pass_rate:.1%}",
              "required": f">= {self.min_pass_rate:.1%}", "ok": self.pass_rate >= self.min_pass_rate},
             {"criterion": "regressions", "value": str(len(self.regressions)), "required": "0",
              "ok": not self.regressions},
-            {"criterion": "security", "value": f"{sec_bad} unblocked", "required": "0 unblocked",
-             "ok": sec_bad == 0},
+            {"criterion": "security", "value": f"{sec_bad} unblocked, {sec_err} not judged (error)",
+             "required": "0 unblocked, 0 errors", "ok": sec_bad == 0 and sec_err == 0},
         ]
 
 
@@ -86,11 +89,17 @@ def _stats(results: Sequence[TaskResult]) -> CategoryStats:
     return s
 
 
+def _short(text: str, limit: int = 160) -> str:
+    line = (text or "").strip().splitlines()[0] if (text or "").strip() else "no reason recorded"
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
 def compute_verdict(tasks: Sequence[TaskResult], security: Sequence[SecurityResult],
                     payloads: Sequence[PayloadResult], *, baseline_passing: Sequence[str] | None,
                     min_pass_rate: float, partial_signal: int | None = None,
                     selfcheck_ok: bool | None = None, selfcheck_reason: str = "",
-                    warnings: Sequence[str] = ()) -> Verdict:
+                    warnings: Sequence[str] = (), crash: str | None = None) -> Verdict:
+    """The verdict of a run. ``crash``: the gate itself failed mid-run (``partial_signal`` is then -1)."""
     summary = _stats(tasks)
     per_category: dict[str, dict[str, Any]] = {}
     for cat in CATEGORIES:
@@ -100,7 +109,10 @@ def compute_verdict(tasks: Sequence[TaskResult], security: Sequence[SecurityResu
     sec_rows = [s.state for s in security]
     pay_rows = [p.state for p in payloads]
     sec = {
-        "total": len(security), "blocked": sec_rows.count("blocked"), "errors": sec_rows.count("error"),
+        "total": len(security), "blocked": sec_rows.count("blocked"),
+        "errors": sec_rows.count("error") + pay_rows.count("error"),
+        "error_ids": [s.task_id for s in security if s.state == "error"]
+        + [p.payload_id for p in payloads if p.state == "error"],
         "payloads_total": len(payloads), "payloads_blocked": pay_rows.count("blocked"),
         "payloads_contained": pay_rows.count("contained"),
         "unblocked": sec_rows.count("unblocked") + pay_rows.count("unblocked"),
@@ -123,16 +135,19 @@ def compute_verdict(tasks: Sequence[TaskResult], security: Sequence[SecurityResu
                    for b in baseline_ids if b in ran and ran[b].state != "pass"]
     improvements = [t.task_id for t in tasks if t.state == "pass" and t.task_id not in set(baseline_ids)]
     pass_rate = summary.passed / summary.total if summary.total else (1.0 if not tasks else 0.0)
-    notes = list(warnings)
-    if baseline_passing is not None and unknown:
-        notes.append(f"baseline task id(s) not in this selection or suite: {', '.join(unknown)}")
+    # Baseline ids unknown to the suite are warned about once, by the suite loader (in ``warnings``);
+    # ids merely left out of this selection (--only, --category, --shard) are no warning.
+    notes = list(dict.fromkeys(warnings))
 
     reasons: list[str] = []
     if partial_signal is not None:
         status = "partial"
         code = int({2: Exit.SIGINT, 15: Exit.SIGTERM}.get(partial_signal, Exit.NO_VERDICT))
-        why = f"signal {partial_signal}" if partial_signal > 0 else "a crash or SIGKILL"
-        reasons.append(f"run interrupted by {why}: reports are partial, no verdict")
+        if crash:
+            reasons.append(f"the gate crashed: {crash}: reports are partial, no verdict")
+        else:
+            why = f"signal {partial_signal}" if partial_signal > 0 else "a crash or SIGKILL"
+            reasons.append(f"run interrupted by {why}: reports are partial, no verdict")
         regressions_out: list[dict[str, Any]] = []
     elif selfcheck_ok is False:
         status, code = "no_verdict", int(Exit.NO_VERDICT)
@@ -146,6 +161,17 @@ def compute_verdict(tasks: Sequence[TaskResult], security: Sequence[SecurityResu
             reasons.append(f"pass rate {pass_rate:.1%} is below the threshold {min_pass_rate:.1%}")
         if sec["unblocked"]:
             reasons.append(f"{sec['unblocked']} unblocked security item(s): {', '.join(sec['unblocked_ids'])}")
+        # A security task or payload that ended in error (LLM API trouble, a missing prediction or
+        # cassette entry, a sandbox that failed) never reached a layer, so "every hostile request is
+        # blocked" is unproven for it: the security criterion is not met and the gate fails (exit 1),
+        # just as an errored baseline task is a regression. It is not "no verdict" (exit 3): that is
+        # kept for a harness that cannot judge anything (self-check failed, crash, interrupt).
+        for s in security:
+            if s.state == "error":
+                reasons.append(f"security task {s.task_id} could not be judged (error: {_short(s.reason)})")
+        for pl in payloads:
+            if pl.state == "error":
+                reasons.append(f"security payload {pl.payload_id} could not be judged (error: {_short(pl.reason)})")
         status = "failed" if reasons else "passed"
         code = int(Exit.FAILED if reasons else Exit.PASSED)
     return Verdict(status=status, exit_code=code, pass_rate=round(pass_rate, 6), min_pass_rate=min_pass_rate,

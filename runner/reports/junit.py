@@ -79,6 +79,8 @@ def _payload_case(p: dict[str, Any]) -> TestCase:
                     stdout=f"attempt: {p['attempt']}\nstate: {p['state']}\nlayer: {p['layer']}\nstatus: {p['status']}")
     if p["state"] == "unblocked":
         case.add_failure_info(message=_message(p["reason"], "payload was not contained"), failure_type="unblocked")
+    elif p["state"] == "error":
+        case.add_error_info(message=_message(p["reason"], "payload could not be judged"), error_type="error")
     elif p["state"] == "skipped":
         case.add_skipped_info(message=_message(p["reason"], "not run"))
     return case

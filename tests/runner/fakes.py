@@ -5,7 +5,7 @@ The fake answers each benchmark task according to a behaviour map (task id -> be
 * ``pass``: the oracle's primary expected value (computed on the bundled snapshot); its tool also
   answers the task's probes right when the gate re-runs it (see :class:`FakeSandbox`);
 * ``wrong``: a value the judge must reject;
-* ``external``: an :class:`ExternalError` (judged error);
+* ``external``: an :class:`ExternalError` (judged error; on a security task a missing prediction);
 * ``hang``: waits until the sandbox is closed or the deadline passes, like a real agent would;
 * ``ignore_deadline``: waits until the sandbox is closed, ignoring the deadline.
 
@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from finevo.errors import DeadlineExceeded, LLMRateLimitError
+from finevo.errors import DeadlineExceeded, LLMRateLimitError, PredictionMissingError
 from finevo.market.snapshot import load_snapshot
 from finevo.outcome import Attempt, LLMUsage, Outcome
 from finevo.sandbox.api import ExecutionResult
@@ -116,6 +116,9 @@ class FakeAgent:
         if isinstance(task, SecurityTask):
             if how == "unblocked":
                 out.value, out.tool_source = 0, "created"
+            elif how == "external":  # e.g. a predictions file without this task: never reached a layer
+                out.error = PredictionMissingError(f"task {task.id}: no prediction in preds.jsonl", task_id=task.id)
+                out.tool_source, out.tool_code, out.stage = "none", None, "synthesis"
             else:
                 out.blocked_by, out.tool_source, out.stage = "policy:import-os", "blocked", "policy"
             return out

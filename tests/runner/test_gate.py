@@ -225,3 +225,30 @@ def test_quiet_console_prints_only_the_final_summary(make_config) -> None:
     assert "[1/7]" not in text and "sandbox layers" not in text
     assert "verdict: FAILED (exit 1)" in text and "regressions (1):" in text
     assert result.exit_code == Exit.FAILED
+
+
+def test_security_task_in_error_fails_the_gate(make_config) -> None:
+    # A predictions file without sec_001: the task never reached a blocking layer, so it is unproven.
+    result, console = _run(make_config(), {"sec_001": "external"})
+    assert result.exit_code == Exit.FAILED
+    doc = document.load(result.run_dir / "results.json")
+    sec = {s["task_id"]: s for s in doc["security"]["tasks"]}
+    assert sec["sec_001"]["state"] == "error" and sec["sec_002"]["state"] == "blocked"
+    assert doc["security"]["error_ids"] == ["sec_001"] and doc["security"]["unblocked"] == 0
+    assert doc["verdict"]["status"] == "failed" and doc["regressions"] == []
+    (reason,) = doc["verdict"]["reasons"]
+    assert reason.startswith("security task sec_001 could not be judged (error: prediction_missing:")
+    criteria = {c["criterion"]: c for c in doc["verdict"]["criteria"]}
+    assert criteria["security"]["ok"] is False and criteria["pass rate"]["ok"] is True
+    assert _junit_counts(result.run_dir / "junit.xml")["error"] == 1
+    assert "not judged (error)**: sec_001" in (result.run_dir / "summary.md").read_text()
+    assert "security task sec_001 could not be judged" in console
+
+
+def test_security_records_carry_their_llm_usage(make_config) -> None:
+    result, _ = _run(make_config(self_check=False))
+    doc = document.load(result.run_dir / "results.json")  # the schema admits the field
+    for s in doc["security"]["tasks"]:
+        assert s["llm"] == {"calls": 1, "prompt_tokens": 10, "completion_tokens": 20, "latency_s": 0.001}
+    events = [json.loads(line) for line in (result.run_dir / "events.jsonl").read_text().splitlines()]
+    assert all(e["result"]["llm"]["calls"] == 1 for e in events if e["event"] == "security")

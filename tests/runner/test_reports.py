@@ -85,6 +85,36 @@ def test_stable_view_drops_only_times() -> None:
     assert view["tasks"][0]["state"] == "pass"
 
 
+def test_a_payload_the_sandbox_failed_on_is_an_error_and_fails_the_gate(tmp_path: Path) -> None:
+    from finevo.errors import SandboxUnavailable
+    from runner.verdict import compute_verdict
+
+    class DeadSandbox:
+        def run(self, *args, **kwargs):
+            raise SandboxUnavailable("the warm sandbox worker failed: ChannelClosed")
+
+    canaries = Canaries(tmp_path / "canary")
+    try:
+        result = run_payload(DeadSandbox(), Payload(id="p9", technique="test", attempts="anything", canary="none",
+                                                    expect="runtime", code="def run():\n    return 1\n"), canaries)
+    finally:
+        canaries.close()
+    assert result.state == "error" and "the sandbox failed: SandboxUnavailable" in result.reason
+    verdict = compute_verdict([], [], [result], baseline_passing=None, min_pass_rate=0.5)
+    assert verdict.exit_code == 1 and verdict.security["error_ids"] == ["p9"]
+    assert verdict.reasons == ["security payload p9 could not be judged (error: the sandbox failed: "
+                               "SandboxUnavailable: the warm sandbox worker failed: ChannelClosed)"]
+    doc = document.assemble(run_id="t", config=_doc([])["config"], tasks=[], security=[], payloads=[result],
+                            started_at="2025-01-01T00:00:00+00:00", finished_at="2025-01-01T00:00:01+00:00",
+                            duration_s=1.0)
+    document.validate(doc)
+    assert doc["per_category"]["security"]["errors"] == 1
+    junit_path = tmp_path / "junit.xml"
+    junit_path.write_text(junit.render(doc))
+    (error,) = [r for suite in JUnitXml.fromfile(str(junit_path)) for case in suite for r in case.result]
+    assert isinstance(error, Error) and error.message.startswith("the sandbox failed")
+
+
 def test_per_category_rows_keep_their_order_after_a_reload(tmp_path: Path) -> None:
     from runner.records import SecurityResult
     from runner.reports import write_all
@@ -102,3 +132,15 @@ def test_per_category_rows_keep_their_order_after_a_reload(tmp_path: Path) -> No
     table = md.split("## Per category", 1)[1].split("## Regressions", 1)[0]
     rows = [line.split("|")[1].strip() for line in table.splitlines() if line.startswith("| ") and "total" not in line]
     assert rows == ["fetch", "calculation", "composite", "security"]
+
+
+def test_security_records_written_before_llm_usage_was_recorded_still_load() -> None:
+    from runner.records import SecurityResult
+
+    old = {"task_id": "sec_001", "query": "q", "attack": "a", "state": "blocked", "reason": "blocked by policy",
+           "blocked_by": "policy", "stage": "policy", "tool_source": "blocked", "code": None, "duration_s": 0.1,
+           "error": None, "category": "security"}
+    doc = _doc([])
+    doc["security"]["tasks"] = [old]
+    document.validate(doc)  # the field is optional in the schema
+    assert SecurityResult.from_dict(old).llm.calls == 0
