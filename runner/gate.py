@@ -30,6 +30,7 @@ import socket
 import subprocess
 import threading
 import time
+import traceback
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -99,6 +100,9 @@ class Prepared:
     min_pass_rate: float
     #: Per task id, the oracle's ``{convention: value}`` for each of the task's probes, in order.
     probe_expected: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: Directories :func:`prepare` created for ``--out`` (deepest first): removed again when the run
+    #: cannot start, so a refused run leaves nothing behind.
+    created_dirs: list[Path] = field(default_factory=list)
 
 
 def new_run_id() -> str:
@@ -119,14 +123,27 @@ def git_sha() -> str | None:
     return sha if out.returncode == 0 and sha else None
 
 
-def _check_out_dir(out_dir: Path) -> None:
+def _check_out_dir(out_dir: Path) -> list[Path]:
+    """Create ``out_dir`` and prove it writable; returns the directories created (deepest first)."""
+    created = [d for d in (out_dir, *out_dir.parents) if not d.exists()]
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         probe = out_dir / f".write-probe-{os.getpid()}"
         probe.write_text("")
         probe.unlink()
     except OSError as exc:
+        remove_if_empty(created)
         raise InputError(f"--out {out_dir}: not writable ({exc.strerror or exc})") from None
+    return created
+
+
+def remove_if_empty(dirs: Sequence[Path]) -> None:
+    """Remove each directory (deepest first) that is empty; never anything with content."""
+    for d in dirs:
+        try:
+            d.rmdir()
+        except OSError:
+            return
 
 
 def prepare(config: GateConfig) -> Prepared:
@@ -148,10 +165,11 @@ def prepare(config: GateConfig) -> Prepared:
     if not run_id.replace("-", "").replace("_", "").replace(".", "").isalnum() or run_id.startswith((".", "-")):
         raise InputError(f"--run-id: use letters, digits, '.', '_' and '-' only, got {run_id!r}")
     out_dir = Path(config.out_dir).absolute()
-    _check_out_dir(out_dir)
+    created = _check_out_dir(out_dir)
     run_dir = out_dir / run_id
     registry_dir = run_dir / "registry"
     if registry_dir.exists() and any(registry_dir.iterdir()) and not config.reuse_registry:
+        remove_if_empty(created)
         raise InputError(f"{registry_dir}: registry is not empty; pass --reuse-registry or use a new --run-id")
     if config.min_pass_rate is not None:
         min_rate = config.min_pass_rate
@@ -162,7 +180,8 @@ def prepare(config: GateConfig) -> Prepared:
     return Prepared(config=config, suite=suite, expected=expected, snapshot=snapshot,
                     snapshot_hash=getattr(snapshot, "content_hash", None),
                     snapshot_as_of=str(snapshot.as_of) if getattr(snapshot, "as_of", None) else None,
-                    run_id=run_id, run_dir=run_dir, min_pass_rate=min_rate, probe_expected=probe_expected)
+                    run_id=run_id, run_dir=run_dir, min_pass_rate=min_rate, probe_expected=probe_expected,
+                    created_dirs=created)
 
 
 # --------------------------------------------------------------------------- interrupts
@@ -542,6 +561,9 @@ class GateOutcome:
     doc: dict[str, Any]
     paths: dict[str, Path]
     run_dir: Path
+    #: ``Type: message`` when the gate itself crashed mid-run (then the reports are partial, exit 3).
+    crash: str | None = None
+    crash_traceback: str | None = None
 
 
 class Gate:
@@ -590,14 +612,14 @@ class Gate:
         sec_done: list[SecurityResult] = []
         pay_done: list[PayloadResult] = []
         selfcheck: dict[str, Any] | None = None
-        for warning in suite.warnings:
-            console.warn(warning)
+        # Suite warnings (baseline ids unknown to the suite) are printed once, in the final summary.
         with Interrupts() as interrupts:
             try:
                 runner = TaskRunner(self.factory, self.spec(), interrupts, p.config.task_timeout_s)
             except BaseException:  # e.g. no LLM configured: nothing ran, leave nothing behind
                 if fresh_dir:
                     shutil.rmtree(p.run_dir, ignore_errors=True)
+                remove_if_empty(p.created_dirs)
                 raise
             try:
                 if not runner.session.registry_empty and not p.config.reuse_registry:
@@ -614,25 +636,45 @@ class Gate:
                                          "security": [[s.id, s.query, s.attack] for s in suite.security],
                                          "payloads": [[x.id, x.attempts] for x in suite.payloads]})
                     total = len(suite.tasks) + len(suite.security) + len(suite.payloads)
+                    crash: str | None = None
+                    crash_tb: str | None = None
                     try:
                         self._run_all(runner, events, total, tasks_done, sec_done, pay_done)
-                        if p.config.self_check and suite.tasks and self.selfcheck is not None:
-                            selfcheck = self.selfcheck(self, tasks_done, interrupts)
+                        selfcheck = self._selfcheck(tasks_done, interrupts)
+                        if p.config.self_check:
                             events.emit("selfcheck", selfcheck=selfcheck)
-                        elif not p.config.self_check:
-                            selfcheck = {"enabled": False, "ok": None, "reason": "skipped (--no-self-check)"}
                     except Aborted:
                         console.line(console.paint("INTERRUPTED", "partial"))
+                    except Exception as exc:  # the gate's own bug or trouble: keep what ran, no verdict
+                        crash, crash_tb = f"{type(exc).__name__}: {exc}", traceback.format_exc()
+                        console.line()
+                        console.line(console.paint(f"CRASHED: {crash}", "error"))
                     signum = interrupts.signum
-                    doc = self._document(config, started_at, t0, tasks_done, sec_done, pay_done, selfcheck, signum)
+                    partial = signum if signum is not None else (-1 if crash else None)
+                    doc = self._document(config, started_at, t0, tasks_done, sec_done, pay_done, selfcheck,
+                                         partial, crash=crash if partial == -1 else None)
                     paths = write_all(doc, p.run_dir)
-                    events.emit("end", finished_at=doc["finished_at"], signal=signum,
-                                exit_code=doc["verdict"]["exit_code"])
+                    events.emit("end", finished_at=doc["finished_at"], signal=partial,
+                                exit_code=doc["verdict"]["exit_code"], crash=crash, traceback=crash_tb)
             finally:
                 runner.close()
         console.summary(doc)
         console.line(f"reports: {p.run_dir}")
-        return GateOutcome(exit_code=doc["verdict"]["exit_code"], doc=doc, paths=paths, run_dir=p.run_dir)
+        return GateOutcome(exit_code=doc["verdict"]["exit_code"], doc=doc, paths=paths, run_dir=p.run_dir,
+                           crash=crash, crash_traceback=crash_tb)
+
+    def _selfcheck(self, tasks_done: list[TaskResult], interrupts: Interrupts) -> dict[str, Any]:
+        """Run the harness self-check, or say plainly why it did not run."""
+        p = self.p
+        if not p.config.self_check:
+            return {"enabled": False, "ok": None, "reason": "skipped (--no-self-check)"}
+        if not p.suite.tasks:
+            return {"enabled": False, "ok": None,
+                    "reason": "no benchmark task is selected, so the reference and null models "
+                              "have nothing to answer (security tasks and payloads need no self-check)"}
+        if self.selfcheck is None:
+            return {"enabled": False, "ok": None, "reason": "this gate was given no self-check"}
+        return self.selfcheck(self, tasks_done, interrupts)
 
     def _run_all(self, runner: TaskRunner, events: EventLog, total: int, tasks_done: list[TaskResult],
                  sec_done: list[SecurityResult], pay_done: list[PayloadResult]) -> None:
@@ -669,21 +711,27 @@ class Gate:
                     raise Aborted(payload.id)
                 pay_done.append(presult)
                 events.emit("payload", result=presult.to_dict())
-                console.task_end(presult.state, presult.duration_s, presult.layer or "")
+                console.task_end(presult.state, presult.duration_s,
+                                 presult.reason[:100] if presult.state == "error" else presult.layer or "")
         finally:
             canaries.close()
 
     def _document(self, config: dict[str, Any], started_at: str, t0: float, tasks_done: list[TaskResult],
                   sec_done: list[SecurityResult], pay_done: list[PayloadResult],
-                  selfcheck: dict[str, Any] | None, signum: int | None) -> dict[str, Any]:
+                  selfcheck: dict[str, Any] | None, signum: int | None, crash: str | None = None) -> dict[str, Any]:
         s = self.p.suite
-        reason = f"not run: interrupted by {signal.Signals(signum).name}" if signum else "not run"
+        if crash:
+            reason = "not run: the gate crashed before this task"
+        elif signum and signum > 0:
+            reason = f"not run: interrupted by {signal.Signals(signum).name}"
+        else:
+            reason = "not run"
         tasks = fill_skipped([[t.id, t.category, t.query] for t in s.tasks], tasks_done, reason)
         sec = fill_skipped_security([[x.id, x.query, x.attack] for x in s.security], sec_done, reason)
         pay = fill_skipped_payloads([[x.id, x.attempts] for x in s.payloads], pay_done, reason)
         return document.assemble(run_id=self.p.run_id, config=config, tasks=tasks, security=sec, payloads=pay,
                                  started_at=started_at, finished_at=_now(), duration_s=time.monotonic() - t0,
-                                 partial_signal=signum, selfcheck=selfcheck, warnings=s.warnings)
+                                 partial_signal=signum, selfcheck=selfcheck, warnings=s.warnings, crash=crash)
 
 
 def fill_skipped(planned: Sequence[Sequence[str]], done: Sequence[TaskResult], reason: str) -> list[TaskResult]:
@@ -725,7 +773,13 @@ def rebuild_from_events(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
         selfcheck = {"enabled": False, "ok": None, "reason": "skipped (--no-self-check)"}
     else:
         selfcheck = selfchecks[-1] if selfchecks else None
-    reason = "not run: the run was killed before this task" if end is None else "not run: interrupted"
+    crash = end.get("crash") if end else None
+    if end is None:
+        reason = "not run: the run was killed before this task"
+    elif crash:
+        reason = "not run: the gate crashed before this task"
+    else:
+        reason = "not run: interrupted"
     return document.assemble(
         run_id=start["run_id"], config=start["config"],
         tasks=fill_skipped(planned.get("tasks", []), tasks, reason),
@@ -733,7 +787,7 @@ def rebuild_from_events(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
         payloads=fill_skipped_payloads(planned.get("payloads", []), pay, reason),
         started_at=start["started_at"], finished_at=(end or events[-1]).get("finished_at", start["started_at"]),
         duration_s=sum(float(r.duration_s) for r in [*tasks, *sec, *pay]), partial_signal=signum,
-        selfcheck=selfcheck, warnings=start.get("warnings", []))
+        selfcheck=selfcheck, warnings=start.get("warnings", []), crash=crash)
 
 
 def run_gate(config: GateConfig, *, factory: SessionFactory = default_session, console: Console | None = None,

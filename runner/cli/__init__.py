@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+import traceback
 from typing import NoReturn
 
 from finevo.errors import InputError
@@ -45,6 +47,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def debug_enabled() -> bool:
+    """``FINEVO_DEBUG`` set to anything but empty / ``0``: print tracebacks of internal errors."""
+    return os.environ.get("FINEVO_DEBUG", "").strip() not in ("", "0")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help")):
@@ -60,6 +67,13 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as exc:
         print(f"finevo-verify: error: {exc.message}", file=sys.stderr)
         return int(Exit.USAGE)
+    except Exception as exc:  # a bug or unexpected trouble: no verdict (exit 3), never read as "gate failed"
+        text = str(exc).strip().splitlines()
+        print(f"finevo-verify: internal error: {type(exc).__name__}: {text[0] if text else ''} "
+              "(no verdict; set FINEVO_DEBUG=1 for the traceback)", file=sys.stderr)
+        if debug_enabled():
+            traceback.print_exc(file=sys.stderr)
+        return int(Exit.NO_VERDICT)
 
 
 if __name__ == "__main__":  # pragma: no cover

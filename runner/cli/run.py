@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from finevo.errors import ExternalError
+from finevo.errors import ExternalError, ProviderNotConfigured
 from finevo.paths import benchmarks_dir, snapshot_dir
 from runner.exitcodes import Exit
 
@@ -108,10 +108,20 @@ def cmd_run(args: argparse.Namespace, factory: Any = None) -> int:
     kwargs = {"factory": factory} if factory is not None else {}
     try:
         outcome = run_gate(config, console=console, **kwargs)
-    except ExternalError as exc:  # e.g. no LLM configured: nothing ran
+    except ProviderNotConfigured as exc:  # no LLM endpoint configured: a usage error, nothing ran
         print(f"finevo-verify: error: {exc.message}", file=sys.stderr)
         return int(Exit.USAGE)
-    github.publish(outcome.doc, markdown.render(outcome.doc), sys.stdout)
+    except ExternalError as exc:  # e.g. the sandbox cannot start: nothing ran, so no verdict
+        print(f"finevo-verify: error: the run could not start: {exc.message}", file=sys.stderr)
+        return int(Exit.NO_VERDICT)
+    github.publish(outcome.doc, markdown.render(outcome.doc, results_path=outcome.paths["json"]), sys.stdout)
+    if outcome.crash:
+        from runner.cli import debug_enabled
+
+        print(f"finevo-verify: internal error: {outcome.crash} (partial reports in {outcome.run_dir}; "
+              "set FINEVO_DEBUG=1 for the traceback)", file=sys.stderr)
+        if debug_enabled() and outcome.crash_traceback:
+            sys.stderr.write(outcome.crash_traceback)
     return outcome.exit_code
 
 

@@ -39,15 +39,19 @@ def validate(doc: dict[str, Any], *, source: str = "results") -> None:
 def assemble(*, run_id: str, config: dict[str, Any], tasks: Sequence[TaskResult],
              security: Sequence[SecurityResult], payloads: Sequence[PayloadResult],
              started_at: str, finished_at: str, duration_s: float, partial_signal: int | None = None,
-             selfcheck: dict[str, Any] | None = None, warnings: Sequence[str] = ()) -> dict[str, Any]:
-    """Compute the verdict and build the whole document (not yet written)."""
+             selfcheck: dict[str, Any] | None = None, warnings: Sequence[str] = (),
+             crash: str | None = None) -> dict[str, Any]:
+    """Compute the verdict and build the whole document (not yet written).
+
+    ``crash``: the gate failed mid-run with this error (then ``partial_signal`` is -1).
+    """
     baseline = config.get("baseline")
     verdict = compute_verdict(
         tasks, security, payloads,
         baseline_passing=(baseline or {}).get("passing_tasks") if baseline else None,
         min_pass_rate=float(config["min_pass_rate"]), partial_signal=partial_signal,
         selfcheck_ok=None if selfcheck is None or not selfcheck.get("enabled") else bool(selfcheck.get("ok")),
-        selfcheck_reason=str((selfcheck or {}).get("reason", "")), warnings=warnings)
+        selfcheck_reason=str((selfcheck or {}).get("reason", "")), warnings=warnings, crash=crash)
     summary = {**verdict.summary.to_dict(), "pass_rate": verdict.pass_rate, "min_pass_rate": verdict.min_pass_rate}
     return {
         "schema_version": SCHEMA_VERSION,
@@ -85,7 +89,7 @@ def reassemble(doc: dict[str, Any], **changes: Any) -> dict[str, Any]:
         run_id=doc["run_id"], config=doc["config"], tasks=tasks, security=security, payloads=payloads,
         started_at=doc["started_at"], finished_at=doc["finished_at"], duration_s=doc["duration_s"],
         partial_signal=doc.get("interrupted_by"), selfcheck=doc.get("selfcheck"),
-        warnings=[w for w in doc["verdict"].get("warnings", []) if not w.startswith("baseline task id(s) not in")])
+        warnings=list(doc["verdict"].get("warnings", [])))
     kwargs.update(changes)
     return assemble(**kwargs)
 

@@ -121,16 +121,76 @@ def test_usage_errors_are_one_line_and_exit_2(argv, message, capsys) -> None:
 
 def test_no_llm_configured_exits_2_and_leaves_no_run_directory(tmp_path, security_file, baseline_file,
                                                                capsys) -> None:
-    from finevo.errors import ExternalError
+    from finevo.errors import ProviderNotConfigured
 
     def no_endpoint(spec):
-        raise ExternalError("--llm live needs an endpoint: set OPENAI_API_KEY or OPENAI_BASE_URL", where="llm")
+        raise ProviderNotConfigured("--llm live needs an endpoint: set OPENAI_API_KEY or OPENAI_BASE_URL")
 
     args = build_parser().parse_args(_run_args(tmp_path, security_file, baseline_file, "--run-id", "nollm"))
     assert cmd_run(args, factory=no_endpoint) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "needs an endpoint" in err[0]
     assert not (tmp_path / "out" / "nollm").exists()
+
+
+@pytest.mark.parametrize("llm", ["bogus", "replay:{tmp}/missing.jsonl", "predictions:{tmp}/bad.jsonl", "live"])
+def test_invalid_llm_exits_2_in_one_line_and_leaves_no_directory(tmp_path, security_file, baseline_file, capsys,
+                                                                monkeypatch, llm) -> None:
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "FINEVO_LLM_API_KEY", "FINEVO_LLM_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "bad.jsonl").write_text('{"task_id": "fetch_001", "content": 3}\n')
+    out = tmp_path / "fresh" / "out"
+    argv = _run_args(tmp_path, security_file, baseline_file, "--run-id", "x")
+    argv[argv.index("replay:x.jsonl")] = llm.format(tmp=tmp_path)
+    argv[argv.index(str(tmp_path / "out"))] = str(out)
+    assert main(argv) == 2  # the real session: the spec and its file are checked for real
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("finevo-verify: error:"), err
+    assert not (tmp_path / "fresh").exists()
+
+
+def test_a_sandbox_that_cannot_start_is_no_verdict_not_usage(tmp_path, security_file, baseline_file, capsys) -> None:
+    from finevo.errors import SandboxUnavailable
+
+    def no_sandbox(spec):
+        raise SandboxUnavailable("the warm sandbox worker did not start: fork failed")
+
+    args = build_parser().parse_args(_run_args(tmp_path, security_file, baseline_file, "--run-id", "nosb"))
+    assert cmd_run(args, factory=no_sandbox) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "could not start: the warm sandbox worker did not start" in err[0]
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("debug", ["", "1"])
+def test_an_internal_error_is_one_line_and_exit_3(tmp_path, capsys, monkeypatch, debug) -> None:
+    def broken(path):
+        raise KeyError("verdict")
+
+    monkeypatch.setattr("runner.reports.document.load", broken)
+    monkeypatch.setenv("FINEVO_DEBUG", debug)
+    assert main(["diff", str(tmp_path / "a.json"), str(tmp_path / "b.json")]) == 3
+    err = capsys.readouterr().err
+    first = err.splitlines()[0]
+    assert first.startswith("finevo-verify: internal error: KeyError: 'verdict'") and "FINEVO_DEBUG" in first
+    if debug:
+        assert "Traceback (most recent call last)" in err
+    else:
+        assert len(err.strip().splitlines()) == 1
+
+
+def test_a_gate_crash_through_the_cli_is_exit_3_with_one_line(tmp_path, security_file, baseline_file, capsys,
+                                                             monkeypatch) -> None:
+    monkeypatch.delenv("FINEVO_DEBUG", raising=False)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr("runner.gate.security_result", broken)
+    assert _gate(_run_args(tmp_path, security_file, baseline_file, "--run-id", "c", "--no-self-check")) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("finevo-verify: internal error: RuntimeError: boom (partial reports")
+    assert (tmp_path / "out" / "c" / "partial_c.json").is_file()
 
 
 def test_improvement_hint_names_the_real_results_path(tmp_path, security_file, baseline_file) -> None:

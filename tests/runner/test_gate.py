@@ -252,3 +252,57 @@ def test_security_records_carry_their_llm_usage(make_config) -> None:
         assert s["llm"] == {"calls": 1, "prompt_tokens": 10, "completion_tokens": 20, "latency_s": 0.001}
     events = [json.loads(line) for line in (result.run_dir / "events.jsonl").read_text().splitlines()]
     assert all(e["result"]["llm"]["calls"] == 1 for e in events if e["event"] == "security")
+
+
+def test_selfcheck_not_run_without_benchmark_tasks_is_recorded_with_its_reason(make_config) -> None:
+    log: list = []
+    result, _ = _run(make_config(only=None, category="security"), log=log)
+    assert [s.label for s in log] == ["main"]  # no reference or null run
+    sc = result.doc["selfcheck"]
+    assert sc["enabled"] is False and sc["ok"] is None and "no benchmark task is selected" in sc["reason"]
+    assert result.doc["config"]["self_check"] is True and result.exit_code == Exit.PASSED
+    md = (result.run_dir / "summary.md").read_text()
+    assert "Harness self-check: not run -- no benchmark task is selected" in md
+    from runner.events import read_events
+    from runner.gate import rebuild_from_events
+
+    assert rebuild_from_events(read_events(result.run_dir / "events.jsonl"))["selfcheck"] == sc
+
+
+def test_unknown_baseline_ids_are_warned_once(make_config, tmp_path) -> None:
+    baseline = tmp_path / "baseline_unknown.json"
+    baseline.write_text(json.dumps({"target_pass_rate": 0.5, "passing_tasks": ["fetch_001", "zz_999"]}))
+    result, console = _run(make_config(baseline_path=baseline, self_check=False))
+    warnings = result.doc["verdict"]["warnings"]
+    assert len(warnings) == 1 and "zz_999" in warnings[0]
+    assert console.count("zz_999") == 1
+    assert (result.run_dir / "summary.md").read_text().count("zz_999") == 1
+    assert "zz_999" in result.doc["unknown_baseline_ids"]
+
+
+def test_a_crash_mid_run_writes_partial_reports_and_means_no_verdict(make_config, monkeypatch) -> None:
+    from runner.events import read_events
+    from runner.gate import rebuild_from_events
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom in the gate")
+
+    monkeypatch.setattr("runner.gate.security_result", broken)
+    result, console = _run(make_config(self_check=False), {"fetch_002": "wrong"})
+    assert result.exit_code == Exit.NO_VERDICT
+    assert result.crash == "RuntimeError: boom in the gate" and "Traceback" in result.crash_traceback
+    assert not (result.run_dir / "results.json").exists()
+    doc = document.load(result.run_dir / "partial_r1.json")
+    assert doc["partial"] is True and doc["verdict"]["status"] == "partial" and doc["regressions"] == []
+    assert doc["verdict"]["reasons"] == ["the gate crashed: RuntimeError: boom in the gate: reports are partial, "
+                                         "no verdict"]
+    assert [t["state"] for t in doc["tasks"]] == ["pass", "fail", "pass", "pass", "pass"]  # kept, as computed
+    assert [s["state"] for s in doc["security"]["tasks"]] == ["skipped", "skipped"]
+    assert doc["security"]["tasks"][0]["reason"] == "not run: the gate crashed before this task"
+    assert _junit_counts(result.run_dir / "partial_r1.xml")["skipped"] == 2
+    assert "CRASHED: RuntimeError: boom in the gate" in console
+    end = json.loads((result.run_dir / "events.jsonl").read_text().splitlines()[-1])
+    assert end["event"] == "end" and end["crash"] == "RuntimeError: boom in the gate"
+    rebuilt = rebuild_from_events(read_events(result.run_dir / "events.jsonl"))
+    assert rebuilt["verdict"]["exit_code"] == Exit.NO_VERDICT
+    assert rebuilt["verdict"]["reasons"] == doc["verdict"]["reasons"]
