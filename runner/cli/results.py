@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,8 @@ def load_source(path: Path) -> dict[str, Any]:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    """Re-render every report; the exit code is the document's own (a rebuilt killed run: 3), so a
+    script that only has the results or the event log gets the same answer as the run itself."""
     doc = load_source(args.source)
     out = args.out or args.source.parent
     try:
@@ -50,7 +53,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     for kind in ("json", "junit", "markdown"):
         print(paths[kind])
     print(f"verdict: {doc['verdict']['status']} (exit {doc['verdict']['exit_code']})")
-    return int(Exit.PASSED)
+    return int(doc["verdict"]["exit_code"])
 
 
 def _states(doc: dict[str, Any]) -> dict[str, tuple[str, str]]:
@@ -82,25 +85,98 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return int(Exit.PASSED)
 
 
+def _shard_of(doc: dict[str, Any]) -> tuple[int, int] | None:
+    text = (doc["config"].get("selection") or {}).get("shard")
+    if not text:
+        return None
+    k, _, n = str(text).partition("/")
+    try:
+        return int(k), int(n)
+    except ValueError:
+        raise InputError(f"merge: run {doc['run_id']} has an unreadable shard {text!r}") from None
+
+
+def _baseline_key(doc: dict[str, Any]) -> str:
+    baseline = doc["config"].get("baseline")
+    if not baseline:
+        return "none"
+    return f"{sorted(baseline.get('passing_tasks') or [])} target {baseline.get('target_pass_rate')}"
+
+
+def _baseline_label(doc: dict[str, Any]) -> str:
+    baseline = doc["config"].get("baseline")
+    if not baseline:
+        return "no baseline"
+    return (f"{baseline.get('path') or 'baseline'} with {len(baseline.get('passing_tasks') or [])} task(s), "
+            f"target {baseline.get('target_pass_rate')}")
+
+
+def _check_shards(docs: list[dict[str, Any]], shards: list[tuple[int, int] | None]) -> None:
+    """Shards must form one complete set: the same N, every K in 1..N exactly once, the same selection."""
+    sharded = [(d, s) for d, s in zip(docs, shards) if s is not None]
+    if not sharded:
+        return
+    ns = sorted({n for _, (_, n) in sharded})
+    if len(ns) > 1:
+        given = ", ".join(f"{d['run_id']}={k}/{n}" for d, (k, n) in sharded)
+        raise InputError(f"merge: shards of different splits (N = {', '.join(map(str, ns))}): {given}")
+    n = ns[0]
+    ks = [k for _, (k, _) in sharded]
+    twice = sorted({k for k in ks if ks.count(k) > 1})
+    if twice:
+        raise InputError(f"merge: shard(s) {', '.join(f'{k}/{n}' for k in twice)} given more than once")
+    missing = [k for k in range(1, n + 1) if k not in ks]
+    if missing:
+        raise InputError(f"merge: incomplete set of shards: missing {', '.join(f'{k}/{n}' for k in missing)}")
+    selections = {json.dumps({k: v for k, v in (d["config"].get("selection") or {}).items() if k != "shard"},
+                             sort_keys=True) for d, _ in sharded}
+    if len(selections) > 1:
+        raise InputError(f"merge: shards of different selections (--only/--category): {'; '.join(sorted(selections))}")
+
+
+def _suite_order(groups: list[list[Any]], round_robin: bool) -> list[Any]:
+    """Undo round-robin sharding (item i is in shard i % N): shard K's j-th item is the suite's
+    (j * N + K - 1)-th. Without shards, inputs keep their given order."""
+    if not round_robin:
+        return [x for g in groups for x in g]
+    out: list[Any] = []
+    for j in range(max((len(g) for g in groups), default=0)):
+        out += [g[j] for g in groups if j < len(g)]
+    return out
+
+
 def merge_documents(docs: list[dict[str, Any]], run_id: str | None = None) -> dict[str, Any]:
+    """One document from the results of sharded runs (or of disjoint selections).
+
+    Every input must agree on what is measured (snapshot, judge, provider, agent mode) and on what it
+    is measured against (baseline, threshold); shards must be one complete set (same N, K = 1..N
+    once each). Records come out in suite order.
+    """
     if not docs:
         raise InputError("merge: no results files given")
     first = docs[0]
-    for key in ("snapshot_hash", "judge_version", "provider", "agent_mode"):
+    for key in ("snapshot_hash", "judge_version", "provider", "agent_mode", "min_pass_rate"):
         values = {str(d["config"].get(key)) for d in docs}
         if len(values) > 1:
             raise InputError(f"merge: shards disagree on {key}: {', '.join(sorted(values))}")
-    tasks, security, payloads = [], [], []
+    if len({_baseline_key(d) for d in docs}) > 1:
+        given = "; ".join(f"{d['run_id']}: {_baseline_label(d)}" for d in docs)
+        raise InputError(f"merge: shards disagree on the baseline ({given})")
+    shards = [_shard_of(d) for d in docs]
+    _check_shards(docs, shards)
+    # Sharded inputs in K order first (their records interleave back into suite order), then the rest.
+    order = sorted(range(len(docs)), key=lambda i: (shards[i] is None, shards[i] or (0, 0), i))
+    round_robin = all(s is not None for s in shards)
+    groups = [document.records_of(docs[i]) for i in order]
     seen: dict[str, str] = {}
-    for d in docs:
-        t, s, p = document.records_of(d)
+    for i, (t, s, _) in zip(order, groups):
         for rec in [*t, *s]:
             if rec.task_id in seen and rec.state != "skipped":
-                raise InputError(f"merge: task {rec.task_id} appears in runs {seen[rec.task_id]} and {d['run_id']}")
-            seen[rec.task_id] = d["run_id"]
-        tasks += t
-        security += s
-        payloads += p
+                raise InputError(f"merge: task {rec.task_id} appears in runs {seen[rec.task_id]} and {docs[i]['run_id']}")
+            seen[rec.task_id] = docs[i]["run_id"]
+    tasks = _suite_order([g[0] for g in groups], round_robin)
+    security = _suite_order([g[1] for g in groups], round_robin)
+    payloads = _suite_order([g[2] for g in groups], round_robin)
     checks = [d.get("selfcheck") for d in docs if d.get("selfcheck") and d["selfcheck"].get("enabled")]
     selfcheck = None
     if checks:
@@ -111,11 +187,12 @@ def merge_documents(docs: list[dict[str, Any]], run_id: str | None = None) -> di
     partial = [d.get("interrupted_by") for d in docs if d["partial"]]
     config = dict(first["config"])
     config["selection"] = {"merged_from": [d["run_id"] for d in docs]}
+    warnings = list(dict.fromkeys(w for d in docs for w in d["verdict"].get("warnings", [])))
     return document.assemble(
         run_id=run_id or first["run_id"], config=config, tasks=tasks, security=security, payloads=payloads,
         started_at=min(d["started_at"] for d in docs), finished_at=max(d["finished_at"] for d in docs),
         duration_s=max(float(d["duration_s"]) for d in docs), partial_signal=partial[0] if partial else None,
-        selfcheck=selfcheck)
+        selfcheck=selfcheck, warnings=warnings)
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
@@ -125,10 +202,10 @@ def cmd_merge(args: argparse.Namespace) -> int:
     doc = merge_documents([document.load(p) for p in args.results], args.run_id)
     run_dir = args.out / doc["run_id"]
     try:
-        write_all(doc, run_dir)
+        paths = write_all(doc, run_dir)
     except OSError as exc:
         raise InputError(f"{args.out}: cannot write reports ({exc.strerror or exc})") from None
     Console().summary(doc)
-    github.publish(doc, markdown.render(doc), sys.stdout)
+    github.publish(doc, markdown.render(doc, results_path=paths["json"]), sys.stdout)
     print(f"reports: {run_dir}")
     return int(doc["verdict"]["exit_code"])

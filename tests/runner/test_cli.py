@@ -69,7 +69,7 @@ def test_report_rerenders_from_results(tmp_path, security_file, baseline_file) -
     original = document.load(run_dir / "results.json")
     (run_dir / "junit.xml").unlink()
     (run_dir / "summary.md").unlink()
-    assert main(["report", str(run_dir / "results.json")]) == 0
+    assert main(["report", str(run_dir / "results.json")]) == 1  # the document's own exit code
     assert document.load(run_dir / "results.json") == original
     assert "calc_002" in (run_dir / "junit.xml").read_text() and "calc_002" in (run_dir / "summary.md").read_text()
 
@@ -85,7 +85,7 @@ def test_merge_of_shards_gives_one_verdict(tmp_path, security_file, baseline_fil
                  "--out", str(out), "--run-id", "m"])
     assert code == 1
     doc = document.load(out / "m" / "results.json")
-    assert [t["task_id"] for t in doc["tasks"]] == ["fetch_001", "calc_002", "fetch_002", "calc_004"]
+    assert [t["task_id"] for t in doc["tasks"]] == ["fetch_001", "fetch_002", "calc_002", "calc_004"]  # suite order
     assert [r["task_id"] for r in doc["regressions"]] == ["fetch_002"]
     assert doc["summary"]["passed"] == 3 and doc["summary"]["total"] == 4
     capsys.readouterr()
@@ -131,6 +131,73 @@ def test_no_llm_configured_exits_2_and_leaves_no_run_directory(tmp_path, securit
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "needs an endpoint" in err[0]
     assert not (tmp_path / "out" / "nollm").exists()
+
+
+def test_report_of_a_killed_run_rebuilt_from_events_exits_3(tmp_path, security_file, baseline_file, capsys) -> None:
+    assert _gate(_run_args(tmp_path, security_file, baseline_file, "--run-id", "k", "--no-self-check", "--only",
+                           "fetch_001,calc_002,sec_001")) == 0
+    run_dir = tmp_path / "out" / "k"
+    events = run_dir / "events.jsonl"
+    lines = events.read_text().splitlines()
+    events.write_text("\n".join(lines[:2]) + "\n")  # SIGKILL after the first task: no end event
+    for name in ("results.json", "junit.xml", "summary.md"):
+        (run_dir / name).unlink()
+    capsys.readouterr()
+    assert main(["report", str(events)]) == 3
+    assert "verdict: partial (exit 3)" in capsys.readouterr().out
+    doc = document.load(run_dir / "partial_k.json")
+    assert [t["state"] for t in doc["tasks"]] == ["pass", "skipped"]
+
+
+def _shard_results(tmp_path, security_file, baseline_file, *shards: str, extra: tuple[str, ...] = ()) -> list[Path]:
+    only = ["--only", "fetch_001,fetch_002,calc_002,calc_004", "--no-self-check", *extra]
+    paths = []
+    for shard in shards:
+        run_id = f"s{shard.replace('/', 'of')}-{len(paths)}"
+        _gate(_run_args(tmp_path, security_file, baseline_file, "--run-id", run_id, "--shard", shard, *only))
+        paths.append(tmp_path / "out" / run_id / "results.json")
+    return paths
+
+
+@pytest.mark.parametrize("shards, message", [
+    (["1/2"], "incomplete set of shards: missing 2/2"),
+    (["1/3", "3/3"], "incomplete set of shards: missing 2/3"),
+    (["1/2", "1/2", "2/2"], "shard(s) 1/2 given more than once"),
+    (["1/2", "2/3"], "shards of different splits (N = 2, 3)"),
+])
+def test_merge_refuses_an_incomplete_or_mixed_set_of_shards(tmp_path, security_file, baseline_file, capsys,
+                                                            shards, message) -> None:
+    paths = _shard_results(tmp_path, security_file, baseline_file, *shards)
+    capsys.readouterr()
+    assert main(["merge", *map(str, paths), "--out", str(tmp_path / "merged")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
+    assert not (tmp_path / "merged").exists()
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"min_pass_rate": 0.9}, "disagree on min_pass_rate"),
+    ({"baseline": {"path": "other.json", "passing_tasks": ["fetch_001"], "target_pass_rate": 0.5}},
+     "disagree on the baseline"),
+    ({"selection": {"only": ["fetch_001"], "category": None, "shard": "2/2"}}, "different selections"),
+])
+def test_merge_refuses_shards_measured_against_different_things(tmp_path, security_file, baseline_file, capsys,
+                                                               change, message) -> None:
+    first, second = _shard_results(tmp_path, security_file, baseline_file, "1/2", "2/2")
+    doc = json.loads(second.read_text())
+    doc["config"].update(change)
+    second.write_text(json.dumps(doc))
+    capsys.readouterr()
+    assert main(["merge", str(first), str(second), "--out", str(tmp_path / "merged")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
+
+
+def test_merge_restores_suite_order_whatever_the_input_order(tmp_path, security_file, baseline_file) -> None:
+    paths = _shard_results(tmp_path, security_file, baseline_file, "3/3", "1/3", "2/3")
+    assert main(["merge", *map(str, paths), "--out", str(tmp_path / "merged"), "--run-id", "m"]) == 0
+    doc = document.load(tmp_path / "merged" / "m" / "results.json")
+    assert [t["task_id"] for t in doc["tasks"]] == ["fetch_001", "fetch_002", "calc_002", "calc_004"]
 
 
 @pytest.mark.parametrize("llm", ["bogus", "replay:{tmp}/missing.jsonl", "predictions:{tmp}/bad.jsonl", "live"])
