@@ -11,7 +11,7 @@
 #   WHEELHOUSE   optional directory *inside the build context* holding wheels for every runtime
 #                dependency (and setuptools/wheel to build the project): then the build needs no
 #                network. Empty: dependencies come from the package index.
-#   VERSION, REVISION, CREATED, SOURCE   OCI labels.
+#   VERSION, REVISION, CREATED, SOURCE   OCI labels; REVISION (the commit) is also FINEVO_GIT_SHA.
 #
 # The legacy builder and BuildKit both build this file (no RUN --mount, no heredocs), so the
 # Docker SDK's build API works too.
@@ -69,13 +69,16 @@ LABEL org.opencontainers.image.title="finevo-verify" \
       org.opencontainers.image.source="${SOURCE}" \
       org.opencontainers.image.licenses="MIT"
 
+# The image has no git: the commit it was built from is what results.json records as git_sha
+# ("unknown" when built without REVISION counts as none; `docker run -e FINEVO_GIT_SHA=...` overrides).
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     LANG=C.UTF-8 \
     HOME=/home/finevo \
     FINEVO_BENCHMARKS=/opt/finevo/benchmarks \
-    FINEVO_REGISTRY_DIR=/tmp/finevo/registry
+    FINEVO_REGISTRY_DIR=/tmp/finevo/registry \
+    FINEVO_GIT_SHA=${REVISION}
 
 # A fixed, unprivileged user; /out (the reports volume) belongs to it. The launcher runs the
 # container as the caller's uid:gid instead, so reports on the host belong to the caller.

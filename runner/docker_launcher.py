@@ -17,6 +17,9 @@ Decisions
   ``--network none``; only ``live`` (or an unknown mode) gets the default network.
 * **Secrets.** Only ``FINEVO_LLM_*``, ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` are passed in, and
   only their names are ever printed; the API keys (:data:`SECRET_NAMES`) not at all to offline modes.
+* **Commit.** The image has no git: ``FINEVO_GIT_SHA`` is set to the host checkout's
+  ``git rev-parse HEAD`` (or the host's own ``FINEVO_GIT_SHA``) so results.json records the commit;
+  without either, the image's build-time ``REVISION`` stands.
 * **Input files.** Host paths given to ``--tasks``, ``--baseline``, ``--data`` or an LLM mode
   (``replay:FILE`` / ``predictions:FILE``) are bind-mounted read-only under ``/in`` and the
   arguments rewritten, so ``finevo-verify docker run --llm predictions:preds.jsonl`` just works.
@@ -29,6 +32,7 @@ import io
 import json
 import os
 import signal
+import subprocess
 import sys
 import tarfile
 import tempfile
@@ -376,15 +380,37 @@ class RunSpec:
                 f"out={self.out_dir} env=[{env}] cmd={cmd}")
 
 
+def host_git_sha(env: Mapping[str, str], checkout: Path | None) -> str | None:
+    """The commit under test on the host: ``FINEVO_GIT_SHA`` when set, else ``git rev-parse HEAD`` in
+    ``checkout``; ``None`` when neither gives one (no git, not a checkout)."""
+    value = env.get("FINEVO_GIT_SHA", "").strip()
+    if value and value.lower() not in ("unknown", "none", "null"):
+        return value
+    if checkout is None:
+        return None
+    try:
+        proc = subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True,
+                              text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    sha = proc.stdout.strip()
+    return sha if proc.returncode == 0 and sha else None
+
+
 def plan_run(image: str, gate_args: Sequence[str], out_dir: Path, *, env: Mapping[str, str],
              cwd: Path, timeout: float | None, host_uid: int, host_gid: int,
-             stop_grace: float = DEFAULT_STOP_GRACE) -> RunSpec:
-    """Everything about the container to start, decided without touching the engine."""
+             stop_grace: float = DEFAULT_STOP_GRACE, git_sha: str | None = None) -> RunSpec:
+    """Everything about the container to start, decided without touching the engine.
+
+    ``git_sha``: the commit under test (see :func:`host_git_sha`), passed as ``FINEVO_GIT_SHA``.
+    """
     args, mounts = map_input_paths(gate_args, cwd)
     command = container_command(args)
     mode = llm_mode(args, env) if command is not None else "reference"
     offline = is_offline(mode)
     environment = passthrough_env(env, offline=offline)
+    if git_sha:
+        environment["FINEVO_GIT_SHA"] = git_sha
     user = container_user(host_uid, host_gid)
     if user is not None:
         environment["HOME"] = "/tmp"  # the caller's uid has no home in the image
@@ -551,10 +577,15 @@ def launch(options: LaunchOptions) -> int:
                                  base_image=options.base_image, wheelhouse=options.wheelhouse,
                                  build_args=options.build_args)
                 image = build_image(client, spec, log=log)
+            try:
+                checkout: Path | None = find_context_dir(options.context_dir)
+            except LauncherError:
+                checkout = Path.cwd()
             run = plan_run(
                 options.image, options.gate_args, options.out_dir.absolute(),
                 env=os.environ, cwd=Path.cwd(), timeout=options.timeout,
                 host_uid=os.getuid(), host_gid=os.getgid(), stop_grace=options.stop_grace,
+                git_sha=host_git_sha(os.environ, checkout),
             )
             prepare_out_dir(run.out_dir, user=run.user)
             log(run.describe() + "\n")

@@ -109,11 +109,16 @@ def new_run_id() -> str:
     return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
 
 
+#: Values that mean "no commit known" (the image's ``FINEVO_GIT_SHA`` when built without REVISION).
+_NO_SHA = ("", "unknown", "none", "null")
+
+
 def git_sha() -> str | None:
-    """The commit under test: ``GITHUB_SHA`` / ``FINEVO_GIT_SHA`` when set, else ``git rev-parse``."""
+    """The commit under test: ``FINEVO_GIT_SHA`` / ``GITHUB_SHA`` when set, else ``git rev-parse``."""
     for name in ("FINEVO_GIT_SHA", "GITHUB_SHA"):
-        if os.environ.get(name):
-            return os.environ[name]
+        value = os.environ.get(name, "").strip()
+        if value.lower() not in _NO_SHA:
+            return value
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
                              cwd=Path(__file__).resolve().parent)

@@ -196,3 +196,34 @@ def test_ci_entry_point_makes_the_docker_tests_and_the_lint_mandatory(tmp_path: 
                           env=env, cwd="/", timeout=30)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == f"docker=1 lint=1 pwd={tmp_path} args="
+
+
+def test_the_gate_in_the_container_sees_what_it_needs_of_github_actions() -> None:
+    # The container does not inherit the runner's environment: without GITHUB_ACTIONS no ::error::
+    # line per regression, without GITHUB_SHA (or the image's FINEVO_GIT_SHA) no commit in
+    # results.json, and GITHUB_OUTPUT must name a file the container can write.
+    workflow = _load(ROOT / ".github" / "workflows" / "verify.yml")
+    steps = [step for _, step in _steps(workflow)]
+    gate_runs = [s for s in steps if "docker run" in str(s.get("run", ""))]
+    assert {s.get("id") for s in gate_runs} == {"gate_offline", "gate_live"}
+    for step in gate_runs:
+        run = step["run"]
+        docker = run[run.index("docker run"):run.index('"$IMAGE"')]
+        for flag in ("-e GITHUB_ACTIONS ", "-e GITHUB_SHA ", "-e GITHUB_OUTPUT=/gh/output "):
+            assert flag in docker, f"{step['id']}: {flag.strip()} not passed to the container"
+        assert '-v "$GH_DIR:/gh"' in docker and "runner.temp" in step["env"]["GH_DIR"]
+        assert "GITHUB_STEP_SUMMARY" not in docker  # the summary step appends it from /out, once
+        # The figures the gate wrote in the container become the step's outputs, next to its exit code.
+        assert 'cat "$GH_DIR/output" >> "$GITHUB_OUTPUT"' in run
+        assert run.index("code=$?") < run.index('cat "$GH_DIR/output"') < run.index('echo "code=$code"')
+    build = next(s for s in steps if str(s.get("uses", "")).startswith("docker/build-push-action@"))
+    assert "REVISION=${{ github.sha }}" in build["with"]["build-args"]
+    last = steps[-1]
+    assert "steps.gate_offline.outputs.verdict" in json.dumps(last.get("env", {}))
+
+
+def test_the_image_records_its_commit_without_git() -> None:
+    dockerfile = (ROOT / "Dockerfile").read_text(encoding="utf-8")
+    runtime = dockerfile[dockerfile.index("AS runtime"):]
+    assert "ARG REVISION" in runtime
+    assert re.search(r"^\s*FINEVO_GIT_SHA=\$\{REVISION\}", runtime, re.M), "runtime stage must set FINEVO_GIT_SHA"

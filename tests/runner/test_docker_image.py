@@ -83,6 +83,7 @@ def test_image_is_lean_non_root_and_labelled(image: Any) -> None:
     assert labels[dl.CONTEXT_LABEL]
     env = dict(item.split("=", 1) for item in config["Env"])
     assert env["FINEVO_BENCHMARKS"] == "/opt/finevo/benchmarks"
+    assert env["FINEVO_GIT_SHA"] == "test"  # the image has no git: REVISION is the commit it records
     assert not any(name.startswith(("OPENAI_", "FINEVO_LLM_")) for name in env)
     assert image.attrs["Size"] < SIZE_LIMIT, f"image is {image.attrs['Size'] / 1e6:.0f} MB"
 
@@ -120,6 +121,7 @@ def test_reference_run_passes_offline_and_reports_belong_to_the_image_user(image
     doc, xml, summary = _reports(run_dir)
     assert doc["verdict"]["status"] == "passed" and doc["partial"] is False
     assert doc["config"]["llm"] == "reference"
+    assert doc["config"]["git_sha"] == "test"  # REVISION, baked in as FINEVO_GIT_SHA
     assert "PASSED" in summary
     assert sum(len(list(suite)) for suite in xml) >= len(doc["tasks"])
     for path in (run_dir, run_dir / "results.json", run_dir / "junit.xml", run_dir / "summary.md"):

@@ -308,3 +308,30 @@ def test_engine_failure_after_create_is_no_verdict_not_a_traceback(tmp_path: Pat
     assert err.value.exit_code == Exit.NO_VERDICT
     assert err.value.message == f"container {client.container.short_id}: 500 Server Error: driver failed"
     assert client.container.removed
+
+
+def test_the_commit_under_test_is_passed_to_the_container(tmp_path: Path) -> None:
+    spec = dl.plan_run("img", ["run", "--llm", "reference"], tmp_path, env={}, cwd=tmp_path, timeout=None,
+                       host_uid=1000, host_gid=1000, git_sha="0123abcd" * 5)
+    assert spec.environment["FINEVO_GIT_SHA"] == "0123abcd" * 5
+    assert "FINEVO_GIT_SHA" in spec.describe() and "0123abcd" not in spec.describe()
+    bare = dl.plan_run("img", [], tmp_path, env={}, cwd=tmp_path, timeout=None, host_uid=1000, host_gid=1000)
+    assert "FINEVO_GIT_SHA" not in bare.environment  # then the image's own REVISION stands
+
+
+def test_host_git_sha_prefers_the_environment_then_git(tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+
+    assert dl.host_git_sha({"FINEVO_GIT_SHA": "feedface"}, tmp_path) == "feedface"
+    assert dl.host_git_sha({"FINEVO_GIT_SHA": "unknown"}, None) is None
+    assert dl.host_git_sha({}, tmp_path) is None  # not a checkout
+    if shutil.which("git") is None:
+        pytest.skip("no git on this machine")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "x"], check=True)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    assert dl.host_git_sha({}, repo) == head and len(head) == 40

@@ -306,3 +306,30 @@ def test_a_crash_mid_run_writes_partial_reports_and_means_no_verdict(make_config
     rebuilt = rebuild_from_events(read_events(result.run_dir / "events.jsonl"))
     assert rebuilt["verdict"]["exit_code"] == Exit.NO_VERDICT
     assert rebuilt["verdict"]["reasons"] == doc["verdict"]["reasons"]
+
+
+@pytest.mark.parametrize("finevo_sha, github_sha, expected", [
+    ("abc123", "def456", "abc123"),
+    ("unknown", "def456", "def456"),   # the image built without REVISION
+    ("", "def456", "def456"),
+])
+def test_git_sha_comes_from_the_environment_first(monkeypatch, finevo_sha, github_sha, expected) -> None:
+    from runner.gate import git_sha
+
+    monkeypatch.setenv("FINEVO_GIT_SHA", finevo_sha)
+    monkeypatch.setenv("GITHUB_SHA", github_sha)
+    assert git_sha() == expected
+
+
+def test_git_sha_without_environment_or_git_is_none(monkeypatch) -> None:
+    import subprocess
+
+    from runner.gate import git_sha
+
+    def no_git(*args, **kwargs):
+        raise FileNotFoundError("git")
+
+    monkeypatch.setenv("FINEVO_GIT_SHA", "unknown")
+    monkeypatch.delenv("GITHUB_SHA", raising=False)
+    monkeypatch.setattr(subprocess, "run", no_git)
+    assert git_sha() is None
