@@ -363,13 +363,19 @@ def judge_task(task: Task, outcome: Outcome, expected: dict[str, Any], elapsed: 
     from runner.judge import judge_outcome, judge_probes
 
     probes: list[ProbeResult] = []
+    #: The gate's own time on this task, next to the agent's stage timings: ``judge`` (comparing the
+    #: value with the oracle's) and ``probes`` (re-running the tool on the probes, then judging them).
+    gate_timings: dict[str, float] = {}
+    started_judge = time.perf_counter()
     try:
         judgement = judge_outcome(task, outcome, expected)
+        gate_timings["judge"] = time.perf_counter() - started_judge
         if judgement.passed and task.probes:
             if run_tool is not None and probe_expected is not None:
                 elapsed_probes = time.monotonic()
                 judgement, probes = judge_probes(task, outcome, judgement, expected, probe_expected, run_tool)
-                elapsed += time.monotonic() - elapsed_probes
+                gate_timings["probes"] = time.monotonic() - elapsed_probes
+                elapsed += gate_timings["probes"]
             else:
                 probes = [ProbeResult(index=i, args=dict(p.args), state="skipped", reason="not run: no sandbox given")
                           for i, p in enumerate(task.probes, start=1)]
@@ -378,6 +384,7 @@ def judge_task(task: Task, outcome: Outcome, expected: dict[str, Any], elapsed: 
         raise
     except Exception as exc:  # a judge crash is the harness's trouble, never the agent's fail
         state, reason, convention = "error", f"judge crashed: {type(exc).__name__}: {exc}", None
+    gate_timings.setdefault("judge", time.perf_counter() - started_judge)
     usage = outcome.usage
     return TaskResult(
         task_id=task.id, category=task.category, query=task.query, state=state,
@@ -389,7 +396,8 @@ def judge_task(task: Task, outcome: Outcome, expected: dict[str, Any], elapsed: 
         attempts=[document_safe(a.__dict__) for a in outcome.attempts],
         llm=LLMUsage(calls=usage.calls, prompt_tokens=usage.prompt_tokens,
                      completion_tokens=usage.completion_tokens, latency_s=round(usage.latency_s, 6)),
-        duration_s=round(elapsed, 6), timings={k: round(float(v), 6) for k, v in outcome.timings.items()},
+        duration_s=round(elapsed, 6),
+        timings={k: round(float(v), 6) for k, v in {**outcome.timings, **gate_timings}.items()},
         error=outcome.error.to_dict() if outcome.error is not None else None,
         stdout=(outcome.stdout or "")[:8192], stderr=(outcome.stderr or "")[:8192],
         probes=[ProbeResult(index=r.index, args=document_safe(r.args), state=r.state, reason=r.reason,

@@ -1,5 +1,5 @@
 """Benchmark the gate: wall time of a full reference run (self-check included) and the per-task
-overhead outside the LLM (planning, sandbox, judging, reporting).
+overhead outside the LLM (planning, sandbox, judging, reporting), with the judging time per task.
 
     python scripts/bench_gate.py [--out DIR] [--runs N]
 
@@ -62,6 +62,14 @@ def main() -> int:
           f"mean {statistics.mean(overhead) * 1000:.0f} ms (LLM latency median {statistics.median(llm) * 1000:.1f} ms)")
     for stage, values in sorted(stage_totals.items()):
         print(f"  {stage:<14} median {statistics.median(values) * 1000:7.1f} ms")
+    # The gate records its own judging time per task next to the agent's stages (timings.judge:
+    # the value against the oracle's; timings.probes: re-running the tool on the probes and judging them).
+    judge = [float(t["timings"].get("judge", 0.0)) for t in tasks]
+    probes = [float(t["timings"]["probes"]) for t in tasks if "probes" in t["timings"]]
+    print(f"judging per task: median {statistics.median(judge) * 1000:.2f} ms, max {max(judge) * 1000:.2f} ms, "
+          f"total {sum(judge) * 1000:.1f} ms"
+          + (f"; probes ({len(probes)} task(s)): median {statistics.median(probes) * 1000:.0f} ms, "
+             f"total {sum(probes) * 1000:.0f} ms" if probes else ""))
     started = time.perf_counter()
     write_all(doc, out / "bench-report-timing")
     print(f"reporting (results.json, junit.xml, summary.md, tools/): "

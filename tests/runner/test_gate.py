@@ -254,6 +254,15 @@ def test_security_records_carry_their_llm_usage(make_config) -> None:
     assert all(e["result"]["llm"]["calls"] == 1 for e in events if e["event"] == "security")
 
 
+def test_judging_time_is_recorded_per_task(make_config) -> None:
+    result, _ = _run(make_config(self_check=False))
+    for t in result.doc["tasks"]:
+        assert t["timings"]["synthesis"] == 0.001  # the agent's own stages are kept
+        assert 0 <= t["timings"]["judge"] < 5
+    with_probes = [t for t in result.doc["tasks"] if t["probes"]]
+    assert with_probes and all("probes" in t["timings"] for t in with_probes)
+
+
 def test_selfcheck_not_run_without_benchmark_tasks_is_recorded_with_its_reason(make_config) -> None:
     log: list = []
     result, _ = _run(make_config(only=None, category="security"), log=log)
