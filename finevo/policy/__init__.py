@@ -16,18 +16,23 @@ non-ascii-identifier        identifiers with non-ASCII letters (``ｅval`` runs 
 import-not-allowed          imports outside ``ALLOWED_IMPORTS``
 import-star / relative-import  ``from x import *`` / ``from . import x``
 submodule-not-allowed       routes such as ``numpy.ctypeslib``, ``pandas.io``, ``np.lib.format``
-module-attribute            attributes naming a module (``typing.sys``, ``json.codecs``) and
-                            yfinance attributes other than Ticker / Tickers / download
+module-attribute            attributes naming a module on a chain that starts at an imported
+                            module (``typing.sys``, ``json.codecs``), names of door modules
+                            (``os``, ``sys``, ``ctypes``, ...) on any object, and yfinance
+                            attributes other than Ticker / Tickers / download
 dunder-name                 dunder names (``__import__``, ``__builtins__``), except reading
                             ``__name__`` and assigning ``__all__``; dunder definitions outside
                             a small set of special methods
-dunder-attribute            every ``obj.__x__`` access
+dunder-attribute            every ``obj.__x__`` access, except ``super().__init__(...)`` and the
+                            other special methods a tool may define, called at once
 private-attribute           every ``obj._x`` access
 forbidden-builtin           eval, exec, compile, open, getattr, setattr, delattr, globals,
                             locals, vars, dir, breakpoint, input, help, exit, quit,
                             memoryview, ... -- called, aliased, passed, stored or rebound
 forbidden-attribute         frame/code introspection, string evaluators (``df.eval``,
-                            ``df.query``, ``typing.get_type_hints``), os-level names
+                            ``df.query``, ``typing.get_type_hints``), os-level names;
+                            ``hist`` / ``boxplot`` / ``query`` pass only as data fields
+                            (assigned, indexed, iterated, measured -- never called or passed)
 file-io                     ``read_*``, ``to_*`` writers, ``load``/``save``/``fromfile``/
                             ``memmap``/``tofile``/...; text writers (``to_csv``) only when
                             called with no path

@@ -135,9 +135,13 @@ class _Checker(ast.NodeVisitor):
         self.module_steps: set[int] = set()        # Attribute nodes that are allowed submodules
         self.receivers: set[int] = set()           # Name nodes that are the object of an attribute
         self.compared: set[int] = set()            # nodes that are operands of a comparison
+        self.module_children: set[int] = set()     # Attribute nodes whose receiver is a module
         self.class_depth = 0
         self.function_depth = 0
         self.callable_names = self._callable_names(tree)
+        self.parents: dict[int, ast.AST] = {
+            id(child): parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
+        self.rebound = self._bound_names(tree)
 
     def run(self) -> None:
         self.visit(self.tree)
@@ -187,6 +191,67 @@ class _Checker(ast.NodeVisitor):
                     total[n] += 2
         return frozenset(n for n, c in good.items() if c >= total[n])
 
+    @staticmethod
+    def _bound_names(tree: ast.Module) -> frozenset[str]:
+        """Every name the tool binds anywhere (so a builtin of that name may not be the builtin)."""
+        names: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                names.add(node.id)
+            elif isinstance(node, ast.arg):
+                names.add(node.arg)
+            elif isinstance(node, (*_FUNCTION_NODES, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                names.update(a.asname or a.name.split(".")[0] for a in node.names)
+            elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                names.update(node.names)
+            elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+                names.add(node.name)
+            elif isinstance(node, ast.MatchMapping) and node.rest:
+                names.add(node.rest)
+            elif isinstance(node, ast.ExceptHandler) and node.name:
+                names.add(node.name)
+        return frozenset(names)
+
+    def _is_builtin(self, node: ast.expr, names: frozenset[str]) -> bool:
+        return isinstance(node, ast.Name) and node.id in names and node.id not in self.rebound
+
+    def _inert_use(self, node: ast.Attribute) -> bool:
+        """Whether the value of ``node`` cannot be called or reach tool code, were it a bound method:
+        assigned or deleted, indexed, an attribute of it read, iterated, tested for truth, or the
+        sole argument of an inert builtin. (Not compared: ``==`` and ``in`` hand it to a tool
+        class's ``__eq__`` / ``__contains__``.)"""
+        if isinstance(node.ctx, (ast.Store, ast.Del)):
+            return True
+        parent = self.parents.get(id(node))
+        if isinstance(parent, (ast.Attribute, ast.Subscript)) and parent.value is node:
+            return True
+        if isinstance(parent, (ast.For, ast.AsyncFor, ast.comprehension)) and parent.iter is node:
+            return True
+        if isinstance(parent, ast.Call) and parent.args == [node] and not parent.keywords \
+                and self._is_builtin(parent.func, T.INERT_BUILTINS):
+            return True
+        tested: ast.AST = node  # only its truth is used, also through ``and`` / ``or`` chains
+        while isinstance(parent, ast.BoolOp):
+            tested, parent = parent, self.parents.get(id(parent))
+        if isinstance(parent, (ast.If, ast.While, ast.IfExp, ast.Assert)) and parent.test is tested:
+            return True
+        return isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not)
+
+    def _super_special_call(self, node: ast.Attribute) -> bool:
+        """``super().__init__(...)`` and the other special methods a tool may define, called at once.
+
+        It runs the base class's implementation of an operation the tool can already perform
+        directly (``Base(...)``, ``repr()``, ``==``, ``len()``, ``[]``, ...); nothing is read off
+        the method object, which is never stored."""
+        receiver = node.value
+        parent = self.parents.get(id(node))
+        return (node.attr in T.ALLOWED_DUNDER_METHODS and isinstance(receiver, ast.Call)
+                and self._is_builtin(receiver.func, frozenset({"super"}))
+                and not receiver.args and not receiver.keywords
+                and isinstance(parent, ast.Call) and parent.func is node)
+
     def _route_of(self, node: ast.expr) -> tuple[list[str], list[tuple[str, ast.Attribute]]] | None:
         """For a chain rooted at an imported name: (base route parts, [(attr, node), ...])."""
         attrs: list[tuple[str, ast.Attribute]] = []
@@ -214,6 +279,8 @@ class _Checker(ast.NodeVisitor):
             parent = ".".join(parts)
             parts.append(name)
             route = ".".join(parts)
+            if self._is_module_route(parent) or parent == "yfinance":
+                self.module_children.add(id(node))
             if parent == "yfinance":
                 if name not in T.YFINANCE_ATTRIBUTES and not is_dunder(name):
                     self._flag("module-attribute", node,
@@ -258,6 +325,14 @@ class _Checker(ast.NodeVisitor):
         elif name.startswith("_"):
             self._flag("private-attribute", node, f"private attribute '{name}' is not allowed")
         elif name in T.FORBIDDEN_ATTRIBUTES:
+            if name in T.INERT_USE_ATTRIBUTES:
+                if isinstance(node, ast.Attribute) and id(node) not in self.module_children \
+                        and self._inert_use(node):
+                    return
+                self._flag("forbidden-attribute", node, f"attribute '{name}' is not allowed: "
+                           f"{T.FORBIDDEN_ATTRIBUTES[name]} (as a data field it may be assigned, "
+                           "indexed, iterated or measured, but not called, stored, passed or returned)")
+                return
             self._flag("forbidden-attribute", node, f"attribute '{name}' is not allowed: "
                        f"{T.FORBIDDEN_ATTRIBUTES[name]}")
         elif name.startswith("read_") or name in T.FILE_IO_ATTRIBUTES:
@@ -267,7 +342,10 @@ class _Checker(ast.NodeVisitor):
         elif name in T.TEXT_WRITERS and id(node) not in self.ok_nodes:
             self._flag("file-io", node, f"'{name}' may only be called directly, without a path "
                        "or buffer (it then returns text)")
-        elif name in T.MODULE_NAMES and id(node) not in self.module_steps:
+        elif name in T.DOOR_MODULE_NAMES and id(node) not in self.module_steps:
+            self._flag("module-attribute", node, f"attribute '{name}' names the module '{name}', "
+                       "which tools may not reach (on any object)")
+        elif name in T.MODULE_NAMES and id(node) in self.module_children and id(node) not in self.module_steps:
             self._flag("module-attribute", node, f"attribute '{name}' names the module '{name}', "
                        "which tools may not reach")
         elif name in T.OPTION_SETTERS and id(node) not in self.ok_nodes:
@@ -401,6 +479,8 @@ class _Checker(ast.NodeVisitor):
                 cur = cur.value
             routed = self._route_of(node)
             if routed is not None:
+                # a chain that starts at an imported module: every step may be a module
+                self.module_children.update(id(step) for _, step in routed[1])
                 self._check_route(routed[0], routed[1])
                 if id(node) in self.module_steps:  # the whole chain is a module, used as a value
                     steps = [a for a, _ in routed[1]]
@@ -413,7 +493,7 @@ class _Checker(ast.NodeVisitor):
             self.receivers.add(id(node.value))
         if node.attr in ("format", "format_map"):
             self._check_format(node)
-        else:
+        elif not (is_dunder(node.attr) and self._super_special_call(node)):
             self._check_attribute_name(node.attr, node)
         self.generic_visit(node)
 

@@ -71,9 +71,20 @@ KNOWN_SUBMODULES: dict[str, frozenset[str]] = {
     "numpy.fft": frozenset({"helper", "tests"}),
     "numpy.typing": frozenset({"mypy_plugin", "tests"}),
     "pandas.tseries": frozenset({"api", "frequencies", "holiday", "offsets"}),
-    "pandas.tseries.frequencies": frozenset({"lib", "np"}),
-    "pandas.tseries.holiday": frozenset({"np"}),
-    "pandas.errors": frozenset({"cow"}),
+    "pandas.tseries.frequencies": frozenset({"lib", "np", "warnings"}),
+    "pandas.tseries.holiday": frozenset({"np", "warnings"}),
+    "pandas.errors": frozenset({"abc", "cow", "ctypes"}),
+    # modules the allowed standard-library modules import under their own or another name
+    # (``typing.stdlib_re`` is ``re``, ``statistics.random`` the stdlib ``random``): a route to
+    # them would hand out a module object the module-value rule could not recognise
+    "dataclasses": frozenset({"abc", "builtins", "copy", "functools", "inspect", "itertools", "keyword",
+                              "re", "sys", "types"}),
+    "datetime": frozenset({"sys"}),
+    "re": frozenset({"copyreg", "enum", "functools"}),
+    "statistics": frozenset({"math", "numbers", "random", "sys"}),
+    "typing": frozenset({"collections", "contextlib", "functools", "operator", "stdlib_re", "sys", "types",
+                         "warnings"}),
+    "warnings": frozenset({"sys"}),
 }
 
 #: The only attributes of ``yfinance`` (the replay shim in the sandbox) a tool may use.
@@ -150,11 +161,32 @@ for _names, _why in (
         FORBIDDEN_ATTRIBUTES[_n] = _why
 del _names, _why
 
-#: Module names that must never be reached as an attribute (``typing.sys``, ``pd.io``,
-#: ``inspect.os``, ``json.codecs``, ``arr.ctypes``): every standard-library module plus the
+#: Of :data:`FORBIDDEN_ATTRIBUTES`, methods that are dangerous only when *called* (or handed on to
+#: be called later): ``df.query(expr)`` evaluates a string, ``df.hist(backend="m")`` and
+#: ``df.boxplot(backend="m")`` import the module ``m``. The same names are everyday data fields of
+#: a tool's own objects (``self.hist = []``, ``task.query``), so uses in which a bound method would
+#: be inert are allowed: assigned or deleted, indexed, its attribute read (a bound method has no
+#: public attributes), iterated, tested for truth, or the sole argument of a builtin in
+#: :data:`INERT_BUILTINS`. Called, stored, passed, returned or compared, they stay refused.
+INERT_USE_ATTRIBUTES: frozenset[str] = frozenset({"hist", "boxplot", "query"})
+#: Builtins that neither call, keep nor return their one argument (they only measure, convert or
+#: iterate it, and a bound method makes them raise).
+INERT_BUILTINS: frozenset[str] = frozenset({
+    "len", "sum", "min", "max", "sorted", "list", "tuple", "set", "any", "all", "enumerate",
+    "reversed", "bool", "float", "int", "str",
+})
+
+#: Module names that must never be reached as an attribute *of a module* (``typing.sys``,
+#: ``pd.io``, ``inspect.os``, ``json.codecs``): every standard-library module plus the
 #: third-party packages installed next to pandas/yfinance, minus the allowed imports and a few
 #: names that are also everyday method names of harmless modules (``np.array``, ``df.copy()``,
 #: ``np.random``, ``np.select``, ``ts.time()``, ``np.trace``, ``s.struct``).
+#:
+#: On any other receiver only :data:`DOOR_MODULE_NAMES` are refused: a tool cannot hold a module
+#: in a variable (the module-value rule), so a module reaches an ordinary object only as an
+#: attribute some library set on it, and a test walks the classes of the allowed modules and
+#: common pandas / numpy objects to prove none has a module-valued public attribute. Names such as
+#: ``signal``, ``code``, ``stat`` or ``token`` are everyday data fields (``r.signal``).
 _EVERYDAY_NAMES = frozenset({"array", "copy", "random", "select", "time", "trace", "struct"})
 MODULE_NAMES: frozenset[str] = frozenset(
     {n for n in sys.stdlib_module_names if not n.startswith("_")}
@@ -164,6 +196,19 @@ MODULE_NAMES: frozenset[str] = frozenset(
        "pip", "pkg_resources", "importlib_metadata", "docker", "openai", "httpx", "sqlmodel",
        "finevo", "runner", "dill", "cloudpickle", "joblib", "psutil", "posix", "nt"}
 ) - ALLOWED_IMPORTS - _EVERYDAY_NAMES
+
+#: Modules that are doors to processes, files, memory or the interpreter: refused as an attribute
+#: name on *any* receiver (``obj.os``, ``arr.ctypes``, ``x.sys``), whatever the object is. None of
+#: them is a plausible data field name.
+DOOR_MODULE_NAMES: frozenset[str] = frozenset({
+    "os", "posix", "nt", "sys", "subprocess", "ctypes", "pickle", "marshal", "shelve", "dbm",
+    "builtins", "importlib", "inspect", "socket", "ssl", "shutil", "pty", "runpy", "multiprocessing",
+    "threading", "tempfile", "pathlib", "mmap", "sqlite3", "urllib", "http", "ftplib", "smtplib",
+    "pydoc", "codecs", "io", "gc", "types", "operator", "ctypeslib", "resource", "fcntl",
+    "selectors", "asyncio", "concurrent", "zipimport", "pkgutil", "sysconfig", "site", "linecache",
+    "tokenize", "traceback", "webbrowser", "glob", "zipfile", "tarfile",
+    "requests", "urllib3", "httpx", "openai", "finevo", "runner", "dill", "cloudpickle", "joblib",
+})
 
 #: Reductions a pandas ``apply`` / ``agg`` / ``aggregate`` / ``transform`` may name as a string
 #: (pandas resolves such strings with getattr on the object: ``df.agg("to_pickle", path)``).
