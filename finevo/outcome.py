@@ -43,6 +43,10 @@ class Attempt:
     #: The LLM call that produced this attempt (``LLMUsage`` fields as a plain dict); None when
     #: no call was made.
     usage: dict[str, Any] | None = None
+    #: The verification stages this attempt went through, in order, each
+    #: ``{"name", "ok", "note"}`` (the note says what passed or why it failed); empty
+    #: when no code came out of the reply.
+    stages: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass

@@ -45,7 +45,7 @@ from finevo.agent.prompts import (
     security_messages,
     synthesis_messages,
 )
-from finevo.agent.verify import ToolContract, Verification, Verifier, policy_check, result_error
+from finevo.agent.verify import SandboxRun, ToolContract, Verification, Verifier, policy_check, result_error
 from finevo.contract import normalise
 from finevo.errors import (
     AgentFailure,
@@ -192,6 +192,7 @@ class Agent:
                 continue  # its file went missing or was edited: not a tool to trust
             ver = self.verifier.verify(code, contract, deadline=deadline)
             self._merge_timings(outcome, ver)
+            self._trace_verification(getattr(artifact, "id", None), job, ver)
             if not ver.ok:
                 assert isinstance(ver.error, AgentFailure)
                 last_error = ver.error
@@ -217,6 +218,7 @@ class Agent:
         messages = synthesis_messages(req)
         parent_hash: str | None = None
         parent_id: Any = None
+        tool_ids: dict[int, Any] = {}  # attempt number -> the registry id of its code
         for number in range(1, self.max_refinements + 2):
             stage = "synthesis" if number == 1 else "refinement"
             outcome.stage = stage
@@ -226,7 +228,7 @@ class Agent:
             except ModelRefused as exc:
                 outcome.attempts.append(Attempt(number, "synthesis", False, exc.to_dict(), None, parent_hash, call))
                 outcome.tool_source = "refused"
-                self._record_failed_attempts(job, outcome)
+                self._record_attempts(job, outcome, tool_ids)
                 raise
             except CodeExtractionError as exc:
                 outcome.attempts.append(Attempt(number, "synthesis", False, exc.to_dict(), None, parent_hash, call))
@@ -238,9 +240,10 @@ class Agent:
                 outcome.stage = ver.stage
                 outcome.attempts.append(Attempt(number, ver.stage, ver.ok,
                                                 ver.error.to_dict() if ver.error else None, this_hash, parent_hash,
-                                                call))
+                                                call, [stage.to_dict() for stage in ver.stages]))
                 if ver.ok:
-                    artifact = self._register(job, contract, code, parent_id, outcome)
+                    artifact = self._register(job, contract, code, parent_id, outcome, tool_ids)
+                    self._trace_verification(tool_ids[number], job, ver)
                     outcome.tool_source = "refined" if number > 1 else "created"
                     self._describe_tool(outcome, artifact, code)
                     return code, artifact, ver
@@ -250,14 +253,17 @@ class Agent:
                     outcome.tool_code = code
                     outcome.tool_hash = this_hash
                     outcome.blocked_by = _blocked_by(ver.error)
-                    self._record_failed_attempts(job, outcome)
+                    self._trace_verification(None, job, ver)  # never registered: kept by task only
+                    self._record_attempts(job, outcome, tool_ids)
                     raise ver.error
                 parent_id = self._register_failed(job, contract, code, parent_id, ver)
+                tool_ids[number] = parent_id
+                self._trace_verification(parent_id, job, ver)
                 parent_hash = this_hash
                 failed_code, failed_stage, error = code, ver.stage, ver.error
                 outcome.tool_code, outcome.tool_hash = code, this_hash
             if number > self.max_refinements:
-                self._record_failed_attempts(job, outcome)
+                self._record_attempts(job, outcome, tool_ids)
                 raise RefinementExhausted(
                     f"{job.task_id}: no tool passed verification after {number} attempt(s) "
                     f"({self.max_refinements} refinement(s)); last failure at {failed_stage}: {error.message}",
@@ -389,8 +395,10 @@ class Agent:
         return extract_code(reply.content)
 
     # ------------------------------------------------------------------ registry
-    def _register(self, job: Job, contract: ToolContract, code: str, parent_id: Any, outcome: Outcome) -> Any:
-        """Store the verified tool (linked to its last failed attempt) and every attempt's record."""
+    def _register(self, job: Job, contract: ToolContract, code: str, parent_id: Any, outcome: Outcome,
+                  tool_ids: dict[int, Any]) -> Any:
+        """Store the verified tool (linked to its last failed attempt) and every attempt's record,
+        each linked to the stored code it produced (``tool_ids`` gains this attempt's id)."""
         outcome.stage = "registration"
         started = self.clock()
         artifact = self.registry.register(
@@ -398,11 +406,11 @@ class Agent:
             signature=_signature(code, contract.entry), category=job.category, parent_id=parent_id,
             status="verified", description=job.query)
         tool_id = getattr(artifact, "id", None)
+        final = code_hash(code)
         for attempt in outcome.attempts:
-            self.registry.record_attempt(
-                job.task_id, attempt.number, attempt.stage, attempt.ok,
-                tool_id=tool_id if attempt.code_hash == code_hash(code) else None,
-                code_hash=attempt.code_hash, parent_hash=attempt.parent_hash, error=attempt.error)
+            if attempt.code_hash == final:
+                tool_ids[attempt.number] = tool_id
+        self._record_attempts(job, outcome, tool_ids)
         self._add_time(outcome, "registration", self.clock() - started)
         return artifact
 
@@ -415,26 +423,44 @@ class Agent:
             status="failed", description=job.query)
         return getattr(artifact, "id", None)
 
-    def _record_failed_attempts(self, job: Job, outcome: Outcome) -> None:
-        """When no tool came out of it, the attempts are still recorded (no tool to link them to)."""
+    def _record_attempts(self, job: Job, outcome: Outcome, tool_ids: Mapping[int, Any]) -> None:
+        """One record per attempt, linked to the stored tool its code became (none for a reply
+        without code, or for blocked code, which is never stored)."""
         for attempt in outcome.attempts:
             self.registry.record_attempt(job.task_id, attempt.number, attempt.stage, attempt.ok,
-                                         code_hash=attempt.code_hash, parent_hash=attempt.parent_hash,
-                                         error=attempt.error)
+                                         tool_id=tool_ids.get(attempt.number), code_hash=attempt.code_hash,
+                                         parent_hash=attempt.parent_hash, error=attempt.error)
+
+    def _trace_verification(self, tool_id: Any, job: Job, ver: Verification) -> None:
+        """An execution trace for every sandbox run the verification made (self-test, contract,
+        metamorphic), with its stage. The contract run of a passed verification is the task's
+        execution (see :meth:`_execute`), which writes its trace as such."""
+        for run in ver.runs:
+            if ver.ok and run.result is ver.result:
+                continue
+            self._write_trace(tool_id, job.task_id, run)
 
     def _trace(self, artifact: Any, job: Job, contract: ToolContract, result: ExecutionResult | None,
                elapsed: float) -> None:
         if artifact is None:
             return
-        error = None
+        self._write_trace(getattr(artifact, "id", None), job.task_id,
+                          SandboxRun("execution", dict(contract.args), result), elapsed)
+
+    def _write_trace(self, tool_id: Any, task_id: str, run: SandboxRun, elapsed: float | None = None) -> None:
+        result = run.result
+        error: dict[str, Any] | None = None
         if result is None:
             error = {"message": "interrupted before the tool returned"}
         elif not result.ok:
             error = {"status": result.status, "error_type": result.error_type,
                      "message": sanitise_error(result.error_message or ""), "layer": result.layer}
+            if result.traceback:
+                error["traceback"] = sanitise_error(result.traceback)
         self.registry.record_trace(
-            getattr(artifact, "id", None), job.task_id, dict(contract.args),
-            result.value if result is not None and result.ok else None, "execution", elapsed,
+            tool_id, task_id, dict(run.args or {}),
+            result.value if result is not None and result.ok else None, run.stage,
+            elapsed if elapsed is not None else (result.duration_s if result is not None else 0.0),
             result.status if result is not None else "interrupted",
             stdout=result.stdout if result else "", stderr=result.stderr if result else "",
             error=error)  # the registry caps them, with a marker saying how much was cut

@@ -3,13 +3,15 @@
 :class:`InlineSandbox` implements the :class:`~finevo.sandbox.api.Sandbox` interface in-process:
 the static policy first (a rejection is ``blocked`` / ``policy``, as in the real sandbox), then
 the code is executed with ``import yfinance`` served by the real replay shim over the bundled
-snapshot. It contains nothing (the tools here are the tests' own code) and exists so the agent's
+snapshot, its output captured. It contains nothing (the tools here are the tests' own code) and exists so the agent's
 logic is tested fast and deterministically; the real sandbox is exercised by the slow
 reference-run test.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import sys
 import time
 import traceback
@@ -51,19 +53,23 @@ class InlineSandbox:
         replay.bind(snapshot())
         sys.modules["yfinance"] = replay.build_module()
         namespace: dict[str, Any] = {"__name__": "__main__" if entry is None else "tool"}
+        out, err = io.StringIO(), io.StringIO()
         try:
-            exec(compile(code, "tool.py", "exec"), namespace)
-            value = None if entry is None else namespace[entry](**(args or {}))
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                exec(compile(code, "tool.py", "exec"), namespace)
+                value = None if entry is None else namespace[entry](**(args or {}))
         except Exception as exc:  # the tool's own exception, reported like the real sandbox does
             return ExecutionResult(status="exception", error_type=type(exc).__name__, error_message=str(exc),
-                                   traceback=traceback.format_exc(), duration_s=time.monotonic() - started)
+                                   traceback=traceback.format_exc(), duration_s=time.monotonic() - started,
+                                   stdout=out.getvalue(), stderr=err.getvalue())
         finally:
             replay.bind(None)
             if saved is None:
                 sys.modules.pop("yfinance", None)
             else:
                 sys.modules["yfinance"] = saved
-        return ExecutionResult(status="ok", value=value, duration_s=time.monotonic() - started)
+        return ExecutionResult(status="ok", value=value, duration_s=time.monotonic() - started,
+                               stdout=out.getvalue(), stderr=err.getvalue())
 
     def layers(self) -> dict[str, bool]:
         return {"policy": True}

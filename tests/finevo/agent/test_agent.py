@@ -67,7 +67,8 @@ def solve(agent: Agent, query: str, task_id: str = "calc_002", deadline: float |
 
 def test_good_code_is_created_registered_and_run(registry: Any) -> None:
     with ScriptedLLMServer([Reply(fenced(MA_GOOD))]) as srv:
-        outcome = solve(make_agent(client(srv.base_url), registry), MSFT_MA)
+        agent = make_agent(client(srv.base_url), registry)
+        outcome = solve(agent, MSFT_MA)
     assert outcome.error is None, outcome.error
     assert outcome.tool_source == "created" and outcome.stage == "done"
     assert isinstance(outcome.value, list) and len(outcome.value) == 20
@@ -77,10 +78,22 @@ def test_good_code_is_created_registered_and_run(registry: Any) -> None:
     tools = registry.find("moving_average", "list", ["symbol", "window", "days"])
     assert [t.status for t in tools] == ["verified"]
     assert outcome.tool_version == tools[0].version and outcome.tool_hash == tools[0].content_hash
+    # one trace per sandbox run, each with its stage: the self-test, the variations, and the
+    # contract run, which is the task's execution
     traces = registry.traces(tool_id=tools[0].id)
-    assert [(t.task_id, t.exit_status, t.arguments) for t in traces] == [
+    assert len(traces) == len(agent.sandbox.runs)
+    assert [(t.arguments or None) for t in traces if t.stage != "execution"] == [
+        args for entry, args in agent.sandbox.runs if args != {"symbol": "MSFT", "window": 5, "days": 20}]
+    assert traces[0].stage == "selftest" and {t.stage for t in traces[1:-1]} == {"metamorphic"}
+    executed = [t for t in traces if t.stage == "execution"]
+    assert [(t.task_id, t.exit_status, t.arguments) for t in executed] == [
         ("calc_002", "ok", {"symbol": "MSFT", "window": 5, "days": 20})]
-    assert traces[0].result == outcome.value
+    assert executed[0].result == outcome.value
+    # each attempt carries its stages, every one with its result and note
+    [attempt] = outcome.attempts
+    assert [(st["name"], st["ok"]) for st in attempt.stages] == [
+        ("policy", True), ("contract", True), ("selftest", True), ("contract", True), ("metamorphic", True)]
+    assert "symbol='AAPL'" in attempt.stages[-1]["note"]
     # the prompt states the contract the tool is held to
     user = srv.requests[0].messages[1]["content"]
     assert "def moving_average(symbol: str, window: int, days: int) -> list:" in user
@@ -100,7 +113,7 @@ def test_trace_keeps_tool_output_up_to_the_registry_cap(registry: Any) -> None:
         settings = Settings(model="test-model", timeout=5.0)
         outcome = solve(Agent(settings, client(srv.base_url), CapturingSandbox(), registry), MSFT_MA)
     assert outcome.error is None, outcome.error
-    [trace] = registry.traces(task_id="calc_002")
+    [trace] = [t for t in registry.traces(task_id="calc_002") if t.stage == "execution"]
     assert trace.stdout == "x" * 20000 + "\n"
 
 
@@ -122,8 +135,28 @@ def test_buggy_code_is_fixed_by_refinement_and_the_chain_is_stored(registry: Any
     assert verified.status == "verified"
     [failed] = registry.list(status="failed")
     assert verified.parent_id == failed.id
+    # each attempt's record points at the stored code it produced
     rows = registry.attempts(task_id="calc_002")
-    assert [(r.attempt, r.ok, r.parent_hash) for r in rows] == [(1, False, None), (2, True, first.code_hash)]
+    assert [(r.attempt, r.ok, r.parent_hash, r.tool_id) for r in rows] == [
+        (1, False, None, failed.id), (2, True, first.code_hash, verified.id)]
+    # each attempt says how far it got and why it stopped there
+    assert [(st["name"], st["ok"]) for st in first.stages] == [("policy", True), ("contract", True),
+                                                               ("selftest", False)]
+    assert "KeyError" in first.stages[-1]["note"] and first.stages[-1]["note"] == first.error["message"]
+    assert [st["name"] for st in second.stages if st["ok"]][-1] == "metamorphic"
+
+
+def test_a_failing_self_test_keeps_its_output_in_a_trace(registry: Any) -> None:
+    noisy = MA_BUGGY.replace('    out = moving_average("AAPL", 5, 20)',
+                             '    print("self-test: AAPL 5/20")\n    out = moving_average("AAPL", 5, 20)')
+    with ScriptedLLMServer([Reply(fenced(noisy)), Reply(fenced(MA_GOOD))]) as srv:
+        outcome = solve(make_agent(client(srv.base_url), registry), MSFT_MA)
+    assert outcome.error is None and outcome.attempts[0].stage == "selftest"
+    [failed] = registry.list(status="failed")
+    [trace] = registry.traces(tool_id=failed.id)
+    assert (trace.stage, trace.task_id, trace.exit_status) == ("selftest", "calc_002", "exception")
+    assert trace.stdout == "self-test: AAPL 5/20\n"
+    assert trace.error["error_type"] == "KeyError" and "KeyError" in trace.error["traceback"]
 
 
 def test_usage_is_recorded_per_call_and_per_task(registry: Any) -> None:
@@ -149,7 +182,9 @@ def test_code_never_fixed_exhausts_refinements_after_one_plus_three_attempts(reg
     assert calls == 4 and outcome.usage.calls == 4 and len(outcome.attempts) == 4
     assert outcome.value is None and outcome.tool_source == "none"
     assert registry.find("moving_average", "list", ["symbol", "window", "days"]) == []
-    assert len(registry.attempts(task_id="calc_002")) == 4
+    # the same code four times: one stored (failed) tool, every attempt linked to it
+    [failed] = registry.list(status="failed")
+    assert [r.tool_id for r in registry.attempts(task_id="calc_002")] == [failed.id] * 4
 
 
 def test_max_refinements_is_honoured(registry: Any) -> None:
@@ -258,11 +293,15 @@ def test_reuse_across_symbols_and_windows_makes_no_llm_call(registry: Any) -> No
     assert first.tool_source == "created" and second.tool_source == "reused"
     assert second.usage.calls == 0 and second.error is None
     assert second.tool_hash == first.tool_hash
+    second_tool = registry.get("moving_average")
     assert len(second.value) == 30 and second.value != first.value[-30:]
     # it was re-verified before reuse, and ran with the second task's own arguments
     assert {"selftest", "contract", "metamorphic", "execution"} <= set(second.timings)
     traces = registry.traces(task_id="calc_102")
-    assert traces[0].arguments == {"symbol": "AAPL", "window": 10, "days": 30}
+    assert all(t.tool_id == second_tool.id for t in traces)
+    assert {t.stage for t in traces} == {"selftest", "metamorphic", "execution"}  # the re-verification too
+    [executed] = [t for t in traces if t.stage == "execution"]
+    assert executed.arguments == {"symbol": "AAPL", "window": 10, "days": 30}
 
 
 def test_max_drawdown_never_reuses_the_moving_average_tool(registry: Any) -> None:
