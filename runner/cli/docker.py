@@ -14,7 +14,8 @@ The gate's own arguments follow the gate verb (or `--`), for example:
 Without gate arguments the image's default runs: `run --llm reference --out /out`.
 
 Offline LLM modes (reference, replay:FILE, predictions:FILE) run with no network and get no
-API key. Only FINEVO_LLM_*, OPENAI_API_KEY and OPENAI_BASE_URL reach the container. Host files named by
+API key. Only FINEVO_LLM_*, OPENAI_API_KEY and OPENAI_BASE_URL reach the container, plus
+FINEVO_GIT_SHA (this checkout's HEAD: the image has no git). Host files named by
 --tasks/--baseline/--data/--llm are mounted read-only. Exit code: the container's; 3 when the
 engine is unreachable or the image cannot be built."""
 
