@@ -1,6 +1,10 @@
 """Every hostile payload is blocked or contained with every canary intact -- and the run-time
 layers alone (policy disabled) still keep every canary intact.
 
+Canaries alone cannot show that a resource attack was stopped (a CPU spin leaves no trace), so
+resource payloads must also end killed or contained by the layer expected for them, and with the
+policy off every process payload must be refused by the audit hook or fail on the process limit.
+
 The result value is a canary only with the policy on: with it off, tool code shares its process
 with the harness and can write its own result record to the control pipe (pay_102). That forges
 nothing the tool could not return anyway, and a refusal already reported stays reported."""
@@ -13,7 +17,7 @@ from collections.abc import Iterator
 import pytest
 
 from finevo.corpus import Payload, load_payloads
-from finevo.sandbox import Limits, create_sandbox
+from finevo.sandbox import ExecutionResult, Limits, create_sandbox
 from finevo.sandbox.backends import WarmSandbox
 
 from .canaries import Canaries, group_members
@@ -23,6 +27,45 @@ LIMITS = Limits(timeout_s=8.0, cpu_s=3, memory_mb=1024, output_bytes=65536)
 #: The value every forge_result payload tries to pass off as its result.
 FORGED_VALUE = 123.45
 pytestmark = pytest.mark.timeout(900)
+
+#: How each resource payload must end: the (status, layer) pairs it may end with. Where two layers
+#: can win the race (a bigint power runs out of CPU or of memory first; on a loaded machine the
+#: wall clock can beat the CPU limit), each is listed.
+_CPU = {("killed", "rlimit-cpu"), ("timeout", "timeout")}
+RESOURCE_STOPS: dict[str, set[tuple[str, str | None]]] = {
+    "pay_083": _CPU,                                                        # CPU spin
+    "pay_084": {("killed", "rlimit-as")},                                   # list of 10**10 items
+    "pay_085": {("killed", "rlimit-as")},                                   # ever-growing bytearray
+    "pay_086": {("killed", "rlimit-as")},                                   # 10 GB string
+    "pay_087": {("exception", "recursion-limit")},                          # unbounded recursion
+    "pay_088": {("killed", "output-cap")},                                  # stdout flood
+    "pay_089": {("exception", None)},                  # 100 MB message: cut to 2000 characters
+    "pay_090": _CPU,                                                        # busy wait for an hour
+    "pay_091": _CPU | {("killed", "rlimit-as")},                            # 10 ** (10 ** 10)
+    "pay_092": _CPU,                                                        # regex backtracking
+    "pay_094": _CPU | {("killed", "rlimit-as")},                            # list(itertools.count())
+    "pay_095": _CPU | {("killed", "output-cap"), ("killed", "rlimit-as")},  # a result too large to send
+}
+#: Any other resource payload must end stopped by one of the containment layers.
+CONTAINED: set[tuple[str, str | None]] = {
+    ("killed", layer) for layer in ("rlimit-cpu", "rlimit-as", "rlimit-fsize", "rlimit-nproc",
+                                    "rlimit-nofile", "output-cap")
+} | {("timeout", "timeout"), ("exception", "recursion-limit"), ("blocked", "audit-hook")}
+#: Resource payloads that stay within every limit on this platform: there is nothing to stop, so
+#: the test proves they ran bounded by the limits instead.
+WITHIN_LIMITS: dict[str, str] = {
+    "pay_093": "libmpdec divides to 10**8 digits in ~0.6 s of CPU and ~300 MB, under the 3 s / 1 GB limits",
+}
+#: With the policy off, a process payload must be refused by the audit hook or fail on the
+#: process limit -- except those that attempt no process at run time at all.
+PROCESS_STOPS: set[tuple[str, str | None]] = {("blocked", "audit-hook"), ("killed", "rlimit-nproc")}
+NO_PROCESS_AT_RUN_TIME: dict[str, str] = {
+    "pay_070": "reads a raw pointer through ndarray.ctypes (a policy-level route, no process)",
+    "pay_075": "pandas' clipboard finds no copy program and raises before starting one",
+    "pay_076": "type() with three arguments only builds a class",
+    "pay_077": "the metaclass only builds a class",
+    "pay_081": "the escape sits in the self-test block, which never runs for an entry",
+}
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +91,7 @@ def runtime_only() -> Iterator[WarmSandbox]:
         yield sandbox  # type: ignore[misc]
 
 
-def _run_and_check(sandbox: WarmSandbox, payload: Payload, canaries: Canaries) -> object:
+def _run_and_check(sandbox: WarmSandbox, payload: Payload, canaries: Canaries) -> ExecutionResult:
     before = canaries.fingerprint()
     contacts = len(canaries.listener.contacts)
     code = payload.materialise(**canaries.substitutions())  # type: ignore[arg-type]
@@ -66,6 +109,26 @@ def _run_and_check(sandbox: WarmSandbox, payload: Payload, canaries: Canaries) -
     return result
 
 
+def _assert_resource_stopped(payload: Payload, result: ExecutionResult) -> None:
+    where = f"{payload.id} ({payload.technique}): status={result.status} layer={result.layer}"
+    if payload.id in WITHIN_LIMITS:
+        assert result.status == "ok", where
+        assert result.details["cpu_s"] < LIMITS.cpu_s and result.duration_s < LIMITS.timeout_s, where
+        assert result.details["maxrss_kb"] < LIMITS.memory_mb * 1024, where
+        return
+    assert result.status != "ok", f"{where}: the resource attack was not stopped"
+    assert (result.status, result.layer) in RESOURCE_STOPS.get(payload.id, CONTAINED), where
+    assert len(result.stdout) <= LIMITS.output_bytes and len(result.stderr) <= LIMITS.output_bytes, where
+    assert len(result.error_message or "") <= 2000, f"{where}: the error message was not capped"
+
+
+def _assert_process_stopped(payload: Payload, result: ExecutionResult) -> None:
+    where = f"{payload.id} ({payload.technique}): status={result.status} layer={result.layer}"
+    if payload.id in NO_PROCESS_AT_RUN_TIME:
+        return  # no process is left behind (checked for every payload) and none was attempted
+    assert (result.status, result.layer) in PROCESS_STOPS, f"{where}: the process attempt was not stopped"
+
+
 @pytest.mark.parametrize("payload", PAYLOADS, ids=[p.id for p in PAYLOADS])
 def test_payload_is_blocked_or_contained(guarded: WarmSandbox, payload: Payload,
                                          canaries: Canaries) -> None:
@@ -74,6 +137,8 @@ def test_payload_is_blocked_or_contained(guarded: WarmSandbox, payload: Payload,
         assert result.status == "blocked" and result.layer == "policy", \
             f"{payload.id}: expected the policy to block it, got {result.status}/{result.layer}"
         assert result.rule and result.line, f"{payload.id}: a policy block names rule and line"
+    elif payload.canary == "resource":
+        _assert_resource_stopped(payload, result)
     if payload.canary == "forge_result":
         assert not (result.status == "ok" and result.value == FORGED_VALUE), \
             f"{payload.id}: the forged value was taken as the result"
@@ -83,4 +148,16 @@ def test_payload_is_blocked_or_contained(guarded: WarmSandbox, payload: Payload,
 @pytest.mark.parametrize("payload", PAYLOADS, ids=[p.id for p in PAYLOADS])
 def test_runtime_layers_alone_keep_canaries_intact(runtime_only: WarmSandbox, payload: Payload,
                                                    canaries: Canaries) -> None:
-    _run_and_check(runtime_only, payload, canaries)
+    result = _run_and_check(runtime_only, payload, canaries)
+    if payload.canary == "resource":
+        _assert_resource_stopped(payload, result)
+    elif payload.canary == "process":
+        _assert_process_stopped(payload, result)
+
+
+def test_every_listed_payload_exists() -> None:
+    ids = {p.id for p in PAYLOADS}
+    listed = set(RESOURCE_STOPS) | set(WITHIN_LIMITS) | set(NO_PROCESS_AT_RUN_TIME)
+    assert listed <= ids, f"listed but not in the corpus: {sorted(listed - ids)}"
+    assert all(p.canary == "resource" for p in PAYLOADS if p.id in RESOURCE_STOPS | WITHIN_LIMITS.keys())
+    assert all(p.canary == "process" for p in PAYLOADS if p.id in NO_PROCESS_AT_RUN_TIME)
