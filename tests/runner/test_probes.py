@@ -61,6 +61,18 @@ def _constant(task: Task, value: Any) -> str:
             f'if __name__ == "__main__":\n    print({name}({call}))\n')
 
 
+def _answers_from(task: Task, expression: str) -> str:
+    """A tool with the task's signature whose answer is ``expression`` over its own arguments:
+    it moves with its arguments, so it gets past the agent's metamorphic check, but it never
+    looks at the data."""
+    params = ", ".join(f"{name}: {type(v).__name__} = {v!r}" for name, v in task.intent.args.items())
+    name = task.intent.indicator
+    return (f'"""{name}, answered from the arguments alone."""\n\n\n'
+            f"def {name}({params}) -> bool:\n"
+            f'    """Whether {expression}."""\n    return bool({expression})\n\n\n'
+            f'if __name__ == "__main__":\n    print({name}())\n')
+
+
 def _symbol_blind(task_id: str) -> str:
     """The reference tool, except that it always reads AAPL's prices whatever ``symbol`` says."""
     code = (REFERENCE / f"{task_id}.py").read_text(encoding="utf-8")
@@ -300,20 +312,40 @@ def test_a_tool_that_only_works_for_the_tasks_symbol_fails(tasks, snapshot, task
 
 
 # --------------------------------------------------------------------------- end to end
-def _predictions(tmp_path: Path, tasks: dict[str, Task], ids: list[str]) -> Path:
+def _predictions(tmp_path: Path, contents: dict[str, str]) -> Path:
     path = tmp_path / "predictions.jsonl"
-    lines = [{"task_id": i, "attempt": 0, "content": f"```python\n{_constant(tasks[i], False)}```\n"} for i in ids]
+    lines = [{"task_id": i, "attempt": 0, "content": f"```python\n{code}```\n"} for i, code in contents.items()]
     path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
     return path
 
 
-def test_a_constant_false_prediction_fails_both_boolean_tasks_end_to_end(tmp_path, tasks, capsys) -> None:
-    predictions = _predictions(tmp_path, tasks, ["comp_001", "comp_002"])
+def _run_boolean_tasks(tmp_path: Path, contents: dict[str, str], run_id: str) -> tuple[int, dict[str, Any], Path]:
+    predictions = _predictions(tmp_path, contents)
     out = tmp_path / "out"
-    code = main(["run", "--llm", f"predictions:{predictions}", "--only", "comp_001,comp_002", "--no-self-check",
-                 "--no-payloads", "--data", str(DATA), "--out", str(out), "--run-id", "constant", "--quiet"])
+    code = main(["run", "--llm", f"predictions:{predictions}", "--only", ",".join(contents), "--no-self-check",
+                 "--no-payloads", "--data", str(DATA), "--out", str(out), "--run-id", run_id, "--quiet"])
+    return code, document.load(out / run_id / "results.json"), out / run_id
+
+
+def test_a_constant_false_prediction_is_rejected_by_the_agent_itself(tmp_path, tasks, capsys) -> None:
+    code, doc, _ = _run_boolean_tasks(tmp_path, {i: _constant(tasks[i], False) for i in ("comp_001", "comp_002")},
+                                      "constant")
     assert code == 1
-    doc = document.load(out / "constant" / "results.json")
+    for t in doc["tasks"]:
+        # Both tasks' expected answer is False: only verification stands between a constant and a pass.
+        assert set(t["expected"].values()) == {False}
+        assert t["state"] == "fail" and t["actual"] is None and t["tool"]["source"] == "none"
+        assert "last failure at metamorphic" in t["reason"], t["reason"]
+    assert doc["summary"]["passed"] == 0
+
+
+def test_a_tool_that_ignores_the_data_fails_both_boolean_tasks_through_the_probes(tmp_path, tasks, capsys) -> None:
+    # Each answer moves with an argument the agent varies (so the tool is verified and registered)
+    # and is right for the task's own arguments (False): only the probes can tell it is wrong.
+    contents = {"comp_001": _answers_from(tasks["comp_001"], "long_window > 20"),
+                "comp_002": _answers_from(tasks["comp_002"], "days > 40")}
+    code, doc, run_dir = _run_boolean_tasks(tmp_path, contents, "blind")
+    assert code == 1
     by_id = {t["task_id"]: t for t in doc["tasks"]}
     for task_id in ("comp_001", "comp_002"):
         t = by_id[task_id]
@@ -322,9 +354,9 @@ def test_a_constant_false_prediction_fails_both_boolean_tasks_end_to_end(tmp_pat
         assert t["probes"][0]["state"] == "fail" and t["probes"][0]["actual"] is False
         assert t["probes"][0]["args"] == tasks[task_id].probes[0].args
     assert doc["summary"]["passed"] == 0
-    summary = (out / "constant" / "summary.md").read_text(encoding="utf-8")
+    summary = (run_dir / "summary.md").read_text(encoding="utf-8")
     assert "**Probes**" in summary and "| 1 | symbol=GOOGL | ❌ fail | " in summary
-    cases = {c.get("name"): c for c in ElementTree.parse(out / "constant" / "junit.xml").iter("testcase")}
+    cases = {c.get("name"): c for c in ElementTree.parse(run_dir / "junit.xml").iter("testcase")}
     assert cases["comp_002"].find("failure") is not None
     assert 'probe 1 {"symbol": "GOOGL"}: fail' in (cases["comp_002"].findtext("system-out") or "")
 
