@@ -48,6 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
     solve.add_argument("--registry-dir", type=Path, help="registry directory (env FINEVO_REGISTRY_DIR)")
     solve.add_argument("--model", help="model name (env FINEVO_LLM_MODEL)")
     solve.add_argument("--record", type=Path, metavar="FILE", help="append LLM exchanges to this cassette (live)")
+    solve.add_argument("--sandbox-backend", choices=("warm", "subprocess"),
+                       help="sandbox backend (env FINEVO_SANDBOX_BACKEND, default warm)")
     solve.add_argument("--timeout", type=float, metavar="S", help="wall-clock deadline for the whole query")
     solve.add_argument("--json", action="store_true", help="print the full outcome as JSON")
     solve.set_defaults(func=cmd_solve)
@@ -105,6 +107,7 @@ def _settings(args: argparse.Namespace) -> Any:
         "registry_dir": getattr(args, "registry_dir", None),
         "model": getattr(args, "model", None),
         "record": getattr(args, "record", None),
+        "sandbox_backend": getattr(args, "sandbox_backend", None),
     }
     return Settings.from_env(overrides)
 
@@ -189,7 +192,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     registry = _open_registry(settings) if settings.agent_mode != "memory_only" else None
     from finevo.sandbox import create_sandbox
 
-    sandbox = create_sandbox(settings.data_dir)
+    sandbox = create_sandbox(settings.data_dir, backend=settings.sandbox_backend)
     agent = Agent(settings, provider, sandbox, registry, settings.agent_mode)
     try:
         deadline = time.monotonic() + args.timeout if args.timeout is not None else None

@@ -78,6 +78,7 @@ class GateConfig:
     task_timeout_s: float = DEFAULT_TASK_TIMEOUT_S
     max_refinements: int | None = None
     agent_mode: str = "evolving"
+    sandbox_backend: str | None = None   # None: FINEVO_SANDBOX_BACKEND, else warm
     reuse_registry: bool = False
     self_check: bool = True
     run_payloads: bool = True
@@ -592,7 +593,7 @@ class Gate:
         c = self.p.config
         base = dict(llm=c.llm, registry_dir=self.p.run_dir / "registry", data_dir=Path(c.data_dir).absolute(),
                     agent_mode=c.agent_mode, max_refinements=c.max_refinements, model=c.model,
-                    temperature=c.temperature, record=c.record,
+                    temperature=c.temperature, record=c.record, sandbox_backend=c.sandbox_backend,
                     security_path=Path(c.security_path).absolute() if c.security_path else None)
         base.update(changes)
         return SessionSpec(**base)
@@ -613,6 +614,7 @@ class Gate:
             "self_check": c.self_check, "payloads": bool(c.run_payloads and c.payloads_path),
             "tasks_file": str(c.tasks_path), "security_file": str(c.security_path) if c.security_path else None,
             "sandbox_layers": info.get("sandbox_layers", {}),
+            "sandbox_backend": info.get("sandbox_backend"), "sandbox_fallback": info.get("sandbox_fallback"),
         }
 
     def run(self) -> GateOutcome:

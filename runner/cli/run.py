@@ -62,6 +62,9 @@ def register(sub: Any) -> None:
                      help="seconds per task (default 120)")
     run.add_argument("--max-refinements", type=_int_arg, help="refinement attempts per tool (default 3)")
     run.add_argument("--agent", choices=AGENT_MODES, default="evolving", help="agent mode (default evolving)")
+    run.add_argument("--sandbox-backend", choices=("warm", "subprocess"),
+                     help="sandbox backend (env FINEVO_SANDBOX_BACKEND, default warm; "
+                          "a warm worker that cannot start falls back to subprocess)")
     run.add_argument("--reuse-registry", action="store_true", help="accept a non-empty registry in the run dir")
     run.add_argument("--no-self-check", action="store_true", help="skip the reference/null harness self-check")
     run.add_argument("--model", help="model name for live calls")
@@ -94,6 +97,7 @@ def config_from_args(args: argparse.Namespace):
         baseline_path=_optional(args.baseline), data_dir=args.data or snapshot_dir(), out_dir=args.out,
         run_id=args.run_id, only=parse_only(args.only), category=args.category, shard=parse_shard(args.shard),
         task_timeout_s=args.task_timeout, max_refinements=args.max_refinements, agent_mode=args.agent,
+        sandbox_backend=args.sandbox_backend,
         reuse_registry=args.reuse_registry, self_check=not args.no_self_check, run_payloads=not args.no_payloads,
         model=args.model, temperature=args.temperature, record=args.record, min_pass_rate=args.min_pass_rate)
 

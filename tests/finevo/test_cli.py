@@ -150,3 +150,22 @@ def test_registry_dir_is_accepted_before_or_after_the_action(
     assert "removed 1 tool(s)" in capsys.readouterr().out
     assert main(argv(["list", "--json"])) == 0
     assert json.loads(capsys.readouterr().out) == []
+
+
+def test_solve_runs_tools_in_the_sandbox_backend_asked_for(reg_dir: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    import finevo.sandbox
+
+    real, used = finevo.sandbox.create_sandbox, []
+
+    def recording(*args, **kwargs):
+        sandbox = real(*args, **kwargs)
+        used.append(type(sandbox).__name__)
+        return sandbox
+
+    monkeypatch.setattr(finevo.sandbox, "create_sandbox", recording)
+    assert main(["solve", MACD, "--llm", "reference", "--sandbox-backend", "subprocess", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["error"] is None
+    monkeypatch.setenv("FINEVO_SANDBOX_BACKEND", "subprocess")
+    assert main(["solve", MACD, "--llm", "reference", "--sandbox-backend", "warm", "--json"]) == 0
+    assert used == ["SubprocessSandbox", "WarmSandbox"]  # the flag wins over the environment

@@ -269,3 +269,17 @@ def test_improvement_hint_names_the_real_results_path(tmp_path, security_file, b
     md = (out / "h" / "summary.md").read_text()
     assert f"`finevo-verify baseline update {out / 'h' / 'results.json'}`" in md
     assert "out/h/results.json" not in md.replace(str(out / "h"), "")
+
+
+def test_sandbox_backend_flag_reaches_the_run_and_its_record(tmp_path, capsys) -> None:
+    argv = ["run", "--llm", "reference", "--only", "calc_002", "--security-tasks", "none", "--baseline", "none",
+            "--no-payloads", "--no-self-check", "--min-pass-rate", "1", "--data", str(DATA),
+            "--out", str(tmp_path / "out"), "--quiet"]
+    assert main([*argv, "--run-id", "sub", "--sandbox-backend", "subprocess"]) == 0
+    assert main([*argv, "--run-id", "warm"]) == 0
+    sub = document.load(tmp_path / "out" / "sub" / "results.json")
+    warm = document.load(tmp_path / "out" / "warm" / "results.json")
+    assert sub["config"]["sandbox_backend"] == "subprocess" and warm["config"]["sandbox_backend"] == "warm"
+    assert sub["config"]["sandbox_fallback"] is None
+    # the same tool, run cold instead of forked from the warm worker, gives the same answer
+    assert sub["tasks"][0]["state"] == "pass" and sub["tasks"][0]["actual"] == warm["tasks"][0]["actual"]
