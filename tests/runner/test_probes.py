@@ -50,27 +50,25 @@ def _primary(values: dict[str, Any]) -> Any:
 
 
 # --------------------------------------------------------------------------- tools as a model might write them
-def _constant(task: Task, value: Any) -> str:
-    """A tool with the task's exact signature that returns ``value`` whatever it is asked."""
-    params = ", ".join(f"{name}: {type(v).__name__} = {v!r}" for name, v in task.intent.args.items())
-    call = ", ".join(f"{name}={v!r}" for name, v in task.intent.args.items())
-    name = task.intent.indicator
-    return (f'"""{name}, answered without looking at the data."""\n\nfrom __future__ import annotations\n\n\n'
-            f"def {name}({params}) -> {type(value).__name__}:\n"
-            f'    """Always {value!r}."""\n    return {value!r}\n\n\n'
-            f'if __name__ == "__main__":\n    print({name}({call}))\n')
-
-
-def _answers_from(task: Task, expression: str) -> str:
-    """A tool with the task's signature whose answer is ``expression`` over its own arguments:
-    it moves with its arguments, so it gets past the agent's metamorphic check, but it never
-    looks at the data."""
+def _tool_answering(task: Task, expression: str, returns: str, doc: str) -> str:
+    """A tool with the task's exact signature whose answer is ``expression`` over its own arguments."""
     params = ", ".join(f"{name}: {type(v).__name__} = {v!r}" for name, v in task.intent.args.items())
     name = task.intent.indicator
-    return (f'"""{name}, answered from the arguments alone."""\n\n\n'
-            f"def {name}({params}) -> bool:\n"
-            f'    """Whether {expression}."""\n    return bool({expression})\n\n\n'
+    return (f'"""{name}, answered without looking at the data."""\n\n\n'
+            f"def {name}({params}) -> {returns}:\n"
+            f'    """{doc}"""\n    return {expression}\n\n\n'
             f'if __name__ == "__main__":\n    print({name}())\n')
+
+
+def _constant(task: Task, value: Any) -> str:
+    """A tool that returns ``value`` whatever it is asked."""
+    return _tool_answering(task, repr(value), type(value).__name__, f"Always {value!r}.")
+
+
+def _answers_from(task: Task, condition: str) -> str:
+    """A tool whose answer is ``condition`` over its own arguments: it moves with its arguments, so
+    it gets past the agent's metamorphic check, but it never looks at the data."""
+    return _tool_answering(task, f"bool({condition})", "bool", f"Whether {condition}.")
 
 
 def _symbol_blind(task_id: str) -> str:

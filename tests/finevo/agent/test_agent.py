@@ -356,22 +356,25 @@ def test_memory_only_persists_nothing(registry: Any) -> None:
     assert registry.is_empty()
 
 
+def _solve_ma_in_fresh_registry(provider: Any, reg_dir: Path) -> dict[str, Any]:
+    """The MSFT moving-average outcome from a registry of its own, timings left out."""
+    reg = Registry(f"sqlite:///{reg_dir / 'r.db'}", reg_dir / "tools")
+    try:
+        outcome = solve(make_agent(provider, reg), MSFT_MA)
+    finally:
+        reg.close()
+    data = outcome.to_dict()
+    data.pop("timings")
+    return data
+
+
 def test_cassette_record_then_replay_gives_identical_outcomes(registry: Any, tmp_path: Path) -> None:
     cassette_path = tmp_path / "cassette.jsonl"
 
-    def run(provider: Any, reg_dir: Path) -> dict[str, Any]:
-        reg = Registry(f"sqlite:///{reg_dir / 'r.db'}", reg_dir / "tools")
-        try:
-            outcome = solve(make_agent(provider, reg), MSFT_MA)
-        finally:
-            reg.close()
-        data = outcome.to_dict()
-        data.pop("timings")
-        return data
-
     with ScriptedLLMServer([Reply(fenced(MA_BUGGY)), Reply(fenced(MA_GOOD))]) as srv:
-        recorded = run(RecordingProvider(client(srv.base_url), Cassette(cassette_path)), tmp_path / "a")
-    replayed = run(ReplayProvider(cassette_path), tmp_path / "b")
+        recording = RecordingProvider(client(srv.base_url), Cassette(cassette_path))
+        recorded = _solve_ma_in_fresh_registry(recording, tmp_path / "a")
+    replayed = _solve_ma_in_fresh_registry(ReplayProvider(cassette_path), tmp_path / "b")
     assert recorded["tool_source"] == "refined"
     assert json.dumps(replayed, sort_keys=True) == json.dumps(recorded, sort_keys=True)
 
@@ -381,23 +384,14 @@ def test_a_refinement_request_that_repeats_replays_like_it_was_recorded(tmp_path
     again, word for word; the recorded run got a different reply the second time."""
     cassette_path = tmp_path / "cassette.jsonl"
 
-    def run(provider: Any, reg_dir: Path) -> dict[str, Any]:
-        reg = Registry(f"sqlite:///{reg_dir / 'r.db'}", reg_dir / "tools")
-        try:
-            outcome = solve(make_agent(provider, reg), MSFT_MA)
-        finally:
-            reg.close()
-        data = outcome.to_dict()
-        data.pop("timings")
-        return data
-
     script = [Reply(fenced(MA_BUGGY)), Reply(fenced(MA_BUGGY)), Reply(fenced(MA_GOOD))]
     with ScriptedLLMServer(script) as srv:
-        recorded = run(RecordingProvider(client(srv.base_url), Cassette(cassette_path)), tmp_path / "a")
+        recording = RecordingProvider(client(srv.base_url), Cassette(cassette_path))
+        recorded = _solve_ma_in_fresh_registry(recording, tmp_path / "a")
         sent = len(srv.requests)
     keys = [json.loads(line)["key"] for line in cassette_path.read_text().splitlines()]
     assert len(keys) == sent == 3 and keys[1] == keys[2]  # the repeat really happened
-    replayed = run(ReplayProvider(cassette_path), tmp_path / "b")
+    replayed = _solve_ma_in_fresh_registry(ReplayProvider(cassette_path), tmp_path / "b")
     assert recorded["usage"]["calls"] == replayed["usage"]["calls"] == 3
     assert [a["ok"] for a in replayed["attempts"]] == [a["ok"] for a in recorded["attempts"]] == [False, False, True]
     assert json.dumps(replayed, sort_keys=True) == json.dumps(recorded, sort_keys=True)
