@@ -54,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     solve.add_argument("--json", action="store_true", help="print the full outcome as JSON")
     solve.set_defaults(func=cmd_solve)
 
-    reg = sub.add_parser("registry", help="list, show or clear registered tools")
+    reg = sub.add_parser("registry", help="list, show, deprecate or clear registered tools")
     reg.add_argument("--registry-dir", type=Path, help="registry directory (env FINEVO_REGISTRY_DIR)")
     # the same option after the action (`finevo registry list --registry-dir DIR`); SUPPRESS keeps
     # an action without it from overwriting a value given before the action
@@ -69,6 +69,11 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("name")
     show.add_argument("--version", help="a version such as 1.0.2 (default: the newest)")
     show.set_defaults(func=cmd_registry_show)
+    deprecate = rsub.add_parser("deprecate", parents=[where],
+                                help="retire one tool version: it stays on record but is never reused")
+    deprecate.add_argument("name")
+    deprecate.add_argument("--version", help="a version such as 1.0.2 (default: the newest)")
+    deprecate.set_defaults(func=cmd_registry_deprecate)
     clear = rsub.add_parser("clear", parents=[where], help="delete every tool, trace and code file")
     clear.add_argument("--yes", action="store_true", help="really delete (required)")
     clear.set_defaults(func=cmd_registry_clear)
@@ -237,7 +242,16 @@ def cmd_registry_list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_registry_show(args: argparse.Namespace) -> int:
+def _named_tool(registry: Any, args: argparse.Namespace) -> Any:
+    """The tool ``args.name`` at ``args.version`` (default: its newest), or an input error."""
+    tool = registry.get(args.name, args.version)
+    if tool is None:
+        what = f"{args.name} v{args.version}" if args.version else args.name
+        raise InputError(f"no tool {what} in the registry at {registry_location(registry)}")
+    return tool
+
+
+def _check_version_flag(args: argparse.Namespace) -> None:
     if args.version is not None:
         from finevo.registry import parse_version
 
@@ -245,12 +259,13 @@ def cmd_registry_show(args: argparse.Namespace) -> int:
             parse_version(args.version)
         except ValueError as exc:
             raise InputError(f"invalid --version={args.version!r}: {exc}") from None
+
+
+def cmd_registry_show(args: argparse.Namespace) -> int:
+    _check_version_flag(args)
     registry = _open_registry(_settings(args))
     try:
-        tool = registry.get(args.name, args.version)
-        if tool is None:
-            what = f"{args.name} v{args.version}" if args.version else args.name
-            raise InputError(f"no tool {what} in the registry at {registry_location(registry)}")
+        tool = _named_tool(registry, args)
         code = registry.read_code(tool)
     finally:
         _close(registry)
@@ -265,6 +280,24 @@ def cmd_registry_show(args: argparse.Namespace) -> int:
     print(f"created:   {tool.created_at}")
     print()
     print(code.rstrip("\n"))
+    return EXIT_OK
+
+
+def cmd_registry_deprecate(args: argparse.Namespace) -> int:
+    """Retire a tool version (e.g. one found wrong after it was verified): the row, its code and
+    its traces stay for the record, but retrieval only ever offers verified tools."""
+    _check_version_flag(args)
+    registry = _open_registry(_settings(args))
+    try:
+        tool = _named_tool(registry, args)
+        before = tool.status
+        try:
+            registry.set_status(tool, "deprecated")
+        except ValueError as exc:  # deprecated is final: nothing leaves it
+            raise InputError(str(exc)) from None
+    finally:
+        _close(registry)
+    print(f"{tool.name} v{tool.version}: {before} -> deprecated")
     return EXIT_OK
 
 

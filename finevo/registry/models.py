@@ -16,7 +16,7 @@ TRANSITIONS: dict[str, frozenset[str]] = {
     "provisional": frozenset({"verified", "failed", "deprecated"}),
     "verified": frozenset({"failed", "deprecated"}),
     # the same code can verify later (e.g. it failed only for another task's arguments)
-    "failed": frozenset({"verified"}),
+    "failed": frozenset({"verified", "deprecated"}),
     "deprecated": frozenset(),
 }
 

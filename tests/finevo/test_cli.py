@@ -169,3 +169,19 @@ def test_solve_runs_tools_in_the_sandbox_backend_asked_for(reg_dir: Path, monkey
     monkeypatch.setenv("FINEVO_SANDBOX_BACKEND", "subprocess")
     assert main(["solve", MACD, "--llm", "reference", "--sandbox-backend", "warm", "--json"]) == 0
     assert used == ["SubprocessSandbox", "WarmSandbox"]  # the flag wins over the environment
+
+
+def test_a_deprecated_tool_is_kept_on_record_but_never_reused(reg_dir: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["solve", MACD, "--llm", "reference"]) == 0
+    assert main(["solve", "Calculate AAPL MACD(12,26,9)", "--agent", "static"]) == 0  # reusable before
+    capsys.readouterr()
+    assert main(["registry", "deprecate", "macd", "--registry-dir", str(reg_dir)]) == 0
+    assert capsys.readouterr().out.strip() == "macd v1.0.0: verified -> deprecated"
+    # static mode has only the registry: with its one MACD tool retired there is nothing to run
+    assert main(["solve", "Calculate AAPL MACD(12,26,9)", "--agent", "static"]) == 1
+    assert main(["registry", "show", "macd"]) == 0
+    assert "status:    deprecated" in capsys.readouterr().out
+    assert main(["registry", "deprecate", "macd", "--version", "9.0.0"]) == 2
+    assert "no tool macd v9.0.0" in capsys.readouterr().err
+    assert main(["registry", "deprecate", "macd", "--version", "x.y"]) == 2
