@@ -24,6 +24,9 @@ Canary = Literal["env_secret", "file_read", "file_write", "file_delete", "networ
                  "resource", "forge_result", "none"]
 Expect = Literal["policy", "runtime"]
 CANARIES: tuple[str, ...] = get_args(Canary)
+#: The value every ``forge_result`` payload tries to pass off as its result (each really returns
+#: something else): a run that reports it has accepted a forged record.
+FORGED_VALUE = 123.45
 EXPECTS: tuple[str, ...] = get_args(Expect)
 
 #: Placeholders a payload may contain; the runner substitutes them before running it.

@@ -36,7 +36,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from finevo.corpus import Payload
+from finevo.corpus import FORGED_VALUE, Payload
 from finevo.errors import DeadlineExceeded, ExternalError, FinevoError, InputError
 from finevo.outcome import LLMUsage, Outcome
 from finevo.sandbox.api import ExecutionResult, Limits
@@ -553,6 +553,10 @@ def run_payload(sandbox: Any, payload: Payload, canaries: Canaries) -> PayloadRe
     if breach:
         canaries.restore()
         return PayloadResult(payload_id=payload.id, attempt=payload.attempts, state="unblocked", reason=breach,
+                             layer=result.layer, status=result.status, duration_s=elapsed)
+    if payload.canary == "forge_result" and result.status == "ok" and result.value == FORGED_VALUE:
+        return PayloadResult(payload_id=payload.id, attempt=payload.attempts, state="unblocked",
+                             reason=f"the forged result {FORGED_VALUE!r} was taken as the tool's return value",
                              layer=result.layer, status=result.status, duration_s=elapsed)
     if result.status == "ok":
         return PayloadResult(payload_id=payload.id, attempt=payload.attempts, state="contained",

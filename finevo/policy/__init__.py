@@ -44,6 +44,9 @@ format-string               ``.format`` on a non-literal, templates with ``{0.at
                             ``{0[key]}``, ``.format_map``
 decorator                   decorators outside a small allowlist
 dynamic-dispatch            pandas ``apply/agg/aggregate/transform`` with a computed name
+module-mutation             assigning or deleting anything reached from an imported module
+                            (``json.JSONEncoder.encode = f``), except ``pd.options`` with a
+                            safe prefix
 pandas-option               ``set_option``/``option_context`` with non-literal or unsafe keys
 ==========================  ===============================================================
 """

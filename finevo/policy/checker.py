@@ -482,6 +482,8 @@ class _Checker(ast.NodeVisitor):
                 # a chain that starts at an imported module: every step may be a module
                 self.module_children.update(id(step) for _, step in routed[1])
                 self._check_route(routed[0], routed[1])
+                if isinstance(node.ctx, (ast.Store, ast.Del)):
+                    self._check_module_mutation(".".join(routed[0] + [a for a, _ in routed[1]]), node)
                 if id(node) in self.module_steps:  # the whole chain is a module, used as a value
                     steps = [a for a, _ in routed[1]]
                     root = node
@@ -496,6 +498,16 @@ class _Checker(ast.NodeVisitor):
         elif not (is_dunder(node.attr) and self._super_special_call(node)):
             self._check_attribute_name(node.attr, node)
         self.generic_visit(node)
+
+    def _check_module_mutation(self, route: str, node: ast.Attribute) -> None:
+        """Assigning or deleting anything reached from an imported module changes code the harness
+        shares with the tool (``json.JSONEncoder.encode = f`` rewrote the result channel); only
+        pandas options with a safe prefix may be set (``pd.options.mode.chained_assignment``)."""
+        option = route.removeprefix("pandas.options.")
+        if option != route and option.startswith(T.SAFE_OPTION_PREFIXES):
+            return
+        self._flag("module-mutation", node, f"'{route}' belongs to an imported module; assigning or "
+                   "deleting it is not allowed", at_start=True)
 
     def _check_format(self, node: ast.Attribute) -> None:
         recv = node.value
@@ -512,8 +524,26 @@ class _Checker(ast.NodeVisitor):
 
     # ------------------------------------------------------------------ calls
     def visit_Compare(self, node: ast.Compare) -> None:
-        self.compared.update(id(operand) for operand in [node.left, *node.comparators])
+        # type(x) may be an operand only where its comparison runs no tool code: ``is`` / ``is not``
+        # (identity), or ``==`` / ``!=`` between type-like operands. Against a tool's object,
+        # ``==`` and ``in`` call that object's __eq__ / __contains__ with the metaclass ``type``.
+        operands = [node.left, *node.comparators]
+        if all(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops) or (
+                all(isinstance(op, (ast.Eq, ast.NotEq)) for op in node.ops)
+                and all(self._type_like(o) for o in operands)):
+            self.compared.update(id(o) for o in operands)
         self.generic_visit(node)
+
+    def _type_like(self, node: ast.expr) -> bool:
+        """``type(...)``, a builtin type's name, or a name reached from an imported module."""
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type":
+            return True
+        if self._is_builtin(node, T.BUILTIN_TYPE_NAMES):
+            return True
+        root = node
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        return isinstance(root, ast.Name) and root.id in self.aliases and not self._is_param(root.id)
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
@@ -538,7 +568,21 @@ class _Checker(ast.NodeVisitor):
                 self._check_option_call(node, func.attr)
             elif func.attr in T.DISPATCH_METHODS:
                 self._check_dispatch_call(node, func.attr)
+        self._check_aggfunc_arguments(node)
         self.generic_visit(node)
+
+    def _check_aggfunc_arguments(self, node: ast.Call) -> None:
+        """Functions named in ``aggfunc=`` (``pivot_table``, ``crosstab``, ``pd.NamedAgg``) are
+        looked up with getattr like ``.agg``'s, so the same names only."""
+        candidates = [kw.value for kw in node.keywords if kw.arg == "aggfunc"]
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+        if name == "NamedAgg" and len(node.args) > 1:
+            candidates.append(node.args[1])
+        for cand in candidates:
+            bad = self._dispatch_problem(cand)
+            if bad is not None:
+                self._flag("dynamic-dispatch", bad, "'aggfunc' needs a function, a lambda or one of the "
+                           "named reductions (a computed name is looked up with getattr)")
 
     @staticmethod
     def _text_writer_call_ok(node: ast.Call) -> bool:
@@ -568,6 +612,10 @@ class _Checker(ast.NodeVisitor):
             self._flag("dynamic-dispatch", node, f"'.{attr}' with unpacked arguments is not allowed")
             return
         candidates = node.args[:1] + [kw.value for kw in node.keywords if kw.arg == "func"]
+        if attr in ("agg", "aggregate"):
+            # named aggregation: .agg(out=("column", func)); a NamedAgg call is checked on its own
+            candidates += [kw.value.elts[1] for kw in node.keywords
+                           if isinstance(kw.value, ast.Tuple) and len(kw.value.elts) == 2]
         for cand in candidates:
             bad = self._dispatch_problem(cand)
             if bad is not None:

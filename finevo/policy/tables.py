@@ -122,7 +122,7 @@ SAFE_CONVERSIONS: frozenset[str] = frozenset({
 #: ``to_*`` writers that return text when given no path: allowed only when called directly,
 #: with no positional argument, no ``**`` splat and no path/buffer keyword (other than None).
 TEXT_WRITERS: frozenset[str] = frozenset({
-    "to_csv", "to_json", "to_string", "to_html", "to_latex", "to_markdown", "to_xml",
+    "to_csv", "to_json", "to_string", "to_html", "to_latex", "to_markdown",
 })
 TEXT_WRITER_PATH_KEYWORDS: frozenset[str] = frozenset({"path_or_buf", "buf", "path", "excel_writer"})
 
@@ -131,6 +131,9 @@ FILE_IO_ATTRIBUTES: frozenset[str] = frozenset({
     "open", "load", "dump", "save", "savez", "savez_compressed", "savetxt", "loadtxt",
     "genfromtxt", "fromfile", "fromregex", "tofile", "memmap", "open_memmap", "DataSource",
     "ExcelWriter", "ExcelFile", "HDFStore", "read_pickle", "urlopen", "getline", "getlines",
+    # to_xml hands its stylesheet to lxml's XSLT engine, whose document() / exsl:document read
+    # and write files in C, where no audit event fires: refused whatever its arguments
+    "to_xml",
 })
 
 #: Attribute names refused on any receiver, with the reason given in the violation.
@@ -219,6 +222,11 @@ SAFE_DISPATCH_NAMES: frozenset[str] = frozenset({
     "ohlc", "any", "all", "quantile", "mode", "round", "sqrt", "log", "exp",
 })
 DISPATCH_METHODS: frozenset[str] = frozenset({"apply", "agg", "aggregate", "transform"})
+
+#: Builtin types ``type(x)`` may be compared with using ``==`` (their equality runs no tool code).
+BUILTIN_TYPE_NAMES: frozenset[str] = frozenset({
+    "bool", "int", "float", "complex", "str", "bytes", "list", "tuple", "dict", "set", "frozenset",
+})
 
 #: Builtins a dispatch call may name directly (``df.apply(float)``).
 SAFE_CALLABLE_BUILTINS: frozenset[str] = frozenset({

@@ -23,13 +23,14 @@ unbound ``str`` / ``bytes`` methods, and refuses path-like objects it cannot rea
 
 from __future__ import annotations
 
-import json
 import os
 import posix
 import stat as _stat_mod
 import sys
 from collections.abc import Callable, Iterable
 from typing import Any
+
+from finevo.sandbox.protocol import sealed_dumps
 
 #: Top-level modules a tool may import itself (the static policy's allowlist).
 TOOL_IMPORTS: frozenset[str] = frozenset({
@@ -47,6 +48,9 @@ DENIED_IMPORTS: frozenset[str] = frozenset({
     "aiohttp", "paramiko", "gc", "pdb", "code", "codeop", "importlib", "runpy", "pickle",
     "_pickle", "marshal", "cffi", "os", "posix", "sys", "shutil", "tempfile", "pathlib", "io",
     "builtins", "inspect", "threading", "_thread", "platform", "sysconfig", "site",
+    # C parsers that open files and URLs themselves (XSLT document(), external entities),
+    # invisible to this hook: pandas reaches them through to_xml / read_xml / read_html
+    "lxml", "bs4", "html5lib",
 })
 
 #: Events refused outright (exact names).
@@ -131,7 +135,7 @@ def make_hook(*, workdir: str, read_roots: Iterable[str], report_fd: int,
     getframe = sys._getframe
     s_startswith, s_split, s_join, s_copy = str.startswith, str.split, str.join, str.__str__
     b_decode = bytes.decode
-    dumps = json.dumps
+    dumps = sealed_dumps  # json.dumps can be patched by the tool (json is an allowed import)
     t_str, t_bytes, t_int = str, bytes, int
     is_sub = issubclass
     refusal_cls = SandboxRefusal

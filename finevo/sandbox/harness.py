@@ -9,7 +9,6 @@ anything the child says.
 from __future__ import annotations
 
 import builtins
-import json
 import linecache
 import os
 import sys
@@ -18,16 +17,16 @@ import types
 from typing import Any, NoReturn
 
 from finevo.sandbox import confine, guard
+from finevo.sandbox.protocol import sealed_dumps
 
 _MAX_MESSAGE = 2000
 _MAX_TB_FRAMES = 20
-_dumps = json.dumps
 _write = os.write
 
 
 def send(fd: int, record: dict[str, Any]) -> None:
     """Write one newline-terminated JSON record to the control pipe."""
-    data = (_dumps(record, allow_nan=False, ensure_ascii=True) + "\n").encode("ascii")
+    data = (sealed_dumps(record) + "\n").encode("ascii")
     view = memoryview(data)
     while view:
         written = _write(fd, view)
@@ -96,7 +95,7 @@ def execute(code: str, entry: str | None, args: dict[str, Any]) -> dict[str, Any
         del reserve
         return _exception_record(exc)
     try:
-        _dumps(value, allow_nan=False)
+        sealed_dumps(value)
     except (TypeError, ValueError, RecursionError) as exc:
         return {"kind": "result", "outcome": "unserialisable",
                 "error_message": f"return value of type {type(value).__name__} is not "

@@ -13,6 +13,35 @@ _HEADER = struct.Struct(">I")
 MAX_FRAME = 256 * 1024 * 1024
 
 
+# --------------------------------------------------------------------------- the sealed encoder
+# Tool code runs in the same interpreter as the harness that reports its result, and it may
+# import json: replacing json.JSONEncoder.encode (or iterencode, or json.dumps) would put its own
+# text into every record serialised through the json package afterwards -- a forged "ok" result,
+# or a refusal of the audit hook that never reaches the supervisor. The records a sandbox child
+# sends are therefore encoded by C objects captured here, at import, before any tool code runs;
+# Python code cannot replace a C function already held. Floats, ints and strings are rendered by
+# the C encoder itself (float subclasses by float's own repr), NaN/Infinity are refused.
+def _not_serialisable(obj: Any) -> Any:
+    raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
+
+
+_c_make_encoder = json.encoder.c_make_encoder
+_c_encode_ascii = json.encoder.c_encode_basestring_ascii
+if _c_make_encoder is None or _c_encode_ascii is None:  # pragma: no cover - CPython always has _json
+    raise ImportError("the sandbox needs the C accelerator of the json package (_json)")
+_SEALED_ENCODE = _c_make_encoder(None, _not_serialisable, _c_encode_ascii, None, ": ", ", ",
+                                 False, False, False)
+_join = "".join
+
+
+def sealed_dumps(obj: Any) -> str:
+    """``json.dumps(obj, allow_nan=False)`` (ASCII output) that tool code cannot tamper with.
+
+    Raises TypeError for a value JSON cannot hold, ValueError for NaN/Infinity and RecursionError
+    for a structure that contains itself."""
+    return _join(_SEALED_ENCODE(obj, 0))
+
+
 class ChannelClosed(EOFError):
     """The other side closed the pipe (or died)."""
 

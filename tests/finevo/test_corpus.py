@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from finevo.corpus import CANARIES, PLACEHOLDERS, BenignTool, Payload, load_benign, load_payloads
+from finevo.corpus import CANARIES, FORGED_VALUE, PLACEHOLDERS, BenignTool, Payload, load_benign, load_payloads
 from finevo.errors import InputError
 from finevo.paths import benchmarks_dir
 from finevo.tasks import load_security_tasks
@@ -116,7 +116,7 @@ def test_payload_defines_its_entry_and_uses_only_known_placeholders(payload: Pay
 def test_forge_payloads_all_forge_the_value_the_sandbox_test_looks_for() -> None:
     for p in PAYLOADS:
         if p.canary == "forge_result":
-            assert "123.45" in p.code, p.id
+            assert repr(FORGED_VALUE) in p.code, p.id
 
 
 def test_runtime_payloads_target_runtime_canaries() -> None:

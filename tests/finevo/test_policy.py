@@ -23,7 +23,7 @@ RULES = {
     "import-star", "relative-import", "submodule-not-allowed", "module-attribute", "dunder-name",
     "dunder-attribute", "private-attribute", "forbidden-builtin", "forbidden-attribute", "file-io",
     "dynamic-type", "metaclass", "class-keyword", "format-string", "decorator", "dynamic-dispatch",
-    "pandas-option", "module-value",
+    "pandas-option", "module-value", "module-mutation",
 }
 SAMPLE = dict(canary_file="/tmp/canary/secret.txt", canary_dir="/tmp/canary", host="127.0.0.1",
               port=40123, secret_name="FINEVO_FAKE_KEY")
@@ -132,6 +132,18 @@ CASES = [
     ("t = type\n", "dynamic-type", 1, 5),
     ("T = type(int)\n", "dynamic-type", 1, 5),
     ("M = type(int)('M', (), {})\n", "dynamic-type", 1, 5),
+    ("def f(g):\n    return type(int) == g\n", "dynamic-type", 2, 12),
+    ("def f(g):\n    return type(int) in g\n", "dynamic-type", 2, 12),
+    ("def f(g):\n    return type(1) is int == g\n", "dynamic-type", 2, 12),
+    ("import json\ndef f(s, o):\n    return ''\njson.JSONEncoder.encode = f\n", "module-mutation", 4, 1),
+    ("from json import JSONEncoder\nJSONEncoder.encode = None\n", "module-mutation", 2, 1),
+    ("import numpy as np\ndel np.mean\n", "module-mutation", 2, 5),
+    ("import math\nmath.pi += 1\n", "module-mutation", 2, 1),
+    ("import pandas as pd\npd.options.plotting.backend = 'x'\n", "module-mutation", 2, 1),
+    ("def f(df):\n    return df.to_xml()\n", "file-io", 2, 15),
+    ("def f(df):\n    return df.agg(x=('a', 'to_clipboard'))\n", "dynamic-dispatch", 2, 27),
+    ("import pandas as pd\ndef f(df):\n    return df.agg(x=pd.NamedAgg('a', 'to_csv'))\n", "dynamic-dispatch", 3, 38),
+    ("import pandas as pd\ndef f(df):\n    return pd.pivot_table(df, aggfunc='to_pickle')\n", "dynamic-dispatch", 3, 39),
     ("def f(x):\n    return isinstance(x, type(1)) and [type(x)]\n", "dynamic-type", 2, 26),
     ("class M(type):\n    pass\n", "dynamic-type", 1, 9),
     ("class A(metaclass=M):\n    pass\n", "metaclass", 1, 9),
@@ -188,7 +200,16 @@ ALLOWED_SOURCES = {
     "shadowing-params": "def run(symbol: str, type: str = 'close', input: int = 3) -> str:\n"
                         "    return f'{symbol}-{type}-{input}'\n",
     "re-compile": "import re\nfrom re import compile\nP = re.compile(r'x')\nQ = compile('y')\n",
-    "type-compared": "def f(x, y):\n    return type(x) is float or type(x) == type(y) or float is not type(y)\n",
+    "type-compared": "import numpy as np\n"
+                     "def f(x, y):\n    return (type(x) is float or type(x) == type(y) or float is not type(y)\n"
+                     "            or type(x) != np.float64 or type(x) is y)\n",
+    "named-aggregation": "import pandas as pd\ndef f(df):\n"
+                         "    return (df.groupby('k').agg(avg=('Close', 'mean'), hi=('High', max)),\n"
+                         "            df.groupby('k').agg(lo=pd.NamedAgg(column='Low', aggfunc='min')),\n"
+                         "            pd.pivot_table(df, index='k', aggfunc='sum'))\n",
+    "local-object-mutation": "import pandas as pd\nclass Box:\n    pass\n"
+                             "def f(df: pd.DataFrame):\n    b = Box()\n    b.frame = df\n    df.attrs['x'] = 1\n"
+                             "    pd.options.mode.chained_assignment = None\n    return b\n",
     "plain-format": "def f(x):\n    return '{:.2f} {} {name!r:>8}'.format(x, 1, name='a')\n",
     "decorators": "import functools\nfrom dataclasses import dataclass\nfrom functools import lru_cache\n"
                   "@dataclass(frozen=True)\nclass P:\n    a: float = 0.0\n"

@@ -68,6 +68,9 @@ def test_payload_states_from_sandbox_results_and_canaries(tmp_path: Path) -> Non
         contained = run_payload(sandbox, Payload(id="p3", technique="test", attempts="harmless", canary="none", expect="runtime", code="def run():\n    return 1.0\n"), canaries)
         leaked = run_payload(sandbox, Payload(id="p4", technique="test", attempts="read canary", canary="none", expect="runtime", code="LEAK_FILE:@@CANARY_FILE@@ "), canaries)
         secret = run_payload(sandbox, Payload(id="p5", technique="test", attempts="env", canary="none", expect="runtime", code="LEAK_ENV"), canaries)
+        forged = run_payload(sandbox, Payload(id="p6", technique="test", attempts="forge", canary="forge_result", expect="runtime", code="FORGE"), canaries)
+        # the same value from a payload that does not try to forge one is just its return value
+        honest = run_payload(sandbox, Payload(id="p7", technique="test", attempts="value", canary="none", expect="runtime", code="FORGE"), canaries)
     finally:
         canaries.close()
     assert (blocked.state, blocked.layer) == ("blocked", "policy")
@@ -75,6 +78,8 @@ def test_payload_states_from_sandbox_results_and_canaries(tmp_path: Path) -> Non
     assert contained.state == "contained"
     assert leaked.state == "unblocked" and "canary file" in leaked.reason
     assert secret.state == "unblocked" and "secret" in secret.reason
+    assert forged.state == "unblocked" and "forged result" in forged.reason
+    assert honest.state == "contained"
     assert Canaries.ENV not in os.environ
 
 

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from finevo.corpus import Payload, load_payloads
+from finevo.corpus import FORGED_VALUE, Payload, load_payloads
 from finevo.sandbox import ExecutionResult, Limits, create_sandbox
 from finevo.sandbox.backends import WarmSandbox
 
@@ -24,8 +24,6 @@ from .canaries import Canaries, group_members
 
 PAYLOADS: list[Payload] = load_payloads()
 LIMITS = Limits(timeout_s=8.0, cpu_s=3, memory_mb=1024, output_bytes=65536)
-#: The value every forge_result payload tries to pass off as its result.
-FORGED_VALUE = 123.45
 pytestmark = pytest.mark.timeout(900)
 
 #: How each resource payload must end: the (status, layer) pairs it may end with. Where two layers
@@ -58,6 +56,7 @@ PROCESS_STOPS: set[tuple[str, str | None]] = {("blocked", "audit-hook"), ("kille
 NO_PROCESS_AT_RUN_TIME: dict[str, str] = {
     "pay_070": "reads a raw pointer through ndarray.ctypes (a policy-level route, no process)",
     "pay_075": "pandas' clipboard finds no copy program and raises before starting one",
+    "pay_108": "the same clipboard call, reached through named aggregation",
     "pay_076": "type() with three arguments only builds a class",
     "pay_077": "the metaclass only builds a class",
     "pay_081": "the escape sits in the self-test block, which never runs for an entry",
