@@ -142,6 +142,7 @@ class _Checker(ast.NodeVisitor):
         self.parents: dict[int, ast.AST] = {
             id(child): parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
         self.rebound = self._bound_names(tree)
+        self.module_bound = self._names_bound_to_module_members(tree)
 
     def run(self) -> None:
         self.visit(self.tree)
@@ -213,6 +214,29 @@ class _Checker(ast.NodeVisitor):
             elif isinstance(node, ast.ExceptHandler) and node.name:
                 names.add(node.name)
         return frozenset(names)
+
+    @staticmethod
+    def _names_bound_to_module_members(tree: ast.Module) -> frozenset[str]:
+        """Names assigned something reached from an import (``C = json.JSONEncoder``): storing an
+        attribute through them changes the library, like storing through the route itself."""
+        imported: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                imported.update(a.asname or a.name.split(".")[0] for a in node.names)
+        bound: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign):
+                targets, value = node.targets, node.value
+            elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+                targets, value = [node.target], node.value
+            else:
+                continue
+            root = value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in imported:
+                bound.update(t.id for t in targets if isinstance(t, ast.Name))
+        return frozenset(bound)
 
     def _is_builtin(self, node: ast.expr, names: frozenset[str]) -> bool:
         return isinstance(node, ast.Name) and node.id in names and node.id not in self.rebound
@@ -302,6 +326,9 @@ class _Checker(ast.NodeVisitor):
                            f"module route '{route}' is not allowed (it leads to file, process or "
                            "interpreter internals)")
                 return
+            if name in T.MODULE_RUNNERS:
+                self._flag("module-attribute", node, f"'{route}' is not available to tools: "
+                           f"{T.MODULE_RUNNERS[name]}")
             return  # an ordinary attribute of an allowed module
         route = ".".join(parts)
         if route in T.PASS_THROUGH:
@@ -478,6 +505,13 @@ class _Checker(ast.NodeVisitor):
                 self.inner_attrs.add(id(cur))
                 cur = cur.value
             routed = self._route_of(node)
+            root = node.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if routed is None and isinstance(node.ctx, (ast.Store, ast.Del)) and isinstance(root, ast.Name) \
+                    and root.id in self.module_bound and not self._is_param(root.id):
+                self._flag("module-mutation", node, f"'{root.id}' holds something of an imported module; "
+                           "assigning or deleting its attributes is not allowed", at_start=True)
             if routed is not None:
                 # a chain that starts at an imported module: every step may be a module
                 self.module_children.update(id(step) for _, step in routed[1])

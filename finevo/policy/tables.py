@@ -136,6 +136,12 @@ FILE_IO_ATTRIBUTES: frozenset[str] = frozenset({
     "to_xml",
 })
 
+#: Module attributes that start other programs inside the interpreter (refused on a module route;
+#: as data fields of a tool's own objects they are ordinary names).
+MODULE_RUNNERS: dict[str, str] = {
+    "test": "numpy.test / pandas.test start pytest with arguments (plugins, hooks) the tool chooses",
+}
+
 #: Attribute names refused on any receiver, with the reason given in the violation.
 FORBIDDEN_ATTRIBUTES: dict[str, str] = {}
 for _names, _why in (
@@ -151,6 +157,8 @@ for _names, _why in (
       "showwarning", "CodeType", "FunctionType", "LambdaType", "ModuleType", "new_class",
       "show_versions", "show_config", "show_runtime"),
      "evaluates strings as code, loads modules dynamically or touches raw memory"),
+    (("register",),
+     "functools.singledispatch's register() evaluates the function's string annotations as code"),
     (("system", "popen", "Popen", "environ", "environb", "getenv", "putenv", "unsetenv", "fork",
       "forkpty", "execv", "execve", "execl", "execle", "execlp", "execvp", "execvpe", "spawnv",
       "spawnve", "spawnl", "posix_spawn", "kill", "killpg", "unlink", "rmdir",

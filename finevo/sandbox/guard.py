@@ -131,7 +131,7 @@ def make_hook(*, workdir: str, read_roots: Iterable[str], report_fd: int,
     denied_imports = DENIED_IMPORTS
     # C functions and unbound methods only: a tool cannot swap them out from under the hook.
     p_lstat, p_readlink, p_getcwd, p_write = posix.lstat, posix.readlink, posix.getcwd, posix.write
-    s_islnk = _stat_mod.S_ISLNK
+    s_islnk, s_isdir, p_stat = _stat_mod.S_ISLNK, _stat_mod.S_ISDIR, posix.stat
     getframe = sys._getframe
     s_startswith, s_split, s_join, s_copy = str.startswith, str.split, str.join, str.__str__
     b_decode = bytes.decode
@@ -211,6 +211,12 @@ def make_hook(*, workdir: str, read_roots: Iterable[str], report_fd: int,
         if not under(resolved, roots):
             refuse(event, f"{what} outside the sandbox: {text}")
 
+    def is_dir(path: str) -> bool:
+        try:
+            return s_isdir(p_stat(path).st_mode)
+        except OSError:
+            return False
+
     def importer_is_tool() -> bool:
         frame = getframe(2)
         while frame is not None:
@@ -230,6 +236,13 @@ def make_hook(*, workdir: str, read_roots: Iterable[str], report_fd: int,
             writing = bool(flags & _WRITE_FLAGS)
             path_arg(event, target, write_roots if writing else read_roots_t,
                      "write" if writing else "read")
+            # The event does not carry os.open's dir_fd, and the kernel resolves a relative path
+            # against that descriptor, not the working directory this hook checked it against:
+            # so no descriptor of a directory outside the working directory may be opened.
+            text = as_text(target)
+            resolved = resolve(text)  # type: ignore[arg-type]
+            if not under(resolved, (workdir_r,)) and is_dir(resolved):
+                refuse(event, f"opening a directory outside the sandbox: {text}")
             return
         if event == "import":
             module = as_text(args[0]) if args else None

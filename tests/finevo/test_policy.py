@@ -139,6 +139,12 @@ CASES = [
     ("from json import JSONEncoder\nJSONEncoder.encode = None\n", "module-mutation", 2, 1),
     ("import numpy as np\ndel np.mean\n", "module-mutation", 2, 5),
     ("import math\nmath.pi += 1\n", "module-mutation", 2, 1),
+    ("import json\ndef f():\n    C = json.JSONEncoder\n    C.encode = None\n", "module-mutation", 4, 5),
+    ("from json import JSONEncoder\nE = JSONEncoder\ndel E.encode\n", "module-mutation", 3, 5),
+    ("import functools\n@functools.singledispatch\ndef f(x):\n    return x\nf.register(int, f)\n",
+     "forbidden-attribute", 5, 3),
+    ("import pandas as pd\npd.test()\n", "module-attribute", 2, 4),
+    ("from numpy import test\n", "module-attribute", 1, 19),
     ("import pandas as pd\npd.options.plotting.backend = 'x'\n", "module-mutation", 2, 1),
     ("def f(df):\n    return df.to_xml()\n", "file-io", 2, 15),
     ("def f(df):\n    return df.agg(x=('a', 'to_clipboard'))\n", "dynamic-dispatch", 2, 27),
@@ -207,6 +213,7 @@ ALLOWED_SOURCES = {
                          "    return (df.groupby('k').agg(avg=('Close', 'mean'), hi=('High', max)),\n"
                          "            df.groupby('k').agg(lo=pd.NamedAgg(column='Low', aggfunc='min')),\n"
                          "            pd.pivot_table(df, index='k', aggfunc='sum'))\n",
+    "test-as-a-field": "class Result:\n    test = 1.0\ndef f(r: Result):\n    r.test = 2.0\n    return r.test\n",
     "local-object-mutation": "import pandas as pd\nclass Box:\n    pass\n"
                              "def f(df: pd.DataFrame):\n    b = Box()\n    b.frame = df\n    df.attrs['x'] = 1\n"
                              "    pd.options.mode.chained_assignment = None\n    return b\n",

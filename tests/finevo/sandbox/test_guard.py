@@ -107,3 +107,18 @@ def test_imports_denied_always_and_by_the_tool(setup) -> None:  # type: ignore[n
         exec(tool_code, {"hook": hook})
     allowed = compile("hook('import', ('statistics', None, [], [], []))", guard.TOOL_FILENAME, "exec")
     exec(allowed, {"hook": hook})
+
+
+def test_no_directory_outside_the_workdir_can_be_opened(setup, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A directory descriptor would let ``os.open(relative, dir_fd=d)`` resolve where the hook,
+    which never sees ``dir_fd``, did not look; directories under the read roots included."""
+    hook, workdir, _outside, _ = setup
+    lib = tmp_path / "lib"
+    (lib / "pkg").mkdir(parents=True)
+    (lib / "pkg" / "mod.py").write_text("x = 1\n")
+    (workdir / "sub").mkdir()
+    hook("open", (str(lib / "pkg" / "mod.py"), "r", os.O_RDONLY))  # a file under a read root: fine
+    hook("open", (str(workdir / "sub"), None, os.O_RDONLY | os.O_DIRECTORY))  # inside the workdir: fine
+    for directory in (lib / "pkg", lib, tmp_path / "lib" / "pkg" / ".."):
+        with pytest.raises(guard.SandboxRefusal, match="opening a directory outside the sandbox"):
+            hook("open", (str(directory), None, os.O_RDONLY))
