@@ -47,6 +47,8 @@ dynamic-dispatch            pandas ``apply/agg/aggregate/transform`` with a comp
 module-mutation             assigning or deleting anything reached from an imported module
                             (``json.JSONEncoder.encode = f``), except ``pd.options`` with a
                             safe prefix
+unbound-module-name         a module's name the tool never imports or binds (only globals
+                            injected at run time could give it a value)
 pandas-option               ``set_option``/``option_context`` with non-literal or unsafe keys
 ==========================  ===============================================================
 """

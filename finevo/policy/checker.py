@@ -7,6 +7,7 @@ syntax tree (plus the token stream for identifier spelling and the PEP 263 decla
 from __future__ import annotations
 
 import ast
+import builtins
 import io
 import re
 import string
@@ -119,6 +120,9 @@ def _format_template_problem(template: str) -> str | None:
             if inner:
                 return inner
     return None
+
+
+_BUILTIN_NAMES: frozenset[str] = frozenset(dir(builtins))
 
 
 # --------------------------------------------------------------------------- the AST walk
@@ -366,6 +370,13 @@ class _Checker(ast.NodeVisitor):
             self._flag("file-io", node, f"'{name}' reads or writes files or the network")
         elif name.startswith("to_") and name not in T.SAFE_CONVERSIONS and name not in T.TEXT_WRITERS:
             self._flag("file-io", node, f"'{name}' writes to a file or an external store")
+        elif name in T.DISPATCH_METHODS and id(node) not in self.ok_nodes:
+            self._flag("dynamic-dispatch", node, f"'.{name}' may only be called directly: stored, passed "
+                       "or used unbound, the names it dispatches escape the check")
+        elif name == "obj" and not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                                    and node.value.id == "self"):
+            self._flag("forbidden-attribute", node, "attribute 'obj' is not allowed (AttributeError.obj "
+                       "hands back the object, e.g. a module); only self.obj")
         elif name in T.TEXT_WRITERS and id(node) not in self.ok_nodes:
             self._flag("file-io", node, f"'{name}' may only be called directly, without a path "
                        "or buffer (it then returns text)")
@@ -453,6 +464,11 @@ class _Checker(ast.NodeVisitor):
             self._flag("dunder-name", node, f"dunder name '{name}' is not allowed")
             return
         bound_locally = self._is_param(name) or name in self.aliases
+        if isinstance(node.ctx, ast.Load) and name not in self.rebound and name not in _BUILTIN_NAMES \
+                and (name in T.MODULE_NAMES or name in T.DOOR_MODULE_NAMES):
+            # never imported or bound by the tool: only globals injected at run time could give it
+            # a value (copied from a library's module namespace), so it is refused before it runs
+            self._flag("unbound-module-name", node, f"'{name}' names a module the tool never imports")
         if isinstance(node.ctx, ast.Load) and name in self.aliases and not self._is_param(name) \
                 and id(node) not in self.receivers and self._is_module_route(self.aliases[name]):
             self._flag_module_value(name, self.aliases[name], node)
@@ -601,15 +617,66 @@ class _Checker(ast.NodeVisitor):
                 self.ok_nodes.add(id(func))
                 self._check_option_call(node, func.attr)
             elif func.attr in T.DISPATCH_METHODS:
+                self.ok_nodes.add(id(func))
                 self._check_dispatch_call(node, func.attr)
+            elif func.attr == "wraps":
+                self._check_wraps_call(node)
         self._check_aggfunc_arguments(node)
+        self._check_formatter_arguments(node)
         self.generic_visit(node)
+
+    def _check_wraps_call(self, node: ast.Call) -> None:
+        """``functools.wraps(f)`` only: its ``assigned`` / ``updated`` name attributes to copy
+        (``updated=("__globals__",)`` merged another module's globals into the tool's)."""
+        if len(node.args) != 1 or node.keywords or isinstance(node.args[0], ast.Starred):
+            self._flag("forbidden-attribute", node, "'wraps' takes exactly one function and no "
+                       "assigned= / updated= (they copy attributes named by strings)")
+
+    def _check_formatter_arguments(self, node: ast.Call) -> None:
+        """pandas calls ``template.format(value)`` on formatter strings: the same rules as a
+        literal ``.format`` template, and only functions, lambdas or such literals."""
+        for kw in node.keywords:
+            if kw.arg in T.FORMATTER_KEYWORDS:
+                bad = self._formatter_problem(kw.value)
+                if bad is not None:
+                    self._flag("format-string", bad, f"'{kw.arg}' needs a function, a lambda or a plain "
+                               "literal template (a computed template can reach attributes)")
+
+    def _formatter_problem(self, expr: ast.expr) -> ast.expr | None:
+        if isinstance(expr, ast.Constant):
+            if isinstance(expr.value, str) and _format_template_problem(expr.value) is not None:
+                return expr
+            return None if expr.value is None or isinstance(expr.value, str) else expr
+        if isinstance(expr, ast.Lambda):
+            return None
+        if isinstance(expr, ast.Name):
+            return None if expr.id in self.callable_names or expr.id in T.SAFE_CALLABLE_BUILTINS else expr
+        if isinstance(expr, ast.Attribute):
+            if expr.attr == "format" and isinstance(expr.value, ast.Constant):
+                return None  # '{:.2f}'.format: the template itself is checked as a format call
+            root = expr
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            return None if isinstance(root, ast.Name) and root.id in self.aliases else expr
+        if isinstance(expr, (ast.List, ast.Tuple)):
+            return next((b for b in map(self._formatter_problem, expr.elts) if b is not None), None)
+        if isinstance(expr, ast.Dict):
+            return next((b for b in map(self._formatter_problem, expr.values) if b is not None), None)
+        return expr
 
     def _check_aggfunc_arguments(self, node: ast.Call) -> None:
         """Functions named in ``aggfunc=`` (``pivot_table``, ``crosstab``, ``pd.NamedAgg``) are
         looked up with getattr like ``.agg``'s, so the same names only."""
         candidates = [kw.value for kw in node.keywords if kw.arg == "aggfunc"]
         name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+        slot = T.AGGFUNC_POSITION.get(name or "")
+        if slot is not None:
+            on_module = isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) \
+                and node.func.value.id in self.aliases
+            slot += 1 if on_module and name == "pivot_table" else 0  # pd.pivot_table(data, ...)
+            if len(node.args) > slot:
+                self._flag("dynamic-dispatch", node.args[slot], f"pass '{name}' its aggfunc by keyword "
+                           "(aggfunc=...), so the function it names can be checked")
         if name == "NamedAgg" and len(node.args) > 1:
             candidates.append(node.args[1])
         for cand in candidates:

@@ -159,6 +159,8 @@ for _names, _why in (
      "evaluates strings as code, loads modules dynamically or touches raw memory"),
     (("register",),
      "functools.singledispatch's register() evaluates the function's string annotations as code"),
+    (("update_wrapper",),
+     "copies attributes named by strings (e.g. another module's __globals__) onto a function"),
     (("system", "popen", "Popen", "environ", "environb", "getenv", "putenv", "unsetenv", "fork",
       "forkpty", "execv", "execve", "execl", "execle", "execlp", "execvp", "execvpe", "spawnv",
       "spawnve", "spawnl", "posix_spawn", "kill", "killpg", "unlink", "rmdir",
@@ -230,6 +232,13 @@ SAFE_DISPATCH_NAMES: frozenset[str] = frozenset({
     "ohlc", "any", "all", "quantile", "mode", "round", "sqrt", "log", "exp",
 })
 DISPATCH_METHODS: frozenset[str] = frozenset({"apply", "agg", "aggregate", "transform"})
+
+#: Index of the positional ``aggfunc`` of ``DataFrame.pivot_table`` (one more on ``pd.pivot_table``)
+#: and ``pd.crosstab``: it must be given by keyword, where it is checked like ``.agg``'s argument.
+AGGFUNC_POSITION: dict[str, int] = {"pivot_table": 3, "crosstab": 5}
+
+#: Keywords whose strings pandas uses as ``str.format`` templates on values.
+FORMATTER_KEYWORDS: frozenset[str] = frozenset({"float_format", "formatter", "formatters"})
 
 #: Builtin types ``type(x)`` may be compared with using ``==`` (their equality runs no tool code).
 BUILTIN_TYPE_NAMES: frozenset[str] = frozenset({

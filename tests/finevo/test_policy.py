@@ -23,7 +23,7 @@ RULES = {
     "import-star", "relative-import", "submodule-not-allowed", "module-attribute", "dunder-name",
     "dunder-attribute", "private-attribute", "forbidden-builtin", "forbidden-attribute", "file-io",
     "dynamic-type", "metaclass", "class-keyword", "format-string", "decorator", "dynamic-dispatch",
-    "pandas-option", "module-value", "module-mutation",
+    "pandas-option", "module-value", "module-mutation", "unbound-module-name",
 }
 SAMPLE = dict(canary_file="/tmp/canary/secret.txt", canary_dir="/tmp/canary", host="127.0.0.1",
               port=40123, secret_name="FINEVO_FAKE_KEY")
@@ -144,6 +144,16 @@ CASES = [
     ("import functools\n@functools.singledispatch\ndef f(x):\n    return x\nf.register(int, f)\n",
      "forbidden-attribute", 5, 3),
     ("import pandas as pd\npd.test()\n", "module-attribute", 2, 4),
+    ("def f(df):\n    g = df.agg\n    return g('eval')\n", "dynamic-dispatch", 2, 12),
+    ("import pandas as pd\ndef f(df):\n    return df.pipe(pd.DataFrame.aggregate, 'eval')\n", "dynamic-dispatch", 3, 33),
+    ("def f(df):\n    return df.pivot_table('v', 'i', 'c', '__dict__')\n", "dynamic-dispatch", 2, 42),
+    ("import pandas as pd\ndef f(df):\n    return pd.pivot_table(df, 'v', 'i', 'c', 'sum')\n", "dynamic-dispatch", 3, 46),
+    ("import functools\ndef f(g):\n    return functools.update_wrapper(g, g)\n", "forbidden-attribute", 3, 22),
+    ("import functools\ndef f(g):\n    return functools.wraps(g, updated=('x',))\n", "forbidden-attribute", 3, 12),
+    ("def f(e):\n    return e.obj\n", "forbidden-attribute", 2, 14),
+    ("def f(df):\n    return df.to_string(float_format='{0.__class__}')\n", "format-string", 2, 38),
+    ("def f(df, t):\n    return df.to_html(formatters={'a': t})\n", "format-string", 2, 40),
+    ("def f():\n    return builtins.exec\n", "unbound-module-name", 2, 12),
     ("from numpy import test\n", "module-attribute", 1, 19),
     ("import pandas as pd\npd.options.plotting.backend = 'x'\n", "module-mutation", 2, 1),
     ("def f(df):\n    return df.to_xml()\n", "file-io", 2, 15),
@@ -213,6 +223,12 @@ ALLOWED_SOURCES = {
                          "    return (df.groupby('k').agg(avg=('Close', 'mean'), hi=('High', max)),\n"
                          "            df.groupby('k').agg(lo=pd.NamedAgg(column='Low', aggfunc='min')),\n"
                          "            pd.pivot_table(df, index='k', aggfunc='sum'))\n",
+    "formatters": "def f(df):\n    return (df.to_string(float_format='{:.2f}'.format),\n"
+                  "            df.to_html(formatters={'a': lambda v: f'{v:.1f}'}, float_format='%.3f'))\n",
+    "pivot-and-wraps": "import functools\nimport pandas as pd\ndef deco(g):\n    @functools.wraps(g)\n"
+                       "    def inner(*a):\n        return g(*a)\n    return inner\n"
+                       "def f(df):\n    return pd.pivot_table(df, 'v', 'i', 'c', aggfunc='mean'), df.pivot_table('v', 'i')\n",
+    "self-obj": "class Holder:\n    def __init__(self, obj):\n        self.obj = obj\n",
     "test-as-a-field": "class Result:\n    test = 1.0\ndef f(r: Result):\n    r.test = 2.0\n    return r.test\n",
     "local-object-mutation": "import pandas as pd\nclass Box:\n    pass\n"
                              "def f(df: pd.DataFrame):\n    b = Box()\n    b.frame = df\n    df.attrs['x'] = 1\n"
