@@ -47,6 +47,9 @@ dynamic-dispatch            pandas ``apply/agg/aggregate/transform`` with a comp
 module-mutation             assigning or deleting anything reached from an imported module
                             (``json.JSONEncoder.encode = f``), except ``pd.options`` with a
                             safe prefix
+raw-memory                  ``np.ndarray`` / ``recarray`` / ``chararray`` other than as a type
+                            (annotations, isinstance, comparisons): over a buffer, integers
+                            become object pointers
 unbound-module-name         a module's name the tool never imports or binds (only globals
                             injected at run time could give it a value)
 pandas-option               ``set_option``/``option_context`` with non-literal or unsafe keys

@@ -267,6 +267,37 @@ class _Checker(ast.NodeVisitor):
             return True
         return isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not)
 
+    def _rooted_at(self, node: ast.Attribute, module: str) -> bool:
+        root: ast.expr = node
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        return isinstance(root, ast.Name) and self.aliases.get(root.id, "").split(".")[0] == module
+
+    def _type_only_use(self, node: ast.expr) -> bool:
+        """Whether ``node`` is only used as a type: inside an annotation, as the class argument of
+        isinstance / issubclass, or as a comparison operand -- never called, subclassed or kept."""
+        child: ast.AST = node
+        parent = self.parents.get(id(child))
+        while isinstance(parent, (ast.Tuple, ast.Subscript, ast.BinOp, ast.Attribute, ast.List)):
+            child, parent = parent, self.parents.get(id(parent))
+        if isinstance(parent, ast.arg) and parent.annotation is child:
+            return True
+        if isinstance(parent, (*_FUNCTION_NODES,)) and parent.returns is child:
+            return True
+        if isinstance(parent, ast.AnnAssign) and parent.annotation is child:
+            return True
+        if isinstance(parent, ast.Compare):
+            return True
+        if not isinstance(parent, ast.Call):
+            return False
+        func = parent.func
+        if parent.args and parent.args[0] is child and (  # typing.cast(np.ndarray, value)
+                (isinstance(func, ast.Name) and self.aliases.get(func.id) == "typing.cast")
+                or (isinstance(func, ast.Attribute) and func.attr == "cast" and self._rooted_at(func, "typing"))):
+            return True
+        return (len(parent.args) == 2 and parent.args[1] is child
+                and self._is_builtin(func, frozenset({"isinstance", "issubclass"})))
+
     def _super_special_call(self, node: ast.Attribute) -> bool:
         """``super().__init__(...)`` and the other special methods a tool may define, called at once.
 
@@ -370,6 +401,13 @@ class _Checker(ast.NodeVisitor):
             self._flag("file-io", node, f"'{name}' reads or writes files or the network")
         elif name.startswith("to_") and name not in T.SAFE_CONVERSIONS and name not in T.TEXT_WRITERS:
             self._flag("file-io", node, f"'{name}' writes to a file or an external store")
+        elif name == "cast" and isinstance(node, ast.Attribute) and not self._rooted_at(node, "typing"):
+            self._flag("raw-memory", node, "'.cast' is only allowed as typing.cast: memoryview.cast "
+                       "reinterprets raw bytes (object pointers included)")
+        elif name in T.RAW_ARRAY_TYPES:
+            if not (isinstance(node, ast.Attribute) and self._type_only_use(node)):
+                self._flag("raw-memory", node, f"'{name}' may only name a type (annotations, isinstance, "
+                           "comparisons): built over a buffer it turns integers into object pointers")
         elif name in T.DISPATCH_METHODS and id(node) not in self.ok_nodes:
             self._flag("dynamic-dispatch", node, f"'.{name}' may only be called directly: stored, passed "
                        "or used unbound, the names it dispatches escape the check")
@@ -664,11 +702,21 @@ class _Checker(ast.NodeVisitor):
             return next((b for b in map(self._formatter_problem, expr.values) if b is not None), None)
         return expr
 
+    @staticmethod
+    def _called_name(node: ast.Call) -> str | None:
+        func = node.func
+        return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+
     def _check_aggfunc_arguments(self, node: ast.Call) -> None:
         """Functions named in ``aggfunc=`` (``pivot_table``, ``crosstab``, ``pd.NamedAgg``) are
         looked up with getattr like ``.agg``'s, so the same names only."""
         candidates = [kw.value for kw in node.keywords if kw.arg == "aggfunc"]
-        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+        name = self._called_name(node)
+        if name == "NamedAgg":
+            if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+                self._flag("dynamic-dispatch", node, "'NamedAgg' with unpacked arguments is not allowed")
+            elif len(node.args) < 2 and not any(k.arg == "aggfunc" for k in node.keywords):
+                self._flag("dynamic-dispatch", node, "'NamedAgg' needs its aggfunc written out")
         slot = T.AGGFUNC_POSITION.get(name or "")
         if slot is not None:
             on_module = isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) \
@@ -714,9 +762,16 @@ class _Checker(ast.NodeVisitor):
             return
         candidates = node.args[:1] + [kw.value for kw in node.keywords if kw.arg == "func"]
         if attr in ("agg", "aggregate"):
-            # named aggregation: .agg(out=("column", func)); a NamedAgg call is checked on its own
-            candidates += [kw.value.elts[1] for kw in node.keywords
-                           if isinstance(kw.value, ast.Tuple) and len(kw.value.elts) == 2]
+            # named aggregation: .agg(out=("column", func)) or .agg(out=pd.NamedAgg(...)), written
+            # out where they can be checked; a spec held in a variable could name anything
+            for kw in node.keywords:
+                if kw.arg in ("func", "axis", "engine", "engine_kwargs"):
+                    continue
+                if isinstance(kw.value, ast.Tuple) and len(kw.value.elts) == 2:
+                    candidates.append(kw.value.elts[1])
+                elif not (isinstance(kw.value, ast.Call) and self._called_name(kw.value) == "NamedAgg"):
+                    self._flag("dynamic-dispatch", kw.value, f"'.{attr}' named aggregation must be written "
+                               "out: (column, function) or pd.NamedAgg(column, function)")
         for cand in candidates:
             bad = self._dispatch_problem(cand)
             if bad is not None:

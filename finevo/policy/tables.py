@@ -96,6 +96,8 @@ FORBIDDEN_BUILTINS: frozenset[str] = frozenset({
     "eval", "exec", "compile", "open", "getattr", "setattr", "delattr", "globals", "locals",
     "vars", "dir", "breakpoint", "input", "help", "exit", "quit", "memoryview", "license",
     "copyright", "credits",
+    # an object's address: with any raw-memory route, the way to forge a pointer to it
+    "id",
 })
 
 #: Dunder names a tool may use as plain names: ``if __name__ == "__main__":`` (load only) and
@@ -159,6 +161,8 @@ for _names, _why in (
      "evaluates strings as code, loads modules dynamically or touches raw memory"),
     (("register",),
      "functools.singledispatch's register() evaluates the function's string annotations as code"),
+    (("frombuffer", "fromstring"),
+     "builds arrays or views over raw bytes (object dtypes turn integers into pointers)"),
     (("update_wrapper",),
      "copies attributes named by strings (e.g. another module's __globals__) onto a function"),
     (("system", "popen", "Popen", "environ", "environb", "getenv", "putenv", "unsetenv", "fork",
@@ -236,6 +240,10 @@ DISPATCH_METHODS: frozenset[str] = frozenset({"apply", "agg", "aggregate", "tran
 #: Index of the positional ``aggfunc`` of ``DataFrame.pivot_table`` (one more on ``pd.pivot_table``)
 #: and ``pd.crosstab``: it must be given by keyword, where it is checked like ``.agg``'s argument.
 AGGFUNC_POSITION: dict[str, int] = {"pivot_table": 3, "crosstab": 5}
+
+#: numpy array types whose constructors take a raw ``buffer``: with an object dtype, integers in
+#: it become object pointers (any address read back as a Python object). Only named as types.
+RAW_ARRAY_TYPES: frozenset[str] = frozenset({"ndarray", "recarray", "chararray"})
 
 #: Keywords whose strings pandas uses as ``str.format`` templates on values.
 FORMATTER_KEYWORDS: frozenset[str] = frozenset({"float_format", "formatter", "formatters"})

@@ -23,7 +23,7 @@ RULES = {
     "import-star", "relative-import", "submodule-not-allowed", "module-attribute", "dunder-name",
     "dunder-attribute", "private-attribute", "forbidden-builtin", "forbidden-attribute", "file-io",
     "dynamic-type", "metaclass", "class-keyword", "format-string", "decorator", "dynamic-dispatch",
-    "pandas-option", "module-value", "module-mutation", "unbound-module-name",
+    "pandas-option", "module-value", "module-mutation", "unbound-module-name", "raw-memory",
 }
 SAMPLE = dict(canary_file="/tmp/canary/secret.txt", canary_dir="/tmp/canary", host="127.0.0.1",
               port=40123, secret_name="FINEVO_FAKE_KEY")
@@ -154,6 +154,13 @@ CASES = [
     ("def f(df):\n    return df.to_string(float_format='{0.__class__}')\n", "format-string", 2, 38),
     ("def f(df, t):\n    return df.to_html(formatters={'a': t})\n", "format-string", 2, 40),
     ("def f():\n    return builtins.exec\n", "unbound-module-name", 2, 12),
+    ("import numpy as np\ndef f(b):\n    return np.ndarray((1,), dtype=object, buffer=b)\n", "raw-memory", 3, 15),
+    ("import numpy as np\nclass A(np.ndarray):\n    pass\n", "raw-memory", 2, 12),
+    ("from numpy import recarray\n", "raw-memory", 1, 19),
+    ("def f(a):\n    return a.data.cast('q')\n", "raw-memory", 2, 19),
+    ("import numpy as np\ndef f(a):\n    return np.frombuffer(a, dtype=np.int64)\n", "forbidden-attribute", 3, 15),
+    ("def f(x):\n    return id(x)\n", "forbidden-builtin", 2, 12),
+    ("def f(df):\n    spec = ('a', '__dict__')\n    return df.agg(out=spec)\n", "dynamic-dispatch", 3, 23),
     ("from numpy import test\n", "module-attribute", 1, 19),
     ("import pandas as pd\npd.options.plotting.backend = 'x'\n", "module-mutation", 2, 1),
     ("def f(df):\n    return df.to_xml()\n", "file-io", 2, 15),
@@ -228,6 +235,11 @@ ALLOWED_SOURCES = {
     "pivot-and-wraps": "import functools\nimport pandas as pd\ndef deco(g):\n    @functools.wraps(g)\n"
                        "    def inner(*a):\n        return g(*a)\n    return inner\n"
                        "def f(df):\n    return pd.pivot_table(df, 'v', 'i', 'c', aggfunc='mean'), df.pivot_table('v', 'i')\n",
+    "array-types": "import numpy as np\nfrom typing import Optional, cast\n"
+                   "def f(x: np.ndarray, y: Optional[np.ndarray] = None) -> np.ndarray | None:\n"
+                   "    a: np.ndarray = np.asarray(x)\n"
+                   "    if isinstance(x, (list, np.ndarray)) or type(x) is np.ndarray:\n"
+                   "        return cast(np.ndarray, a)\n    return None\n",
     "self-obj": "class Holder:\n    def __init__(self, obj):\n        self.obj = obj\n",
     "test-as-a-field": "class Result:\n    test = 1.0\ndef f(r: Result):\n    r.test = 2.0\n    return r.test\n",
     "local-object-mutation": "import pandas as pd\nclass Box:\n    pass\n"
