@@ -147,6 +147,7 @@ class _Checker(ast.NodeVisitor):
             id(child): parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
         self.rebound = self._bound_names(tree)
         self.module_bound = self._names_bound_to_module_members(tree)
+        self.class_statement_names = self._names_bound_only_by_class_statements(tree)
 
     def run(self) -> None:
         self.visit(self.tree)
@@ -220,6 +221,26 @@ class _Checker(ast.NodeVisitor):
         return frozenset(names)
 
     @staticmethod
+    def _names_bound_only_by_class_statements(tree: ast.Module) -> frozenset[str]:
+        """Names of classes the tool defines and never rebinds (their __match_args__ can only come
+        from the class body, where dunder names are refused, or from @dataclass fields)."""
+        defined = Counter(n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef))
+        classes = {name for name, count in defined.items() if count == 1}
+        other = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))}
+        other |= {a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)}
+        other |= {n.name for n in ast.walk(tree) if isinstance(n, _FUNCTION_NODES)}
+        for n in ast.walk(tree):
+            if isinstance(n, (ast.Import, ast.ImportFrom)):
+                other.update(a.asname or a.name.split(".")[0] for a in n.names)
+            elif isinstance(n, (ast.Global, ast.Nonlocal)):
+                other.update(n.names)
+            elif isinstance(n, (ast.MatchAs, ast.MatchStar)) and n.name:
+                other.add(n.name)
+            elif isinstance(n, ast.ExceptHandler) and n.name:
+                other.add(n.name)
+        return frozenset(classes - other)
+
+    @staticmethod
     def _names_bound_to_module_members(tree: ast.Module) -> frozenset[str]:
         """Names assigned something reached from an import (``C = json.JSONEncoder``): storing an
         attribute through them changes the library, like storing through the route itself."""
@@ -272,6 +293,25 @@ class _Checker(ast.NodeVisitor):
         while isinstance(root, ast.Attribute):
             root = root.value
         return isinstance(root, ast.Name) and self.aliases.get(root.id, "").split(".")[0] == module
+
+    def _type_attribute_ok(self, node: ast.Attribute) -> bool:
+        parent = self.parents.get(id(node))
+        if isinstance(parent, ast.Compare):
+            return True
+        if not isinstance(parent, ast.Call):
+            return False
+        if parent.func is node:  # x.dtype.type(3): converting a value, never (name, bases, namespace)
+            return len(parent.args) < 3 and not parent.keywords \
+                and not any(isinstance(a, ast.Starred) for a in parent.args)
+        func = parent.func
+        return node in parent.args and (
+            self._is_builtin(func, frozenset({"isinstance", "issubclass"}))
+            or (isinstance(func, ast.Attribute) and func.attr == "issubdtype" and self._rooted_at(func, "numpy")))
+
+    def _safe_positional_class(self, cls: ast.expr) -> bool:
+        if self._is_builtin(cls, T.BUILTIN_TYPE_NAMES | {"bytearray"}):
+            return True
+        return isinstance(cls, ast.Name) and cls.id in self.class_statement_names
 
     def _type_only_use(self, node: ast.expr) -> bool:
         """Whether ``node`` is only used as a type: inside an annotation, as the class argument of
@@ -404,6 +444,10 @@ class _Checker(ast.NodeVisitor):
         elif name == "cast" and isinstance(node, ast.Attribute) and not self._rooted_at(node, "typing"):
             self._flag("raw-memory", node, "'.cast' is only allowed as typing.cast: memoryview.cast "
                        "reinterprets raw bytes (object pointers included)")
+        elif name == "type" and isinstance(node, ast.Attribute) and not self._type_attribute_ok(node):
+            self._flag("dynamic-type", node, "'.type' may only be called with a value, compared or "
+                       "tested (isinstance, issubclass, np.issubdtype): a dtype's type may be a "
+                       "metaclass, which builds classes with dunder keys from plain strings")
         elif name in T.RAW_ARRAY_TYPES:
             if not (isinstance(node, ast.Attribute) and self._type_only_use(node)):
                 self._flag("raw-memory", node, f"'{name}' may only name a type (annotations, isinstance, "
@@ -549,6 +593,11 @@ class _Checker(ast.NodeVisitor):
     def visit_MatchClass(self, node: ast.MatchClass) -> None:
         for attr in node.kwd_attrs:
             self._check_attribute_name(attr, node)  # class patterns look attributes up by name
+        if node.patterns and not self._safe_positional_class(node.cls):
+            # Positional sub-patterns read the attributes the class's __match_args__ names, as
+            # strings: a class built by any metaclass could name __globals__.
+            self._flag("dynamic-type", node, "positional class patterns are only allowed on builtin "
+                       "types and on classes the tool defines with a class statement")
         self.generic_visit(node)
 
     # ------------------------------------------------------------------ attributes

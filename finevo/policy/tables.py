@@ -163,6 +163,8 @@ for _names, _why in (
      "functools.singledispatch's register() evaluates the function's string annotations as code"),
     (("frombuffer", "fromstring"),
      "builds arrays or views over raw bytes (object dtypes turn integers into pointers)"),
+    (("ABCMeta", "NamedTupleMeta", "HolidayCalendarMetaClass", "get_origin"),
+     "metaclasses (get_origin(Type[int]) is type) build classes with dunder keys from plain strings"),
     (("update_wrapper",),
      "copies attributes named by strings (e.g. another module's __globals__) onto a function"),
     (("system", "popen", "Popen", "environ", "environb", "getenv", "putenv", "unsetenv", "fork",
@@ -223,7 +225,7 @@ DOOR_MODULE_NAMES: frozenset[str] = frozenset({
     "threading", "tempfile", "pathlib", "mmap", "sqlite3", "urllib", "http", "ftplib", "smtplib",
     "pydoc", "codecs", "io", "gc", "types", "operator", "ctypeslib", "resource", "fcntl",
     "selectors", "asyncio", "concurrent", "zipimport", "pkgutil", "sysconfig", "site", "linecache",
-    "tokenize", "traceback", "webbrowser", "glob", "zipfile", "tarfile",
+    "tokenize", "traceback", "webbrowser", "glob", "zipfile", "tarfile", "cffi", "capsule",
     "requests", "urllib3", "httpx", "openai", "finevo", "runner", "dill", "cloudpickle", "joblib",
 })
 

@@ -160,6 +160,12 @@ CASES = [
     ("def f(a):\n    return a.data.cast('q')\n", "raw-memory", 2, 19),
     ("import numpy as np\ndef f(a):\n    return np.frombuffer(a, dtype=np.int64)\n", "forbidden-attribute", 3, 15),
     ("def f(x):\n    return id(x)\n", "forbidden-builtin", 2, 12),
+    ("import typing\nM = typing.ABCMeta\n", "forbidden-attribute", 2, 12),
+    ("import typing\nT = typing.get_origin(typing.Type[int])\n", "forbidden-attribute", 2, 12),
+    ("def f(d):\n    return d.type('M', (), {})\n", "dynamic-type", 2, 14),
+    ("def f(M, v):\n    match v:\n        case M(x):\n            return x\n", "dynamic-type", 3, 14),
+    ("class P:\n    pass\nP = 1\ndef f(v):\n    match v:\n        case P(x):\n            return x\n", "dynamic-type", 6, 14),
+    ("import numpy as np\ndef f():\n    return np.random.default_rng().bit_generator.cffi\n", "module-attribute", 3, 50),
     ("def f(df):\n    spec = ('a', '__dict__')\n    return df.agg(out=spec)\n", "dynamic-dispatch", 3, 23),
     ("from numpy import test\n", "module-attribute", 1, 19),
     ("import pandas as pd\npd.options.plotting.backend = 'x'\n", "module-mutation", 2, 1),
@@ -240,6 +246,11 @@ ALLOWED_SOURCES = {
                    "    a: np.ndarray = np.asarray(x)\n"
                    "    if isinstance(x, (list, np.ndarray)) or type(x) is np.ndarray:\n"
                    "        return cast(np.ndarray, a)\n    return None\n",
+    "match-patterns": "from dataclasses import dataclass\n@dataclass\nclass P:\n    x: float\n    y: float\n"
+                      "def f(v):\n    match v:\n        case P(a, b):\n            return a + b\n"
+                      "        case int(n) | float(n):\n            return n\n        case {'k': w}:\n            return w\n"
+                      "        case [a, *rest]:\n            return a\n    return 0\n",
+    "dtype-type": "def f(a):\n    return a.dtype.type(3)\n",
     "self-obj": "class Holder:\n    def __init__(self, obj):\n        self.obj = obj\n",
     "test-as-a-field": "class Result:\n    test = 1.0\ndef f(r: Result):\n    r.test = 2.0\n    return r.test\n",
     "local-object-mutation": "import pandas as pd\nclass Box:\n    pass\n"
@@ -387,6 +398,27 @@ def test_every_module_or_door_reachable_from_an_allowed_module_is_refused(route)
         if dangerous and check(f"{prefix}.{name}\n").allowed:
             leaks.append(f"{route}.{name}")
     assert not leaks, f"reachable without a violation: {leaks}"
+
+
+@pytest.mark.parametrize("route", _allowed_routes())
+def test_no_metaclass_reachable_from_an_allowed_module_can_be_held(route):
+    """A metaclass held as a value and called with (name, bases, namespace) builds a class whose
+    dunder keys are plain strings (``__match_args__``, ``__array_interface__``): every one reachable
+    from an allowed module or from one of its public classes must be refused."""
+    mod = _resolve(route)
+    prefix = f"import {route.split('.')[0]}\nx = {route}"
+    leaks = []
+    for name in dir(mod):
+        if name.startswith("_"):
+            continue
+        value = getattr(mod, name, None)
+        paths = [(name, value)]
+        if isinstance(value, type):
+            paths += [(f"{name}.{sub}", getattr(value, sub, None)) for sub in dir(value) if not sub.startswith("_")]
+        for path, obj in paths:
+            if isinstance(obj, type) and issubclass(obj, type) and check(f"{prefix}.{path}\n").allowed:
+                leaks.append(f"{route}.{path}")
+    assert not leaks, f"metaclasses reachable without a violation: {leaks}"
 
 
 def _classes_and_everyday_objects() -> list[tuple[str, object]]:
