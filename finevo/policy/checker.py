@@ -441,6 +441,13 @@ class _Checker(ast.NodeVisitor):
             self._flag("file-io", node, f"'{name}' reads or writes files or the network")
         elif name.startswith("to_") and name not in T.SAFE_CONVERSIONS and name not in T.TEXT_WRITERS:
             self._flag("file-io", node, f"'{name}' writes to a file or an external store")
+        elif name == "data" and isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) \
+                and not (isinstance(node.value, ast.Name) and node.value.id == "self"):
+            self._flag("raw-memory", node, "'.data' is only allowed as self.data: ndarray.data is a "
+                       "memoryview over raw memory (copying object pointers without reference counts)")
+        elif name in T.RAW_BYTES_METHODS:
+            self._flag("raw-memory", node, f"'.{name}' is not allowed: an object array's bytes are "
+                       "object addresses")
         elif name == "cast" and isinstance(node, ast.Attribute) and not self._rooted_at(node, "typing"):
             self._flag("raw-memory", node, "'.cast' is only allowed as typing.cast: memoryview.cast "
                        "reinterprets raw bytes (object pointers included)")
@@ -710,6 +717,10 @@ class _Checker(ast.NodeVisitor):
                 self._check_wraps_call(node)
         self._check_aggfunc_arguments(node)
         self._check_formatter_arguments(node)
+        if self._is_builtin(func, frozenset({"bytes", "bytearray"})) and len(node.args) == 1 and not node.keywords \
+                and not isinstance(node.args[0], ast.Constant):
+            self._flag("raw-memory", node, f"'{func.id}(x)' copies any buffer, an object array's "  # type: ignore[attr-defined]
+                       "addresses included; use a literal, or a string with an encoding")
         self.generic_visit(node)
 
     def _check_wraps_call(self, node: ast.Call) -> None:

@@ -247,6 +247,9 @@ AGGFUNC_POSITION: dict[str, int] = {"pivot_table": 3, "crosstab": 5}
 #: it become object pointers (any address read back as a Python object). Only named as types.
 RAW_ARRAY_TYPES: frozenset[str] = frozenset({"ndarray", "recarray", "chararray"})
 
+#: Methods that hand out an array's raw bytes (for an object array: object addresses).
+RAW_BYTES_METHODS: frozenset[str] = frozenset({"tobytes"})
+
 #: Keywords whose strings pandas uses as ``str.format`` templates on values.
 FORMATTER_KEYWORDS: frozenset[str] = frozenset({"float_format", "formatter", "formatters"})
 
