@@ -148,6 +148,7 @@ class _Checker(ast.NodeVisitor):
         self.rebound = self._bound_names(tree)
         self.module_bound = self._names_bound_to_module_members(tree)
         self.class_statement_names = self._names_bound_only_by_class_statements(tree)
+        self.class_definitions = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
 
     def run(self) -> None:
         self.visit(self.tree)
@@ -308,10 +309,15 @@ class _Checker(ast.NodeVisitor):
             self._is_builtin(func, frozenset({"isinstance", "issubclass"}))
             or (isinstance(func, ast.Attribute) and func.attr == "issubdtype" and self._rooted_at(func, "numpy")))
 
-    def _safe_positional_class(self, cls: ast.expr) -> bool:
-        if self._is_builtin(cls, T.BUILTIN_TYPE_NAMES | {"bytearray"}):
+    def _safe_positional_class(self, cls: ast.expr, seen: frozenset[str] = frozenset()) -> bool:
+        """A builtin type, or a class of the tool's whose bases are all such classes (a base built
+        by a metaclass could carry a __match_args__ naming dunders)."""
+        if self._is_builtin(cls, T.BUILTIN_TYPE_NAMES | {"bytearray", "object"}):
             return True
-        return isinstance(cls, ast.Name) and cls.id in self.class_statement_names
+        if not (isinstance(cls, ast.Name) and cls.id in self.class_statement_names) or cls.id in seen:
+            return False
+        definition = self.class_definitions[cls.id]
+        return all(self._safe_positional_class(base, seen | {cls.id}) for base in definition.bases)
 
     def _type_only_use(self, node: ast.expr) -> bool:
         """Whether ``node`` is only used as a type: inside an annotation, as the class argument of
@@ -599,6 +605,10 @@ class _Checker(ast.NodeVisitor):
 
     def visit_MatchClass(self, node: ast.MatchClass) -> None:
         for attr in node.kwd_attrs:
+            if attr in T.CONTEXT_CHECKED_ATTRIBUTES:
+                # allowed as obj.attr only in some uses (called, compared, self.data...); a class
+                # pattern binds the value to a name, which is never such a use
+                self._flag("forbidden-attribute", node, f"'{attr}' may not be read by a class pattern")
             self._check_attribute_name(attr, node)  # class patterns look attributes up by name
         if node.patterns and not self._safe_positional_class(node.cls):
             # Positional sub-patterns read the attributes the class's __match_args__ names, as

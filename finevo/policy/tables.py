@@ -250,6 +250,15 @@ RAW_ARRAY_TYPES: frozenset[str] = frozenset({"ndarray", "recarray", "chararray"}
 #: Methods that hand out an array's raw bytes (for an object array: object addresses).
 RAW_BYTES_METHODS: frozenset[str] = frozenset({"tobytes"})
 
+#: Attribute names the checker allows only in some uses of ``obj.attr`` (called directly,
+#: compared, ``self.data``, ...): a ``match`` class pattern (``case C(data=d)``) reads them into
+#: a name, which is never such a use, so there they are refused outright.
+CONTEXT_CHECKED_ATTRIBUTES: frozenset[str] = frozenset(
+    {"data", "cast", "type", "obj", "format", "format_map", "wraps", "hist", "boxplot", "query",
+     "apply", "agg", "aggregate", "transform", "to_csv", "to_json", "to_string", "to_html", "to_latex",
+     "to_markdown", "set_option", "option_context", "reset_option", "ndarray", "recarray", "chararray",
+     "test"})
+
 #: Keywords whose strings pandas uses as ``str.format`` templates on values.
 FORMATTER_KEYWORDS: frozenset[str] = frozenset({"float_format", "formatter", "formatters"})
 
