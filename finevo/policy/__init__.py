@@ -50,6 +50,8 @@ module-mutation             assigning or deleting anything reached from an impor
 raw-memory                  ``np.ndarray`` / ``recarray`` / ``chararray`` other than as a type
                             (annotations, isinstance, comparisons): over a buffer, integers
                             become object pointers
+import-rebound              an imported name bound to something else (``cast = f``): checks
+                            that trust the import would apply to the tool's object
 unbound-module-name         a module's name the tool never imports or binds (only globals
                             injected at run time could give it a value)
 pandas-option               ``set_option``/``option_context`` with non-literal or unsafe keys

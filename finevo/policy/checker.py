@@ -152,6 +152,7 @@ class _Checker(ast.NodeVisitor):
 
     def run(self) -> None:
         self.visit(self.tree)
+        self._check_import_rebinding()
 
     # ------------------------------------------------------------------ helpers
     def _col(self, node: ast.AST, *, at_start: bool = False) -> tuple[int, int]:
@@ -289,11 +290,40 @@ class _Checker(ast.NodeVisitor):
             return True
         return isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not)
 
+    def _imported(self, name: str) -> str | None:
+        """The import route ``name`` stands for here, or None when it is not (or no longer) the
+        import: a parameter shadows it; other rebinding is refused (import-rebound)."""
+        return None if self._is_param(name) else self.aliases.get(name)
+
+    def _check_import_rebinding(self) -> None:
+        """An imported name may not be bound any other way: the checks that trust an import
+        (typing.cast, module routes, options) would then apply to whatever the tool put there."""
+        imported: set[str] = set()
+        for node in ast.walk(self.tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                imported.update(a.asname or a.name.split(".")[0] for a in node.names)
+        for node in ast.walk(self.tree):
+            names: list[str] = []
+            if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                names = [node.id]
+            elif isinstance(node, (*_FUNCTION_NODES, ast.ClassDef)):
+                names = [node.name]
+            elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                names = list(node.names)
+            elif isinstance(node, (ast.MatchAs, ast.MatchStar, ast.ExceptHandler)) and node.name:
+                names = [node.name]
+            elif isinstance(node, ast.MatchMapping) and node.rest:
+                names = [node.rest]
+            for name in names:
+                if name in imported:
+                    self._flag("import-rebound", node, f"'{name}' is an imported name; binding it to "
+                               "something else is not allowed", at_start=True)
+
     def _rooted_at(self, node: ast.Attribute, module: str) -> bool:
         root: ast.expr = node
         while isinstance(root, ast.Attribute):
             root = root.value
-        return isinstance(root, ast.Name) and self.aliases.get(root.id, "").split(".")[0] == module
+        return isinstance(root, ast.Name) and (self._imported(root.id) or "").split(".")[0] == module
 
     def _type_attribute_ok(self, node: ast.Attribute) -> bool:
         parent = self.parents.get(id(node))
@@ -338,7 +368,7 @@ class _Checker(ast.NodeVisitor):
             return False
         func = parent.func
         if parent.args and parent.args[0] is child and (  # typing.cast(np.ndarray, value)
-                (isinstance(func, ast.Name) and self.aliases.get(func.id) == "typing.cast")
+                (isinstance(func, ast.Name) and self._imported(func.id) == "typing.cast")
                 or (isinstance(func, ast.Attribute) and func.attr == "cast" and self._rooted_at(func, "typing"))):
             return True
         return (len(parent.args) == 2 and parent.args[1] is child
@@ -447,9 +477,8 @@ class _Checker(ast.NodeVisitor):
             self._flag("file-io", node, f"'{name}' reads or writes files or the network")
         elif name.startswith("to_") and name not in T.SAFE_CONVERSIONS and name not in T.TEXT_WRITERS:
             self._flag("file-io", node, f"'{name}' writes to a file or an external store")
-        elif name == "data" and isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) \
-                and not (isinstance(node.value, ast.Name) and node.value.id == "self"):
-            self._flag("raw-memory", node, "'.data' is only allowed as self.data: ndarray.data is a "
+        elif name == "data" and not (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)):
+            self._flag("raw-memory", node, "'.data' may only be assigned, never read: ndarray.data is a "
                        "memoryview over raw memory (copying object pointers without reference counts)")
         elif name in T.RAW_BYTES_METHODS:
             self._flag("raw-memory", node, f"'.{name}' is not allowed: an object array's bytes are "
@@ -468,10 +497,9 @@ class _Checker(ast.NodeVisitor):
         elif name in T.DISPATCH_METHODS and id(node) not in self.ok_nodes:
             self._flag("dynamic-dispatch", node, f"'.{name}' may only be called directly: stored, passed "
                        "or used unbound, the names it dispatches escape the check")
-        elif name == "obj" and not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-                                    and node.value.id == "self"):
-            self._flag("forbidden-attribute", node, "attribute 'obj' is not allowed (AttributeError.obj "
-                       "hands back the object, e.g. a module); only self.obj")
+        elif name == "obj" and not (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)):
+            self._flag("forbidden-attribute", node, "attribute 'obj' may only be assigned, never read "
+                       "(AttributeError.obj hands back the object, e.g. a module)")
         elif name in T.TEXT_WRITERS and id(node) not in self.ok_nodes:
             self._flag("file-io", node, f"'{name}' may only be called directly, without a path "
                        "or buffer (it then returns text)")
@@ -765,7 +793,7 @@ class _Checker(ast.NodeVisitor):
             root = expr
             while isinstance(root, ast.Attribute):
                 root = root.value
-            return None if isinstance(root, ast.Name) and root.id in self.aliases else expr
+            return None if isinstance(root, ast.Name) and self._imported(root.id) else expr
         if isinstance(expr, (ast.List, ast.Tuple)):
             return next((b for b in map(self._formatter_problem, expr.elts) if b is not None), None)
         if isinstance(expr, ast.Dict):
@@ -790,7 +818,7 @@ class _Checker(ast.NodeVisitor):
         slot = T.AGGFUNC_POSITION.get(name or "")
         if slot is not None:
             on_module = isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) \
-                and node.func.value.id in self.aliases
+                and self._imported(node.func.value.id) is not None
             slot += 1 if on_module and name == "pivot_table" else 0  # pd.pivot_table(data, ...)
             if len(node.args) > slot:
                 self._flag("dynamic-dispatch", node.args[slot], f"pass '{name}' its aggfunc by keyword "
@@ -863,7 +891,7 @@ class _Checker(ast.NodeVisitor):
             root = expr
             while isinstance(root, ast.Attribute):
                 root = root.value
-            if isinstance(root, ast.Name) and (root.id in self.callable_names or root.id in self.aliases):
+            if isinstance(root, ast.Name) and (root.id in self.callable_names or self._imported(root.id)):
                 return None
             return expr
         if isinstance(expr, (ast.List, ast.Tuple)):

@@ -165,6 +165,8 @@ for _names, _why in (
      "builds arrays or views over raw bytes (object dtypes turn integers into pointers)"),
     (("ABCMeta", "NamedTupleMeta", "HolidayCalendarMetaClass", "get_origin"),
      "metaclasses (get_origin(Type[int]) is type) build classes with dunder keys from plain strings"),
+    (("import_optional_dependency",),
+     "pandas' optional-dependency loader imports any module by name"),
     (("update_wrapper",),
      "copies attributes named by strings (e.g. another module's __globals__) onto a function"),
     (("system", "popen", "Popen", "environ", "environb", "getenv", "putenv", "unsetenv", "fork",

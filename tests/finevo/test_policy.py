@@ -23,7 +23,7 @@ RULES = {
     "import-star", "relative-import", "submodule-not-allowed", "module-attribute", "dunder-name",
     "dunder-attribute", "private-attribute", "forbidden-builtin", "forbidden-attribute", "file-io",
     "dynamic-type", "metaclass", "class-keyword", "format-string", "decorator", "dynamic-dispatch",
-    "pandas-option", "module-value", "module-mutation", "unbound-module-name", "raw-memory",
+    "pandas-option", "module-value", "module-mutation", "unbound-module-name", "raw-memory", "import-rebound",
 }
 SAMPLE = dict(canary_file="/tmp/canary/secret.txt", canary_dir="/tmp/canary", host="127.0.0.1",
               port=40123, secret_name="FINEVO_FAKE_KEY")
@@ -162,6 +162,11 @@ CASES = [
     ("def f(a):\n    return a.tobytes()\n", "raw-memory", 2, 14),
     ("def f(a):\n    return bytes(a)\n", "raw-memory", 2, 12),
     ("def f(a):\n    match a:\n        case object(data=d):\n            return d\n", "forbidden-attribute", 3, 14),
+    ("def f(e):\n    self = e\n    return self.obj\n", "forbidden-attribute", 3, 17),
+    ("def f(self):\n    return self.data\n", "raw-memory", 2, 17),
+    ("from typing import cast\ndef f():\n    cast = len\n", "import-rebound", 3, 5),
+    ("import numpy as np\nfor np in []:\n    pass\n", "import-rebound", 2, 5),
+    ("import numpy as np\ndef f(cast, b):\n    return cast(np.ndarray, b)\n", "raw-memory", 3, 20),
     ("def f(a):\n    match a:\n        case object(type=t):\n            return t\n", "forbidden-attribute", 3, 14),
     ("def f(B, v):\n    class G(B):\n        pass\n    match v:\n        case G(x):\n            return x\n",
      "dynamic-type", 5, 14),
