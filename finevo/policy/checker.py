@@ -125,6 +125,30 @@ def _format_template_problem(template: str) -> str | None:
 _BUILTIN_NAMES: frozenset[str] = frozenset(dir(builtins))
 
 
+def _binding_sites(tree: ast.Module) -> Iterable[tuple[str, ast.AST, str]]:
+    """Every place the tool binds a name: (name, node, kind), kind one of ``import``, ``param``,
+    ``class`` or ``other`` (assignment, def, loop, with, except, walrus, global, match capture)."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                yield alias.asname or alias.name.split(".")[0], node, "import"
+        elif isinstance(node, ast.arg):
+            yield node.arg, node, "param"
+        elif isinstance(node, ast.ClassDef):
+            yield node.name, node, "class"
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            yield node.id, node, "other"
+        elif isinstance(node, _FUNCTION_NODES):
+            yield node.name, node, "other"
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            for name in node.names:
+                yield name, node, "other"
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar, ast.ExceptHandler)) and node.name:
+            yield node.name, node, "other"
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            yield node.rest, node, "other"
+
+
 # --------------------------------------------------------------------------- the AST walk
 class _Checker(ast.NodeVisitor):
     def __init__(self, code: str, tree: ast.Module) -> None:
@@ -202,45 +226,16 @@ class _Checker(ast.NodeVisitor):
     @staticmethod
     def _bound_names(tree: ast.Module) -> frozenset[str]:
         """Every name the tool binds anywhere (so a builtin of that name may not be the builtin)."""
-        names: set[str] = set()
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-                names.add(node.id)
-            elif isinstance(node, ast.arg):
-                names.add(node.arg)
-            elif isinstance(node, (*_FUNCTION_NODES, ast.ClassDef)):
-                names.add(node.name)
-            elif isinstance(node, (ast.Import, ast.ImportFrom)):
-                names.update(a.asname or a.name.split(".")[0] for a in node.names)
-            elif isinstance(node, (ast.Global, ast.Nonlocal)):
-                names.update(node.names)
-            elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
-                names.add(node.name)
-            elif isinstance(node, ast.MatchMapping) and node.rest:
-                names.add(node.rest)
-            elif isinstance(node, ast.ExceptHandler) and node.name:
-                names.add(node.name)
-        return frozenset(names)
+        return frozenset(name for name, _node, _kind in _binding_sites(tree))
 
     @staticmethod
     def _names_bound_only_by_class_statements(tree: ast.Module) -> frozenset[str]:
-        """Names of classes the tool defines and never rebinds (their __match_args__ can only come
-        from the class body, where dunder names are refused, or from @dataclass fields)."""
-        defined = Counter(n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef))
-        classes = {name for name, count in defined.items() if count == 1}
-        other = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))}
-        other |= {a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)}
-        other |= {n.name for n in ast.walk(tree) if isinstance(n, _FUNCTION_NODES)}
-        for n in ast.walk(tree):
-            if isinstance(n, (ast.Import, ast.ImportFrom)):
-                other.update(a.asname or a.name.split(".")[0] for a in n.names)
-            elif isinstance(n, (ast.Global, ast.Nonlocal)):
-                other.update(n.names)
-            elif isinstance(n, (ast.MatchAs, ast.MatchStar)) and n.name:
-                other.add(n.name)
-            elif isinstance(n, ast.ExceptHandler) and n.name:
-                other.add(n.name)
-        return frozenset(classes - other)
+        """Names of classes the tool defines once and never rebinds (their __match_args__ can only
+        come from the class body, where dunder names are refused, or from @dataclass fields)."""
+        kinds: dict[str, list[str]] = {}
+        for name, _node, kind in _binding_sites(tree):
+            kinds.setdefault(name, []).append(kind)
+        return frozenset(name for name, seen in kinds.items() if seen == ["class"])
 
     @staticmethod
     def _names_bound_to_module_members(tree: ast.Module) -> frozenset[str]:
@@ -297,27 +292,14 @@ class _Checker(ast.NodeVisitor):
 
     def _check_import_rebinding(self) -> None:
         """An imported name may not be bound any other way: the checks that trust an import
-        (typing.cast, module routes, options) would then apply to whatever the tool put there."""
-        imported: set[str] = set()
-        for node in ast.walk(self.tree):
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
-                imported.update(a.asname or a.name.split(".")[0] for a in node.names)
-        for node in ast.walk(self.tree):
-            names: list[str] = []
-            if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-                names = [node.id]
-            elif isinstance(node, (*_FUNCTION_NODES, ast.ClassDef)):
-                names = [node.name]
-            elif isinstance(node, (ast.Global, ast.Nonlocal)):
-                names = list(node.names)
-            elif isinstance(node, (ast.MatchAs, ast.MatchStar, ast.ExceptHandler)) and node.name:
-                names = [node.name]
-            elif isinstance(node, ast.MatchMapping) and node.rest:
-                names = [node.rest]
-            for name in names:
-                if name in imported:
-                    self._flag("import-rebound", node, f"'{name}' is an imported name; binding it to "
-                               "something else is not allowed", at_start=True)
+        (typing.cast, module routes, options) would then apply to whatever the tool put there.
+        A parameter may shadow it (those checks look the parameter up first)."""
+        sites = list(_binding_sites(self.tree))
+        imported = {name for name, _node, kind in sites if kind == "import"}
+        for name, node, kind in sites:
+            if name in imported and kind in ("class", "other"):
+                self._flag("import-rebound", node, f"'{name}' is an imported name; binding it to "
+                           "something else is not allowed", at_start=True)
 
     def _rooted_at(self, node: ast.Attribute, module: str) -> bool:
         root: ast.expr = node
