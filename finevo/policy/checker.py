@@ -125,6 +125,13 @@ def _format_template_problem(template: str) -> str | None:
 _BUILTIN_NAMES: frozenset[str] = frozenset(dir(builtins))
 
 
+def _chain_root(expr: ast.expr) -> ast.expr:
+    """The object an attribute chain starts at (``np`` for ``np.linalg.norm``)."""
+    while isinstance(expr, ast.Attribute):
+        expr = expr.value
+    return expr
+
+
 def _binding_sites(tree: ast.Module) -> Iterable[tuple[str, ast.AST, str]]:
     """Every place the tool binds a name: (name, node, kind), kind one of ``import``, ``param``,
     ``class`` or ``other`` (assignment, def, loop, with, except, walrus, global, match capture)."""
@@ -169,9 +176,12 @@ class _Checker(ast.NodeVisitor):
         self.callable_names = self._callable_names(tree)
         self.parents: dict[int, ast.AST] = {
             id(child): parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
-        self.rebound = self._bound_names(tree)
+        self.binding_sites = list(_binding_sites(tree))
+        self.imported_names = frozenset(name for name, _node, kind in self.binding_sites if kind == "import")
+        # every name the tool binds anywhere (so a builtin of that name may not be the builtin)
+        self.rebound = frozenset(name for name, _node, _kind in self.binding_sites)
         self.module_bound = self._names_bound_to_module_members(tree)
-        self.class_statement_names = self._names_bound_only_by_class_statements(tree)
+        self.class_statement_names = self._names_bound_only_by_class_statements()
         self.class_definitions = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
 
     def run(self) -> None:
@@ -223,28 +233,17 @@ class _Checker(ast.NodeVisitor):
                     total[n] += 2
         return frozenset(n for n, c in good.items() if c >= total[n])
 
-    @staticmethod
-    def _bound_names(tree: ast.Module) -> frozenset[str]:
-        """Every name the tool binds anywhere (so a builtin of that name may not be the builtin)."""
-        return frozenset(name for name, _node, _kind in _binding_sites(tree))
-
-    @staticmethod
-    def _names_bound_only_by_class_statements(tree: ast.Module) -> frozenset[str]:
+    def _names_bound_only_by_class_statements(self) -> frozenset[str]:
         """Names of classes the tool defines once and never rebinds (their __match_args__ can only
         come from the class body, where dunder names are refused, or from @dataclass fields)."""
         kinds: dict[str, list[str]] = {}
-        for name, _node, kind in _binding_sites(tree):
+        for name, _node, kind in self.binding_sites:
             kinds.setdefault(name, []).append(kind)
         return frozenset(name for name, seen in kinds.items() if seen == ["class"])
 
-    @staticmethod
-    def _names_bound_to_module_members(tree: ast.Module) -> frozenset[str]:
+    def _names_bound_to_module_members(self, tree: ast.Module) -> frozenset[str]:
         """Names assigned something reached from an import (``C = json.JSONEncoder``): storing an
         attribute through them changes the library, like storing through the route itself."""
-        imported: set[str] = set()
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
-                imported.update(a.asname or a.name.split(".")[0] for a in node.names)
         bound: set[str] = set()
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign):
@@ -253,10 +252,8 @@ class _Checker(ast.NodeVisitor):
                 targets, value = [node.target], node.value
             else:
                 continue
-            root = value
-            while isinstance(root, ast.Attribute):
-                root = root.value
-            if isinstance(root, ast.Name) and root.id in imported:
+            root = _chain_root(value)
+            if isinstance(root, ast.Name) and root.id in self.imported_names:
                 bound.update(t.id for t in targets if isinstance(t, ast.Name))
         return frozenset(bound)
 
@@ -294,18 +291,18 @@ class _Checker(ast.NodeVisitor):
         """An imported name may not be bound any other way: the checks that trust an import
         (typing.cast, module routes, options) would then apply to whatever the tool put there.
         A parameter may shadow it (those checks look the parameter up first)."""
-        sites = list(_binding_sites(self.tree))
-        imported = {name for name, _node, kind in sites if kind == "import"}
-        for name, node, kind in sites:
-            if name in imported and kind in ("class", "other"):
+        for name, node, kind in self.binding_sites:
+            if name in self.imported_names and kind in ("class", "other"):
                 self._flag("import-rebound", node, f"'{name}' is an imported name; binding it to "
                            "something else is not allowed", at_start=True)
 
+    def _import_route_of_root(self, expr: ast.expr) -> str | None:
+        """The import route the chain ``expr`` starts at, or None when it starts elsewhere."""
+        root = _chain_root(expr)
+        return self._imported(root.id) if isinstance(root, ast.Name) else None
+
     def _rooted_at(self, node: ast.Attribute, module: str) -> bool:
-        root: ast.expr = node
-        while isinstance(root, ast.Attribute):
-            root = root.value
-        return isinstance(root, ast.Name) and (self._imported(root.id) or "").split(".")[0] == module
+        return (self._import_route_of_root(node) or "").split(".")[0] == module
 
     def _type_attribute_ok(self, node: ast.Attribute) -> bool:
         parent = self.parents.get(id(node))
@@ -318,7 +315,7 @@ class _Checker(ast.NodeVisitor):
                 and not any(isinstance(a, ast.Starred) for a in parent.args)
         func = parent.func
         return node in parent.args and (
-            self._is_builtin(func, frozenset({"isinstance", "issubclass"}))
+            self._is_builtin(func, T.TYPE_TEST_BUILTINS)
             or (isinstance(func, ast.Attribute) and func.attr == "issubdtype" and self._rooted_at(func, "numpy")))
 
     def _safe_positional_class(self, cls: ast.expr, seen: frozenset[str] = frozenset()) -> bool:
@@ -354,7 +351,7 @@ class _Checker(ast.NodeVisitor):
                 or (isinstance(func, ast.Attribute) and func.attr == "cast" and self._rooted_at(func, "typing"))):
             return True
         return (len(parent.args) == 2 and parent.args[1] is child
-                and self._is_builtin(func, frozenset({"isinstance", "issubclass"})))
+                and self._is_builtin(func, T.TYPE_TEST_BUILTINS))
 
     def _super_special_call(self, node: ast.Attribute) -> bool:
         """``super().__init__(...)`` and the other special methods a tool may define, called at once.
@@ -635,9 +632,7 @@ class _Checker(ast.NodeVisitor):
                 self.inner_attrs.add(id(cur))
                 cur = cur.value
             routed = self._route_of(node)
-            root = node.value
-            while isinstance(root, ast.Attribute):
-                root = root.value
+            root = _chain_root(node)
             if routed is None and isinstance(node.ctx, (ast.Store, ast.Del)) and isinstance(root, ast.Name) \
                     and root.id in self.module_bound and not self._is_param(root.id):
                 self._flag("module-mutation", node, f"'{root.id}' holds something of an imported module; "
@@ -650,9 +645,7 @@ class _Checker(ast.NodeVisitor):
                     self._check_module_mutation(".".join(routed[0] + [a for a, _ in routed[1]]), node)
                 if id(node) in self.module_steps:  # the whole chain is a module, used as a value
                     steps = [a for a, _ in routed[1]]
-                    root = node
-                    while isinstance(root, ast.Attribute):
-                        root = root.value
+                    root = _chain_root(node)
                     shown = ".".join([root.id] + steps) if isinstance(root, ast.Name) else steps[-1]
                     self._flag_module_value(shown, ".".join(routed[0] + steps), node)
         if isinstance(node.value, ast.Name):
@@ -704,10 +697,7 @@ class _Checker(ast.NodeVisitor):
             return True
         if self._is_builtin(node, T.BUILTIN_TYPE_NAMES):
             return True
-        root = node
-        while isinstance(root, ast.Attribute):
-            root = root.value
-        return isinstance(root, ast.Name) and root.id in self.aliases and not self._is_param(root.id)
+        return self._import_route_of_root(node) is not None
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
@@ -772,10 +762,7 @@ class _Checker(ast.NodeVisitor):
         if isinstance(expr, ast.Attribute):
             if expr.attr == "format" and isinstance(expr.value, ast.Constant):
                 return None  # '{:.2f}'.format: the template itself is checked as a format call
-            root = expr
-            while isinstance(root, ast.Attribute):
-                root = root.value
-            return None if isinstance(root, ast.Name) and self._imported(root.id) else expr
+            return None if self._import_route_of_root(expr) else expr
         if isinstance(expr, (ast.List, ast.Tuple)):
             return next((b for b in map(self._formatter_problem, expr.elts) if b is not None), None)
         if isinstance(expr, ast.Dict):
@@ -870,9 +857,7 @@ class _Checker(ast.NodeVisitor):
                 return None
             return expr
         if isinstance(expr, ast.Attribute):
-            root = expr
-            while isinstance(root, ast.Attribute):
-                root = root.value
+            root = _chain_root(expr)
             if isinstance(root, ast.Name) and (root.id in self.callable_names or self._imported(root.id)):
                 return None
             return expr

@@ -264,6 +264,9 @@ CONTEXT_CHECKED_ATTRIBUTES: frozenset[str] = frozenset(
 #: Keywords whose strings pandas uses as ``str.format`` templates on values.
 FORMATTER_KEYWORDS: frozenset[str] = frozenset({"float_format", "formatter", "formatters"})
 
+#: Builtins that only test an object against a type (a type named there is not called or kept).
+TYPE_TEST_BUILTINS: frozenset[str] = frozenset({"isinstance", "issubclass"})
+
 #: Builtin types ``type(x)`` may be compared with using ``==`` (their equality runs no tool code).
 BUILTIN_TYPE_NAMES: frozenset[str] = frozenset({
     "bool", "int", "float", "complex", "str", "bytes", "list", "tuple", "dict", "set", "frozenset",
