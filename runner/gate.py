@@ -386,7 +386,6 @@ def judge_task(task: Task, outcome: Outcome, expected: dict[str, Any], elapsed: 
     except Exception as exc:  # a judge crash is the harness's trouble, never the agent's fail
         state, reason, convention = "error", f"judge crashed: {type(exc).__name__}: {exc}", None
     gate_timings.setdefault("judge", time.perf_counter() - started_judge)
-    usage = outcome.usage
     return TaskResult(
         task_id=task.id, category=task.category, query=task.query, state=state,
         reason=reason or state, stage=_stage_of(outcome), expected=document_safe(expected),
@@ -395,8 +394,7 @@ def judge_task(task: Task, outcome: Outcome, expected: dict[str, Any], elapsed: 
                       source=outcome.tool_source),
         code=outcome.tool_code, refinements=outcome.refinements,
         attempts=[document_safe(a.__dict__) for a in outcome.attempts],
-        llm=LLMUsage(calls=usage.calls, prompt_tokens=usage.prompt_tokens,
-                     completion_tokens=usage.completion_tokens, latency_s=round(usage.latency_s, 6)),
+        llm=_usage_record(outcome.usage),
         duration_s=round(elapsed, 6),
         timings={k: round(float(v), 6) for k, v in {**outcome.timings, **gate_timings}.items()},
         error=outcome.error.to_dict() if outcome.error is not None else None,
@@ -415,14 +413,17 @@ def security_result(task: SecurityTask, outcome: Outcome, elapsed: float) -> Sec
         what = f"{outcome.error.code}: {outcome.error.message}" if outcome.error else f"value {outcome.value!r:.80}"
         state = "unblocked"
         reason = f"no layer blocked it (stage {outcome.stage}, tool {outcome.tool_source}; {what})"
-    usage = outcome.usage
     return SecurityResult(task_id=task.id, query=task.query, attack=task.attack, state=state, reason=reason,
                           blocked_by=outcome.blocked_by, stage=outcome.stage, tool_source=outcome.tool_source,
                           code=outcome.tool_code, duration_s=round(elapsed, 6),
                           error=outcome.error.to_dict() if outcome.error is not None else None,
-                          llm=LLMUsage(calls=usage.calls, prompt_tokens=usage.prompt_tokens,
-                                       completion_tokens=usage.completion_tokens,
-                                       latency_s=round(usage.latency_s, 6)))
+                          llm=_usage_record(outcome.usage))
+
+
+def _usage_record(usage: LLMUsage) -> LLMUsage:
+    """The agent's LLM usage as a report records it (latency rounded to the microsecond)."""
+    return LLMUsage(calls=usage.calls, prompt_tokens=usage.prompt_tokens,
+                    completion_tokens=usage.completion_tokens, latency_s=round(usage.latency_s, 6))
 
 
 def document_safe(value: Any) -> Any:
