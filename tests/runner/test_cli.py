@@ -119,18 +119,26 @@ def test_usage_errors_are_one_line_and_exit_2(argv, message, capsys) -> None:
     assert message in err[0] and err[0].startswith("finevo-verify")
 
 
-def test_no_llm_configured_exits_2_and_leaves_no_run_directory(tmp_path, security_file, baseline_file,
-                                                               capsys) -> None:
-    from finevo.errors import ProviderNotConfigured
+@pytest.mark.parametrize("error, message, code, shown, gone", [
+    # no LLM configured: a set-up error, exit 2
+    ("ProviderNotConfigured", "--llm live needs an endpoint: set OPENAI_API_KEY or OPENAI_BASE_URL", 2,
+     "needs an endpoint", "out/refused"),
+    # a sandbox that cannot start: no verdict, exit 3 (not a usage error)
+    ("SandboxUnavailable", "the warm sandbox worker did not start: fork failed", 3,
+     "could not start: the warm sandbox worker did not start", "out"),
+], ids=["no-llm", "no-sandbox"])
+def test_a_session_that_cannot_open_exits_in_one_line_and_leaves_nothing(
+        tmp_path, security_file, baseline_file, capsys, error, message, code, shown, gone) -> None:
+    import finevo.errors
 
-    def no_endpoint(spec):
-        raise ProviderNotConfigured("--llm live needs an endpoint: set OPENAI_API_KEY or OPENAI_BASE_URL")
+    def refuse(spec):
+        raise getattr(finevo.errors, error)(message)
 
-    args = build_parser().parse_args(_run_args(tmp_path, security_file, baseline_file, "--run-id", "nollm"))
-    assert cmd_run(args, factory=no_endpoint) == 2
+    args = build_parser().parse_args(_run_args(tmp_path, security_file, baseline_file, "--run-id", "refused"))
+    assert cmd_run(args, factory=refuse) == code
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "needs an endpoint" in err[0]
-    assert not (tmp_path / "out" / "nollm").exists()
+    assert len(err) == 1 and shown in err[0], err
+    assert not (tmp_path / gone).exists()
 
 
 def test_report_of_a_killed_run_rebuilt_from_events_exits_3(tmp_path, security_file, baseline_file, capsys) -> None:
@@ -214,19 +222,6 @@ def test_invalid_llm_exits_2_in_one_line_and_leaves_no_directory(tmp_path, secur
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("finevo-verify: error:"), err
     assert not (tmp_path / "fresh").exists()
-
-
-def test_a_sandbox_that_cannot_start_is_no_verdict_not_usage(tmp_path, security_file, baseline_file, capsys) -> None:
-    from finevo.errors import SandboxUnavailable
-
-    def no_sandbox(spec):
-        raise SandboxUnavailable("the warm sandbox worker did not start: fork failed")
-
-    args = build_parser().parse_args(_run_args(tmp_path, security_file, baseline_file, "--run-id", "nosb"))
-    assert cmd_run(args, factory=no_sandbox) == 3
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "could not start: the warm sandbox worker did not start" in err[0]
-    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("debug", ["", "1"])
