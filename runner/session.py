@@ -7,7 +7,6 @@ The gate never constructs these pieces itself; it asks a :data:`SessionFactory` 
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -158,28 +157,8 @@ def session_model(provider: Any, settings: Any) -> str | None:
         return f"predictions:{Path(provider.path).name}"
     if isinstance(provider, ReplayProvider):
         path = Path(provider.cassette.path)
-        models = _cassette_models(path)
+        models = provider.cassette.models()
         if settings.model in models:
             return str(settings.model)  # the model every replayed request names
         return ", ".join(sorted(models)) if models else f"replay:{path.name}"
     return name or None
-
-
-def _cassette_models(path: Path) -> set[str]:
-    """The request models a cassette was recorded with (unreadable lines are the cassette's
-    own business: it reports them when it loads)."""
-    models: set[str] = set()
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError):
-        return models
-    for line in lines:
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        request = entry.get("request") if isinstance(entry, dict) else None
-        model = request.get("model") if isinstance(request, dict) else None
-        if isinstance(model, str) and model:
-            models.add(model)
-    return models

@@ -120,6 +120,12 @@ class Cassette:
         else:
             self._entries[key] = [entry]
 
+    def models(self) -> set[str]:
+        """The request models of the replies this cassette serves (what a replay is a replay of)."""
+        return {model for entries in self._entries.values() for entry in entries
+                if isinstance(entry.get("request"), dict)
+                and isinstance(model := entry["request"].get("model"), str) and model}
+
     def replies(self, key: str) -> int:
         """How many replies the cassette holds for ``key``."""
         return len(self._entries.get(key, ()))
