@@ -16,7 +16,7 @@ import traceback
 import types
 from typing import Any, NoReturn
 
-from finevo.sandbox import confine, guard
+from finevo.sandbox import confine, guard, landlock
 from finevo.sandbox.protocol import sealed_dumps
 
 _MAX_MESSAGE = 2000
@@ -114,8 +114,9 @@ def enter_and_run(request: dict[str, Any], ctl_fd: int) -> NoReturn:
         limits = request["limits"]
         if request.get("drop_uid") and os.geteuid() == 0:
             confine.drop_privileges(confine.sandbox_uid_for(os.getpid()), workdir=request["workdir"],
-                                    keep_dac_read=bool(request.get("keep_dac_read")), report=report)
-        dedicated_uid = report.uid is not None and report.uid != confine.NOBODY
+                                    keep_dac_read=bool(request.get("keep_dac_read")), report=report,
+                                    landlock_ok=landlock.abi_version() > 0)
+        dedicated_uid = report.uid not in (None, 0, confine.NOBODY)
         # RLIMIT_NPROC counts every process of the child's real uid. With a uid of its own the
         # child may have exactly 1 + nproc. Sharing a uid (a non-root run, e.g. the container's
         # user) the count includes the gate's own processes, so only "none at all" can be exact:
@@ -128,12 +129,12 @@ def enter_and_run(request: dict[str, Any], ctl_fd: int) -> NoReturn:
         import tempfile
 
         tempfile.tempdir = request["workdir"]
-        guard.install(workdir=request["workdir"], read_roots=request["read_roots"], report_fd=ctl_fd,
-                      tool_imports=request.get("tool_imports") or guard.TOOL_IMPORTS)
-        send(ctl_fd, {"kind": "started", "netns": report.netns, "uid": report.uid,
-                      "dac_read_kept": report.dac_read_kept, "no_new_privs": report.no_new_privs,
-                      "non_dumpable": report.non_dumpable, "nproc_limited": nproc is not None,
-                      "notes": report.notes})
+        confine.kernel_layers(report, workdir=request["workdir"], read_roots=request["read_roots"])
+        if request.get("audit_hook", True):
+            guard.install(workdir=request["workdir"], read_roots=request["read_roots"], report_fd=ctl_fd,
+                          tool_imports=request.get("tool_imports") or guard.TOOL_IMPORTS)
+        send(ctl_fd, {"kind": "started", **report.record(), "nproc_limited": nproc is not None,
+                      "audit_hook": bool(request.get("audit_hook", True))})
         record = execute(request["code"], request.get("entry"), dict(request.get("args") or {}))
         send(ctl_fd, record)
     except BaseException as exc:  # noqa: BLE001 - harness trouble: tell the supervisor, then exit

@@ -195,6 +195,9 @@ def classify(obs: Observation, limits: Limits) -> ExecutionResult:
                                             "output cut and process group killed")
     if obs.flooded == "control":
         return stop("killed", "output-cap", f"result exceeded {CONTROL_CAP} bytes")
+    if signum == signal.SIGSYS:  # the kernel's own report: a tool cannot send itself SIGSYS
+        return stop("blocked", "seccomp", "contained by seccomp: the tool made a forbidden system call "
+                                          "and the kernel killed it (SIGSYS)", rule="seccomp")
     if refusals:
         first = refusals[0]
         event = str(first.get("event"))
@@ -231,6 +234,11 @@ def classify(obs: Observation, limits: Limits) -> ExecutionResult:
     result.status = "exception"
     if record.get("memory_error"):
         return _with(result, "killed", "rlimit-as", message)
+    landlock = (started or {}).get("landlock")
+    if result.error_type == "PermissionError" and record.get("errno") in (errno_mod.EACCES, errno_mod.EPERM) \
+            and isinstance(landlock, dict) and landlock.get("enforced"):
+        result.rule = "landlock"
+        return _with(result, "blocked", "landlock", f"contained by Landlock: {message}")
     if record.get("errno") == errno_mod.EFBIG:
         return _with(result, "killed", "rlimit-fsize", message)
     if (record.get("errno") == errno_mod.EAGAIN and result.error_type == "BlockingIOError") or \

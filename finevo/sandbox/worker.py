@@ -15,7 +15,7 @@ import sys
 import traceback
 from typing import Any
 
-from finevo.sandbox import confine, protocol
+from finevo.sandbox import confine, landlock, protocol
 from finevo.sandbox.preload import preload
 
 
@@ -43,6 +43,7 @@ def main() -> int:
     try:
         netns = confine.unshare_network() if config.get("unshare_net", True) else False
         info = preload(config.get("snapshot_dir"))
+        landlock.mapped_library_dirs()  # computed once here; every forked child inherits it
         gc.collect()
         gc.freeze()  # keep the preloaded heap out of the children's copy-on-write faults
     except BaseException as exc:  # noqa: BLE001 - report start-up failure to the parent

@@ -26,7 +26,7 @@ def test_allowed_and_run_cleanly(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert code == 0
     assert verdict["allowed"] is True and verdict["run"]["status"] == "ok"
     assert verdict["run"]["value"] == 2.0 and verdict["run"]["stdout"] == "computing\n"
-    assert verdict["layers"]["audit-hook"] is True
+    assert verdict["layers"]["audit_hook"] is True
 
 
 def test_blocked_names_rule_line_col(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -114,14 +114,14 @@ def _blocking_dirs(paths: list[str]) -> dict[str, set[str]]:
 def _host_command(backend: str, tmp: Path) -> list[str]:
     import sysconfig
 
-    needed = [sys.executable, sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"],
-              os.path.dirname(finevo.__file__)]
+    needed = [os.path.realpath(sys.executable), sysconfig.get_paths()["stdlib"],
+              sysconfig.get_paths()["purelib"], os.path.dirname(finevo.__file__)]
     blocking = _blocking_dirs(needed)
     script = tmp / "host.py"
     script.write_text(HOST, encoding="utf-8")
     script.chmod(0o644)
     tmp.chmod(0o755)
-    python = os.path.realpath(sys.executable)
+    python = sys.executable  # a virtual environment's own interpreter link, so its packages are found
     if not blocking:
         return [*DROP, python, "-I", "-B", str(script), backend]
     lines = ["set -e"]
@@ -194,8 +194,8 @@ def _run_host(backend: str, tmp: Path) -> None:
                 assert seen.returncode != 0 and key not in seen.stdout, f"read /proc/{pid}/environ"
                 assert "Permission denied" in seen.stderr
         assert after["pid"] == host_pid and after["dumpable"] == 0
-        assert after["layers"]["host-non-dumpable"] is True
-        assert after["layers"]["uid-drop"] is False  # really the non-root path
+        assert after["layers"]["host_non_dumpable"] is True
+        assert after["layers"]["uid"] is False  # really the non-root path
         result = after["result"]
         texts = json.dumps(result)
         assert key not in texts
