@@ -213,7 +213,9 @@ def drop_privileges(uid: int, *, workdir: str, keep_dac_read: bool, report: Conf
     """
     if os.geteuid() != 0:
         report.notes.append("not root: uid unchanged")
-        report.caps_dropped = capabilities_empty()
+        # In a user namespace of its own (the unprivileged route to a network namespace) the
+        # worker holds every capability *inside* that namespace: its children drop them.
+        report.caps_dropped = capabilities_empty() or drop_all_capabilities()
         return
     if keep_dac_read and landlock_ok:
         os.chown(workdir, 0, 0)
@@ -271,13 +273,14 @@ def finish(report: Confinement, *, parent_pid: int | None) -> None:
     os.environ.clear()
 
 
-def kernel_layers(report: Confinement, *, workdir: str, read_roots: list[str]) -> None:
+def kernel_layers(report: Confinement, *, workdir: str, read_roots: list[str],
+                  allow_processes: bool = False) -> None:
     """Landlock, then seccomp (the last step before tool code: after it this process can no longer
     change its own confinement). Needs ``no_new_privs`` (:func:`finish`). Each records what it
     enforced; neither raises."""
     report.landlock = asdict(landlock.restrict(workdir=workdir, read_roots=read_roots,
                                                report=landlock.LandlockReport()))
-    report.seccomp = asdict(seccomp.install(seccomp.SeccompReport()))
+    report.seccomp = asdict(seccomp.install(seccomp.SeccompReport(), allow_processes=allow_processes))
 
 
 def kernel_support() -> dict[str, Any]:

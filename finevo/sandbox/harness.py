@@ -112,7 +112,7 @@ def enter_and_run(request: dict[str, Any], ctl_fd: int) -> NoReturn:
             report.netns = confine.unshare_network()
         os.chdir(request["workdir"])
         limits = request["limits"]
-        if request.get("drop_uid") and os.geteuid() == 0:
+        if os.geteuid() != 0 or request.get("drop_uid"):  # non-root: drops userns capabilities
             confine.drop_privileges(confine.sandbox_uid_for(os.getpid()), workdir=request["workdir"],
                                     keep_dac_read=bool(request.get("keep_dac_read")), report=report,
                                     landlock_ok=landlock.abi_version() > 0)
@@ -129,7 +129,8 @@ def enter_and_run(request: dict[str, Any], ctl_fd: int) -> NoReturn:
         import tempfile
 
         tempfile.tempdir = request["workdir"]
-        confine.kernel_layers(report, workdir=request["workdir"], read_roots=request["read_roots"])
+        confine.kernel_layers(report, workdir=request["workdir"], read_roots=request["read_roots"],
+                              allow_processes=extra > 0)
         if request.get("audit_hook", True):
             guard.install(workdir=request["workdir"], read_roots=request["read_roots"], report_fd=ctl_fd,
                           tool_imports=request.get("tool_imports") or guard.TOOL_IMPORTS)

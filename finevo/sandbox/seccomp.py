@@ -23,6 +23,8 @@ What the filter does (``SECCOMP_RET_KILL_PROCESS`` unless said otherwise):
 * ``kill`` / ``tkill`` / ``tgkill`` / ``rt_sigqueueinfo`` / ``rt_tgsigqueueinfo`` to any process
   but the child itself; to itself they are allowed, except ``SIGSYS`` (``EPERM``), so a tool
   cannot fake the seccomp kill the supervisor reports;
+* ``clone`` / ``fork`` / ``vfork`` altogether when the tool may create no process or thread (the
+  default limit);
 * ``clone3`` answers ``ENOSYS`` (its flags sit in memory a filter cannot read; the C library falls
   back to ``clone``, whose flags are checked).
 
@@ -86,7 +88,7 @@ _ARCH: dict[str, tuple[int, dict[str, int]]] = {
         "msgctl": 71, "mq_open": 240, "mq_unlink": 241, "mq_timedsend": 242,
         "mq_timedreceive": 243, "mq_notify": 244, "mq_getsetattr": 245,
         # argument-checked
-        "clone": 56, "clone3": 435, "prctl": 157, "kill": 62, "tkill": 200, "tgkill": 234,
+        "clone": 56, "clone3": 435, "fork": 57, "vfork": 58, "prctl": 157, "kill": 62, "tkill": 200, "tgkill": 234,
         "rt_sigqueueinfo": 129, "rt_tgsigqueueinfo": 297,
     }),
     "aarch64": (0xC00000B7, {
@@ -109,7 +111,7 @@ _ARCH: dict[str, tuple[int, dict[str, int]]] = {
         "rt_sigqueueinfo": 138, "rt_tgsigqueueinfo": 240,
     }),
 }
-_CHECKED = ("clone", "clone3", "prctl", "kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")
+_CHECKED = ("clone", "clone3", "fork", "vfork", "prctl", "kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")
 #: Signal-sending calls: (argument holding the target process, argument holding the signal).
 _SIGNAL_ARGS = {"kill": (0, 1), "tkill": (0, 1), "tgkill": (0, 2), "rt_sigqueueinfo": (0, 1),
                 "rt_tgsigqueueinfo": (0, 2)}
@@ -156,8 +158,13 @@ class _Asm:
         return bytes(out)
 
 
-def build_filter(self_pid: int, machine: str | None = None) -> bytes:
-    """The filter program for a child whose pid (as it sees itself) is ``self_pid``."""
+def build_filter(self_pid: int, machine: str | None = None, *, allow_processes: bool = False) -> bytes:
+    """The filter program for a child whose pid (as it sees itself) is ``self_pid``.
+
+    ``allow_processes=False`` (a tool with no process or thread allowance, the default limit) kills
+    on every ``clone`` / ``fork`` / ``vfork``: ``RLIMIT_NPROC`` does not hold for a child that keeps
+    uid 0 (the kernel exempts root's user from it even without capabilities), so the filter is
+    what makes "no new process" hold in every setting."""
     machine = machine or platform.machine()
     if machine not in _ARCH:
         raise OSError(f"no seccomp filter for architecture {machine}")
@@ -171,7 +178,11 @@ def build_filter(self_pid: int, machine: str | None = None) -> bytes:
     for name, nr in table.items():
         if name not in _CHECKED:
             a.jump(_JEQ, nr, "kill", 0)
-    a.jump(_JEQ, table["clone"], "clone", 0)
+    if not allow_processes:
+        for name in ("fork", "vfork"):
+            if name in table:
+                a.jump(_JEQ, table[name], "kill", 0)
+    a.jump(_JEQ, table["clone"], "clone" if allow_processes else "kill", 0)
     a.jump(_JEQ, table["clone3"], "enosys", 0)
     a.jump(_JEQ, table["prctl"], "prctl", 0)
     for name in _SIGNAL_ARGS:
@@ -211,6 +222,7 @@ class SeccompReport:
     enforced: bool = False
     arch: str = ""
     instructions: int = 0
+    processes: bool = False  # whether fork/clone of new processes and threads stays allowed
     error: str | None = None
 
 
@@ -235,11 +247,14 @@ def available() -> bool:
                   ctypes.c_uint(0), ctypes.byref(action))) == 0
 
 
-def install(report: SeccompReport, *, self_pid: int | None = None) -> SeccompReport:
+def install(report: SeccompReport, *, self_pid: int | None = None,
+            allow_processes: bool = False) -> SeccompReport:
     """Install the filter on this process (needs ``no_new_privs``); never raises."""
     report.arch = platform.machine()
+    report.processes = allow_processes
     try:
-        program = build_filter(os.getpid() if self_pid is None else self_pid, report.arch)
+        program = build_filter(os.getpid() if self_pid is None else self_pid, report.arch,
+                               allow_processes=allow_processes)
     except (OSError, ValueError) as exc:
         report.error = str(exc)
         return report

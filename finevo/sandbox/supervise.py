@@ -235,7 +235,9 @@ def classify(obs: Observation, limits: Limits) -> ExecutionResult:
     if record.get("memory_error"):
         return _with(result, "killed", "rlimit-as", message)
     landlock = (started or {}).get("landlock")
-    if result.error_type == "PermissionError" and record.get("errno") in (errno_mod.EACCES, errno_mod.EPERM) \
+    # Landlock answers EACCES (EPERM for a scoped signal, EXDEV for a link or rename across rules)
+    if record.get("errno") in (errno_mod.EACCES, errno_mod.EPERM, errno_mod.EXDEV) \
+            and result.error_type in ("PermissionError", "OSError") \
             and isinstance(landlock, dict) and landlock.get("enforced"):
         result.rule = "landlock"
         return _with(result, "blocked", "landlock", f"contained by Landlock: {message}")

@@ -22,25 +22,21 @@ import os
 import secrets
 import select
 import shutil
-import stat
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
-import finevo
+from .unprivileged import DROP, unprivileged_command
 
 pytestmark = [pytest.mark.timeout(300),
               pytest.mark.skipif(os.geteuid() != 0, reason="starting a non-root host needs root"),
               pytest.mark.skipif(not (shutil.which("unshare") and shutil.which("setpriv")),
                                  reason="needs util-linux unshare and setpriv")]
 
-NOBODY = 65534
 KEY_NAME = "OPENAI_API_KEY"
-DROP = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--inh-caps=-all"]
 
 HOST = r'''
 import json, sys
@@ -97,51 +93,12 @@ with create_sandbox(None, backend=backend, policy=False) as box:
 '''
 
 
-def _blocking_dirs(paths: list[str]) -> dict[str, set[str]]:
-    """Ancestors an unprivileged user cannot traverse -> the child names the host needs in them."""
-    found: dict[str, set[str]] = {}
-    for path in paths:
-        parts = [p for p in os.path.realpath(path).split("/") if p]
-        current = "/"
-        for part in parts:
-            if not os.stat(current).st_mode & stat.S_IXOTH:
-                found.setdefault(current, set()).add(part)
-                break
-            current = os.path.join(current, part)
-    return found
-
-
 def _host_command(backend: str, tmp: Path) -> list[str]:
-    import sysconfig
-
-    needed = [os.path.realpath(sys.executable), sysconfig.get_paths()["stdlib"],
-              sysconfig.get_paths()["purelib"], os.path.dirname(finevo.__file__)]
-    blocking = _blocking_dirs(needed)
     script = tmp / "host.py"
     script.write_text(HOST, encoding="utf-8")
     script.chmod(0o644)
     tmp.chmod(0o755)
-    python = sys.executable  # a virtual environment's own interpreter link, so its packages are found
-    if not blocking:
-        return [*DROP, python, "-I", "-B", str(script), backend]
-    lines = ["set -e"]
-    for i, (directory, names) in enumerate(sorted(blocking.items())):
-        for name in sorted(names):
-            inner = os.path.join(directory, name)
-            if not os.stat(inner).st_mode & stat.S_IXOTH:
-                pytest.skip(f"{inner} is not traversable either; no non-root view can be built")
-            lines += [f"stage=$(mktemp -d)", f"mount --bind '{inner}' \"$stage\"",
-                      f"echo \"$stage\" >> '{tmp}/stages{i}'"]
-        lines.append(f"mount -t tmpfs -o mode=0755 tmpfs '{directory}'")
-        for name in sorted(names):
-            lines += [f"mkdir '{os.path.join(directory, name)}'",
-                      f"mount --bind \"$(sed -n 1p '{tmp}/stages{i}')\" '{os.path.join(directory, name)}'",
-                      f"sed -i 1d '{tmp}/stages{i}'"]
-    lines.append('exec "$@"')
-    wrapper = tmp / "view.sh"
-    wrapper.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return ["unshare", "--mount", "--propagation", "private", "sh", str(wrapper),
-            *DROP, python, "-I", "-B", str(script), backend]
+    return unprivileged_command([str(script), backend], tmp)
 
 
 def _read_line(proc: subprocess.Popen[str], deadline: float) -> dict:

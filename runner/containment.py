@@ -1,0 +1,120 @@
+"""The gate proves its sandbox before it judges: layers, isolation level and the containment self-test.
+
+:func:`prove` runs once per gate, right after the session's sandbox is open and before any task:
+
+* ``layers`` -- what a real sandbox child reported after confining itself (``config.sandbox_layers``);
+* ``isolation`` -- ``"kernel"`` when Landlock and seccomp confine every child *and* the self-test saw
+  each forbidden attempt refused by a kernel layer, else ``"weak"``;
+* ``selftest`` -- :func:`finevo.sandbox.selftest.run_selftest` (top-level ``containment_selftest``).
+
+``--require-isolation kernel`` (or ``FINEVO_REQUIRE_ISOLATION=kernel``) turns a weak sandbox into
+"no verdict" (exit 3) with a message naming what is missing and how to get it.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from finevo.errors import InputError
+
+#: Values of ``--require-isolation`` / ``FINEVO_REQUIRE_ISOLATION`` (``None`` = no requirement).
+ISOLATION_LEVELS = ("kernel",)
+REQUIRE_ENV = "FINEVO_REQUIRE_ISOLATION"
+
+
+def require_isolation(flag: str | None, environ: dict[str, str] | None = None) -> str | None:
+    """The requirement in force: the flag, else the environment variable, else none.
+
+    ``none`` or an empty value switch a requirement from the environment off."""
+    env = os.environ if environ is None else environ
+    value = flag if flag is not None else env.get(REQUIRE_ENV)
+    if value is None or value.strip().lower() in ("", "none"):
+        return None
+    value = value.strip().lower()
+    if value not in ISOLATION_LEVELS:
+        origin = "--require-isolation" if flag is not None else REQUIRE_ENV
+        raise InputError(f"{origin}: unknown isolation level {value!r} (expected: kernel, or none)")
+    return value
+
+
+@dataclass
+class Containment:
+    layers: dict[str, bool]
+    isolation: str                       # "kernel" | "weak"
+    require: str | None                  # "kernel" | None
+    selftest: dict[str, Any]
+    missing: list[str] = field(default_factory=list)
+
+    def failure(self) -> str | None:
+        """Why the required isolation is not there (None when it is, or none is required)."""
+        if self.require != "kernel" or self.isolation == "kernel":
+            return None
+        reasons = list(self.missing)
+        if self.selftest.get("enabled") and not self.selftest.get("ok"):
+            reasons.append(f"containment self-test failed ({self.selftest.get('reason')})")
+        elif not self.selftest.get("enabled"):
+            reasons.append(f"containment self-test did not run ({self.selftest.get('reason')})")
+        return ("kernel isolation is required (--require-isolation kernel) but this host cannot provide it: "
+                + "; ".join(reasons) + ". In Docker, run the image as documented (Landlock and seccomp "
+                "work under Docker's default seccomp profile); never with --privileged or seccomp=unconfined.")
+
+    def console_lines(self) -> list[str]:
+        on = [k for k in ("landlock", "seccomp", "pidns", "mountns", "netns", "ipcns", "uid", "rlimits",
+                          "audit_hook", "policy") if self.layers.get(k)]
+        off = [k for k in ("landlock", "seccomp", "pidns", "mountns", "netns", "ipcns", "uid")
+               if k in self.layers and not self.layers[k]]
+        label = "kernel isolation" if self.isolation == "kernel" else "WEAK ISOLATION"
+        lines = [f"sandbox: {label}; layers on: {', '.join(on) or 'none'}"
+                 + (f"; off: {', '.join(off)}" if off else "")]
+        lines.append("containment self-test: " + selftest_text(self.selftest))
+        for probe in self.selftest.get("probes", []):
+            if not (probe.get("contained") and probe.get("layer")):
+                lines.append(f"  NOT CONTAINED {probe.get('name')}: {probe.get('detail')}")
+        return lines
+
+
+def selftest_text(selftest: dict[str, Any]) -> str:
+    """One line about the self-test, for the console and summary.md."""
+    if not selftest.get("enabled"):
+        return f"not run ({selftest.get('reason')})"
+    probes = selftest.get("probes", [])
+    held = [p for p in probes if p.get("contained") and p.get("layer")]
+    by_layer: dict[str, int] = {}
+    for probe in held:
+        by_layer[str(probe["layer"])] = by_layer.get(str(probe["layer"]), 0) + 1
+    layers = ", ".join(f"{k} {v}" for k, v in sorted(by_layer.items()))
+    state = "ok" if selftest.get("ok") else "FAILED"
+    return (f"{state}, {len(held)}/{len(probes)} forbidden attempts refused by the kernel"
+            + (f" ({layers})" if layers else "") + f" in {float(selftest.get('duration_s') or 0):.2f} s")
+
+
+def summary_line(doc: dict[str, Any]) -> str:
+    """The summary.md line: isolation level and self-test result (empty for documents without them)."""
+    config = doc.get("config") or {}
+    selftest = doc.get("containment_selftest")
+    if not selftest or "isolation" not in config:
+        return ""
+    label = "kernel" if config.get("isolation") == "kernel" else "**weak isolation**"
+    return f"Sandbox: {label} isolation; containment self-test {selftest_text(selftest)}."
+
+
+def prove(sandbox: Any, require: str | None) -> Containment:
+    """Layers, isolation level and the self-test of ``sandbox`` (never raises for a weak host)."""
+    layers = dict(sandbox.layers()) if hasattr(sandbox, "layers") else {}
+    if hasattr(sandbox, "run_kernel_only"):
+        from finevo.sandbox.selftest import run_selftest
+
+        selftest = run_selftest(sandbox).to_dict()
+    else:
+        selftest = {"enabled": False, "ok": None, "duration_s": 0.0,
+                    "reason": "this sandbox cannot run code with the policy off", "probes": []}
+    if hasattr(sandbox, "isolation"):
+        level, missing = sandbox.isolation()
+    else:
+        missing = [name for name in ("landlock", "seccomp") if not layers.get(name)]
+        level = "kernel" if not missing else "weak"
+    if level == "kernel" and not selftest.get("ok"):
+        level = "weak"
+    return Containment(layers=layers, isolation=level, require=require, selftest=selftest, missing=list(missing))
