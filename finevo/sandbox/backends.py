@@ -148,9 +148,10 @@ class _BaseSandbox:
                 "landlock_scopes": bool(land.get("scoped_signals")),
                 "seccomp": bool(filt.get("enforced")),
                 "pidns": False,
-                "mountns": False,
+                "mountns": bool(self._worker_namespaces().get("mountns")),
                 "netns": bool(seen.get("netns")) or bool(self._worker_netns()),
-                "ipcns": False,
+                "ipcns": bool(self._worker_namespaces().get("ipcns")),
+                "private_tmp": bool(self._worker_namespaces().get("private_tmp")),
                 "uid": seen.get("uid") is not None and seen.get("uid") != 0,
                 "caps_dropped": bool(seen.get("caps_dropped")),
                 "rlimits": bool(seen),
@@ -193,6 +194,10 @@ class _BaseSandbox:
 
     def _worker_netns(self) -> bool:
         return False
+
+    def _worker_namespaces(self) -> dict[str, bool]:
+        """The namespaces the process that forks the tools moved into (none for cold children)."""
+        return {}
 
     def _worker_non_dumpable(self) -> bool:
         """Whether the process between the host and the tool (if any) is non-dumpable too."""
@@ -339,6 +344,9 @@ class WarmSandbox(_BaseSandbox):
 
     def _worker_netns(self) -> bool:
         return bool(self.worker_info.get("netns"))
+
+    def _worker_namespaces(self) -> dict[str, bool]:
+        return dict(self.worker_info.get("namespaces") or {})
 
     def _worker_non_dumpable(self) -> bool:
         return bool(self.worker_info.get("non_dumpable"))

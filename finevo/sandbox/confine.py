@@ -106,12 +106,78 @@ def unshare_network() -> bool:
     return False
 
 
+CLONE_NEWNS = 0x00020000
+CLONE_NEWIPC = 0x08000000
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x8, 0x4000, 0x40000
+#: Size of the private tmpfs on /tmp (every working directory of one warm worker lives there)
+#: and on /dev/shm (no tool can write there: Landlock; the mount only hides the host's).
+PRIVATE_TMP_MB = 512
+PRIVATE_SHM_MB = 8
+
+
+def _map_own_ids() -> bool:
+    """In a fresh user namespace: map this process's uid and gid to themselves (nothing else), so
+    files it creates keep its real ids; setgroups is denied, as an unprivileged map requires."""
+    uid, gid = os.geteuid(), os.getegid()
+    was_dumpable = dumpable()
+    # A non-dumpable process's /proc/self files belong to root: the maps could not be written.
+    # The worker has no child yet and holds no secret (its environment is the BLAS variables).
+    _prctl(PR_SET_DUMPABLE, 1)
+    try:
+        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+            with open(f"/proc/self/{name}", "w", encoding="ascii") as handle:
+                handle.write(text)
+    except OSError:
+        return False
+    finally:
+        if was_dumpable == 0:
+            _prctl(PR_SET_DUMPABLE, 0)
+    return True
+
+
+def unshare_namespaces() -> dict[str, bool]:
+    """Move this process (the warm worker, before it forks any child) into new network, mount and
+    IPC namespaces where the kernel allows it -- as root, or through a new user namespace -- and
+    mount private, size-limited tmpfs instances on /tmp and /dev/shm in the new mount namespace.
+
+    What it buys: the working directories of every run live in a bounded tmpfs that vanishes with
+    the worker (nothing left on the host's /tmp if it is killed), the host's /tmp, /dev/shm,
+    System V IPC objects and network are out of view. Refused (e.g. under Docker's default
+    seccomp profile): falls back to what can be had; Landlock and seccomp do not depend on it.
+    """
+    got = {"netns": False, "mountns": False, "ipcns": False, "private_tmp": False, "userns": False}
+    libc = _libc()
+    if libc is None or not hasattr(libc, "unshare"):
+        return got
+    wanted = CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWIPC
+    if libc.unshare(wanted) == 0:
+        pass
+    elif os.geteuid() != 0 and libc.unshare(CLONE_NEWUSER | wanted) == 0:
+        got["userns"] = True
+        if not _map_own_ids():
+            return dict(got, netns=True)  # unmapped: files on a new tmpfs could not be created
+    else:
+        got["netns"] = unshare_network()
+        return got
+    got.update(netns=True, mountns=True, ipcns=True)
+    mount = libc.mount
+    mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+    if mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
+        return got
+    flags = MS_NOSUID | MS_NODEV
+    ok_tmp = mount(b"tmpfs", b"/tmp", b"tmpfs", flags, f"size={PRIVATE_TMP_MB}m,mode=1777".encode()) == 0
+    ok_shm = mount(b"tmpfs", b"/dev/shm", b"tmpfs", flags | MS_NOEXEC,
+                   f"size={PRIVATE_SHM_MB}m,mode=1777".encode()) == 0
+    got["private_tmp"] = ok_tmp and ok_shm
+    return got
+
+
 def _prctl(option: int, arg: int) -> bool:
     libc = _libc()
     if libc is None:
         return False
-    return libc.prctl(option, ctypes.c_ulong(arg), ctypes.c_ulong(0), ctypes.c_ulong(0),
-                      ctypes.c_ulong(0)) == 0
+    return int(libc.prctl(option, ctypes.c_ulong(arg), ctypes.c_ulong(0), ctypes.c_ulong(0),
+                          ctypes.c_ulong(0))) == 0
 
 
 def make_non_dumpable() -> bool:

@@ -111,7 +111,8 @@ _ARCH: dict[str, tuple[int, dict[str, int]]] = {
         "rt_sigqueueinfo": 138, "rt_tgsigqueueinfo": 240,
     }),
 }
-_CHECKED = ("clone", "clone3", "fork", "vfork", "prctl", "kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")
+_CHECKED = ("clone", "clone3", "fork", "vfork", "prctl", "kill", "tkill", "tgkill", "rt_sigqueueinfo",
+            "rt_tgsigqueueinfo")
 #: Signal-sending calls: (argument holding the target process, argument holding the signal).
 _SIGNAL_ARGS = {"kill": (0, 1), "tkill": (0, 1), "tgkill": (0, 2), "rt_sigqueueinfo": (0, 1),
                 "rt_tgsigqueueinfo": (0, 2)}

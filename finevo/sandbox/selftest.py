@@ -74,8 +74,8 @@ class _Scene:
     gate_pid: int
 
     @classmethod
-    def create(cls) -> _Scene:
-        root = tempfile.mkdtemp(prefix="finevo-selftest-")
+    def create(cls, base_dir: str | None) -> _Scene:
+        root = tempfile.mkdtemp(prefix="finevo-selftest-", dir=base_dir or default_base_dir())
         os.chmod(root, 0o755)
         secret = f"FINEVO-SELFTEST-{secrets.token_hex(12)}"
         canary = os.path.join(root, "canary.txt")
@@ -107,6 +107,13 @@ class _Scene:
         with contextlib.suppress(OSError):
             os.unlink(self.shm_target)
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def default_base_dir() -> str:
+    """Where the canaries go by default: /var/tmp, which a warm worker does not replace with its
+    private tmpfs (canaries in /tmp would be invisible to the child, proving nothing about Landlock)."""
+    shared = "/var/tmp"
+    return shared if os.path.isdir(shared) and os.access(shared, os.W_OK) else tempfile.gettempdir()
 
 
 @dataclass(frozen=True)
@@ -151,18 +158,21 @@ PROBES: tuple[_Probe, ...] = (
            lambda s: {"path": s.shm_target},
            lambda s, r: "the file was left in /dev/shm" if os.path.lexists(s.shm_target) else _ran(s, r)),
     _Probe("read_gate_environ",
-           "def probe(pid):\n    with open(f'/proc/{pid}/environ', 'rb') as handle:\n        return len(handle.read())\n",
+           "def probe(pid):\n    with open(f'/proc/{pid}/environ', 'rb') as handle:\n"
+           "        return len(handle.read())\n",
            lambda s: {"pid": s.gate_pid}, _ran),
     _Probe("leave_process_group", "import os\n\ndef probe():\n    os.setpgid(0, 0)\n",
            lambda s: {}, _ran),
 )
 
 
-def run_selftest(sandbox: KernelOnlySandbox) -> SelfTestReport:
-    """Run every probe; never raises (a probe that cannot run is reported as not contained)."""
+def run_selftest(sandbox: KernelOnlySandbox,
+                 base_dir: str | os.PathLike[str] | None = None) -> SelfTestReport:
+    """Run every probe, with the canaries in a fresh directory under ``base_dir`` (default
+    :func:`default_base_dir`); never raises (a probe that cannot run is reported as not contained)."""
     started = time.monotonic()
     try:
-        scene = _Scene.create()
+        scene = _Scene.create(os.fspath(base_dir) if base_dir is not None else None)
     except OSError as exc:
         return SelfTestReport(enabled=True, ok=False, duration_s=round(time.monotonic() - started, 3),
                               reason=f"could not set up the canaries: {exc}")
@@ -171,15 +181,12 @@ def run_selftest(sandbox: KernelOnlySandbox) -> SelfTestReport:
         for probe in PROBES:
             try:
                 result = sandbox.run_kernel_only(probe.code, "probe", probe.args(scene), PROBE_LIMITS)
-            except Exception as exc:  # noqa: BLE001 - the sandbox itself failed: not contained
+            except Exception as exc:  # the sandbox itself failed: not contained
                 results.append(ProbeResult(probe.name, False, None, f"the probe could not run: {exc}"))
                 continue
             escaped = probe.escaped(scene, result)
             layer = result.layer if result.layer in KERNEL_LAYERS else None
-            if escaped:
-                detail = escaped
-            else:
-                detail = f"{result.status}: {(result.error_message or '').strip()[:160]}"
+            detail = escaped or f"{result.status}: {(result.error_message or '').strip()[:160]}"
             results.append(ProbeResult(probe.name, escaped is None, layer if escaped is None else None, detail))
     finally:
         scene.close()

@@ -41,7 +41,11 @@ def main() -> int:
     except protocol.ChannelClosed:
         return 0
     try:
-        netns = confine.unshare_network() if config.get("unshare_net", True) else False
+        namespaces = confine.unshare_namespaces() if config.get("unshare_net", True) else {}
+        if namespaces.get("private_tmp"):
+            import tempfile
+
+            tempfile.tempdir = "/tmp"  # the worker's own private tmpfs
         info = preload(config.get("snapshot_dir"))
         landlock.mapped_library_dirs()  # computed once here; every forked child inherits it
         gc.collect()
@@ -53,7 +57,8 @@ def main() -> int:
     settings = {"read_roots": config["read_roots"], "keep_dac_read": config.get("keep_dac_read", False),
                 "drop_uid": config.get("drop_uid", True), "unshare_net": False,
                 "tool_imports": config.get("tool_imports")}
-    protocol.write_frame(replies, {"kind": "ready", "pid": os.getpid(), "netns": netns,
+    protocol.write_frame(replies, {"kind": "ready", "pid": os.getpid(), "netns": bool(namespaces.get("netns")),
+                                   "namespaces": namespaces,
                                    "non_dumpable": non_dumpable, "rss_kb": _rss_kb(), **info})
     from finevo.sandbox.forked import SpareChild
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from finevo.corpus import Payload
+from finevo.sandbox.selftest import default_base_dir
 
 from .unprivileged import available, unprivileged_command
 
@@ -54,7 +55,9 @@ class Scene:
 
     @classmethod
     def create(cls) -> Scene:
-        root = Path(tempfile.mkdtemp(prefix="finevo-kcorpus-"))
+        # not under /tmp: a warm worker with a mount namespace has a private /tmp, where the
+        # canaries would be invisible (nothing proved about Landlock)
+        root = Path(tempfile.mkdtemp(prefix="finevo-kcorpus-", dir=default_base_dir()))
         root.chmod(0o755)
         canary_dir = root / "canary"
         canary_dir.mkdir()
