@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from finevo.errors import InputError
+from finevo.errors import InputError, SandboxUnavailable
 
 #: Values of ``--require-isolation`` / ``FINEVO_REQUIRE_ISOLATION`` (``None`` = no requirement).
 ISOLATION_LEVELS = ("kernel",)
@@ -37,6 +37,12 @@ def require_isolation(flag: str | None, environ: dict[str, str] | None = None) -
         origin = "--require-isolation" if flag is not None else REQUIRE_ENV
         raise InputError(f"{origin}: unknown isolation level {value!r} (expected: kernel, or none)")
     return value
+
+
+class IsolationUnavailable(SandboxUnavailable):
+    """Kernel isolation was required and this host cannot provide it: the run has no verdict."""
+
+    code = "isolation_unavailable"
 
 
 @dataclass
@@ -59,6 +65,17 @@ class Containment:
         return ("kernel isolation is required (--require-isolation kernel) but this host cannot provide it: "
                 + "; ".join(reasons) + ". In Docker, run the image as documented (Landlock and seccomp "
                 "work under Docker's default seccomp profile); never with --privileged or seccomp=unconfined.")
+
+    def config_fields(self) -> dict[str, Any]:
+        """What results.json's ``config`` records about the sandbox."""
+        return {"sandbox_layers": dict(self.layers), "isolation": self.isolation,
+                "require_isolation": self.require}
+
+    def enforce(self) -> None:
+        """Raise :class:`IsolationUnavailable` when the required isolation is missing."""
+        failure = self.failure()
+        if failure:
+            raise IsolationUnavailable(failure)
 
     def console_lines(self) -> list[str]:
         on = [k for k in ("landlock", "seccomp", "pidns", "mountns", "netns", "ipcns", "uid", "rlimits",
@@ -96,17 +113,19 @@ def summary_line(doc: dict[str, Any]) -> str:
     selftest = doc.get("containment_selftest")
     if not selftest or "isolation" not in config:
         return ""
-    label = "kernel" if config.get("isolation") == "kernel" else "**weak isolation**"
-    return f"Sandbox: {label} isolation; containment self-test {selftest_text(selftest)}."
+    label = "kernel isolation" if config.get("isolation") == "kernel" else "**weak isolation**"
+    return f"Sandbox: {label}; containment self-test {selftest_text(selftest)}."
 
 
-def prove(sandbox: Any, require: str | None) -> Containment:
-    """Layers, isolation level and the self-test of ``sandbox`` (never raises for a weak host)."""
+def prove(sandbox: Any, require: str | None, base_dir: str | os.PathLike[str] | None = None) -> Containment:
+    """Layers, isolation level and the self-test of ``sandbox`` (never raises for a weak host; see
+    :meth:`Containment.enforce`). The self-test's canaries go in a fresh directory under
+    ``base_dir`` (the gate passes its run directory)."""
     layers = dict(sandbox.layers()) if hasattr(sandbox, "layers") else {}
     if hasattr(sandbox, "run_kernel_only"):
         from finevo.sandbox.selftest import run_selftest
 
-        selftest = run_selftest(sandbox).to_dict()
+        selftest = run_selftest(sandbox, base_dir).to_dict()
     else:
         selftest = {"enabled": False, "ok": None, "duration_s": 0.0,
                     "reason": "this sandbox cannot run code with the policy off", "probes": []}

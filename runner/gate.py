@@ -42,6 +42,8 @@ from finevo.outcome import LLMUsage, Outcome
 from finevo.sandbox.api import ExecutionResult, Limits
 from finevo.tasks import SecurityTask, Task
 from runner.console import Console
+from runner.containment import IsolationUnavailable
+from runner.containment import prove as prove_containment
 from runner.events import EventLog
 from runner.records import (
     PayloadResult,
@@ -79,6 +81,7 @@ class GateConfig:
     max_refinements: int | None = None
     agent_mode: str = "evolving"
     sandbox_backend: str | None = None   # None: FINEVO_SANDBOX_BACKEND, else warm
+    require_isolation: str | None = None  # "kernel": exit 3 without Landlock + seccomp (runner.containment)
     reuse_registry: bool = False
     self_check: bool = True
     run_payloads: bool = True
@@ -646,9 +649,18 @@ class Gate:
                     raise InputError(f"{p.run_dir / 'registry'}: registry is not empty; "
                                      "pass --reuse-registry or use a new --run-id")
                 config = self.config_dict(runner.session.info)
-                layers = config["sandbox_layers"]
-                if layers:
-                    console.line("sandbox layers: " + ", ".join(f"{k}={'on' if v else 'off'}" for k, v in layers.items()))
+                containment = prove_containment(runner.session.sandbox, p.config.require_isolation)
+                config.update(containment.config_fields())
+                for line in containment.console_lines():
+                    console.line(line)
+                try:
+                    containment.enforce()  # required kernel isolation missing: no verdict (exit 3)
+                except IsolationUnavailable:  # nothing ran: leave nothing behind
+                    runner.close()
+                    if fresh_dir:
+                        shutil.rmtree(p.run_dir, ignore_errors=True)
+                    remove_if_empty(p.created_dirs)
+                    raise
                 with EventLog(p.run_dir / "events.jsonl") as events:
                     events.emit("start", run_id=p.run_id, started_at=started_at, config=config,
                                 warnings=suite.warnings,
@@ -673,6 +685,7 @@ class Gate:
                     partial = signum if signum is not None else (-1 if crash else None)
                     doc = self._document(config, started_at, t0, tasks_done, sec_done, pay_done, selfcheck,
                                          partial, crash=crash if partial == -1 else None)
+                    doc["containment_selftest"] = containment.selftest
                     paths = write_all(doc, p.run_dir)
                     events.emit("end", finished_at=doc["finished_at"], signal=partial,
                                 exit_code=doc["verdict"]["exit_code"], crash=crash, traceback=crash_tb)

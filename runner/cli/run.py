@@ -65,6 +65,9 @@ def register(sub: Any) -> None:
     run.add_argument("--sandbox-backend", choices=("warm", "subprocess"),
                      help="sandbox backend (env FINEVO_SANDBOX_BACKEND, default warm; "
                           "a warm worker that cannot start falls back to subprocess)")
+    run.add_argument("--require-isolation", choices=("kernel", "none"), default=None,
+                     help="exit 3 (no verdict) unless Landlock and seccomp confine every tool and the "
+                          "containment self-test passes (FINEVO_REQUIRE_ISOLATION, else none)")
     run.add_argument("--reuse-registry", action="store_true", help="accept a non-empty registry in the run dir")
     run.add_argument("--no-self-check", action="store_true", help="skip the reference/null harness self-check")
     run.add_argument("--model", help="model name for live calls")
@@ -88,6 +91,7 @@ def _llm_spec(value: str | None) -> str:
 
 
 def config_from_args(args: argparse.Namespace):
+    from runner.containment import require_isolation
     from runner.gate import GateConfig
     from runner.suite import parse_only, parse_shard
 
@@ -98,6 +102,7 @@ def config_from_args(args: argparse.Namespace):
         run_id=args.run_id, only=parse_only(args.only), category=args.category, shard=parse_shard(args.shard),
         task_timeout_s=args.task_timeout, max_refinements=args.max_refinements, agent_mode=args.agent,
         sandbox_backend=args.sandbox_backend,
+        require_isolation=require_isolation(getattr(args, "require_isolation", None)),
         reuse_registry=args.reuse_registry, self_check=not args.no_self_check, run_payloads=not args.no_payloads,
         model=args.model, temperature=args.temperature, record=args.record, min_pass_rate=args.min_pass_rate)
 

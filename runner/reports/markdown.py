@@ -12,6 +12,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from runner import containment
+
 #: GitHub refuses job summaries over 1 MiB; stay well under it.
 MAX_BYTES = 1024 * 1024 - 64 * 1024
 _CODE_CAP = 12_000
@@ -89,6 +91,9 @@ def render(doc: dict[str, Any], results_path: str | Path | None = None) -> str:
     elif cfg.get("self_check"):
         why = "the run stopped before it" if doc["partial"] else "no record of it in these results"
         lines += [f"Harness self-check: not run -- {why}", ""]
+    sandbox_line = containment.summary_line(doc)
+    if sandbox_line:
+        lines += [sandbox_line, ""]
     lines += ["## Per category", ""]
     lines += _table(["category", "total", "passed", "failed", "errors", "skipped", "pass rate"],
                     [[cat, c["total"], c["passed"], c["failed"], c["errors"], c["skipped"], f"{c['pass_rate']:.1%}"]
