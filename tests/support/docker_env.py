@@ -22,7 +22,9 @@ import pytest
 from runner import docker_launcher as dl
 
 ROOT = Path(__file__).resolve().parents[2]
-TEST_IMAGE = "finevo-verify:test"
+#: The tag the docker tests build and run (``FINEVO_TEST_IMAGE`` overrides it, so several checkouts
+#: can test their own images on one engine side by side).
+TEST_IMAGE = os.environ.get("FINEVO_TEST_IMAGE") or "finevo-verify:test"
 DEFAULT_BASE = "finevo-base:bookworm"
 DEFAULT_WHEELHOUSE = Path("/var/cache/finevo/wheelhouse")
 
