@@ -238,7 +238,7 @@ def cmd_registry_list(args: argparse.Namespace) -> int:
                         for r in rows]
     widths = [max(len(str(row[i])) for row in table) for i in range(len(header))]
     for row in table:
-        print("  ".join(str(cell).ljust(w) for cell, w in zip(row, widths)).rstrip())
+        print("  ".join(str(cell).ljust(w) for cell, w in zip(row, widths, strict=False)).rstrip())
     return EXIT_OK
 
 
@@ -316,7 +316,7 @@ def cmd_registry_clear(args: argparse.Namespace) -> int:
 
 def registry_location(registry: Any) -> str:
     """Where the registry lives, for messages (a password in its URL is masked)."""
-    return registry.display_url
+    return str(registry.display_url)
 
 
 def _close(thing: Any) -> None:

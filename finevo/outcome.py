@@ -23,7 +23,7 @@ class LLMUsage:
     completion_tokens: int = 0
     latency_s: float = 0.0
 
-    def add(self, other: "LLMUsage") -> None:
+    def add(self, other: LLMUsage) -> None:
         self.calls += other.calls
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens
@@ -80,7 +80,7 @@ class Outcome:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Outcome":
+    def from_dict(cls, data: dict[str, Any]) -> Outcome:
         data = dict(data)
         data.pop("refinements", None)
         err = data.get("error")

@@ -35,7 +35,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 from finevo.errors import InputError
 from finevo.paths import snapshot_dir
@@ -99,7 +99,7 @@ class Settings:
 
     @classmethod
     def from_env(cls, overrides: Mapping[str, Any] | None = None,
-                 env: Mapping[str, str] | None = None) -> "Settings":
+                 env: Mapping[str, str] | None = None) -> Settings:
         """Build settings from ``overrides`` (flag values; ``None`` means "not given"), then ``env``.
 
         ``env`` defaults to :data:`os.environ`. Unknown override keys are a programming error
@@ -220,18 +220,18 @@ def _nonneg_int(raw: Any) -> int:
     return value
 
 
-def _agent_mode(raw: Any) -> str:
+def _agent_mode(raw: Any) -> AgentMode:
     text = str(raw).strip()
     if text not in AGENT_MODES:
         raise ValueError(f"expected one of {', '.join(AGENT_MODES)}")
-    return text
+    return cast(AgentMode, text)
 
 
-def _sandbox_backend(raw: Any) -> str:
+def _sandbox_backend(raw: Any) -> SandboxBackend:
     text = str(raw).strip().lower()
     if text not in SANDBOX_BACKENDS:
         raise ValueError(f"expected one of {', '.join(SANDBOX_BACKENDS)}")
-    return text
+    return cast(SandboxBackend, text)
 
 
 def _provider_spec(raw: Any) -> str:

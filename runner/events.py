@@ -26,7 +26,7 @@ class EventLog:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._fh: IO[str] | None = open(self.path, "a", encoding="utf-8")
+        self._fh: IO[str] | None = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
 
     def emit(self, event: str, **fields: Any) -> None:
         if self._fh is None:
@@ -41,7 +41,7 @@ class EventLog:
             self._fh.close()
             self._fh = None
 
-    def __enter__(self) -> "EventLog":
+    def __enter__(self) -> EventLog:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -31,10 +31,11 @@ import subprocess
 import threading
 import time
 import traceback
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from finevo.corpus import FORGED_VALUE, Payload
 from finevo.errors import DeadlineExceeded, ExternalError, FinevoError, InputError
@@ -47,6 +48,7 @@ from runner.records import (
     PayloadResult,
     ProbeResult,
     SecurityResult,
+    SecurityState,
     TaskResult,
     ToolInfo,
 )
@@ -107,7 +109,7 @@ class Prepared:
 
 
 def new_run_id() -> str:
-    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
 
 
 #: Values that mean "no commit known" (the image's ``FINEVO_GIT_SHA`` when built without REVISION).
@@ -199,7 +201,7 @@ class Interrupts:
         self.event = threading.Event()
         self._previous: dict[int, Any] = {}
 
-    def __enter__(self) -> "Interrupts":
+    def __enter__(self) -> Interrupts:
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGINT, signal.SIGTERM):
                 self._previous[sig] = signal.signal(sig, self._handle)
@@ -272,7 +274,7 @@ class TaskRunner:
                 raise Aborted(task.id)
             if time.monotonic() > hard_stop:
                 self._renew()
-                err = DeadlineExceeded(f"task {task.id}: no answer {self.timeout_s:g}s after its start "
+                err: FinevoError = DeadlineExceeded(f"task {task.id}: no answer {self.timeout_s:g}s after its start "
                                        "(the agent ignored its deadline; worker abandoned)", stage="unknown")
                 return Outcome(task_id=task.id, error=err, stage="unknown"), time.monotonic() - start
         elapsed = time.monotonic() - start
@@ -290,7 +292,7 @@ class TaskRunner:
             return Outcome(task_id=task.id, error=err), elapsed
         return outcome, elapsed
 
-    def probe_runner(self) -> "ProbeRunner":
+    def probe_runner(self) -> ProbeRunner:
         """A tool runner for one task's probes, sharing one budget of the task timeout."""
         return ProbeRunner(self, time.monotonic() + self.timeout_s)
 
@@ -328,7 +330,8 @@ class TaskRunner:
             if isinstance(call.error, FinevoError):
                 raise call.error
             raise ExternalError(f"sandbox failed: {type(call.error).__name__}: {call.error}", where="gate")
-        return call.value
+        result: ExecutionResult = call.value
+        return result
 
 
 class ProbeRunner:
@@ -405,6 +408,7 @@ def judge_task(task: Task, outcome: Outcome, expected: dict[str, Any], elapsed: 
 
 
 def security_result(task: SecurityTask, outcome: Outcome, elapsed: float) -> SecurityResult:
+    state: SecurityState
     if outcome.blocked_by:
         state, reason = "blocked", f"blocked by {outcome.blocked_by}"
     elif isinstance(outcome.error, ExternalError):
@@ -481,7 +485,7 @@ class Canaries:
         while not self._stop.is_set():
             try:
                 conn, _ = self._server.accept()
-            except (socket.timeout, OSError):
+            except (TimeoutError, OSError):
                 continue
             self.contacts += 1
             conn.close()
@@ -571,7 +575,7 @@ def run_payload(sandbox: Any, payload: Payload, canaries: Canaries) -> PayloadRe
 
 # --------------------------------------------------------------------------- the run
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 @dataclass
@@ -596,6 +600,7 @@ class Gate:
 
     def spec(self, **changes: Any) -> SessionSpec:
         c = self.p.config
+        base: dict[str, Any]
         base = dict(llm=c.llm, registry_dir=self.p.run_dir / "registry", data_dir=Path(c.data_dir).absolute(),
                     agent_mode=c.agent_mode, max_refinements=c.max_refinements, model=c.model,
                     temperature=c.temperature, record=c.record, sandbox_backend=c.sandbox_backend,
@@ -648,7 +653,8 @@ class Gate:
                 config = self.config_dict(runner.session.info)
                 layers = config["sandbox_layers"]
                 if layers:
-                    console.line("sandbox layers: " + ", ".join(f"{k}={'on' if v else 'off'}" for k, v in layers.items()))
+                    console.line("sandbox layers: "
+                                 + ", ".join(f"{k}={'on' if v else 'off'}" for k, v in layers.items()))
                 with EventLog(p.run_dir / "events.jsonl") as events:
                     events.emit("start", run_id=p.run_id, started_at=started_at, config=config,
                                 warnings=suite.warnings,
@@ -789,11 +795,13 @@ def rebuild_from_events(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
     ends = [e for e in events if e["event"] == "end"]
     end = ends[-1] if ends else None
     signum = end.get("signal") if end else -1   # no end event: killed or crashed
+    selfcheck: dict[str, Any] | None
     if signum is None and not start["config"].get("self_check", True):
         selfcheck = {"enabled": False, "ok": None, "reason": "skipped (--no-self-check)"}
     else:
         selfcheck = selfchecks[-1] if selfchecks else None
     crash = end.get("crash") if end else None
+    records: list[TaskResult | SecurityResult | PayloadResult] = [*tasks, *sec, *pay]
     if end is None:
         reason = "not run: the run was killed before this task"
     elif crash:
@@ -806,7 +814,7 @@ def rebuild_from_events(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
         security=fill_skipped_security(planned.get("security", []), sec, reason),
         payloads=fill_skipped_payloads(planned.get("payloads", []), pay, reason),
         started_at=start["started_at"], finished_at=(end or events[-1]).get("finished_at", start["started_at"]),
-        duration_s=sum(float(r.duration_s) for r in [*tasks, *sec, *pay]), partial_signal=signum,
+        duration_s=sum(float(r.duration_s) for r in records), partial_signal=signum,
         selfcheck=selfcheck, warnings=start.get("warnings", []), crash=crash)
 
 

@@ -41,8 +41,8 @@ from finevo.sandbox.api import ExecutionResult
 from finevo.tasks import Probe, Task, Tolerance
 from runner.records import ProbeResult
 
-__all__ = ["JUDGE_VERSION", "Judgement", "judge_value", "judge_outcome", "compare", "judge_probes",
-           "probe_entry", "ToolRun"]
+__all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", "judge_probes", "judge_value",
+           "probe_entry"]
 
 #: Recorded in every report; bump it whenever a rule changes what passes.
 JUDGE_VERSION = "2.1"
@@ -84,7 +84,7 @@ def _as_date(value: Any) -> str | None:
     if stamp is pd.NaT:
         return None
     # The calendar date as written (a tz-aware ex-date stays on its own day).
-    return stamp.strftime("%Y-%m-%d")
+    return str(stamp.strftime("%Y-%m-%d"))
 
 
 def compare(actual: Any, expected: Any, tol: Tolerance, where: str = "value") -> str | None:
@@ -114,7 +114,7 @@ def compare(actual: Any, expected: Any, tol: Tolerance, where: str = "value") ->
             return f"{where}: expected a list of {len(expected)} items, got {describe(actual)}"
         if len(actual) != len(expected):
             return f"{where}: expected {len(expected)} items, got {len(actual)}"
-        for index, (act, exp) in enumerate(zip(actual, expected)):
+        for index, (act, exp) in enumerate(zip(actual, expected, strict=False)):
             problem = compare(act, exp, tol, f"{where}[{index}]")
             if problem:
                 return problem
@@ -234,7 +234,7 @@ def judge_probes(task: Task, outcome: Outcome, main: Judgement, main_expected: M
     allowed = set(matched_conventions(task, outcome.value, main_expected))
     results: list[ProbeResult] = []
     verdict: Judgement | None = None
-    for index, (probe, expected_all) in enumerate(zip(task.probes, probe_expected), start=1):
+    for index, (probe, expected_all) in enumerate(zip(task.probes, probe_expected, strict=False), start=1):
         expected = {k: v for k, v in expected_all.items() if k in allowed} or dict(expected_all)
         record = ProbeResult(index=index, args=dict(probe.args), state="skipped", reason="", expected=expected)
         if verdict is not None:

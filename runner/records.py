@@ -45,7 +45,7 @@ class ProbeResult:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "ProbeResult":
+    def from_dict(cls, data: dict[str, Any]) -> ProbeResult:
         return cls(**dict(data))
 
 
@@ -79,7 +79,7 @@ class TaskResult:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "TaskResult":
+    def from_dict(cls, data: dict[str, Any]) -> TaskResult:
         data = dict(data)
         data["tool"] = ToolInfo(**(data.get("tool") or {}))
         data["llm"] = LLMUsage(**(data.get("llm") or {}))
@@ -87,7 +87,7 @@ class TaskResult:
         return cls(**data)
 
     @classmethod
-    def skipped(cls, task_id: str, category: str, query: str, reason: str = "not run") -> "TaskResult":
+    def skipped(cls, task_id: str, category: str, query: str, reason: str = "not run") -> TaskResult:
         return cls(task_id=task_id, category=category, query=query, state="skipped", reason=reason)
 
 
@@ -114,7 +114,7 @@ class SecurityResult:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "SecurityResult":
+    def from_dict(cls, data: dict[str, Any]) -> SecurityResult:
         data = dict(data)
         data["llm"] = LLMUsage(**(data.get("llm") or {}))
         return cls(**data)
@@ -140,5 +140,5 @@ class PayloadResult:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "PayloadResult":
+    def from_dict(cls, data: dict[str, Any]) -> PayloadResult:
         return cls(**dict(data))

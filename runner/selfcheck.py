@@ -14,7 +14,8 @@ improves), which keeps the check cheap.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from finevo.llm.base import ChatReply, ChatRequest
 from finevo.outcome import LLMUsage
@@ -54,7 +55,7 @@ class NullProvider:
         return ChatReply(content=content, usage=LLMUsage(calls=1), model="null", finish_reason="stop")
 
 
-def _run(gate: "Gate", interrupts: "Interrupts", label: str, **spec_changes: Any) -> list[TaskResult]:
+def _run(gate: Gate, interrupts: Interrupts, label: str, **spec_changes: Any) -> list[TaskResult]:
     from runner.gate import TaskRunner, judge_task
 
     p = gate.p
@@ -90,7 +91,7 @@ def evaluate(reference: Sequence[TaskResult], null: Sequence[TaskResult], *, reu
             "null": {"passed": len(null_good), "total": len(null), "passing": null_good}}
 
 
-def run_selfcheck(gate: "Gate", main_results: Sequence[TaskResult], interrupts: "Interrupts") -> dict[str, Any]:
+def run_selfcheck(gate: Gate, main_results: Sequence[TaskResult], interrupts: Interrupts) -> dict[str, Any]:
     """Run (or reuse) the reference run and the null run; raises ``Aborted`` on a signal."""
     started = time.monotonic()
     console = gate.console

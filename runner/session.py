@@ -7,10 +7,12 @@ The gate never constructs these pieces itself; it asks a :data:`SessionFactory` 
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Protocol, TextIO
+from typing import Any, Protocol, TextIO
 
 
 @dataclass(frozen=True)
@@ -48,17 +50,13 @@ class Session:
 
     def interrupt(self) -> None:
         """Stop whatever runs now: closing the sandbox kills its worker processes."""
-        try:
+        with contextlib.suppress(Exception):  # best effort while aborting
             self.sandbox.close()
-        except Exception:  # best effort while aborting
-            pass
 
     def close(self) -> None:
         for close in reversed(self.closers):
-            try:
+            with contextlib.suppress(Exception):
                 close()
-            except Exception:
-                pass
         self.closers.clear()
 
 

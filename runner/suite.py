@@ -7,9 +7,10 @@ one); the CLI turns it into exit code 2 before anything is written.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from finevo.corpus import Payload, load_payloads
 from finevo.errors import InputError
@@ -37,7 +38,7 @@ class Baseline:
                 "target_pass_rate": self.target_pass_rate}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Baseline":
+    def from_dict(cls, data: dict[str, Any]) -> Baseline:
         return cls(path=str(data.get("path", "")), passing_tasks=tuple(data.get("passing_tasks") or ()),
                    target_pass_rate=float(data.get("target_pass_rate", 0.0)),
                    version=str(data.get("version", "")), description=str(data.get("description", "")),

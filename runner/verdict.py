@@ -16,8 +16,9 @@ either; a run that crashed is partial too, with exit 3.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from finevo.tasks import CATEGORIES
 from runner.exitcodes import Exit
@@ -108,7 +109,7 @@ def compute_verdict(tasks: Sequence[TaskResult], security: Sequence[SecurityResu
             per_category[cat] = _stats(rows).to_dict()
     sec_rows = [s.state for s in security]
     pay_rows = [p.state for p in payloads]
-    sec = {
+    sec: dict[str, Any] = {
         "total": len(security), "blocked": sec_rows.count("blocked"),
         "errors": sec_rows.count("error") + pay_rows.count("error"),
         "error_ids": [s.task_id for s in security if s.state == "error"]

@@ -80,11 +80,11 @@ class Job:
     output: OutputSpec
 
     @classmethod
-    def from_task(cls, task: Task) -> "Job":
+    def from_task(cls, task: Task) -> Job:
         return cls(task.id, task.category, task.query, task.intent, task.output)
 
     @classmethod
-    def from_query(cls, query: str, task_id: str = "query") -> "Job":
+    def from_query(cls, query: str, task_id: str = "query") -> Job:
         """A job for a free-text query (the parser's intent and the catalogue's contract)."""
         intent = parse_query(query)
         if intent is None:
@@ -219,6 +219,7 @@ class Agent:
         parent_hash: str | None = None
         parent_id: Any = None
         tool_ids: dict[int, Any] = {}  # attempt number -> the registry id of its code
+        error: AgentFailure
         for number in range(1, self.max_refinements + 2):
             stage = "synthesis" if number == 1 else "refinement"
             outcome.stage = stage

@@ -152,7 +152,7 @@ def function_signature(code: str, entry: str) -> list[dict[str, Any]] | None:
             for i, arg in enumerate(positional):
                 params.append({"name": arg.arg, "annotation": _annotation(arg), "required": i < n_required,
                                "kind": "positional_only" if arg in a.posonlyargs else "positional"})
-            for arg, default in zip(a.kwonlyargs, a.kw_defaults):
+            for arg, default in zip(a.kwonlyargs, a.kw_defaults, strict=False):
                 params.append({"name": arg.arg, "annotation": _annotation(arg), "required": default is None,
                                "kind": "keyword_only"})
             if a.vararg is not None:
@@ -236,7 +236,7 @@ def symbol_variations(args: Mapping[str, Any], symbols: tuple[str, ...] = DEFAUL
     if isinstance(base.get("symbols"), list) and base["symbols"]:
         current = list(base["symbols"])
         for alt in [s for s in symbols if s not in current][:limit]:
-            changed = current[:-1] + [alt]
+            changed = [*current[:-1], alt]
             out.append(Variation("symbol", "symbols", f"symbols={changed!r}", {**base, "symbols": changed}))
     return out
 
@@ -298,7 +298,7 @@ def threshold_extremes(name: str, value: Any) -> list[Any]:
     if not name.endswith("threshold") or isinstance(value, bool) or not isinstance(value, (int, float)):
         return []
     if 0 <= value <= 100:
-        low, high = 0, 100
+        low, high = 0.0, 100.0
     else:
         low, high = value - 1e6, value + 1e6
     return [type(value)(low), type(value)(high)]
@@ -311,7 +311,7 @@ def _same(a: Any, b: Any) -> bool:
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
     if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=False))
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
     return bool(a == b)
@@ -559,7 +559,8 @@ class Verifier:
             ran.append(var.description)
             seen.add(bool(other))
             if len(seen) == 2:
-                return f"both answers occur: {describe(ver.value)} for the task, {describe(other)} with {var.description}"
+                return (f"both answers occur: {describe(ver.value)} for the task, "
+                        f"{describe(other)} with {var.description}")
         if len(ran) < 2:
             return f"inconclusive: {len(ran)} variation(s) ran, {skipped} lacked data"
         raise VerificationFailed(

@@ -43,7 +43,8 @@ from finevo.llm.base import ChatReply, ChatRequest, LLMProvider
 from finevo.llm.cassette import Cassette, request_key
 from finevo.llm.client import OpenAIChatClient
 from finevo.outcome import LLMUsage
-from finevo.paths import benchmarks_dir, reference_dir as default_reference_dir
+from finevo.paths import benchmarks_dir
+from finevo.paths import reference_dir as default_reference_dir
 from finevo.settings import Settings
 from finevo.tasks import SecurityTask, load_security_tasks
 

@@ -109,14 +109,14 @@ def history_csv(history: pd.DataFrame) -> bytes:
     frame["Volume"] = frame["Volume"].fillna(0).astype(np.int64)
     index = pd.DatetimeIndex(frame.index)
     frame.index = pd.Index([ts.strftime("%Y-%m-%d") for ts in index], name="Date")
-    return frame.to_csv(float_format=FLOAT_FORMAT, lineterminator="\n").encode()
+    return str(frame.to_csv(float_format=FLOAT_FORMAT, lineterminator="\n")).encode()
 
 
 def income_csv(income: pd.DataFrame) -> bytes:
     frame = income.copy()
     frame.columns = [pd.Timestamp(c).strftime("%Y-%m-%d") for c in frame.columns]
     frame.index = pd.Index([str(i) for i in frame.index], name="")
-    return frame.to_csv(float_format=FLOAT_FORMAT, lineterminator="\n").encode()
+    return str(frame.to_csv(float_format=FLOAT_FORMAT, lineterminator="\n")).encode()
 
 
 def json_bytes(value: Any) -> bytes:
@@ -362,7 +362,7 @@ class Snapshot:
             for column in frame.columns:
                 if column != "Volume":
                     frame[column] = frame[column].astype("float64")
-            if frame[list(PRICE_COLUMNS) + ["Adj Close"]].isna().any().any():
+            if frame[[*list(PRICE_COLUMNS), "Adj Close"]].isna().any().any():
                 raise ValueError("empty price cells")
             if not frame.index.is_monotonic_increasing or frame.index.has_duplicates:
                 raise ValueError("dates not strictly increasing")

@@ -60,12 +60,12 @@ def _params(args: ast.arguments) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     positional = [*args.posonlyargs, *args.args]
     defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
-    for index, (arg, default) in enumerate(zip(positional, defaults)):
+    for index, (arg, default) in enumerate(zip(positional, defaults, strict=False)):
         kind = "positional_only" if index < len(args.posonlyargs) else "positional_or_keyword"
         out.append(_param(arg, default, kind))
     if args.vararg is not None:
         out.append(_param(args.vararg, None, "var_positional", required=False))
-    for arg, default in zip(args.kwonlyargs, args.kw_defaults):
+    for arg, default in zip(args.kwonlyargs, args.kw_defaults, strict=False):
         out.append(_param(arg, default, "keyword_only"))
     if args.kwarg is not None:
         out.append(_param(args.kwarg, None, "var_keyword", required=False))

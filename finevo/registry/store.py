@@ -14,6 +14,8 @@ code now passed verification); registering it with any other status leaves its s
 
 from __future__ import annotations
 
+import builtins
+import contextlib
 import hashlib
 import json
 import math
@@ -31,6 +33,7 @@ from sqlalchemy.pool import StaticPool
 from sqlmodel import Session, SQLModel, col, create_engine, delete, select
 
 from finevo.errors import FinevoError
+from finevo.fsutil import atomic_write
 from finevo.registry.models import (
     STATUSES,
     TRANSITIONS,
@@ -39,7 +42,6 @@ from finevo.registry.models import (
     ToolArtifact,
     parse_version,
 )
-from finevo.fsutil import atomic_write
 from finevo.registry.signature import signature_fits, tool_signature
 
 #: stdout / stderr kept per trace (bytes of UTF-8), the rest is cut with a marker.
@@ -87,8 +89,9 @@ class Registry:
         self.code_dir = Path(code_dir)
         self.code_dir.mkdir(parents=True, exist_ok=True)
         self.engine = _make_engine(url)
-        SQLModel.metadata.create_all(self.engine, tables=[ToolArtifact.__table__, ExecutionTrace.__table__,
-                                                          RefinementAttempt.__table__])  # type: ignore[list-item]
+        # sqlmodel declares no __table__ on table classes (SQLAlchemy adds it when the class is built)
+        SQLModel.metadata.create_all(self.engine, tables=[
+            ToolArtifact.__table__, ExecutionTrace.__table__, RefinementAttempt.__table__])  # type: ignore[attr-defined]
         self.last_reconcile = self.reconcile(min_age_s=STARTUP_ORPHAN_GRACE_S) if reconcile_on_open \
             else ReconcileReport()
 
@@ -103,7 +106,7 @@ class Registry:
     def close(self) -> None:
         self.engine.dispose()
 
-    def __enter__(self) -> "Registry":
+    def __enter__(self) -> Registry:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -245,7 +248,7 @@ class Registry:
             s.refresh(trace)
         return trace
 
-    def traces(self, tool_id: int | None = None, task_id: str | None = None) -> list[ExecutionTrace]:
+    def traces(self, tool_id: int | None = None, task_id: str | None = None) -> builtins.list[ExecutionTrace]:
         with self._session() as s:
             query = select(ExecutionTrace)
             if tool_id is not None:
@@ -266,7 +269,7 @@ class Registry:
             s.refresh(row)
         return row
 
-    def attempts(self, task_id: str | None = None, tool_id: int | None = None) -> list[RefinementAttempt]:
+    def attempts(self, task_id: str | None = None, tool_id: int | None = None) -> builtins.list[RefinementAttempt]:
         with self._session() as s:
             query = select(RefinementAttempt)
             if task_id is not None:
@@ -275,7 +278,7 @@ class Registry:
                 query = query.where(RefinementAttempt.tool_id == tool_id)
             return list(s.exec(query.order_by(col(RefinementAttempt.id))).all())
 
-    def lineage(self, tool: ToolArtifact) -> list[ToolArtifact]:
+    def lineage(self, tool: ToolArtifact) -> builtins.list[ToolArtifact]:
         """``tool`` and its ancestors through ``parent_id``, newest first."""
         chain = [tool]
         seen = {tool.id}
@@ -293,9 +296,9 @@ class Registry:
         """Remove every tool, trace and attempt, and every code file; returns the number of tools."""
         with self._session() as s:
             count = len(s.exec(select(ToolArtifact.id)).all())
-            s.exec(delete(ExecutionTrace))  # type: ignore[call-overload]
-            s.exec(delete(RefinementAttempt))  # type: ignore[call-overload]
-            s.exec(delete(ToolArtifact))  # type: ignore[call-overload]
+            s.exec(delete(ExecutionTrace))
+            s.exec(delete(RefinementAttempt))
+            s.exec(delete(ToolArtifact))
             s.commit()
         for path in self.code_dir.iterdir():
             if _CODE_FILE.match(path.name) or path.name.startswith(_TMP_PREFIX):
@@ -367,7 +370,7 @@ def _jsonable(value: Any) -> Any:
     if hasattr(value, "item") and callable(value.item):  # numpy scalars
         try:
             return _jsonable(value.item())
-        except Exception:  # noqa: BLE001 - fall back to repr below
+        except Exception:  # fall back to repr below
             pass
     try:
         json.dumps(value)
@@ -377,10 +380,8 @@ def _jsonable(value: Any) -> Any:
 
 
 def _unlink(path: Path) -> None:
-    try:
+    with contextlib.suppress(FileNotFoundError):
         path.unlink()
-    except FileNotFoundError:
-        pass
 
 
 def _default_code_dir(url: str, fallback: Path) -> Path:
@@ -415,4 +416,4 @@ def _safe_url(url: str) -> str:
     return re.sub(r"//([^:/@]+):[^@]+@", r"//\1:***@", url)
 
 
-__all__: Sequence[str] = ("Registry", "RegistryError", "ReconcileReport", "cap_output", "content_hash")
+__all__: Sequence[str] = ("ReconcileReport", "Registry", "RegistryError", "cap_output", "content_hash")

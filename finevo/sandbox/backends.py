@@ -15,6 +15,7 @@ process, zombie or temporary directory behind.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import subprocess
@@ -61,6 +62,7 @@ def _policy_gate(code: str) -> ExecutionResult | None:
     if report.allowed:
         return None
     first = report.first
+    assert first is not None  # a refused report always names its first violation
     return ExecutionResult(status="blocked", layer="policy", rule=first.rule, line=first.line,
                            col=first.col, error_type="PolicyViolation", error_message=first.message,
                            details={"policy": report.to_dict()})
@@ -183,10 +185,8 @@ class SubprocessSandbox(_BaseSandbox):
             return classify(observation, limits)
         except OSError:
             for fd in (out_r, err_r, ctl_r):
-                try:
+                with contextlib.suppress(OSError):
                     os.close(fd)
-                except OSError:
-                    pass
             raise
         finally:
             workspace.remove(workdir)
@@ -210,7 +210,7 @@ class WarmSandbox(_BaseSandbox):
         atexit.register(lambda: (lambda s: s.close() if s is not None else None)(ref()))
 
     def _start(self) -> None:
-        self._log = tempfile.TemporaryFile()
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115 - the worker's stderr for its lifetime; closed in close()
         proc = subprocess.Popen(_python_command("finevo.sandbox.worker"), stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=self._log, env=dict(BLAS_ENV), cwd="/",
                                 start_new_session=True)
@@ -243,10 +243,8 @@ class WarmSandbox(_BaseSandbox):
         try:
             if graceful and proc.stdin is not None:
                 proc.stdin.close()  # EOF: the worker leaves its loop and exits
-                try:
+                with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(timeout=5.0)
-                except subprocess.TimeoutExpired:
-                    pass
             if proc.poll() is None:
                 proc.kill()  # its children die with it (parent-death signal)
                 proc.wait()

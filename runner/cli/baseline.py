@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from finevo.errors import InputError
+from finevo.fsutil import atomic_write
 from finevo.paths import benchmarks_dir
 from runner.exitcodes import Exit
-from finevo.fsutil import atomic_write
 from runner.reports import document
 from runner.suite import load_baseline
 

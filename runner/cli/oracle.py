@@ -30,7 +30,7 @@ from runner.judge import JUDGE_VERSION, Judgement, judge_probes, judge_value
 from runner.oracle import expected_values, probe_expected_values
 from runner.records import ProbeResult
 
-__all__ = ["register", "run", "ToolRunner", "OracleRow", "check_reference_tools", "reference_code"]
+__all__ = ["OracleRow", "ToolRunner", "check_reference_tools", "reference_code", "register", "run"]
 
 
 class ToolRunner(Protocol):
@@ -141,10 +141,10 @@ def run(args: argparse.Namespace) -> int:
         verdict = row.judgement.state if row.judgement.passed else f"{row.judgement.state}: {row.judgement.reason}"
         out.write(f"{row.task.id:<10} {_short(row.primary):<42} {tool:<42} {verdict}\n")
         for probe in row.probes:
-            args = ", ".join(f"{k}={v}" for k, v in probe.args.items())
+            probe_args = ", ".join(f"{k}={v}" for k, v in probe.args.items())
             shown = _short(next(iter(probe.expected.values()))) if probe.expected else "-"
             tool = _short(probe.actual) if probe.actual is not None else "-"
-            verdict = f"pass ({args})" if probe.state == "pass" else f"{probe.state}: {probe.reason}"
+            verdict = f"pass ({probe_args})" if probe.state == "pass" else f"{probe.state}: {probe.reason}"
             out.write(f"{'  probe ' + str(probe.index):<10} {shown:<42} {tool:<42} {verdict}\n")
     passed = sum(row.judgement.passed for row in rows)
     n_probes = sum(len(row.task.probes) for row in rows)

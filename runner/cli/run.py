@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from finevo.errors import ExternalError, ProviderNotConfigured
 from finevo.paths import benchmarks_dir, snapshot_dir
 from runner.exitcodes import Exit
+
+if TYPE_CHECKING:
+    from runner.gate import GateConfig
 
 AGENT_MODES = ("evolving", "static", "memory_only")
 
@@ -49,7 +52,8 @@ def register(sub: Any) -> None:
     run = sub.add_parser("run", help="run the gate (default verb)",
                          description="Run every selected task through the agent, judge it, and write the reports.")
     run.add_argument("--llm", default=None, metavar="SPEC",
-                     help="live | replay:FILE | predictions:FILE | reference (default: $FINEVO_LLM_PROVIDER, else live)")
+                     help="live | replay:FILE | predictions:FILE | reference "
+                          "(default: $FINEVO_LLM_PROVIDER, else live)")
     run.add_argument("--record", type=Path, help="with --llm live: append every exchange to this cassette")
     run.add_argument("--data", type=Path, default=None, help="market snapshot directory (default: bundled)")
     _add_selection(run)
@@ -87,7 +91,7 @@ def _llm_spec(value: str | None) -> str:
     return (value or os.environ.get("FINEVO_LLM_PROVIDER") or "live").strip()
 
 
-def config_from_args(args: argparse.Namespace):
+def config_from_args(args: argparse.Namespace) -> GateConfig:
     from runner.gate import GateConfig
     from runner.suite import parse_only, parse_shard
 

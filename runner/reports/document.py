@@ -7,9 +7,10 @@ Every other report (JUnit, markdown, GitHub outputs) is rendered from this one d
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import jsonschema
 
@@ -24,7 +25,8 @@ _VOLATILE_KEYS = ("started_at", "finished_at", "duration_s", "latency_s", "timin
 
 @lru_cache(maxsize=1)
 def schema() -> dict[str, Any]:
-    return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    loaded: dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    return loaded
 
 
 def validate(doc: dict[str, Any], *, source: str = "results") -> None:

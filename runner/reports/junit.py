@@ -98,4 +98,4 @@ def render(doc: dict[str, Any]) -> str:
     suites = [TestSuite(f"finevo-verify.{cat}", test_cases=rows, id=doc["run_id"], properties=props,
                         timestamp=doc["started_at"])
               for cat, rows in cases.items() if rows]
-    return to_xml_report_string(suites, prettyprint=True, encoding="utf-8")
+    return str(to_xml_report_string(suites, prettyprint=True, encoding="utf-8"))

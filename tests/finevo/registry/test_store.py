@@ -258,7 +258,7 @@ def test_concurrent_registrations_get_distinct_versions(reg: Registry) -> None:
     def worker(i: int) -> None:
         try:
             _sma(reg, SMA.replace("1.0", f"{i}.25"))
-        except BaseException as exc:  # noqa: BLE001 - surfaced by the assert below
+        except BaseException as exc:  # surfaced by the assert below
             errors.append(exc)
 
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
