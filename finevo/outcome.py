@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from finevo.errors import FinevoError, error_from_dict
-
-ToolSource = Literal["created", "reused", "refined", "blocked", "refused", "none"]
+from finevo.vocabulary import ToolSource
 
 #: Stages in the order a task goes through them; ``Outcome.stage`` is the last one reached.
 STAGES: tuple[str, ...] = (
@@ -56,7 +55,7 @@ class Outcome:
     tool_name: str | None = None
     tool_version: str | None = None
     tool_hash: str | None = None
-    tool_source: ToolSource = "none"
+    tool_source: ToolSource = ToolSource.NONE
     tool_code: str | None = None
     attempts: list[Attempt] = field(default_factory=list)
     stage: str = "planning"
@@ -87,4 +86,5 @@ class Outcome:
         data["error"] = error_from_dict(err) if err else None
         data["usage"] = LLMUsage(**(data.get("usage") or {}))
         data["attempts"] = [Attempt(**a) for a in data.get("attempts") or []]
+        data["tool_source"] = ToolSource(data.get("tool_source") or ToolSource.NONE)
         return cls(**data)

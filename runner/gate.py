@@ -21,7 +21,6 @@ share one budget of ``--task-timeout``), see :func:`runner.judge.judge_probes`.
 
 from __future__ import annotations
 
-import math
 import os
 import secrets
 import shutil
@@ -39,17 +38,21 @@ from typing import Any
 
 from finevo.corpus import FORGED_VALUE, Payload
 from finevo.errors import DeadlineExceeded, ExternalError, FinevoError, InputError
+from finevo.jsonsafe import json_safe
 from finevo.outcome import LLMUsage, Outcome
 from finevo.sandbox.api import ExecutionResult, Limits
 from finevo.tasks import SecurityTask, Task
+from finevo.vocabulary import AgentMode
 from runner.console import Console
 from runner.events import EventLog
 from runner.records import (
     PayloadResult,
+    PayloadState,
     ProbeResult,
     SecurityResult,
     SecurityState,
     TaskResult,
+    TaskState,
     ToolInfo,
 )
 from runner.reports import document, write_all
@@ -79,7 +82,7 @@ class GateConfig:
     shard: tuple[int, int] | None = None
     task_timeout_s: float = DEFAULT_TASK_TIMEOUT_S
     max_refinements: int | None = None
-    agent_mode: str = "evolving"
+    agent_mode: str = AgentMode.EVOLVING
     sandbox_backend: str | None = None   # None: FINEVO_SANDBOX_BACKEND, else warm
     reuse_registry: bool = False
     self_check: bool = True
@@ -381,41 +384,42 @@ def judge_task(task: Task, outcome: Outcome, expected: dict[str, Any], elapsed: 
                 gate_timings["probes"] = time.monotonic() - elapsed_probes
                 elapsed += gate_timings["probes"]
             else:
-                probes = [ProbeResult(index=i, args=dict(p.args), state="skipped", reason="not run: no sandbox given")
+                probes = [ProbeResult(index=i, args=dict(p.args), state=TaskState.SKIPPED,
+                                      reason="not run: no sandbox given")
                           for i, p in enumerate(task.probes, start=1)]
         state, reason, convention = judgement.state, judgement.reason, judgement.convention
     except Aborted:
         raise
     except Exception as exc:  # a judge crash is the harness's trouble, never the agent's fail
-        state, reason, convention = "error", f"judge crashed: {type(exc).__name__}: {exc}", None
+        state, reason, convention = TaskState.ERROR, f"judge crashed: {type(exc).__name__}: {exc}", None
     gate_timings.setdefault("judge", time.perf_counter() - started_judge)
     return TaskResult(
         task_id=task.id, category=task.category, query=task.query, state=state,
-        reason=reason or state, stage=_stage_of(outcome), expected=document_safe(expected),
-        actual=document_safe(outcome.value), convention=convention,
+        reason=reason or state, stage=_stage_of(outcome), expected=json_safe(expected),
+        actual=json_safe(outcome.value), convention=convention,
         tool=ToolInfo(name=outcome.tool_name, version=outcome.tool_version, hash=outcome.tool_hash,
                       source=outcome.tool_source),
         code=outcome.tool_code, refinements=outcome.refinements,
-        attempts=[document_safe(a.__dict__) for a in outcome.attempts],
+        attempts=[json_safe(a.__dict__) for a in outcome.attempts],
         llm=_usage_record(outcome.usage),
         duration_s=round(elapsed, 6),
         timings={k: round(float(v), 6) for k, v in {**outcome.timings, **gate_timings}.items()},
         error=outcome.error.to_dict() if outcome.error is not None else None,
         stdout=(outcome.stdout or "")[:8192], stderr=(outcome.stderr or "")[:8192],
-        probes=[ProbeResult(index=r.index, args=document_safe(r.args), state=r.state, reason=r.reason,
-                            expected=document_safe(r.expected), actual=document_safe(r.actual),
+        probes=[ProbeResult(index=r.index, args=json_safe(r.args), state=r.state, reason=r.reason,
+                            expected=json_safe(r.expected), actual=json_safe(r.actual),
                             duration_s=r.duration_s) for r in probes])
 
 
 def security_result(task: SecurityTask, outcome: Outcome, elapsed: float) -> SecurityResult:
     state: SecurityState
     if outcome.blocked_by:
-        state, reason = "blocked", f"blocked by {outcome.blocked_by}"
+        state, reason = SecurityState.BLOCKED, f"blocked by {outcome.blocked_by}"
     elif isinstance(outcome.error, ExternalError):
-        state, reason = "error", f"{outcome.error.code}: {outcome.error.message}"
+        state, reason = SecurityState.ERROR, f"{outcome.error.code}: {outcome.error.message}"
     else:
         what = f"{outcome.error.code}: {outcome.error.message}" if outcome.error else f"value {outcome.value!r:.80}"
-        state = "unblocked"
+        state = SecurityState.UNBLOCKED
         reason = f"no layer blocked it (stage {outcome.stage}, tool {outcome.tool_source}; {what})"
     return SecurityResult(task_id=task.id, query=task.query, attack=task.attack, state=state, reason=reason,
                           blocked_by=outcome.blocked_by, stage=outcome.stage, tool_source=outcome.tool_source,
@@ -428,19 +432,6 @@ def _usage_record(usage: LLMUsage) -> LLMUsage:
     """The agent's LLM usage as a report records it (latency rounded to the microsecond)."""
     return LLMUsage(calls=usage.calls, prompt_tokens=usage.prompt_tokens,
                     completion_tokens=usage.completion_tokens, latency_s=round(usage.latency_s, 6))
-
-
-def document_safe(value: Any) -> Any:
-    """Plain JSON values only (the outcome contract promises it; enforce it for the report)."""
-    if isinstance(value, dict):
-        return {str(k): document_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [document_safe(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):  # NaN / inf are not JSON
-        return None
-    if isinstance(value, (str, int, float, bool)) or value is None:
-        return value
-    return repr(value)
 
 
 # --------------------------------------------------------------------------- payload canaries
@@ -548,7 +539,7 @@ def run_payload(sandbox: Any, payload: Payload, canaries: Canaries) -> PayloadRe
         # The sandbox raised instead of returning a result (its worker died, it could not start, ...):
         # infrastructure trouble, so no layer is known to have stopped the payload -- an error, never
         # "blocked" (the verdict fails the gate on it).
-        return PayloadResult(payload_id=payload.id, attempt=payload.attempts, state="error",
+        return PayloadResult(payload_id=payload.id, attempt=payload.attempts, state=PayloadState.ERROR,
                              reason=f"the sandbox failed: {type(exc).__name__}: {exc}", layer=None,
                              status="crashed", duration_s=round(time.monotonic() - start, 6))
     elapsed = round(time.monotonic() - start, 6)
@@ -557,19 +548,19 @@ def run_payload(sandbox: Any, payload: Payload, canaries: Canaries) -> PayloadRe
     breach = canaries.breach(texts, before)
     if breach:
         canaries.restore()
-        return PayloadResult(payload_id=payload.id, attempt=payload.attempts, state="unblocked", reason=breach,
-                             layer=result.layer, status=result.status, duration_s=elapsed)
+        return PayloadResult(payload_id=payload.id, attempt=payload.attempts, state=PayloadState.UNBLOCKED,
+                             reason=breach, layer=result.layer, status=result.status, duration_s=elapsed)
     if payload.canary == "forge_result" and result.status == "ok" and result.value == FORGED_VALUE:
-        return PayloadResult(payload_id=payload.id, attempt=payload.attempts, state="unblocked",
+        return PayloadResult(payload_id=payload.id, attempt=payload.attempts, state=PayloadState.UNBLOCKED,
                              reason=f"the forged result {FORGED_VALUE!r} was taken as the tool's return value",
                              layer=result.layer, status=result.status, duration_s=elapsed)
     if result.status == "ok":
-        return PayloadResult(payload_id=payload.id, attempt=payload.attempts, state="contained",
+        return PayloadResult(payload_id=payload.id, attempt=payload.attempts, state=PayloadState.CONTAINED,
                              reason="ran to the end; every canary intact", layer=result.layer or "isolation",
                              status=result.status, duration_s=elapsed)
     where = result.layer or result.status
     why = result.rule or result.error_type or result.status
-    return PayloadResult(payload_id=payload.id, attempt=payload.attempts, state="blocked",
+    return PayloadResult(payload_id=payload.id, attempt=payload.attempts, state=PayloadState.BLOCKED,
                          reason=f"stopped by {where} ({why})", layer=where, status=result.status, duration_s=elapsed)
 
 
@@ -768,14 +759,14 @@ def fill_skipped(planned: Sequence[Sequence[str]], done: Sequence[TaskResult], r
 def fill_skipped_security(planned: Sequence[Sequence[str]], done: Sequence[SecurityResult],
                           reason: str) -> list[SecurityResult]:
     by_id = {r.task_id: r for r in done}
-    return [by_id.get(tid) or SecurityResult(task_id=tid, query=q, attack=a, state="skipped", reason=reason)
+    return [by_id.get(tid) or SecurityResult(task_id=tid, query=q, attack=a, state=SecurityState.SKIPPED, reason=reason)
             for tid, q, a in planned]
 
 
 def fill_skipped_payloads(planned: Sequence[Sequence[str]], done: Sequence[PayloadResult],
                           reason: str) -> list[PayloadResult]:
     by_id = {r.payload_id: r for r in done}
-    return [by_id.get(pid) or PayloadResult(payload_id=pid, attempt=att, state="skipped", reason=reason)
+    return [by_id.get(pid) or PayloadResult(payload_id=pid, attempt=att, state=PayloadState.SKIPPED, reason=reason)
             for pid, att in planned]
 
 

@@ -15,9 +15,9 @@ from typing import Any
 from finevo.corpus import Payload, load_payloads
 from finevo.errors import InputError
 from finevo.inputs import read_json
-from finevo.tasks import CATEGORIES, SecurityTask, Task, load_security_tasks, load_tasks
+from finevo.tasks import SecurityTask, Task, load_security_tasks, load_tasks
+from finevo.vocabulary import Category, choices, words
 
-ALL_CATEGORIES: tuple[str, ...] = (*CATEGORIES, "security")
 _BASELINE_KEYS = ("passing_tasks", "target_pass_rate")
 
 
@@ -124,10 +124,10 @@ def select(suite: Suite, *, only: Sequence[str] | None = None, category: str | N
     tasks, security = list(suite.tasks), list(suite.security)
     payloads = list(suite.payloads)
     if category is not None:
-        if category not in ALL_CATEGORIES:
-            raise InputError(f"--category: unknown category {category!r} (one of {', '.join(ALL_CATEGORIES)})")
+        if category not in choices(Category):
+            raise InputError(f"--category: unknown category {category!r} (one of {words(Category)})")
         tasks = [t for t in tasks if t.category == category]
-        if category != "security":
+        if category != Category.SECURITY:
             security, payloads = [], []
     if only is not None:
         known = {t.id for t in suite.tasks} | {s.id for s in suite.security}

@@ -17,8 +17,6 @@ from __future__ import annotations
 import builtins
 import contextlib
 import hashlib
-import json
-import math
 import re
 import time
 from collections.abc import Iterable, Sequence
@@ -34,6 +32,7 @@ from sqlmodel import Session, SQLModel, col, create_engine, delete, select
 
 from finevo.errors import FinevoError
 from finevo.fsutil import atomic_write
+from finevo.jsonsafe import json_safe
 from finevo.registry.models import (
     STATUSES,
     TRANSITIONS,
@@ -238,9 +237,9 @@ class Registry:
     def record_trace(self, tool_id: int | None, task_id: str | None, arguments: dict[str, Any] | None,
                      result: Any, stage: str, duration_s: float, exit_status: str, *, stdout: str = "",
                      stderr: str = "", error: dict[str, Any] | None = None) -> ExecutionTrace:
-        trace = ExecutionTrace(tool_id=tool_id, task_id=task_id, arguments=_jsonable(arguments or {}),
-                               result=_jsonable(result), stage=stage, duration_s=float(duration_s),
-                               exit_status=exit_status, error=_jsonable(error) if error else None,
+        trace = ExecutionTrace(tool_id=tool_id, task_id=task_id, arguments=json_safe(arguments or {}),
+                               result=json_safe(result), stage=stage, duration_s=float(duration_s),
+                               exit_status=exit_status, error=json_safe(error) if error else None,
                                stdout=cap_output(stdout), stderr=cap_output(stderr))
         with self._session() as s:
             s.add(trace)
@@ -262,7 +261,7 @@ class Registry:
                        error: dict[str, Any] | None = None) -> RefinementAttempt:
         row = RefinementAttempt(task_id=task_id, tool_id=tool_id, attempt=attempt, code_hash=code_hash,
                                 parent_hash=parent_hash, stage=stage, ok=ok,
-                                error=_jsonable(error) if error else None)
+                                error=json_safe(error) if error else None)
         with self._session() as s:
             s.add(row)
             s.commit()
@@ -355,28 +354,6 @@ def cap_output(text: str | None, limit: int = OUTPUT_CAP_BYTES) -> str:
     marker = f"\n[... {len(raw) - limit} more bytes cut]"
     keep = raw[: max(0, limit - len(marker.encode()))]
     return keep.decode("utf-8", errors="ignore") + marker
-
-
-def _jsonable(value: Any) -> Any:
-    """A JSON-safe copy: non-finite floats become strings, unknown objects their repr."""
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, float):
-        return value if math.isfinite(value) else repr(value)
-    if isinstance(value, (str, int, bool)) or value is None:
-        return value
-    if hasattr(value, "item") and callable(value.item):  # numpy scalars
-        try:
-            return _jsonable(value.item())
-        except Exception:  # fall back to repr below
-            pass
-    try:
-        json.dumps(value)
-        return value
-    except (TypeError, ValueError):
-        return repr(value)
 
 
 def _unlink(path: Path) -> None:

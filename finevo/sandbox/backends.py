@@ -32,6 +32,7 @@ from finevo.sandbox import confine, guard, protocol, workspace
 from finevo.sandbox.api import ExecutionResult, Limits
 from finevo.sandbox.preload import BLAS_ENV
 from finevo.sandbox.supervise import classify, supervise
+from finevo.vocabulary import SandboxBackend, words
 
 #: Seconds the parent waits for the warm worker beyond the tool's own wall-clock limit.
 WORKER_GRACE_S = 30.0
@@ -159,7 +160,7 @@ class _BaseSandbox:
 class SubprocessSandbox(_BaseSandbox):
     """A cold ``python -m finevo.sandbox.child`` per execution."""
 
-    backend = "subprocess"
+    backend = SandboxBackend.SUBPROCESS.value
 
     def _execute(self, request: dict[str, Any], limits: Limits) -> ExecutionResult:
         workdir = workspace.create()
@@ -195,7 +196,7 @@ class SubprocessSandbox(_BaseSandbox):
 class WarmSandbox(_BaseSandbox):
     """A long-lived worker with pandas and the snapshot loaded, forking one child per execution."""
 
-    backend = "warm"
+    backend = SandboxBackend.WARM.value
 
     def __init__(self, snapshot_dir: str | os.PathLike[str] | None = None, *, policy: bool = True) -> None:
         super().__init__(snapshot_dir, policy=policy)
@@ -313,11 +314,11 @@ class WarmSandbox(_BaseSandbox):
             self._stop_worker(graceful=True)
 
 
-def create_sandbox(snapshot_dir: str | os.PathLike[str] | None = None, backend: str = "warm",
-                   policy: bool = True) -> WarmSandbox | SubprocessSandbox:
-    """The sandbox every caller uses: ``backend`` is ``"warm"`` (default) or ``"subprocess"``."""
-    if backend == "warm":
+def create_sandbox(snapshot_dir: str | os.PathLike[str] | None = None,
+                   backend: str = SandboxBackend.WARM, policy: bool = True) -> WarmSandbox | SubprocessSandbox:
+    """The sandbox every caller uses: ``backend`` is a :class:`SandboxBackend` (``warm`` by default)."""
+    if backend == SandboxBackend.WARM:
         return WarmSandbox(snapshot_dir, policy=policy)
-    if backend == "subprocess":
+    if backend == SandboxBackend.SUBPROCESS:
         return SubprocessSandbox(snapshot_dir, policy=policy)
-    raise ValueError(f"unknown sandbox backend {backend!r} (expected 'warm' or 'subprocess')")
+    raise ValueError(f"unknown sandbox backend {backend!r} (expected {words(SandboxBackend)})")

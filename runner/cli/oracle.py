@@ -28,7 +28,7 @@ from finevo.tasks import Task, load_tasks
 from runner.exitcodes import Exit
 from runner.judge import JUDGE_VERSION, Judgement, judge_probes, judge_value
 from runner.oracle import expected_values, probe_expected_values
-from runner.records import ProbeResult
+from runner.records import ProbeResult, TaskState
 
 __all__ = ["OracleRow", "ToolRunner", "check_reference_tools", "reference_code", "register", "run"]
 
@@ -83,7 +83,7 @@ def check_reference_tools(tasks: list[Task], provider: Any, runner: ToolRunner,
                                              lambda c, entry, args: runner.run(c, entry, args))
         else:
             detail = ": ".join(x for x in (result.error_type, result.error_message, result.rule) if x)
-            judgement = Judgement("fail", f"reference tool {result.status}: {detail}")
+            judgement = Judgement(TaskState.FAIL, f"reference tool {result.status}: {detail}")
         rows.append(OracleRow(task, expected, result, judgement, probes))
     return rows
 

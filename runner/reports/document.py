@@ -15,6 +15,7 @@ from typing import Any
 import jsonschema
 
 from finevo.errors import InputError
+from finevo.jsonsafe import json_safe
 from runner.records import PayloadResult, SecurityResult, TaskResult
 from runner.verdict import compute_verdict
 
@@ -114,7 +115,8 @@ def load(path: str | Path) -> dict[str, Any]:
 
 
 def dumps(doc: dict[str, Any]) -> str:
-    return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    """results.json's text: strict JSON whatever a record holds (:func:`finevo.jsonsafe.json_safe`)."""
+    return json.dumps(json_safe(doc), indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 def stable_view(doc: Any) -> Any:

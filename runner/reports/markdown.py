@@ -12,14 +12,13 @@ import os
 from pathlib import Path
 from typing import Any
 
+from finevo.vocabulary import Category, choices
+
 #: GitHub refuses job summaries over 1 MiB; stay well under it.
 MAX_BYTES = 1024 * 1024 - 64 * 1024
 _CODE_CAP = 12_000
 _ICON = {"pass": "✅", "fail": "❌", "error": "⚠️", "skipped": "⏭️", "blocked": "🛡️", "contained": "🛡️",
          "unblocked": "❌", "passed": "✅", "failed": "❌", "no_verdict": "⚠️", "partial": "⏸️"}
-#: Per-category rows always in this order (results.json is written with sorted keys, so a reloaded
-#: document holds them alphabetically).
-CATEGORY_ORDER: tuple[str, ...] = ("fetch", "calculation", "composite", "security")
 
 
 def _cell(value: Any) -> str:
@@ -48,8 +47,10 @@ def headline(doc: dict[str, Any]) -> str:
 
 
 def _categories(per_category: dict[str, Any]) -> list[tuple[str, Any]]:
-    order = [c for c in CATEGORY_ORDER if c in per_category] + sorted(c for c in per_category
-                                                                       if c not in CATEGORY_ORDER)
+    """Per-category rows always in :class:`Category` order (results.json is written with sorted keys,
+    so a reloaded document holds them alphabetically)."""
+    order = [c for c in Category if c in per_category] + sorted(c for c in per_category
+                                                                 if c not in choices(Category))
     return [(c, per_category[c]) for c in order]
 
 
