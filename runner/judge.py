@@ -26,7 +26,6 @@ an external error is ``error``.
 
 from __future__ import annotations
 
-import ast
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -37,6 +36,7 @@ import pandas as pd
 from finevo.contract import check_shape, describe, is_number, normalise
 from finevo.errors import AgentFailure, ExternalError
 from finevo.outcome import Outcome
+from finevo.registry.signature import function_signature, tool_signature
 from finevo.sandbox.api import ExecutionResult
 from finevo.tasks import Probe, Task, Tolerance
 from runner.records import ProbeResult, TaskState
@@ -170,15 +170,12 @@ def judge_outcome(task: Task, outcome: Outcome, expected: Mapping[str, Any]) -> 
 def probe_entry(code: str, task: Task) -> str | None:
     """The function a probe calls: the one the agent called (``intent.indicator``) when the module
     defines it at top level, else the module's single public top-level function, else None."""
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
-        return None
-    functions = [node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    if task.intent.indicator in functions:
+    if function_signature(code, task.intent.indicator) is not None:
         return task.intent.indicator
-    public = [name for name in functions if not name.startswith("_")]
-    return public[0] if len(public) == 1 else None
+    try:
+        return str(tool_signature(code)["function"])
+    except ValueError:  # no single public function, or code that does not parse
+        return None
 
 
 def matched_conventions(task: Task, value: Any, expected: Mapping[str, Any]) -> list[str]:
