@@ -21,7 +21,6 @@ share one budget of ``--task-timeout``), see :func:`runner.judge.judge_probes`.
 
 from __future__ import annotations
 
-import math
 import os
 import secrets
 import shutil
@@ -31,25 +30,31 @@ import subprocess
 import threading
 import time
 import traceback
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from finevo.corpus import FORGED_VALUE, Payload
 from finevo.errors import DeadlineExceeded, ExternalError, FinevoError, InputError
+from finevo.jsonsafe import json_safe
 from finevo.outcome import LLMUsage, Outcome
 from finevo.sandbox.api import ExecutionResult, Limits
 from finevo.tasks import SecurityTask, Task
+from finevo.vocabulary import AgentMode
 from runner.console import Console
 from runner.containment import IsolationUnavailable
 from runner.containment import prove as prove_containment
 from runner.events import EventLog
 from runner.records import (
     PayloadResult,
+    PayloadState,
     ProbeResult,
     SecurityResult,
+    SecurityState,
     TaskResult,
+    TaskState,
     ToolInfo,
 )
 from runner.reports import document, write_all
@@ -79,7 +84,7 @@ class GateConfig:
     shard: tuple[int, int] | None = None
     task_timeout_s: float = DEFAULT_TASK_TIMEOUT_S
     max_refinements: int | None = None
-    agent_mode: str = "evolving"
+    agent_mode: str = AgentMode.EVOLVING
     sandbox_backend: str | None = None   # None: FINEVO_SANDBOX_BACKEND, else warm
     require_isolation: str | None = None  # "kernel": exit 3 without Landlock + seccomp (runner.containment)
     reuse_registry: bool = False
@@ -110,7 +115,7 @@ class Prepared:
 
 
 def new_run_id() -> str:
-    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
 
 
 #: Values that mean "no commit known" (the image's ``FINEVO_GIT_SHA`` when built without REVISION).
@@ -202,7 +207,7 @@ class Interrupts:
         self.event = threading.Event()
         self._previous: dict[int, Any] = {}
 
-    def __enter__(self) -> "Interrupts":
+    def __enter__(self) -> Interrupts:
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGINT, signal.SIGTERM):
                 self._previous[sig] = signal.signal(sig, self._handle)
@@ -275,7 +280,7 @@ class TaskRunner:
                 raise Aborted(task.id)
             if time.monotonic() > hard_stop:
                 self._renew()
-                err = DeadlineExceeded(f"task {task.id}: no answer {self.timeout_s:g}s after its start "
+                err: FinevoError = DeadlineExceeded(f"task {task.id}: no answer {self.timeout_s:g}s after its start "
                                        "(the agent ignored its deadline; worker abandoned)", stage="unknown")
                 return Outcome(task_id=task.id, error=err, stage="unknown"), time.monotonic() - start
         elapsed = time.monotonic() - start
@@ -293,7 +298,7 @@ class TaskRunner:
             return Outcome(task_id=task.id, error=err), elapsed
         return outcome, elapsed
 
-    def probe_runner(self) -> "ProbeRunner":
+    def probe_runner(self) -> ProbeRunner:
         """A tool runner for one task's probes, sharing one budget of the task timeout."""
         return ProbeRunner(self, time.monotonic() + self.timeout_s)
 
@@ -331,7 +336,8 @@ class TaskRunner:
             if isinstance(call.error, FinevoError):
                 raise call.error
             raise ExternalError(f"sandbox failed: {type(call.error).__name__}: {call.error}", where="gate")
-        return call.value
+        result: ExecutionResult = call.value
+        return result
 
 
 class ProbeRunner:
@@ -381,40 +387,42 @@ def judge_task(task: Task, outcome: Outcome, expected: dict[str, Any], elapsed: 
                 gate_timings["probes"] = time.monotonic() - elapsed_probes
                 elapsed += gate_timings["probes"]
             else:
-                probes = [ProbeResult(index=i, args=dict(p.args), state="skipped", reason="not run: no sandbox given")
+                probes = [ProbeResult(index=i, args=dict(p.args), state=TaskState.SKIPPED,
+                                      reason="not run: no sandbox given")
                           for i, p in enumerate(task.probes, start=1)]
         state, reason, convention = judgement.state, judgement.reason, judgement.convention
     except Aborted:
         raise
     except Exception as exc:  # a judge crash is the harness's trouble, never the agent's fail
-        state, reason, convention = "error", f"judge crashed: {type(exc).__name__}: {exc}", None
+        state, reason, convention = TaskState.ERROR, f"judge crashed: {type(exc).__name__}: {exc}", None
     gate_timings.setdefault("judge", time.perf_counter() - started_judge)
     return TaskResult(
         task_id=task.id, category=task.category, query=task.query, state=state,
-        reason=reason or state, stage=_stage_of(outcome), expected=document_safe(expected),
-        actual=document_safe(outcome.value), convention=convention,
+        reason=reason or state, stage=_stage_of(outcome), expected=json_safe(expected),
+        actual=json_safe(outcome.value), convention=convention,
         tool=ToolInfo(name=outcome.tool_name, version=outcome.tool_version, hash=outcome.tool_hash,
                       source=outcome.tool_source),
         code=outcome.tool_code, refinements=outcome.refinements,
-        attempts=[document_safe(a.__dict__) for a in outcome.attempts],
+        attempts=[json_safe(a.__dict__) for a in outcome.attempts],
         llm=_usage_record(outcome.usage),
         duration_s=round(elapsed, 6),
         timings={k: round(float(v), 6) for k, v in {**outcome.timings, **gate_timings}.items()},
         error=outcome.error.to_dict() if outcome.error is not None else None,
         stdout=(outcome.stdout or "")[:8192], stderr=(outcome.stderr or "")[:8192],
-        probes=[ProbeResult(index=r.index, args=document_safe(r.args), state=r.state, reason=r.reason,
-                            expected=document_safe(r.expected), actual=document_safe(r.actual),
+        probes=[ProbeResult(index=r.index, args=json_safe(r.args), state=r.state, reason=r.reason,
+                            expected=json_safe(r.expected), actual=json_safe(r.actual),
                             duration_s=r.duration_s) for r in probes])
 
 
 def security_result(task: SecurityTask, outcome: Outcome, elapsed: float) -> SecurityResult:
+    state: SecurityState
     if outcome.blocked_by:
-        state, reason = "blocked", f"blocked by {outcome.blocked_by}"
+        state, reason = SecurityState.BLOCKED, f"blocked by {outcome.blocked_by}"
     elif isinstance(outcome.error, ExternalError):
-        state, reason = "error", f"{outcome.error.code}: {outcome.error.message}"
+        state, reason = SecurityState.ERROR, f"{outcome.error.code}: {outcome.error.message}"
     else:
         what = f"{outcome.error.code}: {outcome.error.message}" if outcome.error else f"value {outcome.value!r:.80}"
-        state = "unblocked"
+        state = SecurityState.UNBLOCKED
         reason = f"no layer blocked it (stage {outcome.stage}, tool {outcome.tool_source}; {what})"
     return SecurityResult(task_id=task.id, query=task.query, attack=task.attack, state=state, reason=reason,
                           blocked_by=outcome.blocked_by, stage=outcome.stage, tool_source=outcome.tool_source,
@@ -427,19 +435,6 @@ def _usage_record(usage: LLMUsage) -> LLMUsage:
     """The agent's LLM usage as a report records it (latency rounded to the microsecond)."""
     return LLMUsage(calls=usage.calls, prompt_tokens=usage.prompt_tokens,
                     completion_tokens=usage.completion_tokens, latency_s=round(usage.latency_s, 6))
-
-
-def document_safe(value: Any) -> Any:
-    """Plain JSON values only (the outcome contract promises it; enforce it for the report)."""
-    if isinstance(value, dict):
-        return {str(k): document_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [document_safe(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):  # NaN / inf are not JSON
-        return None
-    if isinstance(value, (str, int, float, bool)) or value is None:
-        return value
-    return repr(value)
 
 
 # --------------------------------------------------------------------------- payload canaries
@@ -484,7 +479,7 @@ class Canaries:
         while not self._stop.is_set():
             try:
                 conn, _ = self._server.accept()
-            except (socket.timeout, OSError):
+            except (TimeoutError, OSError):
                 continue
             self.contacts += 1
             conn.close()
@@ -547,7 +542,7 @@ def run_payload(sandbox: Any, payload: Payload, canaries: Canaries) -> PayloadRe
         # The sandbox raised instead of returning a result (its worker died, it could not start, ...):
         # infrastructure trouble, so no layer is known to have stopped the payload -- an error, never
         # "blocked" (the verdict fails the gate on it).
-        return PayloadResult(payload_id=payload.id, attempt=payload.attempts, state="error",
+        return PayloadResult(payload_id=payload.id, attempt=payload.attempts, state=PayloadState.ERROR,
                              reason=f"the sandbox failed: {type(exc).__name__}: {exc}", layer=None,
                              status="crashed", duration_s=round(time.monotonic() - start, 6))
     elapsed = round(time.monotonic() - start, 6)
@@ -556,25 +551,25 @@ def run_payload(sandbox: Any, payload: Payload, canaries: Canaries) -> PayloadRe
     breach = canaries.breach(texts, before)
     if breach:
         canaries.restore()
-        return PayloadResult(payload_id=payload.id, attempt=payload.attempts, state="unblocked", reason=breach,
-                             layer=result.layer, status=result.status, duration_s=elapsed)
+        return PayloadResult(payload_id=payload.id, attempt=payload.attempts, state=PayloadState.UNBLOCKED,
+                             reason=breach, layer=result.layer, status=result.status, duration_s=elapsed)
     if payload.canary == "forge_result" and result.status == "ok" and result.value == FORGED_VALUE:
-        return PayloadResult(payload_id=payload.id, attempt=payload.attempts, state="unblocked",
+        return PayloadResult(payload_id=payload.id, attempt=payload.attempts, state=PayloadState.UNBLOCKED,
                              reason=f"the forged result {FORGED_VALUE!r} was taken as the tool's return value",
                              layer=result.layer, status=result.status, duration_s=elapsed)
     if result.status == "ok":
-        return PayloadResult(payload_id=payload.id, attempt=payload.attempts, state="contained",
+        return PayloadResult(payload_id=payload.id, attempt=payload.attempts, state=PayloadState.CONTAINED,
                              reason="ran to the end; every canary intact", layer=result.layer or "isolation",
                              status=result.status, duration_s=elapsed)
     where = result.layer or result.status
     why = result.rule or result.error_type or result.status
-    return PayloadResult(payload_id=payload.id, attempt=payload.attempts, state="blocked",
+    return PayloadResult(payload_id=payload.id, attempt=payload.attempts, state=PayloadState.BLOCKED,
                          reason=f"stopped by {where} ({why})", layer=where, status=result.status, duration_s=elapsed)
 
 
 # --------------------------------------------------------------------------- the run
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 @dataclass
@@ -599,6 +594,7 @@ class Gate:
 
     def spec(self, **changes: Any) -> SessionSpec:
         c = self.p.config
+        base: dict[str, Any]
         base = dict(llm=c.llm, registry_dir=self.p.run_dir / "registry", data_dir=Path(c.data_dir).absolute(),
                     agent_mode=c.agent_mode, max_refinements=c.max_refinements, model=c.model,
                     temperature=c.temperature, record=c.record, sandbox_backend=c.sandbox_backend,
@@ -775,14 +771,14 @@ def fill_skipped(planned: Sequence[Sequence[str]], done: Sequence[TaskResult], r
 def fill_skipped_security(planned: Sequence[Sequence[str]], done: Sequence[SecurityResult],
                           reason: str) -> list[SecurityResult]:
     by_id = {r.task_id: r for r in done}
-    return [by_id.get(tid) or SecurityResult(task_id=tid, query=q, attack=a, state="skipped", reason=reason)
+    return [by_id.get(tid) or SecurityResult(task_id=tid, query=q, attack=a, state=SecurityState.SKIPPED, reason=reason)
             for tid, q, a in planned]
 
 
 def fill_skipped_payloads(planned: Sequence[Sequence[str]], done: Sequence[PayloadResult],
                           reason: str) -> list[PayloadResult]:
     by_id = {r.payload_id: r for r in done}
-    return [by_id.get(pid) or PayloadResult(payload_id=pid, attempt=att, state="skipped", reason=reason)
+    return [by_id.get(pid) or PayloadResult(payload_id=pid, attempt=att, state=PayloadState.SKIPPED, reason=reason)
             for pid, att in planned]
 
 
@@ -802,11 +798,13 @@ def rebuild_from_events(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
     ends = [e for e in events if e["event"] == "end"]
     end = ends[-1] if ends else None
     signum = end.get("signal") if end else -1   # no end event: killed or crashed
+    selfcheck: dict[str, Any] | None
     if signum is None and not start["config"].get("self_check", True):
         selfcheck = {"enabled": False, "ok": None, "reason": "skipped (--no-self-check)"}
     else:
         selfcheck = selfchecks[-1] if selfchecks else None
     crash = end.get("crash") if end else None
+    records: list[TaskResult | SecurityResult | PayloadResult] = [*tasks, *sec, *pay]
     if end is None:
         reason = "not run: the run was killed before this task"
     elif crash:
@@ -819,7 +817,7 @@ def rebuild_from_events(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
         security=fill_skipped_security(planned.get("security", []), sec, reason),
         payloads=fill_skipped_payloads(planned.get("payloads", []), pay, reason),
         started_at=start["started_at"], finished_at=(end or events[-1]).get("finished_at", start["started_at"]),
-        duration_s=sum(float(r.duration_s) for r in [*tasks, *sec, *pay]), partial_signal=signum,
+        duration_s=sum(float(r.duration_s) for r in records), partial_signal=signum,
         selfcheck=selfcheck, warnings=start.get("warnings", []), crash=crash)
 
 

@@ -101,9 +101,8 @@ def unshare_network() -> bool:
         return False
     if libc.unshare(CLONE_NEWNET) == 0:
         return True
-    if os.geteuid() != 0 and libc.unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0:
-        return True  # unprivileged: a user namespace makes the network namespace possible
-    return False
+    # unprivileged: a user namespace makes the network namespace possible
+    return os.geteuid() != 0 and libc.unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0
 
 
 CLONE_NEWNS = 0x00020000

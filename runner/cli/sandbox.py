@@ -1,4 +1,4 @@
-"""``finevo-verify sandbox check FILE [--run ENTRY --args JSON] [--no-policy] [--data DIR] [--backend B] [--timeout S]``.
+"""``finevo-verify sandbox check FILE [--run ENTRY --args JSON] [--no-policy] [--data DIR] [--backend B]``.
 
 Checks a tool file with the static policy and, with ``--run``, executes ENTRY(**ARGS) in the
 sandbox (``--run __main__`` runs the module's self-test block instead). Prints one JSON verdict:
@@ -25,6 +25,7 @@ from typing import Any
 from finevo.errors import InputError
 from finevo.inputs import read_text
 from finevo.paths import snapshot_dir
+from finevo.vocabulary import SandboxBackend, choices
 from runner.exitcodes import Exit
 
 SELF_TEST = "__main__"
@@ -45,8 +46,8 @@ def register(subparsers: Any) -> None:
     check.add_argument("--run", metavar="ENTRY", help=f"function to call ({SELF_TEST} = self-test block)")
     check.add_argument("--args", metavar="JSON", default="{}", help="keyword arguments as a JSON object")
     check.add_argument("--data", metavar="DIR", help=f"market snapshot (default {snapshot_dir()})")
-    check.add_argument("--backend", choices=("warm", "subprocess"), default="warm",
-                       help="sandbox backend (default warm)")
+    check.add_argument("--backend", choices=choices(SandboxBackend), default=SandboxBackend.WARM.value,
+                       help=f"sandbox backend (default {SandboxBackend.WARM})")
     check.add_argument("--timeout", metavar="S", type=float, default=30.0, help="wall-clock limit in seconds")
     check.add_argument("--no-policy", action="store_true",
                        help="run with the static policy and the audit hook off (kernel layers only)")

@@ -165,7 +165,7 @@ def _run_host(backend: str, tmp: Path) -> None:
             attempts = json.loads(result["stdout"].strip().splitlines()[-1])
             assert attempts and all(v.startswith("refused") for v in attempts.values()), attempts
             assert set(attempts) >= {"fork", "posix_spawn", "fork_exec"}
-        assert {f"read {pid}" for pid in after["chain"]} <= set(attempts)
+            assert {f"read {pid}" for pid in after["chain"]} <= set(attempts)
         proc.stdin.write("done\n")  # type: ignore[union-attr]
         proc.stdin.flush()  # type: ignore[union-attr]
         assert proc.wait(timeout=max(1.0, deadline - time.monotonic())) == 0, proc.stderr.read()  # type: ignore[union-attr]
