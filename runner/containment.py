@@ -18,9 +18,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from finevo.errors import InputError, SandboxUnavailable
+from finevo.vocabulary import Isolation
 
-#: Values of ``--require-isolation`` / ``FINEVO_REQUIRE_ISOLATION`` (``None`` = no requirement).
-ISOLATION_LEVELS = ("kernel",)
+#: Values of ``--require-isolation`` / ``FINEVO_REQUIRE_ISOLATION`` besides ``none`` (no requirement).
+ISOLATION_LEVELS: tuple[str, ...] = (Isolation.KERNEL.value,)
+NO_REQUIREMENT = "none"
 REQUIRE_ENV = "FINEVO_REQUIRE_ISOLATION"
 
 
@@ -30,12 +32,13 @@ def require_isolation(flag: str | None, environ: dict[str, str] | None = None) -
     ``none`` or an empty value switch a requirement from the environment off."""
     env = os.environ if environ is None else environ
     value = flag if flag is not None else env.get(REQUIRE_ENV)
-    if value is None or value.strip().lower() in ("", "none"):
+    if value is None or value.strip().lower() in ("", NO_REQUIREMENT):
         return None
     value = value.strip().lower()
     if value not in ISOLATION_LEVELS:
         origin = "--require-isolation" if flag is not None else REQUIRE_ENV
-        raise InputError(f"{origin}: unknown isolation level {value!r} (expected: kernel, or none)")
+        raise InputError(f"{origin}: unknown isolation level {value!r} "
+                         f"(expected: {', '.join(ISOLATION_LEVELS)}, or {NO_REQUIREMENT})")
     return value
 
 
@@ -48,14 +51,14 @@ class IsolationUnavailable(SandboxUnavailable):
 @dataclass
 class Containment:
     layers: dict[str, bool]
-    isolation: str                       # "kernel" | "weak"
+    isolation: str                       # an Isolation word
     require: str | None                  # "kernel" | None
     selftest: dict[str, Any]
     missing: list[str] = field(default_factory=list)
 
     def failure(self) -> str | None:
         """Why the required isolation is not there (None when it is, or none is required)."""
-        if self.require != "kernel" or self.isolation == "kernel":
+        if self.require != Isolation.KERNEL or self.isolation == Isolation.KERNEL:
             return None
         reasons = list(self.missing)
         if self.selftest.get("enabled") and not self.selftest.get("ok"):
@@ -68,7 +71,7 @@ class Containment:
 
     def config_fields(self) -> dict[str, Any]:
         """What results.json's ``config`` records about the sandbox."""
-        return {"sandbox_layers": dict(self.layers), "isolation": self.isolation,
+        return {"sandbox_layers": dict(self.layers), "isolation": str(self.isolation),
                 "require_isolation": self.require}
 
     def enforce(self) -> None:
@@ -82,7 +85,7 @@ class Containment:
                           "audit_hook", "policy") if self.layers.get(k)]
         off = [k for k in ("landlock", "seccomp", "pidns", "mountns", "netns", "ipcns", "uid")
                if k in self.layers and not self.layers[k]]
-        label = "kernel isolation" if self.isolation == "kernel" else "WEAK ISOLATION"
+        label = "kernel isolation" if self.isolation == Isolation.KERNEL else "WEAK ISOLATION"
         lines = [f"sandbox: {label}; layers on: {', '.join(on) or 'none'}"
                  + (f"; off: {', '.join(off)}" if off else "")]
         lines.append("containment self-test: " + selftest_text(self.selftest))
@@ -113,7 +116,7 @@ def summary_line(doc: dict[str, Any]) -> str:
     selftest = doc.get("containment_selftest")
     if not selftest or "isolation" not in config:
         return ""
-    label = "kernel isolation" if config.get("isolation") == "kernel" else "**weak isolation**"
+    label = "kernel isolation" if config.get("isolation") == Isolation.KERNEL else "**weak isolation**"
     return f"Sandbox: {label}; containment self-test {selftest_text(selftest)}."
 
 
@@ -133,7 +136,7 @@ def prove(sandbox: Any, require: str | None, base_dir: str | os.PathLike[str] | 
         level, missing = sandbox.isolation()
     else:
         missing = [name for name in ("landlock", "seccomp") if not layers.get(name)]
-        level = "kernel" if not missing else "weak"
-    if level == "kernel" and not selftest.get("ok"):
-        level = "weak"
+        level = Isolation.KERNEL if not missing else Isolation.WEAK
+    if level == Isolation.KERNEL and not selftest.get("ok"):
+        level = Isolation.WEAK
     return Containment(layers=layers, isolation=level, require=require, selftest=selftest, missing=list(missing))

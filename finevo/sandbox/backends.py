@@ -32,7 +32,7 @@ from finevo.sandbox import confine, guard, protocol, workspace
 from finevo.sandbox.api import ExecutionResult, Limits
 from finevo.sandbox.preload import BLAS_ENV
 from finevo.sandbox.supervise import classify, supervise
-from finevo.vocabulary import SandboxBackend, words
+from finevo.vocabulary import Isolation, SandboxBackend, words
 
 #: Seconds the parent waits for the warm worker beyond the tool's own wall-clock limit.
 WORKER_GRACE_S = 30.0
@@ -180,7 +180,7 @@ class _BaseSandbox:
         if not layers["seccomp"]:
             missing.append("seccomp (needs a Linux kernel built with CONFIG_SECCOMP_FILTER, on x86-64 "
                            "or aarch64)")
-        return ("kernel" if not missing else "weak"), missing
+        return (Isolation.KERNEL.value if not missing else Isolation.WEAK.value), missing
 
     def close(self) -> None:
         self._closed = True

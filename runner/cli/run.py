@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from finevo.errors import ExternalError, ProviderNotConfigured
 from finevo.paths import benchmarks_dir, snapshot_dir
 from finevo.vocabulary import AgentMode, Category, ProviderKind, SandboxBackend, choices
+from runner.containment import ISOLATION_LEVELS, NO_REQUIREMENT
 from runner.exitcodes import Exit
 
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ def register(sub: Any) -> None:
     run.add_argument("--sandbox-backend", choices=choices(SandboxBackend),
                      help=f"sandbox backend (env FINEVO_SANDBOX_BACKEND, default {SandboxBackend.WARM}; "
                           f"a warm worker that cannot start falls back to {SandboxBackend.SUBPROCESS})")
-    run.add_argument("--require-isolation", choices=("kernel", "none"), default=None,
+    run.add_argument("--require-isolation", choices=(*ISOLATION_LEVELS, NO_REQUIREMENT), default=None,
                      help="exit 3 (no verdict) unless Landlock and seccomp confine every tool and the "
                           "containment self-test passes (FINEVO_REQUIRE_ISOLATION, else none)")
     run.add_argument("--reuse-registry", action="store_true", help="accept a non-empty registry in the run dir")

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from finevo.vocabulary import TASK_CATEGORIES, AgentMode, Category, SandboxBackend, ToolSource, choices
+from finevo.vocabulary import TASK_CATEGORIES, AgentMode, Category, Isolation, SandboxBackend, ToolSource, choices
 from runner.cli import build_parser
 from runner.records import PayloadState, SecurityState, TaskState
 from runner.reports.document import schema
@@ -33,6 +33,12 @@ def _at(path: str) -> Any:
 ])
 def test_schema_enums_are_the_vocabularies(path: str, words: tuple[str, ...]) -> None:
     assert tuple(_at(path)) == words
+
+
+def test_schema_isolation_words_are_the_vocabulary() -> None:
+    assert tuple(_at("properties/config/properties/isolation/enum")) == choices(Isolation)
+    assert tuple(_at("properties/config/properties/require_isolation/enum")) == (Isolation.KERNEL, None)
+    assert _run_choices("--require-isolation") == (Isolation.KERNEL, "none")
 
 
 def test_schema_sandbox_backends_are_the_vocabulary_or_none() -> None:
