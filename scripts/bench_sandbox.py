@@ -120,7 +120,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def _corpus_counts() -> int:
     """Print policy-off containment counts per setting; return the number of breaches."""
-    import os
     from pathlib import Path
 
     root = str(Path(__file__).resolve().parent.parent)
@@ -151,13 +150,14 @@ def _corpus_counts() -> int:
             if record["leaked"] or record["contacts"] or record["canary_changed"] or record["leftovers"] \
                     or record["restarts"]:
                 broke += 1
-            key = record["layer"] if record["status"] in ("blocked", "killed", "timeout") else "no effect"
+            stopped = record["status"] in ("blocked", "killed", "timeout")
+            key = record["layer"] if stopped else "ran or raised, nothing reached"
             by_layer[str(key)] = by_layer.get(str(key), 0) + 1
         breaches += broke
         active = [k for k in ("landlock", "seccomp", "netns", "mountns", "ipcns", "uid") if layers["layers"].get(k)]
         print(f"  {setting:26} layers {'+'.join(active)}: "
               + ", ".join(f"{k} {v}" for k, v in sorted(by_layer.items(), key=lambda kv: -kv[1]))
-              + f"; breaches {broke} ({elapsed:.0f} s, uid {os.geteuid()} launcher)")
+              + f"; breaches {broke} ({elapsed:.0f} s)")
     return breaches
 
 

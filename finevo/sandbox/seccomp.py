@@ -23,8 +23,8 @@ What the filter does (``SECCOMP_RET_KILL_PROCESS`` unless said otherwise):
 * ``kill`` / ``tkill`` / ``tgkill`` / ``rt_sigqueueinfo`` / ``rt_tgsigqueueinfo`` to any process
   but the child itself; to itself they are allowed, except ``SIGSYS`` (``EPERM``), so a tool
   cannot fake the seccomp kill the supervisor reports;
-* ``clone`` / ``fork`` / ``vfork`` altogether when the tool may create no process or thread (the
-  default limit);
+* ``clone`` / ``fork`` / ``vfork`` of a new process when the tool may create none (the default
+  limit); a new thread then fails with ``EAGAIN``, as the process limit would answer it;
 * ``clone3`` answers ``ENOSYS`` (its flags sit in memory a filter cannot read; the C library falls
   back to ``clone``, whose flags are checked).
 
@@ -49,7 +49,7 @@ SECCOMP_GET_ACTION_AVAIL = 2
 RET_KILL_PROCESS = 0x80000000
 RET_ERRNO = 0x00050000
 RET_ALLOW = 0x7FFF0000
-_EPERM, _ENOSYS = 1, 38
+_EPERM, _EAGAIN, _ENOSYS = 1, 11, 38
 
 _LD_W_ABS = 0x20
 _JEQ = 0x15
@@ -64,6 +64,7 @@ def _arg_lo(i: int) -> int:
 
 
 CLONE_PARENT = 0x00008000
+CLONE_THREAD = 0x00010000
 CLONE_NS_FLAGS = (0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000
                   | 0x40000000)  # NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET
 PR_SET_PDEATHSIG = 1
@@ -183,7 +184,7 @@ def build_filter(self_pid: int, machine: str | None = None, *, allow_processes: 
         for name in ("fork", "vfork"):
             if name in table:
                 a.jump(_JEQ, table[name], "kill", 0)
-    a.jump(_JEQ, table["clone"], "clone" if allow_processes else "kill", 0)
+    a.jump(_JEQ, table["clone"], "clone" if allow_processes else "clone_none", 0)
     a.jump(_JEQ, table["clone3"], "enosys", 0)
     a.jump(_JEQ, table["prctl"], "prctl", 0)
     for name in _SIGNAL_ARGS:
@@ -193,6 +194,12 @@ def build_filter(self_pid: int, machine: str | None = None, *, allow_processes: 
     a.ld(_arg_lo(0))
     a.jump(_JSET, CLONE_NS_FLAGS | CLONE_PARENT, "kill", 0)
     a.ret(RET_ALLOW)
+    if not allow_processes:
+        # a thread fails softly (EAGAIN: "can't start new thread", as RLIMIT_NPROC would answer),
+        # a new process is a kill
+        a.label("clone_none")
+        a.ld(_arg_lo(0))
+        a.jump(_JSET, CLONE_THREAD, "eagain", "kill")
     a.label("prctl")
     a.ld(_arg_lo(0))
     a.jump(_JEQ, PR_SET_PDEATHSIG, "kill", 0)
@@ -207,6 +214,8 @@ def build_filter(self_pid: int, machine: str | None = None, *, allow_processes: 
         a.ret(RET_ALLOW)
     a.label("eperm")
     a.ret(RET_ERRNO | _EPERM)
+    a.label("eagain")
+    a.ret(RET_ERRNO | _EAGAIN)
     a.label("enosys")
     a.ret(RET_ERRNO | _ENOSYS)
     a.label("kill")
