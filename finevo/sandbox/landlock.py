@@ -137,8 +137,17 @@ def mapped_library_dirs() -> list[str]:
                         dirs.add(os.path.dirname(parts[5].strip()))
         except OSError:
             pass
-        _MAPPED.append(sorted(dirs))
+        _MAPPED.append(sorted(d for d in dirs if not _shared_writable(d)))
     return list(_MAPPED[0])
+
+
+def _shared_writable(path: str) -> bool:
+    """A directory anyone may write to (/tmp, /dev/shm, ...): never granted, even read-only, since
+    other runs and users leave things there."""
+    try:
+        return bool(os.stat(path).st_mode & stat.S_IWOTH)
+    except OSError:
+        return True
 
 
 def read_paths(read_roots: list[str]) -> list[str]:
