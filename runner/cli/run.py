@@ -88,7 +88,7 @@ def _llm_spec(value: str | None) -> str:
 
 
 def config_from_args(args: argparse.Namespace):
-    from runner.gate import GateConfig
+    from runner.prepare import GateConfig
     from runner.suite import parse_only, parse_shard
 
     return GateConfig(

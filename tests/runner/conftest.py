@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 import pytest
 
-from runner.gate import GateConfig
+from runner.prepare import GateConfig
 from tests.runner.fakes import DATA, TASKS
 
 SECURITY_LINES = [
