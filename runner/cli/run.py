@@ -14,7 +14,7 @@ from runner.containment import ISOLATION_LEVELS, NO_REQUIREMENT
 from runner.exitcodes import Exit
 
 if TYPE_CHECKING:
-    from runner.gate import GateConfig
+    from runner.prepare import GateConfig
 
 
 def _float_arg(text: str) -> float:
@@ -96,7 +96,7 @@ def _llm_spec(value: str | None) -> str:
 
 def config_from_args(args: argparse.Namespace) -> GateConfig:
     from runner.containment import require_isolation
-    from runner.gate import GateConfig
+    from runner.prepare import GateConfig
     from runner.suite import parse_only, parse_shard
 
     return GateConfig(
