@@ -81,7 +81,7 @@ class Containment:
             raise IsolationUnavailable(failure)
 
     def console_lines(self) -> list[str]:
-        on = [k for k in ("landlock", "seccomp", "pidns", "mountns", "netns", "ipcns", "uid", "rlimits",
+        on = [k for k in ("landlock", "seccomp", "caps_dropped", "pidns", "mountns", "netns", "ipcns", "uid", "rlimits",
                           "audit_hook", "policy") if self.layers.get(k)]
         off = [k for k in ("landlock", "seccomp", "pidns", "mountns", "netns", "ipcns", "uid")
                if k in self.layers and not self.layers[k]]
