@@ -90,7 +90,7 @@ class _Scene:
         listener.listen(8)
         listener.setblocking(False)
         tag = secrets.token_hex(6)
-        return cls(root=root, canary=canary, secret=secret, write_target=os.path.join(drop, f"out-{tag}"),
+        return cls(root=root, canary=canary, secret=secret, write_target=os.path.join(drop, "out.txt"),
                    shm_target=f"/dev/shm/finevo-selftest-{tag}", listener=listener, gate_pid=os.getpid())
 
     def contacted(self) -> bool:
@@ -189,6 +189,9 @@ def run_selftest(sandbox: KernelOnlySandbox,
             if layer is None and result.error_type == "FileNotFoundError" and scene.root.startswith("/tmp/"):
                 layer = "mountns"  # the canaries sit in the host's /tmp, hidden by the worker's own
             detail = escaped or f"{result.status}: {(result.error_message or '').strip()[:160]}"
+            # the same words for two identical runs: no random directory name, no process id
+            detail = detail.replace(scene.root, "<canaries>").replace(scene.shm_target, "/dev/shm/<probe>")
+            detail = detail.replace(f"/proc/{scene.gate_pid}/", "/proc/<gate>/")
             results.append(ProbeResult(probe.name, escaped is None, layer if escaped is None else None, detail))
     finally:
         scene.close()
