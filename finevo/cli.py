@@ -26,17 +26,26 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from finevo.cliparse import UsageParser, suggest_extras
 from finevo.errors import AgentFailure, ExternalError, InputError, ProviderNotConfigured
-from finevo.outcome import Outcome
+
+if TYPE_CHECKING:
+    from finevo.agent.agent import Job
+    from finevo.outcome import Outcome
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_EXTERNAL = 0, 1, 2, 3
 
+#: Intent arguments that name market symbols (one, or a list).
+SYMBOL_ARGS = ("symbol", "symbols")
+
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="finevo", description="An evolving financial agent that writes, "
-                                     "verifies, refines and reuses its own tools.")
+    parser = UsageParser(prog="finevo", description="An evolving financial agent that writes, "
+                         "verifies, refines and reuses its own tools.",
+                         epilog='Example: finevo solve "Calculate AMZN MACD(12,26,9)" --llm reference '
+                                "(the reference model answers the benchmark's queries: finevo-verify list)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     solve = sub.add_parser("solve", help="answer one query")
@@ -58,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     reg.add_argument("--registry-dir", type=Path, help="registry directory (env FINEVO_REGISTRY_DIR)")
     # the same option after the action (`finevo registry list --registry-dir DIR`); SUPPRESS keeps
     # an action without it from overwriting a value given before the action
-    where = argparse.ArgumentParser(add_help=False)
+    where = UsageParser(add_help=False)
     where.add_argument("--registry-dir", type=Path, default=argparse.SUPPRESS,
                        help="registry directory (env FINEVO_REGISTRY_DIR)")
     rsub = reg.add_subparsers(dest="registry_command", metavar="ACTION")
@@ -82,7 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        suggest_extras(parser, args, extras)
     func = getattr(args, "func", None)
     if func is None:
         parser.print_help(sys.stderr)
@@ -148,6 +159,40 @@ def benchmark_task_for(query: str) -> Any:
     return None
 
 
+def job_symbols(job: Job) -> list[str]:
+    """The market symbols a job's arguments name, in order."""
+    found: list[str] = []
+    for name in SYMBOL_ARGS:
+        value = job.intent.args.get(name)
+        for symbol in [value] if isinstance(value, str) else list(value or []):
+            if str(symbol) not in found:
+                found.append(str(symbol))
+    return found
+
+
+def check_symbols(job: Job, data_dir: Path) -> None:
+    """A symbol the snapshot does not hold is named, with the ones it does, before anything runs."""
+    from finevo.market.snapshot import Snapshot
+
+    available = Snapshot(data_dir).symbols()
+    missing = [s for s in job_symbols(job) if s not in available]
+    if missing:
+        names = ", ".join(missing)
+        raise InputError(
+            f"{'symbol' if len(missing) == 1 else 'symbols'} {names} not in the market snapshot {data_dir} "
+            f"(it holds {', '.join(available)}): ask about one of those, or record a snapshot that has "
+            f"{names} (finevo-verify data refresh --out DIR --symbols {' '.join(missing)}) and pass --data DIR")
+
+
+def check_reference_query(spec: str | None, task: Any, query: str) -> None:
+    """The reference model only knows the benchmark's own queries (its gold tools): say so up front."""
+    if task is None and (spec or "").strip() == "reference":
+        raise InputError(
+            f"the reference model only answers the benchmark's own queries, word for word, and {query!r} "
+            "is not one of them: see them with `finevo-verify list`, or use another model "
+            "(--llm live with FINEVO_LLM_API_KEY, --llm replay:FILE or --llm predictions:FILE)")
+
+
 def format_outcome(outcome: Outcome) -> str:
     """What a person wants to read: the value, then how it was obtained."""
     lines: list[str] = []
@@ -188,6 +233,9 @@ def cmd_solve(args: argparse.Namespace) -> int:
     job = Job.from_task(task) if task is not None else Job.from_query(args.query)
     if not Path(settings.data_dir).is_dir():
         raise InputError(f"market snapshot directory not found: {settings.data_dir}")
+    check_symbols(job, Path(settings.data_dir))
+    if settings.agent_mode != "static":
+        check_reference_query(settings.llm, task, args.query)
 
     provider = None
     if settings.agent_mode != "static":
@@ -316,7 +364,7 @@ def cmd_registry_clear(args: argparse.Namespace) -> int:
 
 def registry_location(registry: Any) -> str:
     """Where the registry lives, for messages (a password in its URL is masked)."""
-    return registry.display_url
+    return str(registry.display_url)
 
 
 def _close(thing: Any) -> None:

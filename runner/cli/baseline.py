@@ -15,9 +15,6 @@ from typing import Any
 from finevo.errors import InputError
 from finevo.paths import benchmarks_dir
 from runner.exitcodes import Exit
-from finevo.fsutil import atomic_write
-from runner.reports import document
-from runner.suite import load_baseline
 
 
 def register(sub: Any) -> None:
@@ -43,6 +40,10 @@ def updated_baseline(old: dict[str, Any], doc: dict[str, Any]) -> dict[str, Any]
 
 
 def cmd_update(args: argparse.Namespace) -> int:
+    from finevo.fsutil import atomic_write
+    from runner.reports import document
+    from runner.suite import load_baseline
+
     doc = document.load(args.results)
     if doc["partial"] or doc["verdict"]["status"] == "no_verdict":
         raise InputError(f"{args.results}: run is {doc['verdict']['status']}: refusing to take it as the baseline")
