@@ -453,8 +453,9 @@ class RunSpec:
         env = ",".join(sorted(self.environment)) or "none"
         net = "none" if self.network_disabled else "default"
         cmd = " ".join(self.command) if self.command else "(image default)"
+        mounts = "".join(f" {m.host}:{m.container}:{'ro' if m.read_only else 'rw'}" for m in self.mounts)
         return (f"docker: image={self.image} user={self.user} network={net} "
-                f"out={self.out_dir} env=[{env}] cmd={cmd}")
+                f"out={self.out_dir}:{CONTAINER_OUT}{mounts} env=[{env}] cmd={cmd}")
 
 
 def host_git_sha(env: Mapping[str, str], checkout: Path | None) -> str | None:

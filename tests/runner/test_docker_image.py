@@ -293,8 +293,10 @@ def test_launcher_verb_exits_1_on_a_regression_with_the_host_file_mounted(
     captured = capfd.readouterr()
     assert code == 1, captured.err[-2000:]
     assert "network=none" in captured.err and FAIL_TASK in captured.out + captured.err
-    shown = captured.out + captured.err
-    assert f"{out}/verb" in shown and "/out/" not in shown.replace(str(out), "HOST") and "/in/" not in shown
+    # the gate's own lines (not the launcher's `docker: ... cmd=...`, which shows the container's command)
+    shown = "\n".join(line for line in (captured.out + captured.err).splitlines() if not line.startswith("docker:"))
+    assert f"reports: {out}/verb" in shown, shown[-2000:]
+    assert "/out/" not in shown.replace(str(out), "HOST") and "/in/" not in shown, shown[-2000:]
     doc, xml, _ = _reports(out / "verb")
     assert [r["task_id"] for r in doc["regressions"]] == [FAIL_TASK]
     assert any(isinstance(r, (Failure, Error)) for r in _junit_case(xml, FAIL_TASK).result)
