@@ -122,6 +122,9 @@ def _host_command(backend: str, tmp: Path) -> list[str]:
     needed = [sys.executable, os.path.dirname(os.path.abspath(sys.executable)), sys.prefix, sys.base_prefix,
               paths["stdlib"], paths["platstdlib"], paths["purelib"], paths["platlib"],
               os.path.dirname(finevo.__file__)]
+    marker = os.path.join(sys.prefix, "pyvenv.cfg")  # how a venv's python knows it is one
+    if os.path.isfile(marker):
+        needed.append(marker)
     blocking = _blocking_dirs(needed)
     script = tmp / "host.py"
     script.write_text(HOST, encoding="utf-8")
@@ -135,14 +138,17 @@ def _host_command(backend: str, tmp: Path) -> list[str]:
     for i, (directory, names) in enumerate(sorted(blocking.items())):
         for name in sorted(names):
             inner = os.path.join(directory, name)
-            if not os.stat(inner).st_mode & stat.S_IXOTH:
-                pytest.skip(f"{inner} is not traversable either; no non-root view can be built")
-            lines += ["stage=$(mktemp -d)", f"mount --bind '{inner}' \"$stage\"",
+            is_dir = os.path.isdir(inner)
+            if not os.stat(inner).st_mode & (stat.S_IXOTH if is_dir else stat.S_IROTH):
+                pytest.skip(f"{inner} is not {'traversable' if is_dir else 'readable'} either; "
+                            "no non-root view can be built")
+            lines += [f"stage=$(mktemp{' -d' if is_dir else ''})", f"mount --bind '{inner}' \"$stage\"",
                       f"echo \"$stage\" >> '{tmp}/stages{i}'"]
         lines.append(f"mount -t tmpfs -o mode=0755 tmpfs '{directory}'")
         for name in sorted(names):
-            lines += [f"mkdir '{os.path.join(directory, name)}'",
-                      f"mount --bind \"$(sed -n 1p '{tmp}/stages{i}')\" '{os.path.join(directory, name)}'",
+            target = os.path.join(directory, name)
+            lines += [f"{'mkdir' if os.path.isdir(os.path.join(directory, name)) else 'touch'} '{target}'",
+                      f"mount --bind \"$(sed -n 1p '{tmp}/stages{i}')\" '{target}'",
                       f"sed -i 1d '{tmp}/stages{i}'"]
     lines.append('exec "$@"')
     wrapper = tmp / "view.sh"
