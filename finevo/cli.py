@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from finevo.cliparse import UsageParser, suggest_extras
 from finevo.errors import AgentFailure, ExternalError, InputError, ProviderNotConfigured
+from finevo.vocabulary import AgentMode, ProviderKind, SandboxBackend, choices
 
 if TYPE_CHECKING:
     from finevo.agent.agent import Job
@@ -50,15 +51,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     solve = sub.add_parser("solve", help="answer one query")
     solve.add_argument("query", help='e.g. "Calculate AAPL RSI-14 over last 30 days"')
-    solve.add_argument("--llm", help="live | replay:FILE | predictions:FILE | reference (env FINEVO_LLM_PROVIDER)")
+    solve.add_argument("--llm", help=f"{ProviderKind.specs()} (env FINEVO_LLM_PROVIDER)")
     solve.add_argument("--data", type=Path, help="market snapshot directory (default: the bundled snapshot)")
-    solve.add_argument("--agent", choices=("evolving", "static", "memory_only"), help="agent mode")
+    solve.add_argument("--agent", choices=choices(AgentMode), help="agent mode")
     solve.add_argument("--max-refinements", type=int, metavar="N", help="refinement attempts after the first")
     solve.add_argument("--registry-dir", type=Path, help="registry directory (env FINEVO_REGISTRY_DIR)")
     solve.add_argument("--model", help="model name (env FINEVO_LLM_MODEL)")
     solve.add_argument("--record", type=Path, metavar="FILE", help="append LLM exchanges to this cassette (live)")
-    solve.add_argument("--sandbox-backend", choices=("warm", "subprocess"),
-                       help="sandbox backend (env FINEVO_SANDBOX_BACKEND, default warm)")
+    solve.add_argument("--sandbox-backend", choices=choices(SandboxBackend),
+                       help=f"sandbox backend (env FINEVO_SANDBOX_BACKEND, default {SandboxBackend.WARM})")
     solve.add_argument("--timeout", type=float, metavar="S", help="wall-clock deadline for the whole query")
     solve.add_argument("--json", action="store_true", help="print the full outcome as JSON")
     solve.set_defaults(func=cmd_solve)
@@ -186,7 +187,7 @@ def check_symbols(job: Job, data_dir: Path) -> None:
 
 def check_reference_query(spec: str | None, task: Any, query: str) -> None:
     """The reference model only knows the benchmark's own queries (its gold tools): say so up front."""
-    if task is None and (spec or "").strip() == "reference":
+    if task is None and (spec or "").strip() == ProviderKind.REFERENCE:
         raise InputError(
             f"the reference model only answers the benchmark's own queries, word for word, and {query!r} "
             "is not one of them: see them with `finevo-verify list`, or use another model "
@@ -234,7 +235,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     if not Path(settings.data_dir).is_dir():
         raise InputError(f"market snapshot directory not found: {settings.data_dir}")
     check_symbols(job, Path(settings.data_dir))
-    if settings.agent_mode != "static":
+    if settings.agent_mode != AgentMode.STATIC:
         check_reference_query(settings.llm, task, args.query)
 
     provider = None
@@ -286,7 +287,7 @@ def cmd_registry_list(args: argparse.Namespace) -> int:
                         for r in rows]
     widths = [max(len(str(row[i])) for row in table) for i in range(len(header))]
     for row in table:
-        print("  ".join(str(cell).ljust(w) for cell, w in zip(row, widths)).rstrip())
+        print("  ".join(str(cell).ljust(w) for cell, w in zip(row, widths, strict=False)).rstrip())
     return EXIT_OK
 
 

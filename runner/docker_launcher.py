@@ -200,7 +200,7 @@ def build_context(spec: BuildSpec) -> tuple[IO[bytes], str]:
     timestamps), so the same sources always give the same hash.
     """
     digest = hashlib.sha256()
-    fileobj: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=64 * 1024 * 1024)  # noqa: SIM115 (returned open)
+    fileobj: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=64 * 1024 * 1024)  # noqa: SIM115
     with tarfile.open(fileobj=fileobj, mode="w") as tar:
         for rel in context_files(spec.context_dir):
             _add_file(tar, spec.context_dir / rel, rel, digest)
@@ -672,8 +672,8 @@ def run_container(client: Any, spec: RunSpec, *, stdout: IO[bytes] | None = None
     finally:
         if timer is not None:
             timer.cancel()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
         with contextlib.suppress(Exception):
             container.remove(force=True)
 

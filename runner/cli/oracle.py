@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from finevo.errors import ExternalError, InputError
 from finevo.paths import benchmarks_dir, reference_dir, snapshot_dir
 from runner.exitcodes import Exit
+from runner.records import TaskState
 
 if TYPE_CHECKING:  # the judge and the oracle import pandas: only the handlers load them
     from finevo.sandbox.api import ExecutionResult, Sandbox
@@ -29,7 +30,7 @@ if TYPE_CHECKING:  # the judge and the oracle import pandas: only the handlers l
     from runner.judge import Judgement
     from runner.records import ProbeResult
 
-__all__ = ["register", "run", "ToolRunner", "OracleRow", "check_reference_tools", "reference_code"]
+__all__ = ["OracleRow", "ToolRunner", "check_reference_tools", "reference_code", "register", "run"]
 
 
 class ToolRunner(Protocol):
@@ -95,7 +96,7 @@ def check_reference_tools(tasks: list[Task], provider: Any, runner: ToolRunner,
                                              lambda c, entry, args: runner.run(c, entry, args))
         else:
             detail = ": ".join(x for x in (result.error_type, result.error_message, result.rule) if x)
-            judgement = Judgement("fail", f"reference tool {result.status}: {detail}")
+            judgement = Judgement(TaskState.FAIL, f"reference tool {result.status}: {detail}")
         rows.append(OracleRow(task, expected, result, judgement, probes))
     return rows
 
@@ -155,10 +156,10 @@ def run(args: argparse.Namespace) -> int:
         verdict = row.judgement.state if row.judgement.passed else f"{row.judgement.state}: {row.judgement.reason}"
         out.write(f"{row.task.id:<10} {_short(row.primary):<42} {tool:<42} {verdict}\n")
         for probe in row.probes:
-            args = ", ".join(f"{k}={v}" for k, v in probe.args.items())
+            probe_args = ", ".join(f"{k}={v}" for k, v in probe.args.items())
             shown = _short(next(iter(probe.expected.values()))) if probe.expected else "-"
             tool = _short(probe.actual) if probe.actual is not None else "-"
-            verdict = f"pass ({args})" if probe.state == "pass" else f"{probe.state}: {probe.reason}"
+            verdict = f"pass ({probe_args})" if probe.state == "pass" else f"{probe.state}: {probe.reason}"
             out.write(f"{'  probe ' + str(probe.index):<10} {shown:<42} {tool:<42} {verdict}\n")
     passed = sum(row.judgement.passed for row in rows)
     n_probes = sum(len(row.task.probes) for row in rows)
