@@ -223,13 +223,14 @@ def format_outcome(outcome: Outcome) -> str:
 
 # --------------------------------------------------------------------------- solve
 def cmd_solve(args: argparse.Namespace) -> int:
-    from finevo.agent.agent import Agent, Job
-
+    # the flags first, before the agent (pandas, the LLM client, the registry) is imported
     if not args.query.strip():
         raise InputError("the query is empty")
-    if args.timeout is not None and args.timeout <= 0:
+    if args.timeout is not None and not args.timeout > 0:
         raise InputError(f"invalid --timeout={args.timeout}: expected a positive number of seconds")
     settings = _settings(args)
+    from finevo.agent.agent import Agent, Job
+
     task = benchmark_task_for(args.query)
     job = Job.from_task(task) if task is not None else Job.from_query(args.query)
     if not Path(settings.data_dir).is_dir():

@@ -23,6 +23,7 @@ COMMANDS: tuple[tuple[str, list[str], int], ...] = (
     ("finevo-verify --help", ["-m", "runner.cli", "--help"], 0),
     ("finevo-verify --onl x (usage error)", ["-m", "runner.cli", "--onl", "x"], 2),
     ("finevo-verify frob (unknown verb)", ["-m", "runner.cli", "frob"], 2),
+    ("finevo-verify --shard 3/2 (bad value)", ["-m", "runner.cli", "--shard", "3/2"], 2),
     ("finevo --help", ["-m", "finevo.cli", "--help"], 0),
     ("finevo solve (usage error)", ["-m", "finevo.cli", "solve"], 2),
 )

@@ -46,9 +46,7 @@ def test_duplicate_task_id_exits_2(tmp_path, security_file, baseline_file, capsy
 
 
 @pytest.mark.parametrize("extra, message", [
-    (["--shard", "3/2"], "--shard"),
     (["--only", "nope_001"], "unknown task id"),
-    (["--min-pass-rate", "2"], "--min-pass-rate"),
 ])
 def test_bad_flags_exit_2(tmp_path, security_file, baseline_file, capsys, extra, message) -> None:
     assert main(_run_args(tmp_path, security_file, baseline_file, *extra)) == 2
@@ -109,6 +107,12 @@ def test_baseline_update_is_explicit_and_keeps_unrun_tasks(tmp_path, security_fi
     (["run", "--agent", "bogus"], "argument --agent: invalid choice: 'bogus'"),
     (["--task-timeout", "abc"], "argument --task-timeout: expected a number, got 'abc'"),
     (["baseline"], "the following arguments are required"),
+    # flag values that need no input file are checked when the command line is read
+    (["--shard", "3/2"], "argument --shard: need 1 <= K <= N, got '3/2'"),
+    (["list", "--shard", "two"], "argument --shard: expected K/N"),
+    (["--min-pass-rate", "2"], "argument --min-pass-rate: must be in [0, 1], got '2'"),
+    (["--min-pass-rate", "nan"], "argument --min-pass-rate: must be in [0, 1]"),
+    (["--task-timeout", "0"], "argument --task-timeout: must be a positive number of seconds"),
 ])
 def test_usage_errors_are_one_line_and_exit_2(argv, message, capsys) -> None:
     with pytest.raises(SystemExit) as exc:
@@ -303,9 +307,12 @@ def _modules_loaded_by(code: str) -> list[str]:
     "from runner.cli import main; main(['run', '--help'])",
     "from runner.cli import main; main(['--onl', 'x'])",
     "from runner.cli import main; main(['frob'])",
+    "from runner.cli import main; main(['--shard', '3/2'])",
+    "from runner.cli import main; main(['--min-pass-rate', '2'])",
     "from finevo.cli import main; main(['--help'])",
     "from finevo.cli import main; main(['solve', '--help'])",
-], ids=["verify-help", "verify-run-help", "verify-bad-flag", "verify-bad-verb", "finevo-help", "finevo-solve-help"])
+], ids=["verify-help", "verify-run-help", "verify-bad-flag", "verify-bad-verb", "verify-bad-shard",
+        "verify-bad-rate", "finevo-help", "finevo-solve-help"])
 def test_help_and_usage_errors_import_no_heavy_library(code: str) -> None:
     assert _modules_loaded_by(code) == []
 
