@@ -81,7 +81,13 @@ def main() -> int:
         except BaseException as exc:  # noqa: BLE001 - keep serving; the parent sees "crashed"
             reply = {"status": "crashed", "layer": "harness",
                      "error_message": f"sandbox worker failed: {type(exc).__name__}: {exc}"}
-        protocol.write_frame(replies, reply)
+        try:
+            protocol.write_frame(replies, reply)
+        except (TypeError, ValueError, RecursionError) as exc:  # a reply JSON cannot hold: the tool's fail
+            protocol.write_frame(replies, {"status": "crashed", "layer": "result",
+                                           "error_type": "ResultUnreadable",
+                                           "error_message": f"the tool's result cannot be sent: "
+                                                            f"{type(exc).__name__}"})
         if child is not None:
             child.cleanup()
 
