@@ -66,14 +66,20 @@ class CappedOutput:
             if excess > 0:
                 del self.tail[:excess]
 
-    @property
-    def cut(self) -> int:
-        return self.total - len(self.head) - len(self.tail)
+    def render(self) -> tuple[bytearray, int]:
+        """The kept text, at most ``cap`` bytes with the marker included, and the bytes cut."""
+        kept = len(self.head) + len(self.tail)
+        if kept == self.total:
+            return self.head + self.tail, 0
+        room = max(self.head_cap + self.tail_cap - len(_marker(self.total)), 0)
+        head = self.head[:room // 2]
+        tail = self.tail[len(self.tail) - min(room - len(head), len(self.tail)):]
+        cut = self.total - len(head) - len(tail)
+        return head + _marker(cut) + tail, cut
 
-    def render(self) -> bytearray:
-        if not self.cut:
-            return self.head + self.tail
-        return self.head + f"\n[... {self.cut} bytes cut ...]\n".encode("ascii") + self.tail
+
+def _marker(cut: int) -> bytes:
+    return f"\n[... {cut} bytes cut ...]\n".encode("ascii")
 
 
 @dataclass
@@ -181,10 +187,10 @@ def supervise(pid: int, stdout_fd: int, stderr_fd: int, control_fd: int, limits:
         if obs.started_at is None:
             obs.started_at = launched
         for name, fd in (("stdout", stdout_fd), ("stderr", stderr_fd)):
-            rendered = outputs[fd].render()
+            rendered, cut = outputs[fd].render()
             setattr(obs, name, rendered)
-            if outputs[fd].cut:
-                obs.cut[name] = outputs[fd].cut
+            if cut:
+                obs.cut[name] = cut
         for fd in (stdout_fd, stderr_fd, control_fd):
             os.close(fd)
         if pidfd is not None:
