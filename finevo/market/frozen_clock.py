@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import ctypes
 import datetime as _dt
+import importlib
 import os
 import re
 import struct
@@ -498,15 +499,16 @@ def _patch_c_clock() -> None:
         libc = ctypes.CDLL(None)
         numpy_core = sys.modules.get("numpy._core._multiarray_umath") or \
             sys.modules.get("numpy.core._multiarray_umath")
-        if numpy_core is not None and getattr(numpy_core, "__file__", None):
-            status["numpy"] = _redirect("time", numpy_core.__file__, "time",
+        numpy_file = getattr(numpy_core, "__file__", None)
+        if isinstance(numpy_file, str):
+            status["numpy"] = _redirect("time", numpy_file, "time",
                                         ctypes.cast(libc.time, ctypes.c_void_p).value or 0,
                                         _CALLBACKS["time"])
-        import _datetime
-
-        if getattr(_datetime, "__file__", None):
+        # the C half of the datetime module; built into some interpreters (then nothing to redirect)
+        datetime_file = getattr(importlib.import_module("_datetime"), "__file__", None)
+        if isinstance(datetime_file, str):
             real = ctypes.cast(ctypes.pythonapi._PyTime_GetSystemClock, ctypes.c_void_p).value or 0
-            status["datetime"] = _redirect("system_clock", _datetime.__file__,
+            status["datetime"] = _redirect("system_clock", datetime_file,
                                            "_PyTime_GetSystemClock", real, _CALLBACKS["system_clock"])
     except (OSError, ValueError, AttributeError, struct.error, ImportError):
         pass

@@ -152,7 +152,7 @@ class _Place:
         keys.reverse()
         if len(keys) > 12:  # a deep path: its start and its end say enough
             keys = [*keys[:6], "...", *keys[-5:]]
-        parts = []
+        parts: list[str] = []
         for key in keys:
             if key == "..." and type(key) is str and len(parts) == 6:
                 parts.append("...")

@@ -236,9 +236,9 @@ def _bounded(value: Any) -> Any:
         elif type(obj) is list or type(obj) is dict:
             if depth > MAX_DEPTH + 2:  # the record itself and its "value" wrap the tool's value
                 raise _Refused(f"nested more than {MAX_DEPTH} levels")
-            if type(obj) is list:
+            if isinstance(obj, list):
                 stack.extend((item, obj, i, depth + 1) for i, item in enumerate(obj))
-            else:
+            elif isinstance(obj, dict):
                 cleaned = {_clean_text(k): v for k, v in obj.items()}
                 if len(cleaned) != len(obj):
                     raise _Refused("two keys read alike")

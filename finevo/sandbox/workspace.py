@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -180,10 +181,8 @@ def _remove_tree(parent_fd: int, name: str) -> None:
     """Remove directory ``name`` under ``parent_fd`` and everything in it (iteratively)."""
     fd = _open_dir(parent_fd, name)
     if fd is None:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(name, dir_fd=parent_fd)  # a file or a link where a directory was
-        except OSError:
-            pass
         return
     top = os.dup(parent_fd)
     idents = [_identity(top), _identity(fd)]  # the path of directories from the top down
@@ -197,10 +196,8 @@ def _remove_tree(parent_fd: int, name: str) -> None:
                 child = pending[-1].pop()
                 child_fd = _open_dir(current, child)
                 if child_fd is None:
-                    try:
+                    with contextlib.suppress(OSError):
                         os.unlink(child, dir_fd=current)
-                    except OSError:
-                        pass
                     continue
                 os.close(current)
                 current = child_fd
