@@ -170,9 +170,17 @@ def print_boundary_costs(data: str | None, runs: int) -> None:
     frozen_clock.unfreeze()
     if was_frozen is not None:
         frozen_clock.freeze(was_frozen)
-    print(f"frozen clock: freeze() incl. C redirection {freeze_ms:.1f} ms once per worker start "
-          f"(numpy: {'on' if patched['numpy'] else 'OFF'}, datetime: {'on' if patched['datetime'] else 'OFF'}); "
+    layers = ", ".join(f"{name}: {'on' if on else 'OFF'}" for name, on in patched.items())
+    print(f"frozen clock: freeze() incl. C redirection {freeze_ms:.1f} ms once per worker start ({layers}); "
           "per execution: one putenv(TZ) in the child")
+    real_clock = _micro(time.time_ns, 20000)  # time.time_ns is the real one again: unfrozen
+    frozen_clock.freeze(dt.datetime(2024, 12, 31, 16, tzinfo=ZoneInfo("America/New_York")))
+    redirected_clock = _micro(dt.datetime.now, 20000)
+    frozen_clock.unfreeze()
+    if was_frozen is not None:
+        frozen_clock.freeze(was_frozen)
+    print(f"  clock read: time.time_ns real {real_clock * 1000:.0f} ns; datetime.now() through the "
+          f"redirected clock_gettime {redirected_clock * 1000:.0f} ns")
     print(f"  numpy.datetime64('today'): real clock {real_today:.2f} us, frozen {frozen_today:.2f} us; "
           f"pd.DatetimeIndex(['today']) frozen {frozen_index:.1f} us")
 

@@ -24,14 +24,20 @@ sandbox worker lives, the date never moves past the anchor's date. What is patch
   ``.astype("datetime64[ns]")``) go through these.
 * **C code** (:func:`_patch_c_clock`): numpy parses ``numpy.datetime64("today")`` / ``("now")``
   and the words inside numpy arrays (``np.array(["today"], dtype="datetime64[D]")``) in C with
-  libc's ``time()``, and CPython's ``datetime.now()`` reads ``_PyTime_GetSystemClock()`` in C.
-  Their calls are redirected *inside those two libraries only*: the entries for ``time`` in
-  numpy's ``_multiarray_umath`` and for ``_PyTime_GetSystemClock`` in ``_datetime`` of the
-  dynamic linker's table (GOT) are pointed at small callbacks that read the frozen clock. No
-  ``LD_PRELOAD`` and no exec are needed, so it applies in the process that freezes -- the warm
-  worker, whose forked children inherit it -- and follows every re-anchoring. Each entry is
-  patched only if it holds the real function (or the linker's not-yet-resolved stub), and
-  :func:`c_clock_patched` says which were; unknown platforms simply stay unpatched.
+  libc's ``time()``; CPython's ``datetime.now()`` -- and with it pandas' C paths for "now" in
+  zoned arrays and its own ``Timestamp("now")`` -- reads ``_PyTime_GetSystemClock()``, which calls
+  libc's ``clock_gettime(CLOCK_REALTIME)``. These calls are redirected where they leave their
+  library, through the dynamic linker's table (GOT) of that library only: numpy's
+  ``_multiarray_umath`` entry for ``time`` and ``_datetime``'s entry for
+  ``_PyTime_GetSystemClock`` go to small Python callbacks (both are only called with the GIL
+  held); the interpreter's own entry for ``clock_gettime`` (the executable or libpython: this is
+  the only route where ``_datetime`` is built in, as in Debian's python3 and the container
+  image) goes to a 76-byte x86-64 routine that calls the real function and shifts only
+  ``CLOCK_REALTIME`` / ``CLOCK_REALTIME_COARSE`` (it may run without the GIL, so it is not
+  Python). No ``LD_PRELOAD`` and no exec: it applies in the process that freezes -- the warm
+  worker, whose forked children inherit it -- and follows every re-anchoring. An entry is patched
+  only if it holds the real function (or the linker's not-yet-resolved stub);
+  :func:`c_clock_patched` says which were, and other platforms simply stay unpatched.
 * The process's time zone (``TZ``) becomes the anchor's zone, so C code converting to local time
   (numpy's "today", ``localtime_r``) yields the anchor's wall-clock date on any host;
   :func:`zone_for_c` gives the value for a process that must set it again after clearing its
@@ -298,6 +304,7 @@ def freeze(moment: _dt.datetime) -> None:
     _patch_pandas()
     _set_zone(moment.tzinfo)
     _patch_c_clock()
+    _set_stub_clock()
 
 
 def unfreeze() -> None:
@@ -400,16 +407,18 @@ def _c_system_clock() -> int:
         return _REAL_TIME_NS()
 
 
-def _got_offsets(path: str, symbol: str) -> list[int]:
-    """Link-time addresses of the GOT entries through which the ELF file ``path`` calls ``symbol``."""
+def _got_offsets(path: str, symbol: str) -> tuple[bool, list[int]]:
+    """Link-time addresses of the GOT entries through which the ELF file ``path`` calls ``symbol``,
+    and whether they are absolute (a non-PIE executable) rather than relative to the load address."""
     wanted = symbol.encode("ascii")
     with open(path, "rb") as handle:
         head = handle.read(64)
         if len(head) < 64 or head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
-            return []  # only 64-bit little-endian ELF
+            return False, []  # only 64-bit little-endian ELF
+        absolute = struct.unpack_from("<H", head, 16)[0] == 2  # ET_EXEC
         kinds = _GOT_RELOCATIONS.get(struct.unpack_from("<H", head, 18)[0])
         if not kinds:
-            return []
+            return False, []
         (shoff,) = struct.unpack_from("<Q", head, 0x28)
         shentsize, shnum = struct.unpack_from("<HH", head, 0x3A)
         handle.seek(shoff)
@@ -437,7 +446,7 @@ def _got_offsets(path: str, symbol: str) -> list[int]:
                 (name_at,) = struct.unpack_from("<I", symbols, entry)
                 if names[name_at:name_at + len(wanted) + 1] == wanted + b"\0":
                     offsets.append(r_offset)
-        return offsets
+        return absolute, offsets
 
 
 def _mappings(path: str) -> list[tuple[int, int, str, int]]:
@@ -453,16 +462,17 @@ def _mappings(path: str) -> list[tuple[int, int, str, int]]:
 
 
 def _redirect(name: str, path: str, symbol: str, real: int, callback: Any) -> bool:
-    """Point ``path``'s GOT entries for ``symbol`` at ``callback``; True when every one was."""
+    """Point ``path``'s GOT entries for ``symbol`` at ``callback`` (a ctypes function or an
+    address); True when every one was."""
     path = os.path.realpath(path)
     maps = _mappings(path)
-    offsets = _got_offsets(path, symbol)
-    base = min((start for start, _, _, offset in maps if offset == 0), default=None)
-    if base is None or not offsets:
+    absolute, offsets = _got_offsets(path, symbol)
+    base = 0 if absolute else min((start for start, _, _, offset in maps if offset == 0), default=None)
+    if base is None or not offsets or not maps:
         return False
     libc = ctypes.CDLL(None, use_errno=True)
     page = os.sysconf("SC_PAGE_SIZE")
-    target = ctypes.cast(callback, ctypes.c_void_p).value
+    target = callback if isinstance(callback, int) else ctypes.cast(callback, ctypes.c_void_p).value
     done = True
     for offset in offsets:
         address = base + offset
@@ -488,13 +498,86 @@ def _redirect(name: str, path: str, symbol: str, real: int, callback: Any) -> bo
     return done
 
 
+# CPython reads the wall clock with clock_gettime(CLOCK_REALTIME) (time.time, datetime.now, and
+# pandas' C paths through datetime.now). Where _datetime is built into the interpreter (Debian's
+# python3, the container image) there is no library boundary to redirect but the interpreter's own
+# call to libc. That call can run without the GIL (thread waits), so it cannot be a Python callback:
+# it goes to this x86-64 routine instead, which calls the real clock_gettime and, for
+# CLOCK_REALTIME / CLOCK_REALTIME_COARSE only, adds ``delta`` seconds and stops at ``last``:
+#
+#     push rdi; push rsi; sub rsp, 8; call [rip+real]; add rsp, 8; pop rsi; pop rdi
+#     test eax, eax; jnz done; cmp edi, 0; je adjust; cmp edi, 5; jne done
+#   adjust: cmp qword [rip+active], 0; je done
+#     mov rdx, [rip+delta]; add [rsi], rdx; mov rdx, [rip+last]; cmp [rsi], rdx; jle done
+#     mov [rsi], rdx; mov qword [rsi+8], 0
+#   done: ret
+#
+# with real / active / delta / last the four quadwords at the start of the next page (read-write;
+# the code page is made read+execute before use). Monotonic and CPU clocks pass through untouched.
+_STUB_X86_64 = bytes.fromhex(
+    "57564883ec08ff15f40f00004883c4085e5f85c0753583ff00740583ff05752b48833de00f0000007421"
+    "488b15df0f0000480116488b15dd0f00004839167e0b48891648c7460800000000c3")
+_STUB: dict[str, int] = {}  # "code": address of the routine, "data": address of its quadwords
+
+
+def _clock_stub(real: int) -> int | None:
+    """The address of the clock_gettime routine (made once per process), or None where it cannot be."""
+    if "code" in _STUB:
+        return _STUB["code"]
+    if os.uname().machine not in ("x86_64", "AMD64"):
+        return None
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                          ctypes.c_long]
+    page = os.sysconf("SC_PAGE_SIZE")
+    if page != 4096:  # the routine addresses its data one 4096-byte page further
+        return None
+    address = libc.mmap(None, 2 * page, 3, 0x22, -1, 0)  # PROT_READ|WRITE, MAP_PRIVATE|ANONYMOUS
+    if not address or address == ctypes.c_void_p(-1).value:
+        return None
+    ctypes.memmove(address, _STUB_X86_64, len(_STUB_X86_64))
+    ctypes.c_uint64.from_address(address + page).value = real
+    if libc.mprotect(ctypes.c_void_p(address), ctypes.c_size_t(page), 5) != 0:  # PROT_READ|EXEC
+        return None
+    _STUB["code"], _STUB["data"] = address, address + page
+    return address
+
+
+def _set_stub_clock() -> None:
+    """Give the routine the current anchor (delta from the real clock, and the day's last second)."""
+    data = _STUB.get("data")
+    if data is None:
+        return
+    ctypes.c_int64.from_address(data + 8).value = 0  # off while reading the real clock below
+    if _STATE.anchor is None:
+        return
+    # the routine adds whole seconds to the real clock: the anchor, ticking from the moment of freezing
+    ctypes.c_int64.from_address(data + 16).value = int(round(_STATE.anchor_epoch - _REAL_TIME()))
+    ctypes.c_int64.from_address(data + 24).value = int(_STATE.last_epoch)
+    ctypes.c_int64.from_address(data + 8).value = 1
+
+
+def _interpreter_objects() -> list[str]:
+    """The ELF files holding the interpreter's own code: the executable and any libpython."""
+    paths = [os.path.realpath("/proc/self/exe")]
+    with open("/proc/self/maps", encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            parts = line.split(maxsplit=5)
+            if len(parts) == 6 and os.path.basename(parts[5].strip()).startswith("libpython"):
+                path = parts[5].strip()
+                if path not in paths:
+                    paths.append(path)
+    return paths
+
+
 def _patch_c_clock() -> None:
     """Redirect numpy's ``time()`` and ``_datetime``'s ``_PyTime_GetSystemClock()`` (once)."""
     if _CALLBACKS or not sys.platform.startswith("linux"):
         return
     _CALLBACKS["time"] = _C_TIME(_c_time)
     _CALLBACKS["system_clock"] = _C_SYSTEM_CLOCK(_c_system_clock)
-    _CALLBACKS["status"] = status = {"numpy": False, "datetime": False}
+    _CALLBACKS["status"] = status = {"numpy": False, "datetime": False, "interpreter": False}
     try:
         libc = ctypes.CDLL(None)
         numpy_core = sys.modules.get("numpy._core._multiarray_umath") or \
@@ -510,11 +593,21 @@ def _patch_c_clock() -> None:
             real = ctypes.cast(ctypes.pythonapi._PyTime_GetSystemClock, ctypes.c_void_p).value or 0
             status["datetime"] = _redirect("system_clock", datetime_file,
                                            "_PyTime_GetSystemClock", real, _CALLBACKS["system_clock"])
+        real_clock = ctypes.cast(libc.clock_gettime, ctypes.c_void_p).value or 0
+        stub = _clock_stub(real_clock) if real_clock else None
+        if stub is not None:
+            redirected = [_redirect("clock_gettime", path, "clock_gettime", real_clock, stub)
+                          for path in _interpreter_objects()]
+            status["interpreter"] = any(redirected)
+        if status["interpreter"] and not status["datetime"]:
+            status["datetime"] = True  # datetime.now() reaches the interpreter's clock_gettime
     except (OSError, ValueError, AttributeError, struct.error, ImportError):
         pass
 
 
 def _restore_c_clock() -> None:
+    if "data" in _STUB:
+        ctypes.c_int64.from_address(_STUB["data"] + 8).value = 0  # the routine passes the real clock
     if not _STATE.c_slots:
         return
     libc = ctypes.CDLL(None, use_errno=True)
@@ -528,6 +621,9 @@ def _restore_c_clock() -> None:
 
 
 def c_clock_patched() -> dict[str, bool]:
-    """Which C clocks read the frozen clock: ``{"numpy": ..., "datetime": ...}``."""
+    """Which C clocks read the frozen clock: numpy's parser, ``datetime.now()``, and the
+    interpreter's own ``clock_gettime`` (``{"numpy": ..., "datetime": ..., "interpreter": ...}``)."""
     status = _CALLBACKS.get("status")
-    return dict(status) if isinstance(status, dict) else {"numpy": False, "datetime": False}
+    if isinstance(status, dict):
+        return dict(status)
+    return {"numpy": False, "datetime": False, "interpreter": False}

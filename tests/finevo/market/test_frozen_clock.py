@@ -156,7 +156,7 @@ def test_c_code_reads_the_frozen_clock(anchor: tuple[int, int, int], host_zone: 
     anchor's 16:00 in New York is already the next day)."""
     out = _run(f"        ANCHOR_PARTS = {anchor!r}\n" + _C_READINGS, env={"TZ": host_zone})
     expected = dt.date(*anchor).isoformat()
-    assert out["patched"] == {"numpy": True, "datetime": True}
+    assert out["patched"] == {"numpy": True, "datetime": True, "interpreter": True}
     assert out["days"] == dict.fromkeys(out["days"], expected)
     assert out["now_hour_utc"] in ("20", "21")  # 16:00 New York, in UTC (summer / winter)
 
@@ -176,4 +176,30 @@ def test_unfreeze_gives_c_code_the_real_clock_back() -> None:
     """, env={"TZ": "Asia/Tokyo"})
     assert out["frozen"] == "2024-12-31"
     assert all(int(year) > 2024 for year in out["real"])
-    assert out["zone_restored"] and out["patched_after"] == {"numpy": False, "datetime": False}
+    assert out["zone_restored"] and out["patched_after"] == {"numpy": False, "datetime": False,
+                                                             "interpreter": False}
+
+
+def test_the_interpreters_clock_alone_covers_datetime_and_follows_re_anchoring() -> None:
+    """Where ``_datetime`` is built into the interpreter (Debian's python3, the container image)
+    only the interpreter's own clock_gettime can be redirected: that alone must cover C code."""
+    out = _run("""
+        import numpy as np
+        real_redirect = fc._redirect
+        fc._redirect = lambda name, *a: False if name == "system_clock" else real_redirect(name, *a)
+        real_datetime = pd.Timestamp.__mro__[-3]
+        mono = time.monotonic()
+        fc.freeze(ANCHOR)
+        out["patched"] = fc.c_clock_patched()
+        out["first"] = [str(real_datetime.now().date()), str(type(pd.Timestamp(0))("now").date()),
+                        str(pd.Series(["now"]).astype("datetime64[ns, UTC]")[0].date())]
+        fc.freeze(dt.datetime(2020, 2, 3, 16, 0, tzinfo=ZoneInfo("America/New_York")))
+        out["second"] = [str(real_datetime.now().date()), str(np.datetime64("today"))]
+        out["monotonic_real"] = 0 <= time.monotonic() - mono < 60
+        fc.unfreeze()
+        out["after"] = real_datetime.now().year
+    """)
+    assert out["patched"]["interpreter"] and out["patched"]["datetime"]
+    assert out["first"] == ["2024-12-31"] * 3
+    assert out["second"] == ["2020-02-03"] * 2
+    assert out["monotonic_real"] and out["after"] > 2024
