@@ -173,13 +173,13 @@ def print_boundary_costs(data: str | None, runs: int) -> None:
     layers = ", ".join(f"{name}: {'on' if on else 'OFF'}" for name, on in patched.items())
     print(f"frozen clock: freeze() incl. C redirection {freeze_ms:.1f} ms once per worker start ({layers}); "
           "per execution: one putenv(TZ) in the child")
-    real_clock = _micro(time.time_ns, 20000)  # time.time_ns is the real one again: unfrozen
+    real_clock = _micro(frozen_clock._REAL_DATETIME.now, 20000)  # before freezing: the real clock
     frozen_clock.freeze(dt.datetime(2024, 12, 31, 16, tzinfo=ZoneInfo("America/New_York")))
-    redirected_clock = _micro(dt.datetime.now, 20000)
+    redirected_clock = _micro(frozen_clock._REAL_DATETIME.now, 20000)  # the C class, C clock
     frozen_clock.unfreeze()
     if was_frozen is not None:
         frozen_clock.freeze(was_frozen)
-    print(f"  clock read: time.time_ns real {real_clock * 1000:.0f} ns; datetime.now() through the "
+    print(f"  datetime.now() in C: real clock {real_clock * 1000:.0f} ns, through the "
           f"redirected clock_gettime {redirected_clock * 1000:.0f} ns")
     print(f"  numpy.datetime64('today'): real clock {real_today:.2f} us, frozen {frozen_today:.2f} us; "
           f"pd.DatetimeIndex(['today']) frozen {frozen_index:.1f} us")

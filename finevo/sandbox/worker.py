@@ -12,6 +12,7 @@ from __future__ import annotations
 import gc
 import os
 import sys
+import tempfile
 import traceback
 from typing import Any
 
@@ -53,7 +54,8 @@ def main() -> int:
                 "drop_uid": config.get("drop_uid", True), "unshare_net": False,
                 "tool_imports": config.get("tool_imports")}
     protocol.write_frame(replies, {"kind": "ready", "pid": os.getpid(), "netns": netns,
-                                   "non_dumpable": non_dumpable, "rss_kb": _rss_kb(), **info})
+                                   "non_dumpable": non_dumpable, "rss_kb": _rss_kb(),
+                                   "tmpdir": tempfile.gettempdir(), **info})
     from finevo.sandbox.forked import SpareChild
 
     spare: SpareChild | None = None
