@@ -62,7 +62,7 @@ import sys
 import time as _time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, SupportsIndex
 
 _REAL_DATETIME = _dt.datetime
 _REAL_DATE = _dt.date
@@ -138,7 +138,7 @@ class FrozenDatetime(_REAL_DATETIME, metaclass=_AcceptsReal):
 
     @classmethod
     def utcnow(cls) -> _dt.datetime:  # type: ignore[override]
-        return _aware_now(_dt.timezone.utc).replace(tzinfo=None)
+        return _aware_now(_dt.UTC).replace(tzinfo=None)
 
 
 class FrozenDate(_REAL_DATE, metaclass=_AcceptsReal):
@@ -172,14 +172,14 @@ def _frozen_strftime(fmt: str, t: Any = None) -> str:
     return _REAL_STRFTIME(fmt, _frozen_localtime() if t is None else t)
 
 
-def _frozen_localtime(secs: float | None = None) -> _time.struct_time:
+def _frozen_localtime(secs: float | SupportsIndex | None = None) -> _time.struct_time:
     """Without ``secs``: wall time in the anchor's zone (whatever the process TZ is)."""
     if secs is not None or _STATE.anchor is None:
         return _REAL_LOCALTIME(secs)
     return _aware_now(None).timetuple()
 
 
-def _frozen_ctime(secs: float | None = None) -> str:
+def _frozen_ctime(secs: float | SupportsIndex | None = None) -> str:
     return _time.asctime(_frozen_localtime(secs)) if secs is None else _REAL_CTIME(secs)
 
 
@@ -188,7 +188,7 @@ def _is_now_word(value: Any) -> bool:
 
 
 def _patch_pandas() -> None:
-    pd = sys.modules.get("pandas")
+    pd: Any = sys.modules.get("pandas")  # patched attribute by attribute below
     if pd is None or _STATE.pandas_originals is not None:
         return
     real_ts = pd.Timestamp
@@ -533,9 +533,10 @@ def _clock_stub(real: int) -> int | None:
     page = os.sysconf("SC_PAGE_SIZE")
     if page != 4096:  # the routine addresses its data one 4096-byte page further
         return None
-    address = libc.mmap(None, 2 * page, 3, 0x22, -1, 0)  # PROT_READ|WRITE, MAP_PRIVATE|ANONYMOUS
-    if not address or address == ctypes.c_void_p(-1).value:
+    mapped = libc.mmap(None, 2 * page, 3, 0x22, -1, 0)  # PROT_READ|WRITE, MAP_PRIVATE|ANONYMOUS
+    if not isinstance(mapped, int) or not mapped or mapped == ctypes.c_void_p(-1).value:
         return None
+    address: int = mapped
     ctypes.memmove(address, _STUB_X86_64, len(_STUB_X86_64))
     ctypes.c_uint64.from_address(address + page).value = real
     if libc.mprotect(ctypes.c_void_p(address), ctypes.c_size_t(page), 5) != 0:  # PROT_READ|EXEC
@@ -553,7 +554,7 @@ def _set_stub_clock() -> None:
     if _STATE.anchor is None:
         return
     # the routine adds whole seconds to the real clock: the anchor, ticking from the moment of freezing
-    ctypes.c_int64.from_address(data + 16).value = int(round(_STATE.anchor_epoch - _REAL_TIME()))
+    ctypes.c_int64.from_address(data + 16).value = round(_STATE.anchor_epoch - _REAL_TIME())
     ctypes.c_int64.from_address(data + 24).value = int(_STATE.last_epoch)
     ctypes.c_int64.from_address(data + 8).value = 1
 

@@ -40,6 +40,10 @@ Refused, each as a typed failure of the tool (never a crash of the gate):
 * **too large** (``ResultTooLarge``): more than :data:`MAX_ITEMS` values in all, or more than
   :data:`MAX_TEXT` characters of text.
 
+This is stricter than :func:`finevo.jsonsafe.json_safe`, the rule for the reports the project
+writes (there NaN becomes ``null`` and an unknown object its ``repr``): a report must always be
+written, while an answer that is not a clean value must fail, saying why.
+
 A date-indexed Series becomes a list because the tasks that want several values want them in
 time order (a moving average "over the last 20 days" is a list); its dates order it (oldest first,
 as yfinance delivers them), and a tool that wants the dates returns a dict or records explicitly.
@@ -63,12 +67,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from finevo.jsonsafe import MAX_DEPTH as JSON_MAX_DEPTH
 from finevo.market import frozen_clock
 
 __all__ = ["MAX_DEPTH", "MAX_ITEMS", "MAX_TEXT", "ResultRefused", "to_plain"]
 
-#: Containers nested deeper than this are refused (real results are 1-3 levels deep).
-MAX_DEPTH = 64
+#: Containers nested deeper than this are refused (real results are 1-3 levels deep); the same
+#: bound as the JSON rule for reports.
+MAX_DEPTH = JSON_MAX_DEPTH
 #: Values (scalars and containers) in one result, at most.
 MAX_ITEMS = 1_000_000
 #: Characters of text (strings and keys) in one result, at most.

@@ -22,6 +22,7 @@ that nests 990 levels -- the outcome is a failure of *that tool*, never an excep
 
 from __future__ import annotations
 
+import contextlib
 import errno as errno_mod
 import json
 import math
@@ -29,6 +30,7 @@ import os
 import select
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,14 +104,12 @@ class Observation:
 
 
 def _kill_group(pgid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _pidfd(pid: int) -> int | None:
-    opener = getattr(os, "pidfd_open", None)
+    opener: Callable[[int], int] | None = getattr(os, "pidfd_open", None)
     if opener is None:
         return None
     try:
