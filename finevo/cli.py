@@ -178,7 +178,7 @@ def format_outcome(outcome: Outcome) -> str:
 
 # --------------------------------------------------------------------------- solve
 def cmd_solve(args: argparse.Namespace) -> int:
-    from finevo.agent.agent import Agent, Job
+    from finevo.agent.agent import Agent, question_for_query
 
     if not args.query.strip():
         raise InputError("the query is empty")
@@ -186,23 +186,23 @@ def cmd_solve(args: argparse.Namespace) -> int:
         raise InputError(f"invalid --timeout={args.timeout}: expected a positive number of seconds")
     settings = _settings(args)
     task = benchmark_task_for(args.query)
-    job = Job.from_task(task) if task is not None else Job.from_query(args.query)
+    question = task.question() if task is not None else question_for_query(args.query)
     if not Path(settings.data_dir).is_dir():
         raise InputError(f"market snapshot directory not found: {settings.data_dir}")
 
     provider = None
-    if settings.agent_mode != "static":
+    if settings.agent_mode != AgentMode.STATIC:
         from finevo.llm.providers import make_provider
 
         provider = make_provider(settings.llm, settings)
-    registry = _open_registry(settings) if settings.agent_mode != "memory_only" else None
+    registry = _open_registry(settings) if settings.agent_mode != AgentMode.MEMORY_ONLY else None
     from finevo.sandbox import create_sandbox
 
     sandbox = create_sandbox(settings.data_dir, backend=settings.sandbox_backend)
     agent = Agent(settings, provider, sandbox, registry, settings.agent_mode)
     try:
         deadline = time.monotonic() + args.timeout if args.timeout is not None else None
-        outcome = agent.solve_job(job, deadline)
+        outcome = agent.solve(question, deadline)
     finally:
         agent.close()
         sandbox.close()

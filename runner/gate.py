@@ -262,7 +262,7 @@ class TaskRunner:
 
         def work() -> None:
             try:
-                call.value = agent.solve(task, deadline=deadline)
+                call.value = agent.solve(task.question(), deadline=deadline)  # never the task itself
             except BaseException as exc:  # reported in the main thread
                 call.error = exc
             finally:
