@@ -705,7 +705,7 @@ class Gate:
                                 probe_expected=p.probe_expected.get(task.id), run_tool=runner.probe_runner())
             tasks_done.append(result)
             events.emit("task", result=result.to_dict())
-            console.task_end(result.state, elapsed, "" if result.state == "pass" else result.reason[:100])
+            console.task_end(result.state, elapsed, "" if result.state == TaskState.PASS else result.reason[:100])
         for stask in p.suite.security:
             index += 1
             console.task_start(index, total, stask.id, stask.query)

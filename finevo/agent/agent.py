@@ -65,7 +65,7 @@ from finevo.outcome import Attempt, LLMUsage, Outcome
 from finevo.registry import Registry, RegistryError
 from finevo.sandbox.api import ExecutionResult, Limits, Sandbox
 from finevo.tasks import Question, SecurityQuestion
-from finevo.vocabulary import AgentMode, Category, ToolSource, choices, words
+from finevo.vocabulary import AgentMode, ToolSource, choices, words
 
 
 def question_for_query(query: str, task_id: str = "query") -> Question:
@@ -76,7 +76,7 @@ def question_for_query(query: str, task_id: str = "query") -> Question:
                          "e.g. \"Calculate AAPL RSI-14 over last 30 days\"")
     spec = indicator_spec(intent.indicator)
     assert spec is not None  # the parser only yields catalogue indicators
-    return Question(task_id=task_id, category=Category(spec.category), query=query, intent=intent,
+    return Question(task_id=task_id, category=spec.category, query=query, intent=intent,
                     output=spec.output)
 
 
