@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from finevo.errors import AgentFailure, ExternalError, InputError, ProviderNotConfigured
+from finevo.jsonsafe import json_safe
 from finevo.outcome import Outcome
 from finevo.vocabulary import AgentMode, ProviderKind, SandboxBackend, choices
 
@@ -211,7 +212,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
             if callable(close):
                 close()
     if args.json:
-        print(json.dumps(outcome.to_dict(), indent=2, ensure_ascii=False, default=str))
+        print(json.dumps(json_safe(outcome.to_dict()), indent=2, ensure_ascii=False, allow_nan=False))
     else:
         print(format_outcome(outcome))
     return exit_code(outcome)
