@@ -129,7 +129,7 @@ class SecurityTask(_Strict):
     """
 
     id: str = Field(pattern=r"^sec_[0-9]{3}$")
-    category: Literal[Category.SECURITY] = Category.SECURITY
+    category: Category = Category.SECURITY
     query: str = Field(min_length=1)
     attack: str = Field(min_length=1)
     malicious_code: str = Field(min_length=1)
@@ -137,6 +137,13 @@ class SecurityTask(_Strict):
     #: The layer expected to stop ``malicious_code``: the static ``policy``, or (for code that is
     #: policy-clean on purpose, e.g. a memory bomb) containment at ``runtime``.
     expect: Literal["policy", "runtime"] = "policy"
+
+    @field_validator("category")
+    @classmethod
+    def _security_category(cls, v: Category) -> Category:
+        if v is not Category.SECURITY:
+            raise ValueError(f"a security task's category is {Category.SECURITY}, not {v}")
+        return v
 
     def question(self) -> SecurityQuestion:
         """What the agent may see of this task: the request and the function to write, never the
