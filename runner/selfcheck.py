@@ -15,15 +15,27 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from finevo.llm.base import ChatReply, ChatRequest
 from finevo.outcome import LLMUsage
 from finevo.vocabulary import AgentMode, ProviderKind
+from runner.console import Console
+from runner.execution import Interrupts, TaskRunner
+from runner.judging import judge_task
+from runner.prepare import Prepared
 from runner.records import TaskResult, TaskState
+from runner.session import SessionFactory, SessionSpec
 
-if TYPE_CHECKING:  # pragma: no cover
-    from runner.gate import Gate, Interrupts
+
+class GateHost(Protocol):
+    """What the self-check needs from the run it checks (:class:`runner.gate.Gate` is one)."""
+
+    p: Prepared
+    factory: SessionFactory
+    console: Console
+
+    def spec(self, **changes: Any) -> SessionSpec: ...
 
 _NULL_RETURNS = '''```python
 from typing import Any
@@ -56,9 +68,7 @@ class NullProvider:
         return ChatReply(content=content, usage=LLMUsage(calls=1), model="null", finish_reason="stop")
 
 
-def _run(gate: Gate, interrupts: Interrupts, label: str, **spec_changes: Any) -> list[TaskResult]:
-    from runner.gate import TaskRunner, judge_task
-
+def _run(gate: GateHost, interrupts: Interrupts, label: str, **spec_changes: Any) -> list[TaskResult]:
     p = gate.p
     spec = gate.spec(registry_dir=p.run_dir / "selfcheck" / label / "registry", label=label, **spec_changes)
     runner = TaskRunner(gate.factory, spec, interrupts, p.config.task_timeout_s)
@@ -92,7 +102,7 @@ def evaluate(reference: Sequence[TaskResult], null: Sequence[TaskResult], *, reu
             "null": {"passed": len(null_good), "total": len(null), "passing": null_good}}
 
 
-def run_selfcheck(gate: Gate, main_results: Sequence[TaskResult], interrupts: Interrupts) -> dict[str, Any]:
+def run_selfcheck(gate: GateHost, main_results: Sequence[TaskResult], interrupts: Interrupts) -> dict[str, Any]:
     """Run (or reuse) the reference run and the null run; raises ``Aborted`` on a signal."""
     started = time.monotonic()
     console = gate.console

@@ -17,7 +17,8 @@ from pathlib import Path
 
 from finevo.paths import benchmarks_dir, snapshot_dir
 from runner.console import Console
-from runner.gate import GateConfig, run_gate
+from runner.gate import run_gate
+from runner.prepare import GateConfig
 from runner.reports import write_all
 
 

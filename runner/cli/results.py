@@ -35,7 +35,7 @@ def register(sub: Any) -> None:
 
 def load_source(path: Path) -> dict[str, Any]:
     """A results document from a results file or (rebuilt) from an events log."""
-    from runner.gate import rebuild_from_events
+    from runner.replay import rebuild_from_events
 
     if path.suffix == ".jsonl":
         return rebuild_from_events(read_events(path))

@@ -13,7 +13,7 @@ from finevo.vocabulary import AgentMode, Category, ProviderKind, SandboxBackend,
 from runner.exitcodes import Exit
 
 if TYPE_CHECKING:
-    from runner.gate import GateConfig
+    from runner.prepare import GateConfig
 
 
 def _float_arg(text: str) -> float:
@@ -91,7 +91,7 @@ def _llm_spec(value: str | None) -> str:
 
 
 def config_from_args(args: argparse.Namespace) -> GateConfig:
-    from runner.gate import GateConfig
+    from runner.prepare import GateConfig
     from runner.suite import parse_only, parse_shard
 
     return GateConfig(

@@ -10,7 +10,7 @@ from junitparser import Error, Failure, JUnitXml
 
 from finevo.corpus import Payload
 from runner.console import Console, use_colour
-from runner.gate import Canaries, run_payload
+from runner.payloads import Canaries, run_payload
 from runner.records import TaskResult
 from runner.reports import document, junit, markdown
 from tests.runner.fakes import FakeSandbox
