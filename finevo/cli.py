@@ -30,11 +30,12 @@ from typing import TYPE_CHECKING, Any
 
 from finevo.cliparse import UsageParser, suggest_extras
 from finevo.errors import AgentFailure, ExternalError, InputError, ProviderNotConfigured
+from finevo.jsonsafe import json_safe
 from finevo.vocabulary import AgentMode, ProviderKind, SandboxBackend, choices
 
 if TYPE_CHECKING:
-    from finevo.agent.agent import Job
     from finevo.outcome import Outcome
+    from finevo.tasks import Question
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_EXTERNAL = 0, 1, 2, 3
 
@@ -160,23 +161,23 @@ def benchmark_task_for(query: str) -> Any:
     return None
 
 
-def job_symbols(job: Job) -> list[str]:
-    """The market symbols a job's arguments name, in order."""
+def question_symbols(question: Question) -> list[str]:
+    """The market symbols a question's arguments name, in order."""
     found: list[str] = []
     for name in SYMBOL_ARGS:
-        value = job.intent.args.get(name)
+        value = question.intent.args.get(name)
         for symbol in [value] if isinstance(value, str) else list(value or []):
             if str(symbol) not in found:
                 found.append(str(symbol))
     return found
 
 
-def check_symbols(job: Job, data_dir: Path) -> None:
+def check_symbols(question: Question, data_dir: Path) -> None:
     """A symbol the snapshot does not hold is named, with the ones it does, before anything runs."""
     from finevo.market.snapshot import Snapshot
 
     available = Snapshot(data_dir).symbols()
-    missing = [s for s in job_symbols(job) if s not in available]
+    missing = [s for s in question_symbols(question) if s not in available]
     if missing:
         names = ", ".join(missing)
         raise InputError(
@@ -229,29 +230,29 @@ def cmd_solve(args: argparse.Namespace) -> int:
     if args.timeout is not None and not args.timeout > 0:
         raise InputError(f"invalid --timeout={args.timeout}: expected a positive number of seconds")
     settings = _settings(args)
-    from finevo.agent.agent import Agent, Job
+    from finevo.agent.agent import Agent, question_for_query
 
     task = benchmark_task_for(args.query)
-    job = Job.from_task(task) if task is not None else Job.from_query(args.query)
+    question = task.question() if task is not None else question_for_query(args.query)
     if not Path(settings.data_dir).is_dir():
         raise InputError(f"market snapshot directory not found: {settings.data_dir}")
-    check_symbols(job, Path(settings.data_dir))
+    check_symbols(question, Path(settings.data_dir))
     if settings.agent_mode != AgentMode.STATIC:
         check_reference_query(settings.llm, task, args.query)
 
     provider = None
-    if settings.agent_mode != "static":
+    if settings.agent_mode != AgentMode.STATIC:
         from finevo.llm.providers import make_provider
 
         provider = make_provider(settings.llm, settings)
-    registry = _open_registry(settings) if settings.agent_mode != "memory_only" else None
+    registry = _open_registry(settings) if settings.agent_mode != AgentMode.MEMORY_ONLY else None
     from finevo.sandbox import create_sandbox
 
     sandbox = create_sandbox(settings.data_dir, backend=settings.sandbox_backend)
     agent = Agent(settings, provider, sandbox, registry, settings.agent_mode)
     try:
         deadline = time.monotonic() + args.timeout if args.timeout is not None else None
-        outcome = agent.solve_job(job, deadline)
+        outcome = agent.solve(question, deadline)
     finally:
         agent.close()
         sandbox.close()
@@ -260,7 +261,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
             if callable(close):
                 close()
     if args.json:
-        print(json.dumps(outcome.to_dict(), indent=2, ensure_ascii=False, default=str))
+        print(json.dumps(json_safe(outcome.to_dict()), indent=2, ensure_ascii=False, allow_nan=False))
     else:
         print(format_outcome(outcome))
     return exit_code(outcome)
