@@ -240,7 +240,7 @@ ALLOWED_SOURCES = {
     "text-writers-without-path": "def f(df):\n    return df.to_csv(), df.to_json(path_or_buf=None), df.to_string(index=False)\n",
     "shadowing-params": "def run(symbol: str, type: str = 'close', input: int = 3) -> str:\n"
                         "    return f'{symbol}-{type}-{input}'\n",
-    "re-compile": "import re\nfrom re import compile\nP = re.compile(r'x')\nQ = compile('y')\n",
+    "re-compile": "import re\nfrom re import fullmatch\nP = re.compile(r'x')\nQ = fullmatch('y', 'y')\n",
     "type-compared": "import numpy as np\n"
                      "def f(x, y):\n    return (type(x) is float or type(x) == type(y) or float is not type(y)\n"
                      "            or type(x) != np.float64 or type(x) is y)\n",
