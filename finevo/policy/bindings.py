@@ -509,6 +509,10 @@ def _value_parts(expr: ast.expr) -> Iterator[ast.expr]:
             yield from _value_parts(v)
     elif isinstance(expr, (ast.NamedExpr, ast.Starred, ast.Subscript)):
         yield from _value_parts(expr.value)
+    elif isinstance(expr, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+        yield from _value_parts(expr.elt)
+    elif isinstance(expr, ast.DictComp):
+        yield from _value_parts(expr.value)
     elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id in _PASS_ON_BUILTINS:
         for a in expr.args:
             yield from _value_parts(a)

@@ -124,6 +124,59 @@ def _format_template_problem(template: str) -> str | None:
 
 
 _BUILTIN_NAMES: frozenset[str] = frozenset(dir(builtins))
+_DUNDER_WORD = re.compile(r"(?<![A-Za-z0-9_])__[a-z0-9]+(?:_[a-z0-9]+)*__(?![A-Za-z0-9_])")
+_MAX_FOLD = 10_000
+
+
+def _dunder_in_text(text: str) -> str | None:
+    """The first dunder identifier spelled in ``text`` (``__main__`` apart), or None."""
+    for m in _DUNDER_WORD.finditer(text):
+        if m.group(0) not in T.ALLOWED_DUNDER_STRINGS:
+            return m.group(0)
+    return None
+
+
+def _fold_text(expr: ast.expr) -> str | None:
+    """The string a constant expression builds (``'__arr' + 'ay_interface__'``, ``'_' * 2``,
+    ``''.join([...])``, an f-string of constants), or None when it is computed."""
+    if isinstance(expr, ast.Constant):
+        return expr.value if isinstance(expr.value, str) else None
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
+        left, right = _fold_text(expr.left), _fold_text(expr.right)
+        return left + right if left is not None and right is not None and len(left) + len(right) <= _MAX_FOLD \
+            else None
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mult):
+        text, times = (expr.left, expr.right) if isinstance(expr.right, ast.Constant) else (expr.right, expr.left)
+        folded = _fold_text(text)
+        count = times.value if isinstance(times, ast.Constant) else None
+        if folded is not None and isinstance(count, int) and not isinstance(count, bool) \
+                and count >= 0 and len(folded) * count <= _MAX_FOLD:
+            return folded * count
+        return None
+    if isinstance(expr, ast.FormattedValue) and expr.format_spec is None and expr.conversion in (-1, 115):
+        return _fold_text(expr.value)
+    if isinstance(expr, ast.JoinedStr):
+        parts = [_fold_text(v) for v in expr.values]
+        return "".join(p for p in parts if p is not None) if all(p is not None for p in parts) else None
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "join" \
+            and len(expr.args) == 1 and isinstance(expr.args[0], (ast.List, ast.Tuple)) and not expr.keywords:
+        sep = _fold_text(expr.func.value)
+        items = [_fold_text(e) for e in expr.args[0].elts]
+        if sep is not None and all(i is not None for i in items):
+            return sep.join(i for i in items if i is not None)[:_MAX_FOLD]
+    return None
+
+
+def _docstrings(tree: ast.Module) -> set[int]:
+    """The string constants that are docstrings (module, class, function): text, never data."""
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, *_FUNCTION_NODES)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+                    and isinstance(first.value.value, str):
+                found.add(id(first.value))
+    return found
 
 
 def _chain_root(expr: ast.expr) -> ast.expr:
@@ -153,6 +206,7 @@ class _Checker(ast.NodeVisitor):
             id(child): parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
         self.class_statement_names = self.bindings.class_statement_names()
         self.class_definitions = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
+        self.docstrings = _docstrings(tree)
 
     def run(self) -> None:
         for conflict in self.bindings.conflicts:
@@ -408,7 +462,26 @@ class _Checker(ast.NodeVisitor):
                        f"option keys starting with {', '.join(T.SAFE_OPTION_PREFIXES)}")
 
     # ------------------------------------------------------------------ imports
+    def _import_in_class_body(self, node: ast.Import | ast.ImportFrom) -> bool:
+        if self.class_depth:
+            self._flag(Rule.MODULE_VALUE, node, "an import in a class body makes the module an attribute "
+                       "of the class (Box.np), a module value that escapes the route checks")
+        return bool(self.class_depth)
+
+    def _import_path_ok(self, parts: list[str], where: ast.AST) -> bool:
+        """Every dotted step of an import's module path must be an allowed submodule (or a pass-through
+        to one): ``pandas._libs.lib`` or ``numpy._core.multiarray`` are never imported."""
+        for i in range(2, len(parts) + 1):
+            route = ".".join(parts[:i])
+            if route not in T.ALLOWED_SUBMODULES and route not in T.PASS_THROUGH:
+                self._flag(Rule.SUBMODULE_NOT_ALLOWED, where, f"module route '{route}' is not allowed (only "
+                           "the allowed submodules may be imported)")
+                return False
+        return True
+
     def visit_Import(self, node: ast.Import) -> None:
+        if self._import_in_class_body(node):
+            return
         for alias in node.names:
             where = alias if hasattr(alias, "lineno") else node
             parts = alias.name.split(".")
@@ -419,6 +492,8 @@ class _Checker(ast.NodeVisitor):
             if len(parts) > 1:
                 before = len(self.violations)
                 self._check_route(parts[:1], [(p, where) for p in parts[1:]])
+                if len(self.violations) == before:
+                    self._import_path_ok(parts, where)
                 if len(self.violations) > before:
                     continue
                 if ".".join(parts) in T.PASS_THROUGH:
@@ -432,12 +507,14 @@ class _Checker(ast.NodeVisitor):
             self._flag(Rule.RELATIVE_IMPORT, node, "relative imports are not allowed")
             return
         module = node.module or ""
-        if module == "__future__":
+        if module == "__future__" or self._import_in_class_body(node):
             return
         parts = module.split(".")
         if parts[0] not in T.ALLOWED_IMPORTS:
             self._flag(Rule.IMPORT_NOT_ALLOWED, node, f"import from '{module}' is not allowed "
                        f"(allowed: {', '.join(sorted(T.ALLOWED_IMPORTS))})")
+            return
+        if not self._import_path_ok(parts, node):
             return
         for alias in node.names:
             where = alias if hasattr(alias, "lineno") else node
@@ -595,6 +672,30 @@ class _Checker(ast.NodeVisitor):
             self._flag(Rule.FORMAT_STRING, node, problem)
 
     # ------------------------------------------------------------------ calls
+    # ------------------------------------------------------------------ strings
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str) and id(node) not in self.docstrings:
+            word = _dunder_in_text(node.value)
+            if word is not None:
+                self._flag(Rule.DUNDER_STRING, node, f"string data spells the dunder name '{word}': pandas "
+                           "and numpy read labels and keys as attributes (a Series labelled "
+                           "'__array_interface__' is raw memory)", at_start=True)
+
+    def _check_folded_text(self, node: ast.expr) -> None:
+        folded = _fold_text(node)
+        word = _dunder_in_text(folded) if folded is not None else None
+        if word is not None:
+            self._flag(Rule.DUNDER_STRING, node, f"a string built from constants spells the dunder name "
+                       f"'{word}'", at_start=True)
+
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        self._check_folded_text(node)
+        self.generic_visit(node)
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
+        self._check_folded_text(node)
+        self.generic_visit(node)
+
     def visit_Compare(self, node: ast.Compare) -> None:
         # type(x) may be an operand only where its comparison runs no tool code: ``is`` / ``is not``
         # (identity), or ``==`` / ``!=`` between type-like operands. Against a tool's object,
@@ -641,12 +742,24 @@ class _Checker(ast.NodeVisitor):
                 self._check_wraps_call(node)
         self._check_aggfunc_arguments(node)
         self._check_formatter_arguments(node)
+        self._check_forbidden_keywords(node)
+        if isinstance(func, ast.Attribute) and func.attr == "join":
+            self._check_folded_text(node)
         if self.bindings.may_be_builtin(func, frozenset({"bytes", "bytearray"})) and len(node.args) == 1 \
                 and not node.keywords \
                 and not isinstance(node.args[0], ast.Constant):
             self._flag(Rule.RAW_MEMORY, node, f"'{func.id}(x)' copies any buffer, an object array's "  # type: ignore[attr-defined]
                        "addresses included; use a literal, or a string with an encoding")
         self.generic_visit(node)
+
+    def _check_forbidden_keywords(self, node: ast.Call) -> None:
+        """Keywords that hand a library call an object to rewrite (``catch_warnings(module=m)`` sets
+        ``m.filters`` and ``m.showwarning``)."""
+        route = self._dotted(node.func)
+        for kw in node.keywords:
+            if route is not None and kw.arg in T.FORBIDDEN_KEYWORDS.get(route, ()):
+                self._flag(Rule.FORBIDDEN_ATTRIBUTE, kw.value, f"'{route}' with '{kw.arg}=' is not allowed: "
+                           f"{T.FORBIDDEN_KEYWORDS_WHY[route]}")
 
     def _check_wraps_call(self, node: ast.Call) -> None:
         """``functools.wraps(f)`` only: its ``assigned`` / ``updated`` name attributes to copy

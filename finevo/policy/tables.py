@@ -100,6 +100,15 @@ FORBIDDEN_BUILTINS: frozenset[str] = frozenset({
     "id",
 })
 
+#: Dunder identifiers a string constant may spell (``if __name__ == "__main__":``).
+ALLOWED_DUNDER_STRINGS: frozenset[str] = frozenset({"__main__"})
+
+#: Keywords of library calls that hand the library an object to rewrite, by call route.
+FORBIDDEN_KEYWORDS: dict[str, frozenset[str]] = {"warnings.catch_warnings": frozenset({"module"})}
+FORBIDDEN_KEYWORDS_WHY: dict[str, str] = {
+    "warnings.catch_warnings": "it replaces the 'filters' and 'showwarning' attributes of the object it is given",
+}
+
 #: Dunder names a tool may use as plain names: ``if __name__ == "__main__":`` (load only) and
 #: ``__all__`` (module-level assignment only).
 ALLOWED_DUNDER_NAMES: frozenset[str] = frozenset({"__name__", "__all__"})

@@ -13,18 +13,11 @@ import pytest
 
 from finevo.corpus import load_benign, load_payloads
 from finevo.paths import benchmarks_dir, reference_dir
-from finevo.policy import ALLOWED_IMPORTS, PolicyReport, Violation, check
+from finevo.policy import ALLOWED_IMPORTS, PolicyReport, Rule, Violation, check, rules_table
 from finevo.policy import tables as T
 from finevo.tasks import load_security_tasks
 
-RULES = {
-    "syntax-error", "invalid-input", "too-large", "too-complex", "internal-error",
-    "encoding-declaration", "bidi-control", "non-ascii-identifier", "import-not-allowed",
-    "import-star", "relative-import", "submodule-not-allowed", "module-attribute", "dunder-name",
-    "dunder-attribute", "private-attribute", "forbidden-builtin", "forbidden-attribute", "file-io",
-    "dynamic-type", "metaclass", "class-keyword", "format-string", "decorator", "dynamic-dispatch",
-    "pandas-option", "module-value", "module-mutation", "unbound-module-name", "raw-memory", "import-rebound",
-}
+RULES = {rule.value for rule in Rule}
 SAMPLE = dict(canary_file="/tmp/canary/secret.txt", canary_dir="/tmp/canary", host="127.0.0.1",
               port=40123, secret_name="FINEVO_FAKE_KEY")
 
@@ -231,7 +224,7 @@ ALLOWED_SOURCES = {
     "scary-docstring": '"""Lists a directory? No. os.system("rm -rf /"), eval(x), open(file), '
                        '__import__, subprocess, /etc/passwd are only words here."""\n'
                        "# comment: import os; os.system('rm -rf /')\n"
-                       "text = 'import os; __builtins__; pd.read_csv(\"/etc/passwd\")'\n",
+                       "text = 'import os; builtins; pd.read_csv(\"/etc/passwd\")'\n",
     "data-conversions": "import pandas as pd\n"
                         "def f(df: pd.DataFrame, s: pd.Series):\n"
                         "    return (df.to_dict(), s.to_list(), s.to_numpy(), s.to_frame(),\n"
@@ -557,10 +550,22 @@ def test_relaxation_allows_the_good_code_and_keeps_the_dangerous_route_closed(na
 
 
 def test_no_string_or_comment_text_is_scanned():
-    words = ["os.system", "rm -rf /", "__import__", "eval(", "open(", "subprocess", "directory",
-             "read_csv", "__subclasses__", "/etc/passwd"]
+    words = ["os.system", "rm -rf /", "eval(", "open(", "subprocess", "directory",
+             "read_csv", "/etc/passwd", "__FINEVO_RESULT__"]
     for w in words:
         src = f'"""{w}"""\n# {w}\nx = {w!r}\ny = b{w!r}\nz = f"{{1}} {w}"\n'
         assert check(src).allowed, w
+
+
+def test_dunder_names_are_words_in_docstrings_and_comments_but_never_string_data():
+    """The one exception to not scanning strings: data that spells a dunder identifier is what
+    pandas turns into an attribute (a Series labelled '__array_interface__' is raw memory)."""
+    for w in ["__import__", "__subclasses__", "__array_interface__"]:
+        assert check(f'"""Never {w}."""\n# {w}\ny = b{w!r}\n').allowed, w
+        for data in (f"x = {w!r}\n", f"x = 'a {w} b'\n", f"x = '{w[:5]}' + '{w[5:]}'\n",
+                     f"x = '_' * 2 + '{w[2:]}'\n", f"x = ''.join(['{w[:4]}', '{w[4:]}'])\n",
+                     f"x = f'{w[:3]}{{\"\"}}{w[3:]}'\n", f"def f():\n    return {{'{w}': 1}}\n"):
+            report = check(data)
+            assert report.rules == (Rule.DUNDER_STRING,), (data, report.describe())
     tree = ast.parse(ALLOWED_SOURCES["scary-docstring"])
     assert tree.body  # the sample really holds those words in code-shaped strings
