@@ -71,8 +71,8 @@ _EXPLANATIONS: dict[Rule, str] = {
     Rule.MODULE_ATTRIBUTE: "a module's name on a chain from an imported module (`typing.sys`), door "
                            "modules (`os`, `sys`, `ctypes`...) on any object, yfinance beyond "
                            "Ticker / Tickers / download, `np.test`",
-    Rule.MODULE_VALUE: "a module used as a value (`m = pd`, `f(np)`): modules are only reached as "
-                       "`module.name`, so every route is checked",
+    Rule.MODULE_VALUE: "a module used as a value (`m = pd`, `f(np)`, an import in a class body): "
+                       "modules are only reached as `module.name`, so every route is checked",
     Rule.MODULE_MUTATION: "assigning or deleting anything reached from an imported module "
                           "(`json.JSONEncoder.encode = f`), pandas display/mode options apart",
     Rule.UNBOUND_MODULE_NAME: "a module's name the tool never binds (only injected globals could "
@@ -92,7 +92,8 @@ _EXPLANATIONS: dict[Rule, str] = {
     Rule.FORBIDDEN_BUILTIN: "eval, exec, compile, open, getattr, setattr, vars, id, ... called, "
                             "aliased, passed, stored or rebound",
     Rule.FORBIDDEN_ATTRIBUTE: "frame / code introspection, string evaluators (`df.eval`, `df.query`, "
-                              "`get_type_hints`), os-level names, `methodcaller`",
+                              "`get_type_hints`), os-level names, `methodcaller`, "
+                              "`catch_warnings(module=)`",
     Rule.FILE_IO: "`read_*`, `to_*` writers with a path, `load` / `save` / `memmap` / `tofile`, `to_xml`",
     Rule.RAW_MEMORY: "`np.ndarray` / `recarray` other than as a type, `.data`, `.tobytes()`, "
                      "`memoryview.cast`, `bytes(x)` of a non-literal",
@@ -103,8 +104,8 @@ _EXPLANATIONS: dict[Rule, str] = {
     Rule.FORMAT_STRING: "`.format` on a non-literal, templates with `{0.attr}` or `{0[key]}`, "
                         "`.format_map`, computed pandas formatters",
     Rule.DECORATOR: "decorators outside a small allowlist (a decorator is a call)",
-    Rule.DYNAMIC_DISPATCH: "pandas `apply/agg/aggregate/transform/pipe` with a computed or unsafe "
-                           "name, stored or used unbound",
+    Rule.DYNAMIC_DISPATCH: "pandas `apply/agg/aggregate/transform` (and `aggfunc=`) with a computed or "
+                           "unsafe name, stored or used unbound",
     Rule.PANDAS_OPTION: "`set_option` / `option_context` with non-literal or unsafe keys",
 }
 

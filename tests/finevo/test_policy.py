@@ -204,6 +204,31 @@ CASES = [
     ("import numpy as np\nr = np.random\nr.mtrand\n", "module-value", 2, 5),
     ("from numpy import random\nx = (random,)\n", "module-value", 2, 6),
     ("import yfinance as yf\ny = yf\n", "module-value", 2, 5),
+    # the binding pre-pass: what a name is bound to in its scope, whatever branch binds it
+    ('import numpy as np\nif False:\n    import json as np\n', 'ambiguous-binding', 3, 12),
+    ('try:\n    import numpy\nexcept ImportError:\n    from re import compile\n', 'ambiguous-binding', 4, 20),
+    ('from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from typing import Type as type\n', 'ambiguous-binding', 3, 24),
+    ('import numpy as np\ndef g():\n    global np\n', 'ambiguous-binding', 3, 5),
+    ('def f():\n    import numpy as np\n    def g():\n        nonlocal np\n', 'ambiguous-binding', 4, 9),
+    ('def f():\n    def g():\n        nonlocal zz\n', 'ambiguous-binding', 3, 9),
+    ('import numpy as np\ndef f(x):\n    match x:\n        case [*np]:\n            pass\n', 'import-rebound', 4, 15),
+    ('import numpy as np\ndef f(x):\n    match x:\n        case {**np}:\n            pass\n', 'import-rebound', 4, 14),
+    ('import numpy as np\ndef f(xs):\n    return [np for np in xs]\n', 'import-rebound', 3, 20),
+    ('import numpy as np\ndef f(x):\n    return (np := x)\n', 'import-rebound', 3, 13),
+    ('import numpy as np\nwith open as np:\n    pass\n', 'import-rebound', 2, 14),
+    ('class Box:\n    import numpy as np\n', 'module-value', 2, 5),
+    ('import pandas._libs.lib as lib\n', 'submodule-not-allowed', 1, 8),
+    ('from pandas._libs import lib\n', 'submodule-not-allowed', 1, 1),
+    ('from numpy._core import multiarray\n', 'submodule-not-allowed', 1, 1),
+    ('import warnings\nclass M:\n    filters = []\nwith warnings.catch_warnings(module=M):\n    pass\n', 'forbidden-attribute', 4, 37),
+    ("x = '__array_interface__'\n", 'dunder-string', 1, 5),
+    ("x = '__array_' + 'interface__'\n", 'dunder-string', 1, 5),
+    ('import json\nfor C in (json.JSONEncoder,):\n    C.encode = None\n', 'module-mutation', 3, 5),
+    ('import json\ndef f(v):\n    match json.JSONEncoder:\n        case C:\n            C.encode = v\n', 'module-mutation', 5, 13),
+    ("def g(x):\n    return x\ndef f(df):\n    match 'to_csv':\n        case g:\n            return df.apply(g)\n", 'dynamic-dispatch', 6, 29),
+    ("def f(df):\n    float = 'to_clipboard'\n    return df.apply(float)\n", 'dynamic-dispatch', 3, 21),
+    ('import numpy as np\ndef g(bytes=0):\n    return bytes\ndef f(a):\n    return bytes(a)\n', 'raw-memory', 5, 12),
+    ('if False:\n    bytes = str\ndef f(a):\n    return bytes(a)\n', 'raw-memory', 4, 12),
 ]
 
 
@@ -213,6 +238,40 @@ def test_rule_is_reported_at_its_line_and_column(source, rule, line, col):
     hits = [v for v in report.violations if v.rule == rule]
     assert hits, f"expected {rule}, got {report.describe()}"
     assert (hits[0].line, hits[0].col) == (line, col), report.describe()
+
+
+def _rules_triggered_by_the_tests() -> set[str]:
+    found = {rule for _src, rule, _l, _c in CASES}
+    for p in PAYLOADS:
+        found |= set(check(p.code).rules) if p.expect == "policy" else set()
+    for source in NASTY_INPUTS:
+        found |= set(check(source).rules)  # type: ignore[arg-type]
+    return found
+
+
+def test_every_rule_is_triggered_by_a_case_or_a_payload(monkeypatch):
+    """Each rule in the enumeration is pinned by at least one case or payload (internal-error by
+    an analysis failure forced below), so no rule is documented but dead."""
+    import finevo.policy as policy
+
+    def broken(_code: str) -> list[Violation]:
+        raise KeyError("forced")
+
+    monkeypatch.setattr(policy, "check_source", broken)
+    forced = policy.check("x = 1\n")
+    assert forced.rules == (Rule.INTERNAL_ERROR,) and not forced.allowed
+    monkeypatch.undo()
+    missing = set(RULES) - _rules_triggered_by_the_tests() - {Rule.INTERNAL_ERROR.value}
+    assert not missing, f"rules no test triggers: {sorted(missing)}"
+
+
+def test_readme_lists_exactly_the_rules_of_the_enumeration():
+    readme = (benchmarks_dir().parent / "README.md").read_text(encoding="utf-8")
+    start, end = "<!-- policy-rules:start -->\n", "<!-- policy-rules:end -->"
+    assert start in readme and end in readme
+    table = readme[readme.index(start) + len(start):readme.index(end)]
+    assert table == rules_table(), "README's policy table is stale: paste finevo.policy.rules_table()"
+    assert all(rule.explanation and "\n" not in rule.explanation for rule in Rule)
 
 
 def test_column_counts_characters_not_bytes():
@@ -283,6 +342,22 @@ ALLOWED_SOURCES = {
     "main-guard": "from __future__ import annotations\n__all__ = ['run']\n"
                   "def run() -> int:\n    return 1\nif __name__ == '__main__':\n    print(run())\n",
     "list-remove": "def f(xs):\n    xs.remove(1)\n    return xs\n",
+    "import-fallbacks-and-type-checking": (
+        "from __future__ import annotations\nfrom typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    import pandas as pd\n"
+        "try:\n    import numpy as np\nexcept ImportError:  # pragma: no cover\n    np = None\n"
+        "try:\n    from numpy import nanmean\nexcept ImportError:\n    from numpy import nanmean\n"
+        "def f(df: pd.DataFrame) -> float:\n    return float(nanmean(np.asarray(df)))\n"),
+    "scoped-bindings": (
+        "import numpy as np\n"
+        "def a(xs):\n    import statistics as st\n    return st.mean(xs)\n"
+        "def b(xs):\n    import math as st\n    return st.fsum(xs)\n"
+        "def c(rows):\n    out = {k: v for k, v in rows if (n := len(k)) > 1}\n"
+        "    match rows:\n        case [first, *rest] if rest:\n            return first, rest, out\n"
+        "        case {'k': value, **others}:\n            return value, others\n        case str() as text:\n"
+        "            return text\n    total = 0\n    def add(x):\n        nonlocal total\n        total += x\n"
+        "    for i, row in enumerate(rows):\n        add(i)\n    return total\n"
+        "def d(np_values, float=float):\n    return [float(v) for v in np_values]\n"),
     "modules-used-directly": "import numpy as np\nimport numpy.linalg\nfrom numpy import linalg as la\n"
                              "def f(x: np.ndarray, np_like=None) -> float:\n"
                              "    return float(la.norm(x) + numpy.linalg.norm(x) + np.random.default_rng(1).random())\n"
