@@ -561,8 +561,8 @@ class _Checker(ast.NodeVisitor):
             # never imported or bound by the tool: only globals injected at run time could give it
             # a value (copied from a library's module namespace), so it is refused before it runs
             self._flag(Rule.UNBOUND_MODULE_NAME, node, f"'{name}' names a module the tool never imports")
-        if isinstance(node.ctx, ast.Load) and route is not None \
-                and id(node) not in self.receivers and self._is_module_route(route):
+        if isinstance(node.ctx, ast.Load) and route is not None and id(node) not in self.receivers \
+                and self._is_module_route(route) and not self._compared_with_none(node):
             self._flag_module_value(name, route, node)
         if name in T.FORBIDDEN_BUILTINS and not bound_locally:
             verb = "rebound" if not isinstance(node.ctx, ast.Load) else "used, called, aliased or passed"
@@ -570,6 +570,14 @@ class _Checker(ast.NodeVisitor):
         elif name == "type" and not bound_locally and id(node) not in self.ok_nodes:
             self._flag(Rule.DYNAMIC_TYPE, node, "'type' may only be called with exactly one argument "
                        "(never aliased, passed or used to build classes)")
+
+    def _compared_with_none(self, node: ast.Name) -> bool:
+        """``np is None`` / ``np is not None`` (after an ``except ImportError: np = None`` fallback):
+        identity with None hands the module to nothing."""
+        parent = self.parents.get(id(node))
+        return isinstance(parent, ast.Compare) and len(parent.ops) == 1 \
+            and isinstance(parent.ops[0], (ast.Is, ast.IsNot)) \
+            and any(isinstance(o, ast.Constant) and o.value is None for o in (parent.left, *parent.comparators))
 
     def _check_binding(self, name: str | None, node: ast.AST) -> None:
         if not name:
