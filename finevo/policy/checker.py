@@ -12,7 +12,7 @@ import io
 import re
 import string
 import tokenize
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from finevo.policy import tables as T
 from finevo.policy.bindings import Bindings
@@ -405,61 +405,99 @@ class _Checker(ast.NodeVisitor):
         self._flag(Rule.MODULE_VALUE, node, f"module '{shown}' ({route}) may only be used as '{shown}.name'; "
                    "a module stored, passed or returned escapes the route checks", at_start=True)
 
+    # ------------------------------------------------------------------ attribute-name rules
+    # One small judge per rule, tried in the order of ATTRIBUTE_RULES (below the class): each
+    # returns False when the name is none of its business, True when the name is allowed as used
+    # here (no later judge is asked), or the message of a refusal under its rule.
     def _check_attribute_name(self, name: str, node: ast.AST) -> None:
-        if is_dunder(name):
-            self._flag(Rule.DUNDER_ATTRIBUTE, node, f"dunder attribute '{name}' is not allowed")
-        elif name.startswith("_"):
-            self._flag(Rule.PRIVATE_ATTRIBUTE, node, f"private attribute '{name}' is not allowed")
-        elif name in T.FORBIDDEN_ATTRIBUTES:
-            if name in T.INERT_USE_ATTRIBUTES:
-                if isinstance(node, ast.Attribute) and id(node) not in self.module_children \
-                        and self._inert_use(node):
-                    return
-                self._flag(Rule.FORBIDDEN_ATTRIBUTE, node, f"attribute '{name}' is not allowed: "
-                           f"{T.FORBIDDEN_ATTRIBUTES[name]} (as a data field it may be assigned, "
-                           "indexed, iterated or measured, but not called, stored, passed or returned)")
-                return
-            self._flag(Rule.FORBIDDEN_ATTRIBUTE, node, f"attribute '{name}' is not allowed: "
-                       f"{T.FORBIDDEN_ATTRIBUTES[name]}")
-        elif name.startswith("read_") or name in T.FILE_IO_ATTRIBUTES:
-            self._flag(Rule.FILE_IO, node, f"'{name}' reads or writes files or the network")
-        elif name.startswith("to_") and name not in T.SAFE_CONVERSIONS and name not in T.TEXT_WRITERS:
-            self._flag(Rule.FILE_IO, node, f"'{name}' writes to a file or an external store")
-        elif name == "data" and not (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)):
-            self._flag(Rule.RAW_MEMORY, node, "'.data' may only be assigned, never read: ndarray.data is a "
-                       "memoryview over raw memory (copying object pointers without reference counts)")
-        elif name in T.RAW_BYTES_METHODS:
-            self._flag(Rule.RAW_MEMORY, node, f"'.{name}' is not allowed: an object array's bytes are "
-                       "object addresses")
-        elif name == "cast" and isinstance(node, ast.Attribute) and not self._rooted_at(node, "typing"):
-            self._flag(Rule.RAW_MEMORY, node, "'.cast' is only allowed as typing.cast: memoryview.cast "
-                       "reinterprets raw bytes (object pointers included)")
-        elif name == "type" and isinstance(node, ast.Attribute) and not self._type_attribute_ok(node):
-            self._flag(Rule.DYNAMIC_TYPE, node, "'.type' may only be called with a value, compared or "
-                       "tested (isinstance, issubclass, np.issubdtype): a dtype's type may be a "
-                       "metaclass, which builds classes with dunder keys from plain strings")
-        elif name in T.RAW_ARRAY_TYPES:
-            if not (isinstance(node, ast.Attribute) and self._type_only_use(node)):
-                self._flag(Rule.RAW_MEMORY, node, f"'{name}' may only name a type (annotations, isinstance, "
-                           "comparisons): built over a buffer it turns integers into object pointers")
-        elif name in T.DISPATCH_METHODS and id(node) not in self.ok_nodes:
-            self._flag(Rule.DYNAMIC_DISPATCH, node, f"'.{name}' may only be called directly: stored, passed "
-                       "or used unbound, the names it dispatches escape the check")
-        elif name == "obj" and not (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)):
-            self._flag(Rule.FORBIDDEN_ATTRIBUTE, node, "attribute 'obj' may only be assigned, never read "
-                       "(AttributeError.obj hands back the object, e.g. a module)")
-        elif name in T.TEXT_WRITERS and id(node) not in self.ok_nodes:
-            self._flag(Rule.FILE_IO, node, f"'{name}' may only be called directly, without a path "
-                       "or buffer (it then returns text)")
-        elif name in T.DOOR_MODULE_NAMES and id(node) not in self.module_steps:
-            self._flag(Rule.MODULE_ATTRIBUTE, node, f"attribute '{name}' names the module '{name}', "
-                       "which tools may not reach (on any object)")
-        elif name in T.MODULE_NAMES and id(node) in self.module_children and id(node) not in self.module_steps:
-            self._flag(Rule.MODULE_ATTRIBUTE, node, f"attribute '{name}' names the module '{name}', "
-                       "which tools may not reach")
-        elif name in T.OPTION_SETTERS and id(node) not in self.ok_nodes:
-            self._flag(Rule.PANDAS_OPTION, node, f"'{name}' may only be called directly with literal "
-                       f"option keys starting with {', '.join(T.SAFE_OPTION_PREFIXES)}")
+        for rule, judge in ATTRIBUTE_RULES:
+            verdict = judge(self, name, node)
+            if verdict is False:
+                continue
+            if isinstance(verdict, str):
+                self._flag(rule, node, verdict)
+            return
+
+    @staticmethod
+    def _stored(node: ast.AST) -> bool:
+        return isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)
+
+    def _attr_dunder(self, name: str, node: ast.AST) -> str | bool:
+        return is_dunder(name) and f"dunder attribute '{name}' is not allowed"
+
+    def _attr_private(self, name: str, node: ast.AST) -> str | bool:
+        return name.startswith("_") and f"private attribute '{name}' is not allowed"
+
+    def _attr_forbidden(self, name: str, node: ast.AST) -> str | bool:
+        if name not in T.FORBIDDEN_ATTRIBUTES:
+            return False
+        why = T.FORBIDDEN_ATTRIBUTES[name]
+        if name not in T.INERT_USE_ATTRIBUTES:
+            return f"attribute '{name}' is not allowed: {why}"
+        if isinstance(node, ast.Attribute) and id(node) not in self.module_children and self._inert_use(node):
+            return True
+        return (f"attribute '{name}' is not allowed: {why} (as a data field it may be assigned, indexed, "
+                "iterated or measured, but not called, stored, passed or returned)")
+
+    def _attr_file_io(self, name: str, node: ast.AST) -> str | bool:
+        if name.startswith("read_") or name in T.FILE_IO_ATTRIBUTES:
+            return f"'{name}' reads or writes files or the network"
+        if name.startswith("to_") and name not in T.SAFE_CONVERSIONS and name not in T.TEXT_WRITERS:
+            return f"'{name}' writes to a file or an external store"
+        return False
+
+    def _attr_data(self, name: str, node: ast.AST) -> str | bool:
+        return name == "data" and not self._stored(node) and (
+            "'.data' may only be assigned, never read: ndarray.data is a memoryview over raw memory "
+            "(copying object pointers without reference counts)")
+
+    def _attr_raw_bytes(self, name: str, node: ast.AST) -> str | bool:
+        return name in T.RAW_BYTES_METHODS and f"'.{name}' is not allowed: an object array's bytes are object addresses"
+
+    def _attr_cast(self, name: str, node: ast.AST) -> str | bool:
+        return name == "cast" and isinstance(node, ast.Attribute) and not self._rooted_at(node, "typing") and (
+            "'.cast' is only allowed as typing.cast: memoryview.cast reinterprets raw bytes (object pointers "
+            "included)")
+
+    def _attr_type(self, name: str, node: ast.AST) -> str | bool:
+        return name == "type" and isinstance(node, ast.Attribute) and not self._type_attribute_ok(node) and (
+            "'.type' may only be called with a value, compared or tested (isinstance, issubclass, "
+            "np.issubdtype): a dtype's type may be a metaclass, which builds classes with dunder keys from "
+            "plain strings")
+
+    def _attr_raw_array_type(self, name: str, node: ast.AST) -> str | bool:
+        if name not in T.RAW_ARRAY_TYPES:
+            return False
+        return (isinstance(node, ast.Attribute) and self._type_only_use(node)) or (
+            f"'{name}' may only name a type (annotations, isinstance, comparisons): built over a buffer it "
+            "turns integers into object pointers")
+
+    def _attr_dispatch(self, name: str, node: ast.AST) -> str | bool:
+        return name in T.DISPATCH_METHODS and id(node) not in self.ok_nodes and (
+            f"'.{name}' may only be called directly: stored, passed or used unbound, the names it "
+            "dispatches escape the check")
+
+    def _attr_obj(self, name: str, node: ast.AST) -> str | bool:
+        return name == "obj" and not self._stored(node) and (
+            "attribute 'obj' may only be assigned, never read (AttributeError.obj hands back the object, "
+            "e.g. a module)")
+
+    def _attr_text_writer(self, name: str, node: ast.AST) -> str | bool:
+        return name in T.TEXT_WRITERS and id(node) not in self.ok_nodes and (
+            f"'{name}' may only be called directly, without a path or buffer (it then returns text)")
+
+    def _attr_door_module(self, name: str, node: ast.AST) -> str | bool:
+        return name in T.DOOR_MODULE_NAMES and id(node) not in self.module_steps and (
+            f"attribute '{name}' names the module '{name}', which tools may not reach (on any object)")
+
+    def _attr_module_name(self, name: str, node: ast.AST) -> str | bool:
+        return name in T.MODULE_NAMES and id(node) in self.module_children and id(node) not in self.module_steps \
+            and f"attribute '{name}' names the module '{name}', which tools may not reach"
+
+    def _attr_option_setter(self, name: str, node: ast.AST) -> str | bool:
+        return name in T.OPTION_SETTERS and id(node) not in self.ok_nodes and (
+            f"'{name}' may only be called directly with literal option keys starting with "
+            f"{', '.join(T.SAFE_OPTION_PREFIXES)}")
 
     # ------------------------------------------------------------------ imports
     def _import_in_class_body(self, node: ast.Import | ast.ImportFrom) -> bool:
@@ -996,3 +1034,23 @@ class _Checker(ast.NodeVisitor):
     # ------------------------------------------------------------------ misc
     def visit_keyword(self, node: ast.keyword) -> None:
         self.generic_visit(node)
+
+
+#: The attribute-name rules, in the order they are judged (the first that is concerned decides).
+ATTRIBUTE_RULES: tuple[tuple[Rule, Callable[[_Checker, str, ast.AST], str | bool]], ...] = (
+    (Rule.DUNDER_ATTRIBUTE, _Checker._attr_dunder),
+    (Rule.PRIVATE_ATTRIBUTE, _Checker._attr_private),
+    (Rule.FORBIDDEN_ATTRIBUTE, _Checker._attr_forbidden),
+    (Rule.FILE_IO, _Checker._attr_file_io),
+    (Rule.RAW_MEMORY, _Checker._attr_data),
+    (Rule.RAW_MEMORY, _Checker._attr_raw_bytes),
+    (Rule.RAW_MEMORY, _Checker._attr_cast),
+    (Rule.DYNAMIC_TYPE, _Checker._attr_type),
+    (Rule.RAW_MEMORY, _Checker._attr_raw_array_type),
+    (Rule.DYNAMIC_DISPATCH, _Checker._attr_dispatch),
+    (Rule.FORBIDDEN_ATTRIBUTE, _Checker._attr_obj),
+    (Rule.FILE_IO, _Checker._attr_text_writer),
+    (Rule.MODULE_ATTRIBUTE, _Checker._attr_door_module),
+    (Rule.MODULE_ATTRIBUTE, _Checker._attr_module_name),
+    (Rule.PANDAS_OPTION, _Checker._attr_option_setter),
+)
