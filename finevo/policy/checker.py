@@ -167,18 +167,6 @@ def _fold_text(expr: ast.expr) -> str | None:
     return None
 
 
-def _docstrings(tree: ast.Module) -> set[int]:
-    """The string constants that are docstrings (module, class, function): text, never data."""
-    found: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.ClassDef, *_FUNCTION_NODES)) and node.body:
-            first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
-                    and isinstance(first.value.value, str):
-                found.add(id(first.value))
-    return found
-
-
 def _chain_root(expr: ast.expr) -> ast.expr:
     """The object an attribute chain starts at (``np`` for ``np.linalg.norm``)."""
     while isinstance(expr, ast.Attribute):
@@ -202,11 +190,27 @@ class _Checker(ast.NodeVisitor):
         self.module_children: set[int] = set()     # Attribute nodes whose receiver is a module
         self.class_depth = 0
         self.function_depth = 0
-        self.parents: dict[int, ast.AST] = {
-            id(child): parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
+        self.parents: dict[int, ast.AST] = {}
+        self.class_definitions: dict[str, ast.ClassDef] = {}
+        self.docstrings: set[int] = set()          # string constants that are docstrings, never data
+        self._index(tree)
         self.class_statement_names = self.bindings.class_statement_names()
-        self.class_definitions = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
-        self.docstrings = _docstrings(tree)
+
+    def _index(self, tree: ast.Module) -> None:
+        """One walk for each node's parent, the class statements and the docstrings."""
+        stack: list[ast.AST] = [tree]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, ast.ClassDef):
+                self.class_definitions[node.name] = node
+            if isinstance(node, (ast.Module, ast.ClassDef, *_FUNCTION_NODES)) and node.body:
+                first = node.body[0]
+                if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+                        and isinstance(first.value.value, str):
+                    self.docstrings.add(id(first.value))
+            for child in ast.iter_child_nodes(node):
+                self.parents[id(child)] = node
+                stack.append(child)
 
     def run(self) -> None:
         for conflict in self.bindings.conflicts:
