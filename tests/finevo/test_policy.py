@@ -644,3 +644,112 @@ def test_dunder_names_are_words_in_docstrings_and_comments_but_never_string_data
             assert report.rules == (Rule.DUNDER_STRING,), (data, report.describe())
     tree = ast.parse(ALLOWED_SOURCES["scary-docstring"])
     assert tree.body  # the sample really holds those words in code-shaped strings
+
+
+# --------------------------------------------------------------------------- the binding pre-pass
+def _names(tree: ast.Module, name: str, ctx: type = ast.Load) -> list[ast.Name]:
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ctx)]
+
+
+def test_bindings_resolve_each_use_to_the_scope_python_uses():
+    from finevo.policy.bindings import Bindings, Kind, ScopeKind
+
+    src = ("import numpy as np\nimport json\n"
+           "class A:\n    np = 1\n    seen = [np for _ in range(1)]\n    first = [x for x in [np]]\n"
+           "    def m(self):\n        return np\n"
+           "def f(rows):\n    total = [y := r for r in rows]\n    return y, total\n"
+           "def g():\n    import pandas as np\n    def h():\n        return np\n    return h\n"
+           "def k():\n    global json\n    return json\n")
+    tree = ast.parse(src)
+    b = Bindings(tree)
+    uses = _names(tree, "np")
+    # in the comprehension and in the method the class's np is skipped; the first iterable is the class's
+    by_line = {n.lineno: b.import_route(n) for n in uses}
+    assert by_line == {5: "numpy", 6: None, 8: "numpy", 15: "pandas"}
+    walrus = _names(tree, "y")[0]
+    assert b.owner(walrus) is not None and b.owner(walrus).kind is ScopeKind.FUNCTION
+    assert {bd.kind for bd in b.bindings_of(walrus)} == {Kind.WALRUS}
+    assert b.import_route(_names(tree, "json")[-1]) == "json"
+    assert [c.rule for c in b.conflicts] == [Rule.AMBIGUOUS_BINDING, Rule.IMPORT_REBOUND]  # global json; A.np
+
+
+def test_bindings_record_every_kind_of_binding():
+    from finevo.policy.bindings import Bindings, Kind
+
+    src = ("import a.b\nfrom c import d as e\n"
+           "def f(p, /, q, *r, s, **t):\n"
+           "    for u in p: pass\n    with q as v: pass\n    try: pass\n    except E as w: pass\n"
+           "    match p:\n        case [x, *y] | {'k': x, **y} if (z := 1): pass\n        case C(a=x) as y: pass\n"
+           "    del u\n    [m for m in p]\n")
+    b = Bindings(ast.parse(src))
+    kinds = {(bd.name, bd.kind) for bd in b.all}
+    for expected in [("a", Kind.IMPORT), ("e", Kind.IMPORT), ("f", Kind.DEF), ("p", Kind.PARAM), ("t", Kind.PARAM),
+                     ("u", Kind.LOOP), ("v", Kind.WITH), ("w", Kind.EXCEPT), ("x", Kind.MATCH), ("y", Kind.MATCH),
+                     ("z", Kind.WALRUS), ("u", Kind.DELETE), ("m", Kind.COMPREHENSION)]:
+        assert expected in kinds, expected
+    assert {bd.route for bd in b.all if bd.kind is Kind.IMPORT} == {"a", "c.d"}
+
+
+#: Classes of escape, each with one representative the policy must refuse and the rule it names.
+CLOSED_CLASSES = {
+    "dead-branch re-import": ("import numpy as np\nif False:\n    import json as np\n", "ambiguous-binding"),
+    "except-ImportError re-import": ("try:\n    import numpy as np\nexcept ImportError:\n    import json as np\n",
+                                     "ambiguous-binding"),
+    "TYPE_CHECKING shadow of type": ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                     "    from typing import Type as type\nT = type('T', (), {})\n", "ambiguous-binding"),
+    "uncalled function global re-import": ("import numpy as np\ndef g():\n    global np\n    import json as np\n",
+                                           "ambiguous-binding"),
+    "match capture rebinding a callable": ("def g(x):\n    return x\ndef f(df):\n    match 'to_csv':\n"
+                                           "        case g:\n            return df.apply(g)\n", "dynamic-dispatch"),
+    "pandas eval unbound": ("import pandas as pd\nf = pd.DataFrame.eval\n", "forbidden-attribute"),
+    "pandas eval through partial": ("import functools\nimport pandas as pd\n"
+                                    "f = functools.partial(pd.DataFrame.eval)\n", "forbidden-attribute"),
+    "pandas query through pipe": ("import pandas as pd\ndef f(df):\n    return df.pipe(pd.DataFrame.query, 'a')\n",
+                                  "forbidden-attribute"),
+    "pandas eval by dispatch name": ("def f(df):\n    return df.agg('eval', 'a + 1')\n", "dynamic-dispatch"),
+    "pandas core computation": ("import pandas as pd\nx = pd.core.computation.expressions\n", "submodule-not-allowed"),
+    "pandas._libs import": ("import pandas._libs.lib as lib\n", "submodule-not-allowed"),
+    "numpy.core route": ("import numpy as np\nx = np.core.multiarray\n", "submodule-not-allowed"),
+    "numpy._core from-import": ("from numpy._core.multiarray import empty_like\n", "submodule-not-allowed"),
+    "numpy.lib internals": ("import numpy as np\nx = np.lib.npyio\n", "submodule-not-allowed"),
+    "array interface label": ("import pandas as pd\ns = pd.Series([{}], index=['__array_interface__'])\n",
+                              "dunder-string"),
+    "array struct key": ("d = {'__array_struct__': None}\n", "dunder-string"),
+    "decorator as a call": ("import pandas as pd\n@pd.compat.pickle_compat.loads\ndef f():\n    pass\n", "decorator"),
+    "default argument module": ("import pandas as pd\ndef f(m=pd):\n    return m\n", "module-value"),
+    "lambda default module": ("import numpy as np\ng = lambda m=np: m\n", "module-value"),
+    "format_map": ("def f(t, o):\n    return t.format_map(o)\n", "format-string"),
+    "str.format unbound": ("def f(t, o):\n    return str.format(t, o)\n", "format-string"),
+    "operator import": ("import operator\n", "import-not-allowed"),
+    "operator through typing": ("import typing\nx = typing.operator\n", "submodule-not-allowed"),
+    "copyreg through re": ("import re\nx = re.copyreg\n", "submodule-not-allowed"),
+    "__init_subclass__ keyword": ("class A(x=1):\n    pass\n", "class-keyword"),
+    "__set_name__ definition": ("class D:\n    def __set_name__(self, owner, name):\n        pass\n", "dunder-name"),
+    "__class_getitem__ definition": ("class D:\n    def __class_getitem__(cls, item):\n        pass\n", "dunder-name"),
+    "__get__ descriptor": ("class D:\n    def __get__(self, obj, kind):\n        pass\n", "dunder-name"),
+    "star import": ("from math import *\n", "import-star"),
+    "relative import": ("from .x import y\n", "relative-import"),
+    "importlib": ("import importlib\n", "import-not-allowed"),
+    "__builtins__ dict": ("x = __builtins__['open']\n", "dunder-name"),
+    "generator frame": ("def f(g):\n    return g.gi_frame.f_back\n", "forbidden-attribute"),
+    "traceback frame": ("def f(e):\n    return e.tb_frame\n", "forbidden-attribute"),
+    "exc_info": ("import statistics\nx = statistics.sys.exc_info()\n", "submodule-not-allowed"),
+    "catch_warnings module": ("import warnings\nwith warnings.catch_warnings(module=int):\n    pass\n",
+                              "forbidden-attribute"),
+    "warnings internals": ("import warnings\nx = warnings.showwarning\n", "forbidden-attribute"),
+    "re callback door": ("import re\nx = re.sub('a', eval, 'a')\n", "forbidden-builtin"),
+    "json object_hook door": ("import json\nx = json.loads('{}', object_hook=vars)\n", "forbidden-builtin"),
+    "UserDict data": ("import collections\ndef f(d: collections.UserDict):\n    return d.data\n", "raw-memory"),
+    "dataclass default_factory door": ("import dataclasses\n@dataclasses.dataclass\nclass A:\n"
+                                       "    x: list = dataclasses.field(default_factory=globals)\n", "forbidden-builtin"),
+    "decimal module route": ("import decimal\nx = decimal.sys\n", "module-attribute"),
+    "statistics random": ("import statistics\nx = statistics.random.SystemRandom\n", "submodule-not-allowed"),
+    "class-body import": ("class Box:\n    import numpy as np\n", "module-value"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CLOSED_CLASSES))
+def test_each_class_of_escape_is_refused_with_its_rule(name):
+    source, rule = CLOSED_CLASSES[name]
+    report = check(source)
+    assert rule in report.rules, f"{name}: {report.describe()}"
