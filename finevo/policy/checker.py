@@ -472,6 +472,8 @@ class _Checker(ast.NodeVisitor):
     def _attr_raw_array_type(self, name: str, node: ast.AST) -> str | bool:
         if name not in T.RAW_ARRAY_TYPES:
             return False
+        if isinstance(node, ast.alias):
+            return True  # ``from numpy import ndarray``: each use of the name is judged (visit_Name)
         return (isinstance(node, ast.Attribute) and self._type_only_use(node)) or (
             f"'{name}' may only name a type (annotations, isinstance, comparisons): built over a buffer it "
             "turns integers into object pointers")
@@ -603,6 +605,10 @@ class _Checker(ast.NodeVisitor):
             # never imported or bound by the tool: only globals injected at run time could give it
             # a value (copied from a library's module namespace), so it is refused before it runs
             self._flag(Rule.UNBOUND_MODULE_NAME, node, f"'{name}' names a module the tool never imports")
+        if isinstance(node.ctx, ast.Load) and route is not None and route.rsplit(".", 1)[-1] in T.RAW_ARRAY_TYPES \
+                and not self._type_only_use(node):
+            self._flag(Rule.RAW_MEMORY, node, f"'{name}' ({route}) may only name a type (annotations, isinstance, "
+                       "comparisons): built over a buffer it turns integers into object pointers")
         if isinstance(node.ctx, ast.Load) and route is not None and id(node) not in self.receivers \
                 and self._is_module_route(route) and not self._compared_with_none(node):
             self._flag_module_value(name, route, node)

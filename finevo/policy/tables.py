@@ -256,7 +256,13 @@ AGGFUNC_POSITION: dict[str, int] = {"pivot_table": 3, "crosstab": 5}
 
 #: numpy array types whose constructors take a raw ``buffer``: with an object dtype, integers in
 #: it become object pointers (any address read back as a Python object). Only named as types.
-RAW_ARRAY_TYPES: frozenset[str] = frozenset({"ndarray", "recarray", "chararray"})
+RAW_ARRAY_TYPES: frozenset[str] = frozenset({
+    "ndarray", "recarray", "chararray",
+    # numpy.typing.NDArray is a generic alias of ndarray: called, it is ndarray(shape, dtype, buffer)
+    "NDArray",
+    # MaskedArray.baseclass hands out the ndarray class itself
+    "baseclass",
+})
 
 #: Methods that hand out an array's raw bytes (for an object array: object addresses).
 RAW_BYTES_METHODS: frozenset[str] = frozenset({"tobytes"})
@@ -268,6 +274,7 @@ CONTEXT_CHECKED_ATTRIBUTES: frozenset[str] = frozenset(
     {"data", "cast", "type", "obj", "format", "format_map", "wraps", "hist", "boxplot", "query",
      "apply", "agg", "aggregate", "transform", "to_csv", "to_json", "to_string", "to_html", "to_latex",
      "to_markdown", "set_option", "option_context", "reset_option", "ndarray", "recarray", "chararray",
+     "NDArray", "baseclass",
      "test"})
 
 #: Keywords whose strings pandas uses as ``str.format`` templates on values.

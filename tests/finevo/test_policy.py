@@ -149,7 +149,12 @@ CASES = [
     ("def f():\n    return builtins.exec\n", "unbound-module-name", 2, 12),
     ("import numpy as np\ndef f(b):\n    return np.ndarray((1,), dtype=object, buffer=b)\n", "raw-memory", 3, 15),
     ("import numpy as np\nclass A(np.ndarray):\n    pass\n", "raw-memory", 2, 12),
-    ("from numpy import recarray\n", "raw-memory", 1, 19),
+    ("from numpy import recarray\nR = recarray\n", "raw-memory", 2, 5),
+    ("import numpy.typing as npt\ndef f(b):\n    return npt.NDArray(shape=(1,), dtype=object, buffer=b)\n",
+     "raw-memory", 3, 16),
+    ("from numpy.typing import NDArray\ndef f(b):\n    return NDArray(shape=(1,), dtype=object, buffer=b)\n",
+     "raw-memory", 3, 12),
+    ("import numpy as np\ndef f(b):\n    return np.ma.array([1.0]).baseclass((1,), object, b)\n", "raw-memory", 3, 31),
     ("def f(m):\n    return m.cast('q')\n", "raw-memory", 2, 14),
     ("def f(a):\n    a.data[1:2] = a.data[0:1]\n", "raw-memory", 2, 7),
     ("def f(a):\n    return a.tobytes()\n", "raw-memory", 2, 14),
@@ -309,6 +314,11 @@ ALLOWED_SOURCES = {
     "pivot-and-wraps": "import functools\nimport pandas as pd\ndef deco(g):\n    @functools.wraps(g)\n"
                        "    def inner(*a):\n        return g(*a)\n    return inner\n"
                        "def f(df):\n    return pd.pivot_table(df, 'v', 'i', 'c', aggfunc='mean'), df.pivot_table('v', 'i')\n",
+    "array-type-names": "import numpy as np\nimport numpy.typing as npt\nfrom numpy import ndarray\n"
+                        "from numpy.typing import NDArray\n"
+                        "def f(x: NDArray[np.float64], y: npt.NDArray[np.float64]) -> ndarray:\n"
+                        "    z: NDArray[np.float64] = np.asarray(x) + y\n"
+                        "    return z if isinstance(z, ndarray) else np.asarray(z)\n",
     "array-types": "import numpy as np\nfrom typing import Optional, cast\n"
                    "def f(x: np.ndarray, y: Optional[np.ndarray] = None) -> np.ndarray | None:\n"
                    "    a: np.ndarray = np.asarray(x)\n"
@@ -436,6 +446,15 @@ _DANGEROUS_CALLABLES = (open, eval, exec, compile, getattr, setattr, delattr, va
                         __import__, breakpoint, input, dir)
 
 
+def _raw_array_classes() -> tuple[type, ...]:
+    import numpy as np
+
+    return (np.ndarray, np.recarray, np.char.chararray)
+
+
+_RAW_ARRAY_CLASSES = _raw_array_classes()
+
+
 def _resolve(route: str) -> object:
     parts = route.split(".")
     obj: object = importlib.import_module(parts[0])
@@ -478,7 +497,10 @@ def test_every_module_or_door_reachable_from_an_allowed_module_is_refused(route)
         # submodule by the module-value rule), or it would escape the route checks -- numpy under
         # another name (``np.polynomial.chebyshev.np``), ``re`` as ``typing.stdlib_re``.
         is_module = isinstance(value, types.ModuleType)
-        dangerous = is_module or any(value is d for d in _DANGEROUS_CALLABLES)
+        origin = getattr(value, "__origin__", None) if isinstance(value, types.GenericAlias) else None
+        candidate = origin if isinstance(origin, type) else value
+        array_class = any(candidate is c for c in _RAW_ARRAY_CLASSES)
+        dangerous = is_module or array_class or any(value is d for d in _DANGEROUS_CALLABLES)
         if dangerous and check(f"{prefix}.{name}\n").allowed:
             leaks.append(f"{route}.{name}")
     assert not leaks, f"reachable without a violation: {leaks}"
@@ -533,6 +555,34 @@ def _classes_and_everyday_objects() -> list[tuple[str, object]]:
               ("decimal", decimal.Decimal(1)), ("context", decimal.getcontext()), ("pattern", re.compile("x")),
               ("match", re.match("x", "x")), ("flags", frame.flags), ("options", pd.options)]
     return found
+
+
+def test_no_everyday_object_hands_out_an_array_class_under_an_unguarded_name():
+    """An ndarray class held as a value builds arrays over a raw buffer (object pointers from
+    integers): every public attribute that holds one must be in RAW_ARRAY_TYPES (type-only use)."""
+    import inspect
+    import warnings
+
+    import numpy as np
+
+    objects = [*_classes_and_everyday_objects(), ("masked", np.ma.array([1.0])), ("matrix", np.matrix([[1.0]]))]
+    leaks = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for where, obj in objects:
+            for name in dir(obj):
+                if name.startswith("_") or name in T.RAW_ARRAY_TYPES:
+                    continue
+                try:
+                    values = [inspect.getattr_static(obj, name), getattr(obj, name)]
+                except Exception:  # an attribute that fails holds nothing
+                    continue
+                for v in values:
+                    origin = getattr(v, "__origin__", None) if isinstance(v, types.GenericAlias) else None
+                    cls = origin if isinstance(origin, type) else v
+                    if any(cls is c for c in _RAW_ARRAY_CLASSES):
+                        leaks.append(f"{where}.{name}")
+    assert not leaks, f"array classes reachable under unguarded names: {leaks}"
 
 
 def test_no_class_or_everyday_object_of_the_allowed_modules_holds_a_module():
