@@ -321,6 +321,27 @@ class _Builder(ast.NodeVisitor):
     visit_DictComp = _comprehension
 
 
+#: Import routes the checker trusts by name (a call, a decorator, a keyword check depends on them).
+TRUSTED_ROUTES: frozenset[str] = (T.SAFE_DECORATOR_ROUTES | frozenset(T.FORBIDDEN_KEYWORDS)
+                                  | {"typing.cast", "functools.partial", "functools.wraps"})
+
+
+def _plain_attribute_route(route: str | None) -> bool:
+    """A route naming an ordinary function or class of an allowed module (``numpy.trapz``): never a
+    module, a raw array type or a route the checker trusts by name. Two such imports under one name
+    (``from numpy import trapezoid`` / ``except ImportError: from numpy import trapz as trapezoid``)
+    leave nothing for a rule to misjudge: the name is checked as a plain callable either way."""
+    if route is None:
+        return False
+    parts = route.split(".")
+    parent, last = ".".join(parts[:-1]), parts[-1]
+    return (len(parts) > 1 and parts[0] in T.ALLOWED_IMPORTS and route not in TRUSTED_ROUTES
+            and route not in T.ALLOWED_SUBMODULES and route not in T.PASS_THROUGH
+            and last not in T.KNOWN_SUBMODULES.get(parent, ()) and last not in T.MODULE_NAMES
+            and last not in T.DOOR_MODULE_NAMES and last not in T.RAW_ARRAY_TYPES
+            and not last.startswith("_") and parent not in T.KNOWN_SUBMODULES.get(parts[0], ()))
+
+
 def _all_args(args: ast.arguments) -> list[ast.arg]:
     found = [*args.posonlyargs, *args.args, *args.kwonlyargs]
     found += [x for x in (args.vararg, args.kwarg) if x is not None]
@@ -385,7 +406,7 @@ class Bindings:
         for scope in self.scopes:
             for name, found in scope.bindings.items():
                 routes = {b.route for b in found if b.kind is Kind.IMPORT}
-                if len(routes) > 1:
+                if len(routes) > 1 and not all(_plain_attribute_route(r) for r in routes):
                     first = next(b for b in found if b.kind is Kind.IMPORT)
                     for b in found:
                         if b.kind is Kind.IMPORT and b.route != first.route:
@@ -473,8 +494,8 @@ class Bindings:
         """Whether a binding of ``node`` may give it something reached from an imported module
         (``C = json.JSONEncoder``, ``for C in (json.JSONEncoder,)``, ``case C:`` on such a subject):
         storing an attribute through it changes the library."""
-        return any(b.value is not None and self._may_hold_member(b.value) for b in self.bindings_of(node)
-                   if b.kind not in (Kind.IMPORT, Kind.PARAM, Kind.DEF, Kind.CLASS))
+        return any(b.kind is Kind.IMPORT or (b.value is not None and self._may_hold_member(b.value))
+                   for b in self.bindings_of(node) if b.kind not in (Kind.PARAM, Kind.DEF, Kind.CLASS))
 
     def _may_hold_member(self, expr: ast.expr) -> bool:
         key = id(expr)

@@ -78,8 +78,9 @@ _EXPLANATIONS: dict[Rule, str] = {
     Rule.UNBOUND_MODULE_NAME: "a module's name the tool never binds (only injected globals could "
                               "give it a value)",
     Rule.AMBIGUOUS_BINDING: "a name bound to two different things in its scope (two imports of "
-                            "different modules, one in a branch that never runs), an import "
-                            "shadowing a door builtin, `global`/`nonlocal` of an imported name",
+                            "different modules, one in a branch that never runs; two plain functions "
+                            "of allowed modules apart), an import shadowing a door builtin, "
+                            "`global`/`nonlocal` of an imported name",
     Rule.IMPORT_REBOUND: "an imported name bound any other way (`cast = f`, a loop or `match` "
                          "capture), `= None` as an import fallback apart",
     Rule.DUNDER_NAME: "dunder names (`__import__`, `__builtins__`) except reading `__name__` and "

@@ -243,6 +243,12 @@ CASES = [
     ("def f(df):\n    float = 'to_clipboard'\n    return df.apply(float)\n", 'dynamic-dispatch', 3, 21),
     ('import numpy as np\ndef g(bytes=0):\n    return bytes\ndef f(a):\n    return bytes(a)\n', 'raw-memory', 5, 12),
     ('if False:\n    bytes = str\ndef f(a):\n    return bytes(a)\n', 'raw-memory', 4, 12),
+    ("try:\n    from numpy import ndarray as A\nexcept ImportError:\n    from numpy import recarray as A\n",
+     "ambiguous-binding", 4, 23),
+    ("try:\n    from typing import cast as c\nexcept ImportError:\n    from numpy import mean as c\n",
+     "ambiguous-binding", 4, 23),
+    ("try:\n    from numpy import trapezoid\nexcept ImportError:\n    from numpy import trapz as trapezoid\n"
+     "trapezoid.x = 1\n", "module-mutation", 5, 1),
 ]
 
 
@@ -370,6 +376,10 @@ ALLOWED_SOURCES = {
         "try:\n    import numpy as np\nexcept ImportError:  # pragma: no cover\n    np = None\n"
         "try:\n    from numpy import nanmean\nexcept ImportError:\n    from numpy import nanmean\n"
         "def f(df: pd.DataFrame) -> float:\n    return float(nanmean(np.asarray(df)))\n"),
+    "version-fallback-imports": (
+        "try:\n    from numpy import trapezoid\nexcept ImportError:  # numpy < 2\n"
+        "    from numpy import trapz as trapezoid\n"
+        "def area(y, x):\n    return float(trapezoid(y, x))\n"),
     "scoped-bindings": (
         "import numpy as np\n"
         "def a(xs):\n    import statistics as st\n    return st.mean(xs)\n"
