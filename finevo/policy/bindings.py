@@ -414,18 +414,30 @@ class Bindings:
                                 Rule.AMBIGUOUS_BINDING, b.node,
                                 f"'{name}' is imported as '{first.route}' and as '{b.route}' in the same "
                                 "scope: which one it is depends on which branch runs"))
-        for b in self.all:
-            if b.kind is Kind.IMPORT and b.name in SHADOW_PROTECTED:
-                self.conflicts.append(Conflict(
-                    Rule.AMBIGUOUS_BINDING, b.node,
-                    f"importing a name that shadows the builtin '{b.name}' is not allowed: where the "
-                    f"import does not run, the name is the builtin (use the module's attribute instead)"))
-            elif b.name in self.imported_anywhere and b.kind not in (Kind.IMPORT, Kind.PARAM) \
-                    and not b.is_none_fallback:
-                self.conflicts.append(Conflict(
-                    Rule.IMPORT_REBOUND, b.node,
-                    f"'{b.name}' is an imported name; binding it as a {b.kind} is not allowed "
-                    "(only '= None' as an import fallback)"))
+        for scope in self.scopes:
+            imported_here = self._imports_in(scope)
+            for name, found in scope.bindings.items():
+                for b in found:
+                    if b.kind is Kind.IMPORT and name in SHADOW_PROTECTED:
+                        self.conflicts.append(Conflict(
+                            Rule.AMBIGUOUS_BINDING, b.node,
+                            f"importing a name that shadows the builtin '{name}' is not allowed: where the "
+                            "import does not run, the name is the builtin (use the module's attribute instead)"))
+                    elif b.kind not in (Kind.IMPORT, Kind.PARAM) and not b.is_none_fallback \
+                            and self._rebinds_an_import(scope, name, imported_here):
+                        self.conflicts.append(Conflict(
+                            Rule.IMPORT_REBOUND, b.node,
+                            f"'{name}' is an imported name; binding it as a {b.kind} is not allowed "
+                            "(only '= None' as an import fallback)"))
+
+    def _rebinds_an_import(self, scope: Scope, name: str, imported_here: set[str]) -> bool:
+        """A non-import binding of an imported name is refused in the scope of the import, and in
+        module and class scopes wherever the import is (a binding there that has not run falls
+        through to the enclosing or global name). A function's own local of that name only shadows
+        it there, like a parameter: every use in the function resolves to the local."""
+        if name not in self.imported_anywhere:
+            return False
+        return name in imported_here or not scope.is_function_like and scope.kind is not ScopeKind.COMPREHENSION
 
     # ------------------------------------------------------------------ per use site
     def scope_of(self, node: ast.Name) -> Scope:

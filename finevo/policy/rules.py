@@ -81,8 +81,9 @@ _EXPLANATIONS: dict[Rule, str] = {
                             "different modules, one in a branch that never runs; two plain functions "
                             "of allowed modules apart), an import shadowing a door builtin, "
                             "`global`/`nonlocal` of an imported name",
-    Rule.IMPORT_REBOUND: "an imported name bound any other way (`cast = f`, a loop or `match` "
-                         "capture), `= None` as an import fallback apart",
+    Rule.IMPORT_REBOUND: "an imported name bound any other way (`cast = f`, a loop or `match` capture) "
+                         "in the import's scope or at module or class level, `= None` as an import "
+                         "fallback apart (a function's own local only shadows it, like a parameter)",
     Rule.DUNDER_NAME: "dunder names (`__import__`, `__builtins__`) except reading `__name__` and "
                       "assigning `__all__`; dunder definitions outside a small set of special methods",
     Rule.DUNDER_ATTRIBUTE: "every `obj.__x__` access, except `super().__init__(...)` and the other "

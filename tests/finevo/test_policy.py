@@ -164,7 +164,9 @@ CASES = [
     ("def f(a):\n    match a:\n        case object(data=d):\n            return d\n", "forbidden-attribute", 3, 14),
     ("def f(e):\n    self = e\n    return self.obj\n", "forbidden-attribute", 3, 17),
     ("def f(self):\n    return self.data\n", "raw-memory", 2, 17),
-    ("from typing import cast\ndef f():\n    cast = len\n", "import-rebound", 3, 5),
+    ("from typing import cast\ncast = len\n", "import-rebound", 2, 1),
+    ("def f():\n    from typing import cast\n    cast = len\n", "import-rebound", 3, 5),
+    ("import numpy as np\nclass A:\n    np = 1\n", "import-rebound", 3, 5),
     ("import numpy as np\nfor np in []:\n    pass\n", "import-rebound", 2, 5),
     ("import numpy as np\ndef f(cast, b):\n    return cast(np.ndarray, b)\n", "raw-memory", 3, 20),
     ("def f(a):\n    match a:\n        case object(type=t):\n            return t\n", "forbidden-attribute", 3, 14),
@@ -222,10 +224,11 @@ CASES = [
     ('import numpy as np\ndef g():\n    global np\n', 'ambiguous-binding', 3, 5),
     ('def f():\n    import numpy as np\n    def g():\n        nonlocal np\n', 'ambiguous-binding', 4, 9),
     ('def f():\n    def g():\n        nonlocal zz\n', 'ambiguous-binding', 3, 9),
-    ('import numpy as np\ndef f(x):\n    match x:\n        case [*np]:\n            pass\n', 'import-rebound', 4, 15),
-    ('import numpy as np\ndef f(x):\n    match x:\n        case {**np}:\n            pass\n', 'import-rebound', 4, 14),
-    ('import numpy as np\ndef f(xs):\n    return [np for np in xs]\n', 'import-rebound', 3, 20),
-    ('import numpy as np\ndef f(x):\n    return (np := x)\n', 'import-rebound', 3, 13),
+    ('import numpy as np\nmatch 1:\n    case [*np]:\n        pass\n', 'import-rebound', 3, 11),
+    ('import numpy as np\nmatch 1:\n    case {**np}:\n        pass\n', 'import-rebound', 3, 10),
+    ('def f(xs):\n    import numpy as np\n    return [np for np in xs], [(np := x) for x in xs]\n',
+     'import-rebound', 3, 33),
+    ('import numpy as np\nx = (np := 1)\n', 'import-rebound', 2, 6),
     ('import numpy as np\nwith open as np:\n    pass\n', 'import-rebound', 2, 14),
     ('class Box:\n    import numpy as np\n', 'module-value', 2, 5),
     ('import pandas._libs.lib as lib\n', 'submodule-not-allowed', 1, 8),
@@ -376,6 +379,12 @@ ALLOWED_SOURCES = {
         "try:\n    import numpy as np\nexcept ImportError:  # pragma: no cover\n    np = None\n"
         "try:\n    from numpy import nanmean\nexcept ImportError:\n    from numpy import nanmean\n"
         "def f(df: pd.DataFrame) -> float:\n    return float(nanmean(np.asarray(df)))\n"),
+    "function-locals-shadow-imports": (
+        "from datetime import date\nimport numpy as np\n"
+        "def days(rows):\n    return [date for date, _ in rows]\n"
+        "def first(rows):\n    for date in rows:\n        return date\n"
+        "def f(x):\n    match x:\n        case {'np': np, **rest}:\n            return np, rest\n"
+        "    return date.today(), np.nan\n"),
     "version-fallback-imports": (
         "try:\n    from numpy import trapezoid\nexcept ImportError:  # numpy < 2\n"
         "    from numpy import trapz as trapezoid\n"
