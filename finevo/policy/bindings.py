@@ -437,7 +437,7 @@ class Bindings:
         it there, like a parameter: every use in the function resolves to the local."""
         if name not in self.imported_anywhere:
             return False
-        return name in imported_here or not scope.is_function_like and scope.kind is not ScopeKind.COMPREHENSION
+        return name in imported_here or scope.kind in (ScopeKind.MODULE, ScopeKind.CLASS)
 
     # ------------------------------------------------------------------ per use site
     def scope_of(self, node: ast.Name) -> Scope:
