@@ -136,15 +136,28 @@ def _dunder_in_text(text: str) -> str | None:
     return None
 
 
-def _fold_text(expr: ast.expr) -> str | None:
+def _fold_text(expr: ast.expr, memo: dict[int, str | None] | None = None) -> str | None:
     """The string a constant expression builds (``'__arr' + 'ay_interface__'``, ``'_' * 2``,
-    ``''.join([...])``, an f-string of constants), or None when it is computed."""
+    ``''.join([...])``, an f-string of constants), or None when it is computed. ``memo`` keeps the
+    fold of every link of an ``a + b + c`` chain, so folding each link costs one step."""
+    memo = {} if memo is None else memo
+    if id(expr) in memo:
+        return memo[id(expr)]
     if isinstance(expr, ast.Constant):
         return expr.value if isinstance(expr.value, str) else None
     if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
-        left, right = _fold_text(expr.left), _fold_text(expr.right)
-        return left + right if left is not None and right is not None and len(left) + len(right) <= _MAX_FOLD \
-            else None
+        links: list[ast.BinOp] = []  # a + b + c nests to the left: walk it without recursion
+        base: ast.expr = expr
+        while isinstance(base, ast.BinOp) and isinstance(base.op, ast.Add) and id(base) not in memo:
+            links.append(base)
+            base = base.left
+        folded = memo[id(base)] if id(base) in memo else _fold_text(base, memo)
+        for link in reversed(links):
+            part = _fold_text(link.right, memo) if folded is not None else None
+            folded = folded + part if folded is not None and part is not None \
+                and len(folded) + len(part) <= _MAX_FOLD else None
+            memo[id(link)] = folded
+        return folded
     if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mult):
         text, times = (expr.left, expr.right) if isinstance(expr.right, ast.Constant) else (expr.right, expr.left)
         folded = _fold_text(text)
@@ -193,6 +206,7 @@ class _Checker(ast.NodeVisitor):
         self.parents: dict[int, ast.AST] = {}
         self.class_definitions: dict[str, ast.ClassDef] = {}
         self.docstrings: set[int] = set()          # string constants that are docstrings, never data
+        self.text_expressions: list[ast.expr] = []  # BinOp / JoinedStr nodes, parents before children
         self._index(tree)
         self.class_statement_names = self.bindings.class_statement_names()
 
@@ -203,6 +217,8 @@ class _Checker(ast.NodeVisitor):
             node = stack.pop()
             if isinstance(node, ast.ClassDef):
                 self.class_definitions[node.name] = node
+            elif isinstance(node, (ast.BinOp, ast.JoinedStr)):
+                self.text_expressions.append(node)
             if isinstance(node, (ast.Module, ast.ClassDef, *_FUNCTION_NODES)) and node.body:
                 first = node.body[0]
                 if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
@@ -215,6 +231,7 @@ class _Checker(ast.NodeVisitor):
     def run(self) -> None:
         for conflict in self.bindings.conflicts:
             self._flag(conflict.rule, conflict.node, conflict.message, at_start=True)
+        self._check_folded_texts()
         self.visit(self.tree)
 
     # ------------------------------------------------------------------ helpers
@@ -737,20 +754,19 @@ class _Checker(ast.NodeVisitor):
                            "and numpy read labels and keys as attributes (a Series labelled "
                            "'__array_interface__' is raw memory)", at_start=True)
 
-    def _check_folded_text(self, node: ast.expr) -> None:
-        folded = _fold_text(node)
+    def _check_folded_text(self, node: ast.expr, memo: dict[int, str | None] | None = None) -> None:
+        folded = _fold_text(node, memo)
         word = _dunder_in_text(folded) if folded is not None else None
         if word is not None:
             self._flag(Rule.DUNDER_STRING, node, f"a string built from constants spells the dunder name "
                        f"'{word}'", at_start=True)
 
-    def visit_BinOp(self, node: ast.BinOp) -> None:
-        self._check_folded_text(node)
-        self.generic_visit(node)
-
-    def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
-        self._check_folded_text(node)
-        self.generic_visit(node)
+    def _check_folded_texts(self) -> None:
+        """Strings built from constants (``+``, ``*``, f-strings): judged from the index, innermost
+        first, so a long ``a + b + ...`` chain neither recurses nor folds twice."""
+        memo: dict[int, str | None] = {}
+        for node in reversed(self.text_expressions):
+            self._check_folded_text(node, memo)
 
     def visit_Compare(self, node: ast.Compare) -> None:
         # type(x) may be an operand only where its comparison runs no tool code: ``is`` / ``is not``

@@ -836,3 +836,13 @@ def test_each_class_of_escape_is_refused_with_its_rule(name):
     source, rule = CLOSED_CLASSES[name]
     report = check(source)
     assert rule in report.rules, f"{name}: {report.describe()}"
+
+
+def test_strings_built_from_constants_are_folded_without_recursion():
+    """A long ``'a' + 'b' + ...`` chain is judged, not refused as too complex, and a dunder spelled by
+    any part of it (also a parenthesised part next to a computed term) is found."""
+    chain = "x = " + " + ".join(["'ab'"] * 450) + "\n"
+    assert check(chain).allowed, check(chain).describe()
+    for source in ["x = y + ('__arr' + 'ay_interface__')\n", "x = ('__arr' + 'ay_interface__') + y\n",
+                   "x = " + " + ".join(["'ab'"] * 300) + " + ' __glo' + 'bals__'\n"]:
+        assert check(source).rules == (Rule.DUNDER_STRING,), source
