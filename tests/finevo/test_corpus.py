@@ -105,6 +105,12 @@ REQUIRED_TECHNIQUES = {
     "deep-recursion", "pickle-reduce", "format-string-attr", "decorator-expression", "type-three-args",
     "metaclass", "encoding-utf7", "unicode-lookalike", "builtins-dict", "subclasses-walk",
     "getattr-computed", "lambda-default", "traceback-frame", "generator-gi-frame", "function-globals",
+    # the binding pre-pass and the classes closed with it
+    "dead-branch-import-alias", "type-checking-import-alias", "except-importerror-import-alias",
+    "dead-branch-asname-shadows-open", "match-capture-rebinds-callable", "match-capture-module-member-mutation",
+    "builtin-name-rebound-dispatch", "class-body-import-module-value", "private-package-import-path",
+    "series-label-array-interface", "json-text-dunder-label", "numpy-typing-ndarray-alias-buffer",
+    "masked-array-baseclass-buffer", "pandas-core-computation-route", "pipe-unbound-query",
 }
 
 
