@@ -129,11 +129,13 @@ _MAX_FOLD = 10_000
 
 
 def _dunder_in_text(text: str) -> str | None:
-    """The first dunder identifier spelled in ``text`` (``__main__`` apart), or None."""
+    """The first dunder identifier spelled in ``text`` (``__main__`` apart), or a raw-memory protocol
+    name in any case and surroundings (``'x__ARRAY_INTERFACE__x'[1:-1].lower()``), or None."""
     for m in _DUNDER_WORD.finditer(text):
         if m.group(0) not in T.ALLOWED_DUNDER_STRINGS:
             return m.group(0)
-    return None
+    lowered = text.lower()
+    return next((f"__{word}__" for word in T.RAW_MEMORY_PROTOCOL_WORDS if word in lowered), None)
 
 
 def _fold_text(expr: ast.expr, memo: dict[int, str | None] | None = None) -> str | None:

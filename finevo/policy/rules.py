@@ -88,8 +88,9 @@ _EXPLANATIONS: dict[Rule, str] = {
                       "assigning `__all__`; dunder definitions outside a small set of special methods",
     Rule.DUNDER_ATTRIBUTE: "every `obj.__x__` access, except `super().__init__(...)` and the other "
                            "special methods a tool may define, called at once",
-    Rule.DUNDER_STRING: "a string constant spelling a dunder name (`'__array_interface__'`) "
-                        "other than `'__main__'`: pandas reads labels as attributes",
+    Rule.DUNDER_STRING: "string data (also built from constants) spelling a dunder name other than "
+                        "`'__main__'`, or a raw-memory protocol name in any case: pandas reads labels "
+                        "as attributes",
     Rule.PRIVATE_ATTRIBUTE: "every `obj._x` access",
     Rule.FORBIDDEN_BUILTIN: "eval, exec, compile, open, getattr, setattr, vars, id, ... called, "
                             "aliased, passed, stored or rebound",

@@ -103,6 +103,10 @@ FORBIDDEN_BUILTINS: frozenset[str] = frozenset({
 #: Dunder identifiers a string constant may spell (``if __name__ == "__main__":``).
 ALLOWED_DUNDER_STRINGS: frozenset[str] = frozenset({"__main__"})
 
+#: Protocols through which numpy reads raw memory from an object's attributes: refused inside any
+#: string data, in any case and with any surroundings (a label is easily trimmed or lower-cased).
+RAW_MEMORY_PROTOCOL_WORDS: tuple[str, ...] = ("array_interface", "array_struct", "dlpack")
+
 #: Keywords of library calls that hand the library an object to rewrite, by call route.
 FORBIDDEN_KEYWORDS: dict[str, frozenset[str]] = {"warnings.catch_warnings": frozenset({"module"})}
 FORBIDDEN_KEYWORDS_WHY: dict[str, str] = {

@@ -723,6 +723,8 @@ def test_dunder_names_are_words_in_docstrings_and_comments_but_never_string_data
                      f"x = f'{w[:3]}{{\"\"}}{w[3:]}'\n", f"def f():\n    return {{'{w}': 1}}\n"):
             report = check(data)
             assert report.rules == (Rule.DUNDER_STRING,), (data, report.describe())
+    for data in ("x = 'x__ARRAY_INTERFACE__x'[1:-1].lower()\n", "x = 'array_struct'\n", "x = 'DLPack'\n"):
+        assert check(data).rules == (Rule.DUNDER_STRING,), data
     tree = ast.parse(ALLOWED_SOURCES["scary-docstring"])
     assert tree.body  # the sample really holds those words in code-shaped strings
 
