@@ -509,6 +509,11 @@ class Bindings:
         return any(b.kind is Kind.IMPORT or (b.value is not None and self._may_hold_member(b.value))
                    for b in self.bindings_of(node) if b.kind not in (Kind.PARAM, Kind.DEF, Kind.CLASS))
 
+    def may_hold_member(self, expr: ast.expr) -> bool:
+        """Whether ``expr`` may evaluate to something reached from an imported module: a name that
+        holds one, an item of a container or a conditional holding one, ``next(iter([...]))``..."""
+        return self._may_hold_member(expr)
+
     def _may_hold_member(self, expr: ast.expr) -> bool:
         key = id(expr)
         if key not in self._holding:

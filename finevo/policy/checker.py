@@ -700,9 +700,10 @@ class _Checker(ast.NodeVisitor):
                 cur = cur.value
             routed = self._route_of(node)
             root = _chain_root(node)
-            if routed is None and isinstance(node.ctx, (ast.Store, ast.Del)) and isinstance(root, ast.Name) \
-                    and self.bindings.holds_module_member(root):
-                self._flag(Rule.MODULE_MUTATION, node, f"'{root.id}' holds something of an imported module; "
+            if routed is None and isinstance(node.ctx, (ast.Store, ast.Del)) \
+                    and self.bindings.may_hold_member(node.value):
+                held = f"'{root.id}'" if isinstance(root, ast.Name) else "this object"
+                self._flag(Rule.MODULE_MUTATION, node, f"{held} holds something of an imported module; "
                            "assigning or deleting its attributes is not allowed", at_start=True)
             if routed is not None:
                 # a chain that starts at an imported module: every step may be a module

@@ -385,6 +385,12 @@ ALLOWED_SOURCES = {
         "def first(rows):\n    for date in rows:\n        return date\n"
         "def f(x):\n    match x:\n        case {'np': np, **rest}:\n            return np, rest\n"
         "    return date.today(), np.nan\n"),
+    "pandas-attribute-stores": (
+        "import pandas as pd\nimport yfinance as yf\n"
+        "def f(symbol):\n    df = yf.Ticker(symbol).history(period='1mo')\n"
+        "    df.columns = [c.lower() for c in df.columns]\n"
+        "    df.index.name = 'date'\n    row = df.iloc[-1]\n    row.name = 'last'\n"
+        "    frame = pd.DataFrame({'a': [1.0]})\n    frame.attrs['source'] = symbol\n    return row, frame\n"),
     "version-fallback-imports": (
         "try:\n    from numpy import trapezoid\nexcept ImportError:  # numpy < 2\n"
         "    from numpy import trapz as trapezoid\n"
@@ -830,6 +836,12 @@ CLOSED_CLASSES = {
     "decimal module route": ("import decimal\nx = decimal.sys\n", "module-attribute"),
     "statistics random": ("import statistics\nx = statistics.random.SystemRandom\n", "submodule-not-allowed"),
     "class-body import": ("class Box:\n    import numpy as np\n", "module-value"),
+    "mutation through a subscript": ("import json\n[json.JSONEncoder][0].encode = None\n", "module-mutation"),
+    "mutation through next(iter())": ("import json\nnext(iter([json.JSONEncoder])).encode = None\n",
+                                      "module-mutation"),
+    "mutation through a walrus target": ("import json\n(C := json.JSONEncoder).encode = None\n", "module-mutation"),
+    "mutation through a dict item": ("import json\nd = {'k': json.JSONEncoder}\nd['k'].encode = None\n",
+                                     "module-mutation"),
 }
 
 
