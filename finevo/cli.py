@@ -230,7 +230,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     if args.timeout is not None and not args.timeout > 0:
         raise InputError(f"invalid --timeout={args.timeout}: expected a positive number of seconds")
     settings = _settings(args)
-    from finevo.agent.agent import Agent, question_for_query
+    from finevo.agent.intent import question_for_query
 
     task = benchmark_task_for(args.query)
     question = task.question() if task is not None else question_for_query(args.query)
@@ -239,6 +239,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     check_symbols(question, Path(settings.data_dir))
     if settings.agent_mode != AgentMode.STATIC:
         check_reference_query(settings.llm, task, args.query)
+    from finevo.agent.agent import Agent  # pandas, the LLM client, the registry: only once the input is sound
 
     provider = None
     if settings.agent_mode != AgentMode.STATIC:
