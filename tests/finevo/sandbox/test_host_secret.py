@@ -5,11 +5,15 @@ then lives in the *initial* environment of the gate process, which ``/proc/<pid>
 to any same-uid process while the gate is dumpable -- ``os.environ[...] = ...`` after start never
 reaches that file, so this test starts a real process with the key in its initial environment.
 
-Set-up (needs root, ``unshare`` and ``setpriv``): the host runs as uid 65534 with no capabilities.
-The interpreter used here may live under a 0700 directory (``/root/.pyenv``); the host then runs
-in a private mount namespace where that directory is replaced by a 0755 tmpfs holding only a bind
-mount of the interpreter's tree, so every path stays the same and nothing grants the host extra
-rights. A probe process (also uid 65534, no capabilities) reads the host's environ before and after
+Set-up (needs root, ``unshare`` and ``setpriv``): the host runs as uid 65534 with no capabilities,
+started through the very interpreter running the tests (``sys.executable``, never its resolved
+target: in a virtual environment that target is the base interpreter, which has not got finevo
+installed). What that interpreter needs -- the environment's own directory (``pyvenv.cfg``, its
+``bin``), the base interpreter and standard library, the site-packages and the finevo sources --
+may live under a 0700 directory (``/root/.pyenv``, a venv under ``/root``); the host then runs
+in a private mount namespace where each such directory is replaced by a 0755 tmpfs holding only
+bind mounts of what is needed from it, so every path stays the same and nothing grants the host
+extra rights. A probe process (also uid 65534, no capabilities) reads the host's environ before and after
 the sandbox is created: before, it must see the key (the probe works); after, it must be refused.
 The tool, run with the policy off, tries /proc of its parent and grandparent, fork, posix_spawn and
 ``_posixsubprocess.fork_exec``; the key must never appear and no process may be created.

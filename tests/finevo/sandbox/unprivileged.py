@@ -50,24 +50,33 @@ def unprivileged_command(python_args: list[str], tmp: Path) -> list[str]:
     ``tmp`` (made 0755 here) holds the wrapper script; the scripts named in ``python_args`` must
     be readable by others."""
     tmp.chmod(0o755)
-    needed = [os.path.realpath(sys.executable), sysconfig.get_paths()["stdlib"],
-              sysconfig.get_paths()["purelib"], os.path.dirname(finevo.__file__)]
+    paths = sysconfig.get_paths()
+    needed = [sys.executable, os.path.dirname(os.path.abspath(sys.executable)), sys.prefix, sys.base_prefix,
+              paths["stdlib"], paths["platstdlib"], paths["purelib"], paths["platlib"],
+              os.path.dirname(finevo.__file__)]
+    marker = os.path.join(sys.prefix, "pyvenv.cfg")  # how a venv's python knows it is one
+    if os.path.isfile(marker):
+        needed.append(marker)
     blocking = _blocking_dirs(needed)
-    python = sys.executable  # a virtual environment's own interpreter link, so its packages are found
+    # The interpreter as invoked: a venv's python finds its pyvenv.cfg (and so finevo) from this path.
+    python = os.path.abspath(sys.executable)
     if not blocking:
         return [*DROP, python, "-I", "-B", *python_args]
     lines = ["set -e"]
     for i, (directory, names) in enumerate(sorted(blocking.items())):
         for name in sorted(names):
             inner = os.path.join(directory, name)
-            if not os.stat(inner).st_mode & stat.S_IXOTH:
-                raise OSError(f"{inner} is not traversable either; no non-root view can be built")
-            lines += ["stage=$(mktemp -d)", f"mount --bind '{inner}' \"$stage\"",
+            is_dir = os.path.isdir(inner)
+            if not os.stat(inner).st_mode & (stat.S_IXOTH if is_dir else stat.S_IROTH):
+                raise OSError(f"{inner} is not {'traversable' if is_dir else 'readable'} either; "
+                              "no non-root view can be built")
+            lines += [f"stage=$(mktemp{' -d' if is_dir else ''})", f"mount --bind '{inner}' \"$stage\"",
                       f"echo \"$stage\" >> '{tmp}/stages{i}'"]
         lines.append(f"mount -t tmpfs -o mode=0755 tmpfs '{directory}'")
         for name in sorted(names):
-            lines += [f"mkdir '{os.path.join(directory, name)}'",
-                      f"mount --bind \"$(sed -n 1p '{tmp}/stages{i}')\" '{os.path.join(directory, name)}'",
+            target = os.path.join(directory, name)
+            lines += [f"{'mkdir' if os.path.isdir(target) else 'touch'} '{target}'",
+                      f"mount --bind \"$(sed -n 1p '{tmp}/stages{i}')\" '{target}'",
                       f"sed -i 1d '{tmp}/stages{i}'"]
     lines.append('exec "$@"')
     wrapper = tmp / "view.sh"
