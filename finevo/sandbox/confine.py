@@ -134,7 +134,13 @@ def _map_own_ids() -> bool:
     return True
 
 
-def unshare_namespaces() -> dict[str, bool]:
+def _hides(mount_point: str, paths: list[str]) -> bool:
+    """Whether a mount on ``mount_point`` would hide any of ``paths`` (resolved)."""
+    prefix = mount_point.rstrip("/") + "/"
+    return any(os.path.realpath(p) == mount_point or os.path.realpath(p).startswith(prefix) for p in paths)
+
+
+def unshare_namespaces(keep_visible: list[str] | None = None) -> dict[str, bool]:
     """Move this process (the warm worker, before it forks any child) into new network, mount and
     IPC namespaces where the kernel allows it -- as root, or through a new user namespace -- and
     mount private, size-limited tmpfs instances on /tmp and /dev/shm in the new mount namespace.
@@ -143,6 +149,8 @@ def unshare_namespaces() -> dict[str, bool]:
     the worker (nothing left on the host's /tmp if it is killed), the host's /tmp, /dev/shm,
     System V IPC objects and network are out of view. Refused (e.g. under Docker's default
     seccomp profile): falls back to what can be had; Landlock and seccomp do not depend on it.
+    No tmpfs is mounted where it would hide one of ``keep_visible`` (the read roots and the
+    snapshot: a checkout or a virtual environment under /tmp must stay importable).
     """
     got = {"netns": False, "mountns": False, "ipcns": False, "private_tmp": False, "userns": False}
     libc = _libc()
@@ -164,6 +172,9 @@ def unshare_namespaces() -> dict[str, bool]:
     if mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
         return got
     flags = MS_NOSUID | MS_NODEV
+    needed = list(keep_visible or [])
+    if _hides("/tmp", needed) or _hides("/dev/shm", needed):
+        return got  # the interpreter, the packages or the snapshot live there: keep the host's
     ok_tmp = mount(b"tmpfs", b"/tmp", b"tmpfs", flags, f"size={PRIVATE_TMP_MB}m,mode=1777".encode()) == 0
     ok_shm = mount(b"tmpfs", b"/dev/shm", b"tmpfs", flags | MS_NOEXEC,
                    f"size={PRIVATE_SHM_MB}m,mode=1777".encode()) == 0

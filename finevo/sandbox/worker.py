@@ -42,7 +42,9 @@ def main() -> int:
     except protocol.ChannelClosed:
         return 0
     try:
-        namespaces = confine.unshare_namespaces() if config.get("unshare_net", True) else {}
+        visible = [*config.get("read_roots", []), *([config["snapshot_dir"]] if config.get("snapshot_dir") else []),
+                   os.getcwd()]
+        namespaces = confine.unshare_namespaces(visible) if config.get("unshare_net", True) else {}
         if namespaces.get("private_tmp"):
             tempfile.tempdir = "/tmp"  # the worker's own private tmpfs
         info = preload(config.get("snapshot_dir"))
