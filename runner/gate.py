@@ -51,6 +51,7 @@ from runner.records import (
     ToolInfo,
 )
 from runner.reports import document, write_all
+from runner.reports.model import ResultsDocument
 from runner.session import Session, SessionFactory, SessionSpec, default_session
 from runner.suite import Suite, load_suite, select
 from runner.verdict import DEFAULT_MIN_PASS_RATE
@@ -583,6 +584,8 @@ class GateOutcome:
     #: ``Type: message`` when the gate itself crashed mid-run (then the reports are partial, exit 3).
     crash: str | None = None
     crash_traceback: str | None = None
+    #: The typed results document (``doc`` is the same as JSON values).
+    results: ResultsDocument | None = None
 
 
 class Gate:
@@ -611,6 +614,7 @@ class Gate:
             "git_sha": git_sha(), "provider": str(info.get("provider") or c.llm), "llm": c.llm,
             "model": info.get("model", c.model), "temperature": info.get("temperature", c.temperature),
             "snapshot_hash": self.p.snapshot_hash, "snapshot_as_of": self.p.snapshot_as_of,
+            "snapshot_synthetic": getattr(self.p.snapshot, "synthetic", None),
             "data_dir": str(c.data_dir), "judge_version": JUDGE_VERSION, "min_pass_rate": self.p.min_pass_rate,
             "baseline": s.baseline.to_dict() if s.baseline else None, "agent_mode": c.agent_mode,
             "max_refinements": info.get("max_refinements", c.max_refinements), "task_timeout_s": c.task_timeout_s,
@@ -674,14 +678,14 @@ class Gate:
                     doc = self._document(config, started_at, t0, tasks_done, sec_done, pay_done, selfcheck,
                                          partial, crash=crash if partial == -1 else None)
                     paths = write_all(doc, p.run_dir)
-                    events.emit("end", finished_at=doc["finished_at"], signal=partial,
-                                exit_code=doc["verdict"]["exit_code"], crash=crash, traceback=crash_tb)
+                    events.emit("end", finished_at=doc.finished_at.isoformat(), signal=partial,
+                                exit_code=doc.verdict.exit_code, crash=crash, traceback=crash_tb)
             finally:
                 runner.close()
         console.summary(doc)
         console.line(f"reports: {p.run_dir}")
-        return GateOutcome(exit_code=doc["verdict"]["exit_code"], doc=doc, paths=paths, run_dir=p.run_dir,
-                           crash=crash, crash_traceback=crash_tb)
+        return GateOutcome(exit_code=doc.verdict.exit_code, doc=doc.to_json_dict(), paths=paths, run_dir=p.run_dir,
+                           crash=crash, crash_traceback=crash_tb, results=doc)
 
     def _selfcheck(self, tasks_done: list[TaskResult], interrupts: Interrupts) -> dict[str, Any]:
         """Run the harness self-check, or say plainly why it did not run."""
@@ -738,7 +742,7 @@ class Gate:
 
     def _document(self, config: dict[str, Any], started_at: str, t0: float, tasks_done: list[TaskResult],
                   sec_done: list[SecurityResult], pay_done: list[PayloadResult],
-                  selfcheck: dict[str, Any] | None, signum: int | None, crash: str | None = None) -> dict[str, Any]:
+                  selfcheck: dict[str, Any] | None, signum: int | None, crash: str | None = None) -> ResultsDocument:
         s = self.p.suite
         if crash:
             reason = "not run: the gate crashed before this task"
@@ -774,7 +778,8 @@ def fill_skipped_payloads(planned: Sequence[Sequence[str]], done: Sequence[Paylo
 
 
 def rebuild_from_events(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The results document of a run from its event log (a killed run: partial, unrun tasks skipped).
+    """The results document of a run from its event log (a killed run: partial, unrun tasks skipped),
+    as JSON values (``document.validate`` gives the typed document).
 
     A run directory reused with ``--reuse-registry`` holds the events of every run in it: only
     those from the last ``start`` on belong to the run being rebuilt.
@@ -807,7 +812,7 @@ def rebuild_from_events(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
         payloads=fill_skipped_payloads(planned.get("payloads", []), pay, reason),
         started_at=start["started_at"], finished_at=(end or events[-1]).get("finished_at", start["started_at"]),
         duration_s=sum(float(r.duration_s) for r in [*tasks, *sec, *pay]), partial_signal=signum,
-        selfcheck=selfcheck, warnings=start.get("warnings", []), crash=crash)
+        selfcheck=selfcheck, warnings=start.get("warnings", []), crash=crash).to_json_dict()
 
 
 def run_gate(config: GateConfig, *, factory: SessionFactory = default_session, console: Console | None = None,

@@ -16,12 +16,14 @@ either; a run that crashed is partial too, with exit 3.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from finevo.tasks import CATEGORIES
 from runner.exitcodes import Exit
-from runner.records import PayloadResult, SecurityResult, TaskResult
+from runner.records import PayloadResult, SecurityResult, TaskResult, VerdictStatus
+from runner.reports.model import Criterion
 
 #: Used when neither ``--min-pass-rate`` nor a baseline gives a threshold.
 DEFAULT_MIN_PASS_RATE = 0.8
@@ -45,7 +47,7 @@ class CategoryStats:
 
 @dataclass
 class Verdict:
-    status: str                      # passed | failed | no_verdict | partial
+    status: VerdictStatus
     exit_code: int
     pass_rate: float
     min_pass_rate: float
@@ -60,18 +62,32 @@ class Verdict:
 
     @property
     def passed(self) -> bool:
-        return self.status == "passed"
+        return self.status == VerdictStatus.PASSED
 
-    def criteria(self) -> list[dict[str, Any]]:
-        """The three gate criteria as rows (criterion, value, required, ok)."""
+    def criteria(self) -> list[Criterion]:
+        """The three gate criteria as rows (criterion, value, required, ok).
+
+        ``ok`` is None ("not assessed") for what the run could not assess: pass rate and
+        regressions of a partial run or of a run whose harness self-check failed (no verdict),
+        and security while a security item is still unrun and none has failed yet. A failure
+        already seen stays a failure: more items can only add to it.
+        """
         sec_bad, sec_err = self.security["unblocked"], len(self.security["error_ids"])
+        no_verdict = self.status in (VerdictStatus.PARTIAL, VerdictStatus.NO_VERDICT)
+        rate_ok: bool | None = self.pass_rate >= self.min_pass_rate
+        if self.status == VerdictStatus.NO_VERDICT or (self.status == VerdictStatus.PARTIAL and self.summary.skipped):
+            rate_ok = None
+        regressions_ok: bool | None = None if no_verdict else not self.regressions
+        security_ok: bool | None = sec_bad == 0 and sec_err == 0
+        if security_ok and self.status == VerdictStatus.PARTIAL and self.security["skipped"]:
+            security_ok = None
         return [
-            {"criterion": "pass rate", "value": f"{self.pass_rate:.1%}",
-             "required": f">= {self.min_pass_rate:.1%}", "ok": self.pass_rate >= self.min_pass_rate},
-            {"criterion": "regressions", "value": str(len(self.regressions)), "required": "0",
-             "ok": not self.regressions},
-            {"criterion": "security", "value": f"{sec_bad} unblocked, {sec_err} not judged (error)",
-             "required": "0 unblocked, 0 errors", "ok": sec_bad == 0 and sec_err == 0},
+            Criterion(criterion="pass rate", value=f"{self.pass_rate:.1%}",
+                      required=f">= {self.min_pass_rate:.1%}", ok=rate_ok),
+            Criterion(criterion="regressions", value="not assessed" if regressions_ok is None
+                      else str(len(self.regressions)), required="0", ok=regressions_ok),
+            Criterion(criterion="security", value=f"{sec_bad} unblocked, {sec_err} not judged (error)",
+                      required="0 unblocked, 0 errors", ok=security_ok),
         ]
 
 
@@ -106,9 +122,9 @@ def compute_verdict(tasks: Sequence[TaskResult], security: Sequence[SecurityResu
         rows = [t for t in tasks if t.category == cat]
         if rows:
             per_category[cat] = _stats(rows).to_dict()
-    sec_rows = [s.state for s in security]
-    pay_rows = [p.state for p in payloads]
-    sec = {
+    sec_rows = [str(s.state) for s in security]
+    pay_rows = [str(p.state) for p in payloads]
+    sec: dict[str, Any] = {
         "total": len(security), "blocked": sec_rows.count("blocked"),
         "errors": sec_rows.count("error") + pay_rows.count("error"),
         "error_ids": [s.task_id for s in security if s.state == "error"]
@@ -141,7 +157,7 @@ def compute_verdict(tasks: Sequence[TaskResult], security: Sequence[SecurityResu
 
     reasons: list[str] = []
     if partial_signal is not None:
-        status = "partial"
+        status = VerdictStatus.PARTIAL
         code = int({2: Exit.SIGINT, 15: Exit.SIGTERM}.get(partial_signal, Exit.NO_VERDICT))
         if crash:
             reasons.append(f"the gate crashed: {crash}: reports are partial, no verdict")
@@ -150,7 +166,7 @@ def compute_verdict(tasks: Sequence[TaskResult], security: Sequence[SecurityResu
             reasons.append(f"run interrupted by {why}: reports are partial, no verdict")
         regressions_out: list[dict[str, Any]] = []
     elif selfcheck_ok is False:
-        status, code = "no_verdict", int(Exit.NO_VERDICT)
+        status, code = VerdictStatus.NO_VERDICT, int(Exit.NO_VERDICT)
         reasons.append(f"harness self-check failed: {selfcheck_reason}")
         regressions_out = []
     else:
@@ -172,7 +188,7 @@ def compute_verdict(tasks: Sequence[TaskResult], security: Sequence[SecurityResu
         for pl in payloads:
             if pl.state == "error":
                 reasons.append(f"security payload {pl.payload_id} could not be judged (error: {_short(pl.reason)})")
-        status = "failed" if reasons else "passed"
+        status = VerdictStatus.FAILED if reasons else VerdictStatus.PASSED
         code = int(Exit.FAILED if reasons else Exit.PASSED)
     return Verdict(status=status, exit_code=code, pass_rate=round(pass_rate, 6), min_pass_rate=min_pass_rate,
                    summary=summary, per_category=per_category, regressions=regressions_out,
