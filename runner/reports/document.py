@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from finevo.errors import InputError
 from runner.records import PayloadResult, SecurityResult, TaskResult
+from runner.reports.escape import log_text
 from runner.reports.model import READABLE_VERSIONS, SCHEMA_VERSION, ResultsDocument, SelfCheck
 from runner.verdict import compute_verdict
 
@@ -32,9 +33,10 @@ _VOLATILE_KEYS = ("started_at", "finished_at", "duration_s", "latency_s", "timin
 
 
 def _first_error(exc: ValidationError) -> str:
+    """The first violation on one line (a forged document's ids and keys are shown, never obeyed)."""
     err = exc.errors(include_url=False)[0]
     where = "/".join(str(p) for p in err["loc"]) or "(root)"
-    return f"at {where}: {err['msg']}"
+    return log_text(f"at {where}: {err['msg']}", 600)
 
 
 def validate(data: Any, *, source: str = "results") -> ResultsDocument:
