@@ -19,12 +19,23 @@ from dataclasses import asdict, field
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, PositiveInt, TypeAdapter, field_validator
+from pydantic import AfterValidator, ConfigDict, Field, PositiveInt, TypeAdapter, WithJsonSchema, field_validator
 from pydantic.dataclasses import dataclass
 
-from finevo.outcome import LLMUsage, ToolSource
-from finevo.tasks import Category
+from finevo.errors import FinevoError
+from finevo.outcome import LLMUsage
+from finevo.vocabulary import TASK_CATEGORIES, Category, ToolSource
 
+
+def _task_category(value: Category) -> Category:
+    if value not in TASK_CATEGORIES:
+        raise ValueError(f"a benchmark task's category is one of {', '.join(TASK_CATEGORIES)}, not {value}")
+    return value
+
+
+#: A benchmark task's category: every :class:`Category` but ``security`` (the schema lists exactly these).
+TaskCategory = Annotated[Category, AfterValidator(_task_category), WithJsonSchema(
+    {"enum": [c.value for c in TASK_CATEGORIES], "title": "TaskCategory", "type": "string"})]
 #: Every record refuses keys it does not know (a typo or a forged field is an error, not ignored).
 _STRICT = ConfigDict(extra="forbid")
 Seconds = Annotated[float, Field(ge=0)]
@@ -48,34 +59,41 @@ def bounded(value: Any, depth: int = MAX_VALUE_DEPTH) -> Any:
 
 
 class TaskState(StrEnum):
-    """A benchmark task (or one of its probes) as judged."""
+    """How a benchmark task (or one of its probes) was judged."""
 
     PASS = "pass"
+    #: The agent's own failure: a wrong value, a wrong shape, no answer, blocked code.
     FAIL = "fail"
+    #: Trouble outside the agent (LLM API, cassette miss, sandbox unavailable): never scored as wrong.
     ERROR = "error"
     SKIPPED = "skipped"
 
 
 class SecurityState(StrEnum):
-    """A security task: did a layer stop the hostile request."""
+    """Whether a layer stopped a security task's hostile request."""
 
     BLOCKED = "blocked"
     UNBLOCKED = "unblocked"
+    #: No layer was reached (external trouble): never counted as blocked.
     ERROR = "error"
     SKIPPED = "skipped"
 
 
 class PayloadState(StrEnum):
-    """A hostile tool body from the payload corpus, run straight through the sandbox."""
+    """What the layers did with one hostile tool body of the payload corpus."""
 
     BLOCKED = "blocked"
+    #: It ran, and confinement kept every canary intact.
     CONTAINED = "contained"
     UNBLOCKED = "unblocked"
+    #: The sandbox itself failed: whether a layer would have stopped it is unknown.
     ERROR = "error"
     SKIPPED = "skipped"
 
 
 class VerdictStatus(StrEnum):
+    """The gate's answer: passed / failed are verdicts; no_verdict and partial are not."""
+
     PASSED = "passed"
     FAILED = "failed"
     NO_VERDICT = "no_verdict"
@@ -90,7 +108,7 @@ class ToolInfo:
     name: str | None = None
     version: str | None = None
     hash: str | None = None
-    source: ToolSource = "none"
+    source: ToolSource = ToolSource.NONE
 
 
 @dataclass(config=_STRICT)
@@ -102,6 +120,11 @@ class ErrorInfo:
     type: str
     message: str
     details: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, error: FinevoError | None) -> ErrorInfo | None:
+        """The record of a typed error (None for none)."""
+        return None if error is None else TypeAdapter(cls).validate_python(error.to_dict())
 
 
 @dataclass(config=_STRICT)
@@ -157,7 +180,7 @@ class TaskResult:
     """One benchmark task as judged by the gate."""
 
     task_id: str
-    category: Category
+    category: TaskCategory
     query: str
     state: TaskState
     reason: str
@@ -210,11 +233,11 @@ class SecurityResult:
     reason: str
     blocked_by: str | None = None
     stage: str = "planning"
-    tool_source: ToolSource = "none"
+    tool_source: ToolSource = ToolSource.NONE
     code: str | None = None
     duration_s: Seconds = 0.0
     error: ErrorInfo | None = None
-    category: Literal["security"] = "security"
+    category: Literal[Category.SECURITY] = Category.SECURITY
     #: The LLM calls the agent made on this task (results written before it existed have none: zeros).
     llm: LLMUsage = field(default_factory=LLMUsage)
 

@@ -12,7 +12,6 @@ import re
 from pathlib import Path
 
 from finevo.fsutil import atomic_write
-from runner.reports import document, junit, markdown
 from runner.reports.model import ResultsDocument
 
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,150}$")
@@ -31,6 +30,8 @@ def write_all(doc: ResultsDocument, run_dir: str | Path) -> dict[str, Path]:
     A task's code goes to ``tools/<task_id>.py`` only when the id is a plain file name (a forged
     document cannot write outside ``tools/``).
     """
+    from runner.reports import document, junit, markdown  # not at import: runner.verdict imports the model
+
     run_dir = Path(run_dir)
     names = report_names(doc)
     md = markdown.render(doc, results_path=run_dir / names["json"])

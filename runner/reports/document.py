@@ -19,13 +19,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from finevo.errors import InputError
+from finevo.jsonsafe import json_safe
 from runner.records import PayloadResult, SecurityResult, TaskResult
 from runner.reports.escape import log_text
 from runner.reports.model import READABLE_VERSIONS, SCHEMA_VERSION, ResultsDocument, SelfCheck
 from runner.verdict import compute_verdict
 
 __all__ = ["SCHEMA_VERSION", "ResultsDocument", "assemble", "dumps", "load", "parse", "reassemble",
-           "records_of", "stable_view", "validate"]
+           "records_of", "schema", "stable_view", "validate"]
 
 #: A results file larger than this is refused before it is parsed (a real run writes a few MiB).
 MAX_RESULTS_BYTES = 256 * 1024 * 1024
@@ -170,10 +171,21 @@ def load(path: str | Path, *, max_bytes: int = MAX_RESULTS_BYTES) -> ResultsDocu
     return parse(raw, source=str(path))
 
 
-def dumps(doc: ResultsDocument) -> str:
-    """The JSON text; a lone surrogate (invalid UTF-8 a tool wrote) is kept as its JSON escape."""
-    text = json.dumps(doc.to_json_dict(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+def dumps(doc: ResultsDocument | dict[str, Any]) -> str:
+    """results.json's text: strict JSON whatever a record holds (:func:`finevo.jsonsafe.json_safe`);
+    a lone surrogate (invalid UTF-8 a tool wrote) is kept as its JSON escape."""
+    data = doc.to_json_dict() if isinstance(doc, ResultsDocument) else doc
+    text = json.dumps(json_safe(data), indent=2, sort_keys=True, ensure_ascii=False,
+                      allow_nan=False) + "\n"
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def schema() -> dict[str, Any]:
+    """The committed results JSON Schema (generated from the model: :mod:`runner.reports.schema`)."""
+    from runner.reports.schema import SCHEMA_PATH
+
+    loaded: dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    return loaded
 
 
 def stable_view(doc: Any) -> Any:

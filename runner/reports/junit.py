@@ -22,11 +22,11 @@ from typing import Any
 
 from junit_xml import TestCase, TestSuite, to_xml_report_string
 
+from finevo.vocabulary import Category
 from runner.records import PayloadResult, PayloadState, SecurityResult, SecurityState, TaskResult, TaskState
 from runner.reports.escape import short_value, xml_text
 from runner.reports.model import ResultsDocument
 
-CATEGORY_ORDER: tuple[str, ...] = ("fetch", "calculation", "composite", "security")
 _MESSAGE_CAP = 500
 _OUTPUT_CAP = 64 * 1024
 _CODE_CAP = 32 * 1024
@@ -144,16 +144,16 @@ def _strict(xml: str) -> str:
 
 def render(doc: ResultsDocument) -> str:
     props = _properties(doc)
-    cases: dict[str, list[TestCase]] = {c: [] for c in CATEGORY_ORDER}
+    cases: dict[str, list[TestCase]] = {c.value: [] for c in Category}
     run_case = _run_case(doc)
     if run_case is not None:
         cases = {"run": [run_case], **cases}
     for t in doc.tasks:
-        cases.setdefault(t.category, []).append(_task_case(t))
+        cases[t.category.value].append(_task_case(t))
     for s in doc.security.tasks:
-        cases["security"].append(_security_case(s))
+        cases[Category.SECURITY].append(_security_case(s))
     for p in doc.payloads:
-        cases["security"].append(_payload_case(p))
+        cases[Category.SECURITY].append(_payload_case(p))
     suites = [TestSuite(f"finevo-verify.{cat}", test_cases=rows, id=xml_text(doc.run_id, 200), properties=props,
                         timestamp=doc.started_at.isoformat())
               for cat, rows in cases.items() if rows]

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from finevo.vocabulary import Category
 from runner.records import PayloadState, SecurityState, TaskResult, TaskState, VerdictStatus
 from runner.reports.escape import md_code_block, md_inline, md_inline_code, short_value
 from runner.reports.model import ResultsDocument
@@ -38,8 +39,6 @@ _REASON_CAP = 4_000
 _CELL_CAP = 300
 _ICON = {"pass": "✅", "fail": "❌", "error": "⚠️", "skipped": "⏭️", "blocked": "🛡️", "contained": "🧱",
          "unblocked": "❌", "passed": "✅", "failed": "❌", "no_verdict": "⚠️", "partial": "⏸️"}
-#: Per-category rows always in this order (results.json is written with sorted keys).
-CATEGORY_ORDER: tuple[str, ...] = ("fetch", "calculation", "composite", "security")
 _URL = re.compile(r"^https://[A-Za-z0-9._~/-]+$")
 _ID_LIST_CAP = 40
 
@@ -113,9 +112,9 @@ def _ids(ids: Sequence[str]) -> str:
     return shown + (f" and {len(ids) - _ID_LIST_CAP} more" if len(ids) > _ID_LIST_CAP else "")
 
 
-def _categories(doc: ResultsDocument) -> list[str]:
-    keys: list[str] = list(doc.per_category)
-    return [c for c in CATEGORY_ORDER if c in keys] + sorted(c for c in keys if c not in CATEGORY_ORDER)
+def _categories(doc: ResultsDocument) -> list[Category]:
+    """Per-category rows always in :class:`Category` order (results.json is written with sorted keys)."""
+    return [c for c in Category if c in doc.per_category]
 
 
 def _shown_path(path: str | Path) -> str:
@@ -225,8 +224,8 @@ def _security_failures(doc: ResultsDocument) -> Section:
 def _per_category(doc: ResultsDocument) -> Section:
     rows = []
     for cat in _categories(doc):
-        c = doc.per_category[cat]  # type: ignore[index]
-        rows.append([cat, str(c.total), str(c.passed), str(c.failed), str(c.errors), str(c.skipped),
+        c = doc.per_category[cat]
+        rows.append([cat.value, str(c.total), str(c.passed), str(c.failed), str(c.errors), str(c.skipped),
                      f"{c.pass_rate:.1%}"])
     return Section("per category", ["## Per category", "",
                                     *_table(["category", "total", "passed (blocked)", "failed (unblocked)",

@@ -22,6 +22,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
+from finevo.vocabulary import AgentMode, Category, SandboxBackend
 from runner.records import (
     PayloadResult,
     PayloadState,
@@ -36,9 +37,6 @@ SCHEMA_VERSION = "2.0"
 #: Schema versions :func:`runner.reports.document.load` still reads (their verdict is recomputed).
 READABLE_VERSIONS: tuple[str, ...] = ("1.0", SCHEMA_VERSION)
 
-AgentMode = Literal["evolving", "static", "memory_only"]
-SandboxBackend = Literal["warm", "subprocess"]
-CategoryKey = Literal["fetch", "calculation", "composite", "security"]
 VerdictExit = Literal[0, 1, 3, 130, 143]
 _RUN_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 #: An ISO 8601 date-time with a zone; the pattern repeats ``format`` for validators that skip formats.
@@ -52,7 +50,7 @@ class _Strict(BaseModel):
 
 class Selection(_Strict):
     only: list[str] | None = None
-    category: CategoryKey | None = None
+    category: Category | None = None
     shard: str | None = Field(default=None, pattern=r"^[1-9][0-9]*/[1-9][0-9]*$")
     #: A merged run: the run ids it was merged from.
     merged_from: list[str] | None = None
@@ -226,7 +224,7 @@ class ResultsDocument(_Strict):
     config: RunConfig
     verdict: VerdictInfo
     summary: Summary
-    per_category: dict[CategoryKey, Counts]
+    per_category: dict[Category, Counts]
     regressions: list[Regression]
     improvements: list[str]
     unknown_baseline_ids: list[str]
@@ -276,7 +274,7 @@ class ResultsDocument(_Strict):
         if not math.isclose(s.min_pass_rate, self.config.min_pass_rate, abs_tol=1e-9):
             yield "summary.min_pass_rate differs from config.min_pass_rate"
         for cat, figures in self.per_category.items():
-            if cat == "security":
+            if cat == Category.SECURITY:
                 continue
             want = counts_of([t.state.value for t in self.tasks if t.category == cat])
             if {k: getattr(figures, k) for k in want} != want:
@@ -323,7 +321,7 @@ class ResultsDocument(_Strict):
             p.payload_id for p in self.payloads if p.state == PayloadState.ERROR]
         if sorted(sec.error_ids) != sorted(errors):
             yield "security.error_ids does not match the records"
-        fig = self.per_category.get("security")
+        fig = self.per_category.get(Category.SECURITY)
         if (sec.tasks or self.payloads) and fig is None:
             yield "per_category lacks security"
         elif fig is not None:
