@@ -14,7 +14,7 @@ import sys
 from typing import TextIO
 
 from runner.reports.escape import log_text, stop_commands
-from runner.reports.model import ResultsDocument
+from runner.reports.model import DocumentLike, ResultsDocument
 
 _COLOURS = {"pass": "32", "blocked": "32", "contained": "32", "passed": "32", "fail": "31", "unblocked": "31",
             "failed": "31", "error": "33", "no_verdict": "33", "skipped": "90", "partial": "33"}
@@ -59,12 +59,13 @@ class Console:
         extra = f" ({log_text(detail, 200)})" if detail else ""
         self.line(f"{self.paint(state.upper(), state)} {seconds:.2f}s{extra}")
 
-    def summary(self, doc: ResultsDocument) -> None:
+    def summary(self, doc: DocumentLike) -> None:
         """The final summary; printed with ``--quiet`` too (quiet drops only the progress lines).
 
         In GitHub Actions (``GITHUB_ACTIONS=true``) the summary is also fenced with
         ``::stop-commands::`` and a random token: no text in it can act as a workflow command.
         """
+        doc = ResultsDocument.of(doc)
         quiet, self.quiet = self.quiet, False
         try:
             lines = self._summary(doc)

@@ -33,6 +33,7 @@ from runner.prepare import GateConfig, Prepared, git_sha, prepare, remove_if_emp
 from runner.records import PayloadResult, SecurityResult, TaskResult
 from runner.replay import fill_skipped, fill_skipped_payloads, fill_skipped_security
 from runner.reports import document, write_all
+from runner.reports.escape import log_text
 from runner.reports.model import ResultsDocument
 from runner.selfcheck import run_selfcheck
 from runner.session import SessionFactory, SessionSpec, default_session
@@ -140,7 +141,7 @@ class Gate:
                     except Exception as exc:  # the gate's own bug or trouble: keep what ran, no verdict
                         crash, crash_tb = f"{type(exc).__name__}: {exc}", traceback.format_exc()
                         console.line()
-                        console.line(console.paint(f"CRASHED: {crash}", "error"))
+                        console.line(console.paint(f"CRASHED: {log_text(crash)}", "error"))
                     signum = interrupts.signum
                     partial = signum if signum is not None else (-1 if crash else None)
                     doc = self._document(config, started_at, t0, tasks_done, sec_done, pay_done, selfcheck,

@@ -125,8 +125,9 @@ def cmd_run(args: argparse.Namespace, factory: Any = None) -> int:
     github.publish(results, markdown.render(results, results_path=outcome.paths["json"]), sys.stdout)
     if outcome.crash:
         from runner.cli import debug_enabled
+        from runner.reports.escape import log_text
 
-        print(f"finevo-verify: internal error: {outcome.crash} (partial reports in {outcome.run_dir}; "
+        print(f"finevo-verify: internal error: {log_text(outcome.crash)} (partial reports in {outcome.run_dir}; "
               "set FINEVO_DEBUG=1 for the traceback)", file=sys.stderr)
         if debug_enabled() and outcome.crash_traceback:
             sys.stderr.write(outcome.crash_traceback)

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 from finevo.fsutil import atomic_write
-from runner.reports.model import ResultsDocument
+from runner.reports.model import DocumentLike, ResultsDocument
 
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,150}$")
 
@@ -24,12 +24,13 @@ def report_names(doc: ResultsDocument) -> dict[str, str]:
     return {"json": "results.json", "junit": "junit.xml", "markdown": "summary.md"}
 
 
-def write_all(doc: ResultsDocument, run_dir: str | Path) -> dict[str, Path]:
+def write_all(doc: DocumentLike, run_dir: str | Path) -> dict[str, Path]:
     """Write every report of the (validated) ``doc`` into ``run_dir``; returns kind -> path.
 
     A task's code goes to ``tools/<task_id>.py`` only when the id is a plain file name (a forged
     document cannot write outside ``tools/``).
     """
+    doc = ResultsDocument.of(doc)
     from runner.reports import document, junit, markdown  # not at import: runner.verdict imports the model
 
     run_dir = Path(run_dir)

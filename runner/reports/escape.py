@@ -42,6 +42,8 @@ _LINE_BREAKS = re.compile("\r\n|[\r\n\u0085\u2028\u2029]")
 #: as markup: written as numeric references, which CommonMark shows as literal text.
 _MD_SPECIAL = frozenset("\\`*_[]<>&|!~#:$\"")
 _WWW = re.compile("(w)(ww)\\.", re.IGNORECASE)
+#: ``GH-123`` is an issue reference on GitHub as surely as ``#123``.
+_GH_REF = re.compile(r"\b(gh-)(?=[0-9])", re.IGNORECASE)
 
 
 def clean(text: Any, *, keep_newlines: bool = True) -> str:
@@ -128,7 +130,8 @@ def md_inline(text: Any, limit: int = 300) -> str:
             out.append(ch)
     # An issue reference is "#123" after decoding: keep "#" and what follows apart; "www." starts
     # an autolink as surely as "https://" does.
-    return _WWW.sub(r"\1\2&#46;", "".join(out).replace("&#35;", "&#35;" + WORD_JOINER))
+    text = _WWW.sub(r"\1\2&#46;", "".join(out).replace("&#35;", "&#35;" + WORD_JOINER))
+    return _GH_REF.sub(r"\1" + WORD_JOINER, text)
 
 
 def md_code_block(text: Any, limit: int = 12_000, lang: str = "") -> list[str]:

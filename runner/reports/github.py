@@ -13,13 +13,14 @@ from pathlib import Path
 from typing import TextIO
 
 from runner.reports.escape import command_data, command_property
-from runner.reports.model import ResultsDocument
+from runner.reports.model import DocumentLike, ResultsDocument
 
 #: At most this many regression annotations (GitHub shows 10 per step anyway); the rest are counted.
 MAX_ANNOTATIONS = 50
 
 
-def outputs(doc: ResultsDocument) -> dict[str, str]:
+def outputs(doc: DocumentLike) -> dict[str, str]:
+    doc = ResultsDocument.of(doc)
     s, sec = doc.summary, doc.security
     return {"verdict": doc.verdict.status.value, "exit_code": str(doc.verdict.exit_code),
             "pass_rate": f"{s.pass_rate:.4f}", "min_pass_rate": f"{s.min_pass_rate:.4f}",
@@ -30,8 +31,9 @@ def outputs(doc: ResultsDocument) -> dict[str, str]:
             "evaluates_agent": str(doc.evaluates_agent).lower()}
 
 
-def annotation_lines(doc: ResultsDocument) -> list[str]:
+def annotation_lines(doc: DocumentLike) -> list[str]:
     """The gate's ``::error::`` lines: one per regression (capped), each one line whatever the text."""
+    doc = ResultsDocument.of(doc)
     lines = []
     for r in doc.regressions[:MAX_ANNOTATIONS]:
         title = command_property(f"finevo-verify regression: {r.task_id}")
@@ -45,8 +47,9 @@ def annotation_lines(doc: ResultsDocument) -> list[str]:
     return lines
 
 
-def publish(doc: ResultsDocument, markdown: str, stream: TextIO, env: dict[str, str] | None = None) -> None:
+def publish(doc: DocumentLike, markdown: str, stream: TextIO, env: dict[str, str] | None = None) -> None:
     """Append to ``$GITHUB_STEP_SUMMARY`` / ``$GITHUB_OUTPUT`` when set; annotate regressions on ``stream``."""
+    doc = ResultsDocument.of(doc)
     env = dict(os.environ) if env is None else env
     summary_path = env.get("GITHUB_STEP_SUMMARY")
     if summary_path:

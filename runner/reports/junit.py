@@ -25,7 +25,7 @@ from junit_xml import TestCase, TestSuite, to_xml_report_string
 from finevo.vocabulary import Category
 from runner.records import PayloadResult, PayloadState, SecurityResult, SecurityState, TaskResult, TaskState
 from runner.reports.escape import short_value, xml_text
-from runner.reports.model import ResultsDocument
+from runner.reports.model import DocumentLike, ResultsDocument
 
 _MESSAGE_CAP = 500
 _OUTPUT_CAP = 64 * 1024
@@ -142,7 +142,8 @@ def _strict(xml: str) -> str:
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-def render(doc: ResultsDocument) -> str:
+def render(doc: DocumentLike) -> str:
+    doc = ResultsDocument.of(doc)
     props = _properties(doc)
     cases: dict[str, list[TestCase]] = {c.value: [] for c in Category}
     run_case = _run_case(doc)

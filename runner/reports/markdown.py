@@ -26,7 +26,7 @@ from pathlib import Path
 from finevo.vocabulary import Category
 from runner.records import PayloadState, SecurityState, TaskResult, TaskState, VerdictStatus
 from runner.reports.escape import md_code_block, md_inline, md_inline_code, short_value
-from runner.reports.model import ResultsDocument
+from runner.reports.model import DocumentLike, ResultsDocument
 
 #: GitHub refuses job summaries over 1 MiB; the workflow adds a few lines of its own.
 SUMMARY_MAX_BYTES = 1024 * 1024 - 16 * 1024
@@ -370,9 +370,10 @@ def _grouped_names(names: list[str]) -> list[str]:
     return rest + ([f"{len(details)} task detail(s)"] if details else [])
 
 
-def render(doc: ResultsDocument, results_path: str | Path | None = None, *,
+def render(doc: DocumentLike, results_path: str | Path | None = None, *,
            max_bytes: int = SUMMARY_MAX_BYTES) -> str:
     """``summary.md``: within ``max_bytes``, its closing line always there."""
+    doc = ResultsDocument.of(doc)
     where = md_inline_code(_shown_path(results_path), 300) if results_path is not None else "results.json"
     closing = (f"---\n_End of the finevo-verify summary.{{left_out}} Full reports: {where}, junit.xml and "
                "events.jsonl in the run directory (in CI: the `finevo-verify-reports` artifact)._")
@@ -383,9 +384,10 @@ def _render(doc: ResultsDocument, head: list[str], parts: list[Section], closing
     return build(head, parts, closing, limit)
 
 
-def render_comment(doc: ResultsDocument, *, run_url: str | None = None, head_repo: str | None = None,
+def render_comment(doc: DocumentLike, *, run_url: str | None = None, head_repo: str | None = None,
                    base_repo: str | None = None, max_chars: int = COMMENT_MAX_CHARS) -> str:
     """The sticky PR comment: the same sections under a tighter budget, the fork named plainly."""
+    doc = ResultsDocument.of(doc)
     head = _head(doc)
     if head_repo and base_repo and head_repo != base_repo:
         head[1:1] = ["", f"> [!WARNING]\n> **This run came from a fork** (`{md_inline(head_repo, 140)}`): the "

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Mapping
 from datetime import date
 from typing import Annotated, Any, Literal
 
@@ -332,6 +333,12 @@ class ResultsDocument(_Strict):
                 yield "per_category.security does not match the security records"
 
     # ------------------------------------------------------------------ reading helpers
+    @classmethod
+    def of(cls, doc: ResultsDocument | Mapping[str, Any]) -> ResultsDocument:
+        """``doc`` itself, or the validated document of its JSON values (a writer given a plain
+        mapping validates it first: it never renders what the model would refuse)."""
+        return doc if isinstance(doc, cls) else cls.model_validate(doc)
+
     @property
     def evaluates_agent(self) -> bool:
         return self.config.evaluates_agent
@@ -355,3 +362,7 @@ class ResultsDocument(_Strict):
 
     def __contains__(self, key: object) -> bool:
         return key in type(self).model_fields
+
+
+#: What a writer accepts: the typed document, or its JSON values (validated on the way in).
+DocumentLike = ResultsDocument | Mapping[str, Any]

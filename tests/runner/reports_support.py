@@ -165,4 +165,4 @@ def tags(markdown: str) -> Tags:
 
 
 MENTION = re.compile(r"(?<![\w/])@[A-Za-z0-9]")
-ISSUE_REF = re.compile(r"(?<![\w&])#[0-9]")
+ISSUE_REF = re.compile(r"(?<![\w&])#[0-9]|\bGH-[0-9]", re.IGNORECASE)

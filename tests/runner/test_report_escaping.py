@@ -213,3 +213,14 @@ def test_short_value_never_recurses_deeply() -> None:
 
 def test_hostile_text_is_not_lost_from_the_results_document(doc) -> None:
     assert hostile_text() in doc.tasks[0].code
+
+
+def test_writers_given_plain_json_values_validate_them_first(doc) -> None:
+    from pydantic import ValidationError
+
+    data = doc.to_json_dict()
+    assert markdown.render(data) == markdown.render(doc) and junit.render(data) == junit.render(doc)
+    data["summary"]["passed"] = 10**6
+    for writer in (markdown.render, junit.render, github.outputs):
+        with pytest.raises(ValidationError):
+            writer(data)
