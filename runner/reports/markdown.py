@@ -61,21 +61,25 @@ def build(head: list[str], sections: Sequence[Section], closing: str, limit: int
 
     ``closing`` may hold ``{left_out}``: replaced by what was left out or collapsed ("" when all fit).
     """
-    out = "\n".join(head).rstrip("\n") + "\n\n"
-    reserve = _size(closing) + 400  # room for the names of what was left out
+    parts = ["\n".join(head).rstrip("\n") + "\n\n"]
+    used = _size(parts[0]) + _size(closing) + 400  # and room for the names of what was left out
     left_out: list[str] = []
     collapsed: list[str] = []
     for section in sections:
         full = "\n".join(section.lines).rstrip("\n") + "\n\n"
-        if _size(out) + _size(full) + reserve <= limit:
-            out += full
+        size = _size(full)
+        if used + size <= limit:
+            parts.append(full)
+            used += size
             continue
         short = "\n".join(section.collapsed).rstrip("\n") + "\n\n" if section.collapsed else ""
-        if short and _size(out) + _size(short) + reserve <= limit:
-            out += short
+        if short and used + _size(short) <= limit:
+            parts.append(short)
+            used += _size(short)
             collapsed.append(section.name)
         else:
             left_out.append(section.name)
+    out = "".join(parts)
     note = ""
     if collapsed:
         note += f" Shortened to fit: {_names(_grouped_names(collapsed))}."
@@ -200,6 +204,8 @@ def _regressions(doc: ResultsDocument) -> Section:
 
 def _security_line(doc: ResultsDocument) -> str:
     sec = doc.security
+    if not sec.total and not sec.payloads_total:
+        return "No security task or payload in this run."
     unblocked = f": {_ids(sec.unblocked_ids)}" if sec.unblocked_ids else ""
     errors = f": {_ids(sec.error_ids)}" if sec.error_ids else ""
     return (f"{sec.blocked}/{sec.total} security tasks blocked; {sec.payloads_blocked} payloads blocked and "
