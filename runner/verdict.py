@@ -33,6 +33,8 @@ from runner.records import (
 )
 from runner.reports.model import Criterion
 
+__all__ = ["DEFAULT_MIN_PASS_RATE", "CategoryStats", "Verdict", "VerdictStatus", "compute_verdict"]
+
 #: Used when neither ``--min-pass-rate`` nor a baseline gives a threshold.
 DEFAULT_MIN_PASS_RATE = 0.8
 
@@ -70,7 +72,7 @@ class Verdict:
 
     @property
     def passed(self) -> bool:
-        return self.status == VerdictStatus.PASSED
+        return self.status is VerdictStatus.PASSED
 
     def criteria(self) -> list[Criterion]:
         """The three gate criteria as rows (criterion, value, required, ok).

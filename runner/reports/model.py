@@ -70,7 +70,7 @@ class WorldsConfig(_Strict):
     """How many worlds (changed market data) each value is judged in, and their seed."""
 
     count: int = Field(ge=0)
-    seed: int
+    seed: int | None
 
 
 class RunConfig(_Strict):

@@ -8,7 +8,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
-from runner.records import PayloadResult, ProbeResult, SecurityResult, TaskResult, ToolInfo
+from runner.records import PayloadResult, ProbeResult, SecurityResult, TaskResult, ToolInfo, WorldResult
 from runner.reports import document
 from runner.reports.model import ResultsDocument
 
@@ -81,7 +81,9 @@ def hostile_doc(*, regressions: bool = True, **kwargs: Any) -> ResultsDocument:
             error={"kind": "agent", "code": name, "type": "ToolError", "message": value},
             stdout=value, stderr=value,
             probes=[ProbeResult(index=1, args={"symbol": value}, state="fail", reason=value,
-                                expected={"c": value}, actual=value)]))
+                                expected={"c": value}, actual=value)],
+            worlds=[WorldResult(world=value, kind=value, as_of=value, state="fail", reason=value,
+                                perturbation=value)]))
     tasks.append(TaskResult(task_id="calc_900", category="calculation", query=HUGE, state="error", reason=HUGE,
                             actual=nested(300), code=HUGE, stdout=HUGE))
     tasks.append(TaskResult(task_id="fetch_001", category="fetch", query="q", state="pass", reason="ok",

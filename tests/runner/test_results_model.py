@@ -116,10 +116,12 @@ def test_optional_fields_from_other_parts_of_the_gate_are_accepted() -> None:
     doc["containment_selftest"] = {"enabled": True, "ok": False, "duration_s": 0.4, "reason": "1 escaped",
                                    "probes": [{"name": "write_home", "contained": False, "layer": None,
                                                "detail": "wrote ~/x"}]}
-    doc["tasks"][0]["worlds"] = [{"world": 1, "state": "pass", "expected": 1.0, "actual": 1.0}]
+    doc["tasks"][0]["worlds"] = [{"world": "seed-7", "kind": "seed", "as_of": "2024-12-31", "state": "pass",
+                                  "reason": "every value matched", "checks": 3, "duration_s": 0.2}]
     parsed = document.validate(doc)
     assert parsed.config.worlds is not None and parsed.config.worlds.count == 3
     assert parsed.containment_selftest is not None and parsed.containment_selftest.ok is False
+    assert parsed.tasks[0].worlds[0].state == "pass" and parsed.tasks[0].worlds[0].checks == 3
     doc["config"]["isolation"] = "strong"
     with pytest.raises(InputError, match="config/isolation"):
         document.validate(doc)
