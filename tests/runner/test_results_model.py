@@ -162,3 +162,17 @@ def test_a_deeply_nested_tool_value_is_bounded_not_fatal(tmp_path: Path) -> None
     path.write_text(document.dumps(doc))
     assert "nested deeper than" in path.read_text()
     assert document.load(path) == doc
+
+
+def test_the_json_view_reads_copies_and_writes_through_validation() -> None:
+    doc = document.validate(_doc())
+    assert doc["verdict"]["status"] == "failed" and doc.get("nope", 1) == 1 and "tasks" in doc
+    selftest = {"enabled": True, "ok": True, "duration_s": 0.3, "reason": "every probe contained",
+                "probes": [{"name": "read_canary", "contained": True, "layer": "landlock", "detail": "EACCES"}]}
+    doc["containment_selftest"] = selftest
+    assert doc.containment_selftest is not None and doc.containment_selftest.probes[0].layer == "landlock"
+    with pytest.raises(ValueError):
+        doc["summary"] = {**doc["summary"], "passed": 99}
+    assert doc.summary.passed == 1  # unchanged
+    with pytest.raises(KeyError):
+        doc["surprise"] = 1
