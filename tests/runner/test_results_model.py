@@ -176,3 +176,18 @@ def test_the_json_view_reads_copies_and_writes_through_validation() -> None:
     assert doc.summary.passed == 1  # unchanged
     with pytest.raises(KeyError):
         doc["surprise"] = 1
+
+
+def test_a_merge_keeps_the_worst_containment_self_test() -> None:
+    from runner.cli.results import merge_documents
+
+    def proof(ok: bool | None) -> dict[str, Any]:
+        return {"enabled": True, "ok": ok, "duration_s": 0.1, "reason": f"ok={ok}", "probes": []}
+
+    first = make_doc([TaskResult("calc_001", "calculation", "q", "pass", "ok")], run_id="a",
+                     containment_selftest=proof(True))
+    second = make_doc([TaskResult("calc_002", "calculation", "q", "pass", "ok")], run_id="b",
+                      containment_selftest=proof(False))
+    merged = merge_documents([first, second])
+    assert merged.containment_selftest is not None and merged.containment_selftest.ok is False
+    assert [t.task_id for t in merged.tasks] == ["calc_001", "calc_002"]
