@@ -54,6 +54,9 @@ HOSTILE: dict[str, str] = {
     "backticks": "```\n</details>\n```` ` ``",
     "markdown": "# heading\n---\n> quote\n- list\n1. item\n*em* _em_ **b** ~~s~~ $x$ [^1]\n\n| t |\n|---|",
     "entities": "&amp; &lt;b&gt; &#60;script&#62; %0A %25",
+    "list_item": "- a list item",
+    "ordered": "1. an ordered item",
+    "indented": "    + indented code or a list",
 }
 HUGE = "<b>x</b>|" * 120_000  # a ~1 MB line
 

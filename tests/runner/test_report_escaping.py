@@ -224,3 +224,13 @@ def test_writers_given_plain_json_values_validate_them_first(doc) -> None:
     for writer in (markdown.render, junit.render, github.outputs):
         with pytest.raises(ValidationError):
             writer(data)
+
+
+def test_forged_verdict_reasons_and_warnings_cannot_open_blocks(doc, twin) -> None:
+    forged, plain = doc.to_json_dict(), twin.to_json_dict()
+    forged["verdict"]["reasons"] = forged["verdict"]["warnings"] = list(HOSTILE.values())
+    plain["verdict"]["reasons"] = plain["verdict"]["warnings"] = ["word"] * len(HOSTILE)
+    hostile, benign = document.validate(forged), document.validate(plain)
+    got, want = tags(markdown.render(hostile)), tags(markdown.render(benign))
+    for tag in (*STRUCTURE, "ol", "p", "code", "h3"):
+        assert got.counts.get(tag, 0) == want.counts.get(tag, 0), tag
