@@ -203,6 +203,8 @@ class TaskResult:
     #: The worlds (changed market data) the value was judged in, one mapping each, as the judge
     #: writes them; None when the run judged in the recorded world only.
     worlds: list[dict[str, Any]] | None = None
+    #: Which repeat of the suite this trial belongs to (1..K with ``--repeats K``).
+    repeat: PositiveInt = 1
 
     @field_validator("expected", "actual", "worlds", "attempts", mode="before")
     @classmethod
@@ -217,9 +219,10 @@ class TaskResult:
         return TypeAdapter(cls).validate_python(data)
 
     @classmethod
-    def skipped(cls, task_id: str, category: str, query: str, reason: str = "not run") -> TaskResult:
+    def skipped(cls, task_id: str, category: str, query: str, reason: str = "not run", repeat: int = 1) -> TaskResult:
         return TypeAdapter(cls).validate_python(
-            {"task_id": task_id, "category": category, "query": query, "state": "skipped", "reason": reason})
+            {"task_id": task_id, "category": category, "query": query, "state": "skipped", "reason": reason,
+             "repeat": repeat})
 
 
 @dataclass(config=_STRICT)

@@ -50,6 +50,13 @@ def refusal(doc: ResultsDocument) -> str | None:
 
 
 def updated_baseline(old: dict[str, Any], doc: ResultsDocument) -> dict[str, Any]:
+    """The version 2 baseline: the run's per-task passes and trials replace the old entries."""
+    from runner.baseline_v2 import updated_baseline_v2
+
+    return updated_baseline_v2(old, doc)
+
+
+def updated_baseline_v1(old: dict[str, Any], doc: ResultsDocument) -> dict[str, Any]:
     ran = {t.task_id: t.state for t in doc.tasks if t.state != TaskState.SKIPPED}
     keep = [t for t in old.get("passing_tasks", []) if t not in ran]
     order = [t.task_id for t in doc.tasks]
@@ -73,11 +80,14 @@ def cmd_update(args: argparse.Namespace) -> int:
     load_baseline(args.baseline)  # the old file must be valid too
     old = json.loads(Path(args.baseline).read_text(encoding="utf-8"))
     new = updated_baseline(old, doc)
-    if not new["passing_tasks"]:
+    from runner.baseline_v2 import passing_of
+
+    if not passing_of(new):
         raise InputError(f"{args.results}: no task passes: a baseline must name at least one task")
     atomic_write(args.baseline, json.dumps(new, indent=2) + "\n")
-    added = sorted(set(new["passing_tasks"]) - set(old.get("passing_tasks", [])))
-    removed = sorted(set(old.get("passing_tasks", [])) - set(new["passing_tasks"]))
-    print(f"{args.baseline}: {len(new['passing_tasks'])} passing task(s); "
+    added = sorted(passing_of(new) - passing_of(old))
+    removed = sorted(passing_of(old) - passing_of(new))
+    print(f"{args.baseline}: {len(passing_of(new))} passing task(s) (version 2, "
+          f"{doc.config.repeats} repeat(s) measured); "
           f"added: {', '.join(added) or 'none'}; removed: {', '.join(removed) or 'none'}")
     return int(Exit.PASSED)
