@@ -13,11 +13,14 @@ import os
 import sys
 from typing import TextIO
 
+from runner.records import PayloadState, TaskState, VerdictStatus
 from runner.reports.escape import log_text, stop_commands
 from runner.reports.model import DocumentLike, ResultsDocument
 
-_COLOURS = {"pass": "32", "blocked": "32", "contained": "32", "passed": "32", "fail": "31", "unblocked": "31",
-            "failed": "31", "error": "33", "no_verdict": "33", "skipped": "90", "partial": "33"}
+_COLOURS: dict[str, str] = {
+    TaskState.PASS: "32", PayloadState.BLOCKED: "32", PayloadState.CONTAINED: "32", VerdictStatus.PASSED: "32",
+    TaskState.FAIL: "31", PayloadState.UNBLOCKED: "31", VerdictStatus.FAILED: "31", TaskState.ERROR: "33",
+    VerdictStatus.NO_VERDICT: "33", TaskState.SKIPPED: "90", VerdictStatus.PARTIAL: "33"}
 
 
 def use_colour(stream: TextIO, env: dict[str, str] | None = None) -> bool:
@@ -87,7 +90,7 @@ class Console:
         for cat, c in doc.per_category.items():
             out.append(f"  {cat:<12} {c.passed}/{c.total} ({c.pass_rate:.0%})")
         if doc.regressions:
-            out.append(self.paint(f"regressions ({len(doc.regressions)}):", "fail"))
+            out.append(self.paint(f"regressions ({len(doc.regressions)}):", TaskState.FAIL))
             for r in doc.regressions:
                 out.append(f"  - {log_text(r.task_id, 100)}: {r.state.value}: {log_text(r.reason, 300)}")
         if doc.improvements:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from finevo.errors import InputError
+from finevo.vocabulary import AgentMode
 from runner.suite import Suite, load_suite, select
 from runner.verdict import DEFAULT_MIN_PASS_RATE
 
@@ -38,7 +39,7 @@ class GateConfig:
     shard: tuple[int, int] | None = None
     task_timeout_s: float = DEFAULT_TASK_TIMEOUT_S
     max_refinements: int | None = None
-    agent_mode: str = "evolving"
+    agent_mode: str = AgentMode.EVOLVING
     sandbox_backend: str | None = None   # None: FINEVO_SANDBOX_BACKEND, else warm
     reuse_registry: bool = False
     self_check: bool = True

@@ -92,11 +92,14 @@ class PayloadState(StrEnum):
 
 
 class VerdictStatus(StrEnum):
-    """The gate's answer: passed / failed are verdicts; no_verdict and partial are not."""
+    """The gate's verdict on a run: passed / failed are verdicts; no_verdict and partial are not
+    (also importable from :mod:`runner.verdict`)."""
 
     PASSED = "passed"
     FAILED = "failed"
+    #: The harness could not judge (self-check failed).
     NO_VERDICT = "no_verdict"
+    #: Interrupted or crashed: reports are partial.
     PARTIAL = "partial"
 
 
@@ -176,6 +179,33 @@ class ProbeResult:
 
 
 @dataclass(config=_STRICT)
+class WorldResult:
+    """One hidden market world a benchmark task's final tool was judged in."""
+
+    #: How reasons name the world: ``seed-123``, ``as_of-2024-06-28``, ``edge-2024-12-31``.
+    world: str
+    #: ``seed`` | ``as_of`` | ``edge``.
+    kind: str
+    as_of: str
+    #: pass: every value matched; fail / error: the first that did not (``reason`` says which);
+    #: skipped: not judged (an earlier check failed, or the oracle has no answer in this world).
+    state: TaskState
+    reason: str
+    #: What the world changed, in words (the spikes placed; empty for a generated world).
+    perturbation: str = ""
+    #: Values judged here: the task's own arguments and each probe's.
+    checks: Count = 0
+    duration_s: Seconds = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return _plain(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> WorldResult:
+        return TypeAdapter(cls).validate_python(data)
+
+
+@dataclass(config=_STRICT)
 class TaskResult:
     """One benchmark task as judged by the gate."""
 
@@ -200,13 +230,13 @@ class TaskResult:
     stderr: str = ""
     #: The task's probes, in order (empty when the task has none or the main value did not pass).
     probes: list[ProbeResult] = field(default_factory=list)
-    #: The worlds (changed market data) the value was judged in, one mapping each, as the judge
-    #: writes them; None when the run judged in the recorded world only.
-    worlds: list[dict[str, Any]] | None = None
+    #: The hidden worlds the final tool was judged in, in order (empty when none were, e.g. the
+    #: main value did not pass or the run judged in the recorded world only).
+    worlds: list[WorldResult] = field(default_factory=list)
     #: Which repeat of the suite this trial belongs to (1..K with ``--repeats K``).
     repeat: PositiveInt = 1
 
-    @field_validator("expected", "actual", "worlds", "attempts", mode="before")
+    @field_validator("expected", "actual", "attempts", mode="before")
     @classmethod
     def _bounded(cls, value: Any) -> Any:
         return bounded(value)

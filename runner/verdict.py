@@ -34,6 +34,8 @@ from runner.records import (
 from runner.reports.model import Criterion
 from runner.trials import Statistics, StatPolicy, analyse
 
+__all__ = ["DEFAULT_MIN_PASS_RATE", "CategoryStats", "Verdict", "VerdictStatus", "compute_verdict"]
+
 #: Used when neither ``--min-pass-rate`` nor a baseline gives a threshold.
 DEFAULT_MIN_PASS_RATE = 0.8
 
@@ -78,7 +80,7 @@ class Verdict:
 
     @property
     def passed(self) -> bool:
-        return self.status == VerdictStatus.PASSED
+        return self.status is VerdictStatus.PASSED
 
     def criteria(self) -> list[Criterion]:
         """The three gate criteria as rows (criterion, value, required, ok).

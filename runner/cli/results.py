@@ -222,6 +222,10 @@ def merge_documents(docs: list[ResultsDocument], run_id: str | None = None) -> R
                      "reason": "; ".join(bad) if bad else "every shard: reference 100%, null 0%"}
     elif any(d.selfcheck is not None for d in docs):
         selfcheck = {"enabled": False, "ok": None, "reason": "skipped in the shards"}
+    # The shards' containment self-tests: the worst one speaks for the merge (failed, then not judged).
+    proofs = [d.containment_selftest for d in docs if d.containment_selftest is not None]
+    proofs.sort(key=lambda c: {False: 0, None: 1, True: 2}[c.ok])
+    containment = proofs[0].model_dump(mode="json") if proofs else None
     partial = [d.interrupted_by for d in docs if d.partial]
     config = first.config.model_dump(mode="json")
     config["selection"] = {"merged_from": [d.run_id for d in docs]}
@@ -231,7 +235,7 @@ def merge_documents(docs: list[ResultsDocument], run_id: str | None = None) -> R
         started_at=min(d.started_at for d in docs).isoformat(),
         finished_at=max(d.finished_at for d in docs).isoformat(),
         duration_s=max(d.duration_s for d in docs), partial_signal=partial[0] if partial else None,
-        selfcheck=selfcheck, warnings=warnings)
+        selfcheck=selfcheck, warnings=warnings, containment_selftest=containment)
 
 
 def cmd_merge(args: argparse.Namespace) -> int:

@@ -41,6 +41,8 @@ _LINE_BREAKS = re.compile("\r\n|[\r\n\u0085\u2028\u2029]")
 #: Characters that markdown, GitHub's extensions (tables, strikethrough, math, autolinks) or HTML read
 #: as markup: written as numeric references, which CommonMark shows as literal text.
 _MD_SPECIAL = frozenset("\\`*_[]<>&|!~#:$\"")
+#: What opens a block when it starts a line: a list marker, a setext underline, a thematic break.
+_BLOCK_START = re.compile(r"[-+*][ \t]|[-+*]$|[0-9]{1,9}[.)]([ \t]|$)|=+[ \t]*$|-+[ \t]*$")
 _WWW = re.compile("(w)(ww)\\.", re.IGNORECASE)
 #: ``GH-123`` is an issue reference on GitHub as surely as ``#123``.
 _GH_REF = re.compile(r"\b(gh-)(?=[0-9])", re.IGNORECASE)
@@ -115,10 +117,13 @@ def md_inline(text: Any, limit: int = 300) -> str:
     Kept literal where CommonMark cannot read them as markup, so ids stay readable in the source:
     ``_`` inside a word (it opens no emphasis there) and ``:`` not followed by ``//``.
     """
-    plain = cap(clean(text, keep_newlines=False), limit)
+    plain = cap(clean(text, keep_newlines=False), limit).lstrip()
     out: list[str] = []
     last = len(plain) - 1
     for i, ch in enumerate(plain):
+        if i == 0 and _BLOCK_START.match(plain):  # would open a list or underline a heading
+            out.append(f"&#{ord(ch)};")
+            continue
         intraword = ch == "_" and 0 < i < last and plain[i - 1].isalnum() and plain[i + 1].isalnum()
         if intraword or (ch == ":" and not plain.startswith("//", i + 1)):
             out.append(ch)

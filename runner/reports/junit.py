@@ -63,6 +63,8 @@ def _task_case(t: TaskResult) -> TestCase:
     for p in t.probes:
         out.append(f"probe {p.index} {_json(p.args)}: {p.state.value} "
                    f"(expected {_json(p.expected)}, actual {_json(p.actual)})")
+    for w in t.worlds:
+        out.append(f"world {w.world} ({w.kind}, as of {w.as_of}): {w.state.value}, {w.checks} check(s): {w.reason}")
     if t.state != TaskState.PASS and t.reason:
         out += ["--- reason ---", t.reason[:_OUTPUT_CAP]]
     if t.code:

@@ -347,6 +347,12 @@ def _detail(t: TaskResult) -> Section:
                         [[str(p.index), _cell(_args(p.args), 200), _state(p.state.value), _cell(p.expected, 200),
                           _cell(p.actual, 200), _cell(p.reason, 200)] for p in t.probes])
         lines.append("")
+    if t.worlds:
+        lines += ["**Hidden worlds** (the final tool judged again on other market data):", ""]
+        lines += _table(["world", "as of", "state", "checks", "reason"],
+                        [[_cell(w.world, 80), _cell(w.as_of, 40), _state(w.state.value), str(w.checks),
+                          _cell(w.reason, 200)] for w in t.worlds])
+        lines.append("")
     if t.code:
         lines += ["**Code:**", "", *md_code_block(t.code, _CODE_CAP, "python"), ""]
     lines.append("</details>")

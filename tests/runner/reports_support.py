@@ -8,7 +8,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
-from runner.records import PayloadResult, ProbeResult, SecurityResult, TaskResult, ToolInfo
+from runner.records import PayloadResult, ProbeResult, SecurityResult, TaskResult, ToolInfo, WorldResult
 from runner.reports import document
 from runner.reports.model import ResultsDocument
 
@@ -54,6 +54,9 @@ HOSTILE: dict[str, str] = {
     "backticks": "```\n</details>\n```` ` ``",
     "markdown": "# heading\n---\n> quote\n- list\n1. item\n*em* _em_ **b** ~~s~~ $x$ [^1]\n\n| t |\n|---|",
     "entities": "&amp; &lt;b&gt; &#60;script&#62; %0A %25",
+    "list_item": "- a list item",
+    "ordered": "1. an ordered item",
+    "indented": "    + indented code or a list",
 }
 HUGE = "<b>x</b>|" * 120_000  # a ~1 MB line
 
@@ -81,7 +84,9 @@ def hostile_doc(*, regressions: bool = True, **kwargs: Any) -> ResultsDocument:
             error={"kind": "agent", "code": name, "type": "ToolError", "message": value},
             stdout=value, stderr=value,
             probes=[ProbeResult(index=1, args={"symbol": value}, state="fail", reason=value,
-                                expected={"c": value}, actual=value)]))
+                                expected={"c": value}, actual=value)],
+            worlds=[WorldResult(world=value, kind=value, as_of=value, state="fail", reason=value,
+                                perturbation=value)]))
     tasks.append(TaskResult(task_id="calc_900", category="calculation", query=HUGE, state="error", reason=HUGE,
                             actual=nested(300), code=HUGE, stdout=HUGE))
     tasks.append(TaskResult(task_id="fetch_001", category="fetch", query="q", state="pass", reason="ok",
@@ -101,23 +106,36 @@ def hostile_doc(*, regressions: bool = True, **kwargs: Any) -> ResultsDocument:
                     selfcheck={"enabled": True, "ok": True, "reason": text}, **kwargs)
 
 
+def _rewrite(doc: ResultsDocument, text: Any) -> ResultsDocument:
+    """``doc`` with every free-text string (all but enum words, ids and times) replaced by ``text()``."""
+    def walk(value: Any, key: str = "") -> Any:
+        if isinstance(value, dict):
+            return {k: walk(v, k) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v, key) for v in value]
+        if isinstance(value, str) and key not in _KEEP:
+            return text()
+        return value
+    return document.validate(walk(doc.to_json_dict()))
+
+
 def benign_twin(doc: ResultsDocument) -> ResultsDocument:
     """The same document with every string replaced by a plain word (the structure to compare with)."""
-    def plain(value: Any, key: str = "") -> Any:
-        if isinstance(value, dict):
-            return {k: plain(v, k) for k, v in value.items()}
-        if isinstance(value, list):
-            return [plain(v, key) for v in value]
-        if isinstance(value, str) and key not in _KEEP:
-            return "word"
-        return value
-    return document.validate(plain(doc.to_json_dict()))
+    return _rewrite(doc, lambda: "word")
+
+
+def forged_twin(doc: ResultsDocument) -> ResultsDocument:
+    """The same document with every free-text string hostile, as a forged results.json could have it
+    (reasons, warnings, criteria values, config values, selfcheck text, layers' names ...)."""
+    values = [*HOSTILE.values(), hostile_text()]
+    counter = iter(range(10**9))
+    return _rewrite(doc, lambda: values[next(counter) % len(values)])
 
 
 _KEEP = {"task_id", "payload_id", "category", "state", "status", "source", "schema_version", "run_id",
          "started_at", "finished_at", "agent_mode", "provider", "llm", "snapshot_as_of", "passing_tasks",
-         "unblocked_ids", "error_ids", "improvements", "criterion", "tool_source", "stage", "value", "required",
-         "reasons", "unknown_baseline_ids"}
+         "unblocked_ids", "error_ids", "improvements", "criterion", "tool_source", "sandbox_backend", "isolation",
+         "require_isolation", "shard", "merged_from"}
 
 
 # --------------------------------------------------------------------------- rendered markdown

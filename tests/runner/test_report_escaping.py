@@ -25,6 +25,7 @@ from tests.runner.reports_support import (
     JUNIT_XSD,
     MENTION,
     benign_twin,
+    forged_twin,
     hostile_doc,
     hostile_text,
     render_gfm,
@@ -224,3 +225,34 @@ def test_writers_given_plain_json_values_validate_them_first(doc) -> None:
     for writer in (markdown.render, junit.render, github.outputs):
         with pytest.raises(ValidationError):
             writer(data)
+
+
+def test_forged_verdict_reasons_and_warnings_cannot_open_blocks(doc, twin) -> None:
+    forged, plain = doc.to_json_dict(), twin.to_json_dict()
+    forged["verdict"]["reasons"] = forged["verdict"]["warnings"] = list(HOSTILE.values())
+    plain["verdict"]["reasons"] = plain["verdict"]["warnings"] = ["word"] * len(HOSTILE)
+    hostile, benign = document.validate(forged), document.validate(plain)
+    got, want = tags(markdown.render(hostile)), tags(markdown.render(benign))
+    for tag in (*STRUCTURE, "ol", "p", "code", "h3"):
+        assert got.counts.get(tag, 0) == want.counts.get(tag, 0), tag
+
+
+def test_a_forged_document_with_every_free_text_hostile_keeps_every_report_intact(doc, twin, tmp_path: Path) -> None:
+    import xmlschema
+
+    forged = forged_twin(doc)
+    assert forged.verdict.criteria[0].value != twin.verdict.criteria[0].value  # really rewritten
+    _check_markdown(markdown.render(forged), markdown.render(twin))
+    big = 10**8
+    _check_markdown(markdown.render_comment(forged, max_chars=big), markdown.render_comment(twin, max_chars=big))
+    xmlschema.XMLSchema(str(JUNIT_XSD)).validate(junit.render(forged))
+    out = io.StringIO()
+    Console(out, colour=False, env={"GITHUB_ACTIONS": "true"}).summary(forged)
+    github.publish(forged, "", out, env={"GITHUB_ACTIONS": "true"})
+    lines = out.getvalue().splitlines()
+    token = lines[0].removeprefix("::stop-commands::")
+    assert lines[0].startswith("::stop-commands::") and f"::{token}::" in lines
+    end = lines.index(f"::{token}::")
+    assert not any(line.lstrip().startswith("::") for line in lines[1:end])  # the summary itself
+    assert all(line.startswith(("::error title=finevo-verify", "::warning title=finevo-verify"))
+               for line in lines[end + 1:])  # then only the gate's own annotations

@@ -116,10 +116,12 @@ def test_optional_fields_from_other_parts_of_the_gate_are_accepted() -> None:
     doc["containment_selftest"] = {"enabled": True, "ok": False, "duration_s": 0.4, "reason": "1 escaped",
                                    "probes": [{"name": "write_home", "contained": False, "layer": None,
                                                "detail": "wrote ~/x"}]}
-    doc["tasks"][0]["worlds"] = [{"world": 1, "state": "pass", "expected": 1.0, "actual": 1.0}]
+    doc["tasks"][0]["worlds"] = [{"world": "seed-7", "kind": "seed", "as_of": "2024-12-31", "state": "pass",
+                                  "reason": "every value matched", "checks": 3, "duration_s": 0.2}]
     parsed = document.validate(doc)
     assert parsed.config.worlds is not None and parsed.config.worlds.count == 3
     assert parsed.containment_selftest is not None and parsed.containment_selftest.ok is False
+    assert parsed.tasks[0].worlds[0].state == "pass" and parsed.tasks[0].worlds[0].checks == 3
     doc["config"]["isolation"] = "strong"
     with pytest.raises(InputError, match="config/isolation"):
         document.validate(doc)
@@ -160,3 +162,32 @@ def test_a_deeply_nested_tool_value_is_bounded_not_fatal(tmp_path: Path) -> None
     path.write_text(document.dumps(doc))
     assert "nested deeper than" in path.read_text()
     assert document.load(path) == doc
+
+
+def test_the_json_view_reads_copies_and_writes_through_validation() -> None:
+    doc = document.validate(_doc())
+    assert doc["verdict"]["status"] == "failed" and doc.get("nope", 1) == 1 and "tasks" in doc
+    selftest = {"enabled": True, "ok": True, "duration_s": 0.3, "reason": "every probe contained",
+                "probes": [{"name": "read_canary", "contained": True, "layer": "landlock", "detail": "EACCES"}]}
+    doc["containment_selftest"] = selftest
+    assert doc.containment_selftest is not None and doc.containment_selftest.probes[0].layer == "landlock"
+    with pytest.raises(ValueError):
+        doc["summary"] = {**doc["summary"], "passed": 99}
+    assert doc.summary.passed == 1  # unchanged
+    with pytest.raises(KeyError):
+        doc["surprise"] = 1
+
+
+def test_a_merge_keeps_the_worst_containment_self_test() -> None:
+    from runner.cli.results import merge_documents
+
+    def proof(ok: bool | None) -> dict[str, Any]:
+        return {"enabled": True, "ok": ok, "duration_s": 0.1, "reason": f"ok={ok}", "probes": []}
+
+    first = make_doc([TaskResult("calc_001", "calculation", "q", "pass", "ok")], run_id="a",
+                     containment_selftest=proof(True))
+    second = make_doc([TaskResult("calc_002", "calculation", "q", "pass", "ok")], run_id="b",
+                      containment_selftest=proof(False))
+    merged = merge_documents([first, second])
+    assert merged.containment_selftest is not None and merged.containment_selftest.ok is False
+    assert [t.task_id for t in merged.tasks] == ["calc_001", "calc_002"]
