@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from finevo.errors import InputError
 from finevo.jsonsafe import json_safe
-from runner.records import PayloadResult, SecurityResult, TaskResult
+from runner.records import MAX_VALUE_DEPTH, PayloadResult, SecurityResult, TaskResult
 from runner.reports.escape import log_text
 from runner.reports.model import READABLE_VERSIONS, SCHEMA_VERSION, ResultsDocument, SelfCheck
 from runner.trials import StatPolicy
@@ -32,6 +32,8 @@ __all__ = ["SCHEMA_VERSION", "ResultsDocument", "assemble", "dumps", "load", "pa
 
 #: A results file larger than this is refused before it is parsed (a real run writes a few MiB).
 MAX_RESULTS_BYTES = 256 * 1024 * 1024
+#: How deep a value sits in the document (results / tasks / [i] / probes / [j] / expected / ...).
+_DOCUMENT_DEPTH = 16
 _VOLATILE_KEYS = ("started_at", "finished_at", "duration_s", "latency_s", "timings")
 
 
@@ -188,8 +190,9 @@ def dumps(doc: ResultsDocument | dict[str, Any]) -> str:
     """results.json's text: strict JSON whatever a record holds (:func:`finevo.jsonsafe.json_safe`);
     a lone surrogate (invalid UTF-8 a tool wrote) is kept as its JSON escape."""
     data = doc.to_json_dict() if isinstance(doc, ResultsDocument) else doc
-    text = json.dumps(json_safe(data), indent=2, sort_keys=True, ensure_ascii=False,
-                      allow_nan=False) + "\n"
+    # A record bounds its values at MAX_VALUE_DEPTH already; the document's own nesting comes on top.
+    safe = json_safe(data, max_depth=MAX_VALUE_DEPTH + _DOCUMENT_DEPTH)
+    text = json.dumps(safe, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
