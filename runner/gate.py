@@ -192,7 +192,8 @@ class Gate:
                         result.repeat = repeat
                     tasks_done.append(result)
                     events.emit("task", result=result.to_dict())
-                    console.task_end(result.state, elapsed, "" if result.state == TaskState.PASS else result.reason[:100])
+                    why = "" if result.state == TaskState.PASS else result.reason[:100]
+                    console.task_end(result.state, elapsed, why)
         finally:
             repeats.close()
         for stask in p.suite.security:
