@@ -370,7 +370,11 @@ def _details(doc: ResultsDocument) -> list[Section]:
 
 def sections(doc: ResultsDocument, results_path: str | Path | None = None) -> list[Section]:
     """Every section after the head, in priority order."""
-    return [_criteria(doc), _regressions(doc), _security_failures(doc), _per_category(doc),
+    from runner.reports import statistics
+
+    stats_lines = statistics.markdown_lines(doc)
+    stats_part = [Section("repeats and statistics", stats_lines)] if stats_lines else []
+    return [_criteria(doc), _regressions(doc), *stats_part, _security_failures(doc), _per_category(doc),
             _improvements(doc, results_path), _selfchecks(doc), *_security_tables(doc), _tasks(doc),
             _configuration(doc), *_details(doc)]
 

@@ -105,7 +105,16 @@ def test_flaky_and_regressed_tasks_over_repeats(tmp_path, security_file, baselin
     assert [r.task_id for r in doc.regressions] == ["fetch_002"] and code == 1
     assert doc.statistics.flaky == ["calc_002"]
     md = (tmp_path / "out" / "f" / "summary.md").read_text()
-    assert "calc_002" in md and "flaky" in md.lower()
+    assert "**Flaky (reported, not gating):** calc\\_002" in md or "**Flaky (reported, not gating):** calc_002" in md
+    assert "## Repeats and statistics" in md
+    import xml.etree.ElementTree as ET
+
+    cases = {c.get("name"): c for c in ET.parse(tmp_path / "out" / "f" / "junit.xml").iter("testcase")}
+    flaky_fail = cases["calc_002 [repeat 2/3]"]
+    assert flaky_fail.find("failure") is None and "flaky" in (flaky_fail.find("skipped").get("message") or "")
+    assert cases["fetch_002 [repeat 1/3]"].find("failure") is not None
+    props = {p.get("name"): p.get("value") for p in ET.parse(tmp_path / "out" / "f" / "junit.xml").iter("property")}
+    assert props["repeats"] == "3" and props["flaky"] == "calc_002" and int(props["tokens_in"]) > 0
 
 
 def test_shards_times_repeats_merge_to_the_verdict_of_one_process(tmp_path, security_file, baseline_file,
