@@ -137,3 +137,36 @@ def test_budgets_fail_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
                      "--price-table", str(prices), "--max-cost", "1000", "--max-tokens", "10000000",
                      "--model", "gpt-4o-mini")
     assert code == 0, doc.verdict.reasons
+
+
+@pytest.mark.slow
+def test_recorded_repeats_replay_repeat_by_repeat(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    model = ChanceModel(task_of, correct, {TASK: 0.5}, seed=ChanceModel.seed_for(0.5, 4, 2))
+    cassette = tmp_path / "cassette.jsonl"
+    _, live = _run(tmp_path, monkeypatch, model, "rec", "--repeats", "4", "--record", str(cassette),
+                   "--baseline", str(_baseline(tmp_path)))
+    states = [t.state for t in live.tasks]
+    assert sorted(states) == ["fail", "fail", "pass", "pass"]
+    monkeypatch.delenv("FINEVO_LLM_BASE_URL")
+    monkeypatch.delenv("FINEVO_LLM_API_KEY")
+    code = main(["run", "--llm", f"replay:{cassette}", "--only", TASK, "--no-payloads", "--no-self-check",
+                 "--security-tasks", "none", "--max-refinements", "0", "--out", str(tmp_path / "out"),
+                 "--run-id", "rep", "--quiet", "--repeats", "4", "--baseline", str(_baseline(tmp_path))])
+    replay = document.load(tmp_path / "out" / "rep" / "results.json")
+    assert [t.state for t in replay.tasks] == states  # each repeat gets its own recorded reply, in order
+    assert code == (1 if live.regressions else 0)
+
+
+@pytest.mark.slow
+def test_predictions_answer_per_repeat(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    preds = tmp_path / "predictions.jsonl"
+    right = correct(TASK)
+    preds.write_text("\n".join(json.dumps(x) for x in (
+        {"task_id": TASK, "repeat": 1, "content": right},
+        {"task_id": TASK, "repeat": 2, "content": ChanceModel.WRONG},
+        {"task_id": TASK, "content": right})) + "\n")
+    main(["run", "--llm", f"predictions:{preds}", "--only", TASK, "--no-payloads", "--no-self-check",
+          "--security-tasks", "none", "--max-refinements", "0", "--out", str(tmp_path / "out"),
+          "--run-id", "p", "--quiet", "--repeats", "3", "--baseline", str(_baseline(tmp_path))])
+    doc = document.load(tmp_path / "out" / "p" / "results.json")
+    assert [(t.repeat, t.state.value) for t in doc.tasks] == [(1, "pass"), (2, "fail"), (3, "pass")]
