@@ -41,13 +41,16 @@ def _render_step() -> dict[str, Any]:
 
 
 def _run_render(tmp_path: Path, results: bytes | None, *, head_repo: str = "o/r", pr: str = "7",
-                pr_head: str = HEAD_SHA) -> dict[str, str]:
+                pr_head: str = HEAD_SHA, cli: str | None = None) -> dict[str, str]:
     """Run the render step's script in ``tmp_path`` as the runner would, with a stand-in ``gh``."""
     bindir = tmp_path / "bin"
     bindir.mkdir()
     gh = bindir / "gh"
     gh.write_text(f"#!/bin/sh\necho {pr_head}\n")
     gh.chmod(0o755)
+    if cli is not None:  # a stand-in finevo-verify, first on PATH
+        (bindir / "finevo-verify").write_text(cli)
+        (bindir / "finevo-verify").chmod(0o755)
     exe = Path(sys.executable).parent / "finevo-verify"
     if not exe.exists():
         pytest.skip("finevo-verify is not installed next to this Python")
@@ -139,3 +142,14 @@ def test_the_check_and_the_comment_come_from_the_rendered_files_only() -> None:
     assert "finevo-verify report" in run and "--comment comment.md" in run
     install = next(s for s in steps if "pip install" in str(s.get("run", "")))
     assert "./base" in install["run"] and "artifacts" not in install["run"]
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+def test_a_renderer_that_dies_without_a_comment_is_not_taken_for_a_verdict(tmp_path: Path) -> None:
+    results = document.dumps(make_doc([TaskResult("calc_001", "calculation", "q", "pass", "ok")])).encode()
+    crash = "#!/bin/sh\nmkdir -p rendered && echo '<testsuites/>' > rendered/junit.xml\necho boom >&2\nexit 3\n"
+    out = _run_render(tmp_path, results, cli=crash)
+    assert out["valid"] == "false"
+    assert (tmp_path / "comment.md").read_text(encoding="utf-8").startswith("# ⚠️ finevo-verify: NO VERDICT")
+    _junit_ok(tmp_path / "rendered" / "junit.xml")
+    assert 'failures="1"' in (tmp_path / "rendered" / "junit.xml").read_text()

@@ -6,10 +6,11 @@ medium has its own functions here, and the writers use nothing else:
 
 * **markdown / HTML** (``summary.md``, the PR comment): :func:`md_inline` for a table cell, a
   ``<summary>`` line or a sentence -- one line, every character GitHub's markdown or HTML could read
-  as markup written as a numeric character reference (shown as itself, never parsed), ``@`` and
-  ``#`` followed by a word joiner (no mention, no issue reference), ``:`` and ``.`` as references so
-  that no URL or ``www.`` text is autolinked; :func:`md_code_block` for multi-line text, in a fence
-  longer than any backtick run inside it. The markup the writer itself emits never comes from here.
+  as markup written as a numeric character reference (shown as itself, never parsed), ``@``, ``#``
+  and ``GH-`` followed by a word joiner (no mention, no issue reference), the ``:`` of ``://`` and
+  the ``.`` of ``www.`` as references (nothing is autolinked), a leading list marker or underline
+  neutralised; :func:`md_code_block` for multi-line text, in a fence longer than any backtick run
+  inside it (GitHub links nothing in code). The markup the writer itself emits never comes from here.
 * **the GitHub job log** (workflow commands): :func:`command_data` / :func:`command_property` escape
   an annotation's message and properties as the runner expects; :func:`log_text` makes untrusted
   text one safe piece of a line (no line break, no control character, so it can never start a line
