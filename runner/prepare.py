@@ -52,6 +52,7 @@ class GateConfig:
     repeats: int = 1
     alpha: float = 0.05
     threshold_on: str = "point"
+    correction: str = "holm"
     budgets: dict[str, Any] | None = None
 
 
@@ -133,6 +134,8 @@ def prepare(config: GateConfig) -> Prepared:
         raise InputError(f"--repeats: must be at least 1, got {config.repeats}")
     if not 0.0 < config.alpha < 1.0:
         raise InputError(f"--alpha: must be in (0, 1), got {config.alpha}")
+    if config.correction not in ("holm", "none"):
+        raise InputError(f"--correction: holm or none, got {config.correction!r}")
     if config.threshold_on not in ("point", "lower"):
         raise InputError(f"--threshold-on: point or lower, got {config.threshold_on!r}")
     if config.min_pass_rate is not None and not 0.0 <= config.min_pass_rate <= 1.0:

@@ -20,6 +20,7 @@ from runner.session import SessionFactory, SessionSpec
 def repeat_config(config: Any) -> dict[str, Any]:
     """The ``results.json`` config keys of the statistical verdict (:class:`runner.prepare.GateConfig`)."""
     return {"repeats": config.repeats, "alpha": config.alpha, "threshold_on": config.threshold_on,
+            "correction": config.correction,
             "budgets": config.budgets}
 
 

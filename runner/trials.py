@@ -5,7 +5,9 @@ it passed ``b`` of ``m`` trials when the baseline was measured (a version 1 base
 each listed task). The task is
 
 * a **regression** when the pass rate now is significantly lower than the baseline's -- the
-  one-sided Fisher exact test (:func:`runner.stats.fisher_lower_p`) gives ``p < alpha`` -- or when it
+  one-sided Fisher exact test (:func:`runner.stats.fisher_lower_p`), with the family of tasks held
+  at ``alpha`` together (Holm's step-down over the tasks whose test *can* reach significance at all,
+  Tarone's count; see :func:`significant`) -- or when it
   passed in no trial although the baseline always passed (``c == 0`` and ``b == m``: with one trial
   either side no test can be significant, and this rule is what keeps ``--repeats 1`` exactly the
   gate it was before repeats existed);
@@ -42,6 +44,8 @@ from runner.records import TaskResult, TaskState
 
 DEFAULT_ALPHA = 0.05
 ThresholdOn = Literal["point", "lower"]
+#: ``holm``: the tasks' tests share alpha (family-wise); ``none``: each task is tested at alpha alone.
+Correction = Literal["holm", "none"]
 
 
 class TaskStatus(StrEnum):
@@ -141,6 +145,9 @@ class Statistics(_Strict):
 
     repeats: int = Field(ge=1)
     alpha: float = Field(gt=0, lt=1)
+    #: How many tasks' tests shared alpha (Holm over the tasks able to reach significance, Tarone's m).
+    family_tests: int = Field(default=0, ge=0)
+    correction: Correction = "holm"
     threshold_on: ThresholdOn
     #: The rate the pass-rate criterion compared (point estimate or Wilson lower bound).
     gated_rate: float = Field(ge=0, le=1)
@@ -164,6 +171,7 @@ class StatPolicy:
     repeats: int = 1
     alpha: float = DEFAULT_ALPHA
     threshold_on: ThresholdOn = "point"
+    correction: Correction = "holm"
     budgets: Budgets | None = None
     model: str | None = None
     baseline_usage: UsageFigures | None = None
@@ -185,6 +193,7 @@ class StatPolicy:
         return cls(baseline=counts, quarantine=[Quarantine.model_validate(q) for q in base.get("quarantine") or []],
                    repeats=int(config.get("repeats") or 1), alpha=float(config.get("alpha") or DEFAULT_ALPHA),
                    threshold_on=config.get("threshold_on") or "point",
+                   correction=config.get("correction") or "holm",
                    budgets=Budgets.model_validate(budgets) if budgets else None, model=config.get("model"),
                    baseline_usage=UsageFigures.model_validate(usage) if usage else None, today=today)
 
@@ -236,8 +245,45 @@ def _rate(rows: Sequence[TaskFigures], all_trials: int, repeats: int) -> RateFig
                        pass_hat_k=round(sum(hat_k) / len(hat_k), 6) if hat_k else None)
 
 
+def significant(tests: Mapping[str, tuple[float, float]], alpha: float) -> tuple[set[str], int]:
+    """The tasks whose "lower than the baseline" test is significant with the family held at ``alpha``.
+
+    ``tests``: task id -> (p-value, the smallest p-value its test could give with the table's margins
+    as observed -- the exact test is conditional on them). A discrete exact test that cannot reach a
+    level cannot make a false discovery at it (a task that passed every trial, now and before, can
+    never be significant), so only tasks that can count (Tarone: the smallest m with at most m tasks
+    able to reach alpha / m); among those Holm's step-down rejects in order of p while ``p < alpha / (m - rank)``. A gate with
+    one flaky task is then tested at alpha; twenty deterministic tasks cost nothing.
+    Returns the significant ids and m.
+    """
+    if not tests:
+        return set(), 0
+    m = 1
+    while sum(1 for _, low in tests.values() if low < alpha / m) > m:
+        m += 1
+    candidates = sorted((p, tid) for tid, (p, low) in tests.items() if low < alpha / m)
+    out: set[str] = set()
+    for rank, (p, tid) in enumerate(candidates):
+        if p >= alpha / (m - rank):
+            break
+        out.add(tid)
+    return out, m
+
+
+def exact_test(passes: int, trials: int, baseline: tuple[int, int] | None) -> tuple[float, float] | None:
+    """(p-value, smallest p-value achievable with the same margins) of a task's test; None when it has
+    nothing to test (no trial, no baseline, or a baseline that never passed)."""
+    if trials == 0 or baseline is None or baseline[0] == 0:
+        return None
+    b_pass, b_trials = baseline
+    total = passes + b_pass
+    fewest = max(0, total - b_trials)  # the fewest passes now these margins allow
+    return (stats.fisher_lower_p(passes, trials, b_pass, b_trials),
+            stats.fisher_lower_p(fewest, trials, total - fewest, b_trials))
+
+
 def classify(passes: int, trials: int, baseline: tuple[int, int] | None,
-             alpha: float) -> tuple[TaskStatus, float | None]:
+             is_significant: bool) -> tuple[TaskStatus, float | None]:
     """A task's status (before quarantine) and its one-sided p-value against the baseline."""
     if trials == 0:
         return TaskStatus.NOT_RUN, None
@@ -247,7 +293,7 @@ def classify(passes: int, trials: int, baseline: tuple[int, int] | None,
     p = stats.fisher_lower_p(passes, trials, b_pass, b_trials)
     if b_pass == 0:
         return (TaskStatus.IMPROVEMENT if passes else TaskStatus.OK), p
-    if p < alpha or (passes == 0 and b_pass == b_trials):
+    if is_significant or (passes == 0 and b_pass == b_trials):
         return TaskStatus.REGRESSION, p
     mixed_now = 0 < passes < trials
     mixed_before = 0 < b_pass < b_trials
@@ -271,6 +317,19 @@ def analyse(tasks: Sequence[TaskResult], policy: StatPolicy) -> Analysis:
         else:
             active[q.task] = q
     k = max(1, policy.repeats)
+    counts: dict[str, tuple[int, int]] = {}
+    for tid, rows in by_task.items():
+        ran_rows = [r for r in rows if _ran(r)]
+        counts[tid] = (sum(1 for r in ran_rows if r.state == TaskState.PASS), len(ran_rows))
+    tests: dict[str, tuple[float, float]] = {}
+    for tid, (c, n) in counts.items():
+        test = exact_test(c, n, policy.baseline.get(tid))
+        if test is not None and tid not in active:
+            tests[tid] = test
+    if policy.correction == "none":
+        rejected, family = {tid for tid, (p, _) in tests.items() if p < policy.alpha}, len(tests)
+    else:
+        rejected, family = significant(tests, policy.alpha)
     figures: list[TaskFigures] = []
     regressions: list[dict[str, Any]] = []
     improvements: list[str] = []
@@ -278,7 +337,7 @@ def analyse(tasks: Sequence[TaskResult], policy: StatPolicy) -> Analysis:
         ran = [r for r in rows if _ran(r)]
         n, c = len(ran), sum(1 for r in ran if r.state == TaskState.PASS)
         base = policy.baseline.get(tid)
-        status, p = classify(c, n, base, policy.alpha)
+        status, p = classify(c, n, base, tid in rejected)
         quarantine = active.get(tid)
         if quarantine is not None and status != TaskStatus.NOT_RUN:
             status = TaskStatus.QUARANTINED
@@ -316,7 +375,9 @@ def analyse(tasks: Sequence[TaskResult], policy: StatPolicy) -> Analysis:
     reasons = _budget_reasons(usage, policy, warnings)
     return Analysis(
         statistics=Statistics(
-            repeats=k, alpha=policy.alpha, threshold_on=policy.threshold_on, gated_rate=gated_rate,
+            repeats=k, alpha=policy.alpha, family_tests=family, correction=policy.correction,
+            threshold_on=policy.threshold_on,
+            gated_rate=gated_rate,
             overall=overall, per_category=per_category, tasks=figures,
             flaky=[f.task_id for f in figures if f.status == TaskStatus.FLAKY],
             quarantined=[f.task_id for f in figures if f.status == TaskStatus.QUARANTINED],

@@ -194,7 +194,7 @@ def merge_documents(docs: list[ResultsDocument], run_id: str | None = None) -> R
         raise InputError("merge: no results files given")
     first = docs[0]
     for key in ("snapshot_hash", "judge_version", "provider", "agent_mode", "min_pass_rate", "repeats", "alpha",
-                "threshold_on", "budgets"):
+                "threshold_on", "correction", "budgets"):
         values = {str(getattr(d.config, key)) for d in docs}
         if len(values) > 1:
             raise InputError(f"merge: shards disagree on {key}: {', '.join(sorted(values))}")

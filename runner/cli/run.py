@@ -95,6 +95,9 @@ def _add_statistics(run: argparse.ArgumentParser) -> None:
                    help="run the suite K times, each repeat from an empty registry (default 1)")
     g.add_argument("--alpha", type=_float_arg, default=0.05,
                    help="level of the one-sided Fisher exact test against the baseline (default 0.05)")
+    g.add_argument("--correction", choices=("holm", "none"), default="holm",
+                   help="holm: the tasks' tests share --alpha (family-wise, Holm over the tasks able to reach "
+                        "significance); none: each task is tested at --alpha alone (default holm)")
     g.add_argument("--threshold-on", choices=("point", "lower"), default="point",
                    help="compare the pass-rate threshold with the point estimate or the 95%% Wilson "
                         "lower bound (default point)")
@@ -152,7 +155,8 @@ def config_from_args(args: argparse.Namespace) -> GateConfig:
         reuse_registry=args.reuse_registry, self_check=not args.no_self_check, run_payloads=not args.no_payloads,
         model=args.model, temperature=args.temperature, record=args.record, min_pass_rate=args.min_pass_rate,
         repeats=getattr(args, "repeats", 1), alpha=getattr(args, "alpha", 0.05),
-        threshold_on=getattr(args, "threshold_on", "point"), budgets=_budgets(args))
+        threshold_on=getattr(args, "threshold_on", "point"), correction=getattr(args, "correction", "holm"),
+        budgets=_budgets(args))
 
 
 def cmd_run(args: argparse.Namespace, factory: Any = None) -> int:

@@ -33,7 +33,7 @@ from runner.records import (
     TaskState,
     VerdictStatus,
 )
-from runner.trials import BaselineCount, Budgets, Quarantine, Statistics, ThresholdOn, UsageFigures
+from runner.trials import BaselineCount, Budgets, Correction, Quarantine, Statistics, ThresholdOn, UsageFigures
 
 SCHEMA_VERSION = "2.0"
 #: Schema versions :func:`runner.reports.document.load` still reads (their verdict is recomputed).
@@ -117,6 +117,8 @@ class RunConfig(_Strict):
     alpha: float = Field(default=0.05, gt=0, lt=1)
     #: ``--threshold-on``: the pass-rate criterion on the point estimate or the Wilson lower bound.
     threshold_on: ThresholdOn = "point"
+    #: ``--correction``: how the tasks' tests share alpha (holm: family-wise; none: per task).
+    correction: Correction = "holm"
     budgets: Budgets | None = None
 
     @property

@@ -52,7 +52,9 @@ def markdown_lines(doc: ResultsDocument) -> list[str]:
     o = st.overall
     lines = ["## Repeats and statistics", "",
              f"{st.repeats} repeat(s); regressions by a one-sided Fisher exact test at alpha {st.alpha:g} "
-             f"(or no pass where the baseline always passed); threshold on the {st.threshold_on} estimate.", "",
+             + (f"shared by {st.family_tests} testable task(s) (Holm)" if st.correction == "holm"
+                else "per task") +
+             f" (or no pass where the baseline always passed); threshold on the {st.threshold_on} estimate.", "",
              f"Overall: {o.passes}/{o.trials} trials pass ({_pct(o.pass_rate)}, 95% Wilson "
              f"{_pct(o.wilson_low)}-{_pct(o.wilson_high)}), pass@{st.repeats} {_pct(o.pass_at_k)}, "
              f"pass^{st.repeats} {_pct(o.pass_hat_k)}.", ""]
