@@ -252,8 +252,9 @@ def significant(tests: Mapping[str, tuple[float, float]], alpha: float) -> tuple
     as observed -- the exact test is conditional on them). A discrete exact test that cannot reach a
     level cannot make a false discovery at it (a task that passed every trial, now and before, can
     never be significant), so only tasks that can count (Tarone: the smallest m with at most m tasks
-    able to reach alpha / m); among those Holm's step-down rejects in order of p while ``p < alpha / (m - rank)``. A gate with
-    one flaky task is then tested at alpha; twenty deterministic tasks cost nothing.
+    able to reach alpha / m); among those Holm's step-down rejects in order of p while
+    ``p < alpha / (m - rank)``. A gate with one flaky task is then tested at alpha; twenty
+    deterministic tasks cost nothing.
     Returns the significant ids and m.
     """
     if not tests:
