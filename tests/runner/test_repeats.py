@@ -92,6 +92,13 @@ def test_each_repeat_starts_from_an_empty_registry_of_its_own(tmp_path, security
     assert code == 0 and doc.statistics is not None and doc.statistics.repeats == 3
     assert all(f.trials == 3 and f.passes == 3 and f.pass_hat_k == 1.0 for f in doc.statistics.tasks)
     assert doc.config.repeats == 3
+    # the event log alone rebuilds every repeat (a killed run's reports come from it)
+    assert main(["report", str(tmp_path / "out" / "r3" / "events.jsonl"), "--out", str(tmp_path / "rebuilt")]) == 0
+    rebuilt = document.load(tmp_path / "rebuilt" / "results.json")
+    def rows(d: Any) -> list[tuple[str, int, str]]:
+        return [(t.task_id, t.repeat, t.state.value) for t in d.tasks]
+    assert rows(rebuilt) == rows(doc)
+    assert rebuilt.statistics == doc.statistics
 
 
 def test_flaky_and_regressed_tasks_over_repeats(tmp_path, security_file, baseline_file) -> None:
