@@ -94,7 +94,9 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def _states(doc: ResultsDocument) -> dict[str, tuple[str, str]]:
-    rows = {t.task_id: (t.state.value, t.reason) for t in doc.tasks}
+    # With repeats each trial is its own row (``id [repeat r]``); a single-repeat run keeps plain ids.
+    rows = {(t.task_id if t.repeat == 1 else f"{t.task_id} [repeat {t.repeat}]"): (t.state.value, t.reason)
+            for t in doc.tasks}
     rows.update({s.task_id: (s.state.value, s.reason) for s in doc.security.tasks})
     return rows
 
