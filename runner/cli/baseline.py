@@ -15,16 +15,16 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from finevo.errors import InputError
 from finevo.fsutil import atomic_write
 from finevo.paths import benchmarks_dir
 from runner.exitcodes import Exit
 from runner.records import TaskState
-from runner.reports import document
-from runner.reports.model import ResultsDocument
-from runner.suite import load_baseline
+
+if TYPE_CHECKING:
+    from runner.reports.model import ResultsDocument
 
 
 def register(sub: Any) -> None:
@@ -70,6 +70,9 @@ def updated_baseline_v1(old: dict[str, Any], doc: ResultsDocument) -> dict[str, 
 
 
 def cmd_update(args: argparse.Namespace) -> int:
+    from runner.reports import document
+    from runner.suite import load_baseline
+
     doc = document.load(args.results)
     why = refusal(doc)
     if why is not None:

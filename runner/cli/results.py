@@ -5,6 +5,9 @@ that does not validate -- unknown keys, a malformed time, counts that do not mat
 is one input error (exit 2), never a report. ``report --comment FILE`` renders the sticky PR
 comment from the validated document only (the publishing workflow's way of treating an uploaded
 results file as untrusted data).
+
+The report modules (the results model, the renderers) are imported by the handlers, not here: the
+parser is built for every ``--help``.
 """
 
 from __future__ import annotations
@@ -13,16 +16,19 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from finevo.errors import InputError
 from finevo.fsutil import atomic_write
 from runner.events import read_events
 from runner.exitcodes import Exit
 from runner.records import SecurityResult, TaskResult
-from runner.reports import document, write_all
-from runner.reports.escape import log_text
-from runner.reports.model import ResultsDocument
+
+if TYPE_CHECKING:
+    from runner.reports.model import ResultsDocument
+
+#: ``report --max-input-bytes`` default (runner.reports._MAX_RESULTS_BYTES, not imported here).
+_MAX_RESULTS_BYTES = 256 * 1024 * 1024
 
 
 def register(sub: Any) -> None:
@@ -40,8 +46,8 @@ def register(sub: Any) -> None:
     r.add_argument("--head-repo", metavar="OWNER/NAME", help="with --comment: repository the run's code came from")
     r.add_argument("--base-repo", metavar="OWNER/NAME", help="with --comment: this repository (a different "
                    "--head-repo is named as a fork)")
-    r.add_argument("--max-input-bytes", type=int, default=document.MAX_RESULTS_BYTES, metavar="N",
-                   help=f"refuse a results file larger than N bytes (default {document.MAX_RESULTS_BYTES})")
+    r.add_argument("--max-input-bytes", type=int, default=_MAX_RESULTS_BYTES, metavar="N",
+                   help=f"refuse a results file larger than N bytes (default {_MAX_RESULTS_BYTES})")
     r.set_defaults(func=cmd_report)
 
     m = sub.add_parser("merge", help="merge the results of sharded runs into one verdict")
@@ -56,9 +62,10 @@ def register(sub: Any) -> None:
     sc.set_defaults(func=cmd_schema)
 
 
-def load_source(path: Path, max_bytes: int = document.MAX_RESULTS_BYTES) -> ResultsDocument:
+def load_source(path: Path, max_bytes: int = _MAX_RESULTS_BYTES) -> ResultsDocument:
     """A results document from a results file or (rebuilt) from an events log."""
     from runner.replay import rebuild_from_events
+    from runner.reports import document
 
     if path.suffix == ".jsonl":
         return rebuild_from_events(read_events(path))
@@ -68,7 +75,7 @@ def load_source(path: Path, max_bytes: int = document.MAX_RESULTS_BYTES) -> Resu
 def cmd_report(args: argparse.Namespace) -> int:
     """Re-render every report; the exit code is the document's own (a rebuilt killed run: 3), so a
     script that only has the results or the event log gets the same answer as the run itself."""
-    from runner.reports import markdown
+    from runner.reports import markdown, write_all
 
     doc = load_source(args.source, args.max_input_bytes)
     out = args.out or args.source.parent
@@ -102,6 +109,8 @@ def _states(doc: ResultsDocument) -> dict[str, tuple[str, str]]:
 
 
 def diff_lines(a: ResultsDocument, b: ResultsDocument) -> list[str]:
+    from runner.reports.escape import log_text
+
     sa, sb = _states(a), _states(b)
     lines = [f"A {a.run_id}: {a.verdict.status.value}, pass rate {a.summary.pass_rate:.1%}",
              f"B {b.run_id}: {b.verdict.status.value}, pass rate {b.summary.pass_rate:.1%}"]
@@ -121,6 +130,9 @@ def diff_lines(a: ResultsDocument, b: ResultsDocument) -> list[str]:
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
+    from runner.reports import document
+
+
     for line in diff_lines(document.load(args.a), document.load(args.b)):
         print(line)
     return int(Exit.PASSED)
@@ -192,6 +204,9 @@ def merge_documents(docs: list[ResultsDocument], run_id: str | None = None) -> R
     is measured against (baseline, threshold); shards must be one complete set (same N, K = 1..N
     once each). Records come out in suite order.
     """
+    from runner.reports import document
+
+
     if not docs:
         raise InputError("merge: no results files given")
     first = docs[0]
@@ -250,7 +265,7 @@ def merge_documents(docs: list[ResultsDocument], run_id: str | None = None) -> R
 
 def cmd_merge(args: argparse.Namespace) -> int:
     from runner.console import Console
-    from runner.reports import github, markdown
+    from runner.reports import document, github, markdown, write_all
 
     doc = merge_documents([document.load(p) for p in args.results], args.run_id)
     run_dir = args.out / doc.run_id
