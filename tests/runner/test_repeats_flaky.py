@@ -170,3 +170,32 @@ def test_predictions_answer_per_repeat(tmp_path: Path, monkeypatch: pytest.Monke
           "--run-id", "p", "--quiet", "--repeats", "3", "--baseline", str(_baseline(tmp_path))])
     doc = document.load(tmp_path / "out" / "p" / "results.json")
     assert [(t.repeat, t.state.value) for t in doc.tasks] == [(1, "pass"), (2, "fail"), (3, "pass")]
+
+
+@pytest.mark.slow
+def test_shards_times_repeats_over_http_merge_to_the_verdict_of_one_process(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    only = "fetch_001,calc_002,calc_007"
+    # calc_002 broken: 0 of 6 against 7 of 10 (p = 0.0105, under 0.05 / 2: calc_007's test could reach
+    # significance too, so two tasks share alpha); calc_007 4 of 10 before, always now: flaky.
+    chances = {"calc_002": 0.0, "calc_007": 1.0, "fetch_001": 1.0}
+    baseline = tmp_path / "b.json"
+    baseline.write_text(json.dumps({"version": 2, "target_pass_rate": 0.5, "tasks": {
+        "calc_002": {"passes": 7, "trials": 10}, "fetch_001": {"passes": 10, "trials": 10},
+        "calc_007": {"passes": 4, "trials": 10}}}))
+    one_code, one = _run(tmp_path, monkeypatch, ChanceModel(task_of, correct, chances), "one", "--repeats", "6",
+                         "--baseline", str(baseline), only=only)
+    for k in (1, 2):
+        _run(tmp_path, monkeypatch, ChanceModel(task_of, correct, chances), f"s{k}", "--repeats", "6",
+             "--shard", f"{k}/2", "--baseline", str(baseline), only=only)
+    out = tmp_path / "out"
+    code = main(["merge", str(out / "s2" / "results.json"), str(out / "s1" / "results.json"), "--out",
+                 str(tmp_path / "merged"), "--run-id", "m"])
+    merged = document.load(tmp_path / "merged" / "m" / "results.json")
+    assert code == one_code == 1
+    assert [r.task_id for r in merged.regressions] == [r.task_id for r in one.regressions] == ["calc_002"]
+    assert merged.verdict.reasons == one.verdict.reasons
+    assert ([(f.task_id, f.status, f.passes, f.trials, f.p_value) for f in merged.statistics.tasks]
+            == [(f.task_id, f.status, f.passes, f.trials, f.p_value) for f in one.statistics.tasks])
+    assert merged.improvements == one.improvements
+    assert merged.statistics.flaky == one.statistics.flaky == ["calc_007"]
