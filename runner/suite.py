@@ -130,6 +130,16 @@ def _load_baseline_v2(path: Path, data: dict[str, Any],
         if key not in data:
             raise InputError(f"{path}: baseline is missing key(s): {key}")
     rows = data["tasks"]
+    if isinstance(rows, list):  # also accepted: [{"task": id, "passes": n, "trials": m}, ...]
+        by_id: dict[str, Any] = {}
+        for i, row in enumerate(rows):
+            tid = row.get("task", row.get("task_id")) if isinstance(row, dict) else None
+            if not isinstance(tid, str) or not tid:
+                raise InputError(f"{path}: baseline tasks entry {i + 1}: needs a 'task' id")
+            if tid in by_id:
+                raise InputError(f"{path}: baseline lists task id(s) twice: {tid}")
+            by_id[tid] = {k: v for k, v in row.items() if k not in ("task", "task_id")}
+        rows = by_id
     if not isinstance(rows, dict) or not rows:
         raise InputError(f"{path}: baseline 'tasks' must be a non-empty object of task id -> {{passes, trials}}")
     tasks: dict[str, dict[str, int]] = {}
@@ -147,6 +157,8 @@ def _load_baseline_v2(path: Path, data: dict[str, Any],
     if not isinstance(raw_q, list):
         raise InputError(f"{path}: baseline 'quarantine' must be a list of {{task, reason, expires}}")
     for i, q in enumerate(raw_q):
+        if isinstance(q, dict) and "expiry" in q and "expires" not in q:  # "expiry" is read as "expires"
+            q = {**{k: v for k, v in q.items() if k != "expiry"}, "expires": q["expiry"]}
         try:
             entry = Quarantine.model_validate(q)
         except ValidationError as exc:
