@@ -167,3 +167,17 @@ def test_bad_repeat_flags_exit_2(tmp_path, security_file, baseline_file, capsys)
     prices.write_text(json.dumps({"m": {"input": -1, "output": 2}}))
     assert code("--price-table", str(prices)) == 2
     assert f"{prices}: model 'm': 'input' must be a non-negative number" in capsys.readouterr().err
+
+
+def test_an_interrupted_repeated_run_fills_every_unrun_trial_as_skipped() -> None:
+    from runner.replay import fill_skipped
+
+    planned = [["calc_001", "calculation", "q1"], ["calc_002", "calculation", "q2"]]
+    done = [TaskResult("calc_001", "calculation", "q1", "pass", "ok"),
+            TaskResult("calc_002", "calculation", "q2", "fail", "bad"),
+            TaskResult("calc_001", "calculation", "q1", "pass", "ok", repeat=2)]
+    rows = fill_skipped(planned, done, "not run: interrupted", repeats=2)
+    assert [(t.task_id, t.repeat, t.state.value) for t in rows] == [
+        ("calc_001", 1, "pass"), ("calc_002", 1, "fail"), ("calc_001", 2, "pass"), ("calc_002", 2, "skipped")]
+    v = compute_verdict(rows, [], [], baseline_passing=["calc_002"], min_pass_rate=0.0, partial_signal=2)
+    assert v.status == "partial" and v.regressions == []
