@@ -60,11 +60,11 @@ from finevo.tasks import OutputSpec
 DEFAULT_SYMBOLS: tuple[str, ...] = ("MSFT", "AAPL", "GOOGL", "AMZN", "TSLA", "SPY", "^GSPC")
 #: Sandbox runs a boolean tool gets to show both answers (a constant one uses them all; an honest
 #: one usually needs one to three).
-_MAX_BOOLEAN_RUNS = 48
+_MAX_BOOLEAN_RUNS = 64
 #: Sandbox runs the search for one boolean parameter may add (runs already made are free).
-_MAX_PARAMETER_RUNS = 12
+_MAX_PARAMETER_RUNS = 16
 #: Contexts (symbols, threshold settings) tried to find one where a threshold flips the answer.
-_MAX_BRACKET_CONTEXTS = 9
+_MAX_BRACKET_CONTEXTS = 16
 #: Width of the threshold bracket, on a 0..100 scale, at which a boolean is checked per parameter.
 _BRACKET_WIDTH = 0.05
 _TRACEBACK_TAIL = 1200
@@ -664,7 +664,9 @@ class _BooleanCheck:
 
     def __init__(self, calls: _Calls, symbols: tuple[str, ...]) -> None:
         self.calls, self.symbols = calls, symbols
-        self.runs = 0
+        self._rare: bool | None = None
+        #: the first variation whose answer differs from the task's
+        self._flip_args: dict[str, Any] = dict(calls.task)
 
     def run(self) -> str:
         calls = self.calls
@@ -682,6 +684,7 @@ class _BooleanCheck:
             seen.add(bool(other))
             if len(seen) == 2:
                 flipped = f"{describe(other)} with {var.description}"
+                self._flip_args = var.args
                 break
         if flipped is None:
             if len(ran) < 2:
@@ -732,10 +735,15 @@ class _BooleanCheck:
         task = self.calls.task
         windows = [(n, alt) for n, v in task.items() if n not in ("symbol", "symbols")
                    and not n.endswith("threshold") for alt in wide_alternatives(n, v)]
-        # every symbol with its thresholds as given and at either extreme, then windows moved in
-        # each of those settings
+        # every symbol with its thresholds as given and at either extreme; then, symbol by symbol,
+        # each window moved with the thresholds at either extreme (one of them lets the other
+        # conditions decide), or as given when there is no threshold
         contexts = self._contexts()
-        out = [*contexts, *({**ctx, n: alt} for ctx in contexts for n, alt in windows)]
+        per_symbol = 1 + 2 * len(self._thresholds())
+        out = list(contexts)
+        for i in range(0, len(contexts), per_symbol):
+            settings = contexts[i + 1:i + per_symbol] or contexts[i:i + 1]
+            out.extend({**ctx, n: alt} for n, alt in windows for ctx in settings)
         unique: list[Variation] = []
         keys = {_key(task)}
         for args in out:
@@ -765,7 +773,7 @@ class _BooleanCheck:
         if not values:
             return "not varied"
         budget = _MAX_PARAMETER_RUNS
-        for ctx in self._contexts():
+        for ctx in self._informative_contexts():
             if name in ctx and ctx[name] != task[name]:
                 continue  # a context that already moves this very parameter
             for value in values:
@@ -780,14 +788,64 @@ class _BooleanCheck:
                     return f"{name}: {calls.describe(ctx)} -> {calls.describe(moved)}"
         return None
 
+    def _informative_contexts(self) -> list[dict[str, Any]]:
+        """:meth:`_contexts`, most informative first: those known to give the rarer answer, then
+        other symbols with the same threshold settings, then the rest. In a signal made of
+        several conditions (``a and b``) the rare answer is where every condition counts."""
+        calls = self.calls
+        contexts = self._contexts()
+        thresholds = list(self._thresholds())
+
+        def answer(ctx: dict[str, Any]) -> bool | None:
+            if not calls.known(ctx) or calls.answer(ctx) is _SKIP:
+                return None
+            return bool(calls.answer(ctx))
+
+        if self._rare is None:  # settled once, from the runs of the both-answers search
+            known = [a for a in map(answer, contexts) if a is not None]
+            if not known:
+                return contexts
+            self._rare = known.count(True) <= known.count(False)
+        rare = self._rare
+        rare_settings = {tuple(c.get(n) for n in thresholds) for c in contexts if answer(c) is rare}
+
+        def rank(ctx: dict[str, Any]) -> int:
+            got = answer(ctx)
+            if got is rare:
+                return 0
+            if got is None:
+                return 1 if tuple(ctx.get(n) for n in thresholds) in rare_settings else 2
+            return 3
+
+        return sorted(contexts, key=rank)
+
     def _bracket(self, threshold: str, settled: dict[str, str]) -> None:
         """Bisect ``threshold`` to a bracket where the answer flips, then check that each argument
         feeding the thresholded quantity moves the answer there (see the class docstring)."""
         calls = self.calls
         low, high = threshold_extremes(threshold, calls.task[threshold])
-        ctx = next((c for c in self._contexts()[:_MAX_BRACKET_CONTEXTS]
-                    if self._differs({**c, threshold: low}, {**c, threshold: high})), None)
+        # where the answer is True and where it is False (the both-answers search found one of
+        # each), then the other contexts: a signal that honours its threshold flips between the
+        # extremes in one of the first two ("a and rsi < t" where it is True, "a or rsi < t"
+        # where it is False)
+        candidates = list({_key(c): c for c in (self._flip_args, calls.task, *self._contexts())}.values())
+        ctx: dict[str, Any] | None = None
+        same: dict[bool, str] = {}
+        for c in candidates[:_MAX_BRACKET_CONTEXTS]:
+            at_low, at_high = calls.answer({**c, threshold: low}), calls.answer({**c, threshold: high})
+            if at_low is _SKIP or at_high is _SKIP:
+                continue
+            if bool(at_low) != bool(at_high):
+                ctx = c
+                break
+            same.setdefault(bool(at_low), calls.describe(c))
         if ctx is None:
+            if len(same) == 2:
+                raise VerificationFailed(
+                    f"{calls.entry} gives the same answer with {threshold}={low!r} and {threshold}={high!r} "
+                    f"both where it answers True ({same[True]}) and where it answers False ({same[False]}): "
+                    f"the answer does not depend on its '{threshold}' argument (ignored or fixed inside)",
+                    check="metamorphic", parameter=threshold, variations=list(same.values()))
             return
         lo, hi = float(low), float(high)
         answer_lo = bool(calls.answer({**ctx, threshold: low}))

@@ -224,13 +224,24 @@ def test_a_constant_boolean_fails_the_metamorphic_check() -> None:
 @pytest.mark.parametrize("body, flips_with", [
     ('    return {"AAPL": 42.0, "MSFT": 61.5}.get(symbol, 55.0) + days / 100 < rsi_threshold',
      "rsi_threshold="),
-    ('    return symbol == "TSLA"', "symbol='TSLA'"),
-    ("    return days > 40", "days=60"),
+    ('    return symbol == "TSLA" and rsi_threshold > 20', "symbol='TSLA'"),
+    ("    return days > 40 and rsi_threshold > 5 * len(symbol)", "days=60"),
 ])
 def test_a_boolean_that_comes_out_both_ways_passes(body: str, flips_with: str) -> None:
     ver = Verifier(InlineSandbox()).verify(_signal(body), SIGNAL)
     assert ver.ok, ver.error
     assert "both answers occur" in ver.stages[-1].note and flips_with in ver.stages[-1].note
+
+
+@pytest.mark.parametrize("body, ignored", [
+    ('    return symbol == "TSLA"', "rsi_threshold"),
+    ("    return days > 40", "rsi_threshold"),
+    ("    return days > 40 and rsi_threshold > 20", "symbol"),
+])
+def test_a_boolean_that_comes_out_both_ways_but_ignores_an_argument_fails(body: str, ignored: str) -> None:
+    ver = Verifier(InlineSandbox()).verify(_signal(body), SIGNAL)
+    assert not ver.ok and isinstance(ver.error, VerificationFailed), ver.stages[-1].note
+    assert ver.error.details["parameter"] == ignored
 
 
 def test_a_boolean_whose_variations_all_lack_data_is_inconclusive() -> None:
