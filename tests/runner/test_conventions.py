@@ -217,3 +217,20 @@ def test_calendar_windows_differ_only_at_their_first_day() -> None:
     inclusive = closes[closes.index.date >= date(2024, 10, 16)]
     assert values["highest_close+calendar_days"] == pytest.approx(float(inclusive.max()))
     assert values["highest_close+calendar_days_after"] == pytest.approx(float(inclusive.iloc[1:].max()))
+
+
+def test_the_readme_names_every_reading_and_every_task_convention() -> None:
+    text = (benchmarks_dir() / "README.md").read_text(encoding="utf-8")
+    shared = text[text.index("## Shared readings"):text.index("## Probes")]
+    for axis, reading in READINGS.items():
+        assert f"(`{axis}`)" in shared, axis
+        for label, _ in reading.values:
+            assert f"`{label}`" in shared, (axis, label)
+    decisions = text[text.index("## Per-task decisions"):text.index("## Known limits")]
+    for task in TASKS.values():
+        row = next(line for line in decisions.splitlines() if line.startswith(f"| {task.id} "))
+        for convention in task.conventions:
+            assert f"`{convention.name}`" in row, (task.id, convention.name)
+        applied = list(SHARED_READINGS.get(task.oracle.name, {})) if task.output.type != "boolean" else []
+        cell = row.split("|")[3]
+        assert all(axis in cell for axis in applied) and (applied or "none" in cell), (task.id, cell)
