@@ -29,7 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from finevo.errors import AgentFailure, ExternalError, InputError, ProviderNotConfigured
+from finevo.jsonsafe import json_safe
 from finevo.outcome import Outcome
+from finevo.vocabulary import AgentMode, ProviderKind, SandboxBackend, choices
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_EXTERNAL = 0, 1, 2, 3
 
@@ -41,15 +43,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     solve = sub.add_parser("solve", help="answer one query")
     solve.add_argument("query", help='e.g. "Calculate AAPL RSI-14 over last 30 days"')
-    solve.add_argument("--llm", help="live | replay:FILE | predictions:FILE | reference (env FINEVO_LLM_PROVIDER)")
+    solve.add_argument("--llm", help=f"{ProviderKind.specs()} (env FINEVO_LLM_PROVIDER)")
     solve.add_argument("--data", type=Path, help="market snapshot directory (default: the bundled snapshot)")
-    solve.add_argument("--agent", choices=("evolving", "static", "memory_only"), help="agent mode")
+    solve.add_argument("--agent", choices=choices(AgentMode), help="agent mode")
     solve.add_argument("--max-refinements", type=int, metavar="N", help="refinement attempts after the first")
     solve.add_argument("--registry-dir", type=Path, help="registry directory (env FINEVO_REGISTRY_DIR)")
     solve.add_argument("--model", help="model name (env FINEVO_LLM_MODEL)")
     solve.add_argument("--record", type=Path, metavar="FILE", help="append LLM exchanges to this cassette (live)")
-    solve.add_argument("--sandbox-backend", choices=("warm", "subprocess"),
-                       help="sandbox backend (env FINEVO_SANDBOX_BACKEND, default warm)")
+    solve.add_argument("--sandbox-backend", choices=choices(SandboxBackend),
+                       help=f"sandbox backend (env FINEVO_SANDBOX_BACKEND, default {SandboxBackend.WARM})")
     solve.add_argument("--timeout", type=float, metavar="S", help="wall-clock deadline for the whole query")
     solve.add_argument("--json", action="store_true", help="print the full outcome as JSON")
     solve.set_defaults(func=cmd_solve)
@@ -177,7 +179,7 @@ def format_outcome(outcome: Outcome) -> str:
 
 # --------------------------------------------------------------------------- solve
 def cmd_solve(args: argparse.Namespace) -> int:
-    from finevo.agent.agent import Agent, Job
+    from finevo.agent.agent import Agent, question_for_query
 
     if not args.query.strip():
         raise InputError("the query is empty")
@@ -185,23 +187,23 @@ def cmd_solve(args: argparse.Namespace) -> int:
         raise InputError(f"invalid --timeout={args.timeout}: expected a positive number of seconds")
     settings = _settings(args)
     task = benchmark_task_for(args.query)
-    job = Job.from_task(task) if task is not None else Job.from_query(args.query)
+    question = task.question() if task is not None else question_for_query(args.query)
     if not Path(settings.data_dir).is_dir():
         raise InputError(f"market snapshot directory not found: {settings.data_dir}")
 
     provider = None
-    if settings.agent_mode != "static":
+    if settings.agent_mode != AgentMode.STATIC:
         from finevo.llm.providers import make_provider
 
         provider = make_provider(settings.llm, settings)
-    registry = _open_registry(settings) if settings.agent_mode != "memory_only" else None
+    registry = _open_registry(settings) if settings.agent_mode != AgentMode.MEMORY_ONLY else None
     from finevo.sandbox import create_sandbox
 
     sandbox = create_sandbox(settings.data_dir, backend=settings.sandbox_backend)
     agent = Agent(settings, provider, sandbox, registry, settings.agent_mode)
     try:
         deadline = time.monotonic() + args.timeout if args.timeout is not None else None
-        outcome = agent.solve_job(job, deadline)
+        outcome = agent.solve(question, deadline)
     finally:
         agent.close()
         sandbox.close()
@@ -210,7 +212,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
             if callable(close):
                 close()
     if args.json:
-        print(json.dumps(outcome.to_dict(), indent=2, ensure_ascii=False, default=str))
+        print(json.dumps(json_safe(outcome.to_dict()), indent=2, ensure_ascii=False, allow_nan=False))
     else:
         print(format_outcome(outcome))
     return exit_code(outcome)
@@ -238,7 +240,7 @@ def cmd_registry_list(args: argparse.Namespace) -> int:
                         for r in rows]
     widths = [max(len(str(row[i])) for row in table) for i in range(len(header))]
     for row in table:
-        print("  ".join(str(cell).ljust(w) for cell, w in zip(row, widths)).rstrip())
+        print("  ".join(str(cell).ljust(w) for cell, w in zip(row, widths, strict=False)).rstrip())
     return EXIT_OK
 
 
@@ -316,7 +318,7 @@ def cmd_registry_clear(args: argparse.Namespace) -> int:
 
 def registry_location(registry: Any) -> str:
     """Where the registry lives, for messages (a password in its URL is masked)."""
-    return registry.display_url
+    return str(registry.display_url)
 
 
 def _close(thing: Any) -> None:

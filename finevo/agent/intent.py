@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from finevo.tasks import Intent, OutputSpec
+from finevo.vocabulary import Category
 
 # --------------------------------------------------------------------------- tickers
 #: Names (matched case-insensitively, on word boundaries) that stand for a symbol. "S&P 500"
@@ -137,7 +138,7 @@ class IndicatorSpec:
     """One indicator the agent knows how to ask for: how to spot it, its arguments, its contract."""
 
     name: str
-    category: str
+    category: Category
     output: OutputSpec
     pattern: re.Pattern[str]
     extract: Extractor
@@ -232,7 +233,7 @@ def _x_positional(names: tuple[str, ...], defaults: tuple[int | float, ...], key
             return None
         given = _paren_numbers(q, keyword) or _paren_numbers(q)
         values = list(given[: len(names)]) + list(defaults[len(given):])
-        return {**base, **dict(zip(names, values))}
+        return {**base, **dict(zip(names, values, strict=False))}
     return extract
 
 
@@ -292,76 +293,76 @@ _BOOL = OutputSpec(type="boolean")
 
 #: Checked in this order: the specific composites before the indicators they are made of.
 CATALOGUE: tuple[IndicatorSpec, ...] = (
-    IndicatorSpec("ma_cross_rsi_signal", "composite", _BOOL,
+    IndicatorSpec("ma_cross_rsi_signal", Category.COMPOSITE, _BOOL,
                   re.compile(r"\bs?MA\s*\d+\s*[<>]\s*s?MA\s*\d+\b.*\bRSI\b|\bRSI\b.*\bs?MA\s*\d+\s*[<>]\s*s?MA\s*\d+\b",
                              re.IGNORECASE),
                   _x_ma_cross_rsi, description="True when MA(short) > MA(long) and RSI < threshold",
                   params=("symbol", "short_window", "long_window", "rsi_window", "rsi_threshold")),
-    IndicatorSpec("post_signal_return", "composite", _NUM,
+    IndicatorSpec("post_signal_return", Category.COMPOSITE, _NUM,
                   re.compile(r"\breturns?\b.*\bafter\b.*\bRSI\s*(?:[-(]?\s*\d+\s*\)?)?\s*[<>]", re.IGNORECASE),
                   _x_post_signal, value_range=(-1.0, 1.0),
                   description="average forward return over `horizon` days after each RSI > threshold signal",
                   params=("symbol", "rsi_window", "rsi_threshold", "horizon")),
-    IndicatorSpec("volume_price_divergence", "composite", _BOOL,
+    IndicatorSpec("volume_price_divergence", Category.COMPOSITE, _BOOL,
                   _w(r"volume\s*-?\s*price\s+divergence", r"price\s*-?\s*volume\s+divergence"),
                   _x_divergence, description="True when price rose but volume fell over the period",
                   params=("symbol", "days")),
-    IndicatorSpec("portfolio_return", "composite", _NUM, _w(r"portfolio\s+returns?"),
+    IndicatorSpec("portfolio_return", Category.COMPOSITE, _NUM, _w(r"portfolio\s+returns?"),
                   _x_symbols_days, multi_symbol=True, value_range=(-1.0, 10.0),
                   description="equal-weight portfolio return over the period, as a fraction",
                   params=("symbols", "days")),
-    IndicatorSpec("max_drawdown", "calculation", _NUM, _w(r"(?:max(?:imum)?\s+)?draw\s*-?\s*downs?"),
+    IndicatorSpec("max_drawdown", Category.CALCULATION, _NUM, _w(r"(?:max(?:imum)?\s+)?draw\s*-?\s*downs?"),
                   _x_days, value_range=(-1.0, 1.0),
                   description="maximum peak-to-trough decline of the close over the period",
                   params=("symbol", "days")),
-    IndicatorSpec("correlation", "calculation", _NUM, _w(r"correlations?", r"correlated?"),
+    IndicatorSpec("correlation", Category.CALCULATION, _NUM, _w(r"correlations?", r"correlated?"),
                   _x_symbols_days, multi_symbol=True, value_range=(-1.0, 1.0),
                   description="correlation of daily returns between two symbols",
                   params=("symbols", "days")),
-    IndicatorSpec("bollinger_bands", "calculation",
+    IndicatorSpec("bollinger_bands", Category.CALCULATION,
                   OutputSpec(type="dict", keys=("upper", "middle", "lower")), _w(r"bollinger(?:\s+bands?)?"),
                   _x_positional(("window", "num_std"), (20, 2), _w(r"bollinger(?:\s+bands?)?")),
                   value_range=(0.0, None), description="latest upper/middle/lower Bollinger band",
                   params=("symbol", "window", "num_std")),
-    IndicatorSpec("macd", "calculation", OutputSpec(type="dict", keys=("macd", "signal", "histogram")),
+    IndicatorSpec("macd", Category.CALCULATION, OutputSpec(type="dict", keys=("macd", "signal", "histogram")),
                   _w("macd"), _x_positional(("fast", "slow", "signal"), (12, 26, 9), _w("macd")),
                   description="latest MACD line, signal line and histogram",
                   params=("symbol", "fast", "slow", "signal")),
-    IndicatorSpec("kdj", "calculation", OutputSpec(type="dict", keys=("k", "d", "j")),
+    IndicatorSpec("kdj", Category.CALCULATION, OutputSpec(type="dict", keys=("k", "d", "j")),
                   _w("kdj", r"stochastic\s+oscillator"),
                   _x_positional(("n", "k_period", "d_period"), (9, 3, 3), _w("kdj")),
                   description="latest K, D and J values of the KDJ indicator",
                   params=("symbol", "n", "k_period", "d_period")),
-    IndicatorSpec("rsi", "calculation", _NUM, _w("rsi", r"relative\s+strength\s+index"), _x_rsi,
+    IndicatorSpec("rsi", Category.CALCULATION, _NUM, _w("rsi", r"relative\s+strength\s+index"), _x_rsi,
                   value_range=(0.0, 100.0), description="latest relative strength index",
                   params=("symbol", "window", "days")),
-    IndicatorSpec("volatility", "calculation", _NUM, _w("volatility"), _x_volatility,
+    IndicatorSpec("volatility", Category.CALCULATION, _NUM, _w("volatility"), _x_volatility,
                   value_range=(0.0, 10.0), description="volatility of daily returns over the window",
                   params=("symbol", "window")),
-    IndicatorSpec("moving_average", "calculation",
+    IndicatorSpec("moving_average", Category.CALCULATION,
                   OutputSpec(type="list", item_type="numeric", min_items=1),
                   _w(r"moving\s+averages?", r"s?ma\s*-?\s*\d+", "sma"), _x_moving_average,
                   value_range=(0.0, None), description="simple moving average of the close, one value per day",
                   params=("symbol", "window", "days")),
-    IndicatorSpec("dividend_history", "fetch",
+    IndicatorSpec("dividend_history", Category.FETCH,
                   OutputSpec(type="list", item_type="dict", item_keys=("date", "amount")),
                   _w(r"dividends?(?:\s+history)?"), _x_dividends,
                   description="dividends paid over the period, as {date, amount} items",
                   params=("symbol", "years")),
-    IndicatorSpec("max_close", "fetch", _NUM,
+    IndicatorSpec("max_close", Category.FETCH, _NUM,
                   _w(r"(?:highest|max(?:imum)?)\s+clos(?:e|ing)(?:\s+price)?"), _x_days,
                   value_range=(0.0, None), description="highest close over the period",
                   params=("symbol", "days")),
-    IndicatorSpec("net_income", "fetch", _NUM, _w(r"net\s+income", r"net\s+profit", "earnings"), _x_net_income,
+    IndicatorSpec("net_income", Category.FETCH, _NUM, _w(r"net\s+income", r"net\s+profit", "earnings"), _x_net_income,
                   description="net income for a fiscal period (latest quarter when none is given)",
                   params=("symbol", "year", "quarter")),
-    IndicatorSpec("total_revenue", "fetch", _NUM, _w(r"total\s+revenues?", "revenues?", "sales"),
+    IndicatorSpec("total_revenue", Category.FETCH, _NUM, _w(r"total\s+revenues?", "revenues?", "sales"),
                   _x_total_revenue, value_range=(0.0, None),
                   description="total revenue for a fiscal period", params=("symbol", "year", "quarter")),
-    IndicatorSpec("latest_quote", "fetch", _NUM, _w(r"(?:market\s+)?quote", r"current\s+price"),
+    IndicatorSpec("latest_quote", Category.FETCH, _NUM, _w(r"(?:market\s+)?quote", r"current\s+price"),
                   _x_symbol_only, value_range=(0.0, None), description="latest market price",
                   params=("symbol",)),
-    IndicatorSpec("latest_close", "fetch", _NUM,
+    IndicatorSpec("latest_close", Category.FETCH, _NUM,
                   _w(r"(?:latest|last|recent|previous)\s+clos(?:e|ing)(?:\s+price)?", r"clos(?:e|ing)\s+price"),
                   _x_symbol_only, value_range=(0.0, None), description="latest daily close",
                   params=("symbol",)),

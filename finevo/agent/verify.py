@@ -52,6 +52,7 @@ from finevo.errors import (
     VerificationFailed,
 )
 from finevo.policy import check
+from finevo.registry.signature import function_signature, signature_problem
 from finevo.sandbox.api import ExecutionResult, Limits, Sandbox
 from finevo.tasks import OutputSpec
 
@@ -137,63 +138,6 @@ def policy_check(code: str) -> PolicyViolation | None:
     where = f"line {line}, col {col}" if line is not None else "unknown position"
     return PolicyViolation(f"policy rule '{rule}' at {where}: {message}", rule=rule, line=line, col=col,
                            layer="policy", violations=len(violations) or 1)
-
-
-def function_signature(code: str, entry: str) -> list[dict[str, Any]] | None:
-    """The parameters of the top-level function ``entry`` (None when there is no such function).
-
-    Each item: ``{"name", "annotation", "required", "kind"}``; ``kind`` is ``"var_keyword"`` for
-    ``**kwargs``.
-    """
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
-        return None
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == entry:
-            a = node.args
-            positional = [*a.posonlyargs, *a.args]
-            n_required = len(positional) - len(a.defaults)
-            params: list[dict[str, Any]] = []
-            for i, arg in enumerate(positional):
-                params.append({"name": arg.arg, "annotation": _annotation(arg), "required": i < n_required,
-                               "kind": "positional_only" if arg in a.posonlyargs else "positional"})
-            for arg, default in zip(a.kwonlyargs, a.kw_defaults, strict=True):
-                params.append({"name": arg.arg, "annotation": _annotation(arg), "required": default is None,
-                               "kind": "keyword_only"})
-            if a.vararg is not None:
-                params.append({"name": a.vararg.arg, "annotation": _annotation(a.vararg), "required": False,
-                               "kind": "var_positional"})
-            if a.kwarg is not None:
-                params.append({"name": a.kwarg.arg, "annotation": _annotation(a.kwarg), "required": False,
-                               "kind": "var_keyword"})
-            return params
-    return None
-
-
-def _annotation(arg: ast.arg) -> str | None:
-    return ast.unparse(arg.annotation) if arg.annotation is not None else None
-
-
-def signature_problem(params: list[dict[str, Any]] | None, entry: str, arg_names: list[str]) -> str | None:
-    """Why a function with ``params`` cannot be called as ``entry(**args)`` (None when it can)."""
-    if params is None:
-        return f"the module defines no top-level function named '{entry}'"
-    names = {p["name"] for p in params if p["kind"] in ("positional", "keyword_only")}
-    takes_kwargs = any(p["kind"] == "var_keyword" for p in params)
-    unknown = [n for n in arg_names if n not in names]
-    if unknown and not takes_kwargs:
-        return (f"function '{entry}' has no parameter(s) {', '.join(unknown)}; "
-                f"it takes ({', '.join(p['name'] for p in params)})")
-    missing = [p["name"] for p in params if p["required"] and p["kind"] != "positional_only"
-               and p["name"] not in arg_names]
-    posonly = [p["name"] for p in params if p["kind"] == "positional_only" and p["required"]]
-    if posonly:
-        return f"function '{entry}' has positional-only parameter(s) {', '.join(posonly)}"
-    if missing:
-        return (f"function '{entry}' requires parameter(s) {', '.join(missing)} that the task does not give "
-                f"(the task gives {', '.join(arg_names) or 'nothing'})")
-    return None
 
 
 def has_selftest(code: str) -> bool:

@@ -23,11 +23,13 @@ unbound ``str`` / ``bytes`` methods, and refuses path-like objects it cannot rea
 
 from __future__ import annotations
 
+import contextlib
 import os
 import posix
 import stat as _stat_mod
 import sys
 from collections.abc import Callable, Iterable
+from types import FrameType
 from typing import Any
 
 from finevo.sandbox.protocol import sealed_dumps
@@ -72,11 +74,14 @@ REFUSED_PREFIXES: tuple[str, ...] = (
     "shutil.", "tempfile.",
 )
 
-#: Events whose path arguments must lie inside the working directory.
-MODIFY_EVENTS: dict[str, tuple[int, ...]] = {
-    "os.remove": (0,), "os.rmdir": (0,), "os.mkdir": (0,), "os.rename": (0, 1),
-    "os.chmod": (0,), "os.chown": (0,), "os.lchown": (0,), "os.chflags": (0,),
-    "os.lchflags": (0,), "os.utime": (0,), "os.chdir": (0,),
+#: Events whose path arguments must lie inside the working directory: (path positions,
+#: dir_fd positions) as CPython raises them, e.g. ``os.mkdir(path, mode, dir_fd)``. Only a real
+#: descriptor in a dir_fd position is refused (a mode or a uid is just a number).
+MODIFY_EVENTS: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {
+    "os.remove": ((0,), (1,)), "os.rmdir": ((0,), (1,)), "os.mkdir": ((0,), (2,)),
+    "os.rename": ((0, 1), (2, 3)), "os.chmod": ((0,), (2,)), "os.chown": ((0,), (3,)),
+    "os.lchown": ((0,), ()), "os.chflags": ((0,), ()), "os.lchflags": ((0,), ()),
+    "os.utime": ((0,), (3,)), "os.chdir": ((0,), ()),
 }
 
 #: Events whose path argument must lie inside a read root.
@@ -100,14 +105,10 @@ def default_read_roots(extra: Iterable[str] = ()) -> list[str]:
 
     roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.__file__)}
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        try:
+        with contextlib.suppress(KeyError):
             roots.add(sysconfig.get_paths()[key])
-        except KeyError:
-            pass
-    try:
+    with contextlib.suppress(AttributeError):  # pragma: no cover - virtualenv quirks
         roots.update(site.getsitepackages())
-    except AttributeError:  # pragma: no cover - virtualenv quirks
-        pass
     import finevo
 
     roots.add(os.path.dirname(os.path.abspath(finevo.__file__)))
@@ -169,7 +170,7 @@ def make_hook(*, workdir: str, read_roots: Iterable[str], report_fd: int,
                 if parts:
                     parts.pop()
                 continue
-            candidate = "/" + s_join("/", parts + [comp])
+            candidate = "/" + s_join("/", [*parts, comp])
             try:
                 st = p_lstat(candidate)
             except OSError:
@@ -190,14 +191,14 @@ def make_hook(*, workdir: str, read_roots: Iterable[str], report_fd: int,
         return "/" + s_join("/", parts)
 
     def under(path: str, roots: tuple[str, ...]) -> bool:
-        for root in roots:
+        for root in roots:  # noqa: SIM110 - no any(): the hook uses captured callables only
             if path == root or s_startswith(path, root + "/") or root == "/":
                 return True
         return False
 
     def refuse(event: str, detail: str) -> None:
         record = dumps({"kind": "refused", "event": event, "detail": detail[:300]})
-        try:
+        try:  # noqa: SIM105 - no contextlib in the hook: a tool could patch a module global
             p_write(report_fd, (record + "\n").encode("utf-8", "replace"))
         except OSError:
             pass
@@ -218,7 +219,7 @@ def make_hook(*, workdir: str, read_roots: Iterable[str], report_fd: int,
             return False
 
     def importer_is_tool() -> bool:
-        frame = getframe(2)
+        frame: FrameType | None = getframe(2)
         while frame is not None:
             name = frame.f_code.co_filename
             if s_startswith(name, frozen_import) or s_startswith(name, importlib_dir) or name == this_file:
@@ -259,13 +260,14 @@ def make_hook(*, workdir: str, read_roots: Iterable[str], report_fd: int,
         for prefix in refused_prefixes:
             if s_startswith(event, prefix):
                 refuse(event, "operation not allowed in the sandbox")
-        positions = modify_events.get(event)
-        if positions is not None:
-            for i in positions:
+        spec = modify_events.get(event)
+        if spec is not None:
+            paths, dir_fds = spec
+            for i in paths:
                 if i < len(args):
                     path_arg(event, args[i], (workdir_r,), "change")
-            for extra in args[max(positions) + 1:]:
-                if type(extra) is t_int and extra >= 0:
+            for i in dir_fds:
+                if i < len(args) and type(args[i]) is t_int and args[i] >= 0:
                     refuse(event, "dir_fd-relative file-system change")
             return
         positions = list_events.get(event)

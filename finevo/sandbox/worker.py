@@ -12,6 +12,7 @@ from __future__ import annotations
 import gc
 import os
 import sys
+import tempfile
 import traceback
 from typing import Any
 
@@ -45,7 +46,7 @@ def main() -> int:
         info = preload(config.get("snapshot_dir"))
         gc.collect()
         gc.freeze()  # keep the preloaded heap out of the children's copy-on-write faults
-    except BaseException as exc:  # noqa: BLE001 - report start-up failure to the parent
+    except BaseException as exc:  # report start-up failure to the parent
         protocol.write_frame(replies, {"kind": "failed", "error": f"{type(exc).__name__}: {exc}",
                                        "traceback": traceback.format_exc()})
         return 1
@@ -53,7 +54,8 @@ def main() -> int:
                 "drop_uid": config.get("drop_uid", True), "unshare_net": False,
                 "tool_imports": config.get("tool_imports")}
     protocol.write_frame(replies, {"kind": "ready", "pid": os.getpid(), "netns": netns,
-                                   "non_dumpable": non_dumpable, "rss_kb": _rss_kb(), **info})
+                                   "non_dumpable": non_dumpable, "rss_kb": _rss_kb(),
+                                   "tmpdir": tempfile.gettempdir(), **info})
     from finevo.sandbox.forked import SpareChild
 
     spare: SpareChild | None = None
@@ -78,10 +80,16 @@ def main() -> int:
             if child is None:
                 raise OSError("no sandbox child could be forked")
             reply = child.run(request)
-        except BaseException as exc:  # noqa: BLE001 - keep serving; the parent sees "crashed"
+        except BaseException as exc:  # keep serving; the parent sees "crashed"
             reply = {"status": "crashed", "layer": "harness",
                      "error_message": f"sandbox worker failed: {type(exc).__name__}: {exc}"}
-        protocol.write_frame(replies, reply)
+        try:
+            protocol.write_frame(replies, reply)
+        except (TypeError, ValueError, RecursionError) as exc:  # a reply JSON cannot hold: the tool's fail
+            protocol.write_frame(replies, {"status": "crashed", "layer": "result",
+                                           "error_type": "ResultUnreadable",
+                                           "error_message": f"the tool's result cannot be sent: "
+                                                            f"{type(exc).__name__}"})
         if child is not None:
             child.cleanup()
 

@@ -19,7 +19,9 @@ from typing import Any
 
 from finevo.errors import InputError
 from finevo.inputs import read_text
+from finevo.jsonsafe import json_safe
 from finevo.paths import snapshot_dir
+from finevo.vocabulary import SandboxBackend, choices
 from runner.exitcodes import Exit
 
 SELF_TEST = "__main__"
@@ -40,8 +42,8 @@ def register(subparsers: Any) -> None:
     check.add_argument("--run", metavar="ENTRY", help=f"function to call ({SELF_TEST} = self-test block)")
     check.add_argument("--args", metavar="JSON", default="{}", help="keyword arguments as a JSON object")
     check.add_argument("--data", metavar="DIR", help=f"market snapshot (default {snapshot_dir()})")
-    check.add_argument("--backend", choices=("warm", "subprocess"), default="warm",
-                       help="sandbox backend (default warm)")
+    check.add_argument("--backend", choices=choices(SandboxBackend), default=SandboxBackend.WARM.value,
+                       help=f"sandbox backend (default {SandboxBackend.WARM})")
     check.add_argument("--timeout", metavar="S", type=float, default=30.0, help="wall-clock limit in seconds")
     check.set_defaults(func=run_check)
 
@@ -83,7 +85,7 @@ def run_check(args: argparse.Namespace) -> int:
     with create_sandbox(snapshot, backend=args.backend, policy=True) as sandbox:
         verdict["layers"] = sandbox.layers()
         if not (report.allowed and args.run):
-            print(json.dumps(verdict, indent=2, default=repr))
+            print(json.dumps(json_safe(verdict), indent=2, allow_nan=False))
             return int(Exit.PASSED if clean else Exit.FAILED)
         entry = None if args.run == SELF_TEST else args.run
         result = sandbox.run(code, entry, call_args, Limits(timeout_s=args.timeout))
@@ -94,5 +96,5 @@ def run_check(args: argparse.Namespace) -> int:
         "traceback": result.traceback,
     }
     clean = result.status == "ok"
-    print(json.dumps(verdict, indent=2, default=repr))
+    print(json.dumps(json_safe(verdict), indent=2, allow_nan=False))
     return int(Exit.PASSED if clean else Exit.FAILED)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
-from runner.gate import GateConfig
+from runner.prepare import GateConfig
 from tests.runner.fakes import DATA, TASKS
 
 SECURITY_LINES = [

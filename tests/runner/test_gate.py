@@ -12,7 +12,8 @@ from junitparser import Error, Failure, JUnitXml, Skipped
 from finevo.errors import InputError
 from runner.console import Console
 from runner.exitcodes import Exit
-from runner.gate import Gate, prepare, run_gate
+from runner.gate import Gate, run_gate
+from runner.prepare import prepare
 from runner.reports import document, github, markdown
 from tests.runner.fakes import make_factory
 
@@ -56,7 +57,7 @@ def test_all_passing_run_passes_and_writes_valid_reports(make_config) -> None:
     assert counts == {"tests": 7, "failure": 0, "error": 0, "skipped": 0}
     assert (run_dir / "tools" / "calc_004.py").read_text().startswith("def tool")
     events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
-    assert [e["event"] for e in events][0] == "start" and events[-1]["event"] == "end"
+    assert next(e["event"] for e in events) == "start" and events[-1]["event"] == "end"
     assert sum(e["event"] == "task" for e in events) == 5
     assert "[1/7] fetch_001 Get AAPL 2023 Q1 net income ... PASS" in console
     assert "\033[" not in console
@@ -112,7 +113,7 @@ def test_deadline_stops_a_hanging_task_and_records_the_stage(make_config) -> Non
 
 
 def test_agent_ignoring_its_deadline_is_abandoned(make_config, monkeypatch) -> None:
-    monkeypatch.setattr("runner.gate.DEADLINE_GRACE_S", 0.2)
+    monkeypatch.setattr("runner.execution.DEADLINE_GRACE_S", 0.2)
     log: list = []
     result, _ = _run(make_config(task_timeout_s=0.2, only=["calc_004", "comp_001"], baseline_path=None,
                                  self_check=False), {"calc_004": "ignore_deadline"}, log=log)
@@ -183,14 +184,12 @@ def test_unreadable_snapshot_is_an_input_error(make_config, tmp_path) -> None:
 
 @pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan"), {"k": float("inf")}])
 def test_a_non_finite_tool_value_still_gives_strict_json(value, tmp_path) -> None:
+    from finevo.market.snapshot import load_snapshot
     from finevo.outcome import Outcome
     from finevo.tasks import load_tasks
-    from runner.gate import judge_task
-    from tests.runner.fakes import TASKS
-
-    from finevo.market.snapshot import load_snapshot
+    from runner.judging import judge_task
     from runner.oracle import expected_values
-    from tests.runner.fakes import DATA
+    from tests.runner.fakes import DATA, TASKS
 
     task = next(t for t in load_tasks(TASKS) if t.id == "fetch_001")
     expected = expected_values(task, load_snapshot(DATA))
@@ -202,7 +201,7 @@ def test_a_non_finite_tool_value_still_gives_strict_json(value, tmp_path) -> Non
 
 def test_rebuild_from_events_of_a_reused_run_dir_takes_only_the_last_run(make_config) -> None:
     from runner.events import read_events
-    from runner.gate import rebuild_from_events
+    from runner.replay import rebuild_from_events
 
     first, _ = _run(make_config(self_check=False))
     assert first.exit_code == Exit.PASSED
@@ -273,7 +272,7 @@ def test_selfcheck_not_run_without_benchmark_tasks_is_recorded_with_its_reason(m
     md = (result.run_dir / "summary.md").read_text()
     assert "Harness self-check: not run -- no benchmark task is selected" in md
     from runner.events import read_events
-    from runner.gate import rebuild_from_events
+    from runner.replay import rebuild_from_events
 
     assert rebuild_from_events(read_events(result.run_dir / "events.jsonl"))["selfcheck"] == sc
 
@@ -291,7 +290,7 @@ def test_unknown_baseline_ids_are_warned_once(make_config, tmp_path) -> None:
 
 def test_a_crash_mid_run_writes_partial_reports_and_means_no_verdict(make_config, monkeypatch) -> None:
     from runner.events import read_events
-    from runner.gate import rebuild_from_events
+    from runner.replay import rebuild_from_events
 
     def broken(*args, **kwargs):
         raise RuntimeError("boom in the gate")
@@ -323,7 +322,7 @@ def test_a_crash_mid_run_writes_partial_reports_and_means_no_verdict(make_config
     ("", "def456", "def456"),
 ])
 def test_git_sha_comes_from_the_environment_first(monkeypatch, finevo_sha, github_sha, expected) -> None:
-    from runner.gate import git_sha
+    from runner.prepare import git_sha
 
     monkeypatch.setenv("FINEVO_GIT_SHA", finevo_sha)
     monkeypatch.setenv("GITHUB_SHA", github_sha)
@@ -333,7 +332,7 @@ def test_git_sha_comes_from_the_environment_first(monkeypatch, finevo_sha, githu
 def test_git_sha_without_environment_or_git_is_none(monkeypatch) -> None:
     import subprocess
 
-    from runner.gate import git_sha
+    from runner.prepare import git_sha
 
     def no_git(*args, **kwargs):
         raise FileNotFoundError("git")

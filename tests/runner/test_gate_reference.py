@@ -7,7 +7,8 @@ import io
 import pytest
 
 from runner.console import Console
-from runner.gate import GateConfig, run_gate
+from runner.gate import run_gate
+from runner.prepare import GateConfig
 from runner.reports import document
 from tests.runner.fakes import DATA, TASKS
 

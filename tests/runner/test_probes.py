@@ -25,9 +25,12 @@ from finevo.tasks import Probe, Task, load_tasks
 from runner.cli import main
 from runner.cli.oracle import check_reference_tools
 from runner.console import Console
-from runner.gate import GateConfig, Interrupts, TaskRunner, judge_task, run_gate
+from runner.execution import Interrupts, TaskRunner
+from runner.gate import run_gate
 from runner.judge import Judgement, judge_probes, judge_value, probe_entry
+from runner.judging import judge_task
 from runner.oracle import expected_values, probe_expected_values
+from runner.prepare import GateConfig
 from runner.reports import document
 from runner.session import Session, SessionSpec
 from tests.runner.fakes import BENCH, DATA, TASKS

@@ -29,7 +29,7 @@ def gold_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Any], list[
     try:
         agent = Agent(settings, provider, sandbox, registry, "evolving")
         tasks = load_tasks(benchmarks_dir() / "tasks.jsonl")
-        outcomes = [agent.solve(task) for task in tasks]
+        outcomes = [agent.solve(task.question()) for task in tasks]
     finally:
         sandbox.close()
     yield tasks, outcomes, registry
@@ -43,7 +43,7 @@ def test_reference_provider_solves_every_task(gold_run: tuple[list[Any], list[An
     tasks, outcomes, _ = gold_run
     snapshot = load_snapshot(snapshot_dir())
     verdicts = {}
-    for task, outcome in zip(tasks, outcomes):
+    for task, outcome in zip(tasks, outcomes, strict=False):
         judgement = judge_outcome(task, outcome, expected_values(task, snapshot))
         verdicts[task.id] = (judgement.state, judgement.reason)
     failing = {k: v for k, v in verdicts.items() if v[0] != "pass"}

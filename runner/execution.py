@@ -1,0 +1,191 @@
+"""Running the agent and its tools under a deadline, watching for SIGINT / SIGTERM.
+
+Each task runs in a worker thread; the main thread waits for it with the task's deadline and
+watches for signals. On a signal the task in flight is aborted (the sandbox is closed, which
+kills its processes) and :class:`Aborted` is raised. A deadline is passed to the agent
+(``solve(task, deadline=...)``, a ``time.monotonic()`` value) which stops the LLM call or
+sandbox run itself; if the agent overruns it by more than :data:`DEADLINE_GRACE_S`, the worker
+is abandoned, ``deadline_exceeded`` is recorded and a fresh session opens on the same registry.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from finevo.errors import DeadlineExceeded, ExternalError, FinevoError
+from finevo.outcome import Outcome
+from finevo.sandbox.api import ExecutionResult, Limits
+from finevo.tasks import SecurityTask, Task
+from runner.session import Session, SessionFactory, SessionSpec
+
+DEADLINE_GRACE_S = 5.0
+POLL_S = 0.05
+
+
+# --------------------------------------------------------------------------- interrupts
+class Interrupts:
+    """SIGINT / SIGTERM handlers that only record the signal; the main loop acts on it."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self.event = threading.Event()
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> Interrupts:
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.signum is not None:  # second signal: stop now, reports may be missing
+            os._exit(128 + signum)
+        self.signum = signum
+        self.event.set()
+
+
+class Aborted(Exception):
+    """The run was interrupted while a task was in flight."""
+
+
+# --------------------------------------------------------------------------- task execution
+@dataclass
+class _Call:
+    done: threading.Event = field(default_factory=threading.Event)
+    value: Any = None
+    error: BaseException | None = None
+
+
+class _Overdue(Exception):
+    """The worker did not finish by its hard stop (it has been abandoned)."""
+
+
+class TaskRunner:
+    """Runs ``agent.solve`` for one task at a time with a deadline, in a worker thread."""
+
+    def __init__(self, factory: SessionFactory, spec: SessionSpec, interrupts: Interrupts,
+                 timeout_s: float) -> None:
+        self.factory = factory
+        self.spec = spec
+        self.interrupts = interrupts
+        self.timeout_s = timeout_s
+        self.session: Session = factory(spec)
+
+    def close(self) -> None:
+        self.session.close()
+
+    def _renew(self) -> None:
+        """Abandon a stuck worker: kill the sandbox and open a new session on the same registry."""
+        self.session.interrupt()
+        self.session.close()
+        self.session = self.factory(self.spec)
+
+    def _watched(self, name: str, work: Callable[[], Any], hard_stop: float) -> _Call:
+        """Run ``work`` in a worker thread and wait for it: the one deadline / interrupt loop.
+
+        Raises :class:`Aborted` when a signal arrives meanwhile (the sandbox is interrupted first),
+        :class:`_Overdue` when ``hard_stop`` (a ``time.monotonic()`` value) passes first (the worker
+        is abandoned and the session renewed). Otherwise the finished call, with its value or error.
+        """
+        call = _Call()
+
+        def run() -> None:
+            try:
+                call.value = work()
+            except BaseException as exc:  # reported in the main thread
+                call.error = exc
+            finally:
+                call.done.set()
+
+        threading.Thread(target=run, name=name, daemon=True).start()
+        while not call.done.wait(POLL_S):
+            if self.interrupts.event.is_set():
+                self.session.interrupt()
+                call.done.wait(2.0)
+                raise Aborted(name)
+            if time.monotonic() > hard_stop:
+                self._renew()
+                raise _Overdue(name)
+        if self.interrupts.event.is_set():
+            raise Aborted(name)
+        return call
+
+    def solve(self, task: Task | SecurityTask) -> tuple[Outcome, float]:
+        """Solve one task; raises :class:`Aborted` when a signal arrives meanwhile."""
+        start = time.monotonic()
+        deadline = start + self.timeout_s
+        agent = self.session.agent
+        try:
+            call = self._watched(f"solve-{task.id}", lambda: agent.solve(task.question(), deadline=deadline),
+                                 deadline + DEADLINE_GRACE_S)
+        except Aborted:
+            raise Aborted(task.id) from None
+        except _Overdue:
+            overdue = DeadlineExceeded(f"task {task.id}: no answer {self.timeout_s:g}s after its start "
+                                   "(the agent ignored its deadline; worker abandoned)", stage="unknown")
+            return Outcome(task_id=task.id, error=overdue, stage="unknown"), time.monotonic() - start
+        elapsed = time.monotonic() - start
+        if call.error is not None:
+            exc = call.error
+            if isinstance(exc, FinevoError):
+                return Outcome(task_id=task.id, error=exc), elapsed
+            err = ExternalError(f"agent crashed: {type(exc).__name__}: {exc}", where="gate")
+            return Outcome(task_id=task.id, error=err), elapsed
+        outcome = call.value
+        if not isinstance(outcome, Outcome):
+            err = ExternalError(f"agent returned {type(outcome).__name__}, not an Outcome")
+            return Outcome(task_id=task.id, error=err), elapsed
+        return outcome, elapsed
+
+    def probe_runner(self) -> ProbeRunner:
+        """A tool runner for one task's probes, sharing one budget of the task timeout."""
+        return ProbeRunner(self, time.monotonic() + self.timeout_s)
+
+    def run_tool(self, code: str, entry: str, args: dict[str, Any], timeout_s: float) -> ExecutionResult:
+        """One sandbox run of ``entry(**args)`` in a worker thread, watching for signals.
+
+        Raises :class:`Aborted` on a signal, :class:`ExternalError` when the sandbox fails or does
+        not return ``DEADLINE_GRACE_S`` after its own wall-clock limit.
+        """
+        sandbox = self.session.sandbox
+        limits = Limits(timeout_s=timeout_s, cpu_s=max(1, min(Limits().cpu_s, int(timeout_s) + 1)))
+        try:
+            call = self._watched(f"probe-{entry}", lambda: sandbox.run(code, entry, dict(args), limits),
+                                 time.monotonic() + timeout_s + DEADLINE_GRACE_S)
+        except Aborted:
+            raise Aborted(entry) from None
+        except _Overdue:
+            raise ExternalError(f"the sandbox did not return {timeout_s:g}s after starting {entry}",
+                                where="gate") from None
+        if call.error is not None:
+            if isinstance(call.error, FinevoError):
+                raise call.error
+            raise ExternalError(f"sandbox failed: {type(call.error).__name__}: {call.error}", where="gate")
+        result: ExecutionResult = call.value
+        return result
+
+
+class ProbeRunner:
+    """``(code, entry, args) -> ExecutionResult`` for :func:`runner.judge.judge_probes`: each run gets
+    the sandbox's usual wall-clock limit, cut to what is left of the task's probe budget."""
+
+    def __init__(self, runner: TaskRunner, deadline: float) -> None:
+        self.runner = runner
+        self.deadline = deadline
+
+    def __call__(self, code: str, entry: str, args: dict[str, Any]) -> ExecutionResult:
+        remaining = self.deadline - time.monotonic()
+        if remaining <= 0:
+            return ExecutionResult(status="timeout", layer="timeout",
+                                   error_message=f"the task's probe budget of {self.runner.timeout_s:g}s is spent")
+        return self.runner.run_tool(code, entry, args, min(Limits().timeout_s, remaining))

@@ -1,0 +1,153 @@
+"""Everything a gate run needs before it writes anything: its configuration, the checked inputs
+(suite, baseline, snapshot, the oracle's expected values) and the ``--out`` directory.
+
+:func:`prepare` checks every input -- a bad one is one :class:`~finevo.errors.InputError` line and
+exit 2 -- and creates nothing it does not remove again when the run cannot start.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from finevo.errors import InputError
+from finevo.vocabulary import AgentMode
+from runner.suite import Suite, load_suite, select
+from runner.verdict import DEFAULT_MIN_PASS_RATE
+
+DEFAULT_TASK_TIMEOUT_S = 120.0
+
+
+@dataclass
+class GateConfig:
+    llm: str
+    tasks_path: Path
+    security_path: Path | None
+    payloads_path: Path | None
+    baseline_path: Path | None
+    data_dir: Path
+    out_dir: Path = Path("out")
+    run_id: str | None = None
+    only: list[str] | None = None
+    category: str | None = None
+    shard: tuple[int, int] | None = None
+    task_timeout_s: float = DEFAULT_TASK_TIMEOUT_S
+    max_refinements: int | None = None
+    agent_mode: str = AgentMode.EVOLVING
+    sandbox_backend: str | None = None   # None: FINEVO_SANDBOX_BACKEND, else warm
+    reuse_registry: bool = False
+    self_check: bool = True
+    run_payloads: bool = True
+    model: str | None = None
+    temperature: float | None = None
+    record: Path | None = None
+    min_pass_rate: float | None = None
+
+
+@dataclass
+class Prepared:
+    config: GateConfig
+    suite: Suite
+    expected: dict[str, dict[str, Any]]
+    snapshot_hash: str | None
+    snapshot_as_of: str | None
+    snapshot: Any
+    run_id: str
+    run_dir: Path
+    min_pass_rate: float
+    #: Per task id, the oracle's ``{convention: value}`` for each of the task's probes, in order.
+    probe_expected: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: Directories :func:`prepare` created for ``--out`` (deepest first): removed again when the run
+    #: cannot start, so a refused run leaves nothing behind.
+    created_dirs: list[Path] = field(default_factory=list)
+
+
+def new_run_id() -> str:
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+
+
+#: Values that mean "no commit known" (the image's ``FINEVO_GIT_SHA`` when built without REVISION).
+_NO_SHA = ("", "unknown", "none", "null")
+
+
+def git_sha() -> str | None:
+    """The commit under test: ``FINEVO_GIT_SHA`` / ``GITHUB_SHA`` when set, else ``git rev-parse``."""
+    for name in ("FINEVO_GIT_SHA", "GITHUB_SHA"):
+        value = os.environ.get(name, "").strip()
+        if value.lower() not in _NO_SHA:
+            return value
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
+                             cwd=Path(__file__).resolve().parent)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    sha = out.stdout.strip()
+    return sha if out.returncode == 0 and sha else None
+
+
+def _check_out_dir(out_dir: Path) -> list[Path]:
+    """Create ``out_dir`` and prove it writable; returns the directories created (deepest first)."""
+    created = [d for d in (out_dir, *out_dir.parents) if not d.exists()]
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        probe = out_dir / f".write-probe-{os.getpid()}"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        remove_if_empty(created)
+        raise InputError(f"--out {out_dir}: not writable ({exc.strerror or exc})") from None
+    return created
+
+
+def remove_if_empty(dirs: Sequence[Path]) -> None:
+    """Remove each directory (deepest first) that is empty; never anything with content."""
+    for d in dirs:
+        try:
+            d.rmdir()
+        except OSError:
+            return
+
+
+def prepare(config: GateConfig) -> Prepared:
+    """Check every input before the run writes anything (InputError -> exit 2)."""
+    from finevo.market.snapshot import load_snapshot
+    from runner.oracle import expected_values, probe_expected_values
+
+    suite = load_suite(config.tasks_path, config.security_path,
+                       config.payloads_path if config.run_payloads else None, config.baseline_path)
+    suite = select(suite, only=config.only, category=config.category, shard=config.shard)
+    if config.task_timeout_s <= 0:
+        raise InputError(f"--task-timeout: must be positive, got {config.task_timeout_s}")
+    if config.min_pass_rate is not None and not 0.0 <= config.min_pass_rate <= 1.0:
+        raise InputError(f"--min-pass-rate: must be in [0, 1], got {config.min_pass_rate}")
+    snapshot = load_snapshot(config.data_dir)
+    expected = {t.id: expected_values(t, snapshot) for t in suite.tasks}
+    probe_expected = {t.id: probe_expected_values(t, snapshot) for t in suite.tasks if t.probes}
+    run_id = config.run_id or new_run_id()
+    if not run_id.replace("-", "").replace("_", "").replace(".", "").isalnum() or run_id.startswith((".", "-")):
+        raise InputError(f"--run-id: use letters, digits, '.', '_' and '-' only, got {run_id!r}")
+    out_dir = Path(config.out_dir).absolute()
+    created = _check_out_dir(out_dir)
+    run_dir = out_dir / run_id
+    registry_dir = run_dir / "registry"
+    if registry_dir.exists() and any(registry_dir.iterdir()) and not config.reuse_registry:
+        remove_if_empty(created)
+        raise InputError(f"{registry_dir}: registry is not empty; pass --reuse-registry or use a new --run-id")
+    if config.min_pass_rate is not None:
+        min_rate = config.min_pass_rate
+    elif suite.baseline is not None:
+        min_rate = suite.baseline.target_pass_rate
+    else:
+        min_rate = DEFAULT_MIN_PASS_RATE
+    return Prepared(config=config, suite=suite, expected=expected, snapshot=snapshot,
+                    snapshot_hash=getattr(snapshot, "content_hash", None),
+                    snapshot_as_of=str(snapshot.as_of) if getattr(snapshot, "as_of", None) else None,
+                    run_id=run_id, run_dir=run_dir, min_pass_rate=min_rate, probe_expected=probe_expected,
+                    created_dirs=created)
+

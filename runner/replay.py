@@ -1,0 +1,68 @@
+"""Completing a run's records: tasks that did not run are filled in ``skipped`` in plan order,
+and a run's results document is rebuilt from its ``events.jsonl`` (a killed run: partial)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from runner.records import PayloadResult, PayloadState, SecurityResult, SecurityState, TaskResult
+from runner.reports import document
+
+
+def fill_skipped(planned: Sequence[Sequence[str]], done: Sequence[TaskResult], reason: str) -> list[TaskResult]:
+    by_id = {r.task_id: r for r in done}
+    return [by_id.get(tid) or TaskResult.skipped(tid, cat, query, reason) for tid, cat, query in planned]
+
+
+def fill_skipped_security(planned: Sequence[Sequence[str]], done: Sequence[SecurityResult],
+                          reason: str) -> list[SecurityResult]:
+    by_id = {r.task_id: r for r in done}
+    return [by_id.get(tid) or SecurityResult(task_id=tid, query=q, attack=a, state=SecurityState.SKIPPED, reason=reason)
+            for tid, q, a in planned]
+
+
+def fill_skipped_payloads(planned: Sequence[Sequence[str]], done: Sequence[PayloadResult],
+                          reason: str) -> list[PayloadResult]:
+    by_id = {r.payload_id: r for r in done}
+    return [by_id.get(pid) or PayloadResult(payload_id=pid, attempt=att, state=PayloadState.SKIPPED, reason=reason)
+            for pid, att in planned]
+
+
+def rebuild_from_events(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The results document of a run from its event log (a killed run: partial, unrun tasks skipped).
+
+    A run directory reused with ``--reuse-registry`` holds the events of every run in it: only
+    those from the last ``start`` on belong to the run being rebuilt.
+    """
+    events = events[max(i for i, e in enumerate(events) if e["event"] == "start"):]
+    start = events[0]
+    planned = start.get("planned", {})
+    tasks = [TaskResult.from_dict(e["result"]) for e in events if e["event"] == "task"]
+    sec = [SecurityResult.from_dict(e["result"]) for e in events if e["event"] == "security"]
+    pay = [PayloadResult.from_dict(e["result"]) for e in events if e["event"] == "payload"]
+    selfchecks = [e["selfcheck"] for e in events if e["event"] == "selfcheck"]
+    ends = [e for e in events if e["event"] == "end"]
+    end = ends[-1] if ends else None
+    signum = end.get("signal") if end else -1   # no end event: killed or crashed
+    selfcheck: dict[str, Any] | None
+    if signum is None and not start["config"].get("self_check", True):
+        selfcheck = {"enabled": False, "ok": None, "reason": "skipped (--no-self-check)"}
+    else:
+        selfcheck = selfchecks[-1] if selfchecks else None
+    crash = end.get("crash") if end else None
+    if end is None:
+        reason = "not run: the run was killed before this task"
+    elif crash:
+        reason = "not run: the gate crashed before this task"
+    else:
+        reason = "not run: interrupted"
+    return document.assemble(
+        run_id=start["run_id"], config=start["config"],
+        tasks=fill_skipped(planned.get("tasks", []), tasks, reason),
+        security=fill_skipped_security(planned.get("security", []), sec, reason),
+        payloads=fill_skipped_payloads(planned.get("payloads", []), pay, reason),
+        started_at=start["started_at"], finished_at=(end or events[-1]).get("finished_at", start["started_at"]),
+        duration_s=sum(float(r.duration_s) for group in (tasks, sec, pay) for r in group), partial_signal=signum,
+        selfcheck=selfcheck, warnings=start.get("warnings", []), crash=crash)
+
