@@ -177,25 +177,14 @@ def test_publish_is_a_workflow_run_of_verify_with_scoped_write_access() -> None:
     assert workflow["on"] == {"workflow_run": {"workflows": ["verify"], "types": ["completed"]}}
     assert workflow["permissions"] == {}
     (job,) = workflow["jobs"].values()
-    assert job["permissions"] == {"actions": "read", "checks": "write", "pull-requests": "write"}
+    assert job["permissions"] == {"actions": "read", "checks": "write", "contents": "read", "pull-requests": "write"}
     uses = [str(s.get("uses", "")) for s in job["steps"]]
-    assert not any(u.startswith("actions/checkout@") for u in uses), "publish must not check out PR code"
+    for step in job["steps"]:  # only the default branch is checked out: never a ref from the event
+        if str(step.get("uses", "")).startswith("actions/checkout@"):
+            assert "ref" not in step.get("with", {}) and "repository" not in step.get("with", {})
+            assert step["with"].get("persist-credentials") is False
     assert any(u.startswith("EnricoMi/publish-unit-test-result-action@") for u in uses)
     assert any(u.startswith("marocchino/sticky-pull-request-comment@") for u in uses)
-
-
-def test_ci_entry_point_makes_the_docker_tests_and_the_lint_mandatory(tmp_path: Path) -> None:
-    # Run the real .ci/run against a stand-in scripts/test.sh that reports what it was given.
-    (tmp_path / ".ci").mkdir()
-    (tmp_path / "scripts").mkdir()
-    shutil.copy2(ROOT / ".ci" / "run", tmp_path / ".ci" / "run")
-    (tmp_path / "scripts" / "test.sh").write_text(
-        'echo "docker=${FINEVO_REQUIRE_DOCKER:-} lint=${FINEVO_REQUIRE_ACTIONLINT:-} pwd=$PWD args=$*"\n')
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FINEVO_REQUIRE_") and k != "CI"}
-    proc = subprocess.run(["bash", str(tmp_path / ".ci" / "run")], capture_output=True, text=True,
-                          env=env, cwd="/", timeout=30)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == f"docker=1 lint=1 pwd={tmp_path} args="
 
 
 def test_the_gate_in_the_container_sees_what_it_needs_of_github_actions() -> None:
