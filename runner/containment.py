@@ -96,7 +96,7 @@ class Containment:
 
 
 def selftest_text(selftest: dict[str, Any]) -> str:
-    """One line about the self-test, for the console and summary.md."""
+    """One line about the self-test, for the console."""
     if not selftest.get("enabled"):
         return f"not run ({selftest.get('reason')})"
     probes = selftest.get("probes", [])
@@ -108,16 +108,6 @@ def selftest_text(selftest: dict[str, Any]) -> str:
     state = "ok" if selftest.get("ok") else "FAILED"
     return (f"{state}, {len(held)}/{len(probes)} forbidden attempts refused by the kernel"
             + (f" ({layers})" if layers else "") + f" in {float(selftest.get('duration_s') or 0):.2f} s")
-
-
-def summary_line(doc: dict[str, Any]) -> str:
-    """The summary.md line: isolation level and self-test result (empty for documents without them)."""
-    config = doc.get("config") or {}
-    selftest = doc.get("containment_selftest")
-    if not selftest or "isolation" not in config:
-        return ""
-    label = "kernel isolation" if config.get("isolation") == Isolation.KERNEL else "**weak isolation**"
-    return f"Sandbox: {label}; containment self-test {selftest_text(selftest)}."
 
 
 def prove(sandbox: Any, require: str | None, base_dir: str | os.PathLike[str] | None = None) -> Containment:

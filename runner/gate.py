@@ -33,8 +33,11 @@ from runner.judging import judge_task, security_result
 from runner.payloads import Canaries, run_payload
 from runner.prepare import GateConfig, Prepared, git_sha, prepare, remove_if_empty
 from runner.records import PayloadResult, SecurityResult, TaskResult, TaskState
+from runner.repeats import Repeats, repeat_config
 from runner.replay import fill_skipped, fill_skipped_payloads, fill_skipped_security
 from runner.reports import document, write_all
+from runner.reports.escape import log_text
+from runner.reports.model import ResultsDocument
 from runner.selfcheck import run_selfcheck
 from runner.session import SessionFactory, SessionSpec, default_session
 
@@ -53,6 +56,8 @@ class GateOutcome:
     #: ``Type: message`` when the gate itself crashed mid-run (then the reports are partial, exit 3).
     crash: str | None = None
     crash_traceback: str | None = None
+    #: The typed results document (``doc`` is the same as JSON values).
+    results: ResultsDocument | None = None
 
 
 class Gate:
@@ -80,6 +85,7 @@ class Gate:
             "git_sha": git_sha(), "provider": str(info.get("provider") or c.llm), "llm": c.llm,
             "model": info.get("model", c.model), "temperature": info.get("temperature", c.temperature),
             "snapshot_hash": self.p.snapshot_hash, "snapshot_as_of": self.p.snapshot_as_of,
+            "snapshot_synthetic": getattr(self.p.snapshot, "synthetic", None),
             "data_dir": str(c.data_dir), "judge_version": JUDGE_VERSION, "min_pass_rate": self.p.min_pass_rate,
             "baseline": s.baseline.to_dict() if s.baseline else None, "agent_mode": c.agent_mode,
             "max_refinements": info.get("max_refinements", c.max_refinements), "task_timeout_s": c.task_timeout_s,
@@ -89,6 +95,7 @@ class Gate:
             "tasks_file": str(c.tasks_path), "security_file": str(c.security_path) if c.security_path else None,
             "sandbox_layers": info.get("sandbox_layers", {}),
             "sandbox_backend": info.get("sandbox_backend"), "sandbox_fallback": info.get("sandbox_fallback"),
+            **repeat_config(c),
         }
 
     def run(self) -> GateOutcome:
@@ -119,15 +126,16 @@ class Gate:
                 with EventLog(p.run_dir / "events.jsonl") as events:
                     events.emit("start", run_id=p.run_id, started_at=started_at, config=config,
                                 warnings=suite.warnings,
+                                repeats=p.config.repeats,
                                 planned={"tasks": [[t.id, t.category, t.query] for t in suite.tasks],
                                          "security": [[s.id, s.query, s.attack] for s in suite.security],
                                          "payloads": [[x.id, x.attempts] for x in suite.payloads]})
-                    total = len(suite.tasks) + len(suite.security) + len(suite.payloads)
+                    total = len(suite.tasks) * p.config.repeats + len(suite.security) + len(suite.payloads)
                     crash: str | None = None
                     crash_tb: str | None = None
                     try:
                         self._run_all(runner, events, total, tasks_done, sec_done, pay_done)
-                        selfcheck = self._selfcheck(tasks_done, interrupts)
+                        selfcheck = self._selfcheck([t for t in tasks_done if t.repeat == 1], interrupts)
                         if p.config.self_check:
                             events.emit("selfcheck", selfcheck=selfcheck)
                     except Aborted:
@@ -135,20 +143,21 @@ class Gate:
                     except Exception as exc:  # the gate's own bug or trouble: keep what ran, no verdict
                         crash, crash_tb = f"{type(exc).__name__}: {exc}", traceback.format_exc()
                         console.line()
-                        console.line(console.paint(f"CRASHED: {crash}", "error"))
+                        console.line(console.paint(f"CRASHED: {log_text(crash)}", "error"))
                     signum = interrupts.signum
                     partial = signum if signum is not None else (-1 if crash else None)
                     doc = self._document(config, started_at, t0, tasks_done, sec_done, pay_done, selfcheck,
                                          partial, crash=crash if partial == -1 else None)
                     doc["containment_selftest"] = containment.selftest
                     paths = write_all(doc, p.run_dir)
-                    events.emit("end", finished_at=doc["finished_at"], signal=partial,
-                                exit_code=doc["verdict"]["exit_code"], crash=crash, traceback=crash_tb)
+                    events.emit("end", finished_at=doc.finished_at.isoformat(), signal=partial,
+                                exit_code=doc.verdict.exit_code, crash=crash, traceback=crash_tb)
             finally:
                 runner.close()
         console.summary(doc)
         console.line(f"reports: {p.run_dir}")
-        return GateOutcome(exit_code=doc["verdict"]["exit_code"], doc=doc, paths=paths, run_dir=p.run_dir,
+        return GateOutcome(exit_code=doc.verdict.exit_code, doc=doc.to_json_dict(), results=doc, paths=paths,
+                           run_dir=p.run_dir,
                            crash=crash, crash_traceback=crash_tb)
 
     def _prove_sandbox(self, runner: TaskRunner, config: dict[str, Any], fresh_dir: bool) -> Containment:
@@ -185,15 +194,25 @@ class Gate:
                  sec_done: list[SecurityResult], pay_done: list[PayloadResult]) -> None:
         p, console = self.p, self.console
         index = 0
-        for task in p.suite.tasks:
-            index += 1
-            console.task_start(index, total, task.id, task.query)
-            outcome, elapsed = runner.solve(task)
-            result = judge_task(task, outcome, p.expected[task.id], elapsed,
-                                probe_expected=p.probe_expected.get(task.id), run_tool=runner.probe_runner())
-            tasks_done.append(result)
-            events.emit("task", result=result.to_dict())
-            console.task_end(result.state, elapsed, "" if result.state == TaskState.PASS else result.reason[:100])
+        repeats = Repeats(self.factory, self.spec, runner, p.run_dir)
+        try:
+            for repeat in range(1, p.config.repeats + 1):
+                current = repeats.runner_for(repeat)
+                for task in p.suite.tasks:
+                    index += 1
+                    label = task.id if p.config.repeats == 1 else f"{task.id} (repeat {repeat}/{p.config.repeats})"
+                    console.task_start(index, total, label, task.query)
+                    outcome, elapsed = current.solve(task)
+                    result = judge_task(task, outcome, p.expected[task.id], elapsed,
+                                        probe_expected=p.probe_expected.get(task.id), run_tool=current.probe_runner())
+                    if repeat != 1:
+                        result.repeat = repeat
+                    tasks_done.append(result)
+                    events.emit("task", result=result.to_dict())
+                    why = "" if result.state == TaskState.PASS else result.reason[:100]
+                    console.task_end(result.state, elapsed, why)
+        finally:
+            repeats.close()
         for stask in p.suite.security:
             index += 1
             console.task_start(index, total, stask.id, stask.query)
@@ -223,7 +242,7 @@ class Gate:
 
     def _document(self, config: dict[str, Any], started_at: str, t0: float, tasks_done: list[TaskResult],
                   sec_done: list[SecurityResult], pay_done: list[PayloadResult],
-                  selfcheck: dict[str, Any] | None, signum: int | None, crash: str | None = None) -> dict[str, Any]:
+                  selfcheck: dict[str, Any] | None, signum: int | None, crash: str | None = None) -> ResultsDocument:
         s = self.p.suite
         if crash:
             reason = "not run: the gate crashed before this task"
@@ -231,7 +250,8 @@ class Gate:
             reason = f"not run: interrupted by {signal.Signals(signum).name}"
         else:
             reason = "not run"
-        tasks = fill_skipped([[t.id, t.category, t.query] for t in s.tasks], tasks_done, reason)
+        tasks = fill_skipped([[t.id, t.category, t.query] for t in s.tasks], tasks_done, reason,
+                             repeats=self.p.config.repeats)
         sec = fill_skipped_security([[x.id, x.query, x.attack] for x in s.security], sec_done, reason)
         pay = fill_skipped_payloads([[x.id, x.attempts] for x in s.payloads], pay_done, reason)
         return document.assemble(run_id=self.p.run_id, config=config, tasks=tasks, security=sec, payloads=pay,

@@ -20,7 +20,15 @@ from finevo.sandbox.api import ExecutionResult
 from finevo.tasks import SecurityTask, Task
 from runner.execution import Aborted
 from runner.judge import judge_outcome, judge_probes
-from runner.records import ProbeResult, SecurityResult, SecurityState, TaskResult, TaskState, ToolInfo
+from runner.records import (
+    ErrorInfo,
+    ProbeResult,
+    SecurityResult,
+    SecurityState,
+    TaskResult,
+    TaskState,
+    ToolInfo,
+)
 
 
 def _stage_of(outcome: Outcome) -> str:
@@ -72,7 +80,7 @@ def judge_task(task: Task, outcome: Outcome, expected: dict[str, Any], elapsed: 
         llm=_usage_record(outcome.usage),
         duration_s=round(elapsed, 6),
         timings={k: round(float(v), 6) for k, v in {**outcome.timings, **gate_timings}.items()},
-        error=outcome.error.to_dict() if outcome.error is not None else None,
+        error=ErrorInfo.of(outcome.error),
         stdout=(outcome.stdout or "")[:8192], stderr=(outcome.stderr or "")[:8192],
         probes=[ProbeResult(index=r.index, args=json_safe(r.args), state=r.state, reason=r.reason,
                             expected=json_safe(r.expected), actual=json_safe(r.actual),
@@ -92,7 +100,7 @@ def security_result(task: SecurityTask, outcome: Outcome, elapsed: float) -> Sec
     return SecurityResult(task_id=task.id, query=task.query, attack=task.attack, state=state, reason=reason,
                           blocked_by=outcome.blocked_by, stage=outcome.stage, tool_source=outcome.tool_source,
                           code=outcome.tool_code, duration_s=round(elapsed, 6),
-                          error=outcome.error.to_dict() if outcome.error is not None else None,
+                          error=ErrorInfo.of(outcome.error),
                           llm=_usage_record(outcome.usage))
 
 

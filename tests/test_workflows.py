@@ -177,9 +177,12 @@ def test_publish_is_a_workflow_run_of_verify_with_scoped_write_access() -> None:
     assert workflow["on"] == {"workflow_run": {"workflows": ["verify"], "types": ["completed"]}}
     assert workflow["permissions"] == {}
     (job,) = workflow["jobs"].values()
-    assert job["permissions"] == {"actions": "read", "checks": "write", "pull-requests": "write"}
+    assert job["permissions"] == {"actions": "read", "checks": "write", "contents": "read", "pull-requests": "write"}
     uses = [str(s.get("uses", "")) for s in job["steps"]]
-    assert not any(u.startswith("actions/checkout@") for u in uses), "publish must not check out PR code"
+    for step in job["steps"]:  # only the default branch is checked out: never a ref from the event
+        if str(step.get("uses", "")).startswith("actions/checkout@"):
+            assert "ref" not in step.get("with", {}) and "repository" not in step.get("with", {})
+            assert step["with"].get("persist-credentials") is False
     assert any(u.startswith("EnricoMi/publish-unit-test-result-action@") for u in uses)
     assert any(u.startswith("marocchino/sticky-pull-request-comment@") for u in uses)
 
@@ -204,8 +207,33 @@ def test_the_gate_in_the_container_sees_what_it_needs_of_github_actions() -> Non
         assert run.index("code=$?") < run.index('cat "$GH_DIR/output"') < run.index('echo "code=$code"')
     build = next(s for s in steps if str(s.get("uses", "")).startswith("docker/build-push-action@"))
     assert "REVISION=${{ github.sha }}" in build["with"]["build-args"]
-    last = steps[-1]
-    assert "steps.gate_offline.outputs.verdict" in json.dumps(last.get("env", {}))
+    last = steps[-1]  # the merge job's: the merged verdict decides, as the gate's figures said
+    assert "steps.merge.outputs.verdict" in json.dumps(last.get("env", {}))
+
+
+def test_verify_is_a_matrix_of_shards_merged_into_one_verdict() -> None:
+    workflow = _load(ROOT / ".github" / "workflows" / "verify.yml")
+    inputs = workflow["on"]["workflow_dispatch"]["inputs"]
+    assert inputs["shards"]["default"] == "1" and inputs["repeats"]["default"] == "1"
+    assert "schedule" in workflow["on"]
+    jobs = workflow["jobs"]
+    plan = jobs["plan"]["steps"][0]["run"]
+    assert "*) shards=1; repeats=1 ;;" in plan  # pull requests: one shard, one repeat
+    gate = jobs["gate"]
+    assert gate["needs"] == "plan" and "fromJSON(needs.plan.outputs.shards)" in str(gate["strategy"]["matrix"])
+    for step in gate["steps"]:
+        if "docker run" in str(step.get("run", "")):
+            assert '--shard "$SHARD" --repeats "$REPEATS"' in step["run"]
+    shard_uploads = [s for s in gate["steps"] if str(s.get("uses", "")).startswith("actions/upload-artifact@")]
+    assert [s["with"]["name"] for s in shard_uploads] == ["finevo-verify-shard-${{ matrix.shard }}"]
+    merge = jobs["merge"]
+    assert set(merge["needs"]) == {"plan", "gate"} and merge["if"].startswith("always()")
+    run = next(s for s in merge["steps"] if s.get("id") == "merge")["run"]
+    assert "finevo-verify merge" in run and "set +e" in run
+    names = [s["with"]["name"] for s in merge["steps"] if str(s.get("uses", "")).startswith("actions/upload-artifact@")]
+    assert names == ["finevo-verify-reports", "event-file"]  # what publish.yml reads: one check, one comment
+    # only the merge job writes the job summary
+    assert not any("GITHUB_STEP_SUMMARY" in str(s.get("run", "")) for s in gate["steps"])
 
 
 def test_the_image_records_its_commit_without_git() -> None:

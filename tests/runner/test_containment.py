@@ -15,7 +15,7 @@ from finevo.sandbox import ExecutionResult, Limits, confine, create_sandbox
 from finevo.sandbox.backends import WarmSandbox
 from finevo.sandbox.selftest import PROBES, run_selftest
 from runner.console import Console
-from runner.containment import IsolationUnavailable, prove, require_isolation, summary_line
+from runner.containment import IsolationUnavailable, prove, require_isolation
 from runner.exitcodes import Exit
 from runner.gate import run_gate
 from runner.reports import document
@@ -127,9 +127,8 @@ def test_gate_records_weak_isolation_in_every_report(make_config: Any) -> None:
     doc = document.load(result.run_dir / "results.json")  # validates against the schema
     assert doc["config"]["isolation"] == "weak" and doc["config"]["require_isolation"] is None
     assert doc["containment_selftest"]["enabled"] is False and doc["containment_selftest"]["ok"] is None
-    assert "weak isolation" in (result.run_dir / "summary.md").read_text()
+    assert "weak isolation" in (result.run_dir / "summary.md").read_text().lower()
     assert "WEAK ISOLATION" in out.getvalue()
-    assert summary_line(doc).startswith("Sandbox: **weak isolation**")
 
 
 def test_cli_exits_3_with_one_line_naming_the_missing_layer(make_config: Any, monkeypatch: pytest.MonkeyPatch,
