@@ -158,7 +158,7 @@ def test_reference_run_passes_offline_and_reports_belong_to_the_image_user(image
     assert doc["config"]["require_isolation"] == "kernel" and doc["config"]["isolation"] == "kernel"
     assert doc["config"]["sandbox_layers"]["landlock"] and doc["config"]["sandbox_layers"]["seccomp"]
     assert doc["containment_selftest"]["ok"] is True
-    assert "kernel isolation" in summary
+    assert "Isolation: **kernel** (required: kernel)" in summary
     assert "PASSED" in summary
     assert sum(len(list(suite)) for suite in xml) >= len(doc["tasks"])
     for path in (run_dir, run_dir / "results.json", run_dir / "junit.xml", run_dir / "summary.md"):
