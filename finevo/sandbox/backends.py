@@ -230,7 +230,7 @@ class SubprocessSandbox(_BaseSandbox):
                 finally:
                     for fd in (out_w, err_w, ctl_w):
                         os.close(fd)
-            observation = supervise(proc.pid, out_r, err_r, ctl_r, limits)
+            observation = supervise(proc.pid, out_r, err_r, ctl_r, limits, workdir=workdir)
             # supervise() reaped the child; tell Popen so it never waits on a recycled pid.
             proc.returncode = observation.wait_status if observation.wait_status is not None else -1
             return classify(observation, limits)

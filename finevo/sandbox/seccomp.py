@@ -56,6 +56,7 @@ _JEQ = 0x15
 _JSET = 0x45
 _JGE = 0x35
 _RET = 0x06
+_JA = 0x05
 _OFF_NR, _OFF_ARCH = 0, 4
 
 
@@ -91,6 +92,20 @@ _ARCH: dict[str, tuple[int, dict[str, int]]] = {
         # argument-checked
         "clone": 56, "clone3": 435, "fork": 57, "vfork": 58, "prctl": 157, "kill": 62, "tkill": 200, "tgkill": 234,
         "rt_sigqueueinfo": 129, "rt_tgsigqueueinfo": 297,
+        # file metadata: a child that keeps uid 0 (or the gate's uid) owns the host's files, and
+        # Landlock does not govern modes, owners, extended attributes or times
+        "chmod": 90, "fchmod": 91, "fchmodat": 268, "fchmodat2": 452, "chown": 92, "fchown": 93,
+        "lchown": 94, "fchownat": 260, "setxattr": 188, "lsetxattr": 189, "fsetxattr": 190,
+        "removexattr": 197, "lremovexattr": 198, "fremovexattr": 199, "setxattrat": 463,
+        "removexattrat": 466, "utime": 132, "utimes": 235, "utimensat": 280, "futimesat": 261,
+        "mknod": 133, "mknodat": 259,
+        # answered EPERM: reading extended attributes or watching files outside the workspace
+        "getxattr": 191, "lgetxattr": 192, "fgetxattr": 193, "listxattr": 194, "llistxattr": 195,
+        "flistxattr": 196, "getxattrat": 464, "listxattrat": 465, "inotify_init": 253,
+        "inotify_init1": 294, "inotify_add_watch": 254, "fanotify_init": 300, "fanotify_mark": 301,
+        # pid-checked: only the child itself (0 or its own pid)
+        "prlimit64": 302, "sched_setparam": 142, "sched_setscheduler": 144, "sched_setaffinity": 203,
+        "sched_setattr": 314, "get_robust_list": 274,
     }),
     "aarch64": (0xC00000B7, {
         "socket": 198, "socketpair": 199, "execve": 221, "execveat": 281, "ptrace": 117,
@@ -110,10 +125,29 @@ _ARCH: dict[str, tuple[int, dict[str, int]]] = {
         "mq_timedreceive": 183, "mq_notify": 184, "mq_getsetattr": 185,
         "clone": 220, "clone3": 435, "prctl": 167, "kill": 129, "tkill": 130, "tgkill": 131,
         "rt_sigqueueinfo": 138, "rt_tgsigqueueinfo": 240,
+        "fchmod": 52, "fchmodat": 53, "fchmodat2": 452, "fchownat": 54, "fchown": 55, "setxattr": 5,
+        "lsetxattr": 6, "fsetxattr": 7, "removexattr": 14, "lremovexattr": 15, "fremovexattr": 16,
+        "setxattrat": 463, "removexattrat": 466, "utimensat": 88, "mknodat": 33,
+        "getxattr": 8, "lgetxattr": 9, "fgetxattr": 10, "listxattr": 11, "llistxattr": 12,
+        "flistxattr": 13, "getxattrat": 464, "listxattrat": 465, "inotify_init1": 26,
+        "inotify_add_watch": 27, "fanotify_init": 262, "fanotify_mark": 263,
+        "prlimit64": 261, "sched_setparam": 118, "sched_setscheduler": 119, "sched_setaffinity": 122,
+        "sched_setattr": 274, "get_robust_list": 100,
     }),
 }
+#: Calls that take another process's pid as their first argument: allowed on the child itself
+#: (0 or its own pid), a kill otherwise (``prlimit64`` on the gate would cap its limits, on any
+#: other process kill it through RLIMIT_CPU; the scheduler calls would starve it).
+_PID_FIRST = ("prlimit64", "sched_setparam", "sched_setscheduler", "sched_setaffinity", "sched_setattr",
+              "get_robust_list")
+#: Calls answered ``EPERM`` instead of a kill: reads that reveal what Landlock hides (extended
+#: attributes of files outside the workspace) or watch it (inotify, fanotify), which a library
+#: might probe harmlessly.
+_ERRNO_CALLS = ("getxattr", "lgetxattr", "fgetxattr", "listxattr", "llistxattr", "flistxattr",
+                "getxattrat", "listxattrat", "inotify_init", "inotify_init1", "inotify_add_watch",
+                "fanotify_init", "fanotify_mark")
 _CHECKED = ("clone", "clone3", "fork", "vfork", "prctl", "kill", "tkill", "tgkill", "rt_sigqueueinfo",
-            "rt_tgsigqueueinfo")
+            "rt_tgsigqueueinfo", *_PID_FIRST, *_ERRNO_CALLS)
 #: Signal-sending calls: (argument holding the target process, argument holding the signal).
 _SIGNAL_ARGS = {"kill": (0, 1), "tkill": (0, 1), "tgkill": (0, 2), "rt_sigqueueinfo": (0, 1),
                 "rt_tgsigqueueinfo": (0, 2)}
@@ -143,6 +177,10 @@ class _Asm:
 
     def ret(self, value: int) -> None:
         self.code.append((_RET, 0, 0, value))
+
+    def skip(self, count: int) -> None:
+        """Unconditional forward jump over ``count`` instructions."""
+        self.code.append((_JA, 0, 0, count))
 
     def assemble(self) -> bytes:
         out = bytearray()
@@ -177,9 +215,19 @@ def build_filter(self_pid: int, machine: str | None = None, *, allow_processes: 
     a.ld(_OFF_NR)
     if machine == "x86_64":
         a.jump(_JGE, 0x40000000, "kill", 0)  # x32 system calls
-    for name, nr in table.items():
-        if name not in _CHECKED:
-            a.jump(_JEQ, nr, "kill", 0)
+    # The deny list in blocks, each followed by its own kill (jump offsets are 8-bit).
+    denied = [nr for name, nr in table.items() if name not in _CHECKED]
+    for block, start in enumerate(range(0, len(denied), 100)):
+        for nr in denied[start:start + 100]:
+            a.jump(_JEQ, nr, f"deny_{block}", 0)
+        a.skip(1)
+        a.label(f"deny_{block}")
+        a.ret(RET_KILL_PROCESS)
+    for name in _ERRNO_CALLS:
+        if name in table:
+            a.jump(_JEQ, table[name], "eperm", 0)
+    for name in _PID_FIRST:
+        a.jump(_JEQ, table[name], "pid_first", 0)
     if not allow_processes:
         for name in ("fork", "vfork"):
             if name in table:
@@ -212,6 +260,12 @@ def build_filter(self_pid: int, machine: str | None = None, *, allow_processes: 
         a.ld(_arg_lo(sig))
         a.jump(_JEQ, int(signal.SIGSYS), "eperm", 0)
         a.ret(RET_ALLOW)
+    a.label("pid_first")
+    a.ld(_arg_lo(0))
+    a.jump(_JEQ, 0, "allow", 0)
+    a.jump(_JEQ, self_pid & 0xFFFFFFFF, "allow", "kill")
+    a.label("allow")
+    a.ret(RET_ALLOW)
     a.label("eperm")
     a.ret(RET_ERRNO | _EPERM)
     a.label("eagain")

@@ -41,6 +41,21 @@ DENIED_CALLS: dict[str, str] = {
     "keyctl": "0, -3, 0, 0, 0", "open_by_handle_at": "-100, 0, 0", "shmget": "0, 4096, 0o1600",
     "mq_open": "b'/x', 0o100, 0o600, 0", "kill": "{parent}, 0", "tgkill": "{parent}, {parent}, 0",
     "tkill": "{parent}, 0", "rt_sigqueueinfo": "{parent}, 15, 0", "fork": "", "clone": "17, 0, 0, 0, 0",
+    # file metadata (a child keeping uid 0, or the gate's uid, owns the host's files)
+    "chmod": "b'/nonexistent-finevo/x', 0o4755", "fchmodat": "-100, b'/nonexistent-finevo/x', 0o666, 0",
+    "fchmod": "0, 0o666", "chown": "b'/nonexistent-finevo/x', 0, 0",
+    "fchownat": "-100, b'/nonexistent-finevo/x', 0, 0, 0",
+    "setxattr": "b'/nonexistent-finevo/x', b'user.x', b'1', 1, 0",
+    "removexattr": "b'/nonexistent-finevo/x', b'user.x'",
+    "utimensat": "-100, b'/nonexistent-finevo/x', 0, 0", "mknodat": "-100, b'/nonexistent-finevo/fifo', 0o10600, 0",
+    # another process's limits and scheduling
+    "prlimit64": "{parent}, 0, 0, 0", "sched_setaffinity": "{parent}, 0, 0",
+    "sched_setscheduler": "{parent}, 5, 0", "get_robust_list": "{parent}, 0, 0",
+}
+#: name -> arguments of a raw call answered EPERM (reads of what Landlock hides, file watches)
+EPERM_CALLS: dict[str, str] = {
+    "getxattr": "b'/nonexistent-finevo/x', b'user.x', 0, 0", "listxattr": "b'/nonexistent-finevo/x', 0, 0",
+    "inotify_init1": "0",
 }
 PRCTL_DENIED = {"PR_SET_PDEATHSIG": "1, 0", "PR_SET_DUMPABLE": "4, 1"}
 
@@ -145,9 +160,62 @@ def test_filter_and_ruleset_shapes() -> None:
     for machine in ("x86_64", "aarch64"):
         program = seccomp.build_filter(1234, machine)
         assert len(program) % 8 == 0 and len(program) // 8 < 4096
-        assert set(DENIED_CALLS) - {"kill", "tgkill", "tkill", "rt_sigqueueinfo", "fork", "clone"} \
-            <= set(seccomp.denied_calls(machine)) | {"mq_open"}
+        checked = {"kill", "tgkill", "tkill", "rt_sigqueueinfo", "fork", "clone", *seccomp._PID_FIRST}
+        present = set(seccomp._ARCH[machine][1])
+        assert (set(DENIED_CALLS) & present) - checked <= set(seccomp.denied_calls(machine)) | {"mq_open"}
     assert landlock.handled_fs(1) == (1 << 13) - 1
     assert landlock.handled_fs(7) & landlock.FS_REFER and landlock.handled_fs(7) & landlock.FS_IOCTL_DEV
     assert not landlock.workdir_rights(7) & landlock.FS_EXECUTE
     assert not any(os.stat(d).st_mode & 0o002 for d in landlock.mapped_library_dirs())
+
+
+@pytest.mark.parametrize("name", sorted(n for n in EPERM_CALLS if n in NR))
+def test_extended_attributes_and_file_watches_are_refused(box: WarmSandbox, name: str) -> None:
+    code = _raw(NR[name], EPERM_CALLS[name]).replace(
+        "    return libc.syscall(", "    rc = libc.syscall(") + "    return -ctypes.get_errno() if rc < 0 else rc\n"
+    result = box.run_kernel_only(code, "probe", {}, FAST)
+    assert (result.status, result.value) == ("ok", -1), (name, result.status, result.value, result.error_message)
+
+
+@pytest.mark.parametrize("target", ["0", "os.getpid()"])
+def test_the_child_may_still_change_its_own_limits_and_scheduling(box: WarmSandbox, target: str) -> None:
+    code = ("import os\nimport resource\n\n\ndef probe() -> int:\n"
+            "    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)\n"
+            f"    resource.prlimit({target}, resource.RLIMIT_NOFILE, (soft - 1, hard))\n"
+            f"    os.sched_setaffinity({target}, os.sched_getaffinity(0))\n"
+            "    return resource.getrlimit(resource.RLIMIT_NOFILE)[0] - soft\n")
+    result = box.run_kernel_only(code, "probe", {}, FAST)
+    assert (result.status, result.value) == ("ok", -1), (result.status, result.error_message)
+
+
+def test_a_tool_filling_its_working_directory_is_stopped_by_the_disk_quota(box: WarmSandbox) -> None:
+    code = ("def probe() -> int:\n"
+            "    block = b'x' * (1 << 20)\n"
+            "    for i in range(4096):\n"
+            "        with open(f'f{i}.bin', 'wb') as fh:\n"
+            "            for _ in range(4):\n"
+            "                fh.write(block)\n"
+            "    return i\n")
+    result = box.run_kernel_only(code, "probe", {}, Limits(timeout_s=60.0, cpu_s=30, memory_mb=1024, disk_mb=64))
+    assert (result.status, result.layer) == ("killed", "disk-quota"), (result.status, result.layer,
+                                                                         result.error_message)
+
+
+def test_a_tool_creating_a_flood_of_empty_files_is_stopped(box: WarmSandbox) -> None:
+    code = ("def probe() -> int:\n"
+            "    for i in range(200000):\n"
+            "        open(f'e{i}', 'wb').close()\n"
+            "    return i\n")
+    result = box.run_kernel_only(code, "probe", {}, Limits(timeout_s=60.0, cpu_s=30, memory_mb=1024))
+    assert (result.status, result.layer) == ("killed", "disk-quota"), (result.status, result.layer)
+
+
+def test_workdir_usage_stops_counting_past_its_bound(tmp_path: Path) -> None:
+    from finevo.sandbox.supervise import workdir_usage
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "big").write_bytes(b"x" * 300_000)
+    (tmp_path / "link").symlink_to("/")
+    used, entries = workdir_usage(str(tmp_path), stop_above=10**9)
+    assert used >= 300_000 and entries == 3  # the symlink is counted, never followed
+    assert workdir_usage(str(tmp_path), stop_above=10**9, max_entries=1)[1] == 2
