@@ -35,6 +35,7 @@ from runner.replay import fill_skipped, fill_skipped_payloads, fill_skipped_secu
 from runner.reports import document, write_all
 from runner.selfcheck import run_selfcheck
 from runner.session import SessionFactory, SessionSpec, default_session
+from runner.worlds import Worlds
 
 
 # --------------------------------------------------------------------------- the run
@@ -61,6 +62,10 @@ class Gate:
         self.factory = factory
         self.console = console or Console()
         self.selfcheck = selfcheck
+        #: The run's hidden worlds (built lazily, for tasks whose main value passes; removed at the end).
+        self.worlds: Worlds | None = (Worlds(prepared.snapshot, prepared.config.worlds, prepared.worlds_seed,
+                                             list(prepared.judged.values()) or prepared.suite.tasks)
+                                      if prepared.config.worlds > 0 else None)
 
     def spec(self, **changes: Any) -> SessionSpec:
         c = self.p.config
@@ -84,6 +89,7 @@ class Gate:
             "selection": {"only": c.only, "category": c.category,
                           "shard": f"{c.shard[0]}/{c.shard[1]}" if c.shard else None},
             "self_check": c.self_check, "payloads": bool(c.run_payloads and c.payloads_path),
+            "worlds": {"count": c.worlds, "seed": self.p.worlds_seed},
             "tasks_file": str(c.tasks_path), "security_file": str(c.security_path) if c.security_path else None,
             "sandbox_layers": info.get("sandbox_layers", {}),
             "sandbox_backend": info.get("sandbox_backend"), "sandbox_fallback": info.get("sandbox_fallback"),
@@ -146,6 +152,8 @@ class Gate:
                                 exit_code=doc["verdict"]["exit_code"], crash=crash, traceback=crash_tb)
             finally:
                 runner.close()
+                if self.worlds is not None:
+                    self.worlds.close()
         console.summary(doc)
         console.line(f"reports: {p.run_dir}")
         return GateOutcome(exit_code=doc["verdict"]["exit_code"], doc=doc, paths=paths, run_dir=p.run_dir,
@@ -172,8 +180,9 @@ class Gate:
             index += 1
             console.task_start(index, total, task.id, task.query)
             outcome, elapsed = runner.solve(task)
-            result = judge_task(task, outcome, p.expected[task.id], elapsed,
-                                probe_expected=p.probe_expected.get(task.id), run_tool=runner.probe_runner())
+            result = judge_task(p.judged.get(task.id, task), outcome, p.expected[task.id], elapsed,
+                                probe_expected=p.probe_expected.get(task.id), run_tool=runner.probe_runner(),
+                                worlds=self.worlds)
             tasks_done.append(result)
             events.emit("task", result=result.to_dict())
             console.task_end(result.state, elapsed, "" if result.state == "pass" else result.reason[:100])

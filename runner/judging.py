@@ -1,10 +1,18 @@
 """Judging glue: an agent's outcome for one task becomes a :class:`~runner.records.TaskResult`
 (or :class:`~runner.records.SecurityResult`) for the reports.
 
-A task whose main value passes and that has probes is then judged on its probes too: the final
-tool is re-run through the session's sandbox with each probe's arguments (all probes of a task
-share one budget of ``--task-timeout``), see :func:`runner.judge.judge_probes`. The comparison
-rules themselves live in :mod:`runner.judge`.
+A task whose main value passes is then judged further, by the gate alone (never by the agent's
+own verification stages), re-running the final tool through the session's sandbox (all re-runs of
+a task share one budget of ``--task-timeout``):
+
+1. on its probes -- the task's listed ones and those derived from its arguments
+   (:mod:`runner.probes`) -- see :func:`runner.judge.judge_probes`;
+2. in each hidden world (:mod:`runner.worlds`), with the task's own arguments and every probe's,
+   each value against the oracle's in that world (:func:`judge_worlds`).
+
+A tool passes only when every value matches, and matches the *same* accepted convention
+throughout: a tool that reads Wilder's RSI in one world and Cutler's in another fails. The
+comparison rules themselves live in :mod:`runner.judge`.
 """
 
 from __future__ import annotations
@@ -12,15 +20,31 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
-from finevo.errors import DeadlineExceeded, ExternalError
+from finevo.contract import check_shape, normalise
+from finevo.errors import AgentFailure, DeadlineExceeded, ExternalError, InputError
 from finevo.outcome import LLMUsage, Outcome
 from finevo.sandbox.api import ExecutionResult
-from finevo.tasks import SecurityTask, Task
+from finevo.tasks import Probe, SecurityTask, Task
 from runner.execution import Aborted
-from runner.judge import judge_outcome, judge_probes
-from runner.records import ProbeResult, SecurityResult, SecurityState, TaskResult, ToolInfo
+from runner.judge import Judgement, compare, judge_outcome, judge_probes, matched_conventions, probe_entry
+from runner.oracle import expected_values
+from runner.records import ProbeResult, SecurityResult, SecurityState, TaskResult, ToolInfo, WorldResult
+from runner.worlds import World, display_name
+
+
+class WorldsLike(Protocol):
+    """The hidden worlds of a run, as the judge needs them (:class:`runner.worlds.Worlds`)."""
+
+    def for_task(self, task: Task, argsets: Sequence[dict[str, Any]]) -> list[World]: ...
+
+
+class WorldToolRun(Protocol):
+    """Runs tool code in the sandbox, on the market data at ``snapshot_dir`` when given."""
+
+    def __call__(self, code: str, entry: str, args: dict[str, Any],
+                 snapshot_dir: str | None = None) -> ExecutionResult: ...
 
 
 def _stage_of(outcome: Outcome) -> str:
@@ -31,13 +55,17 @@ def _stage_of(outcome: Outcome) -> str:
 
 def judge_task(task: Task, outcome: Outcome, expected: dict[str, Any], elapsed: float, *,
                probe_expected: Sequence[dict[str, Any]] | None = None,
-               run_tool: Callable[[str, str, dict[str, Any]], ExecutionResult] | None = None) -> TaskResult:
-    """Judge one task's outcome; with ``run_tool`` and ``probe_expected``, its probes too.
+               run_tool: Callable[..., ExecutionResult] | None = None,
+               worlds: WorldsLike | None = None) -> TaskResult:
+    """Judge one task's outcome; with ``run_tool`` and ``probe_expected``, its probes too, and with
+    ``worlds`` (and ``run_tool``) in every hidden world.
 
-    Without them a task's probes are recorded ``skipped`` (the main value alone decides): only
-    callers that have no sandbox at hand do that.
+    ``task`` is the task as the gate judges it (its probes may include derived ones the agent
+    never saw). Without ``run_tool`` a task's probes are recorded ``skipped`` (the main value alone
+    decides): only callers that have no sandbox at hand do that.
     """
     probes: list[ProbeResult] = []
+    world_results: list[WorldResult] = []
     #: The gate's own time on this task, next to the agent's stage timings: ``judge`` (comparing the
     #: value with the oracle's) and ``probes`` (re-running the tool on the probes, then judging them).
     gate_timings: dict[str, float] = {}
@@ -54,6 +82,12 @@ def judge_task(task: Task, outcome: Outcome, expected: dict[str, Any], elapsed: 
             else:
                 probes = [ProbeResult(index=i, args=dict(p.args), state="skipped", reason="not run: no sandbox given")
                           for i, p in enumerate(task.probes, start=1)]
+        if judgement.passed and worlds is not None and run_tool is not None:
+            started_worlds = time.monotonic()
+            judgement, world_results = judge_worlds(task, outcome, judgement, expected, probes,
+                                                    probe_expected or [], worlds, run_tool)
+            gate_timings["worlds"] = time.monotonic() - started_worlds
+            elapsed += gate_timings["worlds"]
         state, reason, convention = judgement.state, judgement.reason, judgement.convention
     except Aborted:
         raise
@@ -75,7 +109,124 @@ def judge_task(task: Task, outcome: Outcome, expected: dict[str, Any], elapsed: 
         stdout=(outcome.stdout or "")[:8192], stderr=(outcome.stderr or "")[:8192],
         probes=[ProbeResult(index=r.index, args=document_safe(r.args), state=r.state, reason=r.reason,
                             expected=document_safe(r.expected), actual=document_safe(r.actual),
-                            duration_s=r.duration_s) for r in probes])
+                            duration_s=r.duration_s) for r in probes],
+        worlds=world_results)
+
+
+# --------------------------------------------------------------------------- hidden worlds
+def _consistent(task: Task, value: Any, expected: dict[str, Any], allowed: Sequence[str]) -> list[str]:
+    """The conventions of ``allowed`` whose expected value ``value`` matches."""
+    return [c for c in allowed if c in expected and compare(value, expected[c], task.tolerance) is None]
+
+
+def _run_words(result: ExecutionResult) -> str:
+    detail = ": ".join(x for x in (result.error_type, result.error_message or result.rule) if x)
+    what = {"exception": "raised", "timeout": "timed out", "blocked": "was blocked",
+            "killed": "was killed by a resource limit", "crashed": "died without a result"}.get(result.status,
+                                                                                             result.status)
+    return f"the tool {what}" + (f" ({detail})" if detail else "")
+
+
+def _judge_one(task: Task, where: str, value: Any, expected: dict[str, Any],
+               allowed: list[str]) -> tuple[Judgement, list[str]]:
+    """One value in one world: pass narrows ``allowed`` to the conventions it matches."""
+    value = normalise(value)
+    problems = check_shape(value, task.output)
+    if problems:
+        return Judgement("fail", f"{where}: wrong shape: {problems[0]}"), allowed
+    matched = _consistent(task, value, expected, allowed)
+    if matched:
+        return Judgement("pass", f"{where}: matches {', '.join(matched)}", convention=matched[0]), matched
+    elsewhere = [c for c in expected if c not in allowed and compare(value, expected[c], task.tolerance) is None]
+    if elsewhere:
+        return Judgement("fail", f"{where}: matches convention {elsewhere[0]!r} here but "
+                                 f"{' / '.join(repr(c) for c in allowed)} elsewhere: one reading must hold "
+                                 "throughout"), allowed
+    problems_by = [f"{compare(value, expected[c], task.tolerance, 'value')}" + (f" ({c})" if len(allowed) > 1 else "")
+                   for c in allowed if c in expected]
+    return Judgement("fail", f"{where}: {'; '.join(problems_by)}"), allowed
+
+
+def judge_worlds(task: Task, outcome: Outcome, main: Judgement, main_expected: dict[str, Any],
+                 probe_results: Sequence[ProbeResult], probe_expected: Sequence[dict[str, Any]],
+                 worlds: WorldsLike, run_tool: Callable[..., ExecutionResult]) -> tuple[Judgement, list[WorldResult]]:
+    """Re-run the final tool in every hidden world, with the task's arguments and each probe's.
+
+    Every value is judged against the oracle's in that world, restricted to the conventions every
+    earlier value matched (the main value and the probes on the run's own snapshot first). The
+    first value that does not pass decides (the later worlds are recorded ``skipped``); a world in
+    which the oracle has no answer for the task's own arguments is ``skipped`` with the oracle's
+    reason. Exceptions other than :class:`~finevo.errors.FinevoError` propagate (the interrupt).
+    """
+    code = outcome.tool_code
+    entry = probe_entry(code, task) if code else None
+    allowed = matched_conventions(task, outcome.value, main_expected)
+    for probe_result, expected_all in zip(probe_results, probe_expected, strict=False):
+        if probe_result.state == "pass":
+            allowed = _consistent(task, normalise(probe_result.actual), expected_all, allowed) or allowed
+    argsets: list[tuple[str, Probe | None]] = [("", None)] + [(f"probe {i} ({p.label()})", p)
+                                                            for i, p in enumerate(task.probes, start=1)]
+    plan = worlds.for_task(task, [p.oracle_params for p in task.probes])
+    results: list[WorldResult] = []
+    verdict: Judgement | None = None
+    for world in plan:
+        name = display_name(world)
+        record = WorldResult(world=name, kind=world.kind.value, as_of=world.as_of.isoformat(), state="skipped",
+                             reason="", perturbation=world.perturbation)
+        results.append(record)
+        if verdict is not None:
+            record.reason = "not run: an earlier check did not pass"
+            continue
+        started = time.monotonic()
+        world_verdict: Judgement | None = None
+        oracle_gap: str | None = None
+        not_judged: list[str] = []
+        for label, probe in argsets:
+            where = f"world {name}" + (f" {label}" if label else "")
+            try:
+                expected = expected_values(task, world.provider, dict(probe.oracle_params) if probe else None)
+            except InputError as exc:
+                if probe is None:
+                    oracle_gap = f"not judged: the oracle has no answer in this world ({exc})"
+                    break
+                not_judged.append(f"{label}: {exc}")
+                continue
+            args = {**task.intent.args, **(probe.args if probe else {})}
+            if code is None or entry is None:
+                missing = ("no tool code to re-run" if code is None
+                           else f"the tool defines no function {task.intent.indicator!r}")
+                judgement = Judgement("fail", f"{where}: {missing}")
+            else:
+                try:
+                    result = run_tool(code, entry, args, str(world.path))
+                except ExternalError as exc:
+                    judgement = Judgement("error", f"{where}: {exc.code}: {exc.message}")
+                except AgentFailure as exc:
+                    judgement = Judgement("fail", f"{where}: {exc.code}: {exc.message}")
+                else:
+                    if result.ok:
+                        judgement, allowed = _judge_one(task, where, result.value, expected, allowed)
+                    else:
+                        judgement = Judgement("fail", f"{where}: {_run_words(result)}")
+            record.checks += 1
+            if not judgement.passed:
+                world_verdict = judgement
+                break
+        record.duration_s = round(time.monotonic() - started, 6)
+        if oracle_gap is not None:
+            record.reason = oracle_gap
+        elif world_verdict is None:
+            record.state = "pass"
+            record.reason = f"{record.checks} value(s) match" + (f"; not judged: {'; '.join(not_judged)}"
+                                                                  if not_judged else "")
+        else:
+            record.state, record.reason = world_verdict.state, world_verdict.reason
+            verdict = world_verdict
+    if verdict is not None:
+        return Judgement(verdict.state, verdict.reason, convention=None), results
+    judged = [r for r in results if r.state == "pass"]
+    reason = f"{main.reason}; {len(judged)} hidden world(s) pass" if plan else main.reason
+    return Judgement("pass", reason, convention=main.convention if main.convention in allowed else allowed[0]), results
 
 
 def security_result(task: SecurityTask, outcome: Outcome, elapsed: float) -> SecurityResult:

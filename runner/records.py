@@ -45,7 +45,34 @@ class ProbeResult:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "ProbeResult":
+    def from_dict(cls, data: dict[str, Any]) -> ProbeResult:
+        return cls(**dict(data))
+
+
+@dataclass
+class WorldResult:
+    """One hidden market world a benchmark task's final tool was judged in (see :mod:`runner.worlds`)."""
+
+    #: How reasons name the world: ``seed-123``, ``as_of-2024-06-28``, ``edge-2024-12-31``.
+    world: str
+    #: ``seed`` | ``as_of`` | ``edge`` (:class:`runner.worlds.WorldKind`).
+    kind: str
+    as_of: str
+    #: pass: every value matched; fail / error: the first that did not (``reason`` says which);
+    #: skipped: not judged (an earlier check failed, or the oracle has no answer in this world).
+    state: TaskState
+    reason: str
+    #: What the world changed, in words (the spikes placed; empty for a generated world).
+    perturbation: str = ""
+    #: Values judged here: the task's own arguments and each probe's.
+    checks: int = 0
+    duration_s: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> WorldResult:
         return cls(**dict(data))
 
 
@@ -74,20 +101,24 @@ class TaskResult:
     stderr: str = ""
     #: The task's probes, in order (empty when the task has none or the main value did not pass).
     probes: list[ProbeResult] = field(default_factory=list)
+    #: The hidden worlds the final tool was judged in, in order (empty when none were, e.g. the
+    #: main value did not pass or ``--worlds 0``).
+    worlds: list[WorldResult] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "TaskResult":
+    def from_dict(cls, data: dict[str, Any]) -> TaskResult:
         data = dict(data)
         data["tool"] = ToolInfo(**(data.get("tool") or {}))
         data["llm"] = LLMUsage(**(data.get("llm") or {}))
         data["probes"] = [ProbeResult.from_dict(p) for p in data.get("probes") or []]
+        data["worlds"] = [WorldResult.from_dict(w) for w in data.get("worlds") or []]
         return cls(**data)
 
     @classmethod
-    def skipped(cls, task_id: str, category: str, query: str, reason: str = "not run") -> "TaskResult":
+    def skipped(cls, task_id: str, category: str, query: str, reason: str = "not run") -> TaskResult:
         return cls(task_id=task_id, category=category, query=query, state="skipped", reason=reason)
 
 
@@ -114,7 +145,7 @@ class SecurityResult:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "SecurityResult":
+    def from_dict(cls, data: dict[str, Any]) -> SecurityResult:
         data = dict(data)
         data["llm"] = LLMUsage(**(data.get("llm") or {}))
         return cls(**data)
@@ -140,5 +171,5 @@ class PayloadResult:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "PayloadResult":
+    def from_dict(cls, data: dict[str, Any]) -> PayloadResult:
         return cls(**dict(data))

@@ -43,7 +43,7 @@ def _warm_up_pandas() -> None:
     pd.read_csv(io.StringIO("a,b\n1,2\n"))  # caches pandas' CPU-quota probe (reads /sys)
 
 
-def _parse_everything(provider: Any) -> None:
+def parse_everything(provider: Any) -> None:
     """Parse every recorded frame now, so children inherit the parsed caches."""
     for symbol in provider.symbols():
         for read in (provider.history, provider.dividends, provider.info, provider.fast_info):
@@ -86,7 +86,7 @@ def preload(snapshot_dir: str | None) -> dict[str, Any]:
         from finevo.market.snapshot import load_snapshot
 
         provider = load_snapshot(snapshot_dir)
-        _parse_everything(provider)
+        parse_everything(provider)
         install(provider)
         info["snapshot"] = str(snapshot_dir)
         info["as_of"] = str(getattr(provider, "as_of", ""))

@@ -69,6 +69,12 @@ def register(sub: Any) -> None:
     run.add_argument("--no-self-check", action="store_true", help="skip the reference/null harness self-check")
     run.add_argument("--model", help="model name for live calls")
     run.add_argument("--temperature", type=_float_arg)
+    run.add_argument("--worlds", type=_int_arg, default=None, metavar="K",
+                     help="hidden market worlds each benchmark task is judged in besides the snapshot "
+                          "(env FINEVO_WORLDS, default 3; 0 disables)")
+    run.add_argument("--worlds-seed", type=_int_arg, default=None, metavar="S",
+                     help="seed of the hidden worlds (default: random, recorded in results.json "
+                          "config.worlds.seed); pass a recorded seed to replay a run's worlds")
     run.add_argument("--quiet", action="store_true", help="only the final summary")
     run.set_defaults(func=cmd_run)
 
@@ -87,6 +93,27 @@ def _llm_spec(value: str | None) -> str:
     return (value or os.environ.get("FINEVO_LLM_PROVIDER") or "live").strip()
 
 
+def _worlds(value: int | None) -> int:
+    """``--worlds``, else ``FINEVO_WORLDS``, else the default."""
+    import os
+
+    from finevo.errors import InputError
+    from runner.worlds import DEFAULT_WORLDS
+
+    if value is not None:
+        return value
+    text = os.environ.get("FINEVO_WORLDS", "").strip()
+    if not text:
+        return DEFAULT_WORLDS
+    try:
+        count = int(text)
+    except ValueError:
+        raise InputError(f"FINEVO_WORLDS: expected a whole number, got {text!r}") from None
+    if count < 0:
+        raise InputError(f"FINEVO_WORLDS: expected 0 or more, got {count}")
+    return count
+
+
 def config_from_args(args: argparse.Namespace):
     from runner.prepare import GateConfig
     from runner.suite import parse_only, parse_shard
@@ -99,7 +126,8 @@ def config_from_args(args: argparse.Namespace):
         task_timeout_s=args.task_timeout, max_refinements=args.max_refinements, agent_mode=args.agent,
         sandbox_backend=args.sandbox_backend,
         reuse_registry=args.reuse_registry, self_check=not args.no_self_check, run_payloads=not args.no_payloads,
-        model=args.model, temperature=args.temperature, record=args.record, min_pass_rate=args.min_pass_rate)
+        model=args.model, temperature=args.temperature, record=args.record, min_pass_rate=args.min_pass_rate,
+        worlds=_worlds(args.worlds), worlds_seed=args.worlds_seed)
 
 
 def cmd_run(args: argparse.Namespace, factory: Any = None) -> int:

@@ -371,7 +371,11 @@ def test_reference_tools_pass_every_probed_task_through_the_gate(tmp_path, tasks
     assert outcome.exit_code == 0, outcome.doc["verdict"]["reasons"]
     for t in outcome.doc["tasks"]:
         assert t["state"] == "pass", (t["task_id"], t["reason"])
-        assert [p["state"] for p in t["probes"]] == ["pass"] * len(tasks[t["task_id"]].probes)
+        listed = tasks[t["task_id"]].probes
+        # The listed probes first, then those the gate derives from the task's arguments: all pass.
+        assert [p["args"] for p in t["probes"][:len(listed)]] == [dict(p.args) for p in listed]
+        assert len(t["probes"]) > len(listed) and {p["state"] for p in t["probes"]} == {"pass"}
+        assert [w["state"] for w in t["worlds"]] == ["pass"] * 3
     document.validate(outcome.doc)
 
 
