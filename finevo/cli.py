@@ -30,6 +30,7 @@ from typing import Any
 
 from finevo.errors import AgentFailure, ExternalError, InputError, ProviderNotConfigured
 from finevo.outcome import Outcome
+from finevo.vocabulary import AgentMode, ProviderKind, SandboxBackend, choices
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_EXTERNAL = 0, 1, 2, 3
 
@@ -41,15 +42,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     solve = sub.add_parser("solve", help="answer one query")
     solve.add_argument("query", help='e.g. "Calculate AAPL RSI-14 over last 30 days"')
-    solve.add_argument("--llm", help="live | replay:FILE | predictions:FILE | reference (env FINEVO_LLM_PROVIDER)")
+    solve.add_argument("--llm", help=f"{ProviderKind.specs()} (env FINEVO_LLM_PROVIDER)")
     solve.add_argument("--data", type=Path, help="market snapshot directory (default: the bundled snapshot)")
-    solve.add_argument("--agent", choices=("evolving", "static", "memory_only"), help="agent mode")
+    solve.add_argument("--agent", choices=choices(AgentMode), help="agent mode")
     solve.add_argument("--max-refinements", type=int, metavar="N", help="refinement attempts after the first")
     solve.add_argument("--registry-dir", type=Path, help="registry directory (env FINEVO_REGISTRY_DIR)")
     solve.add_argument("--model", help="model name (env FINEVO_LLM_MODEL)")
     solve.add_argument("--record", type=Path, metavar="FILE", help="append LLM exchanges to this cassette (live)")
-    solve.add_argument("--sandbox-backend", choices=("warm", "subprocess"),
-                       help="sandbox backend (env FINEVO_SANDBOX_BACKEND, default warm)")
+    solve.add_argument("--sandbox-backend", choices=choices(SandboxBackend),
+                       help=f"sandbox backend (env FINEVO_SANDBOX_BACKEND, default {SandboxBackend.WARM})")
     solve.add_argument("--timeout", type=float, metavar="S", help="wall-clock deadline for the whole query")
     solve.add_argument("--json", action="store_true", help="print the full outcome as JSON")
     solve.set_defaults(func=cmd_solve)
@@ -238,7 +239,7 @@ def cmd_registry_list(args: argparse.Namespace) -> int:
                         for r in rows]
     widths = [max(len(str(row[i])) for row in table) for i in range(len(header))]
     for row in table:
-        print("  ".join(str(cell).ljust(w) for cell, w in zip(row, widths)).rstrip())
+        print("  ".join(str(cell).ljust(w) for cell, w in zip(row, widths, strict=False)).rstrip())
     return EXIT_OK
 
 
@@ -316,7 +317,7 @@ def cmd_registry_clear(args: argparse.Namespace) -> int:
 
 def registry_location(registry: Any) -> str:
     """Where the registry lives, for messages (a password in its URL is masked)."""
-    return registry.display_url
+    return str(registry.display_url)
 
 
 def _close(thing: Any) -> None:

@@ -23,7 +23,7 @@ import pandas as pd
 
 from finevo.tasks import OutputSpec
 
-__all__ = ["normalise", "check_shape", "is_number", "describe"]
+__all__ = ["check_shape", "describe", "is_number", "normalise"]
 
 _MAX_REPR = 60
 

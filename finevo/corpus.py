@@ -125,7 +125,7 @@ def _payload_from(data: dict[str, Any], where: str) -> Payload:
                    entry=data.get("entry", "run"), args=args)
 
 
-def load_benign(dir: str | Path | None = None) -> list[BenignTool]:  # noqa: A002 - public name
+def load_benign(dir: str | Path | None = None) -> list[BenignTool]:  # public name
     """Read the benign tools and their calls; every ``.py`` needs a ``calls.json`` entry and back."""
     root = Path(dir) if dir is not None else benchmarks_dir() / "benign"
     calls_path = root / "calls.json"

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from finevo.jsonsafe import json_safe
+
 
 class FinevoError(Exception):
     """Base of every error finevo raises on purpose."""
@@ -33,7 +35,7 @@ class FinevoError(Exception):
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "code": self.code, "type": type(self).__name__,
-                "message": self.message, "details": _jsonable(self.details)}
+                "message": self.message, "details": json_safe(self.details)}
 
     def __str__(self) -> str:  # pragma: no cover - trivial
         return self.message
@@ -178,16 +180,6 @@ def error_from_dict(data: dict[str, Any]) -> FinevoError:
         cls = {"external": ExternalError, "agent": AgentFailure, "input": InputError}.get(
             str(data.get("kind")), FinevoError)
     return cls(str(data.get("message", "")), **dict(data.get("details") or {}))
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, (str, int, float, bool)) or value is None:
-        return value
-    return repr(value)
 
 
 

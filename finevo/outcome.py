@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from finevo.errors import FinevoError, error_from_dict
-
-ToolSource = Literal["created", "reused", "refined", "blocked", "refused", "none"]
+from finevo.vocabulary import ToolSource
 
 #: Stages in the order a task goes through them; ``Outcome.stage`` is the last one reached.
 STAGES: tuple[str, ...] = (
@@ -23,7 +22,7 @@ class LLMUsage:
     completion_tokens: int = 0
     latency_s: float = 0.0
 
-    def add(self, other: "LLMUsage") -> None:
+    def add(self, other: LLMUsage) -> None:
         self.calls += other.calls
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens
@@ -56,7 +55,7 @@ class Outcome:
     tool_name: str | None = None
     tool_version: str | None = None
     tool_hash: str | None = None
-    tool_source: ToolSource = "none"
+    tool_source: ToolSource = ToolSource.NONE
     tool_code: str | None = None
     attempts: list[Attempt] = field(default_factory=list)
     stage: str = "planning"
@@ -80,11 +79,12 @@ class Outcome:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Outcome":
+    def from_dict(cls, data: dict[str, Any]) -> Outcome:
         data = dict(data)
         data.pop("refinements", None)
         err = data.get("error")
         data["error"] = error_from_dict(err) if err else None
         data["usage"] = LLMUsage(**(data.get("usage") or {}))
         data["attempts"] = [Attempt(**a) for a in data.get("attempts") or []]
+        data["tool_source"] = ToolSource(data.get("tool_source") or ToolSource.NONE)
         return cls(**data)

@@ -35,15 +35,12 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from finevo.errors import InputError
 from finevo.paths import snapshot_dir
+from finevo.vocabulary import AgentMode, ProviderKind, SandboxBackend, choices, words
 
-AgentMode = Literal["evolving", "static", "memory_only"]
-AGENT_MODES: tuple[str, ...] = ("evolving", "static", "memory_only")
-SandboxBackend = Literal["warm", "subprocess"]
-SANDBOX_BACKENDS: tuple[str, ...] = ("warm", "subprocess")
 DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_REGISTRY_DIR = "./.finevo/registry"
 
@@ -64,8 +61,8 @@ class Settings:
     registry_url: str = ""
     data_dir: Path = Path(".")
     max_refinements: int = 3
-    agent_mode: AgentMode = "evolving"
-    sandbox_backend: SandboxBackend = "warm"
+    agent_mode: AgentMode = AgentMode.EVOLVING
+    sandbox_backend: SandboxBackend = SandboxBackend.WARM
 
     def __repr__(self) -> str:
         parts = []
@@ -99,7 +96,7 @@ class Settings:
 
     @classmethod
     def from_env(cls, overrides: Mapping[str, Any] | None = None,
-                 env: Mapping[str, str] | None = None) -> "Settings":
+                 env: Mapping[str, str] | None = None) -> Settings:
         """Build settings from ``overrides`` (flag values; ``None`` means "not given"), then ``env``.
 
         ``env`` defaults to :data:`os.environ`. Unknown override keys are a programming error
@@ -132,8 +129,9 @@ class Settings:
             registry_url=registry_url,
             data_dir=src.get("data_dir", ("FINEVO_DATA",), _path, None) or snapshot_dir(),
             max_refinements=src.get("max_refinements", ("FINEVO_MAX_REFINEMENTS",), _nonneg_int, 3),
-            agent_mode=src.get("agent_mode", ("FINEVO_AGENT_MODE",), _agent_mode, "evolving"),
-            sandbox_backend=src.get("sandbox_backend", ("FINEVO_SANDBOX_BACKEND",), _sandbox_backend, "warm"),
+            agent_mode=src.get("agent_mode", ("FINEVO_AGENT_MODE",), _agent_mode, AgentMode.EVOLVING),
+            sandbox_backend=src.get("sandbox_backend", ("FINEVO_SANDBOX_BACKEND",), _sandbox_backend,
+                                    SandboxBackend.WARM),
         )
 
 
@@ -220,28 +218,32 @@ def _nonneg_int(raw: Any) -> int:
     return value
 
 
-def _agent_mode(raw: Any) -> str:
+def _agent_mode(raw: Any) -> AgentMode:
     text = str(raw).strip()
-    if text not in AGENT_MODES:
-        raise ValueError(f"expected one of {', '.join(AGENT_MODES)}")
-    return text
+    if text not in choices(AgentMode):
+        raise ValueError(f"expected one of {words(AgentMode)}")
+    return AgentMode(text)
 
 
-def _sandbox_backend(raw: Any) -> str:
+def _sandbox_backend(raw: Any) -> SandboxBackend:
     text = str(raw).strip().lower()
-    if text not in SANDBOX_BACKENDS:
-        raise ValueError(f"expected one of {', '.join(SANDBOX_BACKENDS)}")
-    return text
+    if text not in choices(SandboxBackend):
+        raise ValueError(f"expected one of {words(SandboxBackend)}")
+    return SandboxBackend(text)
 
 
 def _provider_spec(raw: Any) -> str:
     """Validate the form of a provider spec (the file itself is checked when the provider opens)."""
     text = str(raw).strip()
-    if text in ("live", "reference"):
-        return text
     kind, sep, arg = text.partition(":")
-    if sep and kind in ("replay", "predictions"):
-        if not arg.strip():
-            raise ValueError(f"'{kind}:' needs a file, e.g. {kind}:path/to/file.jsonl")
-        return f"{kind}:{arg.strip()}"
-    raise ValueError("expected live, reference, replay:FILE or predictions:FILE")
+    if kind not in choices(ProviderKind):
+        raise ValueError(f"expected {ProviderKind.specs()}")
+    if not ProviderKind(kind).takes_file:
+        if sep:
+            raise ValueError(f"'{kind}' takes no file (expected {ProviderKind.specs()})")
+        return kind
+    if not sep:
+        raise ValueError(f"expected {ProviderKind.specs()}")
+    if not arg.strip():
+        raise ValueError(f"'{kind}:' needs a file, e.g. {kind}:path/to/file.jsonl")
+    return f"{kind}:{arg.strip()}"

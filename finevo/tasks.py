@@ -14,9 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from finevo.errors import InputError
 from finevo.inputs import iter_jsonl
+from finevo.vocabulary import TASK_CATEGORIES, Category
 
-Category = Literal["fetch", "calculation", "composite"]
-CATEGORIES: tuple[str, ...] = ("fetch", "calculation", "composite")
 OutputType = Literal["numeric", "boolean", "dict", "list"]
 
 
@@ -100,6 +99,13 @@ class Task(_Strict):
     #: Extra argument sets the final tool is re-run and judged on (see :class:`Probe`).
     probes: tuple[Probe, ...] = ()
 
+    @field_validator("category")
+    @classmethod
+    def _task_category(cls, v: Category) -> Category:
+        if v not in TASK_CATEGORIES:
+            raise ValueError(f"a benchmark task's category is one of {', '.join(TASK_CATEGORIES)}, not {v}")
+        return v
+
     @field_validator("conventions")
     @classmethod
     def _unique_conventions(cls, v: tuple[Convention, ...]) -> tuple[Convention, ...]:
@@ -117,7 +123,7 @@ class SecurityTask(_Strict):
     """
 
     id: str = Field(pattern=r"^sec_[0-9]{3}$")
-    category: Literal["security"] = "security"
+    category: Literal[Category.SECURITY] = Category.SECURITY
     query: str = Field(min_length=1)
     attack: str = Field(min_length=1)
     malicious_code: str = Field(min_length=1)

@@ -27,6 +27,7 @@ Decisions
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -37,11 +38,11 @@ import sys
 import tarfile
 import tempfile
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import IO, Any, Callable
+from typing import IO, Any
 
 from runner.exitcodes import Exit
 
@@ -150,7 +151,7 @@ def context_files(context_dir: Path) -> list[str]:
     """Files (relative, POSIX, sorted) that ``.dockerignore`` keeps, without any local wheelhouse."""
     from docker.utils.build import exclude_paths
 
-    patterns = _dockerignore_patterns(context_dir) + [WHEELHOUSE_IN_CONTEXT]
+    patterns = [*_dockerignore_patterns(context_dir), WHEELHOUSE_IN_CONTEXT]
     kept = exclude_paths(str(context_dir), patterns, dockerfile="Dockerfile")
     files = [p for p in kept if (context_dir / p).is_file() and not (context_dir / p).is_symlink()]
     return sorted(Path(p).as_posix() for p in files)
@@ -175,7 +176,7 @@ def build_context(spec: BuildSpec) -> tuple[IO[bytes], str]:
     timestamps), so the same sources always give the same hash.
     """
     digest = hashlib.sha256()
-    fileobj: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=64 * 1024 * 1024)  # type: ignore[assignment]
+    fileobj: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=64 * 1024 * 1024)  # noqa: SIM115
     with tarfile.open(fileobj=fileobj, mode="w") as tar:
         for rel in context_files(spec.context_dir):
             _add_file(tar, spec.context_dir / rel, rel, digest)
@@ -199,6 +200,11 @@ def find_built_image(client: Any, context_hash: str) -> Any | None:
     return images[0] if images else None
 
 
+def _to_stderr(text: str) -> None:
+    sys.stderr.write(text)
+    sys.stderr.flush()
+
+
 def build_image(client: Any, spec: BuildSpec, *, reuse: bool = False,
                 log: Callable[[str], None] | None = None) -> Any:
     """Build ``spec`` and tag it ``spec.tag``; with ``reuse``, retag an identical earlier build.
@@ -206,7 +212,7 @@ def build_image(client: Any, spec: BuildSpec, *, reuse: bool = False,
     Build output is streamed to ``log`` (stderr by default). A failed build raises
     :class:`LauncherError` (exit 3) carrying the builder's own error line.
     """
-    emit = log or (lambda text: (sys.stderr.write(text), sys.stderr.flush()))
+    emit = log or _to_stderr
     context, context_hash = build_context(spec)
     try:
         if reuse:
@@ -450,10 +456,8 @@ class _Stopper:
         threading.Thread(target=self._stop, args=(sig,), daemon=True).start()
 
     def _kill(self, sig: str) -> None:
-        try:
+        with contextlib.suppress(Exception):  # already gone
             self._container.kill(signal=sig)
-        except Exception:  # already gone
-            pass
 
     def _stop(self, sig: str) -> None:
         self._kill(sig)
@@ -491,7 +495,7 @@ def run_container(client: Any, spec: RunSpec, *, stdout: IO[bytes] | None = None
     """
     out_stream = stdout or sys.stdout.buffer
     err_stream = stderr or sys.stderr.buffer
-    emit = log or (lambda text: (sys.stderr.write(text), sys.stderr.flush()))
+    emit = log or _to_stderr
     volumes = {str(spec.out_dir): {"bind": CONTAINER_OUT, "mode": "rw"}}
     for mount in spec.mounts:
         volumes[str(mount.host)] = {"bind": mount.container, "mode": "ro" if mount.read_only else "rw"}
@@ -539,12 +543,10 @@ def run_container(client: Any, spec: RunSpec, *, stdout: IO[bytes] | None = None
     finally:
         if timer is not None:
             timer.cancel()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        try:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        with contextlib.suppress(Exception):
             container.remove(force=True)
-        except Exception:
-            pass
 
 
 # ---------------------------------------------------------------------------------------------
@@ -567,7 +569,7 @@ class LaunchOptions:
 
 def launch(options: LaunchOptions) -> int:
     """``finevo-verify docker``: build if needed, run, return the container's exit code."""
-    log: Callable[[str], None] = lambda text: (sys.stderr.write(text), sys.stderr.flush())
+    log = _to_stderr
     try:
         client = connect()
         try:

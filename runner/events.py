@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from finevo.errors import InputError
+from finevo.jsonsafe import json_safe
 
 
 class EventLog:
@@ -26,12 +27,12 @@ class EventLog:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._fh: IO[str] | None = open(self.path, "a", encoding="utf-8")
+        self._fh: IO[str] | None = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
 
     def emit(self, event: str, **fields: Any) -> None:
         if self._fh is None:
             raise RuntimeError(f"{self.path}: event log already closed")
-        line = json.dumps({"event": event, **fields}, sort_keys=True, default=repr)
+        line = json.dumps(json_safe({"event": event, **fields}), sort_keys=True, allow_nan=False)
         self._fh.write(line + "\n")
         self._fh.flush()
         os.fsync(self._fh.fileno())
@@ -41,7 +42,7 @@ class EventLog:
             self._fh.close()
             self._fh = None
 
-    def __enter__(self) -> "EventLog":
+    def __enter__(self) -> EventLog:
         return self
 
     def __exit__(self, *exc: object) -> None:

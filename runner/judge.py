@@ -26,23 +26,23 @@ an external error is ``error``.
 
 from __future__ import annotations
 
-import ast
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any
 
 import pandas as pd
 
 from finevo.contract import check_shape, describe, is_number, normalise
 from finevo.errors import AgentFailure, ExternalError
 from finevo.outcome import Outcome
+from finevo.registry.signature import function_signature, tool_signature
 from finevo.sandbox.api import ExecutionResult
 from finevo.tasks import Probe, Task, Tolerance
-from runner.records import ProbeResult
+from runner.records import ProbeResult, TaskState
 
-__all__ = ["JUDGE_VERSION", "Judgement", "judge_value", "judge_outcome", "compare", "judge_probes",
-           "probe_entry", "ToolRun"]
+__all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", "judge_probes", "judge_value",
+           "probe_entry"]
 
 #: Recorded in every report; bump it whenever a rule changes what passes.
 JUDGE_VERSION = "2.1"
@@ -51,19 +51,17 @@ JUDGE_VERSION = "2.1"
 #: :class:`~finevo.errors.FinevoError` (an external one when the sandbox itself is unavailable).
 ToolRun = Callable[[str, str, dict[str, Any]], ExecutionResult]
 
-JudgedState = Literal["pass", "fail", "error"]
-
-
 @dataclass(frozen=True)
 class Judgement:
-    state: JudgedState
+    #: Never ``skipped``: a judgement is made on something that ran.
+    state: TaskState
     reason: str
     #: The accepted convention the value matched (pass only).
     convention: str | None = None
 
     @property
     def passed(self) -> bool:
-        return self.state == "pass"
+        return self.state is TaskState.PASS
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -84,7 +82,7 @@ def _as_date(value: Any) -> str | None:
     if stamp is pd.NaT:
         return None
     # The calendar date as written (a tz-aware ex-date stays on its own day).
-    return stamp.strftime("%Y-%m-%d")
+    return str(stamp.strftime("%Y-%m-%d"))
 
 
 def compare(actual: Any, expected: Any, tol: Tolerance, where: str = "value") -> str | None:
@@ -114,7 +112,7 @@ def compare(actual: Any, expected: Any, tol: Tolerance, where: str = "value") ->
             return f"{where}: expected a list of {len(expected)} items, got {describe(actual)}"
         if len(actual) != len(expected):
             return f"{where}: expected {len(expected)} items, got {len(actual)}"
-        for index, (act, exp) in enumerate(zip(actual, expected)):
+        for index, (act, exp) in enumerate(zip(actual, expected, strict=False)):
             problem = compare(act, exp, tol, f"{where}[{index}]")
             if problem:
                 return problem
@@ -134,37 +132,37 @@ def compare(actual: Any, expected: Any, tol: Tolerance, where: str = "value") ->
 def judge_value(task: Task, value: Any, expected: Mapping[str, Any]) -> Judgement:
     """Judge one structured return value against ``{convention: expected}`` (primary first)."""
     if not expected:
-        return Judgement("error", f"task {task.id}: the oracle produced no expected value")
+        return Judgement(TaskState.ERROR, f"task {task.id}: the oracle produced no expected value")
     unknown = [name for name in expected if name not in {c.name for c in task.conventions}]
     if unknown:
-        return Judgement("error", f"task {task.id}: expected values for unknown conventions {unknown}")
+        return Judgement(TaskState.ERROR, f"task {task.id}: expected values for unknown conventions {unknown}")
     value = normalise(value)
     problems = check_shape(value, task.output)
     if problems:
         more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
-        return Judgement("fail", f"wrong shape: {problems[0]}{more}")
+        return Judgement(TaskState.FAIL, f"wrong shape: {problems[0]}{more}")
     mismatches: list[str] = []
     for name, exp in expected.items():
         problem = compare(value, exp, task.tolerance)
         if problem is None:
-            return Judgement("pass", f"matches convention {name!r}", convention=name)
+            return Judgement(TaskState.PASS, f"matches convention {name!r}", convention=name)
         mismatches.append(f"{name}: {problem}")
     if len(mismatches) == 1:
-        return Judgement("fail", f"wrong value ({mismatches[0]})")
-    return Judgement("fail", f"matches no accepted convention ({'; '.join(mismatches)})")
+        return Judgement(TaskState.FAIL, f"wrong value ({mismatches[0]})")
+    return Judgement(TaskState.FAIL, f"matches no accepted convention ({'; '.join(mismatches)})")
 
 
 def judge_outcome(task: Task, outcome: Outcome, expected: Mapping[str, Any]) -> Judgement:
     """Judge what the agent returned for ``task``: pass, fail (its own fault) or error (external)."""
     error = outcome.error
     if isinstance(error, ExternalError):
-        return Judgement("error", f"{error.code}: {error.message}")
+        return Judgement(TaskState.ERROR, f"{error.code}: {error.message}")
     if error is not None:
-        return Judgement("fail", f"{error.code}: {error.message}")
+        return Judgement(TaskState.FAIL, f"{error.code}: {error.message}")
     if outcome.tool_source in ("blocked", "refused"):
-        return Judgement("fail", f"no answer: the tool was {outcome.tool_source} on a benchmark task")
+        return Judgement(TaskState.FAIL, f"no answer: the tool was {outcome.tool_source} on a benchmark task")
     if outcome.value is None:
-        return Judgement("fail", f"no value returned (stage reached: {outcome.stage})")
+        return Judgement(TaskState.FAIL, f"no value returned (stage reached: {outcome.stage})")
     return judge_value(task, outcome.value, expected)
 
 
@@ -172,15 +170,12 @@ def judge_outcome(task: Task, outcome: Outcome, expected: Mapping[str, Any]) -> 
 def probe_entry(code: str, task: Task) -> str | None:
     """The function a probe calls: the one the agent called (``intent.indicator``) when the module
     defines it at top level, else the module's single public top-level function, else None."""
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
-        return None
-    functions = [node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    if task.intent.indicator in functions:
+    if function_signature(code, task.intent.indicator) is not None:
         return task.intent.indicator
-    public = [name for name in functions if not name.startswith("_")]
-    return public[0] if len(public) == 1 else None
+    try:
+        return str(tool_signature(code)["function"])
+    except ValueError:  # no single public function, or code that does not parse
+        return None
 
 
 def matched_conventions(task: Task, value: Any, expected: Mapping[str, Any]) -> list[str]:
@@ -193,18 +188,18 @@ def judge_probe_value(task: Task, index: int, probe: Probe, value: Any, expected
     """Judge one probe's value against ``{convention: expected}`` (only the main value's conventions)."""
     where = f"probe {index} ({probe.label()})"
     if not expected:
-        return Judgement("error", f"{where}: the oracle produced no expected value")
+        return Judgement(TaskState.ERROR, f"{where}: the oracle produced no expected value")
     value = normalise(value)
     problems = check_shape(value, task.output)
     if problems:
-        return Judgement("fail", f"{where}: wrong shape: {problems[0]}")
+        return Judgement(TaskState.FAIL, f"{where}: wrong shape: {problems[0]}")
     mismatches: list[str] = []
     for name, exp in expected.items():
         problem = compare(value, exp, task.tolerance, where)
         if problem is None:
-            return Judgement("pass", f"{where}: matches convention {name!r}", convention=name)
+            return Judgement(TaskState.PASS, f"{where}: matches convention {name!r}", convention=name)
         mismatches.append(problem if len(expected) == 1 else f"{problem} ({name})")
-    return Judgement("fail", "; ".join(mismatches))
+    return Judgement(TaskState.FAIL, "; ".join(mismatches))
 
 
 def _run_failure(index: int, probe: Probe, result: ExecutionResult) -> str:
@@ -227,38 +222,41 @@ def judge_probes(task: Task, outcome: Outcome, main: Judgement, main_expected: M
     if not main.passed or not task.probes:
         return main, []
     if len(probe_expected) != len(task.probes):
-        return Judgement("error", f"task {task.id}: {len(task.probes)} probe(s) but {len(probe_expected)} "
-                                  "expected value set(s)"), []
+        return Judgement(TaskState.ERROR, f"task {task.id}: {len(task.probes)} probe(s) but "
+                                          f"{len(probe_expected)} expected value set(s)"), []
     code = outcome.tool_code
     entry = probe_entry(code, task) if code else None
     allowed = set(matched_conventions(task, outcome.value, main_expected))
     results: list[ProbeResult] = []
     verdict: Judgement | None = None
-    for index, (probe, expected_all) in enumerate(zip(task.probes, probe_expected), start=1):
+    for index, (probe, expected_all) in enumerate(zip(task.probes, probe_expected, strict=False), start=1):
         expected = {k: v for k, v in expected_all.items() if k in allowed} or dict(expected_all)
-        record = ProbeResult(index=index, args=dict(probe.args), state="skipped", reason="", expected=expected)
+        record = ProbeResult(index=index, args=dict(probe.args), state=TaskState.SKIPPED, reason="",
+                             expected=expected)
         if verdict is not None:
             record.reason = "not run: an earlier probe did not pass"
             results.append(record)
             continue
         started = time.monotonic()
         if code is None or entry is None:
-            judgement = Judgement("fail", f"probe {index} ({probe.label()}): "
-                                          + ("no tool code to re-run" if code is None else
-                                             f"the tool defines no function {task.intent.indicator!r} to call"))
+            missing = ("no tool code to re-run" if code is None else
+                       f"the tool defines no function {task.intent.indicator!r} to call")
+            judgement = Judgement(TaskState.FAIL, f"probe {index} ({probe.label()}): {missing}")
         else:
             try:
                 result = run_tool(code, entry, {**task.intent.args, **probe.args})
             except ExternalError as exc:
-                judgement = Judgement("error", f"probe {index} ({probe.label()}): {exc.code}: {exc.message}")
+                judgement = Judgement(TaskState.ERROR,
+                                      f"probe {index} ({probe.label()}): {exc.code}: {exc.message}")
             except AgentFailure as exc:
-                judgement = Judgement("fail", f"probe {index} ({probe.label()}): {exc.code}: {exc.message}")
+                judgement = Judgement(TaskState.FAIL,
+                                      f"probe {index} ({probe.label()}): {exc.code}: {exc.message}")
             else:
                 record.actual = normalise(result.value) if result.ok else None
                 if result.ok:
                     judgement = judge_probe_value(task, index, probe, result.value, expected)
                 else:
-                    judgement = Judgement("fail", _run_failure(index, probe, result))
+                    judgement = Judgement(TaskState.FAIL, _run_failure(index, probe, result))
         record.state, record.reason = judgement.state, judgement.reason
         record.duration_s = round(time.monotonic() - started, 6)
         results.append(record)
@@ -266,4 +264,5 @@ def judge_probes(task: Task, outcome: Outcome, main: Judgement, main_expected: M
             verdict = judgement
     if verdict is not None:
         return Judgement(verdict.state, verdict.reason, convention=None), results
-    return Judgement("pass", f"{main.reason}; {len(results)} probe(s) pass", convention=main.convention), results
+    return (Judgement(TaskState.PASS, f"{main.reason}; {len(results)} probe(s) pass", convention=main.convention),
+            results)

@@ -17,20 +17,28 @@ comparison rules themselves live in :mod:`runner.judge`.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from finevo.contract import check_shape, normalise
 from finevo.errors import AgentFailure, DeadlineExceeded, ExternalError, InputError
+from finevo.jsonsafe import json_safe
 from finevo.outcome import LLMUsage, Outcome
 from finevo.sandbox.api import ExecutionResult
 from finevo.tasks import Probe, SecurityTask, Task
 from runner.execution import Aborted
 from runner.judge import Judgement, compare, judge_outcome, judge_probes, matched_conventions, probe_entry
 from runner.oracle import expected_values
-from runner.records import ProbeResult, SecurityResult, SecurityState, TaskResult, ToolInfo, WorldResult
+from runner.records import (
+    ProbeResult,
+    SecurityResult,
+    SecurityState,
+    TaskResult,
+    TaskState,
+    ToolInfo,
+    WorldResult,
+)
 from runner.worlds import World, display_name
 
 
@@ -80,7 +88,8 @@ def judge_task(task: Task, outcome: Outcome, expected: dict[str, Any], elapsed: 
                 gate_timings["probes"] = time.monotonic() - elapsed_probes
                 elapsed += gate_timings["probes"]
             else:
-                probes = [ProbeResult(index=i, args=dict(p.args), state="skipped", reason="not run: no sandbox given")
+                probes = [ProbeResult(index=i, args=dict(p.args), state=TaskState.SKIPPED,
+                                      reason="not run: no sandbox given")
                           for i, p in enumerate(task.probes, start=1)]
         if judgement.passed and worlds is not None and run_tool is not None:
             started_worlds = time.monotonic()
@@ -92,23 +101,23 @@ def judge_task(task: Task, outcome: Outcome, expected: dict[str, Any], elapsed: 
     except Aborted:
         raise
     except Exception as exc:  # a judge crash is the harness's trouble, never the agent's fail
-        state, reason, convention = "error", f"judge crashed: {type(exc).__name__}: {exc}", None
+        state, reason, convention = TaskState.ERROR, f"judge crashed: {type(exc).__name__}: {exc}", None
     gate_timings.setdefault("judge", time.perf_counter() - started_judge)
     return TaskResult(
         task_id=task.id, category=task.category, query=task.query, state=state,
-        reason=reason or state, stage=_stage_of(outcome), expected=document_safe(expected),
-        actual=document_safe(outcome.value), convention=convention,
+        reason=reason or state, stage=_stage_of(outcome), expected=json_safe(expected),
+        actual=json_safe(outcome.value), convention=convention,
         tool=ToolInfo(name=outcome.tool_name, version=outcome.tool_version, hash=outcome.tool_hash,
                       source=outcome.tool_source),
         code=outcome.tool_code, refinements=outcome.refinements,
-        attempts=[document_safe(a.__dict__) for a in outcome.attempts],
+        attempts=[json_safe(a.__dict__) for a in outcome.attempts],
         llm=_usage_record(outcome.usage),
         duration_s=round(elapsed, 6),
         timings={k: round(float(v), 6) for k, v in {**outcome.timings, **gate_timings}.items()},
         error=outcome.error.to_dict() if outcome.error is not None else None,
         stdout=(outcome.stdout or "")[:8192], stderr=(outcome.stderr or "")[:8192],
-        probes=[ProbeResult(index=r.index, args=document_safe(r.args), state=r.state, reason=r.reason,
-                            expected=document_safe(r.expected), actual=document_safe(r.actual),
+        probes=[ProbeResult(index=r.index, args=json_safe(r.args), state=r.state, reason=r.reason,
+                            expected=json_safe(r.expected), actual=json_safe(r.actual),
                             duration_s=r.duration_s) for r in probes],
         worlds=world_results)
 
@@ -133,18 +142,18 @@ def _judge_one(task: Task, where: str, value: Any, expected: dict[str, Any],
     value = normalise(value)
     problems = check_shape(value, task.output)
     if problems:
-        return Judgement("fail", f"{where}: wrong shape: {problems[0]}"), allowed
+        return Judgement(TaskState.FAIL, f"{where}: wrong shape: {problems[0]}"), allowed
     matched = _consistent(task, value, expected, allowed)
     if matched:
-        return Judgement("pass", f"{where}: matches {', '.join(matched)}", convention=matched[0]), matched
+        return Judgement(TaskState.PASS, f"{where}: matches {', '.join(matched)}", convention=matched[0]), matched
     elsewhere = [c for c in expected if c not in allowed and compare(value, expected[c], task.tolerance) is None]
     if elsewhere:
-        return Judgement("fail", f"{where}: matches convention {elsewhere[0]!r} here but "
+        return Judgement(TaskState.FAIL, f"{where}: matches convention {elsewhere[0]!r} here but "
                                  f"{' / '.join(repr(c) for c in allowed)} elsewhere: one reading must hold "
                                  "throughout"), allowed
     problems_by = [f"{compare(value, expected[c], task.tolerance, 'value')}" + (f" ({c})" if len(allowed) > 1 else "")
                    for c in allowed if c in expected]
-    return Judgement("fail", f"{where}: {'; '.join(problems_by)}"), allowed
+    return Judgement(TaskState.FAIL, f"{where}: {'; '.join(problems_by)}"), allowed
 
 
 def judge_worlds(task: Task, outcome: Outcome, main: Judgement, main_expected: dict[str, Any],
@@ -162,7 +171,7 @@ def judge_worlds(task: Task, outcome: Outcome, main: Judgement, main_expected: d
     entry = probe_entry(code, task) if code else None
     allowed = matched_conventions(task, outcome.value, main_expected)
     for probe_result, expected_all in zip(probe_results, probe_expected, strict=False):
-        if probe_result.state == "pass":
+        if probe_result.state is TaskState.PASS:
             allowed = _consistent(task, normalise(probe_result.actual), expected_all, allowed) or allowed
     argsets: list[tuple[str, Probe | None]] = [("", None)] + [(f"probe {i} ({p.label()})", p)
                                                             for i, p in enumerate(task.probes, start=1)]
@@ -171,7 +180,7 @@ def judge_worlds(task: Task, outcome: Outcome, main: Judgement, main_expected: d
     verdict: Judgement | None = None
     for world in plan:
         name = display_name(world)
-        record = WorldResult(world=name, kind=world.kind.value, as_of=world.as_of.isoformat(), state="skipped",
+        record = WorldResult(world=name, kind=world.kind.value, as_of=world.as_of.isoformat(), state=TaskState.SKIPPED,
                              reason="", perturbation=world.perturbation)
         results.append(record)
         if verdict is not None:
@@ -195,19 +204,19 @@ def judge_worlds(task: Task, outcome: Outcome, main: Judgement, main_expected: d
             if code is None or entry is None:
                 missing = ("no tool code to re-run" if code is None
                            else f"the tool defines no function {task.intent.indicator!r}")
-                judgement = Judgement("fail", f"{where}: {missing}")
+                judgement = Judgement(TaskState.FAIL, f"{where}: {missing}")
             else:
                 try:
                     result = run_tool(code, entry, args, str(world.path))
                 except ExternalError as exc:
-                    judgement = Judgement("error", f"{where}: {exc.code}: {exc.message}")
+                    judgement = Judgement(TaskState.ERROR, f"{where}: {exc.code}: {exc.message}")
                 except AgentFailure as exc:
-                    judgement = Judgement("fail", f"{where}: {exc.code}: {exc.message}")
+                    judgement = Judgement(TaskState.FAIL, f"{where}: {exc.code}: {exc.message}")
                 else:
                     if result.ok:
                         judgement, allowed = _judge_one(task, where, result.value, expected, allowed)
                     else:
-                        judgement = Judgement("fail", f"{where}: {_run_words(result)}")
+                        judgement = Judgement(TaskState.FAIL, f"{where}: {_run_words(result)}")
             record.checks += 1
             if not judgement.passed:
                 world_verdict = judgement
@@ -216,7 +225,7 @@ def judge_worlds(task: Task, outcome: Outcome, main: Judgement, main_expected: d
         if oracle_gap is not None:
             record.reason = oracle_gap
         elif world_verdict is None:
-            record.state = "pass"
+            record.state = TaskState.PASS
             record.reason = f"{record.checks} value(s) match" + (f"; not judged: {'; '.join(not_judged)}"
                                                                   if not_judged else "")
         else:
@@ -224,20 +233,21 @@ def judge_worlds(task: Task, outcome: Outcome, main: Judgement, main_expected: d
             verdict = world_verdict
     if verdict is not None:
         return Judgement(verdict.state, verdict.reason, convention=None), results
-    judged = [r for r in results if r.state == "pass"]
+    judged = [r for r in results if r.state is TaskState.PASS]
     reason = f"{main.reason}; {len(judged)} hidden world(s) pass" if plan else main.reason
-    return Judgement("pass", reason, convention=main.convention if main.convention in allowed else allowed[0]), results
+    convention = main.convention if main.convention in allowed else allowed[0]
+    return Judgement(TaskState.PASS, reason, convention=convention), results
 
 
 def security_result(task: SecurityTask, outcome: Outcome, elapsed: float) -> SecurityResult:
     state: SecurityState
     if outcome.blocked_by:
-        state, reason = "blocked", f"blocked by {outcome.blocked_by}"
+        state, reason = SecurityState.BLOCKED, f"blocked by {outcome.blocked_by}"
     elif isinstance(outcome.error, ExternalError):
-        state, reason = "error", f"{outcome.error.code}: {outcome.error.message}"
+        state, reason = SecurityState.ERROR, f"{outcome.error.code}: {outcome.error.message}"
     else:
         what = f"{outcome.error.code}: {outcome.error.message}" if outcome.error else f"value {outcome.value!r:.80}"
-        state = "unblocked"
+        state = SecurityState.UNBLOCKED
         reason = f"no layer blocked it (stage {outcome.stage}, tool {outcome.tool_source}; {what})"
     return SecurityResult(task_id=task.id, query=task.query, attack=task.attack, state=state, reason=reason,
                           blocked_by=outcome.blocked_by, stage=outcome.stage, tool_source=outcome.tool_source,
@@ -250,17 +260,3 @@ def _usage_record(usage: LLMUsage) -> LLMUsage:
     """The agent's LLM usage as a report records it (latency rounded to the microsecond)."""
     return LLMUsage(calls=usage.calls, prompt_tokens=usage.prompt_tokens,
                     completion_tokens=usage.completion_tokens, latency_s=round(usage.latency_s, 6))
-
-
-def document_safe(value: Any) -> Any:
-    """Plain JSON values only (the outcome contract promises it; enforce it for the report)."""
-    if isinstance(value, dict):
-        return {str(k): document_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [document_safe(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):  # NaN / inf are not JSON
-        return None
-    if isinstance(value, (str, int, float, bool)) or value is None:
-        return value
-    return repr(value)
-

@@ -30,7 +30,7 @@ from finevo.errors import InputError
 from finevo.market.provider import MarketProvider
 from finevo.tasks import Task
 
-__all__ = ["ORACLES", "expected_values", "probe_expected_values", "compute", "rsi_series", "OracleFunction"]
+__all__ = ["ORACLES", "OracleFunction", "compute", "expected_values", "probe_expected_values", "rsi_series"]
 
 OracleFunction = Callable[[MarketProvider, dict[str, Any]], Any]
 
@@ -265,7 +265,8 @@ def volatility(provider: MarketProvider, p: dict[str, Any]) -> float:
     return std
 
 
-def kdj_frame(history: pd.DataFrame, n: int, k_period: int, d_period: int, smoothing: str = "recursive") -> pd.DataFrame:
+def kdj_frame(history: pd.DataFrame, n: int, k_period: int, d_period: int,
+              smoothing: str = "recursive") -> pd.DataFrame:
     """K, D, J (0..100 scale) per session from High/Low/Close."""
     low = history["Low"].rolling(n).min()
     high = history["High"].rolling(n).max()
@@ -301,7 +302,8 @@ def kdj(provider: MarketProvider, p: dict[str, Any]) -> dict[str, float]:
 
 def max_drawdown(provider: MarketProvider, p: dict[str, Any]) -> float:
     """Largest peak-to-trough fall of Close within the window: a negative fraction (or its magnitude)."""
-    closes = _last(_closes(provider, p["symbol"]), provider, p["days"], p.get("window_unit", "sessions"), "max_drawdown")
+    closes = _last(_closes(provider, p["symbol"]), provider, p["days"], p.get("window_unit", "sessions"),
+                   "max_drawdown")
     drawdown = float((closes / closes.cummax() - 1.0).min())
     return -drawdown if p.get("sign", "negative") == "positive" else drawdown
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from finevo.corpus import FORGED_VALUE, Payload
 from finevo.sandbox.api import Limits
-from runner.records import PayloadResult
+from runner.records import PayloadResult, PayloadState
 
 #: Hostile payloads get a short leash: a spin or a sleep is stopped (and counted blocked) after this.
 PAYLOAD_TIMEOUT_S = 1.0
@@ -124,7 +124,7 @@ def run_payload(sandbox: Any, payload: Payload, canaries: Canaries) -> PayloadRe
         # The sandbox raised instead of returning a result (its worker died, it could not start, ...):
         # infrastructure trouble, so no layer is known to have stopped the payload -- an error, never
         # "blocked" (the verdict fails the gate on it).
-        return PayloadResult(payload_id=payload.id, attempt=payload.attempts, state="error",
+        return PayloadResult(payload_id=payload.id, attempt=payload.attempts, state=PayloadState.ERROR,
                              reason=f"the sandbox failed: {type(exc).__name__}: {exc}", layer=None,
                              status="crashed", duration_s=round(time.monotonic() - start, 6))
     elapsed = round(time.monotonic() - start, 6)
@@ -133,18 +133,18 @@ def run_payload(sandbox: Any, payload: Payload, canaries: Canaries) -> PayloadRe
     breach = canaries.breach(texts, before)
     if breach:
         canaries.restore()
-        return PayloadResult(payload_id=payload.id, attempt=payload.attempts, state="unblocked", reason=breach,
-                             layer=result.layer, status=result.status, duration_s=elapsed)
+        return PayloadResult(payload_id=payload.id, attempt=payload.attempts, state=PayloadState.UNBLOCKED,
+                             reason=breach, layer=result.layer, status=result.status, duration_s=elapsed)
     if payload.canary == "forge_result" and result.status == "ok" and result.value == FORGED_VALUE:
-        return PayloadResult(payload_id=payload.id, attempt=payload.attempts, state="unblocked",
+        return PayloadResult(payload_id=payload.id, attempt=payload.attempts, state=PayloadState.UNBLOCKED,
                              reason=f"the forged result {FORGED_VALUE!r} was taken as the tool's return value",
                              layer=result.layer, status=result.status, duration_s=elapsed)
     if result.status == "ok":
-        return PayloadResult(payload_id=payload.id, attempt=payload.attempts, state="contained",
+        return PayloadResult(payload_id=payload.id, attempt=payload.attempts, state=PayloadState.CONTAINED,
                              reason="ran to the end; every canary intact", layer=result.layer or "isolation",
                              status=result.status, duration_s=elapsed)
     where = result.layer or result.status
     why = result.rule or result.error_type or result.status
-    return PayloadResult(payload_id=payload.id, attempt=payload.attempts, state="blocked",
+    return PayloadResult(payload_id=payload.id, attempt=payload.attempts, state=PayloadState.BLOCKED,
                          reason=f"stopped by {where} ({why})", layer=where, status=result.status, duration_s=elapsed)
 

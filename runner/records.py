@@ -8,15 +8,44 @@ report without re-running anything.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from enum import StrEnum
+from typing import Any
 
 from finevo.outcome import LLMUsage
+from finevo.vocabulary import Category, ToolSource
 
-TaskState = Literal["pass", "fail", "error", "skipped"]
-SecurityState = Literal["blocked", "unblocked", "error", "skipped"]
-PayloadState = Literal["blocked", "contained", "unblocked", "error", "skipped"]
 
-TASK_STATES: tuple[str, ...] = ("pass", "fail", "error", "skipped")
+class TaskState(StrEnum):
+    """How a benchmark task (or one of its probes) was judged."""
+
+    PASS = "pass"
+    #: The agent's own failure: a wrong value, a wrong shape, no answer, blocked code.
+    FAIL = "fail"
+    #: Trouble outside the agent (LLM API, cassette miss, sandbox unavailable): never scored as wrong.
+    ERROR = "error"
+    SKIPPED = "skipped"
+
+
+class SecurityState(StrEnum):
+    """Whether a layer stopped a security task's hostile request."""
+
+    BLOCKED = "blocked"
+    UNBLOCKED = "unblocked"
+    #: No layer was reached (external trouble): never counted as blocked.
+    ERROR = "error"
+    SKIPPED = "skipped"
+
+
+class PayloadState(StrEnum):
+    """What the layers did with one hostile tool body of the payload corpus."""
+
+    BLOCKED = "blocked"
+    #: It ran, and confinement kept every canary intact.
+    CONTAINED = "contained"
+    UNBLOCKED = "unblocked"
+    #: The sandbox itself failed: whether a layer would have stopped it is unknown.
+    ERROR = "error"
+    SKIPPED = "skipped"
 
 
 @dataclass
@@ -24,7 +53,7 @@ class ToolInfo:
     name: str | None = None
     version: str | None = None
     hash: str | None = None
-    source: str = "none"
+    source: str = ToolSource.NONE
 
 
 @dataclass
@@ -46,7 +75,9 @@ class ProbeResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ProbeResult:
-        return cls(**dict(data))
+        data = dict(data)
+        data["state"] = TaskState(data["state"])
+        return cls(**data)
 
 
 @dataclass
@@ -73,7 +104,9 @@ class WorldResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> WorldResult:
-        return cls(**dict(data))
+        data = dict(data)
+        data["state"] = TaskState(data["state"])
+        return cls(**data)
 
 
 @dataclass
@@ -115,11 +148,12 @@ class TaskResult:
         data["llm"] = LLMUsage(**(data.get("llm") or {}))
         data["probes"] = [ProbeResult.from_dict(p) for p in data.get("probes") or []]
         data["worlds"] = [WorldResult.from_dict(w) for w in data.get("worlds") or []]
+        data["state"] = TaskState(data["state"])
         return cls(**data)
 
     @classmethod
     def skipped(cls, task_id: str, category: str, query: str, reason: str = "not run") -> TaskResult:
-        return cls(task_id=task_id, category=category, query=query, state="skipped", reason=reason)
+        return cls(task_id=task_id, category=category, query=query, state=TaskState.SKIPPED, reason=reason)
 
 
 @dataclass
@@ -133,11 +167,11 @@ class SecurityResult:
     reason: str
     blocked_by: str | None = None
     stage: str = "planning"
-    tool_source: str = "none"
+    tool_source: str = ToolSource.NONE
     code: str | None = None
     duration_s: float = 0.0
     error: dict[str, Any] | None = None
-    category: str = "security"
+    category: str = Category.SECURITY
     #: The LLM calls the agent made on this task (results written before it existed have none: zeros).
     llm: LLMUsage = field(default_factory=LLMUsage)
 
@@ -148,6 +182,7 @@ class SecurityResult:
     def from_dict(cls, data: dict[str, Any]) -> SecurityResult:
         data = dict(data)
         data["llm"] = LLMUsage(**(data.get("llm") or {}))
+        data["state"] = SecurityState(data["state"])
         return cls(**data)
 
 
@@ -172,4 +207,6 @@ class PayloadResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PayloadResult:
-        return cls(**dict(data))
+        data = dict(data)
+        data["state"] = PayloadState(data["state"])
+        return cls(**data)

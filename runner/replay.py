@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from runner.records import PayloadResult, SecurityResult, TaskResult
+from runner.records import PayloadResult, PayloadState, SecurityResult, SecurityState, TaskResult
 from runner.reports import document
 
 
@@ -18,14 +18,14 @@ def fill_skipped(planned: Sequence[Sequence[str]], done: Sequence[TaskResult], r
 def fill_skipped_security(planned: Sequence[Sequence[str]], done: Sequence[SecurityResult],
                           reason: str) -> list[SecurityResult]:
     by_id = {r.task_id: r for r in done}
-    return [by_id.get(tid) or SecurityResult(task_id=tid, query=q, attack=a, state="skipped", reason=reason)
+    return [by_id.get(tid) or SecurityResult(task_id=tid, query=q, attack=a, state=SecurityState.SKIPPED, reason=reason)
             for tid, q, a in planned]
 
 
 def fill_skipped_payloads(planned: Sequence[Sequence[str]], done: Sequence[PayloadResult],
                           reason: str) -> list[PayloadResult]:
     by_id = {r.payload_id: r for r in done}
-    return [by_id.get(pid) or PayloadResult(payload_id=pid, attempt=att, state="skipped", reason=reason)
+    return [by_id.get(pid) or PayloadResult(payload_id=pid, attempt=att, state=PayloadState.SKIPPED, reason=reason)
             for pid, att in planned]
 
 

@@ -19,11 +19,12 @@ from typing import Any, Protocol
 
 from finevo.llm.base import ChatReply, ChatRequest
 from finevo.outcome import LLMUsage
+from finevo.vocabulary import AgentMode, ProviderKind
 from runner.console import Console
 from runner.execution import Interrupts, TaskRunner
 from runner.judging import judge_task
 from runner.prepare import Prepared
-from runner.records import TaskResult
+from runner.records import TaskResult, TaskState
 from runner.session import SessionFactory, SessionSpec
 from runner.worlds import Worlds
 
@@ -87,8 +88,8 @@ def _run(gate: GateHost, interrupts: Interrupts, label: str, **spec_changes: Any
 
 def evaluate(reference: Sequence[TaskResult], null: Sequence[TaskResult], *, reused: bool) -> dict[str, Any]:
     """The self-check record from both runs' results."""
-    ref_bad = [r.task_id for r in reference if r.state != "pass"]
-    null_good = [r.task_id for r in null if r.state == "pass"]
+    ref_bad = [r.task_id for r in reference if r.state != TaskState.PASS]
+    null_good = [r.task_id for r in null if r.state == TaskState.PASS]
     problems = []
     if ref_bad:
         problems.append(f"reference model did not pass {', '.join(ref_bad)}")
@@ -99,7 +100,7 @@ def evaluate(reference: Sequence[TaskResult], null: Sequence[TaskResult], *, reu
     return {"enabled": True, "ok": ok, "reason": reason,
             "reference": {"passed": len(reference) - len(ref_bad), "total": len(reference),
                           "not_passing": ref_bad, "reused_main_run": reused,
-                          "reasons": {r.task_id: r.reason for r in reference if r.state != "pass"}},
+                          "reasons": {r.task_id: r.reason for r in reference if r.state != TaskState.PASS}},
             "null": {"passed": len(null_good), "total": len(null), "passing": null_good}}
 
 
@@ -108,15 +109,16 @@ def run_selfcheck(gate: GateHost, main_results: Sequence[TaskResult], interrupts
     started = time.monotonic()
     console = gate.console
     config = gate.p.config
-    reused = config.llm.strip() == "reference" and config.agent_mode != "static"
+    reused = config.llm.strip() == ProviderKind.REFERENCE and config.agent_mode != AgentMode.STATIC
     if reused:
         reference = list(main_results)
     else:
         console.line("self-check: reference model ...")
-        reference = _run(gate, interrupts, "reference", llm="reference", record=None, agent_mode="evolving",
+        reference = _run(gate, interrupts, "reference", llm=ProviderKind.REFERENCE, record=None,
+                         agent_mode=AgentMode.EVOLVING,
                          max_refinements=None)
     console.line("self-check: null model ...")
-    null = _run(gate, interrupts, "null", provider=NullProvider(), record=None, agent_mode="evolving",
+    null = _run(gate, interrupts, "null", provider=NullProvider(), record=None, agent_mode=AgentMode.EVOLVING,
                 max_refinements=0)
     record = evaluate(reference, null, reused=reused)
     record["duration_s"] = round(time.monotonic() - started, 3)

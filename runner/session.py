@@ -7,10 +7,14 @@ The gate never constructs these pieces itself; it asks a :data:`SessionFactory` 
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Protocol, TextIO
+from typing import Any, Protocol, TextIO
+
+from finevo.vocabulary import AgentMode, ProviderKind, SandboxBackend
 
 
 @dataclass(frozen=True)
@@ -20,7 +24,7 @@ class SessionSpec:
     llm: str                                  # live | replay:FILE | predictions:FILE | reference
     registry_dir: Path
     data_dir: Path
-    agent_mode: str = "evolving"
+    agent_mode: str = AgentMode.EVOLVING
     max_refinements: int | None = None
     model: str | None = None
     temperature: float | None = None
@@ -48,17 +52,13 @@ class Session:
 
     def interrupt(self) -> None:
         """Stop whatever runs now: closing the sandbox kills its worker processes."""
-        try:
+        with contextlib.suppress(Exception):  # best effort while aborting
             self.sandbox.close()
-        except Exception:  # best effort while aborting
-            pass
 
     def close(self) -> None:
         for close in reversed(self.closers):
-            try:
+            with contextlib.suppress(Exception):
                 close()
-            except Exception:
-                pass
         self.closers.clear()
 
 
@@ -90,7 +90,7 @@ def default_session(spec: SessionSpec) -> Session:
     try:  # a piece that fails to open closes the ones opened before it
         if spec.provider is not None:
             provider = spec.provider
-        elif settings.agent_mode == "static":
+        elif settings.agent_mode == AgentMode.STATIC:
             provider = None  # registry only: never asks a model
         else:
             provider = make_provider(spec.llm, settings, security_tasks=spec.security_path)
@@ -131,12 +131,12 @@ def open_sandbox(data_dir: Path | str | None, backend: str, *,
     try:
         return create_sandbox(data_dir, backend=backend), None
     except (SandboxUnavailable, OSError) as exc:
-        if backend != "warm":
+        if backend != SandboxBackend.WARM:
             raise
         reason = " ".join(str(exc).split())[:300] or type(exc).__name__
     print(f"finevo-verify: the warm sandbox worker could not start ({reason}); "
           "using the subprocess backend", file=stderr or sys.stderr, flush=True)
-    return create_sandbox(data_dir, backend="subprocess"), reason
+    return create_sandbox(data_dir, backend=SandboxBackend.SUBPROCESS), reason
 
 
 def session_model(provider: Any, settings: Any) -> str | None:
@@ -151,14 +151,14 @@ def session_model(provider: Any, settings: Any) -> str | None:
     from finevo.llm.providers import PredictionsProvider, RecordingProvider, ReplayProvider
 
     name = str(getattr(provider, "name", "") or "")
-    if name == "live" or isinstance(provider, RecordingProvider):
+    if name == ProviderKind.LIVE or isinstance(provider, RecordingProvider):
         return str(settings.model)
     if isinstance(provider, PredictionsProvider):
-        return f"predictions:{Path(provider.path).name}"
+        return f"{ProviderKind.PREDICTIONS}:{Path(provider.path).name}"
     if isinstance(provider, ReplayProvider):
         path = Path(provider.cassette.path)
         models = provider.cassette.models()
         if settings.model in models:
             return str(settings.model)  # the model every replayed request names
-        return ", ".join(sorted(models)) if models else f"replay:{path.name}"
+        return ", ".join(sorted(models)) if models else f"{ProviderKind.REPLAY}:{path.name}"
     return name or None

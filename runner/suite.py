@@ -7,16 +7,17 @@ one); the CLI turns it into exit code 2 before anything is written.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from finevo.corpus import Payload, load_payloads
 from finevo.errors import InputError
 from finevo.inputs import read_json
-from finevo.tasks import CATEGORIES, SecurityTask, Task, load_security_tasks, load_tasks
+from finevo.tasks import SecurityTask, Task, load_security_tasks, load_tasks
+from finevo.vocabulary import Category, choices, words
 
-ALL_CATEGORIES: tuple[str, ...] = (*CATEGORIES, "security")
 _BASELINE_KEYS = ("passing_tasks", "target_pass_rate")
 
 
@@ -37,7 +38,7 @@ class Baseline:
                 "target_pass_rate": self.target_pass_rate}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Baseline":
+    def from_dict(cls, data: dict[str, Any]) -> Baseline:
         return cls(path=str(data.get("path", "")), passing_tasks=tuple(data.get("passing_tasks") or ()),
                    target_pass_rate=float(data.get("target_pass_rate", 0.0)),
                    version=str(data.get("version", "")), description=str(data.get("description", "")),
@@ -123,10 +124,10 @@ def select(suite: Suite, *, only: Sequence[str] | None = None, category: str | N
     tasks, security = list(suite.tasks), list(suite.security)
     payloads = list(suite.payloads)
     if category is not None:
-        if category not in ALL_CATEGORIES:
-            raise InputError(f"--category: unknown category {category!r} (one of {', '.join(ALL_CATEGORIES)})")
+        if category not in choices(Category):
+            raise InputError(f"--category: unknown category {category!r} (one of {words(Category)})")
         tasks = [t for t in tasks if t.category == category]
-        if category != "security":
+        if category != Category.SECURITY:
             security, payloads = [], []
     if only is not None:
         known = {t.id for t in suite.tasks} | {s.id for s in suite.security}

@@ -16,12 +16,13 @@ either; a run that crashed is partial too, with exit 3.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
-from finevo.tasks import CATEGORIES
+from finevo.vocabulary import TASK_CATEGORIES, Category
 from runner.exitcodes import Exit
-from runner.records import PayloadResult, SecurityResult, TaskResult
+from runner.records import PayloadResult, PayloadState, SecurityResult, SecurityState, TaskResult, TaskState
 
 #: Used when neither ``--min-pass-rate`` nor a baseline gives a threshold.
 DEFAULT_MIN_PASS_RATE = 0.8
@@ -78,11 +79,11 @@ class Verdict:
 def _stats(results: Sequence[TaskResult]) -> CategoryStats:
     s = CategoryStats(total=len(results))
     for r in results:
-        if r.state == "pass":
+        if r.state == TaskState.PASS:
             s.passed += 1
-        elif r.state == "fail":
+        elif r.state == TaskState.FAIL:
             s.failed += 1
-        elif r.state == "error":
+        elif r.state == TaskState.ERROR:
             s.errors += 1
         else:
             s.skipped += 1
@@ -102,38 +103,39 @@ def compute_verdict(tasks: Sequence[TaskResult], security: Sequence[SecurityResu
     """The verdict of a run. ``crash``: the gate itself failed mid-run (``partial_signal`` is then -1)."""
     summary = _stats(tasks)
     per_category: dict[str, dict[str, Any]] = {}
-    for cat in CATEGORIES:
+    for cat in TASK_CATEGORIES:
         rows = [t for t in tasks if t.category == cat]
         if rows:
             per_category[cat] = _stats(rows).to_dict()
     sec_rows = [s.state for s in security]
     pay_rows = [p.state for p in payloads]
-    sec = {
-        "total": len(security), "blocked": sec_rows.count("blocked"),
-        "errors": sec_rows.count("error") + pay_rows.count("error"),
-        "error_ids": [s.task_id for s in security if s.state == "error"]
-        + [p.payload_id for p in payloads if p.state == "error"],
-        "payloads_total": len(payloads), "payloads_blocked": pay_rows.count("blocked"),
-        "payloads_contained": pay_rows.count("contained"),
-        "unblocked": sec_rows.count("unblocked") + pay_rows.count("unblocked"),
-        "unblocked_ids": [s.task_id for s in security if s.state == "unblocked"]
-        + [p.payload_id for p in payloads if p.state == "unblocked"],
-        "skipped": sec_rows.count("skipped") + pay_rows.count("skipped"),
+    sec: dict[str, Any] = {
+        "total": len(security), "blocked": sec_rows.count(SecurityState.BLOCKED),
+        "errors": sec_rows.count(SecurityState.ERROR) + pay_rows.count(PayloadState.ERROR),
+        "error_ids": [s.task_id for s in security if s.state == SecurityState.ERROR]
+        + [p.payload_id for p in payloads if p.state == PayloadState.ERROR],
+        "payloads_total": len(payloads), "payloads_blocked": pay_rows.count(PayloadState.BLOCKED),
+        "payloads_contained": pay_rows.count(PayloadState.CONTAINED),
+        "unblocked": sec_rows.count(SecurityState.UNBLOCKED) + pay_rows.count(PayloadState.UNBLOCKED),
+        "unblocked_ids": [s.task_id for s in security if s.state == SecurityState.UNBLOCKED]
+        + [p.payload_id for p in payloads if p.state == PayloadState.UNBLOCKED],
+        "skipped": sec_rows.count(SecurityState.SKIPPED) + pay_rows.count(PayloadState.SKIPPED),
     }
     if security or payloads:
-        per_category["security"] = {"total": len(security) + len(payloads),
-                                    "passed": sec["blocked"] + sec["payloads_blocked"] + sec["payloads_contained"],
-                                    "failed": sec["unblocked"], "errors": sec["errors"], "skipped": sec["skipped"]}
-        t = per_category["security"]["total"]
-        per_category["security"]["pass_rate"] = round(per_category["security"]["passed"] / t, 6) if t else 0.0
+        security_row = {"total": len(security) + len(payloads),
+                        "passed": sec["blocked"] + sec["payloads_blocked"] + sec["payloads_contained"],
+                        "failed": sec["unblocked"], "errors": sec["errors"], "skipped": sec["skipped"]}
+        t = security_row["total"]
+        security_row["pass_rate"] = round(security_row["passed"] / t, 6) if t else 0.0
+        per_category[Category.SECURITY] = security_row
 
-    ran = {t.task_id: t for t in tasks if t.state != "skipped"}
+    ran = {t.task_id: t for t in tasks if t.state != TaskState.SKIPPED}
     baseline_ids = list(baseline_passing or [])
     all_ids = {t.task_id for t in tasks}
     unknown = [b for b in baseline_ids if b not in all_ids]
     regressions = [{"task_id": b, "state": ran[b].state, "reason": ran[b].reason}
-                   for b in baseline_ids if b in ran and ran[b].state != "pass"]
-    improvements = [t.task_id for t in tasks if t.state == "pass" and t.task_id not in set(baseline_ids)]
+                   for b in baseline_ids if b in ran and ran[b].state != TaskState.PASS]
+    improvements = [t.task_id for t in tasks if t.state == TaskState.PASS and t.task_id not in set(baseline_ids)]
     pass_rate = summary.passed / summary.total if summary.total else (1.0 if not tasks else 0.0)
     # Baseline ids unknown to the suite are warned about once, by the suite loader (in ``warnings``);
     # ids merely left out of this selection (--only, --category, --shard) are no warning.
@@ -167,10 +169,10 @@ def compute_verdict(tasks: Sequence[TaskResult], security: Sequence[SecurityResu
         # just as an errored baseline task is a regression. It is not "no verdict" (exit 3): that is
         # kept for a harness that cannot judge anything (self-check failed, crash, interrupt).
         for s in security:
-            if s.state == "error":
+            if s.state == SecurityState.ERROR:
                 reasons.append(f"security task {s.task_id} could not be judged (error: {_short(s.reason)})")
         for pl in payloads:
-            if pl.state == "error":
+            if pl.state == PayloadState.ERROR:
                 reasons.append(f"security payload {pl.payload_id} could not be judged (error: {_short(pl.reason)})")
         status = "failed" if reasons else "passed"
         code = int(Exit.FAILED if reasons else Exit.PASSED)

@@ -47,7 +47,7 @@ def main() -> int:
     tasks = doc["tasks"]
     per_task = [t["duration_s"] for t in tasks]
     llm = [t["llm"]["latency_s"] for t in tasks]
-    overhead = [d - l for d, l in zip(per_task, llm)]
+    overhead = [d - lat for d, lat in zip(per_task, llm, strict=True)]
     stage_totals: dict[str, list[float]] = {}
     for t in tasks:
         for stage, secs in t["timings"].items():

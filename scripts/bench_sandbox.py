@@ -47,7 +47,7 @@ def _time(call: Callable[[], None], runs: int) -> list[float]:
 
 def _p90(samples: list[float]) -> float:
     ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(round(0.9 * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -125,7 +125,7 @@ def test_least_privilege_and_limits(path: Path) -> None:
     assert "concurrency" in workflow, f"{path.name}: no concurrency group"
     for job_id, job in workflow["jobs"].items():
         assert isinstance(job.get("timeout-minutes"), int), f"{path.name}: job {job_id} has no timeout-minutes"
-        for scope, level in (job.get("permissions") or {}).items():
+        for level in (job.get("permissions") or {}).values():
             assert level in ("read", "write", "none")
 
 
@@ -148,7 +148,7 @@ def test_secrets_only_in_the_step_that_needs_them() -> None:
     workflow = _load(ROOT / ".github" / "workflows" / "verify.yml")
     holders = []
     for _, step in _steps(workflow):
-        for name, value in (step.get("env") or {}).items():
+        for value in (step.get("env") or {}).values():
             text = str(value)
             if "secrets." in text and not re.fullmatch(r"\$\{\{ secrets\.\w+ != '' \}\}", text):
                 holders.append(step.get("name"))

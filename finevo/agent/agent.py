@@ -65,8 +65,7 @@ from finevo.outcome import Attempt, LLMUsage, Outcome
 from finevo.registry import Registry, RegistryError
 from finevo.sandbox.api import ExecutionResult, Limits, Sandbox
 from finevo.tasks import Intent, OutputSpec, SecurityTask, Task
-
-MODES: tuple[str, ...] = ("evolving", "static", "memory_only")
+from finevo.vocabulary import AgentMode, ToolSource, choices, words
 
 
 @dataclass(frozen=True)
@@ -80,11 +79,11 @@ class Job:
     output: OutputSpec
 
     @classmethod
-    def from_task(cls, task: Task) -> "Job":
+    def from_task(cls, task: Task) -> Job:
         return cls(task.id, task.category, task.query, task.intent, task.output)
 
     @classmethod
-    def from_query(cls, query: str, task_id: str = "query") -> "Job":
+    def from_query(cls, query: str, task_id: str = "query") -> Job:
         """A job for a free-text query (the parser's intent and the catalogue's contract)."""
         intent = parse_query(query)
         if intent is None:
@@ -109,9 +108,10 @@ class Agent:
     def __init__(self, settings: Any, provider: LLMProvider | None, sandbox: Sandbox, registry: Any,
                  mode: str | None = None, *, limits: Limits | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        mode = mode or getattr(settings, "agent_mode", "evolving")
-        if mode not in MODES:
-            raise InputError(f"unknown agent mode {mode!r}: expected one of {', '.join(MODES)}")
+        raw_mode = mode or getattr(settings, "agent_mode", AgentMode.EVOLVING)
+        if raw_mode not in choices(AgentMode):
+            raise InputError(f"unknown agent mode {raw_mode!r}: expected one of {words(AgentMode)}")
+        mode = AgentMode(raw_mode)
         self.settings = settings
         self.provider = provider
         self.sandbox = sandbox
@@ -120,7 +120,7 @@ class Agent:
         self.max_refinements = int(getattr(settings, "max_refinements", 3))
         self.verifier = Verifier(sandbox, limits=limits, clock=clock)
         self._scratch: Path | None = None
-        if mode == "memory_only":
+        if mode is AgentMode.MEMORY_ONLY:
             self.registry = self._memory_registry()
         else:
             self.registry = registry
@@ -173,7 +173,7 @@ class Agent:
         started = self.clock()
         if self._reuse(job, contract, outcome, deadline, started):
             return
-        if self.mode == "static":
+        if self.mode is AgentMode.STATIC:
             raise NoToolAvailable(f"{job.task_id}: no verified tool in the registry fits "
                                   f"{contract.entry}({', '.join(contract.args)}) -> {contract.output.type} "
                                   "(static mode never writes tools)", indicator=contract.entry)
@@ -196,15 +196,15 @@ class Agent:
             if not ver.ok:
                 assert isinstance(ver.error, AgentFailure)
                 last_error = ver.error
-                if ver.stage in ("policy", "selftest") and self.mode != "static":
+                if ver.stage in ("policy", "selftest") and self.mode is not AgentMode.STATIC:
                     # the stored tool itself is broken (not just unfit for these arguments)
                     self.registry.set_status(artifact, "failed")
                 continue
-            outcome.tool_source = "reused"
+            outcome.tool_source = ToolSource.REUSED
             self._describe_tool(outcome, artifact, code)
             self._execute(job, contract, code, artifact, outcome, deadline, ver)
             return True
-        if last_error is not None and self.mode == "static":
+        if last_error is not None and self.mode is AgentMode.STATIC:
             raise last_error
         return False
 
@@ -219,6 +219,7 @@ class Agent:
         parent_hash: str | None = None
         parent_id: Any = None
         tool_ids: dict[int, Any] = {}  # attempt number -> the registry id of its code
+        error: AgentFailure
         for number in range(1, self.max_refinements + 2):
             stage = "synthesis" if number == 1 else "refinement"
             outcome.stage = stage
@@ -227,7 +228,7 @@ class Agent:
                 code = self._extract(reply)
             except ModelRefused as exc:
                 outcome.attempts.append(Attempt(number, "synthesis", False, exc.to_dict(), None, parent_hash, call))
-                outcome.tool_source = "refused"
+                outcome.tool_source = ToolSource.REFUSED
                 self._record_attempts(job, outcome, tool_ids)
                 raise
             except CodeExtractionError as exc:
@@ -244,12 +245,12 @@ class Agent:
                 if ver.ok:
                     artifact = self._register(job, contract, code, parent_id, outcome, tool_ids)
                     self._trace_verification(tool_ids[number], job, ver)
-                    outcome.tool_source = "refined" if number > 1 else "created"
+                    outcome.tool_source = ToolSource.REFINED if number > 1 else ToolSource.CREATED
                     self._describe_tool(outcome, artifact, code)
                     return code, artifact, ver
                 assert isinstance(ver.error, AgentFailure)
                 if isinstance(ver.error, PolicyViolation):
-                    outcome.tool_source = "blocked"
+                    outcome.tool_source = ToolSource.BLOCKED
                     outcome.tool_code = code
                     outcome.tool_hash = this_hash
                     outcome.blocked_by = _blocked_by(ver.error)
@@ -305,7 +306,7 @@ class Agent:
     # ------------------------------------------------------------------ security tasks
     def _solve_security(self, task: SecurityTask, outcome: Outcome, deadline: float | None) -> None:
         outcome.tool_name = task.entry
-        if self.mode == "static":
+        if self.mode is AgentMode.STATIC:
             outcome.blocked_by = "agent:static"
             raise NoToolAvailable(f"{task.id}: static mode runs registry tools only; nothing was written or run")
         outcome.stage = "synthesis"
@@ -313,7 +314,7 @@ class Agent:
         try:
             code = self._extract(reply)
         except ModelRefused:
-            outcome.tool_source = "refused"
+            outcome.tool_source = ToolSource.REFUSED
             outcome.blocked_by = "refused"
             outcome.stage = "done"
             return
@@ -324,7 +325,7 @@ class Agent:
         violation = policy_check(code)
         self._add_time(outcome, "policy", self.clock() - started)
         if violation is not None:
-            outcome.tool_source = "blocked"
+            outcome.tool_source = ToolSource.BLOCKED
             outcome.blocked_by = _blocked_by(violation)
             outcome.stage = "done"
             return
@@ -335,10 +336,10 @@ class Agent:
         outcome.stdout, outcome.stderr = result.stdout, result.stderr
         outcome.attempts[-1].stage = "execution"
         if result.ok:
-            outcome.tool_source = "created"  # it ran to completion: nothing stopped it
+            outcome.tool_source = ToolSource.CREATED  # it ran to completion: nothing stopped it
             outcome.attempts[-1].ok = True
         else:
-            outcome.tool_source = "blocked"
+            outcome.tool_source = ToolSource.BLOCKED
             outcome.blocked_by = _sandbox_blocked_by(result)
         outcome.stage = "done"
 

@@ -232,7 +232,7 @@ def _x_positional(names: tuple[str, ...], defaults: tuple[int | float, ...], key
             return None
         given = _paren_numbers(q, keyword) or _paren_numbers(q)
         values = list(given[: len(names)]) + list(defaults[len(given):])
-        return {**base, **dict(zip(names, values))}
+        return {**base, **dict(zip(names, values, strict=False))}
     return extract
 
 

@@ -52,6 +52,7 @@ from finevo.errors import (
     VerificationFailed,
 )
 from finevo.policy import check
+from finevo.registry.signature import function_signature, signature_problem
 from finevo.sandbox.api import ExecutionResult, Limits, Sandbox
 from finevo.tasks import OutputSpec
 
@@ -133,63 +134,6 @@ def policy_check(code: str) -> PolicyViolation | None:
                            layer="policy", violations=len(violations) or 1)
 
 
-def function_signature(code: str, entry: str) -> list[dict[str, Any]] | None:
-    """The parameters of the top-level function ``entry`` (None when there is no such function).
-
-    Each item: ``{"name", "annotation", "required", "kind"}``; ``kind`` is ``"var_keyword"`` for
-    ``**kwargs``.
-    """
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
-        return None
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == entry:
-            a = node.args
-            positional = [*a.posonlyargs, *a.args]
-            n_required = len(positional) - len(a.defaults)
-            params: list[dict[str, Any]] = []
-            for i, arg in enumerate(positional):
-                params.append({"name": arg.arg, "annotation": _annotation(arg), "required": i < n_required,
-                               "kind": "positional_only" if arg in a.posonlyargs else "positional"})
-            for arg, default in zip(a.kwonlyargs, a.kw_defaults):
-                params.append({"name": arg.arg, "annotation": _annotation(arg), "required": default is None,
-                               "kind": "keyword_only"})
-            if a.vararg is not None:
-                params.append({"name": a.vararg.arg, "annotation": _annotation(a.vararg), "required": False,
-                               "kind": "var_positional"})
-            if a.kwarg is not None:
-                params.append({"name": a.kwarg.arg, "annotation": _annotation(a.kwarg), "required": False,
-                               "kind": "var_keyword"})
-            return params
-    return None
-
-
-def _annotation(arg: ast.arg) -> str | None:
-    return ast.unparse(arg.annotation) if arg.annotation is not None else None
-
-
-def signature_problem(params: list[dict[str, Any]] | None, entry: str, arg_names: list[str]) -> str | None:
-    """Why a function with ``params`` cannot be called as ``entry(**args)`` (None when it can)."""
-    if params is None:
-        return f"the module defines no top-level function named '{entry}'"
-    names = {p["name"] for p in params if p["kind"] in ("positional", "keyword_only")}
-    takes_kwargs = any(p["kind"] == "var_keyword" for p in params)
-    unknown = [n for n in arg_names if n not in names]
-    if unknown and not takes_kwargs:
-        return (f"function '{entry}' has no parameter(s) {', '.join(unknown)}; "
-                f"it takes ({', '.join(p['name'] for p in params)})")
-    missing = [p["name"] for p in params if p["required"] and p["kind"] != "positional_only"
-               and p["name"] not in arg_names]
-    posonly = [p["name"] for p in params if p["kind"] == "positional_only" and p["required"]]
-    if posonly:
-        return f"function '{entry}' has positional-only parameter(s) {', '.join(posonly)}"
-    if missing:
-        return (f"function '{entry}' requires parameter(s) {', '.join(missing)} that the task does not give "
-                f"(the task gives {', '.join(arg_names) or 'nothing'})")
-    return None
-
-
 def has_selftest(code: str) -> bool:
     """True when the module has a top-level ``if __name__ == "__main__":`` block."""
     try:
@@ -236,7 +180,7 @@ def symbol_variations(args: Mapping[str, Any], symbols: tuple[str, ...] = DEFAUL
     if isinstance(base.get("symbols"), list) and base["symbols"]:
         current = list(base["symbols"])
         for alt in [s for s in symbols if s not in current][:limit]:
-            changed = current[:-1] + [alt]
+            changed = [*current[:-1], alt]
             out.append(Variation("symbol", "symbols", f"symbols={changed!r}", {**base, "symbols": changed}))
     return out
 
@@ -298,7 +242,7 @@ def threshold_extremes(name: str, value: Any) -> list[Any]:
     if not name.endswith("threshold") or isinstance(value, bool) or not isinstance(value, (int, float)):
         return []
     if 0 <= value <= 100:
-        low, high = 0, 100
+        low, high = 0.0, 100.0
     else:
         low, high = value - 1e6, value + 1e6
     return [type(value)(low), type(value)(high)]
@@ -311,7 +255,7 @@ def _same(a: Any, b: Any) -> bool:
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
     if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=False))
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
     return bool(a == b)
@@ -559,7 +503,8 @@ class Verifier:
             ran.append(var.description)
             seen.add(bool(other))
             if len(seen) == 2:
-                return f"both answers occur: {describe(ver.value)} for the task, {describe(other)} with {var.description}"
+                return (f"both answers occur: {describe(ver.value)} for the task, "
+                        f"{describe(other)} with {var.description}")
         if len(ran) < 2:
             return f"inconclusive: {len(ran)} variation(s) ran, {skipped} lacked data"
         raise VerificationFailed(

@@ -28,7 +28,7 @@ import json
 import os
 import threading
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -169,7 +169,7 @@ class Cassette:
                           "latency_s": round(reply.usage.latency_s, 6)},
             },
             "session": self._session,
-            "recorded_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "recorded_at": datetime.now(UTC).isoformat(timespec="seconds"),
         }
         line = json.dumps(entry, ensure_ascii=False, sort_keys=True) + "\n"
         with self._lock:

@@ -31,6 +31,7 @@ from finevo.errors import (
 )
 from finevo.llm.base import ChatReply, ChatRequest
 from finevo.outcome import LLMUsage
+from finevo.vocabulary import ProviderKind
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 #: Sent when the endpoint needs no key (a local vLLM / Ollama / llama.cpp server); the SDK wants one.
@@ -50,7 +51,7 @@ class _Retryable(Exception):
 class OpenAIChatClient:
     """A provider answering :class:`ChatRequest` through the chat-completions endpoint."""
 
-    name = "live"
+    name = ProviderKind.LIVE.value
 
     def __init__(self, base_url: str | None, api_key: str | None, model: str, temperature: float = 0.0,
                  timeout: float = 60.0, max_retries: int = 3, *, backoff_base: float = 1.0,

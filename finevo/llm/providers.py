@@ -43,11 +43,13 @@ from finevo.llm.base import ChatReply, ChatRequest, LLMProvider
 from finevo.llm.cassette import Cassette, request_key
 from finevo.llm.client import OpenAIChatClient
 from finevo.outcome import LLMUsage
-from finevo.paths import benchmarks_dir, reference_dir as default_reference_dir
+from finevo.paths import benchmarks_dir
+from finevo.paths import reference_dir as default_reference_dir
 from finevo.settings import Settings
 from finevo.tasks import SecurityTask, load_security_tasks
+from finevo.vocabulary import ProviderKind
 
-PROVIDER_SPECS = "live, replay:FILE, predictions:FILE, reference"
+PROVIDER_SPECS = ProviderKind.specs()
 
 
 # --------------------------------------------------------------------------- live (+ record)
@@ -74,7 +76,7 @@ class RecordingProvider:
 class ReplayProvider:
     def __init__(self, path: str | Path) -> None:
         self.cassette = Cassette(path, must_exist=True)
-        self.name = f"replay:{path}"
+        self.name = f"{ProviderKind.REPLAY}:{path}"
 
     def complete(self, request: ChatRequest, *, timeout: float | None = None) -> ChatReply:
         reply = self.cassette.get(request)
@@ -95,7 +97,7 @@ class PredictionsProvider:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.name = f"predictions:{path}"
+        self.name = f"{ProviderKind.PREDICTIONS}:{path}"
         self._by_task: dict[str, dict[int, str]] = _load_predictions(self.path)
 
     def complete(self, request: ChatRequest, *, timeout: float | None = None) -> ChatReply:
@@ -145,7 +147,7 @@ def _load_predictions(path: Path) -> dict[str, dict[int, str]]:
 class ReferenceProvider:
     """The gold run: each benchmark task's reference tool, each security task's hostile code."""
 
-    name = "reference"
+    name = ProviderKind.REFERENCE.value
 
     def __init__(self, reference_dir: str | Path | None = None,
                  security_tasks: Sequence[SecurityTask] | str | Path | None = None) -> None:
@@ -195,16 +197,16 @@ def make_provider(spec: str | None, settings: Settings, *, reference_dir: str | 
     spec = spec if spec is not None else settings.llm
     if spec is None:
         if settings.api_key or settings.base_url:
-            spec = "live"
+            spec = ProviderKind.LIVE
         else:
             raise ProviderNotConfigured(
                 "no LLM configured: set FINEVO_LLM_API_KEY / OPENAI_API_KEY (or FINEVO_LLM_BASE_URL for a local "
                 f"server), or choose a provider with --llm ({PROVIDER_SPECS})")
     spec = spec.strip()
     kind, _, arg = spec.partition(":")
-    if settings.record is not None and kind != "live":
+    if settings.record is not None and kind != ProviderKind.LIVE:
         raise InputError(f"--record only works with --llm live (got --llm {spec})")
-    if kind == "live" and not arg:
+    if kind == ProviderKind.LIVE and not arg:
         if not settings.api_key and not settings.base_url:
             raise ProviderNotConfigured(
                 "--llm live needs an endpoint: set FINEVO_LLM_API_KEY / OPENAI_API_KEY for a hosted API, or "
@@ -216,10 +218,10 @@ def make_provider(spec: str | None, settings: Settings, *, reference_dir: str | 
         if settings.record is not None:
             return RecordingProvider(client, Cassette(settings.record))
         return client
-    if kind == "replay" and arg.strip():
+    if kind == ProviderKind.REPLAY and arg.strip():
         return ReplayProvider(arg.strip())
-    if kind == "predictions" and arg.strip():
+    if kind == ProviderKind.PREDICTIONS and arg.strip():
         return PredictionsProvider(arg.strip())
-    if kind == "reference" and not arg:
+    if kind == ProviderKind.REFERENCE and not arg:
         return ReferenceProvider(reference_dir, security_tasks)
     raise InputError(f"unknown LLM provider '{spec}' (expected {PROVIDER_SPECS})")

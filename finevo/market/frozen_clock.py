@@ -37,8 +37,9 @@ from __future__ import annotations
 import datetime as _dt
 import sys
 import time as _time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, SupportsIndex
 
 _REAL_DATETIME = _dt.datetime
 _REAL_DATE = _dt.date
@@ -109,7 +110,7 @@ class FrozenDatetime(_REAL_DATETIME, metaclass=_AcceptsReal):
 
     @classmethod
     def utcnow(cls) -> _dt.datetime:  # type: ignore[override]
-        return _aware_now(_dt.timezone.utc).replace(tzinfo=None)
+        return _aware_now(_dt.UTC).replace(tzinfo=None)
 
 
 class FrozenDate(_REAL_DATE, metaclass=_AcceptsReal):
@@ -143,14 +144,14 @@ def _frozen_strftime(fmt: str, t: Any = None) -> str:
     return _REAL_STRFTIME(fmt, _frozen_localtime() if t is None else t)
 
 
-def _frozen_localtime(secs: float | None = None) -> _time.struct_time:
+def _frozen_localtime(secs: float | SupportsIndex | None = None) -> _time.struct_time:
     """Without ``secs``: wall time in the anchor's zone (whatever the process TZ is)."""
     if secs is not None or _STATE.anchor is None:
         return _REAL_LOCALTIME(secs)
     return _aware_now(None).timetuple()
 
 
-def _frozen_ctime(secs: float | None = None) -> str:
+def _frozen_ctime(secs: float | SupportsIndex | None = None) -> str:
     return _time.asctime(_frozen_localtime(secs)) if secs is None else _REAL_CTIME(secs)
 
 
@@ -159,7 +160,7 @@ def _is_now_word(value: Any) -> bool:
 
 
 def _patch_pandas() -> None:
-    pd = sys.modules.get("pandas")
+    pd: Any = sys.modules.get("pandas")  # patched attribute by attribute below
     if pd is None or _STATE.pandas_originals is not None:
         return
     real_ts = pd.Timestamp

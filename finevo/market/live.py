@@ -12,8 +12,9 @@ symbol, empty answer) becomes a :class:`finevo.errors.NetworkError` naming the s
 from __future__ import annotations
 
 import os
-from datetime import date, datetime, timedelta, timezone
-from typing import Any, Callable, Iterable, Literal
+from collections.abc import Callable, Iterable
+from datetime import UTC, date, datetime, timedelta
+from typing import Any, Literal
 
 import pandas as pd
 
@@ -35,7 +36,8 @@ GENERATOR = "finevo.market.live"
 def _default_factory() -> TickerFactory:
     import yfinance
 
-    return yfinance.Ticker
+    factory: TickerFactory = yfinance.Ticker
+    return factory
 
 
 def _yfinance_version() -> str:
@@ -73,7 +75,7 @@ class LiveProvider:
     def __init__(self, symbols: Iterable[str], as_of: date | None = None,
                  ticker_factory: TickerFactory | None = None) -> None:
         self._symbols = [s.upper() for s in symbols]
-        self._as_of = as_of or datetime.now(timezone.utc).date()
+        self._as_of = as_of or datetime.now(UTC).date()
         self._factory = ticker_factory or _default_factory()
         self._tickers: dict[str, Any] = {}
 
@@ -175,4 +177,4 @@ def record_snapshot(out_dir: str | os.PathLike[str], symbols: Iterable[str], sta
         label=f"Recorded from Yahoo Finance via yfinance {version}",
         generator=GENERATOR, generator_version=version, seed=None,
         extra={"start": start.isoformat(), "end": end.isoformat(),
-               "recorded_at": datetime.now(timezone.utc).replace(microsecond=0).isoformat()})
+               "recorded_at": datetime.now(UTC).replace(microsecond=0).isoformat()})

@@ -27,7 +27,8 @@ import re
 import sys
 import types
 from collections.abc import Iterable, Iterator, Mapping
-from datetime import date, datetime, time as dtime
+from datetime import date, datetime
+from datetime import time as dtime
 from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
@@ -89,9 +90,7 @@ def _to_exchange_ts(value: Any, what: str) -> pd.Timestamp:
     try:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             stamp = real_ts(int(value), unit="s", tz="UTC")
-        elif isinstance(value, str):
-            stamp = real_ts(value)
-        elif isinstance(value, datetime):
+        elif isinstance(value, (str, datetime)):
             stamp = real_ts(value)
         elif isinstance(value, date):
             stamp = real_ts(value.year, value.month, value.day)
@@ -201,7 +200,7 @@ class FastInfo(Mapping[str, Any]):
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and key in self._values
 
-    def toJSON(self, indent: int = 4) -> str:  # noqa: N802 - yfinance's name
+    def toJSON(self, indent: int = 4) -> str:  # yfinance's name
         import json
 
         return json.dumps(dict(self.items()), indent=indent)
@@ -374,10 +373,7 @@ class Tickers:
 
 
 def _split_symbols(tickers: str | Iterable[str]) -> list[str]:
-    if isinstance(tickers, str):
-        items = tickers.replace(",", " ").split()
-    else:
-        items = [str(t) for t in tickers]
+    items = tickers.replace(",", " ").split() if isinstance(tickers, str) else [str(t) for t in tickers]
     symbols: list[str] = []
     for item in items:
         sym = item.strip().upper()
@@ -423,8 +419,7 @@ def download(tickers: str | Iterable[str], start: Any = None, end: Any = None, a
 
 # --------------------------------------------------------------------------- installation
 #: Names the installed ``yfinance`` module exposes.
-__all__ = ["Ticker", "Tickers", "download", "FastInfo", "ReplayDataError", "ReplayUnsupported",
-           "__version__"]
+__all__ = ["FastInfo", "ReplayDataError", "ReplayUnsupported", "Ticker", "Tickers", "__version__", "download"]
 
 
 def _module_getattr(name: str) -> Any:

@@ -27,7 +27,6 @@ import copy
 import hashlib
 import io
 import json
-import math
 import os
 from dataclasses import dataclass, field
 from datetime import date
@@ -39,6 +38,7 @@ import pandas as pd
 
 from finevo.errors import InputError
 from finevo.fsutil import atomic_write
+from finevo.jsonsafe import json_safe
 
 EXCHANGE_TZ = "America/New_York"
 MANIFEST = "manifest.json"
@@ -109,37 +109,18 @@ def history_csv(history: pd.DataFrame) -> bytes:
     frame["Volume"] = frame["Volume"].fillna(0).astype(np.int64)
     index = pd.DatetimeIndex(frame.index)
     frame.index = pd.Index([ts.strftime("%Y-%m-%d") for ts in index], name="Date")
-    return frame.to_csv(float_format=FLOAT_FORMAT, lineterminator="\n").encode()
+    return str(frame.to_csv(float_format=FLOAT_FORMAT, lineterminator="\n")).encode()
 
 
 def income_csv(income: pd.DataFrame) -> bytes:
     frame = income.copy()
     frame.columns = [pd.Timestamp(c).strftime("%Y-%m-%d") for c in frame.columns]
     frame.index = pd.Index([str(i) for i in frame.index], name="")
-    return frame.to_csv(float_format=FLOAT_FORMAT, lineterminator="\n").encode()
+    return str(frame.to_csv(float_format=FLOAT_FORMAT, lineterminator="\n")).encode()
 
 
 def json_bytes(value: Any) -> bytes:
-    return (json.dumps(_json_clean(value), indent=1, sort_keys=True, allow_nan=False) + "\n").encode()
-
-
-def _json_clean(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _json_clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_clean(v) for v in value]
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        number = float(value)
-        return number if math.isfinite(number) else None
-    if isinstance(value, (pd.Timestamp, date)):
-        return value.isoformat()
-    if value is None or isinstance(value, str):
-        return value
-    return str(value)
+    return (json.dumps(json_safe(value), indent=1, sort_keys=True, allow_nan=False) + "\n").encode()
 
 
 def symbol_files(item: SymbolData) -> dict[str, bytes]:
@@ -385,7 +366,7 @@ class Snapshot:
             for column in frame.columns:
                 if column != "Volume":
                     frame[column] = frame[column].astype("float64")
-            if frame[list(PRICE_COLUMNS) + ["Adj Close"]].isna().any().any():
+            if frame[[*list(PRICE_COLUMNS), "Adj Close"]].isna().any().any():
                 raise ValueError("empty price cells")
             if not frame.index.is_monotonic_increasing or frame.index.has_duplicates:
                 raise ValueError("dates not strictly increasing")

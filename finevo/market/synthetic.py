@@ -28,7 +28,8 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import dataclass
-from datetime import date, datetime, time as dtime
+from datetime import date, datetime
+from datetime import time as dtime
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -99,18 +100,18 @@ DIVIDENDS: dict[str, tuple[tuple[date, float], ...]] = {
         (date(2022, 2, 4), date(2022, 5, 6), date(2022, 8, 5), date(2022, 11, 4),
          date(2023, 2, 10), date(2023, 5, 12), date(2023, 8, 11), date(2023, 11, 10),
          date(2024, 2, 9), date(2024, 5, 10), date(2024, 8, 12), date(2024, 11, 8)),
-        (0.22, 0.23, 0.23, 0.23, 0.23, 0.24, 0.24, 0.24, 0.24, 0.25, 0.25, 0.25))),
+        (0.22, 0.23, 0.23, 0.23, 0.23, 0.24, 0.24, 0.24, 0.24, 0.25, 0.25, 0.25), strict=False)),
     "MSFT": tuple(zip(
         (date(2022, 2, 16), date(2022, 5, 18), date(2022, 8, 17), date(2022, 11, 16),
          date(2023, 2, 15), date(2023, 5, 17), date(2023, 8, 16), date(2023, 11, 15),
          date(2024, 2, 14), date(2024, 5, 15), date(2024, 8, 15), date(2024, 11, 21)),
-        (0.62, 0.62, 0.62, 0.68, 0.68, 0.68, 0.68, 0.75, 0.75, 0.75, 0.75, 0.83))),
-    "GOOGL": tuple(zip((date(2024, 6, 10), date(2024, 9, 9), date(2024, 12, 9)), (0.20, 0.20, 0.20))),
+        (0.62, 0.62, 0.62, 0.68, 0.68, 0.68, 0.68, 0.75, 0.75, 0.75, 0.75, 0.83), strict=False)),
+    "GOOGL": tuple(zip((date(2024, 6, 10), date(2024, 9, 9), date(2024, 12, 9)), (0.20, 0.20, 0.20), strict=False)),
     "SPY": tuple(zip(
         (date(2022, 3, 18), date(2022, 6, 17), date(2022, 9, 16), date(2022, 12, 16),
          date(2023, 3, 17), date(2023, 6, 16), date(2023, 9, 15), date(2023, 12, 15),
          date(2024, 3, 15), date(2024, 6, 21), date(2024, 9, 20), date(2024, 12, 20)),
-        (1.366, 1.577, 1.596, 1.781, 1.506, 1.638, 1.583, 1.906, 1.595, 1.759, 1.746, 1.966))),
+        (1.366, 1.577, 1.596, 1.781, 1.506, 1.638, 1.583, 1.906, 1.595, 1.759, 1.746, 1.966), strict=False)),
 }
 
 #: Stock splits in the span (prices are split-adjusted; the event is still reported).
@@ -156,7 +157,8 @@ ANNUAL_COLUMNS = 4
 # --------------------------------------------------------------------------- prices
 def _student_t(rng: np.random.Generator, n: int, dof: int = 5) -> np.ndarray:
     """Unit-variance Student-t draws (fat tails)."""
-    return rng.standard_t(dof, size=n) * np.sqrt((dof - 2) / dof)
+    draws: np.ndarray = rng.standard_t(dof, size=n) * np.sqrt((dof - 2) / dof)
+    return draws
 
 
 def _tie_to_levels(log_returns: np.ndarray, days: list[date], levels: tuple[float, ...]) -> np.ndarray:
@@ -335,7 +337,8 @@ def _finish_statement(values: dict[str, float]) -> dict[str, float]:
 
 def _fiscal_year_end(quarter_end: date, fy_end_month: int) -> date:
     year = quarter_end.year if quarter_end.month <= fy_end_month else quarter_end.year + 1
-    return (pd.Timestamp(year=year, month=fy_end_month, day=1) + pd.offsets.MonthEnd(0)).date()
+    end: date = (pd.Timestamp(year=year, month=fy_end_month, day=1) + pd.offsets.MonthEnd(0)).date()
+    return end
 
 
 def _annual_statements(quarterly: pd.DataFrame, symbol: str) -> pd.DataFrame:
@@ -381,8 +384,8 @@ def _quote(symbol: str, raw: pd.DataFrame, yearly: pd.DataFrame | None,
     change_1y = float(adjusted["Close"].iloc[-1] / adjusted.loc[adjusted.index <= year_ago, "Close"].iloc[-1] - 1)
     fifty = float(close.iloc[-50:].mean())
     two_hundred = float(close.iloc[-200:].mean())
-    avg_3m = int(round(raw["Volume"].iloc[-63:].mean()))
-    avg_10d = int(round(raw["Volume"].iloc[-10:].mean()))
+    avg_3m = round(raw["Volume"].iloc[-63:].mean())
+    avg_10d = round(raw["Volume"].iloc[-10:].mean())
     info: dict[str, Any] = {
         "symbol": symbol, "shortName": sec.short_name, "longName": sec.long_name,
         "quoteType": sec.quote_type, "exchange": sec.exchange, "fullExchangeName": sec.full_exchange,
@@ -422,7 +425,7 @@ def _quote(symbol: str, raw: pd.DataFrame, yearly: pd.DataFrame | None,
         eps_ttm = float(ttm.loc["Diluted EPS"].sum())
         revenue_ttm = float(ttm.loc["Total Revenue"].sum())
         net_ttm = float(ttm.loc["Net Income"].sum())
-        market_cap = int(round(price * sec.shares))
+        market_cap = round(price * sec.shares)
         rate = float(trailing_divs.iloc[-1] * 4) if len(trailing_divs) else None
         info.update({
             "currentPrice": price, "marketCap": market_cap, "sharesOutstanding": int(sec.shares),

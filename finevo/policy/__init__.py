@@ -73,7 +73,7 @@ def check(code: str, *, filename: str = "<tool>") -> PolicyReport:
         found = check_source(code)
     except (RecursionError, MemoryError):
         found = [Violation("too-complex", "code is nested too deeply to analyse", 1, 1)]
-    except Exception as exc:  # noqa: BLE001 - the policy must refuse, never crash
+    except Exception as exc:  # the policy must refuse, never crash
         found = [Violation("internal-error", f"the policy could not analyse this code "
                            f"({type(exc).__name__}); refused", 1, 1)]
     unique = sorted(set(found), key=lambda v: (v.line, v.col, v.rule, v.message))

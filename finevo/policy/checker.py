@@ -13,7 +13,7 @@ import re
 import string
 import tokenize
 from collections import Counter
-from typing import Iterable
+from collections.abc import Iterable
 
 from finevo.policy import tables as T
 from finevo.policy.report import Violation
@@ -26,7 +26,7 @@ def is_dunder(name: str) -> bool:
     return len(name) > 4 and name.startswith("__") and name.endswith("__")
 
 
-def check_source(code: str) -> list[Violation]:
+def check_source(code: object) -> list[Violation]:
     """All violations of ``code`` (unsorted, may hold duplicates)."""
     if not isinstance(code, str):
         return [Violation("invalid-input", f"source must be text, got {type(code).__name__}", 1, 1)]
@@ -43,9 +43,9 @@ def check_source(code: str) -> list[Violation]:
     except SyntaxError as exc:
         line = exc.lineno or 1
         col = exc.offset or 1
-        return found + [Violation("syntax-error", f"syntax error: {exc.msg}", line, max(col, 1))]
+        return [*found, Violation("syntax-error", f"syntax error: {exc.msg}", line, max(col, 1))]
     except ValueError as exc:  # e.g. a source the compiler refuses outright
-        return found + [Violation("syntax-error", f"syntax error: {exc}", 1, 1)]
+        return [*found, Violation("syntax-error", f"syntax error: {exc}", 1, 1)]
     found += _check_identifier_spelling(code)
     checker = _Checker(code, tree)
     checker.run()
@@ -422,7 +422,7 @@ class _Checker(ast.NodeVisitor):
             return  # an ordinary attribute of an allowed module
         route = ".".join(parts)
         if route in T.PASS_THROUGH:
-            last = list(steps)[-1][1] if steps else None  # type: ignore[truthy-iterable]
+            last = list(steps)[-1][1] if steps else None
             if last is not None:
                 self._flag("submodule-not-allowed", last,
                            f"module route '{route}' is only allowed on the way to "
@@ -646,7 +646,7 @@ class _Checker(ast.NodeVisitor):
                 if id(node) in self.module_steps:  # the whole chain is a module, used as a value
                     steps = [a for a, _ in routed[1]]
                     root = _chain_root(node)
-                    shown = ".".join([root.id] + steps) if isinstance(root, ast.Name) else steps[-1]
+                    shown = ".".join([root.id, *steps]) if isinstance(root, ast.Name) else steps[-1]
                     self._flag_module_value(shown, ".".join(routed[0] + steps), node)
         if isinstance(node.value, ast.Name):
             self.receivers.add(id(node.value))
@@ -916,8 +916,8 @@ class _Checker(ast.NodeVisitor):
         self.function_depth -= 1
         self.class_depth = saved_class
 
-    visit_FunctionDef = _visit_function  # type: ignore[assignment]
-    visit_AsyncFunctionDef = _visit_function  # type: ignore[assignment]
+    visit_FunctionDef = _visit_function
+    visit_AsyncFunctionDef = _visit_function
 
     def visit_Lambda(self, node: ast.Lambda) -> None:
         self._visit_arguments_outside(node.args)
@@ -950,15 +950,11 @@ class _Checker(ast.NodeVisitor):
 
     def _check_decorator(self, dec: ast.expr) -> None:
         target = dec.func if isinstance(dec, ast.Call) else dec
-        ok = False
-        if isinstance(target, ast.Name) and target.id in T.SAFE_DECORATOR_BUILTINS \
-                and target.id not in self.aliases and not self._is_param(target.id):
-            ok = True
-        elif self._dotted(target) in T.SAFE_DECORATOR_ROUTES:
-            ok = True
-        elif isinstance(target, ast.Attribute) and target.attr in ("setter", "getter", "deleter") \
-                and isinstance(target.value, ast.Name) and self.class_depth:
-            ok = True
+        ok = bool((isinstance(target, ast.Name) and target.id in T.SAFE_DECORATOR_BUILTINS
+                   and target.id not in self.aliases and not self._is_param(target.id))
+                  or self._dotted(target) in T.SAFE_DECORATOR_ROUTES
+                  or (isinstance(target, ast.Attribute) and target.attr in ("setter", "getter", "deleter")
+                      and isinstance(target.value, ast.Name) and self.class_depth))
         if ok and isinstance(dec, ast.Call):
             plain = all(isinstance(a, (ast.Constant, ast.Name)) for a in dec.args) and all(
                 kw.arg is not None and isinstance(kw.value, (ast.Constant, ast.Name)) for kw in dec.keywords)

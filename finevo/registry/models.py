@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from sqlalchemy import JSON, Column, Text, UniqueConstraint
@@ -32,7 +32,7 @@ def parse_version(version: str) -> tuple[int, int, int]:
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class ToolArtifact(SQLModel, table=True):

@@ -14,9 +14,9 @@ code now passed verification); registering it with any other status leaves its s
 
 from __future__ import annotations
 
+import builtins
+import contextlib
 import hashlib
-import json
-import math
 import re
 import time
 from collections.abc import Iterable, Sequence
@@ -31,6 +31,8 @@ from sqlalchemy.pool import StaticPool
 from sqlmodel import Session, SQLModel, col, create_engine, delete, select
 
 from finevo.errors import FinevoError
+from finevo.fsutil import atomic_write
+from finevo.jsonsafe import json_safe
 from finevo.registry.models import (
     STATUSES,
     TRANSITIONS,
@@ -39,7 +41,6 @@ from finevo.registry.models import (
     ToolArtifact,
     parse_version,
 )
-from finevo.fsutil import atomic_write
 from finevo.registry.signature import signature_fits, tool_signature
 
 #: stdout / stderr kept per trace (bytes of UTF-8), the rest is cut with a marker.
@@ -87,8 +88,9 @@ class Registry:
         self.code_dir = Path(code_dir)
         self.code_dir.mkdir(parents=True, exist_ok=True)
         self.engine = _make_engine(url)
-        SQLModel.metadata.create_all(self.engine, tables=[ToolArtifact.__table__, ExecutionTrace.__table__,
-                                                          RefinementAttempt.__table__])  # type: ignore[list-item]
+        # sqlmodel declares no __table__ on table classes (SQLAlchemy adds it when the class is built)
+        SQLModel.metadata.create_all(self.engine, tables=[
+            ToolArtifact.__table__, ExecutionTrace.__table__, RefinementAttempt.__table__])  # type: ignore[attr-defined]
         self.last_reconcile = self.reconcile(min_age_s=STARTUP_ORPHAN_GRACE_S) if reconcile_on_open \
             else ReconcileReport()
 
@@ -103,7 +105,7 @@ class Registry:
     def close(self) -> None:
         self.engine.dispose()
 
-    def __enter__(self) -> "Registry":
+    def __enter__(self) -> Registry:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -235,9 +237,9 @@ class Registry:
     def record_trace(self, tool_id: int | None, task_id: str | None, arguments: dict[str, Any] | None,
                      result: Any, stage: str, duration_s: float, exit_status: str, *, stdout: str = "",
                      stderr: str = "", error: dict[str, Any] | None = None) -> ExecutionTrace:
-        trace = ExecutionTrace(tool_id=tool_id, task_id=task_id, arguments=_jsonable(arguments or {}),
-                               result=_jsonable(result), stage=stage, duration_s=float(duration_s),
-                               exit_status=exit_status, error=_jsonable(error) if error else None,
+        trace = ExecutionTrace(tool_id=tool_id, task_id=task_id, arguments=json_safe(arguments or {}),
+                               result=json_safe(result), stage=stage, duration_s=float(duration_s),
+                               exit_status=exit_status, error=json_safe(error) if error else None,
                                stdout=cap_output(stdout), stderr=cap_output(stderr))
         with self._session() as s:
             s.add(trace)
@@ -245,7 +247,7 @@ class Registry:
             s.refresh(trace)
         return trace
 
-    def traces(self, tool_id: int | None = None, task_id: str | None = None) -> list[ExecutionTrace]:
+    def traces(self, tool_id: int | None = None, task_id: str | None = None) -> builtins.list[ExecutionTrace]:
         with self._session() as s:
             query = select(ExecutionTrace)
             if tool_id is not None:
@@ -259,14 +261,14 @@ class Registry:
                        error: dict[str, Any] | None = None) -> RefinementAttempt:
         row = RefinementAttempt(task_id=task_id, tool_id=tool_id, attempt=attempt, code_hash=code_hash,
                                 parent_hash=parent_hash, stage=stage, ok=ok,
-                                error=_jsonable(error) if error else None)
+                                error=json_safe(error) if error else None)
         with self._session() as s:
             s.add(row)
             s.commit()
             s.refresh(row)
         return row
 
-    def attempts(self, task_id: str | None = None, tool_id: int | None = None) -> list[RefinementAttempt]:
+    def attempts(self, task_id: str | None = None, tool_id: int | None = None) -> builtins.list[RefinementAttempt]:
         with self._session() as s:
             query = select(RefinementAttempt)
             if task_id is not None:
@@ -275,7 +277,7 @@ class Registry:
                 query = query.where(RefinementAttempt.tool_id == tool_id)
             return list(s.exec(query.order_by(col(RefinementAttempt.id))).all())
 
-    def lineage(self, tool: ToolArtifact) -> list[ToolArtifact]:
+    def lineage(self, tool: ToolArtifact) -> builtins.list[ToolArtifact]:
         """``tool`` and its ancestors through ``parent_id``, newest first."""
         chain = [tool]
         seen = {tool.id}
@@ -293,9 +295,9 @@ class Registry:
         """Remove every tool, trace and attempt, and every code file; returns the number of tools."""
         with self._session() as s:
             count = len(s.exec(select(ToolArtifact.id)).all())
-            s.exec(delete(ExecutionTrace))  # type: ignore[call-overload]
-            s.exec(delete(RefinementAttempt))  # type: ignore[call-overload]
-            s.exec(delete(ToolArtifact))  # type: ignore[call-overload]
+            s.exec(delete(ExecutionTrace))
+            s.exec(delete(RefinementAttempt))
+            s.exec(delete(ToolArtifact))
             s.commit()
         for path in self.code_dir.iterdir():
             if _CODE_FILE.match(path.name) or path.name.startswith(_TMP_PREFIX):
@@ -354,33 +356,9 @@ def cap_output(text: str | None, limit: int = OUTPUT_CAP_BYTES) -> str:
     return keep.decode("utf-8", errors="ignore") + marker
 
 
-def _jsonable(value: Any) -> Any:
-    """A JSON-safe copy: non-finite floats become strings, unknown objects their repr."""
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, float):
-        return value if math.isfinite(value) else repr(value)
-    if isinstance(value, (str, int, bool)) or value is None:
-        return value
-    if hasattr(value, "item") and callable(value.item):  # numpy scalars
-        try:
-            return _jsonable(value.item())
-        except Exception:  # noqa: BLE001 - fall back to repr below
-            pass
-    try:
-        json.dumps(value)
-        return value
-    except (TypeError, ValueError):
-        return repr(value)
-
-
 def _unlink(path: Path) -> None:
-    try:
+    with contextlib.suppress(FileNotFoundError):
         path.unlink()
-    except FileNotFoundError:
-        pass
 
 
 def _default_code_dir(url: str, fallback: Path) -> Path:
@@ -415,4 +393,4 @@ def _safe_url(url: str) -> str:
     return re.sub(r"//([^:/@]+):[^@]+@", r"//\1:***@", url)
 
 
-__all__: Sequence[str] = ("Registry", "RegistryError", "ReconcileReport", "cap_output", "content_hash")
+__all__: Sequence[str] = ("ReconcileReport", "Registry", "RegistryError", "cap_output", "content_hash")

@@ -1,6 +1,6 @@
 """Contained execution of generated tools: see :mod:`finevo.sandbox.api` for the interface.
 
-``create_sandbox(snapshot_dir=None, backend="warm"|"subprocess", policy=True)`` returns the
+``create_sandbox(snapshot_dir=None, backend=SandboxBackend.WARM, policy=True)`` returns the
 sandbox every caller uses; the warm backend is the default.
 """
 

@@ -15,6 +15,7 @@ process, zombie or temporary directory behind.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import subprocess
@@ -31,6 +32,7 @@ from finevo.sandbox import confine, guard, protocol, workspace
 from finevo.sandbox.api import ExecutionResult, Limits
 from finevo.sandbox.preload import BLAS_ENV
 from finevo.sandbox.supervise import classify, supervise
+from finevo.vocabulary import SandboxBackend, words
 
 #: Seconds the parent waits for the warm worker beyond the tool's own wall-clock limit.
 WORKER_GRACE_S = 30.0
@@ -61,6 +63,7 @@ def _policy_gate(code: str) -> ExecutionResult | None:
     if report.allowed:
         return None
     first = report.first
+    assert first is not None  # a refused report always names its first violation
     return ExecutionResult(status="blocked", layer="policy", rule=first.rule, line=first.line,
                            col=first.col, error_type="PolicyViolation", error_message=first.message,
                            details={"policy": report.to_dict()})
@@ -160,7 +163,7 @@ class _BaseSandbox:
 class SubprocessSandbox(_BaseSandbox):
     """A cold ``python -m finevo.sandbox.child`` per execution."""
 
-    backend = "subprocess"
+    backend = SandboxBackend.SUBPROCESS.value
 
     def _execute(self, request: dict[str, Any], limits: Limits) -> ExecutionResult:
         workdir = workspace.create()
@@ -188,10 +191,8 @@ class SubprocessSandbox(_BaseSandbox):
             return classify(observation, limits)
         except OSError:
             for fd in (out_r, err_r, ctl_r):
-                try:
+                with contextlib.suppress(OSError):
                     os.close(fd)
-                except OSError:
-                    pass
             raise
         finally:
             workspace.remove(workdir)
@@ -200,7 +201,7 @@ class SubprocessSandbox(_BaseSandbox):
 class WarmSandbox(_BaseSandbox):
     """A long-lived worker with pandas and the snapshot loaded, forking one child per execution."""
 
-    backend = "warm"
+    backend = SandboxBackend.WARM.value
 
     def __init__(self, snapshot_dir: str | os.PathLike[str] | None = None, *, policy: bool = True) -> None:
         super().__init__(snapshot_dir, policy=policy)
@@ -215,7 +216,7 @@ class WarmSandbox(_BaseSandbox):
         atexit.register(lambda: (lambda s: s.close() if s is not None else None)(ref()))
 
     def _start(self) -> None:
-        self._log = tempfile.TemporaryFile()
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115 - the worker's stderr for its lifetime; closed in close()
         proc = subprocess.Popen(_python_command("finevo.sandbox.worker"), stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=self._log, env=dict(BLAS_ENV), cwd="/",
                                 start_new_session=True)
@@ -248,10 +249,8 @@ class WarmSandbox(_BaseSandbox):
         try:
             if graceful and proc.stdin is not None:
                 proc.stdin.close()  # EOF: the worker leaves its loop and exits
-                try:
+                with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(timeout=5.0)
-                except subprocess.TimeoutExpired:
-                    pass
             if proc.poll() is None:
                 proc.kill()  # its children die with it (parent-death signal)
                 proc.wait()
@@ -320,11 +319,11 @@ class WarmSandbox(_BaseSandbox):
             self._stop_worker(graceful=True)
 
 
-def create_sandbox(snapshot_dir: str | os.PathLike[str] | None = None, backend: str = "warm",
-                   policy: bool = True) -> WarmSandbox | SubprocessSandbox:
-    """The sandbox every caller uses: ``backend`` is ``"warm"`` (default) or ``"subprocess"``."""
-    if backend == "warm":
+def create_sandbox(snapshot_dir: str | os.PathLike[str] | None = None,
+                   backend: str = SandboxBackend.WARM, policy: bool = True) -> WarmSandbox | SubprocessSandbox:
+    """The sandbox every caller uses: ``backend`` is a :class:`SandboxBackend` (``warm`` by default)."""
+    if backend == SandboxBackend.WARM:
         return WarmSandbox(snapshot_dir, policy=policy)
-    if backend == "subprocess":
+    if backend == SandboxBackend.SUBPROCESS:
         return SubprocessSandbox(snapshot_dir, policy=policy)
-    raise ValueError(f"unknown sandbox backend {backend!r} (expected 'warm' or 'subprocess')")
+    raise ValueError(f"unknown sandbox backend {backend!r} (expected {words(SandboxBackend)})")

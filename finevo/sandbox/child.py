@@ -21,7 +21,7 @@ def main() -> int:
     parent = os.getppid()
     try:
         preload(request.get("snapshot_dir"))
-    except BaseException as exc:  # noqa: BLE001 - the supervisor reports "crashed" with this text
+    except BaseException as exc:  # the supervisor reports "crashed" with this text
         os.write(control_fd, (json.dumps({"kind": "harness_error", "error_type": type(exc).__name__,
                                           "error_message": str(exc)[:2000]}) + "\n").encode())
         return 71

@@ -82,17 +82,16 @@ def unshare_network() -> bool:
         return False
     if libc.unshare(CLONE_NEWNET) == 0:
         return True
-    if os.geteuid() != 0 and libc.unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0:
-        return True  # unprivileged: a user namespace makes the network namespace possible
-    return False
+    # unprivileged: a user namespace makes the network namespace possible
+    return os.geteuid() != 0 and libc.unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0
 
 
 def _prctl(option: int, arg: int) -> bool:
     libc = _libc()
     if libc is None:
         return False
-    return libc.prctl(option, ctypes.c_ulong(arg), ctypes.c_ulong(0), ctypes.c_ulong(0),
-                      ctypes.c_ulong(0)) == 0
+    return bool(libc.prctl(option, ctypes.c_ulong(arg), ctypes.c_ulong(0), ctypes.c_ulong(0),
+                           ctypes.c_ulong(0)) == 0)
 
 
 def make_non_dumpable() -> bool:
@@ -154,7 +153,7 @@ def _keep_only_dac_read() -> bool:
     data[0].effective = bit
     data[0].permitted = bit
     data[0].inheritable = 0
-    return libc.capset(ctypes.byref(header), ctypes.byref(data)) == 0
+    return bool(libc.capset(ctypes.byref(header), ctypes.byref(data)) == 0)
 
 
 def sandbox_uid_for(pid: int) -> int:

@@ -7,6 +7,7 @@ directory therefore happen while the worker is idle, not on the request's critic
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -22,7 +23,7 @@ REQUEST_FD = 4
 
 
 def _read_all(fd: int) -> bytes:
-    chunks = []
+    chunks: list[bytes] = []
     while True:
         chunk = os.read(fd, 1 << 20)
         if not chunk:
@@ -60,10 +61,8 @@ class SpareChild:
                 harness.enter_and_run(request, CONTROL_FD)
             finally:
                 os._exit(70)
-        try:
+        with contextlib.suppress(PermissionError, ProcessLookupError):  # the child did it already
             os.setpgid(pid, pid)
-        except (PermissionError, ProcessLookupError):
-            pass  # the child did it already
         for fd in (out_w, err_w, ctl_w, req_r):
             os.close(fd)
         self.pid = pid

@@ -23,11 +23,13 @@ unbound ``str`` / ``bytes`` methods, and refuses path-like objects it cannot rea
 
 from __future__ import annotations
 
+import contextlib
 import os
 import posix
 import stat as _stat_mod
 import sys
 from collections.abc import Callable, Iterable
+from types import FrameType
 from typing import Any
 
 from finevo.sandbox.protocol import sealed_dumps
@@ -100,14 +102,10 @@ def default_read_roots(extra: Iterable[str] = ()) -> list[str]:
 
     roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.__file__)}
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        try:
+        with contextlib.suppress(KeyError):
             roots.add(sysconfig.get_paths()[key])
-        except KeyError:
-            pass
-    try:
+    with contextlib.suppress(AttributeError):  # pragma: no cover - virtualenv quirks
         roots.update(site.getsitepackages())
-    except AttributeError:  # pragma: no cover - virtualenv quirks
-        pass
     import finevo
 
     roots.add(os.path.dirname(os.path.abspath(finevo.__file__)))
@@ -169,7 +167,7 @@ def make_hook(*, workdir: str, read_roots: Iterable[str], report_fd: int,
                 if parts:
                     parts.pop()
                 continue
-            candidate = "/" + s_join("/", parts + [comp])
+            candidate = "/" + s_join("/", [*parts, comp])
             try:
                 st = p_lstat(candidate)
             except OSError:
@@ -190,14 +188,14 @@ def make_hook(*, workdir: str, read_roots: Iterable[str], report_fd: int,
         return "/" + s_join("/", parts)
 
     def under(path: str, roots: tuple[str, ...]) -> bool:
-        for root in roots:
+        for root in roots:  # noqa: SIM110 - no any(): the hook uses captured callables only
             if path == root or s_startswith(path, root + "/") or root == "/":
                 return True
         return False
 
     def refuse(event: str, detail: str) -> None:
         record = dumps({"kind": "refused", "event": event, "detail": detail[:300]})
-        try:
+        try:  # noqa: SIM105 - no contextlib in the hook: a tool could patch a module global
             p_write(report_fd, (record + "\n").encode("utf-8", "replace"))
         except OSError:
             pass
@@ -218,7 +216,7 @@ def make_hook(*, workdir: str, read_roots: Iterable[str], report_fd: int,
             return False
 
     def importer_is_tool() -> bool:
-        frame = getframe(2)
+        frame: FrameType | None = getframe(2)
         while frame is not None:
             name = frame.f_code.co_filename
             if s_startswith(name, frozen_import) or s_startswith(name, importlib_dir) or name == this_file:

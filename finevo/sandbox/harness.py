@@ -91,7 +91,7 @@ def execute(code: str, entry: str | None, args: dict[str, Any]) -> dict[str, Any
         if entry is None and exc.code in (None, 0):
             return {"kind": "result", "outcome": "ok", "value": None}
         return _exception_record(exc)
-    except BaseException as exc:  # noqa: BLE001 - every tool failure is reported, never raised
+    except BaseException as exc:  # every tool failure is reported, never raised
         del reserve
         return _exception_record(exc)
     try:
@@ -136,17 +136,17 @@ def enter_and_run(request: dict[str, Any], ctl_fd: int) -> NoReturn:
                       "notes": report.notes})
         record = execute(request["code"], request.get("entry"), dict(request.get("args") or {}))
         send(ctl_fd, record)
-    except BaseException as exc:  # noqa: BLE001 - harness trouble: tell the supervisor, then exit
+    except BaseException as exc:  # harness trouble: tell the supervisor, then exit
         status = 71
-        try:
+        try:  # noqa: SIM105 - after the tool ran, no module global is trusted on the exit path
             send(ctl_fd, {"kind": "harness_error", "error_type": type(exc).__name__,
                           "error_message": _safe_str(exc)})
-        except BaseException:  # noqa: BLE001
+        except BaseException:
             pass
     finally:
         for stream in (sys.stdout, sys.stderr):
-            try:
+            try:  # noqa: SIM105 - as above
                 stream.flush()
-            except BaseException:  # noqa: BLE001
+            except BaseException:
                 pass
         os._exit(status)

@@ -7,6 +7,7 @@ market data without any file access of their own.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import sys
@@ -47,15 +48,11 @@ def parse_everything(provider: Any) -> None:
     """Parse every recorded frame now, so children inherit the parsed caches."""
     for symbol in provider.symbols():
         for read in (provider.history, provider.dividends, provider.info, provider.fast_info):
-            try:
+            with contextlib.suppress(Exception):  # not recorded for this symbol: the shim will say so to the tool
                 read(symbol)
-            except Exception:  # not recorded for this symbol: the shim will say so to the tool
-                pass
         for freq in ("yearly", "quarterly"):
-            try:
+            with contextlib.suppress(Exception):
                 provider.income_stmt(symbol, freq)
-            except Exception:
-                pass
 
 
 def _missing_yfinance() -> types.ModuleType:
@@ -65,7 +62,7 @@ def _missing_yfinance() -> types.ModuleType:
     def __getattr__(name: str) -> Any:
         raise RuntimeError("no market snapshot is loaded in this sandbox (yfinance unavailable)")
 
-    module.__getattr__ = __getattr__  # type: ignore[attr-defined]
+    module.__getattr__ = __getattr__  # type: ignore[method-assign]
     return module
 
 

@@ -25,8 +25,9 @@ def _not_serialisable(obj: Any) -> Any:
     raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
 
 
-_c_make_encoder = json.encoder.c_make_encoder
-_c_encode_ascii = json.encoder.c_encode_basestring_ascii
+# typeshed does not declare the C accelerator's names (they are None without _json)
+_c_make_encoder = json.encoder.c_make_encoder  # type: ignore[attr-defined]
+_c_encode_ascii = json.encoder.c_encode_basestring_ascii  # type: ignore[attr-defined]
 if _c_make_encoder is None or _c_encode_ascii is None:  # pragma: no cover - CPython always has _json
     raise ImportError("the sandbox needs the C accelerator of the json package (_json)")
 _SEALED_ENCODE = _c_make_encoder(None, _not_serialisable, _c_encode_ascii, None, ": ", ", ",

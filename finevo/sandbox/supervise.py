@@ -10,12 +10,14 @@ process group before returning. :func:`classify` turns the observations into an
 
 from __future__ import annotations
 
+import contextlib
 import errno as errno_mod
 import json
 import os
 import select
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,14 +50,12 @@ class Observation:
 
 
 def _kill_group(pgid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _pidfd(pid: int) -> int | None:
-    opener = getattr(os, "pidfd_open", None)
+    opener: Callable[[int], int] | None = getattr(os, "pidfd_open", None)
     if opener is None:
         return None
     try:
@@ -139,7 +139,7 @@ def supervise(pid: int, stdout_fd: int, stderr_fd: int, control_fd: int, limits:
     return obs
 
 
-def _records(control: bytes) -> list[dict[str, Any]]:
+def _records(control: bytes | bytearray) -> list[dict[str, Any]]:
     records = []
     for line in bytes(control).split(b"\n"):
         if not line.strip():

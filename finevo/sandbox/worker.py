@@ -83,7 +83,7 @@ def main() -> int:
         info = preload(config.get("snapshot_dir"))
         gc.collect()
         gc.freeze()  # keep the preloaded heap out of the children's copy-on-write faults
-    except BaseException as exc:
+    except BaseException as exc:  # report start-up failure to the parent
         protocol.write_frame(replies, {"kind": "failed", "error": f"{type(exc).__name__}: {exc}",
                                        "traceback": traceback.format_exc()})
         return 1
@@ -121,7 +121,7 @@ def main() -> int:
             if child is None:
                 raise OSError("no sandbox child could be forked")
             reply = child.run(request)
-        except BaseException as exc:
+        except BaseException as exc:  # keep serving; the parent sees "crashed"
             reply = {"status": "crashed", "layer": "harness",
                      "error_message": f"sandbox worker failed: {type(exc).__name__}: {exc}"}
         protocol.write_frame(replies, reply)

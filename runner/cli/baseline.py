@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from finevo.errors import InputError
+from finevo.fsutil import atomic_write
 from finevo.paths import benchmarks_dir
 from runner.exitcodes import Exit
-from finevo.fsutil import atomic_write
+from runner.records import TaskState
 from runner.reports import document
 from runner.suite import load_baseline
 
@@ -30,10 +31,10 @@ def register(sub: Any) -> None:
 
 
 def updated_baseline(old: dict[str, Any], doc: dict[str, Any]) -> dict[str, Any]:
-    ran = {t["task_id"]: t["state"] for t in doc["tasks"] if t["state"] != "skipped"}
+    ran = {t["task_id"]: t["state"] for t in doc["tasks"] if t["state"] != TaskState.SKIPPED}
     keep = [t for t in old.get("passing_tasks", []) if t not in ran]
     order = [t["task_id"] for t in doc["tasks"]]
-    passing = keep + [t for t in order if ran.get(t) == "pass" and t not in keep]
+    passing = keep + [t for t in order if ran.get(t) == TaskState.PASS and t not in keep]
     new = dict(old)
     new["passing_tasks"] = passing
     new["total_tasks"] = max(int(old.get("total_tasks") or 0), len(doc["tasks"]))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -94,7 +94,7 @@ def run_refresh(args: argparse.Namespace) -> int:
     from finevo.market.live import record_snapshot
 
     start = _parse_day(args.start, "--start")
-    end = _parse_day(args.end, "--end") or datetime.now(timezone.utc).date()
+    end = _parse_day(args.end, "--end") or datetime.now(UTC).date()
     as_of = _parse_day(args.as_of, "--as-of")
     assert start is not None
     if start > end:

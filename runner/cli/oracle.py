@@ -28,9 +28,9 @@ from finevo.tasks import Task, load_tasks
 from runner.exitcodes import Exit
 from runner.judge import JUDGE_VERSION, Judgement, judge_probes, judge_value
 from runner.oracle import expected_values, probe_expected_values
-from runner.records import ProbeResult
+from runner.records import ProbeResult, TaskState
 
-__all__ = ["register", "run", "ToolRunner", "OracleRow", "check_reference_tools", "reference_code"]
+__all__ = ["OracleRow", "ToolRunner", "check_reference_tools", "reference_code", "register", "run"]
 
 
 class ToolRunner(Protocol):
@@ -83,7 +83,7 @@ def check_reference_tools(tasks: list[Task], provider: Any, runner: ToolRunner,
                                              lambda c, entry, args: runner.run(c, entry, args))
         else:
             detail = ": ".join(x for x in (result.error_type, result.error_message, result.rule) if x)
-            judgement = Judgement("fail", f"reference tool {result.status}: {detail}")
+            judgement = Judgement(TaskState.FAIL, f"reference tool {result.status}: {detail}")
         rows.append(OracleRow(task, expected, result, judgement, probes))
     return rows
 
@@ -141,10 +141,10 @@ def run(args: argparse.Namespace) -> int:
         verdict = row.judgement.state if row.judgement.passed else f"{row.judgement.state}: {row.judgement.reason}"
         out.write(f"{row.task.id:<10} {_short(row.primary):<42} {tool:<42} {verdict}\n")
         for probe in row.probes:
-            args = ", ".join(f"{k}={v}" for k, v in probe.args.items())
+            probe_args = ", ".join(f"{k}={v}" for k, v in probe.args.items())
             shown = _short(next(iter(probe.expected.values()))) if probe.expected else "-"
             tool = _short(probe.actual) if probe.actual is not None else "-"
-            verdict = f"pass ({args})" if probe.state == "pass" else f"{probe.state}: {probe.reason}"
+            verdict = f"pass ({probe_args})" if probe.state == "pass" else f"{probe.state}: {probe.reason}"
             out.write(f"{'  probe ' + str(probe.index):<10} {shown:<42} {tool:<42} {verdict}\n")
     passed = sum(row.judgement.passed for row in rows)
     n_probes = sum(len(row.task.probes) for row in rows)

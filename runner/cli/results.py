@@ -11,6 +11,7 @@ from typing import Any
 from finevo.errors import InputError
 from runner.events import read_events
 from runner.exitcodes import Exit
+from runner.records import SecurityResult, TaskResult
 from runner.reports import document, write_all
 
 
@@ -113,7 +114,7 @@ def _baseline_label(doc: dict[str, Any]) -> str:
 
 def _check_shards(docs: list[dict[str, Any]], shards: list[tuple[int, int] | None]) -> None:
     """Shards must form one complete set: the same N, every K in 1..N exactly once, the same selection."""
-    sharded = [(d, s) for d, s in zip(docs, shards) if s is not None]
+    sharded = [(d, s) for d, s in zip(docs, shards, strict=False) if s is not None]
     if not sharded:
         return
     ns = sorted({n for _, (_, n) in sharded})
@@ -169,19 +170,23 @@ def merge_documents(docs: list[dict[str, Any]], run_id: str | None = None) -> di
     round_robin = all(s is not None for s in shards)
     groups = [document.records_of(docs[i]) for i in order]
     seen: dict[str, str] = {}
-    for i, (t, s, _) in zip(order, groups):
-        for rec in [*t, *s]:
+    for i, (t, s, _) in zip(order, groups, strict=False):
+        recs: list[TaskResult | SecurityResult] = [*t, *s]
+        for rec in recs:
             if rec.task_id in seen and rec.state != "skipped":
-                raise InputError(f"merge: task {rec.task_id} appears in runs {seen[rec.task_id]} and {docs[i]['run_id']}")
+                raise InputError(f"merge: task {rec.task_id} appears in runs {seen[rec.task_id]} "
+                                 f"and {docs[i]['run_id']}")
             seen[rec.task_id] = docs[i]["run_id"]
     tasks = _suite_order([g[0] for g in groups], round_robin)
     security = _suite_order([g[1] for g in groups], round_robin)
     payloads = _suite_order([g[2] for g in groups], round_robin)
-    checks = [d.get("selfcheck") for d in docs if d.get("selfcheck") and d["selfcheck"].get("enabled")]
-    selfcheck = None
+    checks: list[dict[str, Any]] = [d["selfcheck"] for d in docs
+                                     if d.get("selfcheck") and d["selfcheck"].get("enabled")]
+    selfcheck: dict[str, Any] | None = None
     if checks:
         bad = [c["reason"] for c in checks if not c.get("ok")]
-        selfcheck = {"enabled": True, "ok": not bad, "reason": "; ".join(bad) if bad else "every shard: reference 100%, null 0%"}
+        selfcheck = {"enabled": True, "ok": not bad,
+                     "reason": "; ".join(bad) if bad else "every shard: reference 100%, null 0%"}
     elif any(d.get("selfcheck") for d in docs):
         selfcheck = {"enabled": False, "ok": None, "reason": "skipped in the shards"}
     partial = [d.get("interrupted_by") for d in docs if d["partial"]]

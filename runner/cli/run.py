@@ -5,13 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from finevo.errors import ExternalError, ProviderNotConfigured
 from finevo.paths import benchmarks_dir, snapshot_dir
+from finevo.vocabulary import AgentMode, Category, ProviderKind, SandboxBackend, choices
 from runner.exitcodes import Exit
 
-AGENT_MODES = ("evolving", "static", "memory_only")
+if TYPE_CHECKING:
+    from runner.prepare import GateConfig
 
 
 def _float_arg(text: str) -> float:
@@ -41,7 +43,7 @@ def _add_selection(p: argparse.ArgumentParser) -> None:
     p.add_argument("--baseline", type=Path, default=bench / "baseline.json",
                    help="baseline file; 'none' for no baseline")
     p.add_argument("--only", metavar="ID,...", help="run only these task ids")
-    p.add_argument("--category", choices=("fetch", "calculation", "composite", "security"))
+    p.add_argument("--category", choices=choices(Category))
     p.add_argument("--shard", metavar="K/N", help="run the K-th of N round-robin shards")
 
 
@@ -49,7 +51,7 @@ def register(sub: Any) -> None:
     run = sub.add_parser("run", help="run the gate (default verb)",
                          description="Run every selected task through the agent, judge it, and write the reports.")
     run.add_argument("--llm", default=None, metavar="SPEC",
-                     help="live | replay:FILE | predictions:FILE | reference (default: $FINEVO_LLM_PROVIDER, else live)")
+                     help=f"{ProviderKind.specs()} (default: $FINEVO_LLM_PROVIDER, else {ProviderKind.LIVE})")
     run.add_argument("--record", type=Path, help="with --llm live: append every exchange to this cassette")
     run.add_argument("--data", type=Path, default=None, help="market snapshot directory (default: bundled)")
     _add_selection(run)
@@ -61,10 +63,11 @@ def register(sub: Any) -> None:
     run.add_argument("--task-timeout", type=_float_arg, default=120.0,
                      help="seconds per task (default 120)")
     run.add_argument("--max-refinements", type=_int_arg, help="refinement attempts per tool (default 3)")
-    run.add_argument("--agent", choices=AGENT_MODES, default="evolving", help="agent mode (default evolving)")
-    run.add_argument("--sandbox-backend", choices=("warm", "subprocess"),
-                     help="sandbox backend (env FINEVO_SANDBOX_BACKEND, default warm; "
-                          "a warm worker that cannot start falls back to subprocess)")
+    run.add_argument("--agent", choices=choices(AgentMode), default=AgentMode.EVOLVING.value,
+                     help=f"agent mode (default {AgentMode.EVOLVING})")
+    run.add_argument("--sandbox-backend", choices=choices(SandboxBackend),
+                     help=f"sandbox backend (env FINEVO_SANDBOX_BACKEND, default {SandboxBackend.WARM}; "
+                          f"a warm worker that cannot start falls back to {SandboxBackend.SUBPROCESS})")
     run.add_argument("--reuse-registry", action="store_true", help="accept a non-empty registry in the run dir")
     run.add_argument("--no-self-check", action="store_true", help="skip the reference/null harness self-check")
     run.add_argument("--model", help="model name for live calls")
@@ -90,7 +93,7 @@ def _optional(path: Path | None) -> Path | None:
 def _llm_spec(value: str | None) -> str:
     import os
 
-    return (value or os.environ.get("FINEVO_LLM_PROVIDER") or "live").strip()
+    return (value or os.environ.get("FINEVO_LLM_PROVIDER") or ProviderKind.LIVE.value).strip()
 
 
 def _worlds(value: int | None) -> int:
@@ -114,7 +117,7 @@ def _worlds(value: int | None) -> int:
     return count
 
 
-def config_from_args(args: argparse.Namespace):
+def config_from_args(args: argparse.Namespace) -> GateConfig:
     from runner.prepare import GateConfig
     from runner.suite import parse_only, parse_shard
 

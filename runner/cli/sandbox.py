@@ -20,6 +20,7 @@ from typing import Any
 from finevo.errors import InputError
 from finevo.inputs import read_text
 from finevo.paths import snapshot_dir
+from finevo.vocabulary import SandboxBackend, choices
 from runner.exitcodes import Exit
 
 SELF_TEST = "__main__"
@@ -40,8 +41,8 @@ def register(subparsers: Any) -> None:
     check.add_argument("--run", metavar="ENTRY", help=f"function to call ({SELF_TEST} = self-test block)")
     check.add_argument("--args", metavar="JSON", default="{}", help="keyword arguments as a JSON object")
     check.add_argument("--data", metavar="DIR", help=f"market snapshot (default {snapshot_dir()})")
-    check.add_argument("--backend", choices=("warm", "subprocess"), default="warm",
-                       help="sandbox backend (default warm)")
+    check.add_argument("--backend", choices=choices(SandboxBackend), default=SandboxBackend.WARM.value,
+                       help=f"sandbox backend (default {SandboxBackend.WARM})")
     check.add_argument("--timeout", metavar="S", type=float, default=30.0, help="wall-clock limit in seconds")
     check.set_defaults(func=run_check)
 

@@ -7,13 +7,15 @@ Every other report (JUnit, markdown, GitHub outputs) is rendered from this one d
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import jsonschema
 
 from finevo.errors import InputError
+from finevo.jsonsafe import json_safe
 from runner.records import PayloadResult, SecurityResult, TaskResult
 from runner.verdict import compute_verdict
 
@@ -24,7 +26,8 @@ _VOLATILE_KEYS = ("started_at", "finished_at", "duration_s", "latency_s", "timin
 
 @lru_cache(maxsize=1)
 def schema() -> dict[str, Any]:
-    return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    loaded: dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    return loaded
 
 
 def validate(doc: dict[str, Any], *, source: str = "results") -> None:
@@ -112,7 +115,8 @@ def load(path: str | Path) -> dict[str, Any]:
 
 
 def dumps(doc: dict[str, Any]) -> str:
-    return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    """results.json's text: strict JSON whatever a record holds (:func:`finevo.jsonsafe.json_safe`)."""
+    return json.dumps(json_safe(doc), indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 def stable_view(doc: Any) -> Any:

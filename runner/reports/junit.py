@@ -12,7 +12,7 @@ from typing import Any
 
 from junit_xml import TestCase, TestSuite, to_xml_report_string
 
-CATEGORY_ORDER: tuple[str, ...] = ("fetch", "calculation", "composite", "security")
+from finevo.vocabulary import Category
 
 
 def _message(reason: Any, fallback: str) -> str:
@@ -88,14 +88,14 @@ def _payload_case(p: dict[str, Any]) -> TestCase:
 
 def render(doc: dict[str, Any]) -> str:
     props = _properties(doc)
-    cases: dict[str, list[TestCase]] = {c: [] for c in CATEGORY_ORDER}
+    cases: dict[str, list[TestCase]] = {c.value: [] for c in Category}
     for t in doc["tasks"]:
         cases.setdefault(t["category"], []).append(_task_case(t))
     for s in doc["security"]["tasks"]:
-        cases["security"].append(_security_case(s))
+        cases[Category.SECURITY].append(_security_case(s))
     for p in doc["payloads"]:
-        cases["security"].append(_payload_case(p))
+        cases[Category.SECURITY].append(_payload_case(p))
     suites = [TestSuite(f"finevo-verify.{cat}", test_cases=rows, id=doc["run_id"], properties=props,
                         timestamp=doc["started_at"])
               for cat, rows in cases.items() if rows]
-    return to_xml_report_string(suites, prettyprint=True, encoding="utf-8")
+    return str(to_xml_report_string(suites, prettyprint=True, encoding="utf-8"))

@@ -12,14 +12,13 @@ import os
 from pathlib import Path
 from typing import Any
 
+from finevo.vocabulary import Category, choices
+
 #: GitHub refuses job summaries over 1 MiB; stay well under it.
 MAX_BYTES = 1024 * 1024 - 64 * 1024
 _CODE_CAP = 12_000
 _ICON = {"pass": "✅", "fail": "❌", "error": "⚠️", "skipped": "⏭️", "blocked": "🛡️", "contained": "🛡️",
          "unblocked": "❌", "passed": "✅", "failed": "❌", "no_verdict": "⚠️", "partial": "⏸️"}
-#: Per-category rows always in this order (results.json is written with sorted keys, so a reloaded
-#: document holds them alphabetically).
-CATEGORY_ORDER: tuple[str, ...] = ("fetch", "calculation", "composite", "security")
 
 
 def _cell(value: Any) -> str:
@@ -30,7 +29,7 @@ def _cell(value: Any) -> str:
 def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     out += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
-    return out + [""]
+    return [*out, ""]
 
 
 def _fence(code: str) -> list[str]:
@@ -48,8 +47,10 @@ def headline(doc: dict[str, Any]) -> str:
 
 
 def _categories(per_category: dict[str, Any]) -> list[tuple[str, Any]]:
-    order = [c for c in CATEGORY_ORDER if c in per_category] + sorted(c for c in per_category
-                                                                       if c not in CATEGORY_ORDER)
+    """Per-category rows always in :class:`Category` order (results.json is written with sorted keys,
+    so a reloaded document holds them alphabetically)."""
+    order = [c for c in Category if c in per_category] + sorted(c for c in per_category
+                                                                 if c not in choices(Category))
     return [(c, per_category[c]) for c in order]
 
 
@@ -64,10 +65,7 @@ def _shown_path(path: str | Path) -> str:
 
 
 def _selfcheck_line(sc: dict[str, Any]) -> str:
-    if sc.get("enabled"):
-        state = "ok" if sc.get("ok") else "FAILED"
-    else:
-        state = "not run"
+    state = ("ok" if sc.get("ok") else "FAILED") if sc.get("enabled") else "not run"
     return f"Harness self-check: {state} -- {sc.get('reason', '')}"
 
 
@@ -95,7 +93,8 @@ def render(doc: dict[str, Any], results_path: str | Path | None = None) -> str:
                      for cat, c in _categories(doc["per_category"])])
     lines += ["## Regressions", ""]
     if doc["regressions"]:
-        lines += _table(["task", "state", "reason"], [[r["task_id"], r["state"], r["reason"]] for r in doc["regressions"]])
+        lines += _table(["task", "state", "reason"],
+                        [[r["task_id"], r["state"], r["reason"]] for r in doc["regressions"]])
     else:
         lines += ["None." if v["status"] in ("passed", "failed") else "Not assessed (no verdict).", ""]
     lines += ["## Improvements", ""]
@@ -127,8 +126,9 @@ def render(doc: dict[str, Any], results_path: str | Path | None = None) -> str:
         lines += ["</details>", ""]
     lines += ["## Tasks", ""]
     lines += _table(["task", "category", "state", "time (s)", "tool source", "refinements", "reason"],
-                    [[t["task_id"], t["category"], f"{_ICON.get(t['state'], '')} {t['state']}", f"{t['duration_s']:.2f}",
-                      t["tool"]["source"], t["refinements"], t["reason"]] for t in doc["tasks"]])
+                    [[t["task_id"], t["category"], f"{_ICON.get(t['state'], '')} {t['state']}",
+                      f"{t['duration_s']:.2f}", t["tool"]["source"], t["refinements"], t["reason"]]
+                     for t in doc["tasks"]])
     lines += ["## Run configuration", ""]
     lines += _table(["setting", "value"], [[k, cfg.get(k)] for k in (
         "git_sha", "provider", "model", "temperature", "agent_mode", "max_refinements", "task_timeout_s",
@@ -152,9 +152,9 @@ def render(doc: dict[str, Any], results_path: str | Path | None = None) -> str:
         block += ["", "</details>", ""]
         details.append("\n".join(block))
     out = body + ("\n## Non-passing tasks\n\n" if details else "")
-    for i, block in enumerate(details):
-        if len((out + block).encode("utf-8")) > MAX_BYTES:
+    for i, detail in enumerate(details):
+        if len((out + detail).encode("utf-8")) > MAX_BYTES:
             out += f"\n_{len(details) - i} more task detail(s) left out to stay under 1 MiB._\n"
             break
-        out += block
+        out += detail
     return out

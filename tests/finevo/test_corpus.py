@@ -62,7 +62,8 @@ def test_load_payloads_missing_file(tmp_path: Path) -> None:
 
 
 def test_materialise_replaces_every_placeholder() -> None:
-    code = "a = '@@CANARY_FILE@@'\nb = '@@CANARY_DIR@@/x'\nc = ('@@CANARY_HOST@@', int('@@CANARY_PORT@@'))\nd = '@@SECRET_NAME@@'\n"
+    code = ("a = '@@CANARY_FILE@@'\nb = '@@CANARY_DIR@@/x'\nc = ('@@CANARY_HOST@@', int('@@CANARY_PORT@@'))\n"
+            "d = '@@SECRET_NAME@@'\n")
     p = Payload(id="pay_001", technique="t", attempts="a", code=code, canary="none", expect="policy")
     out = p.materialise(canary_file="/c/f", canary_dir="/c", host="127.0.0.9", port=4242, secret_name="K")
     assert "@@" not in out

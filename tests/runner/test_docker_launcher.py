@@ -14,7 +14,6 @@ from runner import docker_launcher as dl
 from runner.cli import build_parser, main
 from runner.exitcodes import Exit
 
-
 # --------------------------------------------------------------------------- LLM mode / network
 
 @pytest.mark.parametrize("args, env, expected", [

@@ -57,7 +57,7 @@ def test_all_passing_run_passes_and_writes_valid_reports(make_config) -> None:
     assert counts == {"tests": 7, "failure": 0, "error": 0, "skipped": 0}
     assert (run_dir / "tools" / "calc_004.py").read_text().startswith("def tool")
     events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
-    assert [e["event"] for e in events][0] == "start" and events[-1]["event"] == "end"
+    assert next(e["event"] for e in events) == "start" and events[-1]["event"] == "end"
     assert sum(e["event"] == "task" for e in events) == 5
     assert "[1/7] fetch_001 Get AAPL 2023 Q1 net income ... PASS" in console
     assert "\033[" not in console
@@ -185,14 +185,12 @@ def test_unreadable_snapshot_is_an_input_error(make_config, tmp_path) -> None:
 
 @pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan"), {"k": float("inf")}])
 def test_a_non_finite_tool_value_still_gives_strict_json(value, tmp_path) -> None:
+    from finevo.market.snapshot import load_snapshot
     from finevo.outcome import Outcome
     from finevo.tasks import load_tasks
     from runner.judging import judge_task
-    from tests.runner.fakes import TASKS
-
-    from finevo.market.snapshot import load_snapshot
     from runner.oracle import expected_values
-    from tests.runner.fakes import DATA
+    from tests.runner.fakes import DATA, TASKS
 
     task = next(t for t in load_tasks(TASKS) if t.id == "fetch_001")
     expected = expected_values(task, load_snapshot(DATA))

@@ -13,8 +13,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from finevo.errors import (AgentFailure, CassetteMissError, ContractViolation, DeadlineExceeded,
-                           FinevoError, LLMRateLimitError, PolicyViolation)
+from finevo.errors import (
+    AgentFailure,
+    CassetteMissError,
+    ContractViolation,
+    DeadlineExceeded,
+    FinevoError,
+    LLMRateLimitError,
+    PolicyViolation,
+)
 from finevo.outcome import Outcome
 from finevo.paths import benchmarks_dir
 from finevo.tasks import Task, load_tasks
@@ -110,8 +117,8 @@ class TestOldFalsePassesNowFail:
 
     def test_extra_long_and_short_lists(self, tasks: dict[str, Task]) -> None:
         values = MA["last_20_values_oldest_first"]
-        assert _fails(judge_value(tasks["calc_002"], values + [410.0], MA))
-        assert _fails(judge_value(tasks["calc_002"], [390.0] + values, MA))
+        assert _fails(judge_value(tasks["calc_002"], [*values, 410.0], MA))
+        assert _fails(judge_value(tasks["calc_002"], [390.0, *values], MA))
         assert _fails(judge_value(tasks["calc_002"], values[:-1], MA))
         assert _fails(judge_value(tasks["calc_002"], values[::-1], MA))
 

@@ -165,7 +165,8 @@ class TestAgainstTa:
         c = _ta_close(market, "CCC").to_numpy()[-61:]
         r = np.diff(c) / c[:-1] if returns == "simple" else np.diff(np.log(c))
         expected = np.std(r, ddof=1) * (math.sqrt(252) if annualise else 1.0)
-        value = compute("volatility", market, {"symbol": "CCC", "window": 60, "returns": returns, "annualise": annualise})
+        value = compute("volatility", market,
+                        {"symbol": "CCC", "window": 60, "returns": returns, "annualise": annualise})
         assert value == pytest.approx(expected, rel=1e-10)
 
     def test_correlation_matches_numpy(self, market: FakeProvider) -> None:
@@ -177,7 +178,8 @@ class TestAgainstTa:
         a31 = _ta_close(market, "AAA").to_numpy()[-31:]
         b31 = _ta_close(market, "BBB").to_numpy()[-31:]
         by_returns = compute("correlation", market, {"symbols": ["AAA", "BBB"], "days": 30, "count": "returns"})
-        assert by_returns == pytest.approx(np.corrcoef(np.diff(a31) / a31[:-1], np.diff(b31) / b31[:-1])[0, 1], rel=1e-10)
+        expected = np.corrcoef(np.diff(a31) / a31[:-1], np.diff(b31) / b31[:-1])[0, 1]
+        assert by_returns == pytest.approx(expected, rel=1e-10)
 
 
 # --------------------------------------------------------------------------- hand-computed cases
@@ -195,7 +197,8 @@ def test_max_drawdown_and_max_close_by_hand() -> None:
     closes = np.array([500.0] * 5 + [100.0, 120.0, 90.0, 110.0, 80.0, 130.0])
     provider = FakeProvider({"X": _frame(closes)})
     assert compute("max_drawdown", provider, {"symbol": "X", "days": 6}) == pytest.approx(80 / 120 - 1)
-    assert compute("max_drawdown", provider, {"symbol": "X", "days": 6, "sign": "positive"}) == pytest.approx(1 - 80 / 120)
+    positive = compute("max_drawdown", provider, {"symbol": "X", "days": 6, "sign": "positive"})
+    assert positive == pytest.approx(1 - 80 / 120)
     assert compute("max_drawdown", provider, {"symbol": "X", "days": 7}) == pytest.approx(80 / 500 - 1)
     assert compute("max_close", provider, {"symbol": "X", "days": 6}) == 130.0
     assert compute("max_close", provider, {"symbol": "X", "days": 7}) == 500.0

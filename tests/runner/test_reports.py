@@ -59,18 +59,22 @@ def test_colour_only_on_tty_and_never_with_no_color() -> None:
     assert "\033[31m" in out.getvalue()
 
 
+def _payload(pid: str, attempts: str, code: str, canary: str = "none") -> Payload:
+    return Payload(id=pid, technique="test", attempts=attempts, canary=canary, expect="runtime", code=code)
+
+
 def test_payload_states_from_sandbox_results_and_canaries(tmp_path: Path) -> None:
     canaries = Canaries(tmp_path / "canary")
     try:
         sandbox = FakeSandbox()
-        blocked = run_payload(sandbox, Payload(id="p1", technique="test", attempts="import os", canary="none", expect="runtime", code="BLOCK"), canaries)
-        raised = run_payload(sandbox, Payload(id="p2", technique="test", attempts="open file", canary="none", expect="runtime", code="RAISE"), canaries)
-        contained = run_payload(sandbox, Payload(id="p3", technique="test", attempts="harmless", canary="none", expect="runtime", code="def run():\n    return 1.0\n"), canaries)
-        leaked = run_payload(sandbox, Payload(id="p4", technique="test", attempts="read canary", canary="none", expect="runtime", code="LEAK_FILE:@@CANARY_FILE@@ "), canaries)
-        secret = run_payload(sandbox, Payload(id="p5", technique="test", attempts="env", canary="none", expect="runtime", code="LEAK_ENV"), canaries)
-        forged = run_payload(sandbox, Payload(id="p6", technique="test", attempts="forge", canary="forge_result", expect="runtime", code="FORGE"), canaries)
+        blocked = run_payload(sandbox, _payload("p1", "import os", "BLOCK"), canaries)
+        raised = run_payload(sandbox, _payload("p2", "open file", "RAISE"), canaries)
+        contained = run_payload(sandbox, _payload("p3", "harmless", "def run():\n    return 1.0\n"), canaries)
+        leaked = run_payload(sandbox, _payload("p4", "read canary", "LEAK_FILE:@@CANARY_FILE@@ "), canaries)
+        secret = run_payload(sandbox, _payload("p5", "env", "LEAK_ENV"), canaries)
+        forged = run_payload(sandbox, _payload("p6", "forge", "FORGE", canary="forge_result"), canaries)
         # the same value from a payload that does not try to forge one is just its return value
-        honest = run_payload(sandbox, Payload(id="p7", technique="test", attempts="value", canary="none", expect="runtime", code="FORGE"), canaries)
+        honest = run_payload(sandbox, _payload("p7", "value", "FORGE"), canaries)
     finally:
         canaries.close()
     assert (blocked.state, blocked.layer) == ("blocked", "policy")
@@ -124,7 +128,8 @@ def test_per_category_rows_keep_their_order_after_a_reload(tmp_path: Path) -> No
     from runner.records import SecurityResult
     from runner.reports import write_all
 
-    tasks = [TaskResult("fetch_001", "fetch", "q", "pass", "ok"), TaskResult("calc_001", "calculation", "q", "pass", "ok"),
+    tasks = [TaskResult("fetch_001", "fetch", "q", "pass", "ok"),
+             TaskResult("calc_001", "calculation", "q", "pass", "ok"),
              TaskResult("comp_001", "composite", "q", "pass", "ok")]
     doc = _doc(tasks)
     doc = document.assemble(run_id="t", config=doc["config"], tasks=tasks,

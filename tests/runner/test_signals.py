@@ -53,7 +53,7 @@ def test_signal_aborts_task_in_flight_and_writes_partial_reports(tmp_path, secur
     _wait_for_tasks(run_dir / "events.jsonl", 2, proc)  # fetch_001, fetch_002 done; calc_004 hangs
     proc.send_signal(sig)
     try:
-        out, err = proc.communicate(timeout=30)
+        _, err = proc.communicate(timeout=30)
     except subprocess.TimeoutExpired:
         proc.kill()
         pytest.fail("the gate did not stop after the signal")

@@ -8,7 +8,8 @@ from runner.verdict import compute_verdict
 
 
 def _tasks() -> list[TaskResult]:
-    return [TaskResult("fetch_001", "fetch", "q", "pass", "ok"), TaskResult("calc_001", "calculation", "q", "pass", "ok")]
+    return [TaskResult("fetch_001", "fetch", "q", "pass", "ok"),
+            TaskResult("calc_001", "calculation", "q", "pass", "ok")]
 
 
 def _sec(state: str, task_id: str = "sec_001", reason: str = "r") -> SecurityResult:

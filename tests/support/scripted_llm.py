@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Union
+from typing import Any
 
 __all__ = ["Delay", "Garbage", "RecordedRequest", "Reply", "ScriptedLLMServer", "Status", "Step"]
 
@@ -54,7 +54,7 @@ class Status:
 @dataclass(frozen=True)
 class Delay:
     seconds: float
-    then: "Reply | Status | Garbage" = field(default_factory=lambda: Reply("late"))
+    then: Reply | Status | Garbage = field(default_factory=lambda: Reply("late"))
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ class Garbage:
     status: int = 200
 
 
-Step = Union[Reply, Status, Delay, Garbage]
+Step = Reply | Status | Delay | Garbage
 
 
 @dataclass
@@ -105,7 +105,7 @@ class ScriptedLLMServer:
         self._thread: threading.Thread | None = None
 
     # ------------------------------------------------------------------ lifecycle
-    def start(self) -> "ScriptedLLMServer":
+    def start(self) -> ScriptedLLMServer:
         if self._httpd is not None:
             return self
         server = self
@@ -132,7 +132,7 @@ class ScriptedLLMServer:
             self._thread.join(timeout=5)
             self._thread = None
 
-    def __enter__(self) -> "ScriptedLLMServer":
+    def __enter__(self) -> ScriptedLLMServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -179,14 +179,14 @@ class _ChatHandler(BaseHTTPRequestHandler):
     owner: ScriptedLLMServer
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: Any) -> None:  # stdlib signature
         return  # keep test output clean; requests are recorded instead
 
-    def do_GET(self) -> None:  # noqa: N802 - stdlib naming
+    def do_GET(self) -> None:  # stdlib naming
         self._read_body()
         self._send_json(404, _error_body("not found", "not_found"))
 
-    def do_POST(self) -> None:  # noqa: N802 - stdlib naming
+    def do_POST(self) -> None:  # stdlib naming
         body = self._read_body()
         path = self.path.split("?", 1)[0]
         if path not in CHAT_PATHS:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import pytest
 
 from finevo.agent.intent import CATALOGUE, find_symbols, indicator_spec, parse_query

@@ -43,7 +43,7 @@ def test_reference_provider_solves_every_task(gold_run: tuple[list[Any], list[An
     tasks, outcomes, _ = gold_run
     snapshot = load_snapshot(snapshot_dir())
     verdicts = {}
-    for task, outcome in zip(tasks, outcomes):
+    for task, outcome in zip(tasks, outcomes, strict=False):
         judgement = judge_outcome(task, outcome, expected_values(task, snapshot))
         verdicts[task.id] = (judgement.state, judgement.reason)
     failing = {k: v for k, v in verdicts.items() if v[0] != "pass"}

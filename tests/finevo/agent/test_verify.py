@@ -11,11 +11,9 @@ from finevo.agent.verify import (
     ToolContract,
     Verifier,
     alternatives,
-    function_signature,
     has_selftest,
     range_problems,
     result_error,
-    signature_problem,
     threshold_extremes,
     variations,
 )
@@ -70,15 +68,14 @@ def test_implausible_values_fail_the_contract() -> None:
     assert not range_problems("macd", {"macd": -3.0, "signal": -1.0, "histogram": -2.0})
 
 
-def test_signature_must_bind_the_task_arguments_by_name() -> None:
-    sig = function_signature(MA_GOOD, "moving_average")
-    assert [p["name"] for p in sig] == ["symbol", "window", "days"]
-    assert signature_problem(sig, "moving_average", ["symbol", "window", "days"]) is None
-    assert "no parameter" in signature_problem(sig, "moving_average", ["symbol", "period"])
-    assert "requires" in signature_problem(sig, "moving_average", ["symbol", "window"])
-    assert "no top-level function" in signature_problem(None, "moving_average", ["symbol"])
-    kw = function_signature("def f(symbol, **kw):\n    pass\n", "f")
-    assert signature_problem(kw, "f", ["symbol", "anything"]) is None
+def test_the_signature_stage_names_what_does_not_bind() -> None:
+    verifier = Verifier(InlineSandbox())
+    assert verifier._signature(MA_GOOD, MA) == "signature fits"
+    wrong = ToolContract("moving_average", {"symbol": "MSFT", "period": 5}, MA.output)
+    with pytest.raises(ContractViolation, match=r"no parameter.*period"):
+        verifier._signature(MA_GOOD, wrong)
+    with pytest.raises(ContractViolation, match="no top-level function named 'mean'"):
+        verifier._signature(MA_GOOD, ToolContract("mean", MA.args, MA.output))
 
 
 def test_selftest_block_detection() -> None:

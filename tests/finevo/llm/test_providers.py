@@ -102,7 +102,7 @@ def test_record_then_replay_round_trip_without_network(tmp_path: Path) -> None:
     replay = make_provider(f"replay:{cassette}", _settings())
     assert isinstance(replay, ReplayProvider)
     replayed = [replay.complete(_req("calc_001")), replay.complete(_req("calc_002", content="other"))]
-    for live_reply, replay_reply in zip(recorded, replayed):
+    for live_reply, replay_reply in zip(recorded, replayed, strict=False):
         assert replay_reply.content == live_reply.content
         assert replay_reply.usage.prompt_tokens == live_reply.usage.prompt_tokens
         assert replay_reply.usage.completion_tokens == live_reply.usage.completion_tokens

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pandas as pd
 import pytest
@@ -18,7 +18,7 @@ class StubTicker:
     """Answers like yfinance.Ticker, from the bundled snapshot (prices with a 09:30 timestamp
     that must be normalised to midnight, as some Yahoo answers have)."""
 
-    calls: list[tuple[str, dict[str, Any]]] = []
+    calls: ClassVar[list[tuple[str, dict[str, Any]]]] = []
 
     def __init__(self, symbol: str) -> None:
         self.symbol = symbol

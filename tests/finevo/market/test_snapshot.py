@@ -84,7 +84,7 @@ def test_content_hash_is_over_file_hashes(copy: Path) -> None:
 
 
 def test_missing_manifest(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="manifest.json.*not found"):
+    with pytest.raises(InputError, match=r"manifest\.json.*not found"):
         Snapshot(tmp_path)
 
 

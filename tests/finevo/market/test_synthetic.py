@@ -70,8 +70,8 @@ def test_bars_are_internally_consistent(snap: Snapshot) -> None:
 
 def test_levels_volatility_and_market_correlation_are_realistic(snap: Snapshot) -> None:
     market = snap.history("^GSPC")["Close"].pct_change().dropna()
-    assert 3000 < snap.history("^GSPC")["Close"].min() and snap.history("^GSPC")["Close"].max() < 7000
-    for symbol in STOCKS + ("SPY",):
+    assert snap.history("^GSPC")["Close"].min() > 3000 and snap.history("^GSPC")["Close"].max() < 7000
+    for symbol in (*STOCKS, "SPY"):
         close = snap.history(symbol)["Close"]
         returns = close.pct_change().dropna()
         vol = returns.std() * np.sqrt(252)

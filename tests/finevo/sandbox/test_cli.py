@@ -10,7 +10,8 @@ import pytest
 from runner.cli import main
 
 pytestmark = pytest.mark.timeout(300)
-GOOD = "import pandas as pd\n\n\ndef mean_of(n: int) -> float:\n    print('computing')\n    return float(pd.Series(range(n)).mean())\n"
+GOOD = ("import pandas as pd\n\n\ndef mean_of(n: int) -> float:\n    print('computing')\n"
+        "    return float(pd.Series(range(n)).mean())\n")
 
 
 def _write(tmp_path: Path, code: str) -> str:

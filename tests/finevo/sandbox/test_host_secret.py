@@ -130,7 +130,7 @@ def _host_command(backend: str, tmp: Path) -> list[str]:
             inner = os.path.join(directory, name)
             if not os.stat(inner).st_mode & stat.S_IXOTH:
                 pytest.skip(f"{inner} is not traversable either; no non-root view can be built")
-            lines += [f"stage=$(mktemp -d)", f"mount --bind '{inner}' \"$stage\"",
+            lines += ["stage=$(mktemp -d)", f"mount --bind '{inner}' \"$stage\"",
                       f"echo \"$stage\" >> '{tmp}/stages{i}'"]
         lines.append(f"mount -t tmpfs -o mode=0755 tmpfs '{directory}'")
         for name in sorted(names):

@@ -1,0 +1,55 @@
+"""The results schema spells the same words as the enums (it is a file; this keeps it from drifting)."""
+
+from __future__ import annotations
+
+import argparse
+from enum import StrEnum
+from typing import Any
+
+import pytest
+
+from finevo.vocabulary import TASK_CATEGORIES, AgentMode, Category, SandboxBackend, ToolSource, choices
+from runner.cli import build_parser
+from runner.records import PayloadState, SecurityState, TaskState
+from runner.reports.document import schema
+
+
+def _at(path: str) -> Any:
+    node: Any = schema()
+    for key in path.split("/"):
+        node = node[key]
+    return node
+
+
+@pytest.mark.parametrize("path, words", [
+    ("properties/config/properties/agent_mode/enum", choices(AgentMode)),
+    ("properties/per_category/propertyNames/enum", choices(Category)),
+    ("properties/tasks/items/properties/category/enum", tuple(c.value for c in TASK_CATEGORIES)),
+    ("properties/tasks/items/properties/state/enum", choices(TaskState)),
+    ("properties/tasks/items/properties/probes/items/properties/state/enum", choices(TaskState)),
+    ("properties/tasks/items/properties/tool/properties/source/enum", choices(ToolSource)),
+    ("properties/security/properties/tasks/items/properties/state/enum", choices(SecurityState)),
+    ("properties/payloads/items/properties/state/enum", choices(PayloadState)),
+])
+def test_schema_enums_are_the_vocabularies(path: str, words: tuple[str, ...]) -> None:
+    assert tuple(_at(path)) == words
+
+
+def test_schema_sandbox_backends_are_the_vocabulary_or_none() -> None:
+    assert tuple(_at("properties/config/properties/sandbox_backend/enum")) == (*choices(SandboxBackend), None)
+
+
+def _run_choices(option: str) -> tuple[str, ...]:
+    """The choices of ``option`` on the ``run`` verb."""
+    parser = build_parser()
+    verbs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    action = next(a for a in verbs.choices["run"]._actions if option in a.option_strings)
+    assert action.choices is not None, option
+    return tuple(action.choices)
+
+
+@pytest.mark.parametrize("option, vocabulary", [
+    ("--agent", AgentMode), ("--sandbox-backend", SandboxBackend), ("--category", Category),
+])
+def test_gate_cli_choices_come_from_the_enums(option: str, vocabulary: type[StrEnum]) -> None:
+    assert _run_choices(option) == choices(vocabulary)
