@@ -175,14 +175,34 @@ RIGHT: dict[str, tuple[str, Any]] = {
         "return float((window / window.cummax() - 1.0).min())",
         "return -float((window / window.cummax() - 1.0).min())")),
     "the reference tool": ("comp_001", lambda: reference("comp_001")),
+    "fiscal quarters of the company's own fiscal year": ("fetch_001", lambda: FISCAL_QUARTER),
 }
+
+FISCAL_QUARTER = """import pandas as pd
+import yfinance as yf
+
+
+def net_income(symbol: str, year: int, quarter: int) -> float:
+    ticker = yf.Ticker(symbol)
+    fiscal_end = ticker.income_stmt.columns[0].month
+    months = (year - 1) * 12 + (fiscal_end - 1) + 3 * quarter
+    target = pd.Timestamp(year=months // 12, month=months % 12 + 1, day=1) + pd.offsets.MonthEnd(0)
+    frame = ticker.quarterly_income_stmt
+    column = min(frame.columns, key=lambda c: abs((c - target).days))
+    if abs((column - target).days) > 15:
+        raise ValueError(f"no quarter ends near {target.date()}")
+    return float(frame.loc["Net Income", column])
+"""
+
+
+RIGHT_EDITS = {"calc_001", "fetch_008", "calc_003", "fetch_007", "calc_005", "calc_007"}
 
 
 @pytest.mark.parametrize("label", sorted(RIGHT))
 def test_right_tool_in_another_convention_passes_in_every_world(env: Env, label: str) -> None:
     task_id, make = RIGHT[label]
     code = make()
-    if code == reference(task_id) and label != "the reference tool":
+    if task_id in RIGHT_EDITS and code == reference(task_id):
         pytest.fail(f"{label}: the edit did not apply")
     verdict, _ = env.judge(task_id, code)
     assert verdict.state == "pass", (label, verdict.reason)
