@@ -17,6 +17,8 @@ comparison rules themselves live in :mod:`runner.judge`.
 
 from __future__ import annotations
 
+import json
+import secrets
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
@@ -84,7 +86,8 @@ def judge_task(task: Task, outcome: Outcome, expected: dict[str, Any], elapsed: 
         if judgement.passed and task.probes:
             if run_tool is not None and probe_expected is not None:
                 elapsed_probes = time.monotonic()
-                judgement, probes = judge_probes(task, outcome, judgement, expected, probe_expected, run_tool)
+                judgement, probes = judge_probes(task, outcome, judgement, expected, probe_expected,
+                                                 _prefetched(task, outcome, run_tool))
                 gate_timings["probes"] = time.monotonic() - elapsed_probes
                 elapsed += gate_timings["probes"]
             else:
@@ -156,6 +159,66 @@ def _judge_one(task: Task, where: str, value: Any, expected: dict[str, Any],
     return Judgement(TaskState.FAIL, f"{where}: {'; '.join(problems_by)}"), allowed
 
 
+_BATCH = """
+
+
+def {name}(calls: list) -> list:
+    \"\"\"The gate's re-runs of {entry} in one process, one result per call.\"\"\"
+    results = []
+    for call in calls:
+        try:
+            results.append({{"ok": True, "value": {entry}(**call)}})
+        except Exception as exc:
+            results.append({{"ok": False, "error": repr(exc)}})
+    return results
+"""
+
+
+def _batch(code: str, entry: str, calls: Sequence[dict[str, Any]], snapshot_dir: str | None,
+           run_tool: Callable[..., ExecutionResult]) -> list[ExecutionResult] | None:
+    """Every call in one sandbox run on one world (the fixed cost of a run paid once), or None when
+    that run did not give one plain result per call (then each call runs on its own)."""
+    name = f"_gate_batch_{secrets.token_hex(4)}"
+    batched, args = code + _BATCH.format(name=name, entry=entry), {"calls": [dict(c) for c in calls]}
+    result = run_tool(batched, name, args) if snapshot_dir is None else run_tool(batched, name, args, snapshot_dir)
+    if not result.ok or not isinstance(result.value, list) or len(result.value) != len(calls):
+        return None
+    out: list[ExecutionResult] = []
+    for item in result.value:
+        if not isinstance(item, dict) or not isinstance(item.get("ok"), bool):
+            return None
+        if item["ok"]:
+            out.append(ExecutionResult(status="ok", value=item.get("value")))
+        else:
+            out.append(ExecutionResult(status="exception", error_message=str(item.get("error"))[:500]))
+    return out
+
+
+def _prefetched(task: Task, outcome: Outcome,
+                run_tool: Callable[..., ExecutionResult]) -> Callable[..., ExecutionResult]:
+    """``run_tool`` for the probes on the run's own snapshot, their calls run in one batch first (see
+    :func:`_batch`); a call the batch did not answer runs on its own."""
+    code = outcome.tool_code
+    entry = probe_entry(code, task) if code else None
+    calls = [{**task.intent.args, **p.args} for p in task.probes]
+    served: dict[str, ExecutionResult] = {}
+    if code is not None and entry is not None and len(calls) > 1:
+        try:
+            batch = _batch(code, entry, calls, None, run_tool)
+        except AgentFailure:
+            batch = None
+        for call, result in zip(calls, batch or [], strict=False):
+            served[json.dumps(call, sort_keys=True, default=str)] = result
+
+    def run(code_: str, entry_: str, args: dict[str, Any], snapshot_dir: str | None = None) -> ExecutionResult:
+        cached = served.pop(json.dumps(args, sort_keys=True, default=str), None)
+        if cached is not None and code_ == code and entry_ == entry and snapshot_dir is None:
+            return cached
+        return run_tool(code_, entry_, args) if snapshot_dir is None else run_tool(code_, entry_, args, snapshot_dir)
+
+    return run
+
+
 def judge_worlds(task: Task, outcome: Outcome, main: Judgement, main_expected: dict[str, Any],
                  probe_results: Sequence[ProbeResult], probe_expected: Sequence[dict[str, Any]],
                  worlds: WorldsLike, run_tool: Callable[..., ExecutionResult]) -> tuple[Judgement, list[WorldResult]]:
@@ -165,7 +228,9 @@ def judge_worlds(task: Task, outcome: Outcome, main: Judgement, main_expected: d
     earlier value matched (the main value and the probes on the run's own snapshot first). The
     first value that does not pass decides (the later worlds are recorded ``skipped``); a world in
     which the oracle has no answer for the task's own arguments is ``skipped`` with the oracle's
-    reason. Exceptions other than :class:`~finevo.errors.FinevoError` propagate (the interrupt).
+    reason. The calls of one world run in one sandbox run when they can (each in a fresh call of
+    the tool's function; a run that fails as a whole is repeated call by call, so a failure is
+    always the call's own). Exceptions other than :class:`~finevo.errors.FinevoError` propagate.
     """
     code = outcome.tool_code
     entry = probe_entry(code, task) if code else None
@@ -190,6 +255,7 @@ def judge_worlds(task: Task, outcome: Outcome, main: Judgement, main_expected: d
         world_verdict: Judgement | None = None
         oracle_gap: str | None = None
         not_judged: list[str] = []
+        checks: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
         for label, probe in argsets:
             where = f"world {name}" + (f" {label}" if label else "")
             try:
@@ -200,14 +266,21 @@ def judge_worlds(task: Task, outcome: Outcome, main: Judgement, main_expected: d
                     break
                 not_judged.append(f"{label}: {exc}")
                 continue
-            args = {**task.intent.args, **(probe.args if probe else {})}
+            checks.append((where, {**task.intent.args, **(probe.args if probe else {})}, expected))
+        batch: list[ExecutionResult] | None = None
+        if oracle_gap is None and code is not None and entry is not None and len(checks) > 1:
+            try:
+                batch = _batch(code, entry, [args for _, args, _ in checks], str(world.path), run_tool)
+            except AgentFailure:
+                batch = None
+        for index, (where, args, expected) in enumerate(checks if oracle_gap is None else []):
             if code is None or entry is None:
                 missing = ("no tool code to re-run" if code is None
                            else f"the tool defines no function {task.intent.indicator!r}")
                 judgement = Judgement(TaskState.FAIL, f"{where}: {missing}")
             else:
                 try:
-                    result = run_tool(code, entry, args, str(world.path))
+                    result = batch[index] if batch is not None else run_tool(code, entry, args, str(world.path))
                 except ExternalError as exc:
                     judgement = Judgement(TaskState.ERROR, f"{where}: {exc.code}: {exc.message}")
                 except AgentFailure as exc:
