@@ -274,14 +274,14 @@ def perturb(market: Market, spikes: Sequence[Spike], symbols: Iterable[str]) -> 
 
 
 # --------------------------------------------------------------------------- the task's reading
-def task_symbols(task: Task, extra_args: Iterable[Mapping[str, Any]] = ()) -> list[str]:
-    """Every symbol named in the task's oracle parameters and the given argument sets."""
+def task_symbols(task: Task, extra_args: Iterable[Mapping[str, Any]], known: Iterable[str]) -> list[str]:
+    """Every symbol of ``known`` named in the task's oracle parameters and the given argument sets."""
+    recorded = set(known)
     found: list[str] = []
     for params in (task.oracle.params, task.intent.args, *extra_args):
         for value in params.values():
-            items = value if isinstance(value, list) else [value]
-            for v in items:
-                if isinstance(v, str) and v not in found and (v.isupper() or v.startswith("^")):
+            for v in value if isinstance(value, list) else [value]:
+                if isinstance(v, str) and v in recorded and v not in found:
                     found.append(v)
     return found
 
@@ -542,7 +542,7 @@ class Worlds:
         started = time.perf_counter()
         worlds: list[World] = []
         argsets = [{}, *[dict(a) for a in argsets]]
-        symbols = task_symbols(task, argsets)
+        symbols = task_symbols(task, argsets, self._base_market().market.symbols())
         for kind, round_ in self.kinds():
             variants = self.variants(kind, round_)[:_choices(task, kind)]
             index = choose(task, [b.market for _, _, b in variants], symbols, argsets)
