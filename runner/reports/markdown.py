@@ -147,6 +147,11 @@ def render(doc: dict[str, Any], results_path: str | Path | None = None) -> str:
                             [[p["index"], ", ".join(f"{k}={v}" for k, v in p["args"].items()),
                               f"{_ICON.get(p['state'], '')} {p['state']}", p["expected"], p["actual"], p["reason"]]
                              for p in t["probes"]])
+        if t.get("worlds"):
+            block += ["**Hidden worlds** (the final tool re-run on other market data):", ""]
+            block += _table(["world", "as of", "state", "values judged", "reason"],
+                            [[w["world"], w["as_of"], f"{_ICON.get(w['state'], '')} {w['state']}", w["checks"],
+                              w["reason"]] for w in t["worlds"]])
         if t.get("code"):
             block += _fence(t["code"])
         block += ["", "</details>", ""]

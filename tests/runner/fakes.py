@@ -5,6 +5,8 @@ The fake answers each benchmark task according to a behaviour map (task id -> be
 * ``pass``: the oracle's primary expected value (computed on the bundled snapshot); its tool also
   answers the task's probes right when the gate re-runs it (see :class:`FakeSandbox`);
 * ``wrong``: a value the judge must reject;
+* ``base_only``: right for any arguments on the bundled snapshot, whatever market data it is given
+  (the hidden worlds must catch it);
 * ``external``: an :class:`ExternalError` (judged error; on a security task a missing prediction);
 * ``hang``: waits until the sandbox is closed or the deadline passes, like a real agent would;
 * ``ignore_deadline``: waits until the sandbox is closed, ignoring the deadline.
@@ -91,6 +93,8 @@ class FakeSandbox:
         if "LEAK_FILE" in code:  # a sandbox that failed: the payload read the canary file
             path = code.split("LEAK_FILE:")[1].split()[0]
             return ExecutionResult(status="ok", value=Path(path).read_text())
+        if "# base-only " in code and args is not None:  # right on the bundled snapshot only
+            return ExecutionResult(status="ok", value=answer_for(code.split("# base-only ")[1].split()[0], args))
         if "# answers " in code and args is not None:  # a right tool re-run on a probe
             return ExecutionResult(status="ok", value=answer_for(code.split("# answers ")[1].split()[0], args,
                                                                  snapshot_dir))
@@ -151,6 +155,9 @@ class FakeAgent:
         out.value = expected if how == "pass" else wrong_value(expected)
         if how in ("pass", "refined"):
             out.tool_code = f"def tool(**args: object) -> object:\n    ...  # answers {task.id}\n"
+        if how == "base_only":  # right for any arguments, but always on the bundled snapshot's data
+            out.value = expected
+            out.tool_code = f"def tool(**args: object) -> object:\n    ...  # base-only {task.id}\n"
         if how == "refined":
             out.value = expected
             out.attempts.append(Attempt(number=2, stage="refinement", ok=True))

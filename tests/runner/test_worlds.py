@@ -346,3 +346,16 @@ def test_no_world_directory_outlives_the_gate_run(tmp_path: Path, make_config) -
     assert result.doc["config"]["worlds"] == {"count": 3, "seed": 5}
     assert [w["kind"] for w in result.doc["tasks"][0]["worlds"]] == ["seed", "as_of", "edge"]
     assert set(Path(os.environ.get("TMPDIR", "/tmp")).glob("finevo-worlds-*")) == before
+
+
+def test_a_tool_right_only_on_the_snapshot_fails_in_a_world_and_the_reports_say_which(make_config) -> None:
+    from tests.runner.test_gate import _run
+
+    result, _ = _run(make_config(only=["fetch_003"], worlds=3, worlds_seed=5, baseline_path=None,
+                                 self_check=False), {"fetch_003": "base_only"})
+    task = result.doc["tasks"][0]
+    assert task["state"] == "fail" and task["reason"].startswith("world seed-")
+    assert all(p["state"] == "pass" for p in task["probes"])  # right for every probe's arguments
+    assert [w["state"] for w in task["worlds"]] == ["fail", "skipped", "skipped"]
+    summary = (result.run_dir / "summary.md").read_text(encoding="utf-8")
+    assert "**Hidden worlds**" in summary and f"| {task['worlds'][0]['world']} |" in summary
