@@ -318,6 +318,10 @@ def _primary(task: Task, market: Market, overrides: Mapping[str, Any]) -> Any:
         return None
 
 
+#: A yes/no task's argument sets tried for near misses: its own and its first probes (listed first).
+_BOOLEAN_ARGSETS = 5
+
+
 def near_misses(task: Task, market: Market, stale: Market | None,
                 argsets: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
     """How many near-miss readings of the task ``market`` tells from every accepted convention, of
@@ -328,8 +332,7 @@ def near_misses(task: Task, market: Market, stale: Market | None,
     when a condition flips, also the answer a session late for each probe's arguments.
     """
     caught = tried = 0
-    if task.output.type != "boolean":
-        argsets = argsets[:1]
+    argsets = argsets[:_BOOLEAN_ARGSETS] if task.output.type == "boolean" else argsets[:1]
     for index, overrides in enumerate(argsets):
         expected = _values(task, market, overrides)
         if not expected:
@@ -449,8 +452,10 @@ class Worlds:
         self._markets: dict[tuple[WorldKind, int], list[tuple[str, str, _Base]]] = {}
         self._written: dict[str, World] = {}
         self._per_task: dict[str, list[World]] = {}
-        #: Seconds spent generating, writing and choosing worlds (reported by the benchmark script).
+        #: Seconds spent on worlds (reported by the benchmark scripts): in all, and generating (markets
+        #: in memory), writing (snapshot files) and choosing (each task's variants).
         self.build_s = 0.0
+        self.timings: dict[str, float] = {"generate": 0.0, "write": 0.0, "choose": 0.0}
 
     # -- lifecycle ---------------------------------------------------------------------------
     @property
@@ -498,6 +503,7 @@ class Worlds:
         """``(name, perturbation in words, market)`` of each variant of a world, built once."""
         key = (kind, round_)
         if key not in self._markets:
+            started = time.perf_counter()
             if kind is WorldKind.SEED:
                 seed = self._sub_seed(kind, round_)
                 self._markets[key] = [(f"seed-{seed}", "", _Base(Market(synthetic.generate(seed), synthetic.AS_OF)))]
@@ -514,6 +520,7 @@ class Worlds:
                     name = f"{kind.value}-{market.as_of.isoformat()}-r{round_}-{label}"
                     out.append((name, words, _Base(market)))
                 self._markets[key] = out
+            self.timings["generate"] += time.perf_counter() - started
         return self._markets[key]
 
     # -- building ----------------------------------------------------------------------------
@@ -521,6 +528,7 @@ class Worlds:
         cached = self._written.get(name)
         if cached is not None:
             return cached
+        started = time.perf_counter()
         blobs: dict[str, bytes] = {}
         for symbol in base.market.data:
             blobs.update(base.symbol_blobs(symbol))
@@ -532,6 +540,7 @@ class Worlds:
         world = World(name=name, kind=kind, path=path, provider=load_snapshot(path), perturbation=perturbation,
                       round=round_)
         self._written[name] = world
+        self.timings["write"] += time.perf_counter() - started
         return world
 
     def for_task(self, task: Task, argsets: Sequence[Mapping[str, Any]]) -> list[World]:
@@ -545,7 +554,9 @@ class Worlds:
         symbols = task_symbols(task, argsets, self._base_market().market.symbols())
         for kind, round_ in self.kinds():
             variants = self.variants(kind, round_)[:_choices(task, kind)]
+            chosen = time.perf_counter()
             index = choose(task, [b.market for _, _, b in variants], symbols, argsets)
+            self.timings["choose"] += time.perf_counter() - chosen
             name, words, base = variants[index]
             worlds.append(self._write(name, kind, round_, base, words))
         self._per_task[task.id] = worlds

@@ -90,11 +90,12 @@ def main(argv: list[str] | None = None) -> int:
                     if result.state != "pass":
                         bad.append(f"{task.id}: {result.reason}")
                 build.append(worlds.build_s)
+                parts = ", ".join(f"{k} {v:.2f} s" for k, v in worlds.timings.items())
                 as_of = [worlds.as_of_date(r).isoformat() for kind, r in worlds.kinds() if kind is WorldKind.AS_OF]
             failures += len(bad)
             print(f"seed {seed}: as-of {', '.join(as_of) or '-'}: "
                   f"{len(tasks) - len(bad)}/{len(tasks)} reference tools pass "
-                  f"({time.perf_counter() - seed_started:.1f} s, worlds built in {build[-1]:.1f} s)")
+                  f"({time.perf_counter() - seed_started:.1f} s; worlds {build[-1]:.2f} s: {parts})")
             for line in bad:
                 print(f"  {line}")
     finally:
