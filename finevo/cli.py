@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from finevo.errors import AgentFailure, ExternalError, InputError, ProviderNotConfigured
+from finevo.jsonsafe import json_safe
 from finevo.outcome import Outcome
 from finevo.vocabulary import AgentMode, ProviderKind, SandboxBackend, choices
 
@@ -178,7 +179,7 @@ def format_outcome(outcome: Outcome) -> str:
 
 # --------------------------------------------------------------------------- solve
 def cmd_solve(args: argparse.Namespace) -> int:
-    from finevo.agent.agent import Agent, Job
+    from finevo.agent.agent import Agent, question_for_query
 
     if not args.query.strip():
         raise InputError("the query is empty")
@@ -186,23 +187,23 @@ def cmd_solve(args: argparse.Namespace) -> int:
         raise InputError(f"invalid --timeout={args.timeout}: expected a positive number of seconds")
     settings = _settings(args)
     task = benchmark_task_for(args.query)
-    job = Job.from_task(task) if task is not None else Job.from_query(args.query)
+    question = task.question() if task is not None else question_for_query(args.query)
     if not Path(settings.data_dir).is_dir():
         raise InputError(f"market snapshot directory not found: {settings.data_dir}")
 
     provider = None
-    if settings.agent_mode != "static":
+    if settings.agent_mode != AgentMode.STATIC:
         from finevo.llm.providers import make_provider
 
         provider = make_provider(settings.llm, settings)
-    registry = _open_registry(settings) if settings.agent_mode != "memory_only" else None
+    registry = _open_registry(settings) if settings.agent_mode != AgentMode.MEMORY_ONLY else None
     from finevo.sandbox import create_sandbox
 
     sandbox = create_sandbox(settings.data_dir, backend=settings.sandbox_backend)
     agent = Agent(settings, provider, sandbox, registry, settings.agent_mode)
     try:
         deadline = time.monotonic() + args.timeout if args.timeout is not None else None
-        outcome = agent.solve_job(job, deadline)
+        outcome = agent.solve(question, deadline)
     finally:
         agent.close()
         sandbox.close()
@@ -211,7 +212,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
             if callable(close):
                 close()
     if args.json:
-        print(json.dumps(outcome.to_dict(), indent=2, ensure_ascii=False, default=str))
+        print(json.dumps(json_safe(outcome.to_dict()), indent=2, ensure_ascii=False, allow_nan=False))
     else:
         print(format_outcome(outcome))
     return exit_code(outcome)

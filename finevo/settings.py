@@ -8,8 +8,8 @@ their ``FINEVO_LLM_*`` counterparts). An invalid value raises one
 ==========================  =========================  ===========================================
 setting                     environment variable       default
 ==========================  =========================  ===========================================
-``llm`` (provider spec)     ``FINEVO_LLM_PROVIDER``    None (``live`` | ``replay:FILE`` |
-                                                       ``predictions:FILE`` | ``reference``)
+``llm`` (provider spec)     ``FINEVO_LLM_PROVIDER``    None (a :class:`~finevo.vocabulary.ProviderKind`
+                                                       spec: ``live`` | ``replay:FILE`` | ...)
 ``base_url``                ``FINEVO_LLM_BASE_URL``,   None (the OpenAI API)
                             ``OPENAI_BASE_URL``
 ``api_key``                 ``FINEVO_LLM_API_KEY``,    None (never printed)
@@ -23,8 +23,8 @@ setting                     environment variable       default
 ``registry_url``            ``FINEVO_REGISTRY_URL``    ``sqlite:///<registry_dir>/registry.db``
 ``data_dir``                ``FINEVO_DATA``            :func:`finevo.paths.snapshot_dir`
 ``max_refinements``         ``FINEVO_MAX_REFINEMENTS`` 3
-``agent_mode``              ``FINEVO_AGENT_MODE``      ``evolving`` (| ``static`` | ``memory_only``)
-``sandbox_backend``         ``FINEVO_SANDBOX_BACKEND`` ``warm`` (| ``subprocess``)
+``agent_mode``              ``FINEVO_AGENT_MODE``      ``evolving`` (:class:`~finevo.vocabulary.AgentMode`)
+``sandbox_backend``         ``FINEVO_SANDBOX_BACKEND`` ``warm`` (:class:`~finevo.vocabulary.SandboxBackend`)
 ==========================  =========================  ===========================================
 """
 

@@ -7,6 +7,7 @@ file and line (``tasks.jsonl:7: ...``); nothing is half-loaded.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -99,6 +100,11 @@ class Task(_Strict):
     #: Extra argument sets the final tool is re-run and judged on (see :class:`Probe`).
     probes: tuple[Probe, ...] = ()
 
+    def question(self) -> Question:
+        """What the agent may see of this task (never the oracle, conventions, tolerance or probes)."""
+        return Question(task_id=self.id, category=self.category, query=self.query, intent=self.intent,
+                        output=self.output)
+
     @field_validator("category")
     @classmethod
     def _task_category(cls, v: Category) -> Category:
@@ -123,7 +129,7 @@ class SecurityTask(_Strict):
     """
 
     id: str = Field(pattern=r"^sec_[0-9]{3}$")
-    category: Literal[Category.SECURITY] = Category.SECURITY
+    category: Category = Category.SECURITY
     query: str = Field(min_length=1)
     attack: str = Field(min_length=1)
     malicious_code: str = Field(min_length=1)
@@ -131,6 +137,45 @@ class SecurityTask(_Strict):
     #: The layer expected to stop ``malicious_code``: the static ``policy``, or (for code that is
     #: policy-clean on purpose, e.g. a memory bomb) containment at ``runtime``.
     expect: Literal["policy", "runtime"] = "policy"
+
+    @field_validator("category")
+    @classmethod
+    def _security_category(cls, v: Category) -> Category:
+        if v is not Category.SECURITY:
+            raise ValueError(f"a security task's category is {Category.SECURITY}, not {v}")
+        return v
+
+    def question(self) -> SecurityQuestion:
+        """What the agent may see of this task: the request and the function to write, never the
+        attack's label, the layer expected to stop it or the code a compliant model would write."""
+        return SecurityQuestion(task_id=self.id, query=self.query, entry=self.entry)
+
+
+@dataclass(frozen=True)
+class Question:
+    """Everything the agent receives of a benchmark task (or of a free-text query).
+
+    The gate builds it with :meth:`Task.question`; the agent never sees a :class:`Task`, so the
+    oracle spec, the accepted conventions, the tolerance and the probes cannot reach a prompt.
+    """
+
+    task_id: str
+    category: Category
+    query: str
+    #: The indicator the registry's contract names, and the task's own arguments.
+    intent: Intent
+    #: The output contract: the type of the answer and, for a dict, its keys.
+    output: OutputSpec
+
+
+@dataclass(frozen=True)
+class SecurityQuestion:
+    """Everything the agent receives of a security task (built by :meth:`SecurityTask.question`)."""
+
+    task_id: str
+    query: str
+    #: The name of the function the request asks for.
+    entry: str = "run"
 
 
 M = TypeVar("M", bound=BaseModel)

@@ -9,8 +9,13 @@ import os
 import sys
 from typing import Any, TextIO
 
-_COLOURS = {"pass": "32", "blocked": "32", "contained": "32", "passed": "32", "fail": "31", "unblocked": "31",
-            "failed": "31", "error": "33", "no_verdict": "33", "skipped": "90", "partial": "33"}
+from runner.records import PayloadState, TaskState
+from runner.verdict import VerdictStatus
+
+_COLOURS: dict[str, str] = {
+    TaskState.PASS: "32", PayloadState.BLOCKED: "32", PayloadState.CONTAINED: "32", VerdictStatus.PASSED: "32",
+    TaskState.FAIL: "31", PayloadState.UNBLOCKED: "31", VerdictStatus.FAILED: "31", TaskState.ERROR: "33",
+    VerdictStatus.NO_VERDICT: "33", TaskState.SKIPPED: "90", VerdictStatus.PARTIAL: "33"}
 
 
 def use_colour(stream: TextIO, env: dict[str, str] | None = None) -> bool:
@@ -68,7 +73,7 @@ class Console:
         for cat, c in doc["per_category"].items():
             self.line(f"  {cat:<12} {c['passed']}/{c['total']} ({c['pass_rate']:.0%})")
         if doc["regressions"]:
-            self.line(self.paint(f"regressions ({len(doc['regressions'])}):", "fail"))
+            self.line(self.paint(f"regressions ({len(doc['regressions'])}):", TaskState.FAIL))
             for r in doc["regressions"]:
                 self.line(f"  - {r['task_id']}: {r['state']}: {r['reason']}")
         if doc["improvements"]:

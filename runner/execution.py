@@ -126,7 +126,7 @@ class TaskRunner:
         deadline = start + self.timeout_s
         agent = self.session.agent
         try:
-            call = self._watched(f"solve-{task.id}", lambda: agent.solve(task, deadline=deadline),
+            call = self._watched(f"solve-{task.id}", lambda: agent.solve(task.question(), deadline=deadline),
                                  deadline + DEADLINE_GRACE_S)
         except Aborted:
             raise Aborted(task.id) from None

@@ -30,7 +30,7 @@ from runner.judge import JUDGE_VERSION
 from runner.judging import judge_task, security_result
 from runner.payloads import Canaries, run_payload
 from runner.prepare import GateConfig, Prepared, git_sha, prepare, remove_if_empty
-from runner.records import PayloadResult, SecurityResult, TaskResult
+from runner.records import PayloadResult, SecurityResult, TaskResult, TaskState
 from runner.replay import fill_skipped, fill_skipped_payloads, fill_skipped_security
 from runner.reports import document, write_all
 from runner.selfcheck import run_selfcheck
@@ -185,7 +185,7 @@ class Gate:
                                 worlds=self.worlds)
             tasks_done.append(result)
             events.emit("task", result=result.to_dict())
-            console.task_end(result.state, elapsed, "" if result.state == "pass" else result.reason[:100])
+            console.task_end(result.state, elapsed, "" if result.state == TaskState.PASS else result.reason[:100])
         for stask in p.suite.security:
             index += 1
             console.task_start(index, total, stask.id, stask.query)

@@ -39,6 +39,7 @@ from finevo.outcome import Outcome
 from finevo.registry.signature import function_signature, tool_signature
 from finevo.sandbox.api import ExecutionResult
 from finevo.tasks import Probe, Task, Tolerance
+from finevo.vocabulary import ToolSource
 from runner.records import ProbeResult, TaskState
 
 __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", "judge_probes", "judge_value",
@@ -159,7 +160,7 @@ def judge_outcome(task: Task, outcome: Outcome, expected: Mapping[str, Any]) -> 
         return Judgement(TaskState.ERROR, f"{error.code}: {error.message}")
     if error is not None:
         return Judgement(TaskState.FAIL, f"{error.code}: {error.message}")
-    if outcome.tool_source in ("blocked", "refused"):
+    if outcome.tool_source in (ToolSource.BLOCKED, ToolSource.REFUSED):
         return Judgement(TaskState.FAIL, f"no answer: the tool was {outcome.tool_source} on a benchmark task")
     if outcome.value is None:
         return Judgement(TaskState.FAIL, f"no value returned (stage reached: {outcome.stage})")

@@ -18,6 +18,7 @@ from typing import Any
 
 from finevo.errors import InputError
 from finevo.tasks import Task
+from finevo.vocabulary import AgentMode
 from runner.suite import Suite, load_suite, select
 from runner.verdict import DEFAULT_MIN_PASS_RATE
 from runner.worlds import DEFAULT_WORLDS
@@ -40,7 +41,7 @@ class GateConfig:
     shard: tuple[int, int] | None = None
     task_timeout_s: float = DEFAULT_TASK_TIMEOUT_S
     max_refinements: int | None = None
-    agent_mode: str = "evolving"
+    agent_mode: str = AgentMode.EVOLVING
     sandbox_backend: str | None = None   # None: FINEVO_SANDBOX_BACKEND, else warm
     reuse_registry: bool = False
     self_check: bool = True

@@ -12,9 +12,12 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from finevo.vocabulary import AgentMode, ProviderKind, SandboxBackend
+
+if TYPE_CHECKING:
+    from finevo.tasks import Question, SecurityQuestion
 
 
 @dataclass(frozen=True)
@@ -39,7 +42,7 @@ class SessionSpec:
 
 
 class AgentLike(Protocol):
-    def solve(self, task: Any, deadline: float | None = None) -> Any: ...
+    def solve(self, question: Question | SecurityQuestion, deadline: float | None = None) -> Any: ...
 
 
 @dataclass

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from finevo.vocabulary import TASK_CATEGORIES, Category
@@ -44,9 +45,20 @@ class CategoryStats:
         return {**asdict(self), "pass_rate": round(self.pass_rate, 6)}
 
 
+class VerdictStatus(StrEnum):
+    """The gate's verdict on a run."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    #: The harness could not judge (self-check failed).
+    NO_VERDICT = "no_verdict"
+    #: Interrupted or crashed: reports are partial.
+    PARTIAL = "partial"
+
+
 @dataclass
 class Verdict:
-    status: str                      # passed | failed | no_verdict | partial
+    status: VerdictStatus
     exit_code: int
     pass_rate: float
     min_pass_rate: float
@@ -61,7 +73,7 @@ class Verdict:
 
     @property
     def passed(self) -> bool:
-        return self.status == "passed"
+        return self.status is VerdictStatus.PASSED
 
     def criteria(self) -> list[dict[str, Any]]:
         """The three gate criteria as rows (criterion, value, required, ok)."""
@@ -143,7 +155,7 @@ def compute_verdict(tasks: Sequence[TaskResult], security: Sequence[SecurityResu
 
     reasons: list[str] = []
     if partial_signal is not None:
-        status = "partial"
+        status = VerdictStatus.PARTIAL
         code = int({2: Exit.SIGINT, 15: Exit.SIGTERM}.get(partial_signal, Exit.NO_VERDICT))
         if crash:
             reasons.append(f"the gate crashed: {crash}: reports are partial, no verdict")
@@ -152,7 +164,7 @@ def compute_verdict(tasks: Sequence[TaskResult], security: Sequence[SecurityResu
             reasons.append(f"run interrupted by {why}: reports are partial, no verdict")
         regressions_out: list[dict[str, Any]] = []
     elif selfcheck_ok is False:
-        status, code = "no_verdict", int(Exit.NO_VERDICT)
+        status, code = VerdictStatus.NO_VERDICT, int(Exit.NO_VERDICT)
         reasons.append(f"harness self-check failed: {selfcheck_reason}")
         regressions_out = []
     else:
@@ -174,7 +186,7 @@ def compute_verdict(tasks: Sequence[TaskResult], security: Sequence[SecurityResu
         for pl in payloads:
             if pl.state == PayloadState.ERROR:
                 reasons.append(f"security payload {pl.payload_id} could not be judged (error: {_short(pl.reason)})")
-        status = "failed" if reasons else "passed"
+        status = VerdictStatus.FAILED if reasons else VerdictStatus.PASSED
         code = int(Exit.FAILED if reasons else Exit.PASSED)
     return Verdict(status=status, exit_code=code, pass_rate=round(pass_rate, 6), min_pass_rate=min_pass_rate,
                    summary=summary, per_category=per_category, regressions=regressions_out,

@@ -12,7 +12,7 @@ Flow for a benchmark task (or a parsed free-text query)::
     execution   the tool with the task's arguments; an execution trace is written
                                                        tool_source "created" | "refined"
 
-A :class:`~finevo.tasks.SecurityTask` goes through the same model, policy and sandbox: its code
+A :class:`~finevo.tasks.SecurityQuestion` goes through the same model, policy and sandbox: its code
 is never trusted, never verified for correctness and never registered; the outcome says which
 layer stopped it (``blocked_by``) and carries no value.
 
@@ -33,7 +33,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -64,38 +64,25 @@ from finevo.llm.base import ChatReply, ChatRequest, LLMProvider
 from finevo.outcome import Attempt, LLMUsage, Outcome
 from finevo.registry import Registry, RegistryError
 from finevo.sandbox.api import ExecutionResult, Limits, Sandbox
-from finevo.tasks import Intent, OutputSpec, SecurityTask, Task
+from finevo.tasks import Question, SecurityQuestion
 from finevo.vocabulary import AgentMode, ToolSource, choices, words
 
 
-@dataclass(frozen=True)
-class Job:
-    """What the agent needs of a task: who asks, what for, and the contract of the answer."""
+def question_for_query(query: str, task_id: str = "query") -> Question:
+    """The question a free-text query asks (the parser's intent and the catalogue's contract)."""
+    intent = parse_query(query)
+    if intent is None:
+        raise InputError(f"cannot understand the query {query!r}: name a known indicator and a symbol, "
+                         "e.g. \"Calculate AAPL RSI-14 over last 30 days\"")
+    spec = indicator_spec(intent.indicator)
+    assert spec is not None  # the parser only yields catalogue indicators
+    return Question(task_id=task_id, category=spec.category, query=query, intent=intent,
+                    output=spec.output)
 
-    task_id: str
-    category: str
-    query: str
-    intent: Intent
-    output: OutputSpec
 
-    @classmethod
-    def from_task(cls, task: Task) -> Job:
-        return cls(task.id, task.category, task.query, task.intent, task.output)
-
-    @classmethod
-    def from_query(cls, query: str, task_id: str = "query") -> Job:
-        """A job for a free-text query (the parser's intent and the catalogue's contract)."""
-        intent = parse_query(query)
-        if intent is None:
-            raise InputError(f"cannot understand the query {query!r}: name a known indicator and a symbol, "
-                             "e.g. \"Calculate AAPL RSI-14 over last 30 days\"")
-        spec = indicator_spec(intent.indicator)
-        assert spec is not None  # the parser only yields catalogue indicators
-        return cls(task_id, spec.category, query, intent, spec.output)
-
-    @property
-    def contract(self) -> ToolContract:
-        return ToolContract(entry=self.intent.indicator, args=dict(self.intent.args), output=self.output)
+def tool_contract(question: Question) -> ToolContract:
+    """What the tool answering ``question`` must be: its entry, the arguments it binds, its output."""
+    return ToolContract(entry=question.intent.indicator, args=dict(question.intent.args), output=question.output)
 
 
 def code_hash(code: str) -> str:
@@ -140,18 +127,22 @@ class Agent:
             self._scratch = None
 
     # ------------------------------------------------------------------ public
-    def solve(self, task: Task | SecurityTask, deadline: float | None = None) -> Outcome:
-        """Answer one task; never raises a :class:`FinevoError` other than :class:`InputError`."""
-        if isinstance(task, SecurityTask):
-            return self._guard(task.id, lambda o: self._solve_security(task, o, deadline))
-        return self.solve_job(Job.from_task(task), deadline)
+    def solve(self, question: Question | SecurityQuestion, deadline: float | None = None) -> Outcome:
+        """Answer one question; never raises a :class:`FinevoError` other than :class:`InputError`.
+
+        The agent takes a :class:`~finevo.tasks.Question` (``task.question()``), never the benchmark
+        task itself: what a model may see is decided here, by type.
+        """
+        if isinstance(question, SecurityQuestion):
+            return self._guard(question.task_id, lambda o: self._solve_security(question, o, deadline))
+        if not isinstance(question, Question):
+            raise TypeError(f"the agent answers a Question, not a {type(question).__name__} "
+                            "(build it with task.question())")
+        return self._guard(question.task_id, lambda o: self._solve(question, o, deadline))
 
     def solve_query(self, query: str, deadline: float | None = None) -> Outcome:
         """Answer a free-text query (raises :class:`InputError` when it cannot be parsed)."""
-        return self.solve_job(Job.from_query(query), deadline)
-
-    def solve_job(self, job: Job, deadline: float | None = None) -> Outcome:
-        return self._guard(job.task_id, lambda o: self._solve(job, o, deadline))
+        return self.solve(question_for_query(query), deadline)
 
     def _guard(self, task_id: str, body: Callable[[Outcome], None]) -> Outcome:
         outcome = Outcome(task_id=task_id)
@@ -167,8 +158,8 @@ class Agent:
         return outcome
 
     # ------------------------------------------------------------------ normal tasks
-    def _solve(self, job: Job, outcome: Outcome, deadline: float | None) -> None:
-        contract = job.contract
+    def _solve(self, job: Question, outcome: Outcome, deadline: float | None) -> None:
+        contract = tool_contract(job)
         outcome.stage = "retrieval"
         started = self.clock()
         if self._reuse(job, contract, outcome, deadline, started):
@@ -180,7 +171,7 @@ class Agent:
         code, artifact, ver = self._synthesize(job, contract, outcome, deadline)
         self._execute(job, contract, code, artifact, outcome, deadline, ver)
 
-    def _reuse(self, job: Job, contract: ToolContract, outcome: Outcome, deadline: float | None,
+    def _reuse(self, job: Question, contract: ToolContract, outcome: Outcome, deadline: float | None,
                started: float) -> bool:
         candidates = self._find(contract)
         self._add_time(outcome, "retrieval", self.clock() - started)
@@ -212,7 +203,7 @@ class Agent:
         """Verified tools whose contract fits, newest first (the verifier re-checks the signature)."""
         return list(self.registry.find(contract.entry, contract.output.type, list(contract.args)))
 
-    def _synthesize(self, job: Job, contract: ToolContract, outcome: Outcome,
+    def _synthesize(self, job: Question, contract: ToolContract, outcome: Outcome,
                     deadline: float | None) -> tuple[str, Any, Verification]:
         req = ToolRequest(job.query, job.category, contract.entry, contract.args, contract.output)
         messages = synthesis_messages(req)
@@ -272,7 +263,7 @@ class Agent:
             messages = refinement_messages(req, failed_code, failed_stage, _feedback(error))
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _execute(self, job: Job, contract: ToolContract, code: str, artifact: Any, outcome: Outcome,
+    def _execute(self, job: Question, contract: ToolContract, code: str, artifact: Any, outcome: Outcome,
                  deadline: float | None, verified: Verification | None = None) -> None:
         """Run the tool with the task's arguments and write the execution trace.
 
@@ -304,13 +295,15 @@ class Agent:
         outcome.stage = "done"
 
     # ------------------------------------------------------------------ security tasks
-    def _solve_security(self, task: SecurityTask, outcome: Outcome, deadline: float | None) -> None:
-        outcome.tool_name = task.entry
+    def _solve_security(self, question: SecurityQuestion, outcome: Outcome, deadline: float | None) -> None:
+        outcome.tool_name = question.entry
         if self.mode is AgentMode.STATIC:
             outcome.blocked_by = "agent:static"
-            raise NoToolAvailable(f"{task.id}: static mode runs registry tools only; nothing was written or run")
+            raise NoToolAvailable(f"{question.task_id}: static mode runs registry tools only; "
+                                  "nothing was written or run")
         outcome.stage = "synthesis"
-        reply, call = self._complete(security_messages(task.query), task.id, 0, "synthesis", outcome, deadline)
+        reply, call = self._complete(security_messages(question.query), question.task_id, 0, "synthesis", outcome,
+                                     deadline)
         try:
             code = self._extract(reply)
         except ModelRefused:
@@ -331,7 +324,7 @@ class Agent:
             return
         outcome.stage = "execution"
         started = self.clock()
-        result = self.verifier.run(code, task.entry, {}, stage="execution", deadline=deadline)
+        result = self.verifier.run(code, question.entry, {}, stage="execution", deadline=deadline)
         self._add_time(outcome, "execution", self.clock() - started)
         outcome.stdout, outcome.stderr = result.stdout, result.stderr
         outcome.attempts[-1].stage = "execution"
@@ -396,7 +389,7 @@ class Agent:
         return extract_code(reply.content)
 
     # ------------------------------------------------------------------ registry
-    def _register(self, job: Job, contract: ToolContract, code: str, parent_id: Any, outcome: Outcome,
+    def _register(self, job: Question, contract: ToolContract, code: str, parent_id: Any, outcome: Outcome,
                   tool_ids: dict[int, Any]) -> Any:
         """Store the verified tool (linked to its last failed attempt) and every attempt's record,
         each linked to the stored code it produced (``tool_ids`` gains this attempt's id)."""
@@ -415,7 +408,7 @@ class Agent:
         self._add_time(outcome, "registration", self.clock() - started)
         return artifact
 
-    def _register_failed(self, job: Job, contract: ToolContract, code: str, parent_id: Any,
+    def _register_failed(self, job: Question, contract: ToolContract, code: str, parent_id: Any,
                          ver: Verification) -> Any:
         """Keep a failed attempt's code (status ``failed``), linked to its parent; returns its id."""
         artifact = self.registry.register(
@@ -424,7 +417,7 @@ class Agent:
             status="failed", description=job.query)
         return getattr(artifact, "id", None)
 
-    def _record_attempts(self, job: Job, outcome: Outcome, tool_ids: Mapping[int, Any]) -> None:
+    def _record_attempts(self, job: Question, outcome: Outcome, tool_ids: Mapping[int, Any]) -> None:
         """One record per attempt, linked to the stored tool its code became (none for a reply
         without code, or for blocked code, which is never stored)."""
         for attempt in outcome.attempts:
@@ -432,7 +425,7 @@ class Agent:
                                          tool_id=tool_ids.get(attempt.number), code_hash=attempt.code_hash,
                                          parent_hash=attempt.parent_hash, error=attempt.error)
 
-    def _trace_verification(self, tool_id: Any, job: Job, ver: Verification) -> None:
+    def _trace_verification(self, tool_id: Any, job: Question, ver: Verification) -> None:
         """An execution trace for every sandbox run the verification made (self-test, contract,
         metamorphic), with its stage. The contract run of a passed verification is the task's
         execution (see :meth:`_execute`), which writes its trace as such."""
@@ -441,7 +434,7 @@ class Agent:
                 continue
             self._write_trace(tool_id, job.task_id, run)
 
-    def _trace(self, artifact: Any, job: Job, contract: ToolContract, result: ExecutionResult | None,
+    def _trace(self, artifact: Any, job: Question, contract: ToolContract, result: ExecutionResult | None,
                elapsed: float) -> None:
         if artifact is None:
             return

@@ -20,6 +20,7 @@ from typing import Any
 from finevo.agent.intent import indicator_spec
 from finevo.policy import ALLOWED_IMPORTS
 from finevo.tasks import OutputSpec
+from finevo.vocabulary import Category
 
 _MAX_ERROR_CHARS = 2000
 _MAX_CODE_CHARS = 20000
@@ -56,7 +57,7 @@ arguments and asserts the result has the right type.
 Reply with the whole module in ONE ```python code block and nothing else."""
 
 _CATEGORY_GUIDANCE: dict[str, str] = {
-    "fetch": (
+    Category.FETCH: (
         "This is a data-retrieval tool. Read the value straight from yfinance: prices from "
         "Ticker.history(period=...) (the 'Close' column), quotes from Ticker.fast_info or the last "
         "close, dividends from Ticker.dividends, financial statements from Ticker.income_stmt "
@@ -64,7 +65,7 @@ _CATEGORY_GUIDANCE: dict[str, str] = {
         "'Net Income' and 'Total Revenue', columns are period-end dates, newest first. When a year "
         "or quarter parameter is None, use the most recent period available."
     ),
-    "calculation": (
+    Category.CALCULATION: (
         "This is a technical-indicator tool. Fetch enough daily history with "
         "Ticker.history(period=...) (ask for more rows than the window needs), compute the "
         "indicator with pandas/numpy on the 'Close' (and 'High', 'Low', 'Volume' where needed) "
@@ -72,7 +73,7 @@ _CATEGORY_GUIDANCE: dict[str, str] = {
         "produced by rolling windows before reading a value; raise ValueError when too few rows "
         "remain."
     ),
-    "composite": (
+    Category.COMPOSITE: (
         "This is a composite tool: it combines several indicators or symbols into one answer. "
         "Compute every part from the same daily history, spell each condition out in code, and "
         "return the combined result with the requested type (a real bool for a signal)."
@@ -149,7 +150,7 @@ def synthesis_messages(req: ToolRequest) -> tuple[dict[str, str], ...]:
         "",
         f"Return type: {describe_output(req.output)}.",
         "",
-        _CATEGORY_GUIDANCE.get(req.category, _CATEGORY_GUIDANCE["calculation"]),
+        _CATEGORY_GUIDANCE.get(req.category, _CATEGORY_GUIDANCE[Category.CALCULATION]),
     ]
     system = SYSTEM_PROMPT.format(imports=", ".join(allowed_imports()))
     return ({"role": "system", "content": system}, {"role": "user", "content": "\n".join(lines)})

@@ -42,6 +42,7 @@ from finevo.registry.models import (
     parse_version,
 )
 from finevo.registry.signature import signature_fits, tool_signature
+from finevo.vocabulary import Category
 
 #: stdout / stderr kept per trace (bytes of UTF-8), the rest is cut with a marker.
 OUTPUT_CAP_BYTES = 64 * 1024
@@ -120,7 +121,7 @@ class Registry:
             return s.exec(select(ToolArtifact.id).limit(1)).first() is None
 
     def register(self, name: str, code: str, indicator: str, output_type: str,
-                 signature: dict[str, Any] | None = None, category: str = "calculation",
+                 signature: dict[str, Any] | None = None, category: str = Category.CALCULATION,
                  parent_id: int | None = None, status: str = "provisional",
                  description: str = "") -> ToolArtifact:
         """Store ``code`` as tool ``name`` (same content -> the existing row, promoted to ``verified``

@@ -19,6 +19,7 @@ from runner.exitcodes import Exit
 from runner.records import TaskState
 from runner.reports import document
 from runner.suite import load_baseline
+from runner.verdict import VerdictStatus
 
 
 def register(sub: Any) -> None:
@@ -45,7 +46,7 @@ def updated_baseline(old: dict[str, Any], doc: dict[str, Any]) -> dict[str, Any]
 
 def cmd_update(args: argparse.Namespace) -> int:
     doc = document.load(args.results)
-    if doc["partial"] or doc["verdict"]["status"] == "no_verdict":
+    if doc["partial"] or doc["verdict"]["status"] == VerdictStatus.NO_VERDICT:
         raise InputError(f"{args.results}: run is {doc['verdict']['status']}: refusing to take it as the baseline")
     load_baseline(args.baseline)  # the old file must be valid too
     old = json.loads(Path(args.baseline).read_text(encoding="utf-8"))

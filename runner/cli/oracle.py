@@ -144,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
             probe_args = ", ".join(f"{k}={v}" for k, v in probe.args.items())
             shown = _short(next(iter(probe.expected.values()))) if probe.expected else "-"
             tool = _short(probe.actual) if probe.actual is not None else "-"
-            verdict = f"pass ({probe_args})" if probe.state == "pass" else f"{probe.state}: {probe.reason}"
+            verdict = f"pass ({probe_args})" if probe.state == TaskState.PASS else f"{probe.state}: {probe.reason}"
             out.write(f"{'  probe ' + str(probe.index):<10} {shown:<42} {tool:<42} {verdict}\n")
     passed = sum(row.judgement.passed for row in rows)
     n_probes = sum(len(row.task.probes) for row in rows)

@@ -11,7 +11,7 @@ from typing import Any
 from finevo.errors import InputError
 from runner.events import read_events
 from runner.exitcodes import Exit
-from runner.records import SecurityResult, TaskResult
+from runner.records import SecurityResult, TaskResult, TaskState
 from runner.reports import document, write_all
 
 
@@ -173,7 +173,7 @@ def merge_documents(docs: list[dict[str, Any]], run_id: str | None = None) -> di
     for i, (t, s, _) in zip(order, groups, strict=False):
         recs: list[TaskResult | SecurityResult] = [*t, *s]
         for rec in recs:
-            if rec.task_id in seen and rec.state != "skipped":
+            if rec.task_id in seen and rec.state != TaskState.SKIPPED:
                 raise InputError(f"merge: task {rec.task_id} appears in runs {seen[rec.task_id]} "
                                  f"and {docs[i]['run_id']}")
             seen[rec.task_id] = docs[i]["run_id"]

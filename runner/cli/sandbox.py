@@ -19,6 +19,7 @@ from typing import Any
 
 from finevo.errors import InputError
 from finevo.inputs import read_text
+from finevo.jsonsafe import json_safe
 from finevo.paths import snapshot_dir
 from finevo.vocabulary import SandboxBackend, choices
 from runner.exitcodes import Exit
@@ -84,7 +85,7 @@ def run_check(args: argparse.Namespace) -> int:
     with create_sandbox(snapshot, backend=args.backend, policy=True) as sandbox:
         verdict["layers"] = sandbox.layers()
         if not (report.allowed and args.run):
-            print(json.dumps(verdict, indent=2, default=repr))
+            print(json.dumps(json_safe(verdict), indent=2, allow_nan=False))
             return int(Exit.PASSED if clean else Exit.FAILED)
         entry = None if args.run == SELF_TEST else args.run
         result = sandbox.run(code, entry, call_args, Limits(timeout_s=args.timeout))
@@ -95,5 +96,5 @@ def run_check(args: argparse.Namespace) -> int:
         "traceback": result.traceback,
     }
     clean = result.status == "ok"
-    print(json.dumps(verdict, indent=2, default=repr))
+    print(json.dumps(json_safe(verdict), indent=2, allow_nan=False))
     return int(Exit.PASSED if clean else Exit.FAILED)

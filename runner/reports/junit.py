@@ -13,6 +13,7 @@ from typing import Any
 from junit_xml import TestCase, TestSuite, to_xml_report_string
 
 from finevo.vocabulary import Category
+from runner.records import PayloadState, SecurityState, TaskState
 
 
 def _message(reason: Any, fallback: str) -> str:
@@ -48,13 +49,13 @@ def _task_case(t: dict[str, Any]) -> TestCase:
     case = TestCase(t["task_id"], classname=f"finevo.{t['category']}", elapsed_sec=t["duration_s"],
                     stdout="\n".join(out), stderr=t.get("stderr") or None)
     state = t["state"]
-    if state == "fail":
+    if state == TaskState.FAIL:
         case.add_failure_info(message=_message(t["reason"], "task failed (no reason recorded)"),
                               failure_type=(t.get("error") or {}).get("code") or "wrong_result")
-    elif state == "error":
+    elif state == TaskState.ERROR:
         case.add_error_info(message=_message(t["reason"], "task errored (no reason recorded)"),
                             error_type=(t.get("error") or {}).get("code") or "error")
-    elif state == "skipped":
+    elif state == TaskState.SKIPPED:
         case.add_skipped_info(message=_message(t["reason"], "not run"))
     return case
 
@@ -65,11 +66,11 @@ def _security_case(s: dict[str, Any]) -> TestCase:
     if s.get("code"):
         out += ["--- code ---", s["code"]]
     case = TestCase(s["task_id"], classname="finevo.security", elapsed_sec=s["duration_s"], stdout="\n".join(out))
-    if s["state"] == "unblocked":
+    if s["state"] == SecurityState.UNBLOCKED:
         case.add_failure_info(message=_message(s["reason"], "security task was not blocked"), failure_type="unblocked")
-    elif s["state"] == "error":
+    elif s["state"] == SecurityState.ERROR:
         case.add_error_info(message=_message(s["reason"], "security task errored"), error_type="error")
-    elif s["state"] == "skipped":
+    elif s["state"] == SecurityState.SKIPPED:
         case.add_skipped_info(message=_message(s["reason"], "not run"))
     return case
 
@@ -77,11 +78,11 @@ def _security_case(s: dict[str, Any]) -> TestCase:
 def _payload_case(p: dict[str, Any]) -> TestCase:
     case = TestCase(f"payload:{p['payload_id']}", classname="finevo.security.payloads", elapsed_sec=p["duration_s"],
                     stdout=f"attempt: {p['attempt']}\nstate: {p['state']}\nlayer: {p['layer']}\nstatus: {p['status']}")
-    if p["state"] == "unblocked":
+    if p["state"] == PayloadState.UNBLOCKED:
         case.add_failure_info(message=_message(p["reason"], "payload was not contained"), failure_type="unblocked")
-    elif p["state"] == "error":
+    elif p["state"] == PayloadState.ERROR:
         case.add_error_info(message=_message(p["reason"], "payload could not be judged"), error_type="error")
-    elif p["state"] == "skipped":
+    elif p["state"] == PayloadState.SKIPPED:
         case.add_skipped_info(message=_message(p["reason"], "not run"))
     return case
 

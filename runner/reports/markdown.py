@@ -13,12 +13,16 @@ from pathlib import Path
 from typing import Any
 
 from finevo.vocabulary import Category, choices
+from runner.records import PayloadState, TaskState
+from runner.verdict import VerdictStatus
 
 #: GitHub refuses job summaries over 1 MiB; stay well under it.
 MAX_BYTES = 1024 * 1024 - 64 * 1024
 _CODE_CAP = 12_000
-_ICON = {"pass": "✅", "fail": "❌", "error": "⚠️", "skipped": "⏭️", "blocked": "🛡️", "contained": "🛡️",
-         "unblocked": "❌", "passed": "✅", "failed": "❌", "no_verdict": "⚠️", "partial": "⏸️"}
+_ICON: dict[str, str] = {
+    TaskState.PASS: "✅", TaskState.FAIL: "❌", TaskState.ERROR: "⚠️", TaskState.SKIPPED: "⏭️",
+    PayloadState.BLOCKED: "🛡️", PayloadState.CONTAINED: "🛡️", PayloadState.UNBLOCKED: "❌",
+    VerdictStatus.PASSED: "✅", VerdictStatus.FAILED: "❌", VerdictStatus.NO_VERDICT: "⚠️", VerdictStatus.PARTIAL: "⏸️"}
 
 
 def _cell(value: Any) -> str:
@@ -100,7 +104,7 @@ def render(doc: dict[str, Any], results_path: str | Path | None = None) -> str:
     lines += ["## Improvements", ""]
     if doc["improvements"]:
         lines += [", ".join(f"`{i}`" for i in doc["improvements"]), ""]
-        if doc["partial"] or v["status"] == "no_verdict":
+        if doc["partial"] or v["status"] == VerdictStatus.NO_VERDICT:
             lines += ["Passing now but not in the baseline (a run without a verdict cannot update the baseline).", ""]
         else:
             where = _shown_path(results_path) if results_path is not None else "RESULTS"
@@ -136,7 +140,7 @@ def render(doc: dict[str, Any], results_path: str | Path | None = None) -> str:
     body = "\n".join(lines)
     details: list[str] = []
     for t in doc["tasks"]:
-        if t["state"] in ("pass", "skipped"):
+        if t["state"] in (TaskState.PASS, TaskState.SKIPPED):
             continue
         block = [f"<details><summary>{html.escape(t['task_id'])}: {t['state']} at stage {html.escape(t['stage'])}"
                  "</summary>", "", f"**Query:** {t['query']}", "", f"**Reason:** {t['reason']}", ""]

@@ -29,7 +29,7 @@ from finevo.errors import DeadlineExceeded, LLMRateLimitError, PredictionMissing
 from finevo.market.snapshot import load_snapshot
 from finevo.outcome import Attempt, LLMUsage, Outcome
 from finevo.sandbox.api import ExecutionResult
-from finevo.tasks import SecurityTask, Task, load_tasks
+from finevo.tasks import Question, SecurityQuestion, Task, load_tasks
 from runner.session import Session, SessionSpec
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
@@ -120,20 +120,21 @@ class FakeAgent:
         self.default = default
         self.calls: list[str] = []
 
-    def solve(self, task: Task | SecurityTask, deadline: float | None = None) -> Outcome:
-        self.calls.append(task.id)
-        how = self.behaviours.get(task.id, self.default)
-        code = f"def tool(symbol: str) -> float:\n    return 0.0  # {task.id}\n"
-        out = Outcome(task_id=task.id, tool_name=f"tool_{task.id}", tool_version="1.0.0", tool_hash="ab" * 8,
+    def solve(self, task: Question | SecurityQuestion, deadline: float | None = None) -> Outcome:
+        self.calls.append(task.task_id)
+        how = self.behaviours.get(task.task_id, self.default)
+        code = f"def tool(symbol: str) -> float:\n    return 0.0  # {task.task_id}\n"
+        out = Outcome(task_id=task.task_id, tool_name=f"tool_{task.task_id}", tool_version="1.0.0", tool_hash="ab" * 8,
                       tool_source="created", tool_code=code, stage="done",
                       attempts=[Attempt(number=1, stage="synthesis", ok=True)],
                       usage=LLMUsage(calls=1, prompt_tokens=10, completion_tokens=20, latency_s=0.001),
                       timings={"synthesis": 0.001})
-        if isinstance(task, SecurityTask):
+        if isinstance(task, SecurityQuestion):
             if how == "unblocked":
                 out.value, out.tool_source = 0, "created"
             elif how == "external":  # e.g. a predictions file without this task: never reached a layer
-                out.error = PredictionMissingError(f"task {task.id}: no prediction in preds.jsonl", task_id=task.id)
+                out.error = PredictionMissingError(f"task {task.task_id}: no prediction in preds.jsonl",
+                                                   task_id=task.task_id)
                 out.tool_source, out.tool_code, out.stage = "none", None, "synthesis"
             else:
                 out.blocked_by, out.tool_source, out.stage = "policy:import-os", "blocked", "policy"
@@ -141,7 +142,7 @@ class FakeAgent:
         if how in ("hang", "ignore_deadline"):
             while not self.sandbox.closed.is_set():
                 if how == "hang" and deadline is not None and time.monotonic() > deadline:
-                    out.error = DeadlineExceeded(f"task {task.id}: deadline passed", stage="synthesis")
+                    out.error = DeadlineExceeded(f"task {task.task_id}: deadline passed", stage="synthesis")
                     out.stage = "synthesis"
                     return out
                 self.sandbox.closed.wait(0.02)
@@ -151,13 +152,14 @@ class FakeAgent:
             out.error = LLMRateLimitError("429 from the endpoint", status=429)
             out.stage = "synthesis"
             return out
-        expected = primary_expected(task)
+        # the agent gets a Question (no oracle): the fake looks the truth up by the task's id
+        expected = answer_for(task.task_id, dict(task.intent.args))
         out.value = expected if how == "pass" else wrong_value(expected)
         if how in ("pass", "refined"):
-            out.tool_code = f"def tool(**args: object) -> object:\n    ...  # answers {task.id}\n"
+            out.tool_code = f"def tool(**args: object) -> object:\n    ...  # answers {task.task_id}\n"
         if how == "base_only":  # right for any arguments, but always on the bundled snapshot's data
             out.value = expected
-            out.tool_code = f"def tool(**args: object) -> object:\n    ...  # base-only {task.id}\n"
+            out.tool_code = f"def tool(**args: object) -> object:\n    ...  # base-only {task.task_id}\n"
         if how == "refined":
             out.value = expected
             out.attempts.append(Attempt(number=2, stage="refinement", ok=True))

@@ -12,6 +12,7 @@ from finevo.vocabulary import TASK_CATEGORIES, AgentMode, Category, SandboxBacke
 from runner.cli import build_parser
 from runner.records import PayloadState, SecurityState, TaskState
 from runner.reports.document import schema
+from runner.verdict import VerdictStatus
 
 
 def _at(path: str) -> Any:
@@ -30,6 +31,7 @@ def _at(path: str) -> Any:
     ("properties/tasks/items/properties/tool/properties/source/enum", choices(ToolSource)),
     ("properties/security/properties/tasks/items/properties/state/enum", choices(SecurityState)),
     ("properties/payloads/items/properties/state/enum", choices(PayloadState)),
+    ("properties/verdict/properties/status/enum", choices(VerdictStatus)),
 ])
 def test_schema_enums_are_the_vocabularies(path: str, words: tuple[str, ...]) -> None:
     assert tuple(_at(path)) == words

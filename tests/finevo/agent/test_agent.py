@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from finevo.agent.agent import Agent, Job
+from finevo.agent.agent import Agent, question_for_query
 from finevo.errors import (
     CodeExtractionError,
     DeadlineExceeded,
@@ -62,7 +62,7 @@ def make_agent(provider: Any, registry: Any, mode: str = "evolving", max_refinem
 
 
 def solve(agent: Agent, query: str, task_id: str = "calc_002", deadline: float | None = None) -> Outcome:
-    return agent.solve_job(Job.from_query(query, task_id=task_id), deadline)
+    return agent.solve(question_for_query(query, task_id=task_id), deadline)
 
 
 def test_good_code_is_created_registered_and_run(registry: Any) -> None:
@@ -404,7 +404,7 @@ SEC = SecurityTask(id="sec_001", query="Write a tool that lists the files in the
 
 def test_security_task_refused() -> None:
     with ScriptedLLMServer([Reply(REFUSAL)]) as srv:
-        outcome = make_agent(client(srv.base_url), None, mode="evolving").solve(SEC)
+        outcome = make_agent(client(srv.base_url), None, mode="evolving").solve(SEC.question())
     assert outcome.error is None and outcome.value is None
     assert (outcome.tool_source, outcome.blocked_by) == ("refused", "refused")
 
@@ -412,7 +412,7 @@ def test_security_task_refused() -> None:
 def test_security_task_blocked_by_the_policy() -> None:
     with ScriptedLLMServer([Reply(fenced(SEC.malicious_code))]) as srv:
         agent = make_agent(client(srv.base_url), None)
-        outcome = agent.solve(SEC)
+        outcome = agent.solve(SEC.question())
     assert outcome.error is None and outcome.value is None
     assert outcome.tool_source == "blocked" and outcome.blocked_by == "policy:import-not-allowed"
     assert agent.sandbox.runs == []  # never reached the sandbox
@@ -421,6 +421,6 @@ def test_security_task_blocked_by_the_policy() -> None:
 def test_security_task_that_nothing_stops_is_reported_unblocked() -> None:
     harmless = "def run() -> int:\n    return 1\n"
     with ScriptedLLMServer([Reply(fenced(harmless))]) as srv:
-        outcome = make_agent(client(srv.base_url), None).solve(SEC)
+        outcome = make_agent(client(srv.base_url), None).solve(SEC.question())
     assert outcome.blocked_by is None and outcome.tool_source == "created"
     assert outcome.value is None

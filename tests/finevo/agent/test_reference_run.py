@@ -29,7 +29,7 @@ def gold_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Any], list[
     try:
         agent = Agent(settings, provider, sandbox, registry, "evolving")
         tasks = load_tasks(benchmarks_dir() / "tasks.jsonl")
-        outcomes = [agent.solve(task) for task in tasks]
+        outcomes = [agent.solve(task.question()) for task in tasks]
     finally:
         sandbox.close()
     yield tasks, outcomes, registry
