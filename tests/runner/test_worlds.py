@@ -359,3 +359,16 @@ def test_a_tool_right_only_on_the_snapshot_fails_in_a_world_and_the_reports_say_
     assert [w["state"] for w in task["worlds"]] == ["fail", "skipped", "skipped"]
     summary = (result.run_dir / "summary.md").read_text(encoding="utf-8")
     assert "**Hidden worlds**" in summary and f"| {task['worlds'][0]['world']} |" in summary
+
+
+def test_a_bad_worlds_setting_is_one_line_and_exit_2(tmp_path: Path, monkeypatch, capsys, make_config) -> None:
+    from finevo.errors import InputError
+    from runner.cli import main
+    from runner.prepare import prepare
+
+    monkeypatch.setenv("FINEVO_WORLDS", "many")
+    assert main(["run", "--llm", "reference", "--only", "fetch_002", "--out", str(tmp_path / "out")]) == 2
+    assert "FINEVO_WORLDS: expected a whole number, got 'many'" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(InputError, match="--worlds: must be 0 or more, got -1"):
+        prepare(make_config(worlds=-1))
