@@ -88,6 +88,7 @@ def judge_task(task: Task, outcome: Outcome, expected: dict[str, Any], elapsed: 
                 elapsed_probes = time.monotonic()
                 judgement, probes = judge_probes(task, outcome, judgement, expected, probe_expected,
                                                  _prefetched(task, outcome, run_tool))
+                judgement = _one_reading(task, outcome, judgement, expected, probes, probe_expected)
                 gate_timings["probes"] = time.monotonic() - elapsed_probes
                 elapsed += gate_timings["probes"]
             else:
@@ -192,6 +193,30 @@ def _batch(code: str, entry: str, calls: Sequence[dict[str, Any]], snapshot_dir:
         else:
             out.append(ExecutionResult(status="exception", error_message=str(item.get("error"))[:500]))
     return out
+
+
+def _one_reading(task: Task, outcome: Outcome, judgement: Judgement, expected: dict[str, Any],
+                 probes: Sequence[ProbeResult], probe_expected: Sequence[dict[str, Any]]) -> Judgement:
+    """``judgement`` unless the main value and the probes that passed only agree on no convention
+    (each matched some accepted reading, but not the same one)."""
+    if not judgement.passed:
+        return judgement
+    allowed = matched_conventions(task, outcome.value, expected)
+    for record, expected_all in zip(probes, probe_expected, strict=False):
+        if record.state is TaskState.PASS:
+            narrowed = _consistent(task, normalise(record.actual), expected_all, allowed)
+            if not narrowed:
+                here = _consistent(task, normalise(record.actual), expected_all, list(expected_all))
+                return Judgement(TaskState.FAIL, f"probe {record.index} ({_label(record.args)}): matches "
+                                                 f"{' / '.join(repr(c) for c in here)} but the other values "
+                                                 f"{' / '.join(repr(c) for c in allowed)}: one reading must "
+                                                 "hold throughout")
+            allowed = narrowed
+    return judgement
+
+
+def _label(args: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in args.items())
 
 
 def _prefetched(task: Task, outcome: Outcome,

@@ -372,3 +372,22 @@ def test_a_bad_worlds_setting_is_one_line_and_exit_2(tmp_path: Path, monkeypatch
     assert not (tmp_path / "out").exists()
     with pytest.raises(InputError, match="--worlds: must be 0 or more, got -1"):
         prepare(make_config(worlds=-1))
+
+
+def test_probes_that_each_match_a_different_reading_fail_the_task() -> None:
+    from runner.judge import Judgement
+    from runner.judging import _one_reading
+    from runner.records import ProbeResult, TaskState
+
+    task = next(t for t in load_tasks(TASKS) if t.id == "fetch_002")  # last_price / last_close
+    outcome = Outcome(task_id=task.id, value=1.0, tool_code="", stage="done")
+    main = Judgement(TaskState.PASS, "matches convention 'last_price'", convention="last_price")
+    expected = {"last_price": 1.0, "last_close": 1.0}  # the value matches both readings ...
+    probes = [ProbeResult(1, {"symbol": "AAPL"}, TaskState.PASS, "", actual=2.0),   # ... this one the first
+              ProbeResult(2, {"symbol": "TSLA"}, TaskState.PASS, "", actual=5.0)]   # ... this one the second
+    probe_expected = [{"last_price": 2.0, "last_close": 3.0}, {"last_price": 4.0, "last_close": 5.0}]
+    verdict = _one_reading(task, outcome, main, expected, probes, probe_expected)
+    assert verdict.state == "fail"
+    assert verdict.reason == ("probe 2 (symbol=TSLA): matches 'last_close' but the other values 'last_price': "
+                              "one reading must hold throughout")
+    assert _one_reading(task, outcome, main, expected, probes[:1], probe_expected[:1]) is main
