@@ -35,7 +35,7 @@ import tempfile
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import date, timedelta
+from datetime import date
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
@@ -157,24 +157,25 @@ def requote(item: SymbolData, as_of: date) -> SymbolData:
     raw = item.history
     if len(raw) < 2:
         return item
-    last, prev = raw.iloc[-1], raw.iloc[-2]
-    price, previous = float(last["Close"]), float(prev["Close"])
-    year = raw[raw.index > raw.index[-1] - pd.DateOffset(years=1)]
-    close = raw["Close"].astype(float)
+    close = raw["Close"].to_numpy(dtype=float)
+    high, low = raw["High"].to_numpy(dtype=float), raw["Low"].to_numpy(dtype=float)
+    start = int(pd.DatetimeIndex(raw.index).searchsorted(raw.index[-1] - pd.DateOffset(years=1), side="right"))
+    price, previous = float(close[-1]), float(close[-2])
+    opened, volume = float(raw["Open"].iloc[-1]), int(raw["Volume"].iloc[-1])
     derived: dict[str, Any] = {
         "lastPrice": price, "regularMarketPrice": price, "currentPrice": price,
         "previousClose": previous, "regularMarketPreviousClose": previous,
-        "open": float(last["Open"]), "regularMarketOpen": float(last["Open"]),
-        "dayHigh": float(last["High"]), "regularMarketDayHigh": float(last["High"]),
-        "dayLow": float(last["Low"]), "regularMarketDayLow": float(last["Low"]),
-        "volume": int(last["Volume"]), "regularMarketVolume": int(last["Volume"]), "lastVolume": int(last["Volume"]),
+        "open": opened, "regularMarketOpen": opened,
+        "dayHigh": float(high[-1]), "regularMarketDayHigh": float(high[-1]),
+        "dayLow": float(low[-1]), "regularMarketDayLow": float(low[-1]),
+        "volume": volume, "regularMarketVolume": volume, "lastVolume": volume,
         "regularMarketChange": round(price - previous, 4),
         "regularMarketChangePercent": round((price / previous - 1) * 100, 4) if previous else None,
         "regularMarketTime": _epoch_close(as_of),
-        "fiftyTwoWeekHigh": float(year["High"].max()), "yearHigh": float(year["High"].max()),
-        "fiftyTwoWeekLow": float(year["Low"].min()), "yearLow": float(year["Low"].min()),
-        "fiftyDayAverage": round(float(close.iloc[-50:].mean()), 4),
-        "twoHundredDayAverage": round(float(close.iloc[-200:].mean()), 4),
+        "fiftyTwoWeekHigh": float(high[start:].max()), "yearHigh": float(high[start:].max()),
+        "fiftyTwoWeekLow": float(low[start:].min()), "yearLow": float(low[start:].min()),
+        "fiftyDayAverage": round(float(close[-50:].mean()), 4),
+        "twoHundredDayAverage": round(float(close[-200:].mean()), 4),
     }
 
     def update(fields: dict[str, Any], shares_key: str) -> dict[str, Any]:
@@ -194,9 +195,13 @@ def requote(item: SymbolData, as_of: date) -> SymbolData:
 def _reported(frame: pd.DataFrame | None, as_of: date) -> pd.DataFrame | None:
     if frame is None:
         return None
-    keep = [c for c in frame.columns
-            if pd.Timestamp(c).tz_localize(None).date() + timedelta(days=REPORTING_LAG_DAYS) <= as_of]
-    return frame[keep].copy() if keep else None
+    ends = pd.DatetimeIndex(frame.columns)
+    if ends.tz is not None:
+        ends = ends.tz_localize(None)
+    keep = (ends.normalize() + pd.Timedelta(days=REPORTING_LAG_DAYS)) <= pd.Timestamp(as_of)
+    if keep.all():
+        return frame
+    return frame.loc[:, keep].copy() if keep.any() else None
 
 
 def truncate(market: Market, as_of: date) -> Market:
