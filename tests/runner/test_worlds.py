@@ -391,3 +391,17 @@ def test_probes_that_each_match_a_different_reading_fail_the_task() -> None:
     assert verdict.reason == ("probe 2 (symbol=TSLA): matches 'last_close' but the other values 'last_price': "
                               "one reading must hold throughout")
     assert _one_reading(task, outcome, main, expected, probes[:1], probe_expected[:1]) is main
+
+
+def test_the_subprocess_backend_serves_a_world_too(env: Env) -> None:
+    task = env.judged["fetch_004"]
+    world = env.worlds.for_task(task, [p.oracle_params for p in task.probes])[1]  # the earlier as-of
+    code = ("import datetime\nimport yfinance as yf\n\n\ndef today_and_close(symbol: str) -> list:\n"
+            "    h = yf.Ticker(symbol).history(period='5d')\n"
+            "    return [datetime.date.today().isoformat(), float(h['Close'].iloc[-1])]\n")
+    with create_sandbox(DATA, backend="subprocess") as cold:
+        result = cold.run(code, "today_and_close", {"symbol": "^GSPC"}, Limits(timeout_s=60.0),
+                          snapshot_dir=str(world.path))
+        assert result.ok, result.error_message
+        assert result.value == [world.as_of.isoformat(), float(world.provider.history("^GSPC")["Close"].iloc[-1])]
+        assert cold.run(code, "today_and_close", {"symbol": "^GSPC"}).value[0] == env.snapshot.as_of.isoformat()
