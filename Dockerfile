@@ -7,11 +7,19 @@
 # Build arguments
 #   BASE_IMAGE   any Debian-like image with python3 (>= 3.11) and the venv module; python3 is
 #                looked up on PATH, so both python:3.11-slim (/usr/local/bin) and a debootstrap
-#                image (/usr/bin) work.
-#   WHEELHOUSE   optional directory *inside the build context* holding wheels for every runtime
-#                dependency (and setuptools/wheel to build the project): then the build needs no
-#                network. Empty: dependencies come from the package index.
+#                image (/usr/bin) work. Without registry access: `bash scripts/setup-docker.sh`
+#                builds finevo-base:bookworm from the machine's own Debian mirror.
+#   WHEELHOUSE   optional directory *inside the build context* holding a wheel for every line of
+#                requirements.lock and requirements-build.lock (scripts/setup-docker.sh
+#                --wheelhouse .wheelhouse makes one there): then the build needs no network.
+#                Empty: the same pinned wheels come from the package index.
 #   VERSION, REVISION, CREATED, SOURCE   OCI labels; REVISION (the commit) is also FINEVO_GIT_SHA.
+#   FINEVO_BUILD_ID   set by the launcher: labels the builder stage's image so that exactly this
+#                build's leftover can be removed afterwards.
+#
+# Reproducible: the dependencies are installed from requirements.lock (every release pinned, every
+# file's sha256 checked: pip --require-hashes), the build backend from requirements-build.lock;
+# pyproject.toml keeps the ranges, `bash scripts/lock.sh` re-resolves both files.
 #
 # The legacy builder and BuildKit both build this file (no RUN --mount, no heredocs), so the
 # Docker SDK's build API works too.
@@ -29,22 +37,24 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
 
 WORKDIR /build
 # The wheelhouse when one is given, else a harmless stand-in (COPY needs a source either way).
-COPY ${WHEELHOUSE:-pyproject.toml} /wheelhouse/
-COPY pyproject.toml README.md ./
+COPY ${WHEELHOUSE:-requirements.lock} /wheelhouse/
+COPY requirements.lock requirements-build.lock ./
 
-# Dependencies first, in their own layer: it is rebuilt only when pyproject.toml changes.
-RUN python3 -m venv /opt/venv \
- && python3 -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb')); print('\n'.join(p['project']['dependencies']))" > requirements.txt \
- && if [ -n "$WHEELHOUSE" ]; then set -- --no-index --find-links /wheelhouse; fi \
- && /opt/venv/bin/pip wheel --wheel-dir /wheels "$@" -r requirements.txt \
- && /opt/venv/bin/pip install --no-index --find-links /wheels -r requirements.txt
+# Dependencies first, in their own layer: it is rebuilt only when a lock file changes. The
+# runtime venv gets exactly the locked wheels; the build backend goes to a venv of its own.
+RUN if [ -n "$WHEELHOUSE" ]; then set -- --no-index --find-links /wheelhouse; fi \
+ && python3 -m venv /opt/venv \
+ && /opt/venv/bin/pip install --require-hashes --only-binary :all: "$@" -r requirements.lock \
+ && python3 -m venv /opt/build \
+ && /opt/build/bin/pip install --require-hashes --only-binary :all: "$@" -r requirements-build.lock
 
 # Then the project itself, built into a wheel and installed without touching the dependencies.
+COPY pyproject.toml README.md ./
 COPY finevo ./finevo
 COPY runner ./runner
-RUN if [ -n "$WHEELHOUSE" ]; then set -- --no-index --find-links /wheelhouse; fi \
- && /opt/venv/bin/pip wheel --no-deps --wheel-dir /wheels/project "$@" . \
- && /opt/venv/bin/pip install --no-deps /wheels/project/*.whl \
+RUN /opt/build/bin/pip wheel --no-deps --no-build-isolation --no-index --wheel-dir /wheels/project . \
+ && /opt/venv/bin/pip install --no-deps --no-index /wheels/project/*.whl \
+ && /opt/venv/bin/pip check \
  && /opt/venv/bin/finevo-verify --help >/dev/null
 
 # Lean venv: no installer, no bundled test suites of numpy/pandas. Bytecode stays: every
@@ -53,6 +63,10 @@ RUN /opt/venv/bin/pip uninstall --yes --quiet setuptools wheel pip \
  && for pkg in numpy pandas; do \
         find /opt/venv/lib -path "*/site-packages/$pkg/*" -type d -name tests -prune -exec rm -rf {} + ; \
     done
+
+# Last, so that a new id never invalidates the layers above.
+ARG FINEVO_BUILD_ID=""
+LABEL org.finevo.stage="builder" org.finevo.build-id="${FINEVO_BUILD_ID}"
 
 # ---------------------------------------------------------------------------------------------
 FROM ${BASE_IMAGE} AS runtime

@@ -26,19 +26,28 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from finevo.cliparse import UsageParser, suggest_extras
 from finevo.errors import AgentFailure, ExternalError, InputError, ProviderNotConfigured
 from finevo.jsonsafe import json_safe
-from finevo.outcome import Outcome
 from finevo.vocabulary import AgentMode, ProviderKind, SandboxBackend, choices
+
+if TYPE_CHECKING:
+    from finevo.outcome import Outcome
+    from finevo.tasks import Question
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_EXTERNAL = 0, 1, 2, 3
 
+#: Intent arguments that name market symbols (one, or a list).
+SYMBOL_ARGS = ("symbol", "symbols")
+
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="finevo", description="An evolving financial agent that writes, "
-                                     "verifies, refines and reuses its own tools.")
+    parser = UsageParser(prog="finevo", description="An evolving financial agent that writes, "
+                         "verifies, refines and reuses its own tools.",
+                         epilog='Example: finevo solve "Calculate AMZN MACD(12,26,9)" --llm reference '
+                                "(the reference model answers the benchmark's queries: finevo-verify list)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     solve = sub.add_parser("solve", help="answer one query")
@@ -60,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     reg.add_argument("--registry-dir", type=Path, help="registry directory (env FINEVO_REGISTRY_DIR)")
     # the same option after the action (`finevo registry list --registry-dir DIR`); SUPPRESS keeps
     # an action without it from overwriting a value given before the action
-    where = argparse.ArgumentParser(add_help=False)
+    where = UsageParser(add_help=False)
     where.add_argument("--registry-dir", type=Path, default=argparse.SUPPRESS,
                        help="registry directory (env FINEVO_REGISTRY_DIR)")
     rsub = reg.add_subparsers(dest="registry_command", metavar="ACTION")
@@ -84,7 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        suggest_extras(parser, args, extras)
     func = getattr(args, "func", None)
     if func is None:
         parser.print_help(sys.stderr)
@@ -150,6 +161,40 @@ def benchmark_task_for(query: str) -> Any:
     return None
 
 
+def question_symbols(question: Question) -> list[str]:
+    """The market symbols a question's arguments name, in order."""
+    found: list[str] = []
+    for name in SYMBOL_ARGS:
+        value = question.intent.args.get(name)
+        for symbol in [value] if isinstance(value, str) else list(value or []):
+            if str(symbol) not in found:
+                found.append(str(symbol))
+    return found
+
+
+def check_symbols(question: Question, data_dir: Path) -> None:
+    """A symbol the snapshot does not hold is named, with the ones it does, before anything runs."""
+    from finevo.market.snapshot import Snapshot
+
+    available = Snapshot(data_dir).symbols()
+    missing = [s for s in question_symbols(question) if s not in available]
+    if missing:
+        names = ", ".join(missing)
+        raise InputError(
+            f"{'symbol' if len(missing) == 1 else 'symbols'} {names} not in the market snapshot {data_dir} "
+            f"(it holds {', '.join(available)}): ask about one of those, or record a snapshot that has "
+            f"{names} (finevo-verify data refresh --out DIR --symbols {' '.join(missing)}) and pass --data DIR")
+
+
+def check_reference_query(spec: str | None, task: Any, query: str) -> None:
+    """The reference model only knows the benchmark's own queries (its gold tools): say so up front."""
+    if task is None and (spec or "").strip() == ProviderKind.REFERENCE:
+        raise InputError(
+            f"the reference model only answers the benchmark's own queries, word for word, and {query!r} "
+            "is not one of them: see them with `finevo-verify list`, or use another model "
+            "(--llm live with FINEVO_LLM_API_KEY, --llm replay:FILE or --llm predictions:FILE)")
+
+
 def format_outcome(outcome: Outcome) -> str:
     """What a person wants to read: the value, then how it was obtained."""
     lines: list[str] = []
@@ -179,17 +224,22 @@ def format_outcome(outcome: Outcome) -> str:
 
 # --------------------------------------------------------------------------- solve
 def cmd_solve(args: argparse.Namespace) -> int:
-    from finevo.agent.agent import Agent, question_for_query
-
+    # the flags first, before the agent (pandas, the LLM client, the registry) is imported
     if not args.query.strip():
         raise InputError("the query is empty")
-    if args.timeout is not None and args.timeout <= 0:
+    if args.timeout is not None and not args.timeout > 0:
         raise InputError(f"invalid --timeout={args.timeout}: expected a positive number of seconds")
     settings = _settings(args)
+    from finevo.agent.intent import question_for_query
+
     task = benchmark_task_for(args.query)
     question = task.question() if task is not None else question_for_query(args.query)
     if not Path(settings.data_dir).is_dir():
         raise InputError(f"market snapshot directory not found: {settings.data_dir}")
+    check_symbols(question, Path(settings.data_dir))
+    if settings.agent_mode != AgentMode.STATIC:
+        check_reference_query(settings.llm, task, args.query)
+    from finevo.agent.agent import Agent  # pandas, the LLM client, the registry: only once the input is sound
 
     provider = None
     if settings.agent_mode != AgentMode.STATIC:

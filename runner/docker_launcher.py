@@ -10,9 +10,17 @@ Decisions
   (sorted, mtime 0, root-owned), plus an optional wheelhouse under ``.wheelhouse/``; the SHA-256
   of that tar and the build arguments is stored on the image as the label
   :data:`CONTEXT_LABEL`, so callers can skip a build whose result already exists.
-* **User.** As a normal user the container runs as the caller's ``uid:gid`` (reports on the host
-  belong to the caller). As root it runs as the image's own unprivileged user (uid
-  :data:`IMAGE_UID`) and the out directory is handed to that user.
+* **User.** The container runs as the caller's ``uid:gid``, root included, so the reports on the
+  host belong to the caller and the caller's directory is never chowned (the image's own user,
+  uid :data:`IMAGE_UID`, is only the default of a bare ``docker run``). ``HOME`` is ``/tmp``: the
+  caller's uid has no home in the image.
+* **Host paths.** The gate prints the container's paths (``/out/<run_id>``, ``/in/...``); the
+  launcher rewrites them in the streamed output to the host paths they are mounted from.
+* **Build leftovers.** The legacy builder (the SDK's) keeps each multi-stage build's builder stage
+  as a dangling image of several hundred MB. The Dockerfile labels that stage with a per-build id
+  (:data:`BUILD_ID_ARG`) and the launcher removes exactly that image after the build.
+* **Hints.** A build that fails to pull the base image or to download a dependency says which
+  flags fix it (``--base-image``, ``--wheelhouse``) and how to make their inputs offline.
 * **Network.** Offline LLM modes (``reference``, ``replay:FILE``, ``predictions:FILE``) run with
   ``--network none``; only ``live`` (or an unknown mode) gets the default network.
 * **Secrets.** Only ``FINEVO_LLM_*``, ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` are passed in, and
@@ -32,17 +40,20 @@ import hashlib
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import tarfile
 import tempfile
 import threading
+import uuid
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from runner.exitcodes import Exit
 
@@ -54,6 +65,12 @@ IMAGE_GID = 10001
 CONTAINER_OUT = "/out"
 CONTAINER_IN = "/in"
 WHEELHOUSE_IN_CONTEXT = ".wheelhouse"
+#: Build argument naming one build; the Dockerfile labels its builder stage with it.
+BUILD_ID_ARG = "FINEVO_BUILD_ID"
+BUILD_ID_LABEL = "org.finevo.build-id"
+#: What scripts/setup-docker.sh builds when no registry is reachable, and where it puts the wheels.
+OFFLINE_BASE_IMAGE = "finevo-base:bookworm"
+OFFLINE_WHEELHOUSE = "/var/cache/finevo/wheelhouse"
 #: Seconds between the polite stop signal and SIGKILL.
 DEFAULT_STOP_GRACE = 20.0
 
@@ -66,6 +83,12 @@ SECRET_NAMES = ("OPENAI_API_KEY", "FINEVO_LLM_API_KEY")
 #: Gate flags whose value is a host path the container must see.
 PATH_FLAGS = ("--tasks", "--baseline", "--data", "--security-tasks", "--payloads")
 LLM_FLAG = "--llm"
+
+
+def log_to_stderr(text: str) -> None:
+    """The default log: the launcher's own lines and the build output go to stderr, unbuffered."""
+    sys.stderr.write(text)
+    sys.stderr.flush()
 
 
 class LauncherError(Exception):
@@ -98,7 +121,8 @@ def connect(ping_timeout: float = 10.0) -> Any:
         return docker.from_env(timeout=None)
     except Exception as exc:  # the SDK raises several unrelated types for "no engine"
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise LauncherError(f"cannot reach the Docker engine: {reason}") from exc
+        raise LauncherError(f"cannot reach the Docker engine: {reason} (start one, e.g. "
+                            "`bash scripts/setup-docker.sh`, or point DOCKER_HOST at it)") from exc
 
 
 # ---------------------------------------------------------------------------------------------
@@ -200,9 +224,41 @@ def find_built_image(client: Any, context_hash: str) -> Any | None:
     return images[0] if images else None
 
 
-def _to_stderr(text: str) -> None:
-    sys.stderr.write(text)
-    sys.stderr.flush()
+_PULL_FAILURE = re.compile(r"pull access denied|manifest unknown|manifest for .* not found|repository does not "
+                           r"exist|registry-\d|docker\.io|dial tcp|no such host|i/o timeout|TLS handshake|"
+                           r"failed to resolve|unauthorized", re.IGNORECASE)
+_INDEX_FAILURE = re.compile(r"No matching distribution|Could not find a version|NewConnectionError|"
+                            r"Network is unreachable|Temporary failure in name resolution|Max retries exceeded|"
+                            r"ProxyError|SSLError|ConnectTimeout|ReadTimeout", re.IGNORECASE)
+
+
+def build_hint(spec: BuildSpec, failure: str) -> str:
+    """What to type to get past a failed build, judged from the builder's output ``failure``."""
+    base = spec.base_image or "python:3.11-slim-bookworm (the Dockerfile's default)"
+    offline = (f"`bash scripts/setup-docker.sh` builds a base image ({OFFLINE_BASE_IMAGE}) from the machine's "
+               f"Debian mirror and a wheelhouse ({OFFLINE_WHEELHOUSE})")
+    if _INDEX_FAILURE.search(failure):
+        if spec.wheelhouse is not None:
+            return (f"the wheelhouse {spec.wheelhouse} lacks a locked wheel: rebuild it from requirements.lock "
+                    f"with `bash scripts/setup-docker.sh --wheelhouse {spec.wheelhouse}`")
+        return (f"the package index cannot be reached: build offline with --wheelhouse DIR; {offline}, "
+                f"then pass --base-image {OFFLINE_BASE_IMAGE} --wheelhouse {OFFLINE_WHEELHOUSE}")
+    if _PULL_FAILURE.search(failure):
+        return (f"the base image {base} cannot be pulled: pass --base-image IMAGE (any local Debian-like image "
+                f"with python3 >= 3.11 and venv); {offline}, then pass --base-image {OFFLINE_BASE_IMAGE} "
+                f"--wheelhouse {OFFLINE_WHEELHOUSE}")
+    return (f"without registry or package-index access: {offline}, then pass --base-image {OFFLINE_BASE_IMAGE} "
+            f"--wheelhouse {OFFLINE_WHEELHOUSE}")
+
+
+def remove_build_leftovers(client: Any, build_id: str) -> None:
+    """Remove the builder-stage image(s) that the build ``build_id`` left dangling (best effort)."""
+    try:
+        for leftover in client.images.list(all=True, filters={"label": f"{BUILD_ID_LABEL}={build_id}"}):
+            if not leftover.tags:
+                client.images.remove(leftover.id, force=True, noprune=False)
+    except Exception:  # an engine hiccup here must not turn a good build into a failure
+        pass
 
 
 def build_image(client: Any, spec: BuildSpec, *, reuse: bool = False,
@@ -210,10 +266,13 @@ def build_image(client: Any, spec: BuildSpec, *, reuse: bool = False,
     """Build ``spec`` and tag it ``spec.tag``; with ``reuse``, retag an identical earlier build.
 
     Build output is streamed to ``log`` (stderr by default). A failed build raises
-    :class:`LauncherError` (exit 3) carrying the builder's own error line.
+    :class:`LauncherError` (exit 3) carrying the builder's own error line and the flags that fix it.
+    The builder stage's image is removed afterwards, whether the build passed or failed.
     """
-    emit = log or _to_stderr
+    emit = log or log_to_stderr
     context, context_hash = build_context(spec)
+    build_id = uuid.uuid4().hex
+    recent: deque[str] = deque(maxlen=40)
     try:
         if reuse:
             existing = find_built_image(client, context_hash)
@@ -226,23 +285,36 @@ def build_image(client: Any, spec: BuildSpec, *, reuse: bool = False,
                 return existing
         emit(f"building {spec.tag} (context {context_hash[:12]})\n")
         stream = client.api.build(
-            fileobj=context, custom_context=True, tag=spec.tag, buildargs=spec.all_build_args(),
+            fileobj=context, custom_context=True, tag=spec.tag,
+            buildargs={**spec.all_build_args(), BUILD_ID_ARG: build_id},
             labels={CONTEXT_LABEL: context_hash}, rm=True, forcerm=True, pull=False, decode=True,
         )
         for chunk in stream:
             if "error" in chunk:
                 detail = str(chunk.get("error", "")).strip().splitlines()
-                raise LauncherError(f"image build failed: {detail[-1] if detail else 'unknown error'}")
+                raise LauncherError(_build_failure(spec, detail[-1] if detail else "unknown error", recent))
             text = chunk.get("stream")
             if text:
+                recent.extend(line for line in str(text).splitlines() if line.strip())
                 emit(text)
     except LauncherError:
         raise
     except Exception as exc:
-        raise LauncherError(f"image build failed: {exc}") from exc
+        raise LauncherError(_build_failure(spec, str(exc).strip().splitlines()[0] if str(exc).strip()
+                                           else type(exc).__name__, recent)) from exc
     finally:
         context.close()
+        remove_build_leftovers(client, build_id)
     return client.images.get(spec.tag)
+
+
+def _build_failure(spec: BuildSpec, error: str, recent: deque[str]) -> str:
+    """One line: the builder's error, the tool's own reason when it printed one, and the fix."""
+    reason = next((line.strip() for line in reversed(recent) if line.lstrip().startswith("ERROR")), "")
+    text = f"image build failed: {error}"
+    if reason and reason not in error:
+        text += f" ({reason})"
+    return f"{text}; {build_hint(spec, error + chr(10) + chr(10).join(recent))}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -345,22 +417,21 @@ def container_command(gate_args: Sequence[str]) -> list[str] | None:
     return args
 
 
-def container_user(host_uid: int, host_gid: int) -> str | None:
-    """``uid:gid`` for the container, or ``None`` for the image's own user (when the host is root)."""
-    if host_uid == 0:
-        return None
+def container_user(host_uid: int, host_gid: int) -> str:
+    """``uid:gid`` for the container: the caller's, so that what it writes belongs to the caller."""
     return f"{host_uid}:{host_gid}"
 
 
-def prepare_out_dir(out_dir: Path, *, user: str | None) -> Path:
-    """Create the reports directory; as root, hand it to the image user so it can write there."""
+def prepare_out_dir(out_dir: Path, *, user: str | None = None) -> Path:
+    """Create the reports directory (as the caller: it is the caller's), never changing its owner.
+
+    ``user`` is the container's ``uid:gid``; only the caller's own is checked here (``os.access``).
+    """
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise LauncherError(f"--out {out_dir}: {exc.strerror}", int(Exit.USAGE)) from exc
-    if user is None and os.geteuid() == 0:
-        os.chown(out_dir, IMAGE_UID, IMAGE_GID)
-    elif not os.access(out_dir, os.W_OK):
+    if user in (None, f"{os.getuid()}:{os.getgid()}") and not os.access(out_dir, os.W_OK | os.X_OK):
         raise LauncherError(f"--out {out_dir}: not writable", int(Exit.USAGE))
     return out_dir.resolve()
 
@@ -370,7 +441,7 @@ class RunSpec:
     image: str
     command: list[str] | None
     out_dir: Path
-    user: str | None
+    user: str
     network_disabled: bool
     environment: dict[str, str]
     mounts: list[Mount]
@@ -382,8 +453,9 @@ class RunSpec:
         env = ",".join(sorted(self.environment)) or "none"
         net = "none" if self.network_disabled else "default"
         cmd = " ".join(self.command) if self.command else "(image default)"
-        return (f"docker: image={self.image} user={self.user or 'image'} network={net} "
-                f"out={self.out_dir} env=[{env}] cmd={cmd}")
+        mounts = "".join(f" {m.host}:{m.container}:{'ro' if m.read_only else 'rw'}" for m in self.mounts)
+        return (f"docker: image={self.image} user={self.user} network={net} "
+                f"out={self.out_dir}:{CONTAINER_OUT}{mounts} env=[{env}] cmd={cmd}")
 
 
 def host_git_sha(env: Mapping[str, str], checkout: Path | None) -> str | None:
@@ -418,8 +490,7 @@ def plan_run(image: str, gate_args: Sequence[str], out_dir: Path, *, env: Mappin
     if git_sha:
         environment["FINEVO_GIT_SHA"] = git_sha
     user = container_user(host_uid, host_gid)
-    if user is not None:
-        environment["HOME"] = "/tmp"  # the caller's uid has no home in the image
+    environment["HOME"] = "/tmp"  # the caller's uid has no home in the image
     return RunSpec(image=image, command=command, out_dir=out_dir, user=user,
                    network_disabled=offline, environment=environment, mounts=mounts,
                    timeout=timeout, stop_grace=stop_grace)
@@ -467,13 +538,66 @@ class _Stopper:
             self._kill("SIGKILL")
 
 
-def _pump(chunks: Iterator[bytes], sink: IO[bytes]) -> None:
+class ByteSink(Protocol):
+    def write(self, chunk: bytes, /) -> int: ...
+
+    def flush(self) -> None: ...
+
+
+class HostPaths:
+    """Writes the container's output to ``sink`` with its mount points replaced by the host paths
+    they come from (``/out/<run_id>`` -> ``/home/me/reports/<run_id>``).
+
+    A path is never split across two writes: output is passed on up to its last whitespace, the
+    rest (a word still being written) waits for the next chunk or :meth:`close`.
+    """
+
+    def __init__(self, sink: ByteSink, mapping: Mapping[str, Path]) -> None:
+        self._sink = sink
+        self._map = {container.encode(): str(host).encode() for container, host in mapping.items()}
+        keys = sorted(self._map, key=len, reverse=True)
+        self._pattern = re.compile(rb"(?<![\w.~/-])(" + b"|".join(re.escape(k) for k in keys) + rb")(?![\w.~-])"
+                                   ) if keys else None
+        self._pending = b""
+
+    def _rewrite(self, data: bytes) -> bytes:
+        if self._pattern is None:
+            return data
+        return self._pattern.sub(lambda m: self._map[m.group(1)], data)
+
+    def write(self, chunk: bytes) -> int:
+        data = self._pending + chunk
+        cut = max(data.rfind(b" "), data.rfind(b"\n"), data.rfind(b"\t"), data.rfind(b"\r")) + 1
+        self._pending = data[cut:]
+        if cut:
+            self._sink.write(self._rewrite(data[:cut]))
+            self._sink.flush()
+        return len(chunk)
+
+    def flush(self) -> None:
+        """Nothing to do: complete words are written as they come (see :meth:`close`)."""
+
+    def close(self) -> None:
+        if self._pending:
+            self._sink.write(self._rewrite(self._pending))
+            self._pending = b""
+        self._sink.flush()
+
+
+def host_path_map(spec: RunSpec) -> dict[str, Path]:
+    """Container path -> host path, for every mount of the run."""
+    mapping = {CONTAINER_OUT: spec.out_dir}
+    mapping.update({mount.container: mount.host for mount in spec.mounts})
+    return mapping
+
+
+def _pump(chunks: Iterator[bytes], sink: ByteSink) -> None:
     for chunk in chunks:
         sink.write(chunk)
         sink.flush()
 
 
-def _stream(client: Any, container: Any, stdout: IO[bytes], stderr: IO[bytes]) -> None:
+def _stream(client: Any, container: Any, stdout: ByteSink, stderr: ByteSink) -> None:
     """Copy the container's stdout and stderr live until it exits.
 
     ``logs(follow=True)`` is used rather than ``attach`` because the SDK lifts the socket timeout
@@ -493,9 +617,10 @@ def run_container(client: Any, spec: RunSpec, *, stdout: IO[bytes] | None = None
 
     ``on_start`` receives the started container (tests use it to stop it mid-run).
     """
-    out_stream = stdout or sys.stdout.buffer
-    err_stream = stderr or sys.stderr.buffer
-    emit = log or _to_stderr
+    paths = host_path_map(spec)
+    out_stream = HostPaths(stdout or sys.stdout.buffer, paths)
+    err_stream = HostPaths(stderr or sys.stderr.buffer, paths)
+    emit = log or log_to_stderr
     volumes = {str(spec.out_dir): {"bind": CONTAINER_OUT, "mode": "rw"}}
     for mount in spec.mounts:
         volumes[str(mount.host)] = {"bind": mount.container, "mode": "ro" if mount.read_only else "rw"}
@@ -513,7 +638,7 @@ def run_container(client: Any, spec: RunSpec, *, stdout: IO[bytes] | None = None
         raise LauncherError(f"cannot create the container: {exc}") from exc
 
     stopper = _Stopper(container, spec.stop_grace, emit)
-    previous: dict[int, Any] = {}
+    previous: dict[signal.Signals, Any] = {}
     timer: threading.Timer | None = None
     try:
         if handle_signals and threading.current_thread() is threading.main_thread():
@@ -531,7 +656,11 @@ def run_container(client: Any, spec: RunSpec, *, stdout: IO[bytes] | None = None
                                     args=(f"wall-clock limit of {spec.timeout:g}s reached",))
             timer.daemon = True
             timer.start()
-        _stream(client, container, out_stream, err_stream)
+        try:
+            _stream(client, container, out_stream, err_stream)
+        finally:
+            out_stream.close()
+            err_stream.close()
         status = container.wait()
         code = int(status.get("StatusCode", int(Exit.NO_VERDICT)))
         if stopper.reason is not None:
@@ -569,7 +698,7 @@ class LaunchOptions:
 
 def launch(options: LaunchOptions) -> int:
     """``finevo-verify docker``: build if needed, run, return the container's exit code."""
-    log = _to_stderr
+    log: Callable[[str], None] = log_to_stderr
     try:
         client = connect()
         try:

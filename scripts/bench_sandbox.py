@@ -14,6 +14,10 @@ gate's do (``--data none`` measures them without it), so the worker RSS is the r
 median and p90 wall-clock milliseconds, the warm speed-up over cold, and the resident
 memory of a warm worker, with the targets (warm median <= 15 ms, >= 20x faster than cold,
 worker RSS <= 200 MB). Exit 0 when every target is met, 1 otherwise.
+
+It then prints the cost of the result boundary (:func:`print_boundary_costs`): normalising
+typical return values in the child, a warm execution returning a Series instead of a list, and
+the frozen clock's C-level redirection (once per worker start, and per ``datetime64("today")``).
 """
 
 from __future__ import annotations
@@ -90,12 +94,95 @@ def main(argv: list[str] | None = None) -> int:
     print(f"warm speed-up over cold: {speedup:.1f}x   warm worker RSS: {rss_mb:.1f} MB")
     print("active layers: " + ", ".join(k for k, v in layers.items() if v)
           + ("   inactive: " + ", ".join(k for k, v in layers.items() if not v) if not all(layers.values()) else ""))
+    print_boundary_costs(data, args.runs)
     checks = [(f"warm median <= {TARGET_WARM_MS:g} ms", warm_median <= TARGET_WARM_MS),
               (f"warm >= {TARGET_SPEEDUP:g}x faster than cold", speedup >= TARGET_SPEEDUP),
               (f"worker RSS <= {TARGET_RSS_MB:g} MB", rss_mb <= TARGET_RSS_MB)]
     for label, met in checks:
         print(f"  [{'met' if met else 'MISSED'}] {label}")
     return 0 if all(met for _, met in checks) else 1
+
+
+# --------------------------------------------------------------------------- the result boundary
+_SERIES = ("import numpy as np\nimport pandas as pd\ndef f(n: int):\n"
+           "    s = pd.Series(np.linspace(1.0, 2.0, n), index=pd.date_range('2024-01-01', periods=n))\n")
+SERIES_TOOL = _SERIES + "    return s\n"                    # normalised at the boundary
+LIST_TOOL = _SERIES + "    return [float(x) for x in s]\n"  # converted by the tool itself
+
+
+def _micro(call: Callable[[], object], repeat: int) -> float:
+    """Median microseconds of one ``call`` (batches of ``repeat``)."""
+    samples = []
+    for _ in range(7):
+        start = time.perf_counter()
+        for _ in range(repeat):
+            call()
+        samples.append((time.perf_counter() - start) / repeat * 1e6)
+    return statistics.median(samples)
+
+
+def print_boundary_costs(data: str | None, runs: int) -> None:
+    """Normalisation and frozen-clock costs, printed as lines."""
+    import datetime as dt
+    from zoneinfo import ZoneInfo
+
+    import numpy as np
+    import pandas as pd
+
+    from finevo.market import frozen_clock
+    from finevo.sandbox.normalize import to_plain
+
+    days = pd.date_range("2024-01-01", periods=250, freq="B", tz="America/New_York")
+    values: list[tuple[str, object]] = [
+        ("float", 1.5),
+        ("numpy.bool_", np.bool_(True)),
+        ("dict of 3 numpy.float64", {"upper": np.float64(1), "middle": np.float64(2), "lower": np.float64(3)}),
+        ("Series of 20 by dates", pd.Series(np.arange(20.0), index=days[:20])),
+        ("list of 250 floats", [float(x) for x in range(250)]),
+        ("Series of 250 by dates", pd.Series(np.arange(250.0), index=days)),
+        ("12 records with Timestamps", [{"date": d, "amount": np.float64(0.24)} for d in days[:12]]),
+    ]
+    print("result boundary: normalisation in the child (median per value)")
+    for name, value in values:
+        print(f"  {name:32} {_micro(lambda v=value: to_plain(v), 200):8.1f} us")
+    limits = Limits(timeout_s=60.0)
+    with create_sandbox(data, backend="warm", policy=True) as warm:
+        def returning(code: str) -> Callable[[], None]:
+            def call() -> None:
+                result = warm.run(code, "f", {"n": 250}, limits)
+                assert result.ok and len(result.value) == 250, result
+            return call
+
+        returning(LIST_TOOL)()
+        as_list = _time(returning(LIST_TOOL), runs)
+        as_series = _time(returning(SERIES_TOOL), runs)
+    print(f"  warm execution, 250 values: converted by the tool {statistics.median(as_list):.1f} ms, "
+          f"returned as a Series {statistics.median(as_series):.1f} ms (median of {runs})")
+
+    was_frozen = frozen_clock.frozen_at()
+    real_today = _micro(lambda: np.datetime64("today"), 2000)
+    start = time.perf_counter()
+    frozen_clock.freeze(dt.datetime(2024, 12, 31, 16, tzinfo=ZoneInfo("America/New_York")))
+    freeze_ms = (time.perf_counter() - start) * 1000.0
+    patched = frozen_clock.c_clock_patched()
+    frozen_today = _micro(lambda: np.datetime64("today"), 2000)
+    frozen_index = _micro(lambda: pd.DatetimeIndex(["today"]), 200)
+    frozen_clock.unfreeze()
+    if was_frozen is not None:
+        frozen_clock.freeze(was_frozen)
+    layers = ", ".join(f"{name}: {'on' if on else 'OFF'}" for name, on in patched.items())
+    print(f"frozen clock: freeze() incl. C redirection {freeze_ms:.1f} ms once per worker start ({layers}); "
+          "per execution: one putenv(TZ) in the child")
+    real_clock = _micro(frozen_clock._REAL_DATETIME.now, 20000)  # before freezing: the real clock
+    frozen_clock.freeze(dt.datetime(2024, 12, 31, 16, tzinfo=ZoneInfo("America/New_York")))
+    redirected_clock = _micro(frozen_clock._REAL_DATETIME.now, 20000)  # the C class, C clock
+    frozen_clock.unfreeze()
+    if was_frozen is not None:
+        frozen_clock.freeze(was_frozen)
+    print(f"  datetime.now() in C: real clock {real_clock * 1000:.0f} ns, through the "
+          f"redirected clock_gettime {redirected_clock * 1000:.0f} ns")
+    print(f"  numpy.datetime64('today'): real clock {real_today:.2f} us, frozen {frozen_today:.2f} us; "
+          f"pd.DatetimeIndex(['today']) frozen {frozen_index:.1f} us")
 
 
 if __name__ == "__main__":

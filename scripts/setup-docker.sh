@@ -1,18 +1,26 @@
 #!/usr/bin/env bash
-# Prepare a machine with no access to any image registry to run the tests marked `docker`:
+# Prepare a machine with no access to any image registry to build the image and run the tests
+# marked `docker`:
 #
 #   1. install Debian's docker.io and debootstrap when missing;
 #   2. start dockerd when no engine answers (log: $FINEVO_CACHE/dockerd.log); if it refuses to
 #      start, print the daemon's own error and exit non-zero;
-#   3. build the base image finevo-base:bookworm with debootstrap when it is absent (the rootfs
-#      tarball is cached, so a restarted engine re-imports it in seconds);
-#   4. build the wheelhouse of the runtime dependencies (reused while its inputs hash the same).
+#   3. build the base image finevo-base:bookworm with debootstrap from the machine's own Debian
+#      mirror when it is absent (the rootfs tarball is cached, so a restarted engine re-imports it
+#      in seconds): the stand-in for python:3.11-slim-bookworm when that cannot be pulled;
+#   4. build the wheelhouse: one wheel for every line of requirements.lock and
+#      requirements-build.lock, for the base image's own interpreter, hashes checked (reused while
+#      the lock files and the interpreter are the same).
 #
 # The last lines on stdout are `export NAME=value` lines for the docker tests; `eval` them, or
 # pass --env-file FILE to have them written there as well.
 #
-# Usage: bash scripts/setup-docker.sh [--env-file FILE]
+# Usage: bash scripts/setup-docker.sh [--env-file FILE] [--wheelhouse DIR]
+#   --wheelhouse DIR   where to put the wheelhouse (default $FINEVO_CACHE/wheelhouse). For a plain
+#                      `docker build --build-arg WHEELHOUSE=...` it must be inside the build
+#                      context: `--wheelhouse .wheelhouse` (git-ignored) next to the Dockerfile.
 # Env:   FINEVO_CACHE (default /var/cache/finevo), FINEVO_BASE_IMAGE (default finevo-base:bookworm),
+#        PYTHON (the interpreter whose pip downloads the wheels, default python3),
 #        FINEVO_DOCKER_WAIT (seconds to wait for dockerd, default 60).
 set -Eeuo pipefail
 
@@ -22,11 +30,13 @@ BASE_IMAGE="${FINEVO_BASE_IMAGE:-finevo-base:bookworm}"
 WAIT_S="${FINEVO_DOCKER_WAIT:-60}"
 SUITE="bookworm"
 ENV_FILE=""
+WHEELHOUSE="$CACHE/wheelhouse"
 
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --env-file) ENV_FILE="$2"; shift 2 ;;
-        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+        --wheelhouse) WHEELHOUSE="$2"; shift 2 ;;
+        -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
         *) echo "setup-docker: unknown argument: $1" >&2; exit 2 ;;
     esac
 done
@@ -129,11 +139,15 @@ else
 fi
 
 # --- 4. wheelhouse ----------------------------------------------------------------------------
-# Only third-party wheels (plus the build backend): the project's own wheel is built from the
-# source inside the image build, so the wheelhouse only changes when the dependencies do. The
-# wheels are resolved for the base image's own interpreter (Debian's python3 is an older 3.11
-# patch release than the host's, and some packages require a newer one), binary-only.
-WHEELHOUSE="$CACHE/wheelhouse"
+# Exactly the locked wheels (runtime + build backend; the project's own wheel is built from the
+# source inside the image build), binary-only, for the base image's own interpreter (Debian's
+# python3 is an older 3.11 patch release than the host's), each file's sha256 checked against the
+# lock. The image build installs them with --require-hashes as well.
+[[ "$WHEELHOUSE" = /* ]] || WHEELHOUSE="$PWD/$WHEELHOUSE"
+LOCKS=("$REPO_ROOT/requirements.lock" "$REPO_ROOT/requirements-build.lock")
+for lock in "${LOCKS[@]}"; do
+    [[ -f "$lock" ]] || die "$lock missing (bash scripts/lock.sh writes it)"
+done
 TARGET="$(docker run --rm --network none "$BASE_IMAGE" python3 -c \
     'import platform, sys; print(platform.python_version(), platform.machine(), platform.libc_ver()[1])')" \
     || die "cannot run python3 in $BASE_IMAGE"
@@ -145,28 +159,19 @@ for ((minor = ${GLIBC#*.}; minor >= 5; minor--)); do
     PLATFORM_ARGS+=(--platform "manylinux_2_${minor}_${ARCH}")
 done
 PLATFORM_ARGS+=(--platform "manylinux2014_${ARCH}" --platform "manylinux2010_${ARCH}" --platform "manylinux1_${ARCH}")
-REQS="$(python3 - "$REPO_ROOT/pyproject.toml" <<'PY'
-import sys, tomllib
-with open(sys.argv[1], "rb") as fh:
-    project = tomllib.load(fh)
-build = project.get("build-system", {}).get("requires", [])
-for req in list(project["project"]["dependencies"]) + list(build):
-    print(req)
-PY
-)"
-INPUTS_HASH="$(printf '%s %s\n%s\n' "$PYVER" "$PLATFORM" "$REQS" | sha256sum | cut -c1-16)"
+INPUTS_HASH="$( { printf '%s %s\n' "$PYVER" "$PLATFORM"; cat "${LOCKS[@]}"; } | sha256sum | cut -c1-16)"
 if [[ -f "$WHEELHOUSE/.inputs-hash" && "$(cat "$WHEELHOUSE/.inputs-hash")" == "$INPUTS_HASH" ]]; then
     log "wheelhouse $WHEELHOUSE up to date ($INPUTS_HASH)"
 else
     log "building wheelhouse $WHEELHOUSE for Python $PYVER on $PLATFORM ($INPUTS_HASH)"
-    TMPWH="$(mktemp -d "$CACHE/wheelhouse.XXXXXX")"
-    REQFILE="$TMPWH/.requirements.txt"
-    printf '%s\n' "$REQS" >"$REQFILE"
-    python3 -m pip download --quiet --dest "$TMPWH" --only-binary=:all: \
+    mkdir -p "$(dirname "$WHEELHOUSE")"
+    TMPWH="$(mktemp -d "$(dirname "$WHEELHOUSE")/.wheelhouse.XXXXXX")"
+    "${PYTHON:-python3}" -m pip download --quiet --dest "$TMPWH" --only-binary=:all: --require-hashes \
         --python-version "$PYVER" --implementation cp "${PLATFORM_ARGS[@]}" \
-        -r "$REQFILE" >"$CACHE/wheelhouse.log" 2>&1 \
+        -r "${LOCKS[0]}" -r "${LOCKS[1]}" >"$CACHE/wheelhouse.log" 2>&1 \
         || { tail -n 20 "$CACHE/wheelhouse.log" >&2; rm -rf "$TMPWH"; die "pip download failed (log: $CACHE/wheelhouse.log)"; }
     printf '%s\n' "$INPUTS_HASH" >"$TMPWH/.inputs-hash"
+    chmod 0755 "$TMPWH"
     rm -rf "$WHEELHOUSE"
     mv "$TMPWH" "$WHEELHOUSE"
 fi

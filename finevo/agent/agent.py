@@ -37,7 +37,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from finevo.agent.intent import indicator_spec, parse_query
+from finevo.agent.intent import question_for_query
 from finevo.agent.prompts import (
     ToolRequest,
     refinement_messages,
@@ -66,18 +66,6 @@ from finevo.registry import Registry, RegistryError
 from finevo.sandbox.api import ExecutionResult, Limits, Sandbox
 from finevo.tasks import Question, SecurityQuestion
 from finevo.vocabulary import AgentMode, ToolSource, choices, words
-
-
-def question_for_query(query: str, task_id: str = "query") -> Question:
-    """The question a free-text query asks (the parser's intent and the catalogue's contract)."""
-    intent = parse_query(query)
-    if intent is None:
-        raise InputError(f"cannot understand the query {query!r}: name a known indicator and a symbol, "
-                         "e.g. \"Calculate AAPL RSI-14 over last 30 days\"")
-    spec = indicator_spec(intent.indicator)
-    assert spec is not None  # the parser only yields catalogue indicators
-    return Question(task_id=task_id, category=spec.category, query=query, intent=intent,
-                    output=spec.output)
 
 
 def tool_contract(question: Question) -> ToolContract:

@@ -19,7 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from finevo.tasks import Intent, OutputSpec
+from finevo.errors import InputError
+from finevo.tasks import Intent, OutputSpec, Question
 from finevo.vocabulary import Category
 
 # --------------------------------------------------------------------------- tickers
@@ -387,3 +388,15 @@ def parse_query(query: str) -> Intent | None:
             continue
         return Intent(indicator=spec.name, args=args)
     return None
+
+
+def question_for_query(query: str, task_id: str = "query") -> Question:
+    """The question a free-text query asks (the parser's intent and the catalogue's contract)."""
+    intent = parse_query(query)
+    if intent is None:
+        raise InputError(f"cannot understand the query {query!r}: name a known indicator and a symbol, "
+                         "e.g. \"Calculate AAPL RSI-14 over last 30 days\"")
+    spec = indicator_spec(intent.indicator)
+    assert spec is not None  # the parser only yields catalogue indicators
+    return Question(task_id=task_id, category=spec.category, query=query, intent=intent,
+                    output=spec.output)

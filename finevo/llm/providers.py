@@ -50,6 +50,8 @@ from finevo.tasks import SecurityTask, load_security_tasks
 from finevo.vocabulary import ProviderKind
 
 PROVIDER_SPECS = ProviderKind.specs()
+#: What to type when no endpoint is configured: the offline gold run needs no key and no network.
+OFFLINE_HINT = "to run offline without a key, add --llm reference (the benchmark's gold answers)"
 
 
 # --------------------------------------------------------------------------- live (+ record)
@@ -201,7 +203,7 @@ def make_provider(spec: str | None, settings: Settings, *, reference_dir: str | 
         else:
             raise ProviderNotConfigured(
                 "no LLM configured: set FINEVO_LLM_API_KEY / OPENAI_API_KEY (or FINEVO_LLM_BASE_URL for a local "
-                f"server), or choose a provider with --llm ({PROVIDER_SPECS})")
+                f"server), or choose a provider with --llm ({PROVIDER_SPECS}); {OFFLINE_HINT}")
     spec = spec.strip()
     kind, _, arg = spec.partition(":")
     if settings.record is not None and kind != ProviderKind.LIVE:
@@ -210,7 +212,7 @@ def make_provider(spec: str | None, settings: Settings, *, reference_dir: str | 
         if not settings.api_key and not settings.base_url:
             raise ProviderNotConfigured(
                 "--llm live needs an endpoint: set FINEVO_LLM_API_KEY / OPENAI_API_KEY for a hosted API, or "
-                "FINEVO_LLM_BASE_URL / OPENAI_BASE_URL for a local OpenAI-compatible server")
+                f"FINEVO_LLM_BASE_URL / OPENAI_BASE_URL for a local OpenAI-compatible server; {OFFLINE_HINT}")
         client: LLMProvider = OpenAIChatClient(
             base_url=settings.base_url, api_key=settings.api_key, model=settings.model,
             temperature=settings.temperature, timeout=settings.timeout, max_retries=settings.max_retries,

@@ -12,11 +12,12 @@ import io
 import re
 import string
 import tokenize
-from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from finevo.policy import tables as T
+from finevo.policy.bindings import Bindings
 from finevo.policy.report import Violation
+from finevo.policy.rules import Rule
 
 _CODING_RE = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
 _FUNCTION_NODES = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -29,9 +30,9 @@ def is_dunder(name: str) -> bool:
 def check_source(code: object) -> list[Violation]:
     """All violations of ``code`` (unsorted, may hold duplicates)."""
     if not isinstance(code, str):
-        return [Violation("invalid-input", f"source must be text, got {type(code).__name__}", 1, 1)]
+        return [Violation(Rule.INVALID_INPUT, f"source must be text, got {type(code).__name__}", 1, 1)]
     if len(code) > T.MAX_SOURCE_CHARS:
-        return [Violation("too-large", f"source has {len(code)} characters; the limit is "
+        return [Violation(Rule.TOO_LARGE, f"source has {len(code)} characters; the limit is "
                           f"{T.MAX_SOURCE_CHARS}", 1, 1)]
     found: list[Violation] = []
     found += _check_characters(code)
@@ -43,9 +44,9 @@ def check_source(code: object) -> list[Violation]:
     except SyntaxError as exc:
         line = exc.lineno or 1
         col = exc.offset or 1
-        return [*found, Violation("syntax-error", f"syntax error: {exc.msg}", line, max(col, 1))]
+        return [*found, Violation(Rule.SYNTAX_ERROR, f"syntax error: {exc.msg}", line, max(col, 1))]
     except ValueError as exc:  # e.g. a source the compiler refuses outright
-        return [*found, Violation("syntax-error", f"syntax error: {exc}", 1, 1)]
+        return [*found, Violation(Rule.SYNTAX_ERROR, f"syntax error: {exc}", 1, 1)]
     found += _check_identifier_spelling(code)
     checker = _Checker(code, tree)
     checker.run()
@@ -63,14 +64,14 @@ def _check_characters(code: str) -> list[Violation]:
     out: list[Violation] = []
     nul = code.find("\x00")
     if nul >= 0:
-        out.append(Violation("syntax-error", "source contains a null byte", *_position(code, nul)))
+        out.append(Violation(Rule.SYNTAX_ERROR, "source contains a null byte", *_position(code, nul)))
     for i, ch in enumerate(code):
         if "\ud800" <= ch <= "\udfff":
-            out.append(Violation("syntax-error", "source contains a lone surrogate (not valid UTF-8)",
+            out.append(Violation(Rule.SYNTAX_ERROR, "source contains a lone surrogate (not valid UTF-8)",
                                  *_position(code, i)))
             break
         if ch in T.BIDI_CONTROLS:
-            out.append(Violation("bidi-control", f"bidirectional control character U+{ord(ch):04X} "
+            out.append(Violation(Rule.BIDI_CONTROL, f"bidirectional control character U+{ord(ch):04X} "
                                  "can make code read differently from how it runs", *_position(code, i)))
             break
     return out
@@ -83,7 +84,7 @@ def _check_encoding_declaration(code: str) -> list[Violation]:
         if m:
             enc = m.group(1).lower().replace("_", "-")
             if enc not in T.UTF8_NAMES and not enc.startswith("utf-8-"):
-                out.append(Violation("encoding-declaration",
+                out.append(Violation(Rule.ENCODING_DECLARATION,
                                      f"encoding declaration '{m.group(1)}': only utf-8 source is allowed",
                                      lineno, m.start(1) + 1))
             break
@@ -98,7 +99,7 @@ def _check_identifier_spelling(code: str) -> list[Violation]:
         for tok in tokenize.generate_tokens(io.StringIO(code).readline):
             if tok.type == tokenize.NAME and not tok.string.isascii():
                 out.append(Violation(
-                    "non-ascii-identifier",
+                    Rule.NON_ASCII_IDENTIFIER,
                     f"identifier '{tok.string}' is not ASCII (look-alike letters normalise to other names)",
                     tok.start[0], tok.start[1] + 1))
     except (tokenize.TokenError, SyntaxError):
@@ -123,6 +124,62 @@ def _format_template_problem(template: str) -> str | None:
 
 
 _BUILTIN_NAMES: frozenset[str] = frozenset(dir(builtins))
+_DUNDER_WORD = re.compile(r"(?<![A-Za-z0-9_])__[a-z0-9]+(?:_[a-z0-9]+)*__(?![A-Za-z0-9_])")
+_MAX_FOLD = 10_000
+
+
+def _dunder_in_text(text: str) -> str | None:
+    """The first dunder identifier spelled in ``text`` (``__main__`` apart), or a raw-memory protocol
+    name in any case and surroundings (``'x__ARRAY_INTERFACE__x'[1:-1].lower()``), or None."""
+    for m in _DUNDER_WORD.finditer(text):
+        if m.group(0) not in T.ALLOWED_DUNDER_STRINGS:
+            return m.group(0)
+    lowered = text.lower()
+    return next((f"__{word}__" for word in T.RAW_MEMORY_PROTOCOL_WORDS if word in lowered), None)
+
+
+def _fold_text(expr: ast.expr, memo: dict[int, str | None] | None = None) -> str | None:
+    """The string a constant expression builds (``'__arr' + 'ay_interface__'``, ``'_' * 2``,
+    ``''.join([...])``, an f-string of constants), or None when it is computed. ``memo`` keeps the
+    fold of every link of an ``a + b + c`` chain, so folding each link costs one step."""
+    memo = {} if memo is None else memo
+    if id(expr) in memo:
+        return memo[id(expr)]
+    if isinstance(expr, ast.Constant):
+        return expr.value if isinstance(expr.value, str) else None
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
+        links: list[ast.BinOp] = []  # a + b + c nests to the left: walk it without recursion
+        base: ast.expr = expr
+        while isinstance(base, ast.BinOp) and isinstance(base.op, ast.Add) and id(base) not in memo:
+            links.append(base)
+            base = base.left
+        folded = memo[id(base)] if id(base) in memo else _fold_text(base, memo)
+        for link in reversed(links):
+            part = _fold_text(link.right, memo) if folded is not None else None
+            folded = folded + part if folded is not None and part is not None \
+                and len(folded) + len(part) <= _MAX_FOLD else None
+            memo[id(link)] = folded
+        return folded
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mult):
+        text, times = (expr.left, expr.right) if isinstance(expr.right, ast.Constant) else (expr.right, expr.left)
+        folded = _fold_text(text)
+        count = times.value if isinstance(times, ast.Constant) else None
+        if folded is not None and isinstance(count, int) and not isinstance(count, bool) \
+                and count >= 0 and len(folded) * count <= _MAX_FOLD:
+            return folded * count
+        return None
+    if isinstance(expr, ast.FormattedValue) and expr.format_spec is None and expr.conversion in (-1, 115):
+        return _fold_text(expr.value)
+    if isinstance(expr, ast.JoinedStr):
+        parts = [_fold_text(v) for v in expr.values]
+        return "".join(p for p in parts if p is not None) if all(p is not None for p in parts) else None
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "join" \
+            and len(expr.args) == 1 and isinstance(expr.args[0], (ast.List, ast.Tuple)) and not expr.keywords:
+        sep = _fold_text(expr.func.value)
+        items = [_fold_text(e) for e in expr.args[0].elts]
+        if sep is not None and all(i is not None for i in items):
+            return sep.join(i for i in items if i is not None)[:_MAX_FOLD]
+    return None
 
 
 def _chain_root(expr: ast.expr) -> ast.expr:
@@ -132,30 +189,6 @@ def _chain_root(expr: ast.expr) -> ast.expr:
     return expr
 
 
-def _binding_sites(tree: ast.Module) -> Iterable[tuple[str, ast.AST, str]]:
-    """Every place the tool binds a name: (name, node, kind), kind one of ``import``, ``param``,
-    ``class`` or ``other`` (assignment, def, loop, with, except, walrus, global, match capture)."""
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            for alias in node.names:
-                yield alias.asname or alias.name.split(".")[0], node, "import"
-        elif isinstance(node, ast.arg):
-            yield node.arg, node, "param"
-        elif isinstance(node, ast.ClassDef):
-            yield node.name, node, "class"
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            yield node.id, node, "other"
-        elif isinstance(node, _FUNCTION_NODES):
-            yield node.name, node, "other"
-        elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            for name in node.names:
-                yield name, node, "other"
-        elif isinstance(node, (ast.MatchAs, ast.MatchStar, ast.ExceptHandler)) and node.name:
-            yield node.name, node, "other"
-        elif isinstance(node, ast.MatchMapping) and node.rest:
-            yield node.rest, node, "other"
-
-
 # --------------------------------------------------------------------------- the AST walk
 class _Checker(ast.NodeVisitor):
     def __init__(self, code: str, tree: ast.Module) -> None:
@@ -163,8 +196,7 @@ class _Checker(ast.NodeVisitor):
         self.tree = tree
         self.lines = code.splitlines()
         self.violations: list[Violation] = []
-        self.aliases: dict[str, str] = {}          # name bound by an allowed import -> dotted route
-        self.param_scopes: list[frozenset[str]] = []
+        self.bindings = Bindings(tree)             # every name resolved to its scope, before any rule
         self.ok_nodes: set[int] = set()            # nodes an enclosing construct already vetted
         self.inner_attrs: set[int] = set()         # Attribute nodes inside a chain already routed
         self.module_steps: set[int] = set()        # Attribute nodes that are allowed submodules
@@ -173,20 +205,36 @@ class _Checker(ast.NodeVisitor):
         self.module_children: set[int] = set()     # Attribute nodes whose receiver is a module
         self.class_depth = 0
         self.function_depth = 0
-        self.callable_names = self._callable_names(tree)
-        self.parents: dict[int, ast.AST] = {
-            id(child): parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
-        self.binding_sites = list(_binding_sites(tree))
-        self.imported_names = frozenset(name for name, _node, kind in self.binding_sites if kind == "import")
-        # every name the tool binds anywhere (so a builtin of that name may not be the builtin)
-        self.rebound = frozenset(name for name, _node, _kind in self.binding_sites)
-        self.module_bound = self._names_bound_to_module_members(tree)
-        self.class_statement_names = self._names_bound_only_by_class_statements()
-        self.class_definitions = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
+        self.parents: dict[int, ast.AST] = {}
+        self.class_definitions: dict[str, ast.ClassDef] = {}
+        self.docstrings: set[int] = set()          # string constants that are docstrings, never data
+        self.text_expressions: list[ast.expr] = []  # BinOp / JoinedStr nodes, parents before children
+        self._index(tree)
+        self.class_statement_names = self.bindings.class_statement_names()
+
+    def _index(self, tree: ast.Module) -> None:
+        """One walk for each node's parent, the class statements and the docstrings."""
+        stack: list[ast.AST] = [tree]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, ast.ClassDef):
+                self.class_definitions[node.name] = node
+            elif isinstance(node, (ast.BinOp, ast.JoinedStr)):
+                self.text_expressions.append(node)
+            if isinstance(node, (ast.Module, ast.ClassDef, *_FUNCTION_NODES)) and node.body:
+                first = node.body[0]
+                if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+                        and isinstance(first.value.value, str):
+                    self.docstrings.add(id(first.value))
+            for child in ast.iter_child_nodes(node):
+                self.parents[id(child)] = node
+                stack.append(child)
 
     def run(self) -> None:
+        for conflict in self.bindings.conflicts:
+            self._flag(conflict.rule, conflict.node, conflict.message, at_start=True)
+        self._check_folded_texts()
         self.visit(self.tree)
-        self._check_import_rebinding()
 
     # ------------------------------------------------------------------ helpers
     def _col(self, node: ast.AST, *, at_start: bool = False) -> tuple[int, int]:
@@ -200,65 +248,16 @@ class _Checker(ast.NodeVisitor):
         chars = len(text.encode("utf-8")[:col0].decode("utf-8", errors="replace"))
         return line, chars + 1
 
-    def _flag(self, rule: str, node: ast.AST, message: str, *, at_start: bool = False) -> None:
+    def _flag(self, rule: Rule, node: ast.AST, message: str, *, at_start: bool = False) -> None:
         line, col = self._col(node, at_start=at_start)
         self.violations.append(Violation(rule, message, line, col))
 
-    def _is_param(self, name: str) -> bool:
-        return any(name in scope for scope in self.param_scopes)
-
-    @staticmethod
-    def _callable_names(tree: ast.Module) -> frozenset[str]:
-        """Names bound *only* by def/class, a lambda assignment or an import."""
-        good: Counter[str] = Counter()
-        total: Counter[str] = Counter()
-        for node in ast.walk(tree):
-            if isinstance(node, (*_FUNCTION_NODES, ast.ClassDef)):
-                good[node.name] += 1
-                total[node.name] += 1
-            elif isinstance(node, (ast.Import, ast.ImportFrom)):
-                for a in node.names:
-                    bound = a.asname or a.name.split(".")[0]
-                    good[bound] += 1
-                    total[bound] += 1
-            elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Lambda) \
-                    and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                good[node.targets[0].id] += 1
-            elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-                total[node.id] += 1
-            elif isinstance(node, ast.arg):
-                total[node.arg] += 1
-            elif isinstance(node, (ast.Global, ast.Nonlocal)):
-                for n in node.names:
-                    total[n] += 2
-        return frozenset(n for n, c in good.items() if c >= total[n])
-
-    def _names_bound_only_by_class_statements(self) -> frozenset[str]:
-        """Names of classes the tool defines once and never rebinds (their __match_args__ can only
-        come from the class body, where dunder names are refused, or from @dataclass fields)."""
-        kinds: dict[str, list[str]] = {}
-        for name, _node, kind in self.binding_sites:
-            kinds.setdefault(name, []).append(kind)
-        return frozenset(name for name, seen in kinds.items() if seen == ["class"])
-
-    def _names_bound_to_module_members(self, tree: ast.Module) -> frozenset[str]:
-        """Names assigned something reached from an import (``C = json.JSONEncoder``): storing an
-        attribute through them changes the library, like storing through the route itself."""
-        bound: set[str] = set()
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Assign):
-                targets, value = node.targets, node.value
-            elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
-                targets, value = [node.target], node.value
-            else:
-                continue
-            root = _chain_root(value)
-            if isinstance(root, ast.Name) and root.id in self.imported_names:
-                bound.update(t.id for t in targets if isinstance(t, ast.Name))
-        return frozenset(bound)
-
     def _is_builtin(self, node: ast.expr, names: frozenset[str]) -> bool:
-        return isinstance(node, ast.Name) and node.id in names and node.id not in self.rebound
+        """``node`` surely names one of the builtins ``names`` (nothing can have rebound it)."""
+        return self.bindings.surely_builtin(node, names)
+
+    def _is_param(self, node: ast.expr) -> bool:
+        return isinstance(node, ast.Name) and self.bindings.is_param(node)
 
     def _inert_use(self, node: ast.Attribute) -> bool:
         """Whether the value of ``node`` cannot be called or reach tool code, were it a bound method:
@@ -282,24 +281,15 @@ class _Checker(ast.NodeVisitor):
             return True
         return isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not)
 
-    def _imported(self, name: str) -> str | None:
-        """The import route ``name`` stands for here, or None when it is not (or no longer) the
-        import: a parameter shadows it; other rebinding is refused (import-rebound)."""
-        return None if self._is_param(name) else self.aliases.get(name)
-
-    def _check_import_rebinding(self) -> None:
-        """An imported name may not be bound any other way: the checks that trust an import
-        (typing.cast, module routes, options) would then apply to whatever the tool put there.
-        A parameter may shadow it (those checks look the parameter up first)."""
-        for name, node, kind in self.binding_sites:
-            if name in self.imported_names and kind in ("class", "other"):
-                self._flag("import-rebound", node, f"'{name}' is an imported name; binding it to "
-                           "something else is not allowed", at_start=True)
+    def _imported(self, node: ast.expr) -> str | None:
+        """The import route the name ``node`` stands for in its scope, or None when it is not (only)
+        that import."""
+        return self.bindings.import_route(node) if isinstance(node, ast.Name) else None
 
     def _import_route_of_root(self, expr: ast.expr) -> str | None:
         """The import route the chain ``expr`` starts at, or None when it starts elsewhere."""
         root = _chain_root(expr)
-        return self._imported(root.id) if isinstance(root, ast.Name) else None
+        return self._imported(root)
 
     def _rooted_at(self, node: ast.Attribute, module: str) -> bool:
         return (self._import_route_of_root(node) or "").split(".")[0] == module
@@ -347,7 +337,7 @@ class _Checker(ast.NodeVisitor):
             return False
         func = parent.func
         if parent.args and parent.args[0] is child and (  # typing.cast(np.ndarray, value)
-                (isinstance(func, ast.Name) and self._imported(func.id) == "typing.cast")
+                self._imported(func) == "typing.cast"
                 or (isinstance(func, ast.Attribute) and func.attr == "cast" and self._rooted_at(func, "typing"))):
             return True
         return (len(parent.args) == 2 and parent.args[1] is child
@@ -373,14 +363,15 @@ class _Checker(ast.NodeVisitor):
         while isinstance(cur, ast.Attribute):
             attrs.append((cur.attr, cur))
             cur = cur.value
-        if isinstance(cur, ast.Name) and cur.id in self.aliases and not self._is_param(cur.id):
+        route = self._imported(cur)
+        if route is not None:
             attrs.reverse()
-            return self.aliases[cur.id].split("."), attrs
+            return route.split("."), attrs
         return None
 
     def _dotted(self, node: ast.expr) -> str | None:
         if isinstance(node, ast.Name):
-            return self.aliases.get(node.id)
+            return self._imported(node)
         r = self._route_of(node)
         if r is None:
             return None
@@ -397,7 +388,7 @@ class _Checker(ast.NodeVisitor):
                 self.module_children.add(id(node))
             if parent == "yfinance":
                 if name not in T.YFINANCE_ATTRIBUTES and not is_dunder(name):
-                    self._flag("module-attribute", node,
+                    self._flag(Rule.MODULE_ATTRIBUTE, node,
                                f"'yfinance.{name}' is not available to tools (only "
                                f"{', '.join(sorted(T.YFINANCE_ATTRIBUTES))})")
                 return
@@ -412,19 +403,20 @@ class _Checker(ast.NodeVisitor):
                 self.module_steps.add(id(node))
                 continue  # the next step must land on an allowed submodule (checked below)
             if parent in T.PASS_THROUGH or name in T.KNOWN_SUBMODULES.get(parent, ()):
-                self._flag("submodule-not-allowed", node,
+                self._flag(Rule.SUBMODULE_NOT_ALLOWED, node,
                            f"module route '{route}' is not allowed (it leads to file, process or "
                            "interpreter internals)")
                 return
             if name in T.MODULE_RUNNERS:
-                self._flag("module-attribute", node, f"'{route}' is not available to tools: "
+                self._flag(Rule.MODULE_ATTRIBUTE, node, f"'{route}' is not available to tools: "
                            f"{T.MODULE_RUNNERS[name]}")
             return  # an ordinary attribute of an allowed module
         route = ".".join(parts)
         if route in T.PASS_THROUGH:
-            last = list(steps)[-1][1] if steps else None
+            walked = list(steps)
+            last = walked[-1][1] if walked else None
             if last is not None:
-                self._flag("submodule-not-allowed", last,
+                self._flag(Rule.SUBMODULE_NOT_ALLOWED, last,
                            f"module route '{route}' is only allowed on the way to "
                            + ", ".join(sorted(m for m in T.ALLOWED_SUBMODULES if m.startswith(route + "."))))
 
@@ -433,121 +425,180 @@ class _Checker(ast.NodeVisitor):
         return route in T.ALLOWED_IMPORTS or route in T.ALLOWED_SUBMODULES or route in T.PASS_THROUGH
 
     def _flag_module_value(self, shown: str, route: str, node: ast.AST) -> None:
-        self._flag("module-value", node, f"module '{shown}' ({route}) may only be used as '{shown}.name'; "
+        self._flag(Rule.MODULE_VALUE, node, f"module '{shown}' ({route}) may only be used as '{shown}.name'; "
                    "a module stored, passed or returned escapes the route checks", at_start=True)
 
+    # ------------------------------------------------------------------ attribute-name rules
+    # One small judge per rule, tried in the order of ATTRIBUTE_RULES (below the class): each
+    # returns False when the name is none of its business, True when the name is allowed as used
+    # here (no later judge is asked), or the message of a refusal under its rule.
     def _check_attribute_name(self, name: str, node: ast.AST) -> None:
-        if is_dunder(name):
-            self._flag("dunder-attribute", node, f"dunder attribute '{name}' is not allowed")
-        elif name.startswith("_"):
-            self._flag("private-attribute", node, f"private attribute '{name}' is not allowed")
-        elif name in T.FORBIDDEN_ATTRIBUTES:
-            if name in T.INERT_USE_ATTRIBUTES:
-                if isinstance(node, ast.Attribute) and id(node) not in self.module_children \
-                        and self._inert_use(node):
-                    return
-                self._flag("forbidden-attribute", node, f"attribute '{name}' is not allowed: "
-                           f"{T.FORBIDDEN_ATTRIBUTES[name]} (as a data field it may be assigned, "
-                           "indexed, iterated or measured, but not called, stored, passed or returned)")
-                return
-            self._flag("forbidden-attribute", node, f"attribute '{name}' is not allowed: "
-                       f"{T.FORBIDDEN_ATTRIBUTES[name]}")
-        elif name.startswith("read_") or name in T.FILE_IO_ATTRIBUTES:
-            self._flag("file-io", node, f"'{name}' reads or writes files or the network")
-        elif name.startswith("to_") and name not in T.SAFE_CONVERSIONS and name not in T.TEXT_WRITERS:
-            self._flag("file-io", node, f"'{name}' writes to a file or an external store")
-        elif name == "data" and not (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)):
-            self._flag("raw-memory", node, "'.data' may only be assigned, never read: ndarray.data is a "
-                       "memoryview over raw memory (copying object pointers without reference counts)")
-        elif name in T.RAW_BYTES_METHODS:
-            self._flag("raw-memory", node, f"'.{name}' is not allowed: an object array's bytes are "
-                       "object addresses")
-        elif name == "cast" and isinstance(node, ast.Attribute) and not self._rooted_at(node, "typing"):
-            self._flag("raw-memory", node, "'.cast' is only allowed as typing.cast: memoryview.cast "
-                       "reinterprets raw bytes (object pointers included)")
-        elif name == "type" and isinstance(node, ast.Attribute) and not self._type_attribute_ok(node):
-            self._flag("dynamic-type", node, "'.type' may only be called with a value, compared or "
-                       "tested (isinstance, issubclass, np.issubdtype): a dtype's type may be a "
-                       "metaclass, which builds classes with dunder keys from plain strings")
-        elif name in T.RAW_ARRAY_TYPES:
-            if not (isinstance(node, ast.Attribute) and self._type_only_use(node)):
-                self._flag("raw-memory", node, f"'{name}' may only name a type (annotations, isinstance, "
-                           "comparisons): built over a buffer it turns integers into object pointers")
-        elif name in T.DISPATCH_METHODS and id(node) not in self.ok_nodes:
-            self._flag("dynamic-dispatch", node, f"'.{name}' may only be called directly: stored, passed "
-                       "or used unbound, the names it dispatches escape the check")
-        elif name == "obj" and not (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)):
-            self._flag("forbidden-attribute", node, "attribute 'obj' may only be assigned, never read "
-                       "(AttributeError.obj hands back the object, e.g. a module)")
-        elif name in T.TEXT_WRITERS and id(node) not in self.ok_nodes:
-            self._flag("file-io", node, f"'{name}' may only be called directly, without a path "
-                       "or buffer (it then returns text)")
-        elif name in T.DOOR_MODULE_NAMES and id(node) not in self.module_steps:
-            self._flag("module-attribute", node, f"attribute '{name}' names the module '{name}', "
-                       "which tools may not reach (on any object)")
-        elif name in T.MODULE_NAMES and id(node) in self.module_children and id(node) not in self.module_steps:
-            self._flag("module-attribute", node, f"attribute '{name}' names the module '{name}', "
-                       "which tools may not reach")
-        elif name in T.OPTION_SETTERS and id(node) not in self.ok_nodes:
-            self._flag("pandas-option", node, f"'{name}' may only be called directly with literal "
-                       f"option keys starting with {', '.join(T.SAFE_OPTION_PREFIXES)}")
+        for rule, judge in ATTRIBUTE_RULES:
+            verdict = judge(self, name, node)
+            if verdict is False:
+                continue
+            if isinstance(verdict, str):
+                self._flag(rule, node, verdict)
+            return
+
+    @staticmethod
+    def _stored(node: ast.AST) -> bool:
+        return isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)
+
+    def _attr_dunder(self, name: str, node: ast.AST) -> str | bool:
+        return is_dunder(name) and f"dunder attribute '{name}' is not allowed"
+
+    def _attr_private(self, name: str, node: ast.AST) -> str | bool:
+        return name.startswith("_") and f"private attribute '{name}' is not allowed"
+
+    def _attr_forbidden(self, name: str, node: ast.AST) -> str | bool:
+        if name not in T.FORBIDDEN_ATTRIBUTES:
+            return False
+        why = T.FORBIDDEN_ATTRIBUTES[name]
+        if name not in T.INERT_USE_ATTRIBUTES:
+            return f"attribute '{name}' is not allowed: {why}"
+        if isinstance(node, ast.Attribute) and id(node) not in self.module_children and self._inert_use(node):
+            return True
+        return (f"attribute '{name}' is not allowed: {why} (as a data field it may be assigned, indexed, "
+                "iterated or measured, but not called, stored, passed or returned)")
+
+    def _attr_file_io(self, name: str, node: ast.AST) -> str | bool:
+        if name.startswith("read_") or name in T.FILE_IO_ATTRIBUTES:
+            return f"'{name}' reads or writes files or the network"
+        if name.startswith("to_") and name not in T.SAFE_CONVERSIONS and name not in T.TEXT_WRITERS:
+            return f"'{name}' writes to a file or an external store"
+        return False
+
+    def _attr_data(self, name: str, node: ast.AST) -> str | bool:
+        return name == "data" and not self._stored(node) and (
+            "'.data' may only be assigned, never read: ndarray.data is a memoryview over raw memory "
+            "(copying object pointers without reference counts)")
+
+    def _attr_raw_bytes(self, name: str, node: ast.AST) -> str | bool:
+        return name in T.RAW_BYTES_METHODS and f"'.{name}' is not allowed: an object array's bytes are object addresses"
+
+    def _attr_cast(self, name: str, node: ast.AST) -> str | bool:
+        return name == "cast" and isinstance(node, ast.Attribute) and not self._rooted_at(node, "typing") and (
+            "'.cast' is only allowed as typing.cast: memoryview.cast reinterprets raw bytes (object pointers "
+            "included)")
+
+    def _attr_type(self, name: str, node: ast.AST) -> str | bool:
+        return name == "type" and isinstance(node, ast.Attribute) and not self._type_attribute_ok(node) and (
+            "'.type' may only be called with a value, compared or tested (isinstance, issubclass, "
+            "np.issubdtype): a dtype's type may be a metaclass, which builds classes with dunder keys from "
+            "plain strings")
+
+    def _attr_raw_array_type(self, name: str, node: ast.AST) -> str | bool:
+        if name not in T.RAW_ARRAY_TYPES:
+            return False
+        if isinstance(node, ast.alias):
+            return True  # ``from numpy import ndarray``: each use of the name is judged (visit_Name)
+        return (isinstance(node, ast.Attribute) and self._type_only_use(node)) or (
+            f"'{name}' may only name a type (annotations, isinstance, comparisons): built over a buffer it "
+            "turns integers into object pointers")
+
+    def _attr_dispatch(self, name: str, node: ast.AST) -> str | bool:
+        return name in T.DISPATCH_METHODS and id(node) not in self.ok_nodes and (
+            f"'.{name}' may only be called directly: stored, passed or used unbound, the names it "
+            "dispatches escape the check")
+
+    def _attr_obj(self, name: str, node: ast.AST) -> str | bool:
+        return name == "obj" and not self._stored(node) and (
+            "attribute 'obj' may only be assigned, never read (AttributeError.obj hands back the object, "
+            "e.g. a module)")
+
+    def _attr_text_writer(self, name: str, node: ast.AST) -> str | bool:
+        return name in T.TEXT_WRITERS and id(node) not in self.ok_nodes and (
+            f"'{name}' may only be called directly, without a path or buffer (it then returns text)")
+
+    def _attr_door_module(self, name: str, node: ast.AST) -> str | bool:
+        return name in T.DOOR_MODULE_NAMES and id(node) not in self.module_steps and (
+            f"attribute '{name}' names the module '{name}', which tools may not reach (on any object)")
+
+    def _attr_module_name(self, name: str, node: ast.AST) -> str | bool:
+        return name in T.MODULE_NAMES and id(node) in self.module_children and id(node) not in self.module_steps \
+            and f"attribute '{name}' names the module '{name}', which tools may not reach"
+
+    def _attr_option_setter(self, name: str, node: ast.AST) -> str | bool:
+        return name in T.OPTION_SETTERS and id(node) not in self.ok_nodes and (
+            f"'{name}' may only be called directly with literal option keys starting with "
+            f"{', '.join(T.SAFE_OPTION_PREFIXES)}")
 
     # ------------------------------------------------------------------ imports
+    def _import_in_class_body(self, node: ast.Import | ast.ImportFrom) -> bool:
+        if self.class_depth:
+            self._flag(Rule.MODULE_VALUE, node, "an import in a class body makes the module an attribute "
+                       "of the class (Box.np), a module value that escapes the route checks")
+        return bool(self.class_depth)
+
+    def _import_path_ok(self, parts: list[str], where: ast.AST) -> bool:
+        """Every dotted step of an import's module path must be an allowed submodule (or a pass-through
+        to one): ``pandas._libs.lib`` or ``numpy._core.multiarray`` are never imported."""
+        for i in range(2, len(parts) + 1):
+            route = ".".join(parts[:i])
+            if route not in T.ALLOWED_SUBMODULES and route not in T.PASS_THROUGH:
+                self._flag(Rule.SUBMODULE_NOT_ALLOWED, where, f"module route '{route}' is not allowed (only "
+                           "the allowed submodules may be imported)")
+                return False
+        return True
+
     def visit_Import(self, node: ast.Import) -> None:
+        if self._import_in_class_body(node):
+            return
         for alias in node.names:
             where = alias if hasattr(alias, "lineno") else node
             parts = alias.name.split(".")
             if parts[0] not in T.ALLOWED_IMPORTS:
-                self._flag("import-not-allowed", where, f"import of '{alias.name}' is not allowed "
+                self._flag(Rule.IMPORT_NOT_ALLOWED, where, f"import of '{alias.name}' is not allowed "
                            f"(allowed: {', '.join(sorted(T.ALLOWED_IMPORTS))})")
                 continue
             if len(parts) > 1:
                 before = len(self.violations)
                 self._check_route(parts[:1], [(p, where) for p in parts[1:]])
+                if len(self.violations) == before:
+                    self._import_path_ok(parts, where)
                 if len(self.violations) > before:
                     continue
                 if ".".join(parts) in T.PASS_THROUGH:
-                    self._flag("submodule-not-allowed", where, f"import of '{alias.name}' is not allowed")
+                    self._flag(Rule.SUBMODULE_NOT_ALLOWED, where, f"import of '{alias.name}' is not allowed")
                     continue
             if alias.asname:
-                self._bind_import(alias.asname, alias.name, where)
-            else:
-                self.aliases[parts[0]] = parts[0]
+                self._check_import_name(alias.asname, where)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         if node.level:
-            self._flag("relative-import", node, "relative imports are not allowed")
+            self._flag(Rule.RELATIVE_IMPORT, node, "relative imports are not allowed")
             return
         module = node.module or ""
-        if module == "__future__":
+        if module == "__future__" or self._import_in_class_body(node):
             return
         parts = module.split(".")
         if parts[0] not in T.ALLOWED_IMPORTS:
-            self._flag("import-not-allowed", node, f"import from '{module}' is not allowed "
+            self._flag(Rule.IMPORT_NOT_ALLOWED, node, f"import from '{module}' is not allowed "
                        f"(allowed: {', '.join(sorted(T.ALLOWED_IMPORTS))})")
+            return
+        if not self._import_path_ok(parts, node):
             return
         for alias in node.names:
             where = alias if hasattr(alias, "lineno") else node
             if alias.name == "*":
-                self._flag("import-star", where, f"'from {module} import *' is not allowed; import names explicitly")
+                self._flag(Rule.IMPORT_STAR, where, f"'from {module} import *' is not allowed; import names explicitly")
                 continue
             before = len(self.violations)
             steps = [(p, where) for p in parts[1:]] + [(alias.name, where)]
             self._check_route(parts[:1], steps)
             route = f"{module}.{alias.name}"
             if len(self.violations) == before and route in T.PASS_THROUGH:
-                self._flag("submodule-not-allowed", where, f"import of '{route}' is not allowed")
+                self._flag(Rule.SUBMODULE_NOT_ALLOWED, where, f"import of '{route}' is not allowed")
             if route not in T.ALLOWED_SUBMODULES and len(self.violations) == before:
                 self.module_steps.discard(id(where))
                 self._check_attribute_name(alias.name, where)
             if len(self.violations) == before:
-                self._bind_import(alias.asname or alias.name, route, where)
+                self._check_import_name(alias.asname or alias.name, where)
 
-    def _bind_import(self, name: str, route: str, where: ast.AST) -> None:
+    def _check_import_name(self, name: str, where: ast.AST) -> None:
         if is_dunder(name):
-            self._flag("dunder-name", where, f"dunder name '{name}' is not allowed")
-            return
-        self.aliases[name] = route
+            self._flag(Rule.DUNDER_NAME, where, f"dunder name '{name}' is not allowed")
 
     # ------------------------------------------------------------------ names
     def visit_Name(self, node: ast.Name) -> None:
@@ -555,7 +606,7 @@ class _Checker(ast.NodeVisitor):
         line_text = self.lines[node.lineno - 1] if 0 < node.lineno <= len(self.lines) else ""
         segment = None if line_text.isascii() else ast.get_source_segment(self.code, node)
         if segment is not None and segment != name and not segment.isascii():
-            self._flag("non-ascii-identifier", node,
+            self._flag(Rule.NON_ASCII_IDENTIFIER, node,
                        f"identifier '{segment}' is not ASCII (it runs as '{name}')")
         if is_dunder(name):
             if name == "__name__" and isinstance(node.ctx, ast.Load):
@@ -563,37 +614,53 @@ class _Checker(ast.NodeVisitor):
             if name == "__all__" and isinstance(node.ctx, ast.Store) and not self.function_depth \
                     and not self.class_depth:
                 return
-            self._flag("dunder-name", node, f"dunder name '{name}' is not allowed")
+            self._flag(Rule.DUNDER_NAME, node, f"dunder name '{name}' is not allowed")
             return
-        bound_locally = self._is_param(name) or name in self.aliases
-        if isinstance(node.ctx, ast.Load) and name not in self.rebound and name not in _BUILTIN_NAMES \
+        route = self._imported(node)
+        bound_locally = self._is_param(node) or route is not None
+        if isinstance(node.ctx, ast.Load) and name not in self.bindings.bound_anywhere \
+                and name not in _BUILTIN_NAMES \
                 and (name in T.MODULE_NAMES or name in T.DOOR_MODULE_NAMES):
             # never imported or bound by the tool: only globals injected at run time could give it
             # a value (copied from a library's module namespace), so it is refused before it runs
-            self._flag("unbound-module-name", node, f"'{name}' names a module the tool never imports")
-        if isinstance(node.ctx, ast.Load) and name in self.aliases and not self._is_param(name) \
-                and id(node) not in self.receivers and self._is_module_route(self.aliases[name]):
-            self._flag_module_value(name, self.aliases[name], node)
+            self._flag(Rule.UNBOUND_MODULE_NAME, node, f"'{name}' names a module the tool never imports")
+        if isinstance(node.ctx, ast.Load) and route is not None and route.rsplit(".", 1)[-1] in T.RAW_ARRAY_TYPES \
+                and not self._type_only_use(node):
+            self._flag(Rule.RAW_MEMORY, node, f"'{name}' ({route}) may only name a type (annotations, isinstance, "
+                       "comparisons): built over a buffer it turns integers into object pointers")
+        if isinstance(node.ctx, ast.Load) and route is not None and id(node) not in self.receivers \
+                and self._is_module_route(route) and not self._compared_with_none(node):
+            self._flag_module_value(name, route, node)
         if name in T.FORBIDDEN_BUILTINS and not bound_locally:
             verb = "rebound" if not isinstance(node.ctx, ast.Load) else "used, called, aliased or passed"
-            self._flag("forbidden-builtin", node, f"builtin '{name}' cannot be {verb}")
+            self._flag(Rule.FORBIDDEN_BUILTIN, node, f"builtin '{name}' cannot be {verb}")
         elif name == "type" and not bound_locally and id(node) not in self.ok_nodes:
-            self._flag("dynamic-type", node, "'type' may only be called with exactly one argument "
+            self._flag(Rule.DYNAMIC_TYPE, node, "'type' may only be called with exactly one argument "
                        "(never aliased, passed or used to build classes)")
+
+    def _compared_with_none(self, node: ast.Name) -> bool:
+        """``np is None`` / ``np is not None`` (after an ``except ImportError: np = None`` fallback):
+        identity with None hands the module to nothing."""
+        parent = self.parents.get(id(node))
+        return isinstance(parent, ast.Compare) and len(parent.ops) == 1 \
+            and isinstance(parent.ops[0], (ast.Is, ast.IsNot)) \
+            and any(isinstance(o, ast.Constant) and o.value is None for o in (parent.left, *parent.comparators))
 
     def _check_binding(self, name: str | None, node: ast.AST) -> None:
         if not name:
             return
         if is_dunder(name):
-            self._flag("dunder-name", node, f"dunder name '{name}' is not allowed")
+            self._flag(Rule.DUNDER_NAME, node, f"dunder name '{name}' is not allowed")
         elif name in T.FORBIDDEN_BUILTINS or name == "type":
-            self._flag("forbidden-builtin", node, f"builtin '{name}' cannot be rebound")
+            self._flag(Rule.FORBIDDEN_BUILTIN, node, f"builtin '{name}' cannot be rebound")
 
     def visit_Global(self, node: ast.Global) -> None:
         for n in node.names:
             self._check_binding(n, node)
 
-    visit_Nonlocal = visit_Global  # type: ignore[assignment]
+    def visit_Nonlocal(self, node: ast.Nonlocal) -> None:
+        for n in node.names:
+            self._check_binding(n, node)
 
     def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
         self._check_binding(node.name, node)
@@ -615,12 +682,12 @@ class _Checker(ast.NodeVisitor):
             if attr in T.CONTEXT_CHECKED_ATTRIBUTES:
                 # allowed as obj.attr only in some uses (called, compared, self.data...); a class
                 # pattern binds the value to a name, which is never such a use
-                self._flag("forbidden-attribute", node, f"'{attr}' may not be read by a class pattern")
+                self._flag(Rule.FORBIDDEN_ATTRIBUTE, node, f"'{attr}' may not be read by a class pattern")
             self._check_attribute_name(attr, node)  # class patterns look attributes up by name
         if node.patterns and not self._safe_positional_class(node.cls):
             # Positional sub-patterns read the attributes the class's __match_args__ names, as
             # strings: a class built by any metaclass could name __globals__.
-            self._flag("dynamic-type", node, "positional class patterns are only allowed on builtin "
+            self._flag(Rule.DYNAMIC_TYPE, node, "positional class patterns are only allowed on builtin "
                        "types and on classes the tool defines with a class statement")
         self.generic_visit(node)
 
@@ -633,9 +700,10 @@ class _Checker(ast.NodeVisitor):
                 cur = cur.value
             routed = self._route_of(node)
             root = _chain_root(node)
-            if routed is None and isinstance(node.ctx, (ast.Store, ast.Del)) and isinstance(root, ast.Name) \
-                    and root.id in self.module_bound and not self._is_param(root.id):
-                self._flag("module-mutation", node, f"'{root.id}' holds something of an imported module; "
+            if routed is None and isinstance(node.ctx, (ast.Store, ast.Del)) \
+                    and self.bindings.may_hold_member(node.value):
+                held = f"'{root.id}'" if isinstance(root, ast.Name) else "this object"
+                self._flag(Rule.MODULE_MUTATION, node, f"{held} holds something of an imported module; "
                            "assigning or deleting its attributes is not allowed", at_start=True)
             if routed is not None:
                 # a chain that starts at an imported module: every step may be a module
@@ -663,23 +731,46 @@ class _Checker(ast.NodeVisitor):
         option = route.removeprefix("pandas.options.")
         if option != route and option.startswith(T.SAFE_OPTION_PREFIXES):
             return
-        self._flag("module-mutation", node, f"'{route}' belongs to an imported module; assigning or "
+        self._flag(Rule.MODULE_MUTATION, node, f"'{route}' belongs to an imported module; assigning or "
                    "deleting it is not allowed", at_start=True)
 
     def _check_format(self, node: ast.Attribute) -> None:
         recv = node.value
         if not (isinstance(recv, ast.Constant) and isinstance(recv.value, str)):
-            self._flag("format-string", node, f"'.{node.attr}' is only allowed on a string literal "
+            self._flag(Rule.FORMAT_STRING, node, f"'.{node.attr}' is only allowed on a string literal "
                        "(a computed template can reach attributes)")
             return
         if node.attr == "format_map":
-            self._flag("format-string", node, "'.format_map' is not allowed; use '.format' or an f-string")
+            self._flag(Rule.FORMAT_STRING, node, "'.format_map' is not allowed; use '.format' or an f-string")
             return
         problem = _format_template_problem(recv.value)
         if problem:
-            self._flag("format-string", node, problem)
+            self._flag(Rule.FORMAT_STRING, node, problem)
 
     # ------------------------------------------------------------------ calls
+    # ------------------------------------------------------------------ strings
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str) and id(node) not in self.docstrings:
+            word = _dunder_in_text(node.value)
+            if word is not None:
+                self._flag(Rule.DUNDER_STRING, node, f"string data spells the dunder name '{word}': pandas "
+                           "and numpy read labels and keys as attributes (a Series labelled "
+                           "'__array_interface__' is raw memory)", at_start=True)
+
+    def _check_folded_text(self, node: ast.expr, memo: dict[int, str | None] | None = None) -> None:
+        folded = _fold_text(node, memo)
+        word = _dunder_in_text(folded) if folded is not None else None
+        if word is not None:
+            self._flag(Rule.DUNDER_STRING, node, f"a string built from constants spells the dunder name "
+                       f"'{word}'", at_start=True)
+
+    def _check_folded_texts(self) -> None:
+        """Strings built from constants (``+``, ``*``, f-strings): judged from the index, innermost
+        first, so a long ``a + b + ...`` chain neither recurses nor folds twice."""
+        memo: dict[int, str | None] = {}
+        for node in reversed(self.text_expressions):
+            self._check_folded_text(node, memo)
+
     def visit_Compare(self, node: ast.Compare) -> None:
         # type(x) may be an operand only where its comparison runs no tool code: ``is`` / ``is not``
         # (identity), or ``==`` / ``!=`` between type-like operands. Against a tool's object,
@@ -701,18 +792,17 @@ class _Checker(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
-        if isinstance(func, ast.Name) and func.id == "type" and not self._is_param("type") \
-                and "type" not in self.aliases:
+        if isinstance(func, ast.Name) and func.id == "type" and not self._is_param(func):
             if len(node.args) == 1 and not node.keywords and not isinstance(node.args[0], ast.Starred):
                 self.ok_nodes.add(id(func))
                 if id(node) not in self.compared:
                     # type(int) *is* type: kept or called, it builds classes (metaclasses,
                     # __match_args__ tricks) from plain strings that no attribute check sees.
-                    self._flag("dynamic-type", node, "the result of type(x) may only be compared "
+                    self._flag(Rule.DYNAMIC_TYPE, node, "the result of type(x) may only be compared "
                                "(type(x) is float); use isinstance() otherwise")
             else:
                 self.ok_nodes.add(id(func))
-                self._flag("dynamic-type", node, "type() with more than one argument builds classes "
+                self._flag(Rule.DYNAMIC_TYPE, node, "type() with more than one argument builds classes "
                            "dynamically; not allowed")
         elif isinstance(func, ast.Attribute):
             if func.attr in T.TEXT_WRITERS and self._text_writer_call_ok(node):
@@ -727,17 +817,30 @@ class _Checker(ast.NodeVisitor):
                 self._check_wraps_call(node)
         self._check_aggfunc_arguments(node)
         self._check_formatter_arguments(node)
-        if self._is_builtin(func, frozenset({"bytes", "bytearray"})) and len(node.args) == 1 and not node.keywords \
+        self._check_forbidden_keywords(node)
+        if isinstance(func, ast.Attribute) and func.attr == "join":
+            self._check_folded_text(node)
+        if self.bindings.may_be_builtin(func, frozenset({"bytes", "bytearray"})) and len(node.args) == 1 \
+                and not node.keywords \
                 and not isinstance(node.args[0], ast.Constant):
-            self._flag("raw-memory", node, f"'{func.id}(x)' copies any buffer, an object array's "  # type: ignore[attr-defined]
+            self._flag(Rule.RAW_MEMORY, node, f"'{func.id}(x)' copies any buffer, an object array's "  # type: ignore[attr-defined]
                        "addresses included; use a literal, or a string with an encoding")
         self.generic_visit(node)
+
+    def _check_forbidden_keywords(self, node: ast.Call) -> None:
+        """Keywords that hand a library call an object to rewrite (``catch_warnings(module=m)`` sets
+        ``m.filters`` and ``m.showwarning``)."""
+        route = self._dotted(node.func)
+        for kw in node.keywords:
+            if route is not None and kw.arg in T.FORBIDDEN_KEYWORDS.get(route, ()):
+                self._flag(Rule.FORBIDDEN_ATTRIBUTE, kw.value, f"'{route}' with '{kw.arg}=' is not allowed: "
+                           f"{T.FORBIDDEN_KEYWORDS_WHY[route]}")
 
     def _check_wraps_call(self, node: ast.Call) -> None:
         """``functools.wraps(f)`` only: its ``assigned`` / ``updated`` name attributes to copy
         (``updated=("__globals__",)`` merged another module's globals into the tool's)."""
         if len(node.args) != 1 or node.keywords or isinstance(node.args[0], ast.Starred):
-            self._flag("forbidden-attribute", node, "'wraps' takes exactly one function and no "
+            self._flag(Rule.FORBIDDEN_ATTRIBUTE, node, "'wraps' takes exactly one function and no "
                        "assigned= / updated= (they copy attributes named by strings)")
 
     def _check_formatter_arguments(self, node: ast.Call) -> None:
@@ -747,7 +850,7 @@ class _Checker(ast.NodeVisitor):
             if kw.arg in T.FORMATTER_KEYWORDS:
                 bad = self._formatter_problem(kw.value)
                 if bad is not None:
-                    self._flag("format-string", bad, f"'{kw.arg}' needs a function, a lambda or a plain "
+                    self._flag(Rule.FORMAT_STRING, bad, f"'{kw.arg}' needs a function, a lambda or a plain "
                                "literal template (a computed template can reach attributes)")
 
     def _formatter_problem(self, expr: ast.expr) -> ast.expr | None:
@@ -758,7 +861,7 @@ class _Checker(ast.NodeVisitor):
         if isinstance(expr, ast.Lambda):
             return None
         if isinstance(expr, ast.Name):
-            return None if expr.id in self.callable_names or expr.id in T.SAFE_CALLABLE_BUILTINS else expr
+            return None if self._callable_name(expr) else expr
         if isinstance(expr, ast.Attribute):
             if expr.attr == "format" and isinstance(expr.value, ast.Constant):
                 return None  # '{:.2f}'.format: the template itself is checked as a format call
@@ -768,6 +871,10 @@ class _Checker(ast.NodeVisitor):
         if isinstance(expr, ast.Dict):
             return next((b for b in map(self._formatter_problem, expr.values) if b is not None), None)
         return expr
+
+    def _callable_name(self, expr: ast.Name) -> bool:
+        """A function or class of the tool's own, an imported one, or a plain builtin function."""
+        return self.bindings.is_callable_definition(expr) or self._is_builtin(expr, T.SAFE_CALLABLE_BUILTINS)
 
     @staticmethod
     def _called_name(node: ast.Call) -> str | None:
@@ -781,23 +888,23 @@ class _Checker(ast.NodeVisitor):
         name = self._called_name(node)
         if name == "NamedAgg":
             if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
-                self._flag("dynamic-dispatch", node, "'NamedAgg' with unpacked arguments is not allowed")
+                self._flag(Rule.DYNAMIC_DISPATCH, node, "'NamedAgg' with unpacked arguments is not allowed")
             elif len(node.args) < 2 and not any(k.arg == "aggfunc" for k in node.keywords):
-                self._flag("dynamic-dispatch", node, "'NamedAgg' needs its aggfunc written out")
+                self._flag(Rule.DYNAMIC_DISPATCH, node, "'NamedAgg' needs its aggfunc written out")
         slot = T.AGGFUNC_POSITION.get(name or "")
         if slot is not None:
             on_module = isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) \
-                and self._imported(node.func.value.id) is not None
+                and self._imported(node.func.value) is not None
             slot += 1 if on_module and name == "pivot_table" else 0  # pd.pivot_table(data, ...)
             if len(node.args) > slot:
-                self._flag("dynamic-dispatch", node.args[slot], f"pass '{name}' its aggfunc by keyword "
+                self._flag(Rule.DYNAMIC_DISPATCH, node.args[slot], f"pass '{name}' its aggfunc by keyword "
                            "(aggfunc=...), so the function it names can be checked")
         if name == "NamedAgg" and len(node.args) > 1:
             candidates.append(node.args[1])
         for cand in candidates:
             bad = self._dispatch_problem(cand)
             if bad is not None:
-                self._flag("dynamic-dispatch", bad, "'aggfunc' needs a function, a lambda or one of the "
+                self._flag(Rule.DYNAMIC_DISPATCH, bad, "'aggfunc' needs a function, a lambda or one of the "
                            "named reductions (a computed name is looked up with getattr)")
 
     @staticmethod
@@ -814,18 +921,18 @@ class _Checker(ast.NodeVisitor):
 
     def _check_option_call(self, node: ast.Call, attr: str) -> None:
         if any(kw.arg is None for kw in node.keywords) or any(isinstance(a, ast.Starred) for a in node.args):
-            self._flag("pandas-option", node, f"'{attr}' with unpacked arguments is not allowed")
+            self._flag(Rule.PANDAS_OPTION, node, f"'{attr}' with unpacked arguments is not allowed")
             return
         keys = node.args if attr == "reset_option" else node.args[0::2]
         for key in keys:
             if not (isinstance(key, ast.Constant) and isinstance(key.value, str)
                     and key.value.startswith(T.SAFE_OPTION_PREFIXES)):
-                self._flag("pandas-option", key, f"'{attr}' option key must be a string literal starting "
+                self._flag(Rule.PANDAS_OPTION, key, f"'{attr}' option key must be a string literal starting "
                            f"with {', '.join(T.SAFE_OPTION_PREFIXES)} (plotting/io options load modules)")
 
     def _check_dispatch_call(self, node: ast.Call, attr: str) -> None:
         if any(kw.arg is None for kw in node.keywords) or any(isinstance(a, ast.Starred) for a in node.args):
-            self._flag("dynamic-dispatch", node, f"'.{attr}' with unpacked arguments is not allowed")
+            self._flag(Rule.DYNAMIC_DISPATCH, node, f"'.{attr}' with unpacked arguments is not allowed")
             return
         candidates = node.args[:1] + [kw.value for kw in node.keywords if kw.arg == "func"]
         if attr in ("agg", "aggregate"):
@@ -837,12 +944,12 @@ class _Checker(ast.NodeVisitor):
                 if isinstance(kw.value, ast.Tuple) and len(kw.value.elts) == 2:
                     candidates.append(kw.value.elts[1])
                 elif not (isinstance(kw.value, ast.Call) and self._called_name(kw.value) == "NamedAgg"):
-                    self._flag("dynamic-dispatch", kw.value, f"'.{attr}' named aggregation must be written "
+                    self._flag(Rule.DYNAMIC_DISPATCH, kw.value, f"'.{attr}' named aggregation must be written "
                                "out: (column, function) or pd.NamedAgg(column, function)")
         for cand in candidates:
             bad = self._dispatch_problem(cand)
             if bad is not None:
-                self._flag("dynamic-dispatch", bad, f"'.{attr}' needs a function, a lambda or one of the "
+                self._flag(Rule.DYNAMIC_DISPATCH, bad, f"'.{attr}' needs a function, a lambda or one of the "
                            "named reductions (a computed name is looked up with getattr)")
 
     def _dispatch_problem(self, expr: ast.expr) -> ast.expr | None:
@@ -853,12 +960,12 @@ class _Checker(ast.NodeVisitor):
         if isinstance(expr, ast.Lambda):
             return None
         if isinstance(expr, ast.Name):
-            if expr.id in self.callable_names or expr.id in T.SAFE_CALLABLE_BUILTINS:
+            if self._callable_name(expr):
                 return None
             return expr
         if isinstance(expr, ast.Attribute):
             root = _chain_root(expr)
-            if isinstance(root, ast.Name) and (root.id in self.callable_names or self._imported(root.id)):
+            if isinstance(root, ast.Name) and (self._callable_name(root) or self._imported(root)):
                 return None
             return expr
         if isinstance(expr, (ast.List, ast.Tuple)):
@@ -884,22 +991,16 @@ class _Checker(ast.NodeVisitor):
         for a in [*args.posonlyargs, *args.args, *args.kwonlyargs,
                   *[x for x in (args.vararg, args.kwarg) if x is not None]]:
             if is_dunder(a.arg):
-                self._flag("dunder-name", a, f"dunder parameter name '{a.arg}' is not allowed")
+                self._flag(Rule.DUNDER_NAME, a, f"dunder parameter name '{a.arg}' is not allowed")
             if a.annotation is not None:
                 self.visit(a.annotation)
-
-    @staticmethod
-    def _param_names(args: ast.arguments) -> frozenset[str]:
-        names = [a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]]
-        names += [x.arg for x in (args.vararg, args.kwarg) if x is not None]
-        return frozenset(names)
 
     def _visit_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         if is_dunder(node.name):
             if not (self.class_depth and node.name in T.ALLOWED_DUNDER_METHODS):
-                self._flag("dunder-name", node, f"defining '{node.name}' is not allowed")
+                self._flag(Rule.DUNDER_NAME, node, f"defining '{node.name}' is not allowed")
         elif node.name in T.FORBIDDEN_BUILTINS or node.name == "type":
-            self._flag("forbidden-builtin", node, f"builtin '{node.name}' cannot be redefined")
+            self._flag(Rule.FORBIDDEN_BUILTIN, node, f"builtin '{node.name}' cannot be redefined")
         for dec in node.decorator_list:
             self._check_decorator(dec)
             self.visit(dec)
@@ -909,10 +1010,8 @@ class _Checker(ast.NodeVisitor):
         saved_class = self.class_depth
         self.class_depth = 0
         self.function_depth += 1
-        self.param_scopes.append(self._param_names(node.args))
         for stmt in node.body:
             self.visit(stmt)
-        self.param_scopes.pop()
         self.function_depth -= 1
         self.class_depth = saved_class
 
@@ -921,20 +1020,18 @@ class _Checker(ast.NodeVisitor):
 
     def visit_Lambda(self, node: ast.Lambda) -> None:
         self._visit_arguments_outside(node.args)
-        self.param_scopes.append(self._param_names(node.args))
         self.visit(node.body)
-        self.param_scopes.pop()
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         if is_dunder(node.name):
-            self._flag("dunder-name", node, f"class name '{node.name}' is not allowed")
+            self._flag(Rule.DUNDER_NAME, node, f"class name '{node.name}' is not allowed")
         elif node.name in T.FORBIDDEN_BUILTINS or node.name == "type":
-            self._flag("forbidden-builtin", node, f"builtin '{node.name}' cannot be redefined")
+            self._flag(Rule.FORBIDDEN_BUILTIN, node, f"builtin '{node.name}' cannot be redefined")
         for kw in node.keywords:
             if kw.arg == "metaclass":
-                self._flag("metaclass", kw, "metaclass= is not allowed")
+                self._flag(Rule.METACLASS, kw, "metaclass= is not allowed")
             else:
-                self._flag("class-keyword", kw if kw.arg else node,
+                self._flag(Rule.CLASS_KEYWORD, kw if kw.arg else node,
                            "class keywords (arguments to __init_subclass__) are not allowed")
         for dec in node.decorator_list:
             self._check_decorator(dec)
@@ -950,20 +1047,39 @@ class _Checker(ast.NodeVisitor):
 
     def _check_decorator(self, dec: ast.expr) -> None:
         target = dec.func if isinstance(dec, ast.Call) else dec
-        ok = bool((isinstance(target, ast.Name) and target.id in T.SAFE_DECORATOR_BUILTINS
-                   and target.id not in self.aliases and not self._is_param(target.id))
-                  or self._dotted(target) in T.SAFE_DECORATOR_ROUTES
-                  or (isinstance(target, ast.Attribute) and target.attr in ("setter", "getter", "deleter")
-                      and isinstance(target.value, ast.Name) and self.class_depth))
+        ok = (self._is_builtin(target, T.SAFE_DECORATOR_BUILTINS)
+              or self._dotted(target) in T.SAFE_DECORATOR_ROUTES
+              or (isinstance(target, ast.Attribute) and target.attr in ("setter", "getter", "deleter")
+                  and isinstance(target.value, ast.Name) and bool(self.class_depth)))
         if ok and isinstance(dec, ast.Call):
             plain = all(isinstance(a, (ast.Constant, ast.Name)) for a in dec.args) and all(
                 kw.arg is not None and isinstance(kw.value, (ast.Constant, ast.Name)) for kw in dec.keywords)
             ok = plain
         if not ok:
-            self._flag("decorator", dec, "decorator not allowed (allowed: "
+            self._flag(Rule.DECORATOR, dec, "decorator not allowed (allowed: "
                        + ", ".join(sorted(T.SAFE_DECORATOR_BUILTINS | T.SAFE_DECORATOR_ROUTES))
                        + ", with literal arguments)", at_start=True)
 
     # ------------------------------------------------------------------ misc
     def visit_keyword(self, node: ast.keyword) -> None:
         self.generic_visit(node)
+
+
+#: The attribute-name rules, in the order they are judged (the first that is concerned decides).
+ATTRIBUTE_RULES: tuple[tuple[Rule, Callable[[_Checker, str, ast.AST], str | bool]], ...] = (
+    (Rule.DUNDER_ATTRIBUTE, _Checker._attr_dunder),
+    (Rule.PRIVATE_ATTRIBUTE, _Checker._attr_private),
+    (Rule.FORBIDDEN_ATTRIBUTE, _Checker._attr_forbidden),
+    (Rule.FILE_IO, _Checker._attr_file_io),
+    (Rule.RAW_MEMORY, _Checker._attr_data),
+    (Rule.RAW_MEMORY, _Checker._attr_raw_bytes),
+    (Rule.RAW_MEMORY, _Checker._attr_cast),
+    (Rule.DYNAMIC_TYPE, _Checker._attr_type),
+    (Rule.RAW_MEMORY, _Checker._attr_raw_array_type),
+    (Rule.DYNAMIC_DISPATCH, _Checker._attr_dispatch),
+    (Rule.FORBIDDEN_ATTRIBUTE, _Checker._attr_obj),
+    (Rule.FILE_IO, _Checker._attr_text_writer),
+    (Rule.MODULE_ATTRIBUTE, _Checker._attr_door_module),
+    (Rule.MODULE_ATTRIBUTE, _Checker._attr_module_name),
+    (Rule.PANDAS_OPTION, _Checker._attr_option_setter),
+)

@@ -5,18 +5,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from finevo.policy.rules import Rule
+
 
 @dataclass(frozen=True)
 class Violation:
     """One refused construct. ``line`` and ``col`` are 1-based (``col`` counts characters)."""
 
-    rule: str
+    rule: Rule
     message: str
     line: int
     col: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {"rule": self.rule, "message": self.message, "line": self.line, "col": self.col}
+        return {"rule": str(self.rule), "message": self.message, "line": self.line, "col": self.col}
 
     def describe(self, filename: str = "<tool>") -> str:
         """One line, compiler style: ``tool.py:3:5: [forbidden-builtin] ...``."""
@@ -39,7 +41,7 @@ class PolicyReport:
         return self.violations[0] if self.violations else None
 
     @property
-    def rules(self) -> tuple[str, ...]:
+    def rules(self) -> tuple[Rule, ...]:
         """The distinct rules violated, in order of first appearance."""
         return tuple(dict.fromkeys(v.rule for v in self.violations))
 

@@ -100,6 +100,19 @@ FORBIDDEN_BUILTINS: frozenset[str] = frozenset({
     "id",
 })
 
+#: Dunder identifiers a string constant may spell (``if __name__ == "__main__":``).
+ALLOWED_DUNDER_STRINGS: frozenset[str] = frozenset({"__main__"})
+
+#: Protocols through which numpy reads raw memory from an object's attributes: refused inside any
+#: string data, in any case and with any surroundings (a label is easily trimmed or lower-cased).
+RAW_MEMORY_PROTOCOL_WORDS: tuple[str, ...] = ("array_interface", "array_struct", "dlpack")
+
+#: Keywords of library calls that hand the library an object to rewrite, by call route.
+FORBIDDEN_KEYWORDS: dict[str, frozenset[str]] = {"warnings.catch_warnings": frozenset({"module"})}
+FORBIDDEN_KEYWORDS_WHY: dict[str, str] = {
+    "warnings.catch_warnings": "it replaces the 'filters' and 'showwarning' attributes of the object it is given",
+}
+
 #: Dunder names a tool may use as plain names: ``if __name__ == "__main__":`` (load only) and
 #: ``__all__`` (module-level assignment only).
 ALLOWED_DUNDER_NAMES: frozenset[str] = frozenset({"__name__", "__all__"})
@@ -247,7 +260,13 @@ AGGFUNC_POSITION: dict[str, int] = {"pivot_table": 3, "crosstab": 5}
 
 #: numpy array types whose constructors take a raw ``buffer``: with an object dtype, integers in
 #: it become object pointers (any address read back as a Python object). Only named as types.
-RAW_ARRAY_TYPES: frozenset[str] = frozenset({"ndarray", "recarray", "chararray"})
+RAW_ARRAY_TYPES: frozenset[str] = frozenset({
+    "ndarray", "recarray", "chararray",
+    # numpy.typing.NDArray is a generic alias of ndarray: called, it is ndarray(shape, dtype, buffer)
+    "NDArray",
+    # MaskedArray.baseclass hands out the ndarray class itself
+    "baseclass",
+})
 
 #: Methods that hand out an array's raw bytes (for an object array: object addresses).
 RAW_BYTES_METHODS: frozenset[str] = frozenset({"tobytes"})
@@ -259,6 +278,7 @@ CONTEXT_CHECKED_ATTRIBUTES: frozenset[str] = frozenset(
     {"data", "cast", "type", "obj", "format", "format_map", "wraps", "hist", "boxplot", "query",
      "apply", "agg", "aggregate", "transform", "to_csv", "to_json", "to_string", "to_html", "to_latex",
      "to_markdown", "set_option", "option_context", "reset_option", "ndarray", "recarray", "chararray",
+     "NDArray", "baseclass",
      "test"})
 
 #: Keywords whose strings pandas uses as ``str.format`` templates on values.

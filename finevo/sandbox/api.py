@@ -7,8 +7,10 @@
 * ``entry`` is the public function to call with ``**args`` (JSON-serialisable). With
   ``entry=None`` the module's ``if __name__ == "__main__":`` self-test block runs instead; that
   block *never* runs when ``entry`` is given.
-* The value comes back over a channel the tool cannot forge (never stdout markers) and must be
-  JSON-serialisable; stdout/stderr are captured and capped at ``limits.output_bytes``.
+* The value comes back over a channel the tool cannot forge (never stdout markers), normalised to
+  plain JSON in the child (:mod:`finevo.sandbox.normalize`; what cannot be is a ``crashed`` result
+  with ``layer == "result"``); stdout/stderr are captured and truncated to ``limits.output_bytes``
+  (first and last part kept, ``details["output_cut"]`` says how much was cut).
 * Inside the sandbox ``import yfinance`` is the replay shim over the snapshot the sandbox was
   built with, and the clock reads the snapshot's as-of date. ``snapshot_dir`` given to one run
   replaces that snapshot (and its as-of date) for that run only: the gate judges a tool in other
@@ -25,7 +27,7 @@ ExecStatus = Literal[
     "exception",  # the tool raised; ``error_type`` / ``error_message`` / ``traceback`` say what
     "blocked",    # refused before or during execution by a security layer (``layer``, ``rule``)
     "timeout",    # wall-clock limit hit; the whole process group was killed
-    "killed",     # a resource limit killed it (CPU, memory, file size, processes, output flood)
+    "killed",     # a resource limit killed it (CPU, memory, file size, processes, result-channel flood)
     "crashed",    # the child died without a result (signal, invalid result, harness trouble)
 ]
 

@@ -254,6 +254,8 @@ class WarmSandbox(_BaseSandbox):
             if proc.poll() is None:
                 proc.kill()  # its children die with it (parent-death signal)
                 proc.wait()
+            if proc.returncode != 0:  # killed or crashed: its working directories are left behind
+                workspace.sweep_stale(self.worker_info.get("tmpdir"))
         finally:
             for stream in (proc.stdin, proc.stdout):
                 try:

@@ -74,11 +74,14 @@ REFUSED_PREFIXES: tuple[str, ...] = (
     "shutil.", "tempfile.",
 )
 
-#: Events whose path arguments must lie inside the working directory.
-MODIFY_EVENTS: dict[str, tuple[int, ...]] = {
-    "os.remove": (0,), "os.rmdir": (0,), "os.mkdir": (0,), "os.rename": (0, 1),
-    "os.chmod": (0,), "os.chown": (0,), "os.lchown": (0,), "os.chflags": (0,),
-    "os.lchflags": (0,), "os.utime": (0,), "os.chdir": (0,),
+#: Events whose path arguments must lie inside the working directory: (path positions,
+#: dir_fd positions) as CPython raises them, e.g. ``os.mkdir(path, mode, dir_fd)``. Only a real
+#: descriptor in a dir_fd position is refused (a mode or a uid is just a number).
+MODIFY_EVENTS: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {
+    "os.remove": ((0,), (1,)), "os.rmdir": ((0,), (1,)), "os.mkdir": ((0,), (2,)),
+    "os.rename": ((0, 1), (2, 3)), "os.chmod": ((0,), (2,)), "os.chown": ((0,), (3,)),
+    "os.lchown": ((0,), ()), "os.chflags": ((0,), ()), "os.lchflags": ((0,), ()),
+    "os.utime": ((0,), (3,)), "os.chdir": ((0,), ()),
 }
 
 #: Events whose path argument must lie inside a read root.
@@ -257,13 +260,14 @@ def make_hook(*, workdir: str, read_roots: Iterable[str], report_fd: int,
         for prefix in refused_prefixes:
             if s_startswith(event, prefix):
                 refuse(event, "operation not allowed in the sandbox")
-        positions = modify_events.get(event)
-        if positions is not None:
-            for i in positions:
+        spec = modify_events.get(event)
+        if spec is not None:
+            paths, dir_fds = spec
+            for i in paths:
                 if i < len(args):
                     path_arg(event, args[i], (workdir_r,), "change")
-            for extra in args[max(positions) + 1:]:
-                if type(extra) is t_int and extra >= 0:
+            for i in dir_fds:
+                if i < len(args) and type(args[i]) is t_int and args[i] >= 0:
                     refuse(event, "dir_fd-relative file-system change")
             return
         positions = list_events.get(event)

@@ -16,8 +16,10 @@ import traceback
 import types
 from typing import Any, NoReturn
 
+from finevo.market import frozen_clock
 from finevo.sandbox import confine, guard
-from finevo.sandbox.protocol import sealed_dumps
+from finevo.sandbox.normalize import ResultRefused, to_plain
+from finevo.sandbox.protocol import RESULT_CAP, sealed_dumps
 
 _MAX_MESSAGE = 2000
 _MAX_TB_FRAMES = 20
@@ -26,7 +28,28 @@ _write = os.write
 
 def send(fd: int, record: dict[str, Any]) -> None:
     """Write one newline-terminated JSON record to the control pipe."""
-    data = (sealed_dumps(record) + "\n").encode("ascii")
+    _write_all(fd, (sealed_dumps(record) + "\n").encode("ascii"))
+
+
+def send_result(fd: int, record: dict[str, Any]) -> None:
+    """Send the result record; one too large for the supervisor to accept is replaced by a failure."""
+    try:
+        data = (sealed_dumps(record) + "\n").encode("ascii")
+    except (TypeError, ValueError, RecursionError) as exc:  # to_plain() let through what JSON refuses
+        data = None
+        record = _refused("ResultShape", f"the return value cannot be encoded: {_safe_str(exc)}")
+    except MemoryError:
+        data = None
+        record = _refused("ResultTooLarge", "the return value is too large to encode")
+    if data is not None and len(data) > RESULT_CAP:
+        data = None
+        record = _refused("ResultTooLarge", f"the return value takes more than {RESULT_CAP} bytes as JSON")
+    if data is None:
+        data = (sealed_dumps(record) + "\n").encode("ascii")
+    _write_all(fd, data)
+
+
+def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         written = _write(fd, view)
@@ -94,13 +117,21 @@ def execute(code: str, entry: str | None, args: dict[str, Any]) -> dict[str, Any
     except BaseException as exc:  # every tool failure is reported, never raised
         del reserve
         return _exception_record(exc)
+    # The boundary: numpy / pandas values become plain JSON by one set of rules (normalize.py).
     try:
-        sealed_dumps(value)
-    except (TypeError, ValueError, RecursionError) as exc:
-        return {"kind": "result", "outcome": "unserialisable",
-                "error_message": f"return value of type {type(value).__name__} is not "
-                                 f"JSON-serialisable: {_safe_str(exc)}"}
+        value = to_plain(value)
+    except ResultRefused as exc:
+        return _refused(exc.error_type, exc.message)
+    except BaseException as exc:  # MemoryError, or a value stranger than foreseen
+        del reserve
+        return _refused("ResultShape", f"the return value could not be read: {type(exc).__name__}")
     return {"kind": "result", "outcome": "ok", "value": value}
+
+
+def _refused(error_type: str, message: str) -> dict[str, Any]:
+    """The record of a return value that cannot cross the boundary (a failure of the tool)."""
+    return {"kind": "result", "outcome": "unserialisable", "error_type": error_type,
+            "error_message": message[:_MAX_MESSAGE]}
 
 
 def enter_and_run(request: dict[str, Any], ctl_fd: int) -> NoReturn:
@@ -125,6 +156,9 @@ def enter_and_run(request: dict[str, Any], ctl_fd: int) -> NoReturn:
         confine.set_limits(cpu_s=limits["cpu_s"], memory_mb=limits["memory_mb"],
                            fsize_mb=limits["fsize_mb"], nofile=limits["nofile"], nproc=nproc)
         confine.finish(report, parent_pid=request.get("parent_pid"))
+        zone = frozen_clock.zone_for_c()
+        if zone:  # the environment is empty now; C code converting to local time keeps the as-of zone
+            os.putenv("TZ", zone)
         import tempfile
 
         tempfile.tempdir = request["workdir"]
@@ -135,7 +169,7 @@ def enter_and_run(request: dict[str, Any], ctl_fd: int) -> NoReturn:
                       "non_dumpable": report.non_dumpable, "nproc_limited": nproc is not None,
                       "notes": report.notes})
         record = execute(request["code"], request.get("entry"), dict(request.get("args") or {}))
-        send(ctl_fd, record)
+        send_result(ctl_fd, record)
     except BaseException as exc:  # harness trouble: tell the supervisor, then exit
         status = 71
         try:  # noqa: SIM105 - after the tool ran, no module global is trusted on the exit path

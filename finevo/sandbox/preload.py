@@ -44,6 +44,32 @@ def _warm_up_pandas() -> None:
     pd.read_csv(io.StringIO("a,b\n1,2\n"))  # caches pandas' CPU-quota probe (reads /sys)
 
 
+def _close_label_attribute_routes() -> None:
+    """pandas answers an unknown attribute with the column or row of that label, so a label
+    computed at run time (``"__array_interface__"`` built with ``chr``) reaches protocols that
+    numpy and Python read by attribute -- raw memory at an address the tool picks. Dunder names
+    are never labels here: every pandas class that defines ``__getattr__`` refuses them before
+    looking up a label. The policy refuses such labels when they are spelled; this holds when it
+    cannot see them."""
+    import inspect
+
+    for name, module in list(sys.modules.items()):
+        if not name.startswith("pandas") or module is None:
+            continue
+        for obj in list(vars(module).values()):
+            if not inspect.isclass(obj) or "__getattr__" not in obj.__dict__ or obj.__dict__.get("_finevo_closed"):
+                continue
+            original = obj.__dict__["__getattr__"]
+
+            def __getattr__(self: Any, attr: str, _original: Any = original) -> Any:
+                if attr[:2] == "__" and attr[-2:] == "__":
+                    raise AttributeError(attr)
+                return _original(self, attr)
+
+            obj.__getattr__ = __getattr__  # type: ignore[attr-defined]
+            obj._finevo_closed = True  # type: ignore[attr-defined]
+
+
 def parse_everything(provider: Any) -> None:
     """Parse every recorded frame now, so children inherit the parsed caches."""
     for symbol in provider.symbols():
@@ -78,6 +104,7 @@ def preload(snapshot_dir: str | None) -> dict[str, Any]:
         _warm_up_pandas()
     except Exception as exc:  # a pandas change must not take the sandbox down
         info["warm_up_error"] = f"{type(exc).__name__}: {exc}"
+    _close_label_attribute_routes()
     if snapshot_dir:
         from finevo.market.replay import install
         from finevo.market.snapshot import load_snapshot

@@ -11,6 +11,9 @@ from typing import Any
 
 _HEADER = struct.Struct(">I")
 MAX_FRAME = 256 * 1024 * 1024
+#: Bytes a sandbox child may send on its control pipe (the result record included); the child
+#: refuses a larger result itself, the supervisor kills a child that sends more.
+RESULT_CAP = 16 * 1024 * 1024
 
 
 # --------------------------------------------------------------------------- the sealed encoder

@@ -12,6 +12,7 @@ from __future__ import annotations
 import gc
 import os
 import sys
+import tempfile
 import traceback
 from typing import Any
 
@@ -91,7 +92,8 @@ def main() -> int:
                 "drop_uid": config.get("drop_uid", True), "unshare_net": False,
                 "tool_imports": config.get("tool_imports")}
     protocol.write_frame(replies, {"kind": "ready", "pid": os.getpid(), "netns": netns,
-                                   "non_dumpable": non_dumpable, "rss_kb": _rss_kb(), **info})
+                                   "non_dumpable": non_dumpable, "rss_kb": _rss_kb(),
+                                   "tmpdir": tempfile.gettempdir(), **info})
     from finevo.sandbox.forked import SpareChild
 
     spare: SpareChild | None = None
@@ -124,7 +126,13 @@ def main() -> int:
         except BaseException as exc:  # keep serving; the parent sees "crashed"
             reply = {"status": "crashed", "layer": "harness",
                      "error_message": f"sandbox worker failed: {type(exc).__name__}: {exc}"}
-        protocol.write_frame(replies, reply)
+        try:
+            protocol.write_frame(replies, reply)
+        except (TypeError, ValueError, RecursionError) as exc:  # a reply JSON cannot hold: the tool's fail
+            protocol.write_frame(replies, {"status": "crashed", "layer": "result",
+                                           "error_type": "ResultUnreadable",
+                                           "error_message": f"the tool's result cannot be sent: "
+                                                            f"{type(exc).__name__}"})
         if child is not None:
             child.cleanup()
 

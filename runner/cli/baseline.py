@@ -17,9 +17,6 @@ from finevo.fsutil import atomic_write
 from finevo.paths import benchmarks_dir
 from runner.exitcodes import Exit
 from runner.records import TaskState
-from runner.reports import document
-from runner.suite import load_baseline
-from runner.verdict import VerdictStatus
 
 
 def register(sub: Any) -> None:
@@ -45,6 +42,10 @@ def updated_baseline(old: dict[str, Any], doc: dict[str, Any]) -> dict[str, Any]
 
 
 def cmd_update(args: argparse.Namespace) -> int:
+    from runner.reports import document
+    from runner.suite import load_baseline
+    from runner.verdict import VerdictStatus
+
     doc = document.load(args.results)
     if doc["partial"] or doc["verdict"]["status"] == VerdictStatus.NO_VERDICT:
         raise InputError(f"{args.results}: run is {doc['verdict']['status']}: refusing to take it as the baseline")

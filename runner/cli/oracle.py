@@ -17,18 +17,18 @@ import argparse
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from finevo.errors import ExternalError, InputError
-from finevo.outcome import Outcome
 from finevo.paths import benchmarks_dir, reference_dir, snapshot_dir
-from finevo.sandbox import create_sandbox
-from finevo.sandbox.api import ExecutionResult
-from finevo.tasks import Task, load_tasks
 from runner.exitcodes import Exit
-from runner.judge import JUDGE_VERSION, Judgement, judge_probes, judge_value
-from runner.oracle import expected_values, probe_expected_values
-from runner.records import ProbeResult, TaskState
+from runner.records import TaskState
+
+if TYPE_CHECKING:  # the judge and the oracle import pandas: only the handlers load them
+    from finevo.sandbox.api import ExecutionResult, Sandbox
+    from finevo.tasks import Task
+    from runner.judge import Judgement
+    from runner.records import ProbeResult
 
 __all__ = ["OracleRow", "ToolRunner", "check_reference_tools", "reference_code", "register", "run"]
 
@@ -37,6 +37,13 @@ class ToolRunner(Protocol):
     """What runs a reference tool: the sandbox (``finevo.sandbox.api.Sandbox``) or a test double."""
 
     def run(self, code: str, entry: str | None, args: dict[str, Any] | None = None) -> ExecutionResult: ...
+
+
+def create_sandbox(data_dir: Path) -> Sandbox:
+    """The sandbox the reference tools run in (imported on use: the parser is built for every ``--help``)."""
+    from finevo.sandbox import create_sandbox as create
+
+    return create(data_dir)
 
 
 # --------------------------------------------------------------------------- the gold run
@@ -54,6 +61,8 @@ class OracleRow:
         return next(iter(self.expected.values()))
 
     def to_dict(self) -> dict[str, Any]:
+        from runner.judge import JUDGE_VERSION
+
         return {"task_id": self.task.id, "expected": self.expected, "tool_status": self.result.status,
                 "tool_value": self.result.value, "judgement": self.judgement.to_dict(),
                 "probes": [p.to_dict() for p in self.probes], "judge_version": JUDGE_VERSION}
@@ -70,6 +79,10 @@ def reference_code(task: Task, directory: Path | None = None) -> str:
 def check_reference_tools(tasks: list[Task], provider: Any, runner: ToolRunner,
                           directory: Path | None = None) -> list[OracleRow]:
     """Oracle values, reference-tool values and the judge's verdict for every task and probe."""
+    from finevo.outcome import Outcome
+    from runner.judge import Judgement, judge_probes, judge_value
+    from runner.oracle import expected_values, probe_expected_values
+
     rows: list[OracleRow] = []
     for task in tasks:
         expected = expected_values(task, provider)
@@ -117,6 +130,8 @@ def _select(tasks: list[Task], only: str | None) -> list[Task]:
 
 def run(args: argparse.Namespace) -> int:
     from finevo.market.snapshot import load_snapshot
+    from finevo.tasks import load_tasks
+    from runner.judge import JUDGE_VERSION
 
     data_dir = Path(args.data) if args.data else snapshot_dir()
     tasks = _select(load_tasks(args.tasks or benchmarks_dir() / "tasks.jsonl"), args.only)

@@ -1,4 +1,8 @@
-"""``diff A B``, ``report RESULTS|EVENTS`` and ``merge RESULTS... --out DIR``."""
+"""``diff A B``, ``report RESULTS|EVENTS`` and ``merge RESULTS... --out DIR``.
+
+The report modules (jsonschema, the results model) are imported by the handlers, not here: the
+parser is built for every ``--help``.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +16,6 @@ from finevo.errors import InputError
 from runner.events import read_events
 from runner.exitcodes import Exit
 from runner.records import SecurityResult, TaskResult, TaskState
-from runner.reports import document, write_all
 
 
 def register(sub: Any) -> None:
@@ -36,6 +39,7 @@ def register(sub: Any) -> None:
 def load_source(path: Path) -> dict[str, Any]:
     """A results document from a results file or (rebuilt) from an events log."""
     from runner.replay import rebuild_from_events
+    from runner.reports import document
 
     if path.suffix == ".jsonl":
         return rebuild_from_events(read_events(path))
@@ -45,6 +49,8 @@ def load_source(path: Path) -> dict[str, Any]:
 def cmd_report(args: argparse.Namespace) -> int:
     """Re-render every report; the exit code is the document's own (a rebuilt killed run: 3), so a
     script that only has the results or the event log gets the same answer as the run itself."""
+    from runner.reports import write_all
+
     doc = load_source(args.source)
     out = args.out or args.source.parent
     try:
@@ -81,6 +87,8 @@ def diff_lines(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
+    from runner.reports import document
+
     for line in diff_lines(document.load(args.a), document.load(args.b)):
         print(line)
     return int(Exit.PASSED)
@@ -153,6 +161,8 @@ def merge_documents(docs: list[dict[str, Any]], run_id: str | None = None) -> di
     is measured against (baseline, threshold); shards must be one complete set (same N, K = 1..N
     once each). Records come out in suite order.
     """
+    from runner.reports import document
+
     if not docs:
         raise InputError("merge: no results files given")
     first = docs[0]
@@ -202,7 +212,7 @@ def merge_documents(docs: list[dict[str, Any]], run_id: str | None = None) -> di
 
 def cmd_merge(args: argparse.Namespace) -> int:
     from runner.console import Console
-    from runner.reports import github, markdown
+    from runner.reports import document, github, markdown, write_all
 
     doc = merge_documents([document.load(p) for p in args.results], args.run_id)
     run_dir = args.out / doc["run_id"]

@@ -23,6 +23,33 @@ def _float_arg(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
 
 
+def _rate_arg(text: str) -> float:
+    """A threshold: a number in [0, 1], checked when the command line is read (no input is loaded yet)."""
+    value = _float_arg(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {text!r}")
+    return value
+
+
+def _seconds_arg(text: str) -> float:
+    value = _float_arg(text)
+    if not value > 0.0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+    return value
+
+
+def _shard_arg(text: str) -> str:
+    """``K/N`` as :func:`runner.suite.parse_shard` reads it; checked when the command line is read."""
+    from finevo.errors import InputError
+    from runner.suite import parse_shard
+
+    try:
+        parse_shard(text)
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(exc.message.removeprefix("--shard: ")) from None
+    return text
+
+
 def _int_arg(text: str) -> int:
     try:
         value = int(text)
@@ -44,7 +71,7 @@ def _add_selection(p: argparse.ArgumentParser) -> None:
                    help="baseline file; 'none' for no baseline")
     p.add_argument("--only", metavar="ID,...", help="run only these task ids")
     p.add_argument("--category", choices=choices(Category))
-    p.add_argument("--shard", metavar="K/N", help="run the K-th of N round-robin shards")
+    p.add_argument("--shard", metavar="K/N", type=_shard_arg, help="run the K-th of N round-robin shards")
 
 
 def register(sub: Any) -> None:
@@ -56,11 +83,11 @@ def register(sub: Any) -> None:
     run.add_argument("--data", type=Path, default=None, help="market snapshot directory (default: bundled)")
     _add_selection(run)
     run.add_argument("--no-payloads", action="store_true", help="do not run the payload corpus")
-    run.add_argument("--min-pass-rate", type=_float_arg,
+    run.add_argument("--min-pass-rate", type=_rate_arg,
                      help="threshold in [0, 1] (default: the baseline's target_pass_rate)")
     run.add_argument("--out", type=Path, default=Path("out"), help="report directory (default ./out)")
     run.add_argument("--run-id", help="name of this run (default: UTC timestamp + random suffix)")
-    run.add_argument("--task-timeout", type=_float_arg, default=120.0,
+    run.add_argument("--task-timeout", type=_seconds_arg, default=120.0,
                      help="seconds per task (default 120)")
     run.add_argument("--max-refinements", type=_int_arg, help="refinement attempts per tool (default 3)")
     run.add_argument("--agent", choices=choices(AgentMode), default=AgentMode.EVOLVING.value,

@@ -185,3 +185,59 @@ def test_a_deprecated_tool_is_kept_on_record_but_never_reused(reg_dir: Path,
     assert main(["registry", "deprecate", "macd", "--version", "9.0.0"]) == 2
     assert "no tool macd v9.0.0" in capsys.readouterr().err
     assert main(["registry", "deprecate", "macd", "--version", "x.y"]) == 2
+
+
+def _snapshot_symbols() -> list[str]:
+    from finevo.market.snapshot import Snapshot
+    from finevo.paths import snapshot_dir
+
+    return Snapshot(snapshot_dir()).symbols()
+
+
+def _benchmark_queries() -> list[str]:
+    from finevo.paths import benchmarks_dir
+    from finevo.tasks import load_tasks
+
+    return [t.query for t in load_tasks(benchmarks_dir() / "tasks.jsonl")]
+
+
+def test_reference_model_on_a_query_outside_the_benchmark_says_what_it_answers(
+        reg_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    query = "Calculate GOOGL RSI-14 over last 30 days"
+    assert query not in _benchmark_queries() and "GOOGL" in _snapshot_symbols()
+    assert main(["solve", query, "--llm", "reference"]) == 2  # nothing can run: a usage error
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and "only answers the benchmark's own queries" in err[0], err
+    assert "finevo-verify list" in err[0]
+    assert captured.out == "" and not reg_dir.exists()  # no registry was opened
+
+
+@pytest.mark.parametrize("query, missing", [
+    ("Calculate NVDA RSI-14 over last 30 days", ["NVDA"]),
+    ("Calculate correlation between NVDA and AAPL over last 30 days", ["NVDA"]),
+    ("Calculate equal-weight portfolio return (AAPL,NFLX,ORCL) over last 30 days", ["NFLX", "ORCL"]),
+])
+@pytest.mark.parametrize("llm", ["reference", "live"])
+def test_a_symbol_missing_from_the_snapshot_is_named_with_the_ones_available(
+        reg_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], query: str,
+        missing: list[str], llm: str) -> None:
+    monkeypatch.setenv("FINEVO_LLM_BASE_URL", "http://127.0.0.1:9")  # never contacted
+    available = _snapshot_symbols()
+    assert not set(missing) & set(available)
+    assert main(["solve", query, "--llm", llm]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    for symbol in missing:
+        assert symbol in err[0]
+    for symbol in available:
+        assert symbol in err[0]
+    assert not reg_dir.exists()
+
+
+def test_a_flag_abbreviation_is_refused_with_the_full_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["solve", MACD, "--llm", "reference", "--registry", "x"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "did you mean --registry-dir?" in err[0], err

@@ -78,7 +78,17 @@ PAYLOADS = load_payloads()
 
 def test_bundled_payload_corpus_size_and_ids() -> None:
     assert len(PAYLOADS) >= 60
-    assert [p.id for p in PAYLOADS] == [f"pay_{i:03d}" for i in range(1, len(PAYLOADS) + 1)]
+    # ids ascend in contiguous runs: the first from pay_001, each later one from a fresh hundred
+    # (pay_301, ...), so corpora extended side by side never renumber each other's payloads
+    numbers = [int(p.id[4:]) for p in PAYLOADS]
+    assert numbers == sorted(numbers)
+    runs = [[numbers[0]]]
+    for n in numbers[1:]:
+        if n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    assert runs[0][0] == 1 and all(r[0] % 100 == 1 for r in runs[1:]), [(r[0], r[-1]) for r in runs]
     assert len({p.technique for p in PAYLOADS}) == len(PAYLOADS), "techniques must be distinct"
     assert sum(p.expect == "runtime" for p in PAYLOADS) >= 10
 
@@ -95,6 +105,12 @@ REQUIRED_TECHNIQUES = {
     "deep-recursion", "pickle-reduce", "format-string-attr", "decorator-expression", "type-three-args",
     "metaclass", "encoding-utf7", "unicode-lookalike", "builtins-dict", "subclasses-walk",
     "getattr-computed", "lambda-default", "traceback-frame", "generator-gi-frame", "function-globals",
+    # the binding pre-pass and the classes closed with it
+    "dead-branch-import-alias", "type-checking-import-alias", "except-importerror-import-alias",
+    "dead-branch-asname-shadows-open", "match-capture-rebinds-callable", "match-capture-module-member-mutation",
+    "builtin-name-rebound-dispatch", "class-body-import-module-value", "private-package-import-path",
+    "series-label-array-interface", "json-text-dunder-label", "numpy-typing-ndarray-alias-buffer",
+    "masked-array-baseclass-buffer", "pandas-core-computation-route", "pipe-unbound-query",
 }
 
 

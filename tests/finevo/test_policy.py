@@ -13,18 +13,11 @@ import pytest
 
 from finevo.corpus import load_benign, load_payloads
 from finevo.paths import benchmarks_dir, reference_dir
-from finevo.policy import ALLOWED_IMPORTS, PolicyReport, Violation, check
+from finevo.policy import ALLOWED_IMPORTS, PolicyReport, Rule, Violation, check, rules_table
 from finevo.policy import tables as T
 from finevo.tasks import load_security_tasks
 
-RULES = {
-    "syntax-error", "invalid-input", "too-large", "too-complex", "internal-error",
-    "encoding-declaration", "bidi-control", "non-ascii-identifier", "import-not-allowed",
-    "import-star", "relative-import", "submodule-not-allowed", "module-attribute", "dunder-name",
-    "dunder-attribute", "private-attribute", "forbidden-builtin", "forbidden-attribute", "file-io",
-    "dynamic-type", "metaclass", "class-keyword", "format-string", "decorator", "dynamic-dispatch",
-    "pandas-option", "module-value", "module-mutation", "unbound-module-name", "raw-memory", "import-rebound",
-}
+RULES = {rule.value for rule in Rule}
 SAMPLE = dict(canary_file="/tmp/canary/secret.txt", canary_dir="/tmp/canary", host="127.0.0.1",
               port=40123, secret_name="FINEVO_FAKE_KEY")
 
@@ -158,7 +151,12 @@ CASES = [
     ("def f():\n    return builtins.exec\n", "unbound-module-name", 2, 12),
     ("import numpy as np\ndef f(b):\n    return np.ndarray((1,), dtype=object, buffer=b)\n", "raw-memory", 3, 15),
     ("import numpy as np\nclass A(np.ndarray):\n    pass\n", "raw-memory", 2, 12),
-    ("from numpy import recarray\n", "raw-memory", 1, 19),
+    ("from numpy import recarray\nR = recarray\n", "raw-memory", 2, 5),
+    ("import numpy.typing as npt\ndef f(b):\n    return npt.NDArray(shape=(1,), dtype=object, buffer=b)\n",
+     "raw-memory", 3, 16),
+    ("from numpy.typing import NDArray\ndef f(b):\n    return NDArray(shape=(1,), dtype=object, buffer=b)\n",
+     "raw-memory", 3, 12),
+    ("import numpy as np\ndef f(b):\n    return np.ma.array([1.0]).baseclass((1,), object, b)\n", "raw-memory", 3, 31),
     ("def f(m):\n    return m.cast('q')\n", "raw-memory", 2, 14),
     ("def f(a):\n    a.data[1:2] = a.data[0:1]\n", "raw-memory", 2, 7),
     ("def f(a):\n    return a.tobytes()\n", "raw-memory", 2, 14),
@@ -166,7 +164,9 @@ CASES = [
     ("def f(a):\n    match a:\n        case object(data=d):\n            return d\n", "forbidden-attribute", 3, 14),
     ("def f(e):\n    self = e\n    return self.obj\n", "forbidden-attribute", 3, 17),
     ("def f(self):\n    return self.data\n", "raw-memory", 2, 17),
-    ("from typing import cast\ndef f():\n    cast = len\n", "import-rebound", 3, 5),
+    ("from typing import cast\ncast = len\n", "import-rebound", 2, 1),
+    ("def f():\n    from typing import cast\n    cast = len\n", "import-rebound", 3, 5),
+    ("import numpy as np\nclass A:\n    np = 1\n", "import-rebound", 3, 5),
     ("import numpy as np\nfor np in []:\n    pass\n", "import-rebound", 2, 5),
     ("import numpy as np\ndef f(cast, b):\n    return cast(np.ndarray, b)\n", "raw-memory", 3, 20),
     ("def f(a):\n    match a:\n        case object(type=t):\n            return t\n", "forbidden-attribute", 3, 14),
@@ -216,6 +216,42 @@ CASES = [
     ("import numpy as np\nr = np.random\nr.mtrand\n", "module-value", 2, 5),
     ("from numpy import random\nx = (random,)\n", "module-value", 2, 6),
     ("import yfinance as yf\ny = yf\n", "module-value", 2, 5),
+    # the binding pre-pass: what a name is bound to in its scope, whatever branch binds it
+    ('import numpy as np\nif False:\n    import json as np\n', 'ambiguous-binding', 3, 12),
+    ('try:\n    import numpy\nexcept ImportError:\n    from re import compile\n', 'ambiguous-binding', 4, 20),
+    ('from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from typing import Type as type\n',
+     'ambiguous-binding', 3, 24),
+    ('import numpy as np\ndef g():\n    global np\n', 'ambiguous-binding', 3, 5),
+    ('def f():\n    import numpy as np\n    def g():\n        nonlocal np\n', 'ambiguous-binding', 4, 9),
+    ('def f():\n    def g():\n        nonlocal zz\n', 'ambiguous-binding', 3, 9),
+    ('import numpy as np\nmatch 1:\n    case [*np]:\n        pass\n', 'import-rebound', 3, 11),
+    ('import numpy as np\nmatch 1:\n    case {**np}:\n        pass\n', 'import-rebound', 3, 10),
+    ('def f(xs):\n    import numpy as np\n    return [np for np in xs], [(np := x) for x in xs]\n',
+     'import-rebound', 3, 33),
+    ('import numpy as np\nx = (np := 1)\n', 'import-rebound', 2, 6),
+    ('import numpy as np\nwith open as np:\n    pass\n', 'import-rebound', 2, 14),
+    ('class Box:\n    import numpy as np\n', 'module-value', 2, 5),
+    ('import pandas._libs.lib as lib\n', 'submodule-not-allowed', 1, 8),
+    ('from pandas._libs import lib\n', 'submodule-not-allowed', 1, 1),
+    ('from numpy._core import multiarray\n', 'submodule-not-allowed', 1, 1),
+    ('import warnings\nclass M:\n    filters = []\nwith warnings.catch_warnings(module=M):\n    pass\n',
+     'forbidden-attribute', 4, 37),
+    ("x = '__array_interface__'\n", 'dunder-string', 1, 5),
+    ("x = '__array_' + 'interface__'\n", 'dunder-string', 1, 5),
+    ('import json\nfor C in (json.JSONEncoder,):\n    C.encode = None\n', 'module-mutation', 3, 5),
+    ('import json\ndef f(v):\n    match json.JSONEncoder:\n        case C:\n            C.encode = v\n',
+     'module-mutation', 5, 13),
+    ("def g(x):\n    return x\ndef f(df):\n    match 'to_csv':\n        case g:\n            return df.apply(g)\n",
+     'dynamic-dispatch', 6, 29),
+    ("def f(df):\n    float = 'to_clipboard'\n    return df.apply(float)\n", 'dynamic-dispatch', 3, 21),
+    ('import numpy as np\ndef g(bytes=0):\n    return bytes\ndef f(a):\n    return bytes(a)\n', 'raw-memory', 5, 12),
+    ('if False:\n    bytes = str\ndef f(a):\n    return bytes(a)\n', 'raw-memory', 4, 12),
+    ("try:\n    from numpy import ndarray as A\nexcept ImportError:\n    from numpy import recarray as A\n",
+     "ambiguous-binding", 4, 23),
+    ("try:\n    from typing import cast as c\nexcept ImportError:\n    from numpy import mean as c\n",
+     "ambiguous-binding", 4, 23),
+    ("try:\n    from numpy import trapezoid\nexcept ImportError:\n    from numpy import trapz as trapezoid\n"
+     "trapezoid.x = 1\n", "module-mutation", 5, 1),
 ]
 
 
@@ -227,6 +263,40 @@ def test_rule_is_reported_at_its_line_and_column(source, rule, line, col):
     assert (hits[0].line, hits[0].col) == (line, col), report.describe()
 
 
+def _rules_triggered_by_the_tests() -> set[str]:
+    found = {rule for _src, rule, _l, _c in CASES}
+    for p in PAYLOADS:
+        found |= set(check(p.code).rules) if p.expect == "policy" else set()
+    for source in NASTY_INPUTS:
+        found |= set(check(source).rules)  # type: ignore[arg-type]
+    return found
+
+
+def test_every_rule_is_triggered_by_a_case_or_a_payload(monkeypatch):
+    """Each rule in the enumeration is pinned by at least one case or payload (internal-error by
+    an analysis failure forced below), so no rule is documented but dead."""
+    import finevo.policy as policy
+
+    def broken(_code: str) -> list[Violation]:
+        raise KeyError("forced")
+
+    monkeypatch.setattr(policy, "check_source", broken)
+    forced = policy.check("x = 1\n")
+    assert forced.rules == (Rule.INTERNAL_ERROR,) and not forced.allowed
+    monkeypatch.undo()
+    missing = set(RULES) - _rules_triggered_by_the_tests() - {Rule.INTERNAL_ERROR.value}
+    assert not missing, f"rules no test triggers: {sorted(missing)}"
+
+
+def test_readme_lists_exactly_the_rules_of_the_enumeration():
+    readme = (benchmarks_dir().parent / "README.md").read_text(encoding="utf-8")
+    start, end = "<!-- policy-rules:start -->\n", "<!-- policy-rules:end -->"
+    assert start in readme and end in readme
+    table = readme[readme.index(start) + len(start):readme.index(end)]
+    assert table == rules_table(), "README's policy table is stale: paste finevo.policy.rules_table()"
+    assert all(rule.explanation and "\n" not in rule.explanation for rule in Rule)
+
+
 def test_column_counts_characters_not_bytes():
     report = check("x = 'é€'; y = eval\n")
     assert report.first == Violation("forbidden-builtin", report.first.message, 1, 15)
@@ -236,7 +306,7 @@ ALLOWED_SOURCES = {
     "scary-docstring": '"""Lists a directory? No. os.system("rm -rf /"), eval(x), open(file), '
                        '__import__, subprocess, /etc/passwd are only words here."""\n'
                        "# comment: import os; os.system('rm -rf /')\n"
-                       "text = 'import os; __builtins__; pd.read_csv(\"/etc/passwd\")'\n",
+                       "text = 'import os; builtins; pd.read_csv(\"/etc/passwd\")'\n",
     "data-conversions": "import pandas as pd\n"
                         "def f(df: pd.DataFrame, s: pd.Series):\n"
                         "    return (df.to_dict(), s.to_list(), s.to_numpy(), s.to_frame(),\n"
@@ -246,7 +316,7 @@ ALLOWED_SOURCES = {
                                  "    return df.to_csv(), df.to_json(path_or_buf=None), df.to_string(index=False)\n",
     "shadowing-params": "def run(symbol: str, type: str = 'close', input: int = 3) -> str:\n"
                         "    return f'{symbol}-{type}-{input}'\n",
-    "re-compile": "import re\nfrom re import compile\nP = re.compile(r'x')\nQ = compile('y')\n",
+    "re-compile": "import re\nfrom re import fullmatch\nP = re.compile(r'x')\nQ = fullmatch('y', 'y')\n",
     "type-compared": "import numpy as np\n"
                      "def f(x, y):\n    return (type(x) is float or type(x) == type(y) or float is not type(y)\n"
                      "            or type(x) != np.float64 or type(x) is y)\n",
@@ -260,6 +330,11 @@ ALLOWED_SOURCES = {
                        "    def inner(*a):\n        return g(*a)\n    return inner\n"
                        "def f(df):\n"
                        "    return pd.pivot_table(df, 'v', 'i', 'c', aggfunc='mean'), df.pivot_table('v', 'i')\n",
+    "array-type-names": "import numpy as np\nimport numpy.typing as npt\nfrom numpy import ndarray\n"
+                        "from numpy.typing import NDArray\n"
+                        "def f(x: NDArray[np.float64], y: npt.NDArray[np.float64]) -> ndarray:\n"
+                        "    z: NDArray[np.float64] = np.asarray(x) + y\n"
+                        "    return z if isinstance(z, ndarray) else np.asarray(z)\n",
     "array-types": "import numpy as np\nfrom typing import Optional, cast\n"
                    "def f(x: np.ndarray, y: Optional[np.ndarray] = None) -> np.ndarray | None:\n"
                    "    a: np.ndarray = np.asarray(x)\n"
@@ -298,6 +373,38 @@ ALLOWED_SOURCES = {
     "main-guard": "from __future__ import annotations\n__all__ = ['run']\n"
                   "def run() -> int:\n    return 1\nif __name__ == '__main__':\n    print(run())\n",
     "list-remove": "def f(xs):\n    xs.remove(1)\n    return xs\n",
+    "import-fallbacks-and-type-checking": (
+        "from __future__ import annotations\nfrom typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    import pandas as pd\n"
+        "try:\n    import numpy as np\nexcept ImportError:  # pragma: no cover\n    np = None\n"
+        "try:\n    from numpy import nanmean\nexcept ImportError:\n    from numpy import nanmean\n"
+        "def f(df: pd.DataFrame) -> float:\n    return float(nanmean(np.asarray(df)))\n"),
+    "function-locals-shadow-imports": (
+        "from datetime import date\nimport numpy as np\n"
+        "def days(rows):\n    return [date for date, _ in rows]\n"
+        "def first(rows):\n    for date in rows:\n        return date\n"
+        "def f(x):\n    match x:\n        case {'np': np, **rest}:\n            return np, rest\n"
+        "    return date.today(), np.nan\n"),
+    "pandas-attribute-stores": (
+        "import pandas as pd\nimport yfinance as yf\n"
+        "def f(symbol):\n    df = yf.Ticker(symbol).history(period='1mo')\n"
+        "    df.columns = [c.lower() for c in df.columns]\n"
+        "    df.index.name = 'date'\n    row = df.iloc[-1]\n    row.name = 'last'\n"
+        "    frame = pd.DataFrame({'a': [1.0]})\n    frame.attrs['source'] = symbol\n    return row, frame\n"),
+    "version-fallback-imports": (
+        "try:\n    from numpy import trapezoid\nexcept ImportError:  # numpy < 2\n"
+        "    from numpy import trapz as trapezoid\n"
+        "def area(y, x):\n    return float(trapezoid(y, x))\n"),
+    "scoped-bindings": (
+        "import numpy as np\n"
+        "def a(xs):\n    import statistics as st\n    return st.mean(xs)\n"
+        "def b(xs):\n    import math as st\n    return st.fsum(xs)\n"
+        "def c(rows):\n    out = {k: v for k, v in rows if (n := len(k)) > 1}\n"
+        "    match rows:\n        case [first, *rest] if rest:\n            return first, rest, out\n"
+        "        case {'k': value, **others}:\n            return value, others\n        case str() as text:\n"
+        "            return text\n    total = 0\n    def add(x):\n        nonlocal total\n        total += x\n"
+        "    for i, row in enumerate(rows):\n        add(i)\n    return total\n"
+        "def d(np_values, float=float):\n    return [float(v) for v in np_values]\n"),
     "modules-used-directly": "import numpy as np\nimport numpy.linalg\nfrom numpy import linalg as la\n"
                              "def f(x: np.ndarray, np_like=None) -> float:\n"
                              "    return float(la.norm(x) + numpy.linalg.norm(x) + np.random.default_rng(1).random())\n"
@@ -372,6 +479,15 @@ _DANGEROUS_CALLABLES = (open, eval, exec, compile, getattr, setattr, delattr, va
                         __import__, breakpoint, input, dir)
 
 
+def _raw_array_classes() -> tuple[type, ...]:
+    import numpy as np
+
+    return (np.ndarray, np.recarray, np.char.chararray)
+
+
+_RAW_ARRAY_CLASSES = _raw_array_classes()
+
+
 def _resolve(route: str) -> object:
     parts = route.split(".")
     obj: object = importlib.import_module(parts[0])
@@ -413,7 +529,10 @@ def test_every_module_or_door_reachable_from_an_allowed_module_is_refused(route)
         # submodule by the module-value rule), or it would escape the route checks -- numpy under
         # another name (``np.polynomial.chebyshev.np``), ``re`` as ``typing.stdlib_re``.
         is_module = isinstance(value, types.ModuleType)
-        dangerous = is_module or any(value is d for d in _DANGEROUS_CALLABLES)
+        origin = getattr(value, "__origin__", None) if isinstance(value, types.GenericAlias) else None
+        candidate = origin if isinstance(origin, type) else value
+        array_class = any(candidate is c for c in _RAW_ARRAY_CLASSES)
+        dangerous = is_module or array_class or any(value is d for d in _DANGEROUS_CALLABLES)
         if dangerous and check(f"{prefix}.{name}\n").allowed:
             leaks.append(f"{route}.{name}")
     assert not leaks, f"reachable without a violation: {leaks}"
@@ -469,6 +588,34 @@ def _classes_and_everyday_objects() -> list[tuple[str, object]]:
               ("decimal", decimal.Decimal(1)), ("context", decimal.getcontext()), ("pattern", re.compile("x")),
               ("match", re.match("x", "x")), ("flags", frame.flags), ("options", pd.options)]
     return found
+
+
+def test_no_everyday_object_hands_out_an_array_class_under_an_unguarded_name():
+    """An ndarray class held as a value builds arrays over a raw buffer (object pointers from
+    integers): every public attribute that holds one must be in RAW_ARRAY_TYPES (type-only use)."""
+    import inspect
+    import warnings
+
+    import numpy as np
+
+    objects = [*_classes_and_everyday_objects(), ("masked", np.ma.array([1.0])), ("matrix", np.matrix([[1.0]]))]
+    leaks = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for where, obj in objects:
+            for name in dir(obj):
+                if name.startswith("_") or name in T.RAW_ARRAY_TYPES:
+                    continue
+                try:
+                    values = [inspect.getattr_static(obj, name), getattr(obj, name)]
+                except Exception:  # an attribute that fails holds nothing
+                    continue
+                for v in values:
+                    origin = getattr(v, "__origin__", None) if isinstance(v, types.GenericAlias) else None
+                    cls = origin if isinstance(origin, type) else v
+                    if any(cls is c for c in _RAW_ARRAY_CLASSES):
+                        leaks.append(f"{where}.{name}")
+    assert not leaks, f"array classes reachable under unguarded names: {leaks}"
 
 
 def test_no_class_or_everyday_object_of_the_allowed_modules_holds_a_module():
@@ -565,10 +712,151 @@ def test_relaxation_allows_the_good_code_and_keeps_the_dangerous_route_closed(na
 
 
 def test_no_string_or_comment_text_is_scanned():
-    words = ["os.system", "rm -rf /", "__import__", "eval(", "open(", "subprocess", "directory",
-             "read_csv", "__subclasses__", "/etc/passwd"]
+    words = ["os.system", "rm -rf /", "eval(", "open(", "subprocess", "directory",
+             "read_csv", "/etc/passwd", "__FINEVO_RESULT__"]
     for w in words:
         src = f'"""{w}"""\n# {w}\nx = {w!r}\ny = b{w!r}\nz = f"{{1}} {w}"\n'
         assert check(src).allowed, w
+
+
+def test_dunder_names_are_words_in_docstrings_and_comments_but_never_string_data():
+    """The one exception to not scanning strings: data that spells a dunder identifier is what
+    pandas turns into an attribute (a Series labelled '__array_interface__' is raw memory)."""
+    for w in ["__import__", "__subclasses__", "__array_interface__"]:
+        assert check(f'"""Never {w}."""\n# {w}\ny = b{w!r}\n').allowed, w
+        for data in (f"x = {w!r}\n", f"x = 'a {w} b'\n", f"x = '{w[:5]}' + '{w[5:]}'\n",
+                     f"x = '_' * 2 + '{w[2:]}'\n", f"x = ''.join(['{w[:4]}', '{w[4:]}'])\n",
+                     f"x = f'{w[:3]}{{\"\"}}{w[3:]}'\n", f"def f():\n    return {{'{w}': 1}}\n"):
+            report = check(data)
+            assert report.rules == (Rule.DUNDER_STRING,), (data, report.describe())
+    for data in ("x = 'x__ARRAY_INTERFACE__x'[1:-1].lower()\n", "x = 'array_struct'\n", "x = 'DLPack'\n"):
+        assert check(data).rules == (Rule.DUNDER_STRING,), data
     tree = ast.parse(ALLOWED_SOURCES["scary-docstring"])
     assert tree.body  # the sample really holds those words in code-shaped strings
+
+
+# --------------------------------------------------------------------------- the binding pre-pass
+def _names(tree: ast.Module, name: str, ctx: type = ast.Load) -> list[ast.Name]:
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ctx)]
+
+
+def test_bindings_resolve_each_use_to_the_scope_python_uses():
+    from finevo.policy.bindings import Bindings, Kind, ScopeKind
+
+    src = ("import numpy as np\nimport json\n"
+           "class A:\n    np = 1\n    seen = [np for _ in range(1)]\n    first = [x for x in [np]]\n"
+           "    def m(self):\n        return np\n"
+           "def f(rows):\n    total = [y := r for r in rows]\n    return y, total\n"
+           "def g():\n    import pandas as np\n    def h():\n        return np\n    return h\n"
+           "def k():\n    global json\n    return json\n")
+    tree = ast.parse(src)
+    b = Bindings(tree)
+    uses = _names(tree, "np")
+    # in the comprehension and in the method the class's np is skipped; the first iterable is the class's
+    by_line = {n.lineno: b.import_route(n) for n in uses}
+    assert by_line == {5: "numpy", 6: None, 8: "numpy", 15: "pandas"}
+    walrus = _names(tree, "y")[0]
+    assert b.owner(walrus) is not None and b.owner(walrus).kind is ScopeKind.FUNCTION
+    assert {bd.kind for bd in b.bindings_of(walrus)} == {Kind.WALRUS}
+    assert b.import_route(_names(tree, "json")[-1]) == "json"
+    assert [c.rule for c in b.conflicts] == [Rule.AMBIGUOUS_BINDING, Rule.IMPORT_REBOUND]  # global json; A.np
+
+
+def test_bindings_record_every_kind_of_binding():
+    from finevo.policy.bindings import Bindings, Kind
+
+    src = ("import a.b\nfrom c import d as e\n"
+           "def f(p, /, q, *r, s, **t):\n"
+           "    for u in p: pass\n    with q as v: pass\n    try: pass\n    except E as w: pass\n"
+           "    match p:\n        case [x, *y] | {'k': x, **y} if (z := 1): pass\n        case C(a=x) as y: pass\n"
+           "    del u\n    [m for m in p]\n")
+    b = Bindings(ast.parse(src))
+    kinds = {(bd.name, bd.kind) for bd in b.all}
+    for expected in [("a", Kind.IMPORT), ("e", Kind.IMPORT), ("f", Kind.DEF), ("p", Kind.PARAM), ("t", Kind.PARAM),
+                     ("u", Kind.LOOP), ("v", Kind.WITH), ("w", Kind.EXCEPT), ("x", Kind.MATCH), ("y", Kind.MATCH),
+                     ("z", Kind.WALRUS), ("u", Kind.DELETE), ("m", Kind.COMPREHENSION)]:
+        assert expected in kinds, expected
+    assert {bd.route for bd in b.all if bd.kind is Kind.IMPORT} == {"a", "c.d"}
+
+
+#: Classes of escape, each with one representative the policy must refuse and the rule it names.
+CLOSED_CLASSES = {
+    "dead-branch re-import": ("import numpy as np\nif False:\n    import json as np\n", "ambiguous-binding"),
+    "except-ImportError re-import": ("try:\n    import numpy as np\nexcept ImportError:\n    import json as np\n",
+                                     "ambiguous-binding"),
+    "TYPE_CHECKING shadow of type": ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                     "    from typing import Type as type\nT = type('T', (), {})\n",
+                                     "ambiguous-binding"),
+    "uncalled function global re-import": ("import numpy as np\ndef g():\n    global np\n    import json as np\n",
+                                           "ambiguous-binding"),
+    "match capture rebinding a callable": ("def g(x):\n    return x\ndef f(df):\n    match 'to_csv':\n"
+                                           "        case g:\n            return df.apply(g)\n", "dynamic-dispatch"),
+    "pandas eval unbound": ("import pandas as pd\nf = pd.DataFrame.eval\n", "forbidden-attribute"),
+    "pandas eval through partial": ("import functools\nimport pandas as pd\n"
+                                    "f = functools.partial(pd.DataFrame.eval)\n", "forbidden-attribute"),
+    "pandas query through pipe": ("import pandas as pd\ndef f(df):\n    return df.pipe(pd.DataFrame.query, 'a')\n",
+                                  "forbidden-attribute"),
+    "pandas eval by dispatch name": ("def f(df):\n    return df.agg('eval', 'a + 1')\n", "dynamic-dispatch"),
+    "pandas core computation": ("import pandas as pd\nx = pd.core.computation.expressions\n", "submodule-not-allowed"),
+    "pandas._libs import": ("import pandas._libs.lib as lib\n", "submodule-not-allowed"),
+    "numpy.core route": ("import numpy as np\nx = np.core.multiarray\n", "submodule-not-allowed"),
+    "numpy._core from-import": ("from numpy._core.multiarray import empty_like\n", "submodule-not-allowed"),
+    "numpy.lib internals": ("import numpy as np\nx = np.lib.npyio\n", "submodule-not-allowed"),
+    "array interface label": ("import pandas as pd\ns = pd.Series([{}], index=['__array_interface__'])\n",
+                              "dunder-string"),
+    "array struct key": ("d = {'__array_struct__': None}\n", "dunder-string"),
+    "decorator as a call": ("import pandas as pd\n@pd.compat.pickle_compat.loads\ndef f():\n    pass\n", "decorator"),
+    "default argument module": ("import pandas as pd\ndef f(m=pd):\n    return m\n", "module-value"),
+    "lambda default module": ("import numpy as np\ng = lambda m=np: m\n", "module-value"),
+    "format_map": ("def f(t, o):\n    return t.format_map(o)\n", "format-string"),
+    "str.format unbound": ("def f(t, o):\n    return str.format(t, o)\n", "format-string"),
+    "operator import": ("import operator\n", "import-not-allowed"),
+    "operator through typing": ("import typing\nx = typing.operator\n", "submodule-not-allowed"),
+    "copyreg through re": ("import re\nx = re.copyreg\n", "submodule-not-allowed"),
+    "__init_subclass__ keyword": ("class A(x=1):\n    pass\n", "class-keyword"),
+    "__set_name__ definition": ("class D:\n    def __set_name__(self, owner, name):\n        pass\n", "dunder-name"),
+    "__class_getitem__ definition": ("class D:\n    def __class_getitem__(cls, item):\n        pass\n", "dunder-name"),
+    "__get__ descriptor": ("class D:\n    def __get__(self, obj, kind):\n        pass\n", "dunder-name"),
+    "star import": ("from math import *\n", "import-star"),
+    "relative import": ("from .x import y\n", "relative-import"),
+    "importlib": ("import importlib\n", "import-not-allowed"),
+    "__builtins__ dict": ("x = __builtins__['open']\n", "dunder-name"),
+    "generator frame": ("def f(g):\n    return g.gi_frame.f_back\n", "forbidden-attribute"),
+    "traceback frame": ("def f(e):\n    return e.tb_frame\n", "forbidden-attribute"),
+    "exc_info": ("import statistics\nx = statistics.sys.exc_info()\n", "submodule-not-allowed"),
+    "catch_warnings module": ("import warnings\nwith warnings.catch_warnings(module=int):\n    pass\n",
+                              "forbidden-attribute"),
+    "warnings internals": ("import warnings\nx = warnings.showwarning\n", "forbidden-attribute"),
+    "re callback door": ("import re\nx = re.sub('a', eval, 'a')\n", "forbidden-builtin"),
+    "json object_hook door": ("import json\nx = json.loads('{}', object_hook=vars)\n", "forbidden-builtin"),
+    "UserDict data": ("import collections\ndef f(d: collections.UserDict):\n    return d.data\n", "raw-memory"),
+    "dataclass default_factory door": ("import dataclasses\n@dataclasses.dataclass\nclass A:\n"
+                                       "    x: list = dataclasses.field(default_factory=globals)\n",
+                                       "forbidden-builtin"),
+    "decimal module route": ("import decimal\nx = decimal.sys\n", "module-attribute"),
+    "statistics random": ("import statistics\nx = statistics.random.SystemRandom\n", "submodule-not-allowed"),
+    "class-body import": ("class Box:\n    import numpy as np\n", "module-value"),
+    "mutation through a subscript": ("import json\n[json.JSONEncoder][0].encode = None\n", "module-mutation"),
+    "mutation through next(iter())": ("import json\nnext(iter([json.JSONEncoder])).encode = None\n",
+                                      "module-mutation"),
+    "mutation through a walrus target": ("import json\n(C := json.JSONEncoder).encode = None\n", "module-mutation"),
+    "mutation through a dict item": ("import json\nd = {'k': json.JSONEncoder}\nd['k'].encode = None\n",
+                                     "module-mutation"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CLOSED_CLASSES))
+def test_each_class_of_escape_is_refused_with_its_rule(name):
+    source, rule = CLOSED_CLASSES[name]
+    report = check(source)
+    assert rule in report.rules, f"{name}: {report.describe()}"
+
+
+def test_strings_built_from_constants_are_folded_without_recursion():
+    """A long ``'a' + 'b' + ...`` chain is judged, not refused as too complex, and a dunder spelled by
+    any part of it (also a parenthesised part next to a computed term) is found."""
+    chain = "x = " + " + ".join(["'ab'"] * 450) + "\n"
+    assert check(chain).allowed, check(chain).describe()
+    for source in ["x = y + ('__arr' + 'ay_interface__')\n", "x = ('__arr' + 'ay_interface__') + y\n",
+                   "x = " + " + ".join(["'ab'"] * 300) + " + ' __glo' + 'bals__'\n"]:
+        assert check(source).rules == (Rule.DUNDER_STRING,), source

@@ -46,9 +46,7 @@ def test_duplicate_task_id_exits_2(tmp_path, security_file, baseline_file, capsy
 
 
 @pytest.mark.parametrize("extra, message", [
-    (["--shard", "3/2"], "--shard"),
     (["--only", "nope_001"], "unknown task id"),
-    (["--min-pass-rate", "2"], "--min-pass-rate"),
 ])
 def test_bad_flags_exit_2(tmp_path, security_file, baseline_file, capsys, extra, message) -> None:
     assert main(_run_args(tmp_path, security_file, baseline_file, *extra)) == 2
@@ -109,6 +107,12 @@ def test_baseline_update_is_explicit_and_keeps_unrun_tasks(tmp_path, security_fi
     (["run", "--agent", "bogus"], "argument --agent: invalid choice: 'bogus'"),
     (["--task-timeout", "abc"], "argument --task-timeout: expected a number, got 'abc'"),
     (["baseline"], "the following arguments are required"),
+    # flag values that need no input file are checked when the command line is read
+    (["--shard", "3/2"], "argument --shard: need 1 <= K <= N, got '3/2'"),
+    (["list", "--shard", "two"], "argument --shard: expected K/N"),
+    (["--min-pass-rate", "2"], "argument --min-pass-rate: must be in [0, 1], got '2'"),
+    (["--min-pass-rate", "nan"], "argument --min-pass-rate: must be in [0, 1]"),
+    (["--task-timeout", "0"], "argument --task-timeout: must be a positive number of seconds"),
 ])
 def test_usage_errors_are_one_line_and_exit_2(argv, message, capsys) -> None:
     with pytest.raises(SystemExit) as exc:
@@ -278,3 +282,92 @@ def test_sandbox_backend_flag_reaches_the_run_and_its_record(tmp_path, capsys) -
     assert sub["config"]["sandbox_fallback"] is None
     # the same tool, run cold instead of forked from the warm worker, gives the same answer
     assert sub["tasks"][0]["state"] == "pass" and sub["tasks"][0]["actual"] == warm["tasks"][0]["actual"]
+
+
+# --------------------------------------------------------------------------- start-up, help, usage errors
+#: Libraries that only the verbs doing real work may load: `--help` and usage errors must not pay for them.
+HEAVY_MODULES = ("pandas", "numpy", "jsonschema", "openai", "sqlmodel")
+
+
+def _modules_loaded_by(code: str) -> list[str]:
+    """The heavy modules a fresh interpreter holds after running ``code`` (a CLI call ending in SystemExit)."""
+    import subprocess
+    import sys
+
+    probe = ("import json, sys\n"
+             f"try:\n    {code}\nexcept SystemExit:\n    pass\n"
+             f"print(json.dumps(sorted(m for m in {HEAVY_MODULES!r} if m in sys.modules)))")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("code", [
+    "from runner.cli import main; main(['--help'])",
+    "from runner.cli import main; main(['run', '--help'])",
+    "from runner.cli import main; main(['--onl', 'x'])",
+    "from runner.cli import main; main(['frob'])",
+    "from runner.cli import main; main(['--shard', '3/2'])",
+    "from runner.cli import main; main(['--min-pass-rate', '2'])",
+    "from finevo.cli import main; main(['--help'])",
+    "from finevo.cli import main; main(['solve', '--help'])",
+], ids=["verify-help", "verify-run-help", "verify-bad-flag", "verify-bad-verb", "verify-bad-shard",
+        "verify-bad-rate", "finevo-help", "finevo-solve-help"])
+def test_help_and_usage_errors_import_no_heavy_library(code: str) -> None:
+    assert _modules_loaded_by(code) == []
+
+
+def _walk(parser, path=()):
+    import argparse
+
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _walk(sub, (*path, name))
+
+
+def test_top_level_help_lists_every_verb_and_every_run_flag(capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["--help"])
+    assert exc.value.code == 0
+    text = capsys.readouterr().out
+    parser = build_parser()
+    verbs = {path[0]: sub for path, sub in _walk(parser) if len(path) == 1}
+    assert set(verbs) >= {"run", "list", "docker"}
+    for verb in verbs:
+        assert f"\n    {verb} " in text or f"\n    {verb}\n" in text, verb
+    run_flags = [s for a in verbs["run"]._actions for s in a.option_strings if s.startswith("--") and s != "--help"]
+    assert run_flags
+    for flag in run_flags:
+        assert flag in text, flag
+
+
+def test_no_parser_accepts_abbreviations() -> None:
+    for path, parser in _walk(build_parser()):
+        assert parser.allow_abbrev is False, " ".join(path) or "finevo-verify"
+
+
+@pytest.mark.parametrize("argv, wanted", [
+    (["--onl", "calc_001"], "did you mean --only?"),
+    (["run", "--only", "calc_001", "--catgory", "fetch"], "did you mean --category?"),
+    (["lst"], "did you mean 'list'?"),
+    (["run", "--agent", "evolvng"], "did you mean 'evolving'?"),
+])
+def test_a_typo_is_an_error_that_names_what_to_type(argv, wanted, capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and wanted in err[0], err
+    assert "--help" in err[0]
+
+
+def test_bare_gate_without_an_endpoint_suggests_the_offline_reference_model(tmp_path, monkeypatch, capsys) -> None:
+    for name in ("FINEVO_LLM_PROVIDER", "OPENAI_API_KEY", "OPENAI_BASE_URL", "FINEVO_LLM_API_KEY",
+                 "FINEVO_LLM_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    assert main(["--out", str(tmp_path / "out")]) == 2  # no verb, no --llm: live by default
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--llm reference" in err[0], err
+    assert not (tmp_path / "out").exists()

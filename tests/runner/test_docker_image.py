@@ -48,10 +48,16 @@ def context_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def image(client: Any, context_dir: Path) -> Any:
+def build_started() -> float:
+    return time.time()
+
+
+@pytest.fixture(scope="session")
+def image(client: Any, context_dir: Path, build_started: float) -> Iterator[Any]:
     built, seconds = de.build_test_image(client, context_dir)
     print(f"\n[docker] image {de.TEST_IMAGE}: {built.attrs['Size'] / 1e6:.0f} MB, ready in {seconds:.1f}s")
-    return built
+    yield built
+    de.remove_test_image(client)
 
 
 def _reports(run_dir: Path) -> tuple[dict[str, Any], JUnitXml, str]:
@@ -95,6 +101,32 @@ def test_image_holds_the_suite_and_an_empty_registry(image: Any) -> None:
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.split()
     assert {"tasks.jsonl", "baseline.json", "data", "reference", "no-registry", "cli-ok"} <= set(lines)
+
+
+def test_the_build_leaves_no_builder_stage_behind(image: Any, client: Any, build_started: float) -> None:
+    assert de.builder_leftovers(client, build_started) == []
+
+
+def test_the_image_holds_exactly_the_locked_dependencies(image: Any) -> None:
+    locked = {}
+    for line in (ROOT / "requirements.lock").read_text(encoding="utf-8").splitlines():
+        name, eq, rest = line.partition("==")
+        if eq and not line.startswith((" ", "#")):
+            locked[_canonical(name)] = rest.split()[0].rstrip("\\").strip()
+    proc = de.docker_cli("run", "--rm", "--network", "none", "--entrypoint", "python3", de.TEST_IMAGE, "-c",
+                         "import json, importlib.metadata as m; "
+                         "print(json.dumps({d.metadata['Name']: d.version for d in m.distributions()}))")
+    assert proc.returncode == 0, proc.stderr
+    installed = {_canonical(k): v for k, v in json.loads(proc.stdout).items()}
+    assert locked and {k: installed.get(k) for k in locked} == locked
+    # nothing unlocked besides the project itself (the installer is removed from the image)
+    assert set(installed) - set(locked) == {"finevo"}
+
+
+def _canonical(name: str) -> str:
+    import re
+
+    return re.sub(r"[-_.]+", "-", name).lower().strip()
 
 
 def test_rebuild_with_same_sources_is_reused(client: Any, image: Any, context_dir: Path) -> None:
@@ -221,8 +253,10 @@ def test_launcher_runs_offline_streams_output_and_removes_the_container(image: A
     assert client.containers.list(all=True, filters={"id": seen["id"]}) == []   # removed
     doc, _, _ = _reports(out / "sdk")
     assert [t["task_id"] for t in doc["tasks"]] == ["fetch_002", "calc_002"]
-    expected_uid = os.getuid() if os.getuid() != 0 else dl.IMAGE_UID
-    assert (out / "sdk" / "results.json").stat().st_uid == expected_uid
+    assert seen["attrs"]["Config"]["User"] == f"{os.getuid()}:{os.getgid()}"   # the caller, root included
+    for path in (out, out / "sdk", out / "sdk" / "results.json"):
+        assert (path.stat().st_uid, path.stat().st_gid) == (os.getuid(), os.getgid()), path
+    assert f"{out}/sdk" in text and "/out/" not in text.replace(str(out), "HOST")   # host paths, not the mount
 
 
 def test_launcher_forwards_sigterm_as_a_stop(image: Any, client: Any, tmp_path: Path) -> None:
@@ -259,6 +293,10 @@ def test_launcher_verb_exits_1_on_a_regression_with_the_host_file_mounted(
     captured = capfd.readouterr()
     assert code == 1, captured.err[-2000:]
     assert "network=none" in captured.err and FAIL_TASK in captured.out + captured.err
+    # the gate's own lines (not the launcher's `docker: ... cmd=...`, which shows the container's command)
+    shown = "\n".join(line for line in (captured.out + captured.err).splitlines() if not line.startswith("docker:"))
+    assert f"reports: {out}/verb" in shown, shown[-2000:]
+    assert "/out/" not in shown.replace(str(out), "HOST") and "/in/" not in shown, shown[-2000:]
     doc, xml, _ = _reports(out / "verb")
     assert [r["task_id"] for r in doc["regressions"]] == [FAIL_TASK]
     assert any(isinstance(r, (Failure, Error)) for r in _junit_case(xml, FAIL_TASK).result)

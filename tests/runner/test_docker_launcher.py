@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import signal
 import tarfile
 import time
@@ -68,7 +69,7 @@ def test_offline_runs_get_no_api_keys(tmp_path: Path) -> None:
     for args in ([], ["run"], ["run", "--llm", "replay:c.jsonl"], ["run", "--llm", "predictions:p.jsonl"]):
         spec = dl.plan_run("img", args, tmp_path, env=env, cwd=tmp_path, timeout=None, host_uid=0, host_gid=0)
         assert spec.network_disabled, args
-        assert set(spec.environment) == {"FINEVO_LLM_MODEL", "FINEVO_LLM_PROVIDER"}, args
+        assert set(spec.environment) == {"FINEVO_LLM_MODEL", "FINEVO_LLM_PROVIDER", "HOME"}, args
 
 
 # --------------------------------------------------------------------------- command and mounts
@@ -105,16 +106,23 @@ def test_missing_host_paths_are_left_for_the_gate_to_report(tmp_path: Path) -> N
 
 # --------------------------------------------------------------------------- user / out dir
 
-def test_caller_uid_is_used_except_for_root() -> None:
-    assert dl.container_user(1000, 100) == "1000:100"
-    assert dl.container_user(0, 0) is None
+@pytest.mark.parametrize("uid, gid", [(1000, 100), (0, 0), (65534, 65534)])
+def test_the_container_runs_as_the_caller_root_included(tmp_path: Path, uid: int, gid: int) -> None:
+    spec = dl.plan_run("img", [], tmp_path, env={}, cwd=tmp_path, timeout=5.0, host_uid=uid, host_gid=gid)
+    assert spec.user == f"{uid}:{gid}"
+    assert spec.environment["HOME"] == "/tmp"  # the caller's uid has no home in the image
+    assert f"user={uid}:{gid}" in spec.describe()
 
 
-def test_non_root_run_gets_a_writable_home(tmp_path: Path) -> None:
-    spec = dl.plan_run("img", [], tmp_path, env={}, cwd=tmp_path, timeout=5.0, host_uid=1234, host_gid=99)
-    assert spec.user == "1234:99" and spec.environment["HOME"] == "/tmp"
-    root = dl.plan_run("img", [], tmp_path, env={}, cwd=tmp_path, timeout=5.0, host_uid=0, host_gid=0)
-    assert root.user is None and "HOME" not in root.environment
+def test_the_out_dir_keeps_its_owner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    chowned: list[object] = []
+    monkeypatch.setattr("os.chown", lambda *args, **kwargs: chowned.append(args))
+    monkeypatch.setattr("os.lchown", lambda *args, **kwargs: chowned.append(args))
+    owner = (tmp_path.stat().st_uid, tmp_path.stat().st_gid)
+    out = dl.prepare_out_dir(tmp_path / "reports" / "nested", user=f"{os.getuid()}:{os.getgid()}")
+    assert out.is_dir() and chowned == []
+    assert (out.stat().st_uid, out.stat().st_gid) == (os.getuid(), os.getgid())
+    assert (tmp_path.stat().st_uid, tmp_path.stat().st_gid) == owner
 
 
 def test_unwritable_out_dir_is_a_usage_error(tmp_path: Path) -> None:
@@ -284,6 +292,29 @@ def _spec(tmp_path: Path, args: list[str]) -> dl.RunSpec:
     return dl.plan_run("img", args, tmp_path, env={}, cwd=tmp_path, timeout=None, host_uid=1000, host_gid=1000)
 
 
+def test_streamed_output_names_host_paths_not_the_container_mounts(tmp_path: Path) -> None:
+    preds = tmp_path / "in" / "preds.jsonl"
+    preds.parent.mkdir()
+    preds.write_text("{}\n")
+    out = tmp_path / "reports"
+    spec = dl.plan_run("img", ["run", "--llm", f"predictions:{preds}"], out, env={}, cwd=tmp_path, timeout=None,
+                       host_uid=1000, host_gid=1000)
+    sink = _Bytes()
+    writer = dl.HostPaths(sink, dl.host_path_map(spec))
+    text = (f"reports: /out/run-1\nloaded {spec.mounts[0].container} (3 lines)\n"
+            "`finevo-verify baseline update /out/run-1/results.json`\n"
+            "untouched: /outside /output/x /tmp/out/x ./out/x\nlast /out")
+    for i in range(0, len(text), 7):                      # chunks split words and paths anywhere
+        writer.write(text[i:i + 7].encode())
+    writer.close()
+    shown = sink.getvalue().decode()
+    assert f"reports: {out}/run-1\n" in shown
+    assert f"loaded {preds} (3 lines)" in shown
+    assert f"`finevo-verify baseline update {out}/run-1/results.json`" in shown
+    assert "untouched: /outside /output/x /tmp/out/x ./out/x\n" in shown
+    assert shown.endswith(f"last {out}")
+
+
 def test_run_returns_the_container_exit_code_streams_and_cleans_up(tmp_path: Path) -> None:
     client = _FakeClient(code=1)
     before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -334,3 +365,87 @@ def test_host_git_sha_prefers_the_environment_then_git(tmp_path: Path) -> None:
     subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "x"], check=True)
     head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
     assert dl.host_git_sha({}, repo) == head and len(head) == 40
+
+
+# --------------------------------------------------------------------------- build (fake engine)
+
+class _FakeImage:
+    def __init__(self, image_id: str, tags: list[str]) -> None:
+        self.id = image_id
+        self.tags = tags
+
+
+class _FakeImages:
+    def __init__(self, leftovers: list[_FakeImage]) -> None:
+        self.leftovers = leftovers
+        self.removed: list[str] = []
+        self.filters: list[dict[str, str]] = []
+
+    def list(self, all: bool = False, filters: dict[str, str] | None = None) -> list[_FakeImage]:
+        self.filters.append(dict(filters or {}))
+        return self.leftovers
+
+    def remove(self, image: str, force: bool = False, noprune: bool = False) -> None:
+        assert not noprune  # the builder stage's untagged parents go too
+        self.removed.append(image)
+
+    def get(self, tag: str) -> _FakeImage:
+        return _FakeImage("final", [tag])
+
+
+class _FakeBuildClient:
+    def __init__(self, chunks: list[dict[str, str]]) -> None:
+        self.chunks = chunks
+        self.images = _FakeImages([_FakeImage("builder-stage", [])])
+        self.api = self
+        self.buildargs: dict[str, str] = {}
+
+    def build(self, **kwargs: object):
+        self.buildargs = dict(kwargs["buildargs"])  # type: ignore[arg-type]
+        return iter(self.chunks)
+
+
+def test_a_build_removes_its_own_builder_stage(tmp_path: Path) -> None:
+    client = _FakeBuildClient([{"stream": "Step 1/2\n"}, {"stream": "Successfully built final\n"}])
+    image = dl.build_image(client, dl.BuildSpec(context_dir=_context(tmp_path)), log=lambda _t: None)
+    assert image.id == "final"
+    build_id = client.buildargs[dl.BUILD_ID_ARG]
+    assert build_id and client.images.filters == [{"label": f"{dl.BUILD_ID_LABEL}={build_id}"}]
+    assert client.images.removed == ["builder-stage"]
+
+
+def test_the_build_id_never_changes_the_context_hash(tmp_path: Path) -> None:
+    spec = dl.BuildSpec(context_dir=_context(tmp_path))
+    assert dl.BUILD_ID_ARG not in spec.all_build_args()
+    assert dl.build_context(spec)[1] == dl.build_context(spec)[1]
+
+
+@pytest.mark.parametrize("spec_kwargs, chunks, wanted", [
+    ({}, [{"error": "pull access denied for python, repository does not exist or may require 'docker login'"}],
+     ["--base-image", "scripts/setup-docker.sh", "--wheelhouse"]),
+    ({}, [{"stream": "ERROR: Could not find a version that satisfies the requirement pandas==3.1.1\n"},
+          {"error": "The command '/bin/sh -c pip install' returned a non-zero code: 1"}],
+     ["Could not find a version", "--wheelhouse", "scripts/setup-docker.sh"]),
+    ({"wheelhouse": "WH"}, [{"stream": "ERROR: No matching distribution found for numpy==2.4.6\n"},
+                            {"error": "The command '/bin/sh -c pip install' returned a non-zero code: 1"}],
+     ["numpy==2.4.6", "lacks a locked wheel", "--wheelhouse"]),
+    ({}, [{"error": "COPY failed: file not found in build context"}], ["--base-image", "--wheelhouse"]),
+], ids=["base-not-pullable", "index-unreachable", "wheelhouse-incomplete", "other"])
+def test_a_failed_build_names_the_flags_that_fix_it(tmp_path: Path, spec_kwargs: dict[str, str],
+                                                    chunks: list[dict[str, str]], wanted: list[str]) -> None:
+    ctx = _context(tmp_path)
+    kwargs: dict[str, object] = {}
+    if "wheelhouse" in spec_kwargs:
+        wheels = tmp_path / "wheels"
+        wheels.mkdir()
+        (wheels / "x-1-py3-none-any.whl").write_bytes(b"x")
+        kwargs["wheelhouse"] = wheels
+    client = _FakeBuildClient(chunks)
+    with pytest.raises(dl.LauncherError) as err:
+        dl.build_image(client, dl.BuildSpec(context_dir=ctx, **kwargs), log=lambda _t: None)  # type: ignore[arg-type]
+    assert err.value.exit_code == Exit.NO_VERDICT
+    message = err.value.message
+    assert "\n" not in message and message.startswith("image build failed: ")
+    for word in wanted:
+        assert word in message, message
+    assert client.images.removed == ["builder-stage"]  # a failed build leaves nothing behind either

@@ -226,14 +226,14 @@ def test_a_tool_switching_convention_between_worlds_fails(env: Env) -> None:
 
 
 def test_a_call_that_spoils_the_shared_run_is_judged_on_its_own(env: Env) -> None:
-    """The calls of one world run together; when one of them cannot be returned (a set is no JSON
+    """The calls of one world run together; when one of them cannot be returned (a set is no result
     value) the run is repeated call by call, and the verdict names the call that failed."""
     code = edited("fetch_008", "    return float(closes.tail(days).max())",
                   '    if symbol != "TSLA":\n        return {float(closes.tail(days).max())}\n'
                   "    return float(closes.tail(days).max())")
     verdict, passes_alone = env.judge("fetch_008", code)
     assert passes_alone and verdict.state == "fail"
-    assert verdict.reason.startswith("probe 1 (symbol=AAPL): the tool") and "serialis" in verdict.reason
+    assert verdict.reason.startswith("probe 1 (symbol=AAPL): the tool") and "set" in verdict.reason
 
 
 # --------------------------------------------------------------------------- derived probes

@@ -2,12 +2,14 @@
 
 ``scripts/setup-docker.sh`` prepares the engine, the debootstrap base image and the wheelhouse and
 prints ``FINEVO_TEST_BASE_IMAGE`` / ``FINEVO_TEST_WHEELHOUSE``; without them the defaults it uses
-are tried. The image is built once per session through the launcher and reused across sessions
-when an image with the same context hash exists.
+are tried. The image is built once per session through the launcher (``FINEVO_TEST_IMAGE`` names
+it, default ``finevo-verify:test``) and removed when the session ends, with nothing left behind:
+the launcher removes each build's builder stage, :func:`remove_test_image` the image itself.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -22,7 +24,9 @@ import pytest
 from runner import docker_launcher as dl
 
 ROOT = Path(__file__).resolve().parents[2]
-TEST_IMAGE = "finevo-verify:test"
+TEST_IMAGE = os.environ.get("FINEVO_TEST_IMAGE") or "finevo-verify:test"
+#: The Dockerfile's label on its builder stage (the stage the legacy builder leaves dangling).
+BUILDER_STAGE_LABEL = "org.finevo.stage=builder"
 DEFAULT_BASE = "finevo-base:bookworm"
 DEFAULT_WHEELHOUSE = Path("/var/cache/finevo/wheelhouse")
 
@@ -71,6 +75,26 @@ def build_test_image(client: Any, context_dir: Path) -> tuple[Any, float]:
     started = time.monotonic()
     image = dl.build_image(client, spec, reuse=True, log=lambda _text: None)
     return image, time.monotonic() - started
+
+
+def remove_test_image(client: Any) -> None:
+    """Remove the session's test image (its untagged parents go with it)."""
+    import docker
+
+    with contextlib.suppress(docker.errors.ImageNotFound):
+        client.images.remove(TEST_IMAGE, force=True, noprune=False)
+
+
+def builder_leftovers(client: Any, since: float) -> list[str]:
+    """Untagged builder-stage images created at or after ``since`` (epoch seconds)."""
+    from datetime import datetime
+
+    found = []
+    for image in client.images.list(all=True, filters={"label": BUILDER_STAGE_LABEL}):
+        created = datetime.fromisoformat(image.attrs["Created"].split(".")[0].rstrip("Z") + "+00:00")
+        if not image.tags and created.timestamp() >= since - 1:
+            found.append(image.short_id)
+    return found
 
 
 def docker_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:

@@ -5,13 +5,17 @@ Each case runs in a fresh interpreter so the patched modules never leak into oth
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import os
 import subprocess
 import sys
 import textwrap
 
+import pytest
 
-def _run(body: str) -> dict:
+
+def _run(body: str, env: dict[str, str] | None = None) -> dict:
     code = textwrap.dedent("""
         import json, time, datetime as dt
         from zoneinfo import ZoneInfo
@@ -20,7 +24,8 @@ def _run(body: str) -> dict:
         ANCHOR = dt.datetime(2024, 12, 31, 16, 0, tzinfo=ZoneInfo("America/New_York"))
         out = {}
     """) + textwrap.dedent(body) + "\nprint(json.dumps(out, default=str))\n"
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env=None if env is None else {**os.environ, **env})
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -116,3 +121,85 @@ def test_pandas_now_and_today_words_read_the_frozen_clock() -> None:
     assert out["plain"] == ["2024-12-30 00:00:00", "2024-12-31 00:00:00", "2025-01-01 00:00:00"]
     assert out["range_name"] == "date_range"
     assert out["restored"] and out["real_year"] > 2024
+
+
+_C_READINGS = """
+        import numpy as np
+        fc.freeze(dt.datetime(*ANCHOR_PARTS, 16, 0, tzinfo=ZoneInfo("America/New_York")))
+        day = lambda x: str(x)[:10]
+        out["patched"] = fc.c_clock_patched()
+        out["days"] = {
+            "np_today": day(np.datetime64("today")),
+            "np_now": day(np.datetime64("now")),
+            "np_array": day(np.array(["today", "now"], dtype="datetime64[s]")[0]),
+            "np_array_now": day(np.array(["today", "now"], dtype="datetime64[s]")[1]),
+            "np_astype": day(np.array(["today"]).astype("datetime64[D]")[0]),
+            "pd_index": day(pd.DatetimeIndex(["today"])[0]),
+            "pd_index_utc": day(pd.DatetimeIndex(["now"], tz="UTC")[0]),
+            "pd_series": day(pd.to_datetime(pd.Series(["today"]))[0]),
+            "pd_astype": day(pd.Series(["now"]).astype("datetime64[ns]")[0]),
+            "pd_astype_tz": day(pd.Series(["now"]).astype("datetime64[ns, UTC]")[0]),
+            "pd_period": str(pd.Period.now("D")),
+            "real_timestamp_class": day(type(pd.Timestamp(0)).now()),
+            "real_datetime_class": day(pd.Timestamp.__mro__[-3].now()),
+            "fromtimestamp_local": day(dt.datetime.fromtimestamp(time.time())),
+        }
+        out["now_hour_utc"] = str(np.datetime64("now"))[11:13]
+"""
+
+
+@pytest.mark.parametrize("anchor", [(2024, 12, 31), (2021, 3, 15), (2019, 7, 1)])
+@pytest.mark.parametrize("host_zone", ["UTC", "Asia/Tokyo", "Pacific/Kiritimati", "America/Los_Angeles"])
+def test_c_code_reads_the_frozen_clock(anchor: tuple[int, int, int], host_zone: str) -> None:
+    """numpy's datetime parser and CPython's datetime.now() run in C: they read the anchor's date
+    too, whatever the anchor and whatever the host's time zone (Kiritimati is UTC+14, where the
+    anchor's 16:00 in New York is already the next day)."""
+    out = _run(f"        ANCHOR_PARTS = {anchor!r}\n" + _C_READINGS, env={"TZ": host_zone})
+    expected = dt.date(*anchor).isoformat()
+    assert out["patched"] == {"numpy": True, "datetime": True, "interpreter": True}
+    assert out["days"] == dict.fromkeys(out["days"], expected)
+    assert out["now_hour_utc"] in ("20", "21")  # 16:00 New York, in UTC (summer / winter)
+
+
+def test_unfreeze_gives_c_code_the_real_clock_back() -> None:
+    out = _run("""
+        import numpy as np
+        before_zone = time.tzname
+        fc.freeze(ANCHOR)
+        frozen = str(np.datetime64("today"))
+        fc.unfreeze()
+        out["frozen"] = frozen
+        out["real"] = [str(np.datetime64("today"))[:4], str(pd.DatetimeIndex(["today"])[0])[:4],
+                       str(pd.Period.now("D"))[:4], str(type(pd.Timestamp(0)).now())[:4]]
+        out["zone_restored"] = time.tzname == before_zone
+        out["patched_after"] = fc.c_clock_patched()
+    """, env={"TZ": "Asia/Tokyo"})
+    assert out["frozen"] == "2024-12-31"
+    assert all(int(year) > 2024 for year in out["real"])
+    assert out["zone_restored"] and out["patched_after"] == {"numpy": False, "datetime": False,
+                                                             "interpreter": False}
+
+
+def test_the_interpreters_clock_alone_covers_datetime_and_follows_re_anchoring() -> None:
+    """Where ``_datetime`` is built into the interpreter (Debian's python3, the container image)
+    only the interpreter's own clock_gettime can be redirected: that alone must cover C code."""
+    out = _run("""
+        import numpy as np
+        real_redirect = fc._redirect
+        fc._redirect = lambda name, *a: False if name == "system_clock" else real_redirect(name, *a)
+        real_datetime = pd.Timestamp.__mro__[-3]
+        mono = time.monotonic()
+        fc.freeze(ANCHOR)
+        out["patched"] = fc.c_clock_patched()
+        out["first"] = [str(real_datetime.now().date()), str(type(pd.Timestamp(0))("now").date()),
+                        str(pd.Series(["now"]).astype("datetime64[ns, UTC]")[0].date())]
+        fc.freeze(dt.datetime(2020, 2, 3, 16, 0, tzinfo=ZoneInfo("America/New_York")))
+        out["second"] = [str(real_datetime.now().date()), str(np.datetime64("today"))]
+        out["monotonic_real"] = 0 <= time.monotonic() - mono < 60
+        fc.unfreeze()
+        out["after"] = real_datetime.now().year
+    """)
+    assert out["patched"]["interpreter"] and out["patched"]["datetime"]
+    assert out["first"] == ["2024-12-31"] * 3
+    assert out["second"] == ["2020-02-03"] * 2
+    assert out["monotonic_real"] and out["after"] > 2024

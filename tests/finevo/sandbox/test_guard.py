@@ -122,3 +122,29 @@ def test_no_directory_outside_the_workdir_can_be_opened(setup, tmp_path: Path) -
     for directory in (lib / "pkg", lib, tmp_path / "lib" / "pkg" / ".."):
         with pytest.raises(guard.SandboxRefusal, match="opening a directory outside the sandbox"):
             hook("open", (str(directory), None, os.O_RDONLY))
+
+
+def test_changes_in_the_workdir_pass_whatever_their_mode_or_owner_numbers(setup) -> None:  # type: ignore[no-untyped-def]
+    """A mode or a uid in the event is a number like a descriptor: only the dir_fd slot is one."""
+    hook, workdir, _outside, _ = setup
+    hook("os.mkdir", (str(workdir / "sub"), 0o755, -1))
+    hook("os.chmod", (str(workdir / "sub"), 0o700, -1))
+    hook("os.chown", (str(workdir / "sub"), 1000, 1000, -1))
+    hook("os.rename", (str(workdir / "a"), str(workdir / "b"), -1, -1))
+    hook("os.utime", (str(workdir / "b"), None, None, -1))
+    hook("os.remove", (str(workdir / "b"), -1))
+
+
+@pytest.mark.parametrize(("event", "args"), [
+    ("os.mkdir", ("sub", 0o755, 7)),
+    ("os.chmod", ("sub", 0o700, 7)),
+    ("os.chown", ("sub", 0, 0, 7)),
+    ("os.rename", ("a", "b", -1, 7)),
+    ("os.remove", ("b", 7)),
+    ("os.utime", ("b", None, None, 7)),
+])
+def test_dir_fd_relative_changes_are_refused(setup, event: str, args: tuple[object, ...]) -> None:  # type: ignore[no-untyped-def]
+    hook, workdir, _outside, _ = setup
+    full = tuple(str(workdir / a) if isinstance(a, str) else a for a in args)
+    with pytest.raises(guard.SandboxRefusal, match="dir_fd"):
+        hook(event, full)

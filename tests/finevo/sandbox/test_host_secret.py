@@ -5,11 +5,15 @@ then lives in the *initial* environment of the gate process, which ``/proc/<pid>
 to any same-uid process while the gate is dumpable -- ``os.environ[...] = ...`` after start never
 reaches that file, so this test starts a real process with the key in its initial environment.
 
-Set-up (needs root, ``unshare`` and ``setpriv``): the host runs as uid 65534 with no capabilities.
-The interpreter used here may live under a 0700 directory (``/root/.pyenv``); the host then runs
-in a private mount namespace where that directory is replaced by a 0755 tmpfs holding only a bind
-mount of the interpreter's tree, so every path stays the same and nothing grants the host extra
-rights. A probe process (also uid 65534, no capabilities) reads the host's environ before and after
+Set-up (needs root, ``unshare`` and ``setpriv``): the host runs as uid 65534 with no capabilities,
+started through the very interpreter running the tests (``sys.executable``, never its resolved
+target: in a virtual environment that target is the base interpreter, which has not got finevo
+installed). What that interpreter needs -- the environment's own directory (``pyvenv.cfg``, its
+``bin``), the base interpreter and standard library, the site-packages and the finevo sources --
+may live under a 0700 directory (``/root/.pyenv``, a venv under ``/root``); the host then runs
+in a private mount namespace where each such directory is replaced by a 0755 tmpfs holding only
+bind mounts of what is needed from it, so every path stays the same and nothing grants the host
+extra rights. A probe process (also uid 65534, no capabilities) reads the host's environ before and after
 the sandbox is created: before, it must see the key (the probe works); after, it must be refused.
 The tool, run with the policy off, tries /proc of its parent and grandparent, fork, posix_spawn and
 ``_posixsubprocess.fork_exec``; the key must never appear and no process may be created.
@@ -114,28 +118,37 @@ def _blocking_dirs(paths: list[str]) -> dict[str, set[str]]:
 def _host_command(backend: str, tmp: Path) -> list[str]:
     import sysconfig
 
-    needed = [sys.executable, sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"],
+    paths = sysconfig.get_paths()
+    needed = [sys.executable, os.path.dirname(os.path.abspath(sys.executable)), sys.prefix, sys.base_prefix,
+              paths["stdlib"], paths["platstdlib"], paths["purelib"], paths["platlib"],
               os.path.dirname(finevo.__file__)]
+    marker = os.path.join(sys.prefix, "pyvenv.cfg")  # how a venv's python knows it is one
+    if os.path.isfile(marker):
+        needed.append(marker)
     blocking = _blocking_dirs(needed)
     script = tmp / "host.py"
     script.write_text(HOST, encoding="utf-8")
     script.chmod(0o644)
     tmp.chmod(0o755)
-    python = os.path.realpath(sys.executable)
+    # The interpreter as invoked: a venv's python finds its pyvenv.cfg (and so finevo) from this path.
+    python = os.path.abspath(sys.executable)
     if not blocking:
         return [*DROP, python, "-I", "-B", str(script), backend]
     lines = ["set -e"]
     for i, (directory, names) in enumerate(sorted(blocking.items())):
         for name in sorted(names):
             inner = os.path.join(directory, name)
-            if not os.stat(inner).st_mode & stat.S_IXOTH:
-                pytest.skip(f"{inner} is not traversable either; no non-root view can be built")
-            lines += ["stage=$(mktemp -d)", f"mount --bind '{inner}' \"$stage\"",
+            is_dir = os.path.isdir(inner)
+            if not os.stat(inner).st_mode & (stat.S_IXOTH if is_dir else stat.S_IROTH):
+                pytest.skip(f"{inner} is not {'traversable' if is_dir else 'readable'} either; "
+                            "no non-root view can be built")
+            lines += [f"stage=$(mktemp{' -d' if is_dir else ''})", f"mount --bind '{inner}' \"$stage\"",
                       f"echo \"$stage\" >> '{tmp}/stages{i}'"]
         lines.append(f"mount -t tmpfs -o mode=0755 tmpfs '{directory}'")
         for name in sorted(names):
-            lines += [f"mkdir '{os.path.join(directory, name)}'",
-                      f"mount --bind \"$(sed -n 1p '{tmp}/stages{i}')\" '{os.path.join(directory, name)}'",
+            target = os.path.join(directory, name)
+            lines += [f"{'mkdir' if os.path.isdir(os.path.join(directory, name)) else 'touch'} '{target}'",
+                      f"mount --bind \"$(sed -n 1p '{tmp}/stages{i}')\" '{target}'",
                       f"sed -i 1d '{tmp}/stages{i}'"]
     lines.append('exec "$@"')
     wrapper = tmp / "view.sh"

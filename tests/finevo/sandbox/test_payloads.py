@@ -36,14 +36,14 @@ RESOURCE_STOPS: dict[str, set[tuple[str, str | None]]] = {
     "pay_085": {("killed", "rlimit-as")},                                   # ever-growing bytearray
     "pay_086": {("killed", "rlimit-as")},                                   # 10 GB string
     "pay_087": {("exception", "recursion-limit")},                          # unbounded recursion
-    "pay_088": {("killed", "output-cap")},                                  # stdout flood
+    "pay_088": _CPU,                                   # stdout flood: output cut, the clock ends it
     "pay_089": {("exception", None)},                  # 100 MB message: cut to 2000 characters
     "pay_090": _CPU,                                                        # busy wait for an hour
     "pay_091": _CPU | {("killed", "rlimit-as")},                            # 10 ** (10 ** 10)
     "pay_092": _CPU,                                                        # regex backtracking
     "pay_093": {("killed", "rlimit-as")},                                   # decimal at MAX_PREC
     "pay_094": _CPU | {("killed", "rlimit-as")},                            # list(itertools.count())
-    "pay_095": _CPU | {("killed", "output-cap"), ("killed", "rlimit-as")},  # a result too large to send
+    "pay_095": _CPU | {("crashed", "result"), ("killed", "rlimit-as")},  # a result too large to send
 }
 #: Any other resource payload must end stopped by one of the containment layers.
 CONTAINED: set[tuple[str, str | None]] = {
