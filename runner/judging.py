@@ -21,6 +21,7 @@ import json
 import secrets
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 from finevo.contract import check_shape, normalise
@@ -280,32 +281,49 @@ def judge_worlds(task: Task, outcome: Outcome, main: Judgement, main_expected: d
         world_verdict: Judgement | None = None
         oracle_gap: str | None = None
         not_judged: list[str] = []
-        checks: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
-        for label, probe in argsets:
-            where = f"world {name}" + (f" {label}" if label else "")
-            try:
-                expected = expected_values(task, world.provider, dict(probe.oracle_params) if probe else None)
-            except InputError as exc:
-                if probe is None:
-                    oracle_gap = f"not judged: the oracle has no answer in this world ({exc})"
-                    break
-                not_judged.append(f"{label}: {exc}")
-                continue
-            checks.append((where, {**task.intent.args, **(probe.args if probe else {})}, expected))
+        calls = [{**task.intent.args, **(probe.args if probe else {})} for _, probe in argsets]
+
+        def oracle(world: World = world, name: str = name) -> list[tuple[int, str, dict[str, Any]] | str]:
+            """Per argument set ``(index, where, expected)``, or the oracle's reason it has no answer."""
+            out: list[tuple[int, str, dict[str, Any]] | str] = []
+            for index, (label, probe) in enumerate(argsets):
+                try:
+                    expected = expected_values(task, world.provider, dict(probe.oracle_params) if probe else None)
+                except InputError as exc:
+                    out.append(f"{label}: {exc}" if probe is not None else str(exc))
+                    if probe is None:
+                        break
+                    continue
+                out.append((index, f"world {name}" + (f" {label}" if label else ""), expected))
+            return out
+
+        # The oracle's values are computed while the sandbox runs the calls (another process).
         batch: list[ExecutionResult] | None = None
-        if oracle_gap is None and code is not None and entry is not None and len(checks) > 1:
-            try:
-                batch = _batch(code, entry, [args for _, args, _ in checks], str(world.path), run_tool)
-            except AgentFailure:
-                batch = None
-        for index, (where, args, expected) in enumerate(checks if oracle_gap is None else []):
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            pending = pool.submit(oracle)
+            if code is not None and entry is not None and len(calls) > 1:
+                try:
+                    batch = _batch(code, entry, calls, str(world.path), run_tool)
+                except AgentFailure:
+                    batch = None
+            answers = pending.result()
+        checks: list[tuple[str, dict[str, Any], dict[str, Any], ExecutionResult | None]] = []
+        if answers and isinstance(answers[0], str):  # no answer for the task's own arguments here
+            oracle_gap = f"not judged: the oracle has no answer in this world ({answers[0]})"
+        for answer in answers if oracle_gap is None else []:
+            if isinstance(answer, str):
+                not_judged.append(answer)
+                continue
+            index, where, expected = answer
+            checks.append((where, calls[index], expected, batch[index] if batch is not None else None))
+        for where, args, expected, prefetched in checks if oracle_gap is None else []:
             if code is None or entry is None:
                 missing = ("no tool code to re-run" if code is None
                            else f"the tool defines no function {task.intent.indicator!r}")
                 judgement = Judgement(TaskState.FAIL, f"{where}: {missing}")
             else:
                 try:
-                    result = batch[index] if batch is not None else run_tool(code, entry, args, str(world.path))
+                    result = prefetched if prefetched is not None else run_tool(code, entry, args, str(world.path))
                 except ExternalError as exc:
                     judgement = Judgement(TaskState.ERROR, f"{where}: {exc.code}: {exc.message}")
                 except AgentFailure as exc:

@@ -405,3 +405,31 @@ def test_the_subprocess_backend_serves_a_world_too(env: Env) -> None:
         assert result.ok, result.error_message
         assert result.value == [world.as_of.isoformat(), float(world.provider.history("^GSPC")["Close"].iloc[-1])]
         assert cold.run(code, "today_and_close", {"symbol": "^GSPC"}).value[0] == env.snapshot.as_of.isoformat()
+
+
+def test_a_world_the_oracle_cannot_answer_is_skipped_with_its_reason(env: Env, tmp_path: Path) -> None:
+    from finevo.market.snapshot import symbol_files, write_snapshot_files
+    from runner.worlds import World
+
+    early = truncate(read_market(env.snapshot), date(2024, 1, 31))  # 2023's annual figures not reported yet
+    blobs: dict[str, bytes] = {}
+    for item in early.data.values():
+        blobs.update(symbol_files(item))
+    write_snapshot_files(tmp_path, blobs, symbols=early.symbols(), as_of=early.as_of, synthetic=True, label="t",
+                         generator="test", generator_version="1", durable=False)
+    world = World("as_of-early", WorldKind.AS_OF, tmp_path, load_snapshot(tmp_path))
+
+    class OneWorld:
+        def for_task(self, task: Task, argsets: Any) -> list[World]:
+            return [world]
+
+    task = env.judged["fetch_003"]
+    result = env.run(reference("fetch_003"), task.intent.indicator, dict(task.intent.args))
+    outcome = Outcome(task_id=task.id, value=result.value, tool_code=reference("fetch_003"), stage="done")
+    verdict = judge_task(task, outcome, expected_values(task, env.snapshot), 0.0,
+                         probe_expected=probe_expected_values(task, env.snapshot), run_tool=env.run,
+                         worlds=OneWorld())
+    assert verdict.state == "pass"
+    assert verdict.worlds[0].state == "skipped" and verdict.worlds[0].checks == 0
+    assert verdict.worlds[0].reason.startswith("not judged: the oracle has no answer in this world (")
+    assert "fiscal year ending in 2023" in verdict.worlds[0].reason
