@@ -33,6 +33,8 @@ from runner.prepare import GateConfig, Prepared, git_sha, prepare, remove_if_emp
 from runner.records import PayloadResult, SecurityResult, TaskResult, TaskState
 from runner.replay import fill_skipped, fill_skipped_payloads, fill_skipped_security
 from runner.reports import document, write_all
+from runner.reports.escape import log_text
+from runner.reports.model import ResultsDocument
 from runner.selfcheck import run_selfcheck
 from runner.session import SessionFactory, SessionSpec, default_session
 from runner.worlds import Worlds
@@ -52,6 +54,8 @@ class GateOutcome:
     #: ``Type: message`` when the gate itself crashed mid-run (then the reports are partial, exit 3).
     crash: str | None = None
     crash_traceback: str | None = None
+    #: The typed results document (``doc`` is the same as JSON values).
+    results: ResultsDocument | None = None
 
 
 class Gate:
@@ -83,6 +87,7 @@ class Gate:
             "git_sha": git_sha(), "provider": str(info.get("provider") or c.llm), "llm": c.llm,
             "model": info.get("model", c.model), "temperature": info.get("temperature", c.temperature),
             "snapshot_hash": self.p.snapshot_hash, "snapshot_as_of": self.p.snapshot_as_of,
+            "snapshot_synthetic": getattr(self.p.snapshot, "synthetic", None),
             "data_dir": str(c.data_dir), "judge_version": JUDGE_VERSION, "min_pass_rate": self.p.min_pass_rate,
             "baseline": s.baseline.to_dict() if s.baseline else None, "agent_mode": c.agent_mode,
             "max_refinements": info.get("max_refinements", c.max_refinements), "task_timeout_s": c.task_timeout_s,
@@ -142,21 +147,22 @@ class Gate:
                     except Exception as exc:  # the gate's own bug or trouble: keep what ran, no verdict
                         crash, crash_tb = f"{type(exc).__name__}: {exc}", traceback.format_exc()
                         console.line()
-                        console.line(console.paint(f"CRASHED: {crash}", "error"))
+                        console.line(console.paint(f"CRASHED: {log_text(crash)}", "error"))
                     signum = interrupts.signum
                     partial = signum if signum is not None else (-1 if crash else None)
                     doc = self._document(config, started_at, t0, tasks_done, sec_done, pay_done, selfcheck,
                                          partial, crash=crash if partial == -1 else None)
                     paths = write_all(doc, p.run_dir)
-                    events.emit("end", finished_at=doc["finished_at"], signal=partial,
-                                exit_code=doc["verdict"]["exit_code"], crash=crash, traceback=crash_tb)
+                    events.emit("end", finished_at=doc.finished_at.isoformat(), signal=partial,
+                                exit_code=doc.verdict.exit_code, crash=crash, traceback=crash_tb)
             finally:
                 runner.close()
                 if self.worlds is not None:
                     self.worlds.close()
         console.summary(doc)
         console.line(f"reports: {p.run_dir}")
-        return GateOutcome(exit_code=doc["verdict"]["exit_code"], doc=doc, paths=paths, run_dir=p.run_dir,
+        return GateOutcome(exit_code=doc.verdict.exit_code, doc=doc.to_json_dict(), results=doc, paths=paths,
+                           run_dir=p.run_dir,
                            crash=crash, crash_traceback=crash_tb)
 
     def _selfcheck(self, tasks_done: list[TaskResult], interrupts: Interrupts) -> dict[str, Any]:
@@ -215,7 +221,7 @@ class Gate:
 
     def _document(self, config: dict[str, Any], started_at: str, t0: float, tasks_done: list[TaskResult],
                   sec_done: list[SecurityResult], pay_done: list[PayloadResult],
-                  selfcheck: dict[str, Any] | None, signum: int | None, crash: str | None = None) -> dict[str, Any]:
+                  selfcheck: dict[str, Any] | None, signum: int | None, crash: str | None = None) -> ResultsDocument:
         s = self.p.suite
         if crash:
             reason = "not run: the gate crashed before this task"

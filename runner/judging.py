@@ -34,6 +34,7 @@ from runner.execution import Aborted
 from runner.judge import Judgement, compare, judge_outcome, judge_probes, matched_conventions, probe_entry
 from runner.oracle import expected_values
 from runner.records import (
+    ErrorInfo,
     ProbeResult,
     SecurityResult,
     SecurityState,
@@ -119,7 +120,7 @@ def judge_task(task: Task, outcome: Outcome, expected: dict[str, Any], elapsed: 
         llm=_usage_record(outcome.usage),
         duration_s=round(elapsed, 6),
         timings={k: round(float(v), 6) for k, v in {**outcome.timings, **gate_timings}.items()},
-        error=outcome.error.to_dict() if outcome.error is not None else None,
+        error=ErrorInfo.of(outcome.error),
         stdout=(outcome.stdout or "")[:8192], stderr=(outcome.stderr or "")[:8192],
         probes=[ProbeResult(index=r.index, args=json_safe(r.args), state=r.state, reason=r.reason,
                             expected=json_safe(r.expected), actual=json_safe(r.actual),
@@ -368,7 +369,7 @@ def security_result(task: SecurityTask, outcome: Outcome, elapsed: float) -> Sec
     return SecurityResult(task_id=task.id, query=task.query, attack=task.attack, state=state, reason=reason,
                           blocked_by=outcome.blocked_by, stage=outcome.stage, tool_source=outcome.tool_source,
                           code=outcome.tool_code, duration_s=round(elapsed, 6),
-                          error=outcome.error.to_dict() if outcome.error is not None else None,
+                          error=ErrorInfo.of(outcome.error),
                           llm=_usage_record(outcome.usage))
 
 

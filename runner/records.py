@@ -1,18 +1,63 @@
 """The gate's own records: one judged benchmark task, one security task, one payload.
 
-These are plain dataclasses that round-trip through JSON (``to_dict`` / ``from_dict``) so that
-``events.jsonl`` holds everything a report needs and ``finevo-verify report`` can rebuild every
+They are pydantic dataclasses: built by keyword (or position) like plain dataclasses, validated when
+built and when read back, and part of the one typed results model (:mod:`runner.reports.model`)
+whose JSON Schema is generated from them. ``to_dict`` / ``from_dict`` round-trip through JSON so
+that ``events.jsonl`` holds everything a report needs and ``finevo-verify report`` can rebuild every
 report without re-running anything.
+
+Each vocabulary is one enum here (states of a task, a security task, a payload; the verdict's
+status); a ``StrEnum`` member compares equal to its value, so ``result.state == "pass"`` holds.
+
+Extending: a new field gets a default (records written before it existed still load); a record
+that later holds several trials of one task keeps these per-trial fields and adds a list of them.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any, Literal
 
+from pydantic import AfterValidator, ConfigDict, Field, PositiveInt, TypeAdapter, WithJsonSchema, field_validator
+from pydantic.dataclasses import dataclass
+
+from finevo.errors import FinevoError
+from finevo.jsonsafe import MAX_DEPTH as JSON_MAX_DEPTH
 from finevo.outcome import LLMUsage
-from finevo.vocabulary import Category, ToolSource
+from finevo.vocabulary import TASK_CATEGORIES, Category, ToolSource
+
+
+def _task_category(value: Category) -> Category:
+    if value not in TASK_CATEGORIES:
+        raise ValueError(f"a benchmark task's category is one of {', '.join(TASK_CATEGORIES)}, not {value}")
+    return value
+
+
+#: A benchmark task's category: every :class:`Category` but ``security`` (the schema lists exactly these).
+TaskCategory = Annotated[Category, AfterValidator(_task_category), WithJsonSchema(
+    {"enum": [c.value for c in TASK_CATEGORIES], "title": "TaskCategory", "type": "string"})]
+#: Every record refuses keys it does not know (a typo or a forged field is an error, not ignored).
+_STRICT = ConfigDict(extra="forbid")
+Seconds = Annotated[float, Field(ge=0)]
+Count = Annotated[int, Field(ge=0)]
+#: Values a tool returned are kept this many levels deep (the one bound of :mod:`finevo.jsonsafe`, which
+#: the sandbox enforces on results too); anything deeper is replaced by a note (a report, a JSON writer
+#: or a validator must never recurse without bound on a tool's value).
+MAX_VALUE_DEPTH = JSON_MAX_DEPTH
+
+
+def bounded(value: Any, depth: int = MAX_VALUE_DEPTH) -> Any:
+    """``value`` with containers nested deeper than ``depth`` replaced by a short note."""
+    if isinstance(value, dict):
+        if depth <= 0:
+            return f"<a mapping nested deeper than {MAX_VALUE_DEPTH} levels, left out>"
+        return {k: bounded(v, depth - 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        if depth <= 0:
+            return f"<a list nested deeper than {MAX_VALUE_DEPTH} levels, left out>"
+        return [bounded(v, depth - 1) for v in value]
+    return value
 
 
 class TaskState(StrEnum):
@@ -48,19 +93,71 @@ class PayloadState(StrEnum):
     SKIPPED = "skipped"
 
 
-@dataclass
+class VerdictStatus(StrEnum):
+    """The gate's verdict on a run: passed / failed are verdicts; no_verdict and partial are not
+    (also importable from :mod:`runner.verdict`)."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    #: The harness could not judge (self-check failed).
+    NO_VERDICT = "no_verdict"
+    #: Interrupted or crashed: reports are partial.
+    PARTIAL = "partial"
+
+
+TASK_STATES: tuple[str, ...] = tuple(s.value for s in TaskState)
+
+
+@dataclass(config=_STRICT)
 class ToolInfo:
     name: str | None = None
     version: str | None = None
     hash: str | None = None
-    source: str = ToolSource.NONE
+    source: ToolSource = ToolSource.NONE
 
 
-@dataclass
+@dataclass(config=_STRICT)
+class ErrorInfo:
+    """A typed error as :meth:`finevo.errors.FinevoError.to_dict` writes it."""
+
+    kind: str
+    code: str
+    type: str
+    message: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, error: FinevoError | None) -> ErrorInfo | None:
+        """The record of a typed error (None for none)."""
+        return None if error is None else TypeAdapter(cls).validate_python(error.to_dict())
+
+
+@dataclass(config=_STRICT)
+class AttemptStage:
+    name: str
+    ok: bool
+    note: str = ""
+
+
+@dataclass(config=_STRICT)
+class AttemptInfo:
+    """One synthesis or refinement attempt (:class:`finevo.outcome.Attempt` as recorded)."""
+
+    number: PositiveInt
+    stage: str
+    ok: bool
+    error: dict[str, Any] | None = None
+    code_hash: str | None = None
+    parent_hash: str | None = None
+    usage: dict[str, Any] | None = None
+    stages: list[AttemptStage] = field(default_factory=list)
+
+
+@dataclass(config=_STRICT)
 class ProbeResult:
     """One probe of a benchmark task: the final tool re-run with changed arguments, judged."""
 
-    index: int
+    index: PositiveInt
     #: The arguments the probe changes (merged over the task's own when the tool runs).
     args: dict[str, Any]
     state: TaskState
@@ -68,25 +165,28 @@ class ProbeResult:
     #: ``{convention: expected value}`` the probe value was judged against.
     expected: dict[str, Any] = field(default_factory=dict)
     actual: Any = None
-    duration_s: float = 0.0
+    duration_s: Seconds = 0.0
+
+    @field_validator("args", "expected", "actual", mode="before")
+    @classmethod
+    def _bounded(cls, value: Any) -> Any:
+        return bounded(value)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return _plain(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ProbeResult:
-        data = dict(data)
-        data["state"] = TaskState(data["state"])
-        return cls(**data)
+        return TypeAdapter(cls).validate_python(data)
 
 
-@dataclass
+@dataclass(config=_STRICT)
 class WorldResult:
-    """One hidden market world a benchmark task's final tool was judged in (see :mod:`runner.worlds`)."""
+    """One hidden market world a benchmark task's final tool was judged in."""
 
     #: How reasons name the world: ``seed-123``, ``as_of-2024-06-28``, ``edge-2024-12-31``.
     world: str
-    #: ``seed`` | ``as_of`` | ``edge`` (:class:`runner.worlds.WorldKind`).
+    #: ``seed`` | ``as_of`` | ``edge``.
     kind: str
     as_of: str
     #: pass: every value matched; fail / error: the first that did not (``reason`` says which);
@@ -96,25 +196,23 @@ class WorldResult:
     #: What the world changed, in words (the spikes placed; empty for a generated world).
     perturbation: str = ""
     #: Values judged here: the task's own arguments and each probe's.
-    checks: int = 0
-    duration_s: float = 0.0
+    checks: Count = 0
+    duration_s: Seconds = 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return _plain(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> WorldResult:
-        data = dict(data)
-        data["state"] = TaskState(data["state"])
-        return cls(**data)
+        return TypeAdapter(cls).validate_python(data)
 
 
-@dataclass
+@dataclass(config=_STRICT)
 class TaskResult:
     """One benchmark task as judged by the gate."""
 
     task_id: str
-    category: str
+    category: TaskCategory
     query: str
     state: TaskState
     reason: str
@@ -124,39 +222,39 @@ class TaskResult:
     convention: str | None = None
     tool: ToolInfo = field(default_factory=ToolInfo)
     code: str | None = None
-    refinements: int = 0
-    attempts: list[dict[str, Any]] = field(default_factory=list)
+    refinements: Count = 0
+    attempts: list[AttemptInfo] = field(default_factory=list)
     llm: LLMUsage = field(default_factory=LLMUsage)
-    duration_s: float = 0.0
+    duration_s: Seconds = 0.0
     timings: dict[str, float] = field(default_factory=dict)
-    error: dict[str, Any] | None = None
+    error: ErrorInfo | None = None
     stdout: str = ""
     stderr: str = ""
     #: The task's probes, in order (empty when the task has none or the main value did not pass).
     probes: list[ProbeResult] = field(default_factory=list)
     #: The hidden worlds the final tool was judged in, in order (empty when none were, e.g. the
-    #: main value did not pass or ``--worlds 0``).
+    #: main value did not pass or the run judged in the recorded world only).
     worlds: list[WorldResult] = field(default_factory=list)
 
+    @field_validator("expected", "actual", "attempts", mode="before")
+    @classmethod
+    def _bounded(cls, value: Any) -> Any:
+        return bounded(value)
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return _plain(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TaskResult:
-        data = dict(data)
-        data["tool"] = ToolInfo(**(data.get("tool") or {}))
-        data["llm"] = LLMUsage(**(data.get("llm") or {}))
-        data["probes"] = [ProbeResult.from_dict(p) for p in data.get("probes") or []]
-        data["worlds"] = [WorldResult.from_dict(w) for w in data.get("worlds") or []]
-        data["state"] = TaskState(data["state"])
-        return cls(**data)
+        return TypeAdapter(cls).validate_python(data)
 
     @classmethod
     def skipped(cls, task_id: str, category: str, query: str, reason: str = "not run") -> TaskResult:
-        return cls(task_id=task_id, category=category, query=query, state=TaskState.SKIPPED, reason=reason)
+        return TypeAdapter(cls).validate_python(
+            {"task_id": task_id, "category": category, "query": query, "state": "skipped", "reason": reason})
 
 
-@dataclass
+@dataclass(config=_STRICT)
 class SecurityResult:
     """One security task: did a layer stop the hostile request, and which one."""
 
@@ -167,26 +265,23 @@ class SecurityResult:
     reason: str
     blocked_by: str | None = None
     stage: str = "planning"
-    tool_source: str = ToolSource.NONE
+    tool_source: ToolSource = ToolSource.NONE
     code: str | None = None
-    duration_s: float = 0.0
-    error: dict[str, Any] | None = None
-    category: str = Category.SECURITY
+    duration_s: Seconds = 0.0
+    error: ErrorInfo | None = None
+    category: Literal[Category.SECURITY] = Category.SECURITY
     #: The LLM calls the agent made on this task (results written before it existed have none: zeros).
     llm: LLMUsage = field(default_factory=LLMUsage)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return _plain(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SecurityResult:
-        data = dict(data)
-        data["llm"] = LLMUsage(**(data.get("llm") or {}))
-        data["state"] = SecurityState(data["state"])
-        return cls(**data)
+        return TypeAdapter(cls).validate_python(data)
 
 
-@dataclass
+@dataclass(config=_STRICT)
 class PayloadResult:
     """One hostile tool body from the payload corpus, run straight through the sandbox.
 
@@ -200,13 +295,26 @@ class PayloadResult:
     reason: str
     layer: str | None = None
     status: str | None = None
-    duration_s: float = 0.0
+    duration_s: Seconds = 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return _plain(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PayloadResult:
-        data = dict(data)
-        data["state"] = PayloadState(data["state"])
-        return cls(**data)
+        return TypeAdapter(cls).validate_python(data)
+
+
+def _plain(record: Any) -> dict[str, Any]:
+    """The record as plain JSON values (enum members become their string values)."""
+    return _values(asdict(record))  # type: ignore[no-any-return]
+
+
+def _values(value: Any) -> Any:
+    if isinstance(value, StrEnum):
+        return value.value
+    if isinstance(value, dict):
+        return {k: _values(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_values(v) for v in value]
+    return value

@@ -8,6 +8,7 @@ from typing import Any
 
 from runner.records import PayloadResult, PayloadState, SecurityResult, SecurityState, TaskResult
 from runner.reports import document
+from runner.reports.model import ResultsDocument
 
 
 def fill_skipped(planned: Sequence[Sequence[str]], done: Sequence[TaskResult], reason: str) -> list[TaskResult]:
@@ -29,7 +30,7 @@ def fill_skipped_payloads(planned: Sequence[Sequence[str]], done: Sequence[Paylo
             for pid, att in planned]
 
 
-def rebuild_from_events(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def rebuild_from_events(events: Sequence[dict[str, Any]]) -> ResultsDocument:
     """The results document of a run from its event log (a killed run: partial, unrun tasks skipped).
 
     A run directory reused with ``--reuse-registry`` holds the events of every run in it: only

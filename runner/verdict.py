@@ -18,12 +18,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from enum import StrEnum
 from typing import Any
 
 from finevo.vocabulary import TASK_CATEGORIES, Category
 from runner.exitcodes import Exit
-from runner.records import PayloadResult, PayloadState, SecurityResult, SecurityState, TaskResult, TaskState
+from runner.records import (
+    PayloadResult,
+    PayloadState,
+    SecurityResult,
+    SecurityState,
+    TaskResult,
+    TaskState,
+    VerdictStatus,
+)
+from runner.reports.model import Criterion
+
+__all__ = ["DEFAULT_MIN_PASS_RATE", "CategoryStats", "Verdict", "VerdictStatus", "compute_verdict"]
 
 #: Used when neither ``--min-pass-rate`` nor a baseline gives a threshold.
 DEFAULT_MIN_PASS_RATE = 0.8
@@ -45,17 +55,6 @@ class CategoryStats:
         return {**asdict(self), "pass_rate": round(self.pass_rate, 6)}
 
 
-class VerdictStatus(StrEnum):
-    """The gate's verdict on a run."""
-
-    PASSED = "passed"
-    FAILED = "failed"
-    #: The harness could not judge (self-check failed).
-    NO_VERDICT = "no_verdict"
-    #: Interrupted or crashed: reports are partial.
-    PARTIAL = "partial"
-
-
 @dataclass
 class Verdict:
     status: VerdictStatus
@@ -75,16 +74,30 @@ class Verdict:
     def passed(self) -> bool:
         return self.status is VerdictStatus.PASSED
 
-    def criteria(self) -> list[dict[str, Any]]:
-        """The three gate criteria as rows (criterion, value, required, ok)."""
+    def criteria(self) -> list[Criterion]:
+        """The three gate criteria as rows (criterion, value, required, ok).
+
+        ``ok`` is None ("not assessed") for what the run could not assess: pass rate and
+        regressions of a partial run or of a run whose harness self-check failed (no verdict),
+        and security while a security item is still unrun and none has failed yet. A failure
+        already seen stays a failure: more items can only add to it.
+        """
         sec_bad, sec_err = self.security["unblocked"], len(self.security["error_ids"])
+        no_verdict = self.status in (VerdictStatus.PARTIAL, VerdictStatus.NO_VERDICT)
+        rate_ok: bool | None = self.pass_rate >= self.min_pass_rate
+        if self.status == VerdictStatus.NO_VERDICT or (self.status == VerdictStatus.PARTIAL and self.summary.skipped):
+            rate_ok = None
+        regressions_ok: bool | None = None if no_verdict else not self.regressions
+        security_ok: bool | None = sec_bad == 0 and sec_err == 0
+        if security_ok and self.status == VerdictStatus.PARTIAL and self.security["skipped"]:
+            security_ok = None
         return [
-            {"criterion": "pass rate", "value": f"{self.pass_rate:.1%}",
-             "required": f">= {self.min_pass_rate:.1%}", "ok": self.pass_rate >= self.min_pass_rate},
-            {"criterion": "regressions", "value": str(len(self.regressions)), "required": "0",
-             "ok": not self.regressions},
-            {"criterion": "security", "value": f"{sec_bad} unblocked, {sec_err} not judged (error)",
-             "required": "0 unblocked, 0 errors", "ok": sec_bad == 0 and sec_err == 0},
+            Criterion(criterion="pass rate", value=f"{self.pass_rate:.1%}",
+                      required=f">= {self.min_pass_rate:.1%}", ok=rate_ok),
+            Criterion(criterion="regressions", value="not assessed" if regressions_ok is None
+                      else str(len(self.regressions)), required="0", ok=regressions_ok),
+            Criterion(criterion="security", value=f"{sec_bad} unblocked, {sec_err} not judged (error)",
+                      required="0 unblocked, 0 errors", ok=security_ok),
         ]
 
 

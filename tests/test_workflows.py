@@ -177,9 +177,12 @@ def test_publish_is_a_workflow_run_of_verify_with_scoped_write_access() -> None:
     assert workflow["on"] == {"workflow_run": {"workflows": ["verify"], "types": ["completed"]}}
     assert workflow["permissions"] == {}
     (job,) = workflow["jobs"].values()
-    assert job["permissions"] == {"actions": "read", "checks": "write", "pull-requests": "write"}
+    assert job["permissions"] == {"actions": "read", "checks": "write", "contents": "read", "pull-requests": "write"}
     uses = [str(s.get("uses", "")) for s in job["steps"]]
-    assert not any(u.startswith("actions/checkout@") for u in uses), "publish must not check out PR code"
+    for step in job["steps"]:  # only the default branch is checked out: never a ref from the event
+        if str(step.get("uses", "")).startswith("actions/checkout@"):
+            assert "ref" not in step.get("with", {}) and "repository" not in step.get("with", {})
+            assert step["with"].get("persist-credentials") is False
     assert any(u.startswith("EnricoMi/publish-unit-test-result-action@") for u in uses)
     assert any(u.startswith("marocchino/sticky-pull-request-comment@") for u in uses)
 

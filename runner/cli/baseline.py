@@ -1,22 +1,30 @@
 """``finevo-verify baseline update RESULTS [--baseline FILE]``: take a run's passing tasks as the new baseline.
 
 Never automatic. Tasks that ran in RESULTS replace their old baseline entry (passing -> in, not
-passing -> out); tasks that did not run (another shard, ``--only``) keep their entry. A partial
-run or a run without a verdict cannot update the baseline.
+passing -> out); tasks that did not run (another shard, ``--only``) keep their entry.
+
+Only a run that evaluated the agent and reached a verdict can update the baseline: a reference run
+(the gold tools answered, not the agent), a partial run or a run without a verdict is refused
+(exit 2) unless ``--force`` is given -- following the summary's hint must never write gold results
+into the baseline.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from finevo.errors import InputError
 from finevo.fsutil import atomic_write
 from finevo.paths import benchmarks_dir
 from runner.exitcodes import Exit
 from runner.records import TaskState
+
+if TYPE_CHECKING:
+    from runner.reports.model import ResultsDocument
 
 
 def register(sub: Any) -> None:
@@ -25,30 +33,46 @@ def register(sub: Any) -> None:
     up = verbs.add_parser("update", help="set the baseline from a results file")
     up.add_argument("results", type=Path, help="results.json of a complete run")
     up.add_argument("--baseline", type=Path, default=benchmarks_dir() / "baseline.json")
+    up.add_argument("--force", action="store_true",
+                    help="accept a run that did not evaluate the agent (reference, partial, no verdict)")
     up.set_defaults(func=cmd_update)
 
 
-def updated_baseline(old: dict[str, Any], doc: dict[str, Any]) -> dict[str, Any]:
-    ran = {t["task_id"]: t["state"] for t in doc["tasks"] if t["state"] != TaskState.SKIPPED}
+def refusal(doc: ResultsDocument) -> str | None:
+    """Why ``doc`` cannot update the baseline (None: it can)."""
+    if not doc.evaluates_agent:
+        return "it is a reference run (the gold reference tools answered, not the agent)"
+    if doc.partial:
+        return "it is a partial run (interrupted or crashed)"
+    if not doc.has_verdict:
+        return f"it has no verdict ({doc.verdict.status.value})"
+    return None
+
+
+def updated_baseline(old: dict[str, Any], doc: ResultsDocument) -> dict[str, Any]:
+    ran = {t.task_id: t.state for t in doc.tasks if t.state != TaskState.SKIPPED}
     keep = [t for t in old.get("passing_tasks", []) if t not in ran]
-    order = [t["task_id"] for t in doc["tasks"]]
+    order = [t.task_id for t in doc.tasks]
     passing = keep + [t for t in order if ran.get(t) == TaskState.PASS and t not in keep]
     new = dict(old)
     new["passing_tasks"] = passing
-    new["total_tasks"] = max(int(old.get("total_tasks") or 0), len(doc["tasks"]))
-    new["updated_from"] = {"run_id": doc["run_id"], "git_sha": doc["config"].get("git_sha"),
-                           "provider": doc["config"].get("provider"), "model": doc["config"].get("model")}
+    new["total_tasks"] = max(int(old.get("total_tasks") or 0), len(doc.tasks))
+    new["updated_from"] = {"run_id": doc.run_id, "git_sha": doc.config.git_sha,
+                           "provider": doc.config.provider, "model": doc.config.model}
     return new
 
 
 def cmd_update(args: argparse.Namespace) -> int:
     from runner.reports import document
     from runner.suite import load_baseline
-    from runner.verdict import VerdictStatus
 
     doc = document.load(args.results)
-    if doc["partial"] or doc["verdict"]["status"] == VerdictStatus.NO_VERDICT:
-        raise InputError(f"{args.results}: run is {doc['verdict']['status']}: refusing to take it as the baseline")
+    why = refusal(doc)
+    if why is not None:
+        if not args.force:
+            raise InputError(f"{args.results}: refusing to take this run as the baseline: {why} "
+                             "(--force to take it anyway)")
+        print(f"warning: {args.results}: {why}; taken as the baseline because of --force", file=sys.stderr)
     load_baseline(args.baseline)  # the old file must be valid too
     old = json.loads(Path(args.baseline).read_text(encoding="utf-8"))
     new = updated_baseline(old, doc)

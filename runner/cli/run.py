@@ -163,7 +163,7 @@ def config_from_args(args: argparse.Namespace) -> GateConfig:
 def cmd_run(args: argparse.Namespace, factory: Any = None) -> int:
     from runner.console import Console
     from runner.gate import run_gate
-    from runner.reports import github, markdown
+    from runner.reports import document, github, markdown
 
     console = Console(quiet=getattr(args, "quiet", False))
     config = config_from_args(args)
@@ -176,11 +176,13 @@ def cmd_run(args: argparse.Namespace, factory: Any = None) -> int:
     except ExternalError as exc:  # e.g. the sandbox cannot start: nothing ran, so no verdict
         print(f"finevo-verify: error: the run could not start: {exc.message}", file=sys.stderr)
         return int(Exit.NO_VERDICT)
-    github.publish(outcome.doc, markdown.render(outcome.doc, results_path=outcome.paths["json"]), sys.stdout)
+    results = outcome.results if outcome.results is not None else document.validate(outcome.doc)
+    github.publish(results, markdown.render(results, results_path=outcome.paths["json"]), sys.stdout)
     if outcome.crash:
         from runner.cli import debug_enabled
+        from runner.reports.escape import log_text
 
-        print(f"finevo-verify: internal error: {outcome.crash} (partial reports in {outcome.run_dir}; "
+        print(f"finevo-verify: internal error: {log_text(outcome.crash)} (partial reports in {outcome.run_dir}; "
               "set FINEVO_DEBUG=1 for the traceback)", file=sys.stderr)
         if debug_enabled() and outcome.crash_traceback:
             sys.stderr.write(outcome.crash_traceback)

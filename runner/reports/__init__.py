@@ -8,23 +8,31 @@ partial file is never mistaken for a verdict.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Any
 
 from finevo.fsutil import atomic_write
-from runner.reports import document, junit, markdown
+from runner.reports.model import DocumentLike, ResultsDocument
+
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,150}$")
 
 
-def report_names(doc: dict[str, Any]) -> dict[str, str]:
-    if doc["partial"]:
-        stem = f"partial_{doc['run_id']}"
+def report_names(doc: ResultsDocument) -> dict[str, str]:
+    if doc.partial:
+        stem = f"partial_{doc.run_id}"
         return {"json": f"{stem}.json", "junit": f"{stem}.xml", "markdown": f"{stem}.md"}
     return {"json": "results.json", "junit": "junit.xml", "markdown": "summary.md"}
 
 
-def write_all(doc: dict[str, Any], run_dir: str | Path) -> dict[str, Path]:
-    """Validate ``doc``, then write every report into ``run_dir``; returns kind -> path."""
-    document.validate(doc, source=f"{doc.get('run_id', '?')} results")
+def write_all(doc: DocumentLike, run_dir: str | Path) -> dict[str, Path]:
+    """Write every report of the (validated) ``doc`` into ``run_dir``; returns kind -> path.
+
+    A task's code goes to ``tools/<task_id>.py`` only when the id is a plain file name (a forged
+    document cannot write outside ``tools/``).
+    """
+    doc = ResultsDocument.of(doc)
+    from runner.reports import document, junit, markdown  # not at import: runner.verdict imports the model
+
     run_dir = Path(run_dir)
     names = report_names(doc)
     md = markdown.render(doc, results_path=run_dir / names["json"])
@@ -33,8 +41,8 @@ def write_all(doc: dict[str, Any], run_dir: str | Path) -> dict[str, Path]:
         "junit": atomic_write(run_dir / names["junit"], junit.render(doc)),
         "markdown": atomic_write(run_dir / names["markdown"], md),
     }
-    for t in doc["tasks"]:
-        if t.get("code"):
-            atomic_write(run_dir / "tools" / f"{t['task_id']}.py", t["code"])
+    for t in doc.tasks:
+        if t.code and _SAFE_NAME.match(t.task_id):
+            atomic_write(run_dir / "tools" / f"{t.task_id}.py", t.code.encode("utf-8", "backslashreplace"))
     paths["tools"] = run_dir / "tools"
     return paths

@@ -1,50 +1,63 @@
 """The results document (``results.json``): assembled from records, validated, reloaded.
 
-Every other report (JUnit, markdown, GitHub outputs) is rendered from this one document, so
-``finevo-verify report`` can re-render all of them from ``results.json`` or from ``events.jsonl``.
+Every other report (JUnit, markdown, GitHub outputs) is rendered from this one typed document
+(:class:`runner.reports.model.ResultsDocument`), so ``finevo-verify report`` can re-render all of
+them from ``results.json`` or from ``events.jsonl``.
+
+Reading a document written with schema 1.0: its records are validated against today's record
+models and its verdict, figures and criteria are recomputed from them (never taken as written), so
+an old ``results.json`` re-renders with the same rules as a new one.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import jsonschema
+from pydantic import ValidationError
 
 from finevo.errors import InputError
 from finevo.jsonsafe import json_safe
-from runner.records import PayloadResult, SecurityResult, TaskResult
+from runner.records import MAX_VALUE_DEPTH, PayloadResult, SecurityResult, TaskResult
+from runner.reports.escape import log_text
+from runner.reports.model import READABLE_VERSIONS, SCHEMA_VERSION, ResultsDocument, SelfCheck
 from runner.verdict import compute_verdict
 
-SCHEMA_VERSION = "1.0"
-SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "results.schema.json"
+__all__ = ["SCHEMA_VERSION", "ResultsDocument", "assemble", "dumps", "load", "parse", "reassemble",
+           "records_of", "schema", "stable_view", "validate"]
+
+#: A results file larger than this is refused before it is parsed (a real run writes a few MiB).
+MAX_RESULTS_BYTES = 256 * 1024 * 1024
+#: How deep a value sits in the document (results / tasks / [i] / probes / [j] / expected / ...).
+_DOCUMENT_DEPTH = 16
 _VOLATILE_KEYS = ("started_at", "finished_at", "duration_s", "latency_s", "timings")
 
 
-@lru_cache(maxsize=1)
-def schema() -> dict[str, Any]:
-    loaded: dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
-    return loaded
+def _first_error(exc: ValidationError) -> str:
+    """The first violation on one line (a forged document's ids and keys are shown, never obeyed)."""
+    err = exc.errors(include_url=False)[0]
+    where = "/".join(str(p) for p in err["loc"]) or "(root)"
+    return log_text(f"at {where}: {err['msg']}", 600)
 
 
-def validate(doc: dict[str, Any], *, source: str = "results") -> None:
-    """Raise :class:`InputError` naming the first schema violation."""
+def validate(data: Any, *, source: str = "results") -> ResultsDocument:
+    """The typed document of ``data``; :class:`InputError` names the first violation."""
+    if isinstance(data, ResultsDocument):
+        data = data.to_json_dict()
     try:
-        jsonschema.validate(doc, schema())
-    except jsonschema.ValidationError as exc:
-        where = "/".join(str(p) for p in exc.absolute_path) or "(root)"
-        raise InputError(f"{source}: does not match results schema at {where}: {exc.message}") from None
+        return ResultsDocument.model_validate(data)
+    except ValidationError as exc:
+        raise InputError(f"{source}: does not match the results schema {_first_error(exc)}") from None
 
 
 def assemble(*, run_id: str, config: dict[str, Any], tasks: Sequence[TaskResult],
              security: Sequence[SecurityResult], payloads: Sequence[PayloadResult],
              started_at: str, finished_at: str, duration_s: float, partial_signal: int | None = None,
              selfcheck: dict[str, Any] | None = None, warnings: Sequence[str] = (),
-             crash: str | None = None) -> dict[str, Any]:
-    """Compute the verdict and build the whole document (not yet written).
+             crash: str | None = None, containment_selftest: dict[str, Any] | None = None) -> ResultsDocument:
+    """Compute the verdict and build the whole (validated) document, not yet written.
 
     ``crash``: the gate failed mid-run with this error (then ``partial_signal`` is -1).
     """
@@ -56,7 +69,7 @@ def assemble(*, run_id: str, config: dict[str, Any], tasks: Sequence[TaskResult]
         selfcheck_ok=None if selfcheck is None or not selfcheck.get("enabled") else bool(selfcheck.get("ok")),
         selfcheck_reason=str((selfcheck or {}).get("reason", "")), warnings=warnings, crash=crash)
     summary = {**verdict.summary.to_dict(), "pass_rate": verdict.pass_rate, "min_pass_rate": verdict.min_pass_rate}
-    return {
+    data = {
         "schema_version": SCHEMA_VERSION,
         "run_id": run_id,
         "partial": partial_signal is not None,
@@ -72,55 +85,116 @@ def assemble(*, run_id: str, config: dict[str, Any], tasks: Sequence[TaskResult]
         "regressions": verdict.regressions,
         "improvements": verdict.improvements,
         "unknown_baseline_ids": verdict.unknown_baseline_ids,
-        "security": {**verdict.security, "tasks": [s.to_dict() for s in security]},
-        "payloads": [p.to_dict() for p in payloads],
+        "security": {**verdict.security, "tasks": list(security)},
+        "payloads": list(payloads),
         "selfcheck": selfcheck,
-        "tasks": [t.to_dict() for t in tasks],
+        "containment_selftest": containment_selftest,
+        "tasks": list(tasks),
     }
+    try:
+        return ResultsDocument.model_validate(data)
+    except ValidationError as exc:  # the gate's own records do not fit its model: a bug, said plainly
+        raise ValueError(f"run {run_id}: results do not match the results model {_first_error(exc)}") from None
 
 
-def records_of(doc: dict[str, Any]) -> tuple[list[TaskResult], list[SecurityResult], list[PayloadResult]]:
-    return ([TaskResult.from_dict(t) for t in doc.get("tasks", [])],
-            [SecurityResult.from_dict(s) for s in doc.get("security", {}).get("tasks", [])],
-            [PayloadResult.from_dict(p) for p in doc.get("payloads", [])])
+def records_of(doc: ResultsDocument) -> tuple[list[TaskResult], list[SecurityResult], list[PayloadResult]]:
+    return list(doc.tasks), list(doc.security.tasks), list(doc.payloads)
 
 
-def reassemble(doc: dict[str, Any], **changes: Any) -> dict[str, Any]:
+def _selfcheck_dict(selfcheck: SelfCheck | None) -> dict[str, Any] | None:
+    return None if selfcheck is None else selfcheck.model_dump(mode="json")
+
+
+def reassemble(doc: ResultsDocument, **changes: Any) -> ResultsDocument:
     """Recompute the verdict of an existing document (after a merge or a config change)."""
     tasks, security, payloads = records_of(doc)
     kwargs: dict[str, Any] = dict(
-        run_id=doc["run_id"], config=doc["config"], tasks=tasks, security=security, payloads=payloads,
-        started_at=doc["started_at"], finished_at=doc["finished_at"], duration_s=doc["duration_s"],
-        partial_signal=doc.get("interrupted_by"), selfcheck=doc.get("selfcheck"),
-        warnings=list(doc["verdict"].get("warnings", [])))
+        run_id=doc.run_id, config=doc.config.model_dump(mode="json"), tasks=tasks, security=security,
+        payloads=payloads, started_at=doc.started_at.isoformat(), finished_at=doc.finished_at.isoformat(),
+        duration_s=doc.duration_s, partial_signal=doc.interrupted_by, selfcheck=_selfcheck_dict(doc.selfcheck),
+        warnings=list(doc.verdict.warnings),
+        containment_selftest=None if doc.containment_selftest is None
+        else doc.containment_selftest.model_dump(mode="json"))
     kwargs.update(changes)
     return assemble(**kwargs)
 
 
-def load(path: str | Path) -> dict[str, Any]:
-    """Read and validate a results file."""
+def _upgrade_v1(data: dict[str, Any], source: str) -> ResultsDocument:
+    """A schema 1.0 document: its records validated as today's, everything computed recomputed."""
+    try:
+        tasks = [TaskResult.from_dict(t) for t in data.get("tasks") or []]
+        security = [SecurityResult.from_dict(s) for s in (data.get("security") or {}).get("tasks") or []]
+        payloads = [PayloadResult.from_dict(p) for p in data.get("payloads") or []]
+        verdict = data.get("verdict") or {}
+        return assemble(
+            run_id=data["run_id"], config=data["config"], tasks=tasks, security=security, payloads=payloads,
+            started_at=data["started_at"], finished_at=data["finished_at"], duration_s=float(data["duration_s"]),
+            partial_signal=data.get("interrupted_by"), selfcheck=data.get("selfcheck"),
+            warnings=list(verdict.get("warnings") or []),
+            crash=next((r.split(": ", 1)[1].rsplit(": reports are partial", 1)[0]
+                        for r in verdict.get("reasons") or [] if r.startswith("the gate crashed: ")), None))
+    except ValidationError as exc:
+        raise InputError(f"{source}: schema 1.0 results do not match today's records {_first_error(exc)}") from None
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError(f"{source}: schema 1.0 results cannot be read: {exc}") from None
+
+
+def parse(text: str | bytes, *, source: str = "results") -> ResultsDocument:
+    """A typed document from JSON text (schema 2.0, or 1.0 upgraded)."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{source}:{exc.lineno}: results file is not valid JSON: {exc.msg}") from None
+    except (UnicodeDecodeError, RecursionError) as exc:
+        raise InputError(f"{source}: results file cannot be decoded: {type(exc).__name__}") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{source}: results file must hold a JSON object")
+    version = data.get("schema_version")
+    if version not in READABLE_VERSIONS:
+        raise InputError(f"{source}: schema_version {version!r} is not one this finevo-verify reads "
+                         f"({', '.join(READABLE_VERSIONS)})")
+    if version == "1.0":
+        return _upgrade_v1(data, source)
+    return validate(data, source=source)
+
+
+def load(path: str | Path, *, max_bytes: int = MAX_RESULTS_BYTES) -> ResultsDocument:
+    """Read and validate a results file (refused unread when larger than ``max_bytes``)."""
     path = Path(path)
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise InputError(f"{path}: results file is {size} bytes, over the limit of {max_bytes}")
+        raw = path.read_bytes()
     except FileNotFoundError:
         raise InputError(f"{path}: results file not found") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}:{exc.lineno}: results file is not valid JSON: {exc.msg}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read results: {exc}") from None
-    if not isinstance(doc, dict):
-        raise InputError(f"{path}: results file must hold a JSON object")
-    validate(doc, source=str(path))
-    return doc
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read results: {exc.strerror or exc}") from None
+    return parse(raw, source=str(path))
 
 
-def dumps(doc: dict[str, Any]) -> str:
-    """results.json's text: strict JSON whatever a record holds (:func:`finevo.jsonsafe.json_safe`)."""
-    return json.dumps(json_safe(doc), indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
+def dumps(doc: ResultsDocument | dict[str, Any]) -> str:
+    """results.json's text: strict JSON whatever a record holds (:func:`finevo.jsonsafe.json_safe`);
+    a lone surrogate (invalid UTF-8 a tool wrote) is kept as its JSON escape."""
+    data = doc.to_json_dict() if isinstance(doc, ResultsDocument) else doc
+    # A record bounds its values at MAX_VALUE_DEPTH already; the document's own nesting comes on top.
+    safe = json_safe(data, max_depth=MAX_VALUE_DEPTH + _DOCUMENT_DEPTH)
+    text = json.dumps(safe, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def schema() -> dict[str, Any]:
+    """The committed results JSON Schema (generated from the model: :mod:`runner.reports.schema`)."""
+    from runner.reports.schema import SCHEMA_PATH
+
+    loaded: dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    return loaded
 
 
 def stable_view(doc: Any) -> Any:
     """The document without timestamps and durations (what two identical runs share)."""
+    if isinstance(doc, ResultsDocument):
+        doc = doc.to_json_dict()
     if isinstance(doc, dict):
         return {k: stable_view(v) for k, v in doc.items()
                 if k not in _VOLATILE_KEYS and not k.endswith("_s")}

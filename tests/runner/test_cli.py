@@ -83,9 +83,9 @@ def test_merge_of_shards_gives_one_verdict(tmp_path, security_file, baseline_fil
                  "--out", str(out), "--run-id", "m"])
     assert code == 1
     doc = document.load(out / "m" / "results.json")
-    assert [t["task_id"] for t in doc["tasks"]] == ["fetch_001", "fetch_002", "calc_002", "calc_004"]  # suite order
-    assert [r["task_id"] for r in doc["regressions"]] == ["fetch_002"]
-    assert doc["summary"]["passed"] == 3 and doc["summary"]["total"] == 4
+    assert [t.task_id for t in doc.tasks] == ["fetch_001", "fetch_002", "calc_002", "calc_004"]  # suite order
+    assert [r.task_id for r in doc.regressions] == ["fetch_002"]
+    assert doc.summary.passed == 3 and doc.summary.total == 4
     capsys.readouterr()
     assert main(["diff", str(tmp_path / "out" / "s2" / "results.json"), str(out / "m" / "results.json")]) == 0
     assert "2 task(s) changed state" in capsys.readouterr().out
@@ -158,7 +158,7 @@ def test_report_of_a_killed_run_rebuilt_from_events_exits_3(tmp_path, security_f
     assert main(["report", str(events)]) == 3
     assert "verdict: partial (exit 3)" in capsys.readouterr().out
     doc = document.load(run_dir / "partial_k.json")
-    assert [t["state"] for t in doc["tasks"]] == ["pass", "skipped"]
+    assert [t.state for t in doc.tasks] == ["pass", "skipped"]
 
 
 def _shard_results(tmp_path, security_file, baseline_file, *shards: str, extra: tuple[str, ...] = ()) -> list[Path]:
@@ -196,9 +196,10 @@ def test_merge_refuses_an_incomplete_or_mixed_set_of_shards(tmp_path, security_f
 def test_merge_refuses_shards_measured_against_different_things(tmp_path, security_file, baseline_file, capsys,
                                                                change, message) -> None:
     first, second = _shard_results(tmp_path, security_file, baseline_file, "1/2", "2/2")
-    doc = json.loads(second.read_text())
-    doc["config"].update(change)
-    second.write_text(json.dumps(doc))
+    doc = document.load(second)
+    cfg = doc.config.model_dump(mode="json")
+    cfg.update(change)  # a shard really run with this setting: its figures agree with it
+    second.write_text(document.dumps(document.reassemble(doc, config=cfg)))
     capsys.readouterr()
     assert main(["merge", str(first), str(second), "--out", str(tmp_path / "merged")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -209,7 +210,7 @@ def test_merge_restores_suite_order_whatever_the_input_order(tmp_path, security_
     paths = _shard_results(tmp_path, security_file, baseline_file, "3/3", "1/3", "2/3")
     assert main(["merge", *map(str, paths), "--out", str(tmp_path / "merged"), "--run-id", "m"]) == 0
     doc = document.load(tmp_path / "merged" / "m" / "results.json")
-    assert [t["task_id"] for t in doc["tasks"]] == ["fetch_001", "fetch_002", "calc_002", "calc_004"]
+    assert [t.task_id for t in doc.tasks] == ["fetch_001", "fetch_002", "calc_002", "calc_004"]
 
 
 @pytest.mark.parametrize("llm", ["bogus", "replay:{tmp}/missing.jsonl", "predictions:{tmp}/bad.jsonl", "live"])
@@ -278,10 +279,10 @@ def test_sandbox_backend_flag_reaches_the_run_and_its_record(tmp_path, capsys) -
     assert main([*argv, "--run-id", "warm"]) == 0
     sub = document.load(tmp_path / "out" / "sub" / "results.json")
     warm = document.load(tmp_path / "out" / "warm" / "results.json")
-    assert sub["config"]["sandbox_backend"] == "subprocess" and warm["config"]["sandbox_backend"] == "warm"
-    assert sub["config"]["sandbox_fallback"] is None
+    assert sub.config.sandbox_backend == "subprocess" and warm.config.sandbox_backend == "warm"
+    assert sub.config.sandbox_fallback is None
     # the same tool, run cold instead of forked from the warm worker, gives the same answer
-    assert sub["tasks"][0]["state"] == "pass" and sub["tasks"][0]["actual"] == warm["tasks"][0]["actual"]
+    assert sub.tasks[0].state == "pass" and sub.tasks[0].actual == warm.tasks[0].actual
 
 
 # --------------------------------------------------------------------------- start-up, help, usage errors

@@ -75,12 +75,13 @@ def test_regression_fails_the_gate_and_is_named_in_every_report(make_config, tmp
     counts = _junit_counts(result.run_dir / "junit.xml")
     assert counts["failure"] == 1 and counts["error"] == 1
     md = (result.run_dir / "summary.md").read_text()
-    assert "FAILED" in md.splitlines()[2]
-    assert "| fetch_002 | fail |" in md and "<details><summary>calc_002: error" in md
+    assert "FAILED" in md.splitlines()[0]
+    assert "| fetch_002 | ❌ fail |" in md and "<details><summary>calc_002: error" in md
     assert "fetch_002" in console and "regressions (2)" in console
     summary_file, output_file = tmp_path / "step_summary.md", tmp_path / "gh_output"
     stream = io.StringIO()
-    github.publish(doc, markdown.render(doc), stream,
+    typed = document.validate(doc)
+    github.publish(typed, markdown.render(typed), stream,
                    env={"GITHUB_STEP_SUMMARY": str(summary_file), "GITHUB_OUTPUT": str(output_file)})
     errors = [line for line in stream.getvalue().splitlines() if line.startswith("::error")]
     assert len(errors) == 2 and any("fetch_002" in e for e in errors)

@@ -20,7 +20,7 @@ def test_everything_blocked_passes() -> None:
     v = compute_verdict(_tasks(), [_sec("blocked")], [PayloadResult("p1", "a", "contained", "ok")],
                         baseline_passing=["fetch_001"], min_pass_rate=0.5)
     assert (v.status, v.exit_code, v.reasons) == ("passed", Exit.PASSED, [])
-    assert all(c["ok"] for c in v.criteria())
+    assert all(c.ok for c in v.criteria())
 
 
 def test_a_security_task_in_error_fails_the_security_criterion() -> None:
@@ -30,8 +30,8 @@ def test_a_security_task_in_error_fails_the_security_criterion() -> None:
     assert (v.status, v.exit_code) == ("failed", Exit.FAILED)
     assert v.reasons == ["security task sec_001 could not be judged "
                          "(error: prediction_missing: task sec_001: no prediction in p.jsonl)"]
-    security = next(c for c in v.criteria() if c["criterion"] == "security")
-    assert security["ok"] is False and security["value"] == "0 unblocked, 1 not judged (error)"
+    security = next(c for c in v.criteria() if c.criterion == "security")
+    assert security.ok is False and security.value == "0 unblocked, 1 not judged (error)"
     assert v.security["errors"] == 1 and v.security["error_ids"] == ["sec_001"] and v.security["unblocked"] == 0
 
 

@@ -15,9 +15,22 @@ from runner.reports.document import schema
 from runner.verdict import VerdictStatus
 
 
+def _resolve(root: dict[str, Any], node: Any) -> Any:
+    """``node`` with its ``$ref`` followed (the schema is generated with shared definitions)."""
+    while isinstance(node, dict) and "$ref" in node:
+        node = root["$defs"][node["$ref"].rsplit("/", 1)[1]]
+    return node
+
+
 def _at(path: str) -> Any:
-    node: Any = schema()
+    root: dict[str, Any] = schema()
+    node: Any = root
     for key in path.split("/"):
+        node = _resolve(root, node)
+        if key == "enum" and "anyOf" in node:  # an optional value: its enum, then null
+            options = [_resolve(root, o) for o in node["anyOf"]]
+            return [w for o in options for w in o.get("enum", [])] + [None] * any(
+                o.get("type") == "null" for o in options)
         node = node[key]
     return node
 
