@@ -31,6 +31,7 @@ from runner.judging import judge_task, security_result
 from runner.payloads import Canaries, run_payload
 from runner.prepare import GateConfig, Prepared, git_sha, prepare, remove_if_empty
 from runner.records import PayloadResult, SecurityResult, TaskResult, TaskState
+from runner.repeats import Repeats, repeat_config
 from runner.replay import fill_skipped, fill_skipped_payloads, fill_skipped_security
 from runner.reports import document, write_all
 from runner.reports.escape import log_text
@@ -98,6 +99,7 @@ class Gate:
             "tasks_file": str(c.tasks_path), "security_file": str(c.security_path) if c.security_path else None,
             "sandbox_layers": info.get("sandbox_layers", {}),
             "sandbox_backend": info.get("sandbox_backend"), "sandbox_fallback": info.get("sandbox_fallback"),
+            **repeat_config(c),
         }
 
     def run(self) -> GateOutcome:
@@ -131,15 +133,16 @@ class Gate:
                 with EventLog(p.run_dir / "events.jsonl") as events:
                     events.emit("start", run_id=p.run_id, started_at=started_at, config=config,
                                 warnings=suite.warnings,
+                                repeats=p.config.repeats,
                                 planned={"tasks": [[t.id, t.category, t.query] for t in suite.tasks],
                                          "security": [[s.id, s.query, s.attack] for s in suite.security],
                                          "payloads": [[x.id, x.attempts] for x in suite.payloads]})
-                    total = len(suite.tasks) + len(suite.security) + len(suite.payloads)
+                    total = len(suite.tasks) * p.config.repeats + len(suite.security) + len(suite.payloads)
                     crash: str | None = None
                     crash_tb: str | None = None
                     try:
                         self._run_all(runner, events, total, tasks_done, sec_done, pay_done)
-                        selfcheck = self._selfcheck(tasks_done, interrupts)
+                        selfcheck = self._selfcheck([t for t in tasks_done if t.repeat == 1], interrupts)
                         if p.config.self_check:
                             events.emit("selfcheck", selfcheck=selfcheck)
                     except Aborted:
@@ -182,16 +185,26 @@ class Gate:
                  sec_done: list[SecurityResult], pay_done: list[PayloadResult]) -> None:
         p, console = self.p, self.console
         index = 0
-        for task in p.suite.tasks:
-            index += 1
-            console.task_start(index, total, task.id, task.query)
-            outcome, elapsed = runner.solve(task)
-            result = judge_task(p.judged.get(task.id, task), outcome, p.expected[task.id], elapsed,
-                                probe_expected=p.probe_expected.get(task.id), run_tool=runner.probe_runner(),
-                                worlds=self.worlds)
-            tasks_done.append(result)
-            events.emit("task", result=result.to_dict())
-            console.task_end(result.state, elapsed, "" if result.state == TaskState.PASS else result.reason[:100])
+        repeats = Repeats(self.factory, self.spec, runner, p.run_dir)
+        try:
+            for repeat in range(1, p.config.repeats + 1):
+                current = repeats.runner_for(repeat)
+                for task in p.suite.tasks:
+                    index += 1
+                    label = task.id if p.config.repeats == 1 else f"{task.id} (repeat {repeat}/{p.config.repeats})"
+                    console.task_start(index, total, label, task.query)
+                    outcome, elapsed = current.solve(task)
+                    result = judge_task(p.judged.get(task.id, task), outcome, p.expected[task.id], elapsed,
+                                        probe_expected=p.probe_expected.get(task.id), run_tool=current.probe_runner(),
+                                        worlds=self.worlds)
+                    if repeat != 1:
+                        result.repeat = repeat
+                    tasks_done.append(result)
+                    events.emit("task", result=result.to_dict())
+                    why = "" if result.state == TaskState.PASS else result.reason[:100]
+                    console.task_end(result.state, elapsed, why)
+        finally:
+            repeats.close()
         for stask in p.suite.security:
             index += 1
             console.task_start(index, total, stask.id, stask.query)
@@ -229,7 +242,8 @@ class Gate:
             reason = f"not run: interrupted by {signal.Signals(signum).name}"
         else:
             reason = "not run"
-        tasks = fill_skipped([[t.id, t.category, t.query] for t in s.tasks], tasks_done, reason)
+        tasks = fill_skipped([[t.id, t.category, t.query] for t in s.tasks], tasks_done, reason,
+                             repeats=self.p.config.repeats)
         sec = fill_skipped_security([[x.id, x.query, x.attack] for x in s.security], sec_done, reason)
         pay = fill_skipped_payloads([[x.id, x.attempts] for x in s.payloads], pay_done, reason)
         return document.assemble(run_id=self.p.run_id, config=config, tasks=tasks, security=sec, payloads=pay,

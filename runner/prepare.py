@@ -54,6 +54,12 @@ class GateConfig:
     #: that picks them (None: a fresh random one, recorded in results.json for a replay).
     worlds: int = DEFAULT_WORLDS
     worlds_seed: int | None = None
+    #: The statistical verdict (:mod:`runner.trials`): repeats, test level, threshold, budgets.
+    repeats: int = 1
+    alpha: float = 0.05
+    threshold_on: str = "point"
+    correction: str = "holm"
+    budgets: dict[str, Any] | None = None
 
 
 @dataclass
@@ -136,6 +142,14 @@ def prepare(config: GateConfig) -> Prepared:
     suite = select(suite, only=config.only, category=config.category, shard=config.shard)
     if config.task_timeout_s <= 0:
         raise InputError(f"--task-timeout: must be positive, got {config.task_timeout_s}")
+    if config.repeats < 1:
+        raise InputError(f"--repeats: must be at least 1, got {config.repeats}")
+    if not 0.0 < config.alpha < 1.0:
+        raise InputError(f"--alpha: must be in (0, 1), got {config.alpha}")
+    if config.correction not in ("holm", "none"):
+        raise InputError(f"--correction: holm or none, got {config.correction!r}")
+    if config.threshold_on not in ("point", "lower"):
+        raise InputError(f"--threshold-on: point or lower, got {config.threshold_on!r}")
     if config.min_pass_rate is not None and not 0.0 <= config.min_pass_rate <= 1.0:
         raise InputError(f"--min-pass-rate: must be in [0, 1], got {config.min_pass_rate}")
     if config.worlds < 0:

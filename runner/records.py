@@ -235,6 +235,8 @@ class TaskResult:
     #: The hidden worlds the final tool was judged in, in order (empty when none were, e.g. the
     #: main value did not pass or the run judged in the recorded world only).
     worlds: list[WorldResult] = field(default_factory=list)
+    #: Which repeat of the suite this trial belongs to (1..K with ``--repeats K``).
+    repeat: PositiveInt = 1
 
     @field_validator("expected", "actual", "attempts", mode="before")
     @classmethod
@@ -249,9 +251,10 @@ class TaskResult:
         return TypeAdapter(cls).validate_python(data)
 
     @classmethod
-    def skipped(cls, task_id: str, category: str, query: str, reason: str = "not run") -> TaskResult:
+    def skipped(cls, task_id: str, category: str, query: str, reason: str = "not run", repeat: int = 1) -> TaskResult:
         return TypeAdapter(cls).validate_python(
-            {"task_id": task_id, "category": category, "query": query, "state": "skipped", "reason": reason})
+            {"task_id": task_id, "category": category, "query": query, "state": "skipped", "reason": reason,
+             "repeat": repeat})
 
 
 @dataclass(config=_STRICT)

@@ -11,9 +11,12 @@ from runner.reports import document
 from runner.reports.model import ResultsDocument
 
 
-def fill_skipped(planned: Sequence[Sequence[str]], done: Sequence[TaskResult], reason: str) -> list[TaskResult]:
-    by_id = {r.task_id: r for r in done}
-    return [by_id.get(tid) or TaskResult.skipped(tid, cat, query, reason) for tid, cat, query in planned]
+def fill_skipped(planned: Sequence[Sequence[str]], done: Sequence[TaskResult], reason: str,
+                 repeats: int = 1) -> list[TaskResult]:
+    """Every planned task in every repeat (repeat by repeat, plan order inside one), unrun ones skipped."""
+    by_key = {(r.task_id, r.repeat): r for r in done}
+    return [by_key.get((tid, rep)) or TaskResult.skipped(tid, cat, query, reason, repeat=rep)
+            for rep in range(1, repeats + 1) for tid, cat, query in planned]
 
 
 def fill_skipped_security(planned: Sequence[Sequence[str]], done: Sequence[SecurityResult],
@@ -60,7 +63,7 @@ def rebuild_from_events(events: Sequence[dict[str, Any]]) -> ResultsDocument:
         reason = "not run: interrupted"
     return document.assemble(
         run_id=start["run_id"], config=start["config"],
-        tasks=fill_skipped(planned.get("tasks", []), tasks, reason),
+        tasks=fill_skipped(planned.get("tasks", []), tasks, reason, repeats=int(start.get("repeats") or 1)),
         security=fill_skipped_security(planned.get("security", []), sec, reason),
         payloads=fill_skipped_payloads(planned.get("payloads", []), pay, reason),
         started_at=start["started_at"], finished_at=(end or events[-1]).get("finished_at", start["started_at"]),

@@ -23,7 +23,13 @@ _BASELINE_KEYS = ("passing_tasks", "target_pass_rate")
 
 @dataclass(frozen=True)
 class Baseline:
-    """``benchmarks/baseline.json``: the tasks that passed when the baseline was taken."""
+    """``benchmarks/baseline.json``: the tasks that passed when the baseline was taken.
+
+    Version 1 lists the passing task ids; version 2 gives each task's ``{passes, trials}`` as
+    measured, an optional quarantine list (``task``, ``reason``, ``expires``) and optionally the
+    usage the measurement recorded. ``passing_tasks`` is, for version 2, every task that passed at
+    least once.
+    """
 
     path: str
     passing_tasks: tuple[str, ...]
@@ -31,18 +37,28 @@ class Baseline:
     version: str = ""
     description: str = ""
     total_tasks: int | None = None
+    #: Version 2: task id -> {"passes": int, "trials": int}.
+    tasks: dict[str, dict[str, int]] | None = None
+    quarantine: tuple[dict[str, str], ...] = ()
+    usage: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "version": self.version, "description": self.description,
-                "passing_tasks": list(self.passing_tasks), "total_tasks": self.total_tasks,
-                "target_pass_rate": self.target_pass_rate}
+        out: dict[str, Any] = {"path": self.path, "version": self.version, "description": self.description,
+                               "passing_tasks": list(self.passing_tasks), "total_tasks": self.total_tasks,
+                               "target_pass_rate": self.target_pass_rate}
+        if self.tasks is not None:
+            out["tasks"] = {k: dict(v) for k, v in self.tasks.items()}
+            out["quarantine"] = [dict(q) for q in self.quarantine]
+            out["usage"] = self.usage
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Baseline:
         return cls(path=str(data.get("path", "")), passing_tasks=tuple(data.get("passing_tasks") or ()),
                    target_pass_rate=float(data.get("target_pass_rate", 0.0)),
                    version=str(data.get("version", "")), description=str(data.get("description", "")),
-                   total_tasks=data.get("total_tasks"))
+                   total_tasks=data.get("total_tasks"), tasks=data.get("tasks"),
+                   quarantine=tuple(data.get("quarantine") or ()), usage=data.get("usage"))
 
 
 @dataclass
@@ -60,6 +76,10 @@ def load_baseline(path: str | Path, known_ids: Sequence[str] | None = None) -> t
     data = read_json(path, "baseline")
     if not isinstance(data, dict):
         raise InputError(f"{path}: baseline must be a JSON object, got {type(data).__name__}")
+    if data.get("version") == 2:
+        return _load_baseline_v2(path, data, known_ids)
+    if data.get("version") not in (None, 1, "1"):
+        raise InputError(f"{path}: baseline version {data.get('version')!r} is not one this gate reads (1, 2)")
     missing = [k for k in _BASELINE_KEYS if k not in data]
     if missing:
         raise InputError(f"{path}: baseline is missing key(s): {', '.join(missing)}")
@@ -85,6 +105,91 @@ def load_baseline(path: str | Path, known_ids: Sequence[str] | None = None) -> t
         unknown = [t for t in passing if t not in set(known_ids)]
         if unknown:
             warnings.append(f"{path}: baseline names unknown task id(s): {', '.join(unknown)}")
+    return baseline, warnings
+
+
+def _target(path: Path, data: dict[str, Any]) -> float:
+    target = data.get("target_pass_rate")
+    if isinstance(target, bool) or not isinstance(target, (int, float)) or not 0.0 <= float(target) <= 1.0:
+        raise InputError(f"{path}: baseline 'target_pass_rate' must be a number in [0, 1], got {target!r}")
+    return float(target)
+
+
+def _load_baseline_v2(path: Path, data: dict[str, Any],
+                      known_ids: Sequence[str] | None) -> tuple[Baseline, list[str]]:
+    from pydantic import ValidationError
+
+    from runner.trials import BaselineCount, Quarantine, UsageFigures
+
+    allowed = {"version", "description", "tasks", "quarantine", "usage", "total_tasks", "target_pass_rate",
+               "updated_from", "passing_tasks"}
+    extra = sorted(set(data) - allowed)
+    if extra:
+        raise InputError(f"{path}: baseline version 2 has unknown key(s): {', '.join(extra)}")
+    for key in ("tasks", "target_pass_rate"):
+        if key not in data:
+            raise InputError(f"{path}: baseline is missing key(s): {key}")
+    rows = data["tasks"]
+    if isinstance(rows, list):  # also accepted: [{"task": id, "passes": n, "trials": m}, ...]
+        by_id: dict[str, Any] = {}
+        for i, row in enumerate(rows):
+            tid = row.get("task", row.get("task_id")) if isinstance(row, dict) else None
+            if not isinstance(tid, str) or not tid:
+                raise InputError(f"{path}: baseline tasks entry {i + 1}: needs a 'task' id")
+            if tid in by_id:
+                raise InputError(f"{path}: baseline lists task id(s) twice: {tid}")
+            by_id[tid] = {k: v for k, v in row.items() if k not in ("task", "task_id")}
+        rows = by_id
+    if not isinstance(rows, dict) or not rows:
+        raise InputError(f"{path}: baseline 'tasks' must be a non-empty object of task id -> {{passes, trials}}")
+    tasks: dict[str, dict[str, int]] = {}
+    for tid, row in rows.items():
+        try:
+            count = BaselineCount.model_validate(row)
+        except ValidationError as exc:
+            raise InputError(f"{path}: baseline task {tid!r}: {exc.errors(include_url=False)[0]['msg']} "
+                             "(need {\"passes\": n >= 0, \"trials\": m >= 1})") from None
+        if count.passes > count.trials:
+            raise InputError(f"{path}: baseline task {tid!r}: passes {count.passes} > trials {count.trials}")
+        tasks[str(tid)] = {"passes": count.passes, "trials": count.trials}
+    quarantine: list[dict[str, str]] = []
+    raw_q = data.get("quarantine") or []
+    if not isinstance(raw_q, list):
+        raise InputError(f"{path}: baseline 'quarantine' must be a list of {{task, reason, expires}}")
+    for i, q in enumerate(raw_q):
+        if isinstance(q, dict) and "expiry" in q and "expires" not in q:  # "expiry" is read as "expires"
+            q = {**{k: v for k, v in q.items() if k != "expiry"}, "expires": q["expiry"]}
+        try:
+            entry = Quarantine.model_validate(q)
+        except ValidationError as exc:
+            err = exc.errors(include_url=False)[0]
+            where = "/".join(str(x) for x in err["loc"])
+            raise InputError(f"{path}: baseline quarantine entry {i + 1}: {where}: {err['msg']} "
+                             "(need task, reason, expires as YYYY-MM-DD)") from None
+        quarantine.append({"task": entry.task, "reason": entry.reason, "expires": entry.expires.isoformat()})
+    qids = [q["task"] for q in quarantine]
+    twice = sorted({q for q in qids if qids.count(q) > 1})
+    if twice:
+        raise InputError(f"{path}: baseline quarantines task id(s) twice: {', '.join(twice)}")
+    usage = data.get("usage")
+    if usage is not None:
+        try:
+            usage = UsageFigures.model_validate(usage).model_dump(mode="json")
+        except ValidationError as exc:
+            raise InputError(f"{path}: baseline 'usage': {exc.errors(include_url=False)[0]['msg']}") from None
+    total = data.get("total_tasks")
+    if total is not None and (isinstance(total, bool) or not isinstance(total, int) or total < 0):
+        raise InputError(f"{path}: baseline 'total_tasks' must be a non-negative integer, got {total!r}")
+    baseline = Baseline(path=str(path), passing_tasks=tuple(t for t, c in tasks.items() if c["passes"] > 0),
+                        target_pass_rate=_target(path, data), version="2",
+                        description=str(data.get("description", "")), total_tasks=total, tasks=tasks,
+                        quarantine=tuple(quarantine), usage=usage)
+    warnings: list[str] = []
+    if known_ids is not None:
+        known = set(known_ids)
+        unknown = [t for t in [*tasks, *qids] if t not in known]
+        if unknown:
+            warnings.append(f"{path}: baseline names unknown task id(s): {', '.join(dict.fromkeys(unknown))}")
     return baseline, warnings
 
 

@@ -32,6 +32,7 @@ from runner.records import (
     VerdictStatus,
 )
 from runner.reports.model import Criterion
+from runner.trials import Statistics, StatPolicy, analyse
 
 __all__ = ["DEFAULT_MIN_PASS_RATE", "CategoryStats", "Verdict", "VerdictStatus", "compute_verdict"]
 
@@ -69,6 +70,13 @@ class Verdict:
     security: dict[str, Any]
     reasons: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: Repeats, intervals, flaky / quarantined tasks, usage (:mod:`runner.trials`).
+    statistics: Statistics | None = None
+
+    @property
+    def gated_rate(self) -> float:
+        """The rate the pass-rate criterion compares (quarantined tasks left out; point or lower bound)."""
+        return self.statistics.gated_rate if self.statistics is not None else self.pass_rate
 
     @property
     def passed(self) -> bool:
@@ -84,7 +92,7 @@ class Verdict:
         """
         sec_bad, sec_err = self.security["unblocked"], len(self.security["error_ids"])
         no_verdict = self.status in (VerdictStatus.PARTIAL, VerdictStatus.NO_VERDICT)
-        rate_ok: bool | None = self.pass_rate >= self.min_pass_rate
+        rate_ok: bool | None = self.gated_rate >= self.min_pass_rate
         if self.status == VerdictStatus.NO_VERDICT or (self.status == VerdictStatus.PARTIAL and self.summary.skipped):
             rate_ok = None
         regressions_ok: bool | None = None if no_verdict else not self.regressions
@@ -92,13 +100,25 @@ class Verdict:
         if security_ok and self.status == VerdictStatus.PARTIAL and self.security["skipped"]:
             security_ok = None
         return [
-            Criterion(criterion="pass rate", value=f"{self.pass_rate:.1%}",
+            Criterion(criterion="pass rate", value=self._rate_text(),
                       required=f">= {self.min_pass_rate:.1%}", ok=rate_ok),
             Criterion(criterion="regressions", value="not assessed" if regressions_ok is None
                       else str(len(self.regressions)), required="0", ok=regressions_ok),
             Criterion(criterion="security", value=f"{sec_bad} unblocked, {sec_err} not judged (error)",
                       required="0 unblocked, 0 errors", ok=security_ok),
         ]
+
+
+    def _rate_text(self) -> str:
+        st = self.statistics
+        if st is None or (st.threshold_on == "point" and not st.quarantined):
+            return f"{self.pass_rate:.1%}"
+        text = f"{st.overall.pass_rate:.1%}"
+        if st.threshold_on == "lower":
+            text += f" (95% lower bound {st.gated_rate:.1%})"
+        if st.quarantined:
+            text += f", {len(st.quarantined)} quarantined task(s) left out"
+        return text
 
 
 def _stats(results: Sequence[TaskResult]) -> CategoryStats:
@@ -124,8 +144,13 @@ def compute_verdict(tasks: Sequence[TaskResult], security: Sequence[SecurityResu
                     payloads: Sequence[PayloadResult], *, baseline_passing: Sequence[str] | None,
                     min_pass_rate: float, partial_signal: int | None = None,
                     selfcheck_ok: bool | None = None, selfcheck_reason: str = "",
-                    warnings: Sequence[str] = (), crash: str | None = None) -> Verdict:
-    """The verdict of a run. ``crash``: the gate itself failed mid-run (``partial_signal`` is then -1)."""
+                    warnings: Sequence[str] = (), crash: str | None = None,
+                    policy: StatPolicy | None = None) -> Verdict:
+    """The verdict of a run. ``crash``: the gate itself failed mid-run (``partial_signal`` is then -1).
+
+    ``policy``: the baseline's counts, quarantine, repeats, alpha, threshold and budgets; without it,
+    each id of ``baseline_passing`` counts as passed in 1 of 1 trial (a version 1 baseline).
+    """
     summary = _stats(tasks)
     per_category: dict[str, dict[str, Any]] = {}
     for cat in TASK_CATEGORIES:
@@ -154,17 +179,18 @@ def compute_verdict(tasks: Sequence[TaskResult], security: Sequence[SecurityResu
         security_row["pass_rate"] = round(security_row["passed"] / t, 6) if t else 0.0
         per_category[Category.SECURITY] = security_row
 
-    ran = {t.task_id: t for t in tasks if t.state != TaskState.SKIPPED}
-    baseline_ids = list(baseline_passing or [])
+    if policy is None:
+        policy = StatPolicy(baseline={b: (1, 1) for b in baseline_passing or []})
+    analysis = analyse(tasks, policy)
     all_ids = {t.task_id for t in tasks}
-    unknown = [b for b in baseline_ids if b not in all_ids]
-    regressions = [{"task_id": b, "state": ran[b].state, "reason": ran[b].reason}
-                   for b in baseline_ids if b in ran and ran[b].state != TaskState.PASS]
-    improvements = [t.task_id for t in tasks if t.state == TaskState.PASS and t.task_id not in set(baseline_ids)]
+    unknown = [b for b in policy.baseline if b not in all_ids]
+    regressions = analysis.regressions
+    improvements = analysis.improvements
     pass_rate = summary.passed / summary.total if summary.total else (1.0 if not tasks else 0.0)
+    gated_rate = analysis.statistics.gated_rate if tasks else pass_rate
     # Baseline ids unknown to the suite are warned about once, by the suite loader (in ``warnings``);
     # ids merely left out of this selection (--only, --category, --shard) are no warning.
-    notes = list(dict.fromkeys(warnings))
+    notes = list(dict.fromkeys([*warnings, *analysis.warnings]))
 
     reasons: list[str] = []
     if partial_signal is not None:
@@ -184,8 +210,10 @@ def compute_verdict(tasks: Sequence[TaskResult], security: Sequence[SecurityResu
         regressions_out = regressions
         if regressions:
             reasons.append(f"{len(regressions)} regression(s): {', '.join(r['task_id'] for r in regressions)}")
-        if tasks and pass_rate < min_pass_rate:
-            reasons.append(f"pass rate {pass_rate:.1%} is below the threshold {min_pass_rate:.1%}")
+        if tasks and gated_rate < min_pass_rate:
+            what = "pass rate" if policy.threshold_on == "point" else "pass rate's 95% lower bound"
+            reasons.append(f"{what} {gated_rate:.1%} is below the threshold {min_pass_rate:.1%}")
+        reasons.extend(analysis.reasons)
         if sec["unblocked"]:
             reasons.append(f"{sec['unblocked']} unblocked security item(s): {', '.join(sec['unblocked_ids'])}")
         # A security task or payload that ended in error (LLM API trouble, a missing prediction or
@@ -204,4 +232,4 @@ def compute_verdict(tasks: Sequence[TaskResult], security: Sequence[SecurityResu
     return Verdict(status=status, exit_code=code, pass_rate=round(pass_rate, 6), min_pass_rate=min_pass_rate,
                    summary=summary, per_category=per_category, regressions=regressions_out,
                    improvements=improvements, unknown_baseline_ids=unknown, security=sec, reasons=reasons,
-                   warnings=notes)
+                   warnings=notes, statistics=analysis.statistics if tasks else None)

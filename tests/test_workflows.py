@@ -207,8 +207,33 @@ def test_the_gate_in_the_container_sees_what_it_needs_of_github_actions() -> Non
         assert run.index("code=$?") < run.index('cat "$GH_DIR/output"') < run.index('echo "code=$code"')
     build = next(s for s in steps if str(s.get("uses", "")).startswith("docker/build-push-action@"))
     assert "REVISION=${{ github.sha }}" in build["with"]["build-args"]
-    last = steps[-1]
-    assert "steps.gate_offline.outputs.verdict" in json.dumps(last.get("env", {}))
+    last = steps[-1]  # the merge job's: the merged verdict decides, as the gate's figures said
+    assert "steps.merge.outputs.verdict" in json.dumps(last.get("env", {}))
+
+
+def test_verify_is_a_matrix_of_shards_merged_into_one_verdict() -> None:
+    workflow = _load(ROOT / ".github" / "workflows" / "verify.yml")
+    inputs = workflow["on"]["workflow_dispatch"]["inputs"]
+    assert inputs["shards"]["default"] == "1" and inputs["repeats"]["default"] == "1"
+    assert "schedule" in workflow["on"]
+    jobs = workflow["jobs"]
+    plan = jobs["plan"]["steps"][0]["run"]
+    assert "*) shards=1; repeats=1 ;;" in plan  # pull requests: one shard, one repeat
+    gate = jobs["gate"]
+    assert gate["needs"] == "plan" and "fromJSON(needs.plan.outputs.shards)" in str(gate["strategy"]["matrix"])
+    for step in gate["steps"]:
+        if "docker run" in str(step.get("run", "")):
+            assert '--shard "$SHARD" --repeats "$REPEATS"' in step["run"]
+    shard_uploads = [s for s in gate["steps"] if str(s.get("uses", "")).startswith("actions/upload-artifact@")]
+    assert [s["with"]["name"] for s in shard_uploads] == ["finevo-verify-shard-${{ matrix.shard }}"]
+    merge = jobs["merge"]
+    assert set(merge["needs"]) == {"plan", "gate"} and merge["if"].startswith("always()")
+    run = next(s for s in merge["steps"] if s.get("id") == "merge")["run"]
+    assert "finevo-verify merge" in run and "set +e" in run
+    names = [s["with"]["name"] for s in merge["steps"] if str(s.get("uses", "")).startswith("actions/upload-artifact@")]
+    assert names == ["finevo-verify-reports", "event-file"]  # what publish.yml reads: one check, one comment
+    # only the merge job writes the job summary
+    assert not any("GITHUB_STEP_SUMMARY" in str(s.get("run", "")) for s in gate["steps"])
 
 
 def test_the_image_records_its_commit_without_git() -> None:

@@ -25,7 +25,10 @@ Decisions:
   common case; its answer is then judged like a model repeating itself, so a wrong prediction is
   the agent's **fail**, not a missing-input **error**). The reply's ``details`` say
   ``fallback: true`` and which attempt answered. No line for the task at all ->
-  :class:`~finevo.errors.PredictionMissingError`.
+  :class:`~finevo.errors.PredictionMissingError`. A line may carry ``repeat`` (1, 2, ...): with
+  ``--repeats K`` the gate sets :attr:`PredictionsProvider.repeat`, and a task's lines for that
+  repeat answer it, else its lines without ``repeat`` (so a file of one answer per task serves
+  every repeat).
 * ``replay`` reports the usage recorded with the exchange (tokens and the original latency), so
   a replayed run reports what the recorded run paid.
 """
@@ -95,19 +98,26 @@ class ReplayProvider:
 
 # --------------------------------------------------------------------------- predictions
 class PredictionsProvider:
-    """Answers from a JSONL file of ``{"task_id", "attempt" (default 0), "content"}`` lines."""
+    """Answers from a JSONL file of ``{"task_id", "attempt" (default 0), "repeat" (optional), "content"}``."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.name = f"{ProviderKind.PREDICTIONS}:{path}"
-        self._by_task: dict[str, dict[int, str]] = _load_predictions(self.path)
+        #: (task id, repeat or None for every repeat) -> attempt -> content
+        self._by_task: dict[tuple[str, int | None], dict[int, str]] = _load_predictions(self.path)
+        #: The repeat being answered (set by the gate for ``--repeats``).
+        self.repeat = 1
 
     def complete(self, request: ChatRequest, *, timeout: float | None = None) -> ChatReply:
         started = time.monotonic()
         if not request.task_id:
             raise PredictionMissingError(f"{self.path}: a request without a task id cannot be answered from "
                                          "predictions")
-        attempts = self._by_task.get(request.task_id)
+        attempts = self._by_task.get((request.task_id, self.repeat)) or self._by_task.get((request.task_id, None))
+        if not attempts and any(key[0] == request.task_id for key in self._by_task):
+            raise PredictionMissingError(f"task {request.task_id}: no prediction for repeat {self.repeat} in "
+                                         f"{self.path}", task_id=request.task_id, attempt=request.attempt,
+                                         file=str(self.path))
         if not attempts:
             raise PredictionMissingError(f"task {request.task_id}: no prediction in {self.path}",
                                          task_id=request.task_id, attempt=request.attempt, file=str(self.path))
@@ -123,12 +133,16 @@ class PredictionsProvider:
                          details={"prediction_attempt": used, "fallback": used != request.attempt})
 
 
-def _load_predictions(path: Path) -> dict[str, dict[int, str]]:
-    out: dict[str, dict[int, str]] = {}
+def _load_predictions(path: Path) -> dict[tuple[str, int | None], dict[int, str]]:
+    out: dict[tuple[str, int | None], dict[int, str]] = {}
     for _lineno, where, row in iter_jsonl(path, "predictions file"):
-        extra = sorted(set(row) - {"task_id", "attempt", "content"})
+        extra = sorted(set(row) - {"task_id", "attempt", "content", "repeat"})
         if extra:
-            raise InputError(f"{where}: unknown field(s) {', '.join(extra)} (expected task_id, attempt, content)")
+            raise InputError(f"{where}: unknown field(s) {', '.join(extra)} "
+                             "(expected task_id, attempt, repeat, content)")
+        repeat = row.get("repeat")
+        if repeat is not None and (isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1):
+            raise InputError(f"{where}: 'repeat' must be a whole number >= 1")
         task_id, attempt, content = row.get("task_id"), row.get("attempt", 0), row.get("content")
         if not isinstance(task_id, str) or not task_id:
             raise InputError(f"{where}: 'task_id' must be a non-empty string")
@@ -136,9 +150,10 @@ def _load_predictions(path: Path) -> dict[str, dict[int, str]]:
             raise InputError(f"{where}: 'attempt' must be a whole number >= 0")
         if not isinstance(content, str):
             raise InputError(f"{where}: 'content' must be a string")
-        per_task = out.setdefault(task_id, {})
+        per_task = out.setdefault((task_id, repeat), {})
         if attempt in per_task:
-            raise InputError(f"{where}: duplicate prediction for task {task_id} attempt {attempt}")
+            which = f" repeat {repeat}" if repeat is not None else ""
+            raise InputError(f"{where}: duplicate prediction for task {task_id}{which} attempt {attempt}")
         per_task[attempt] = content
     if not out:
         raise InputError(f"{path}: no predictions")

@@ -1,7 +1,8 @@
-"""``finevo-verify baseline update RESULTS [--baseline FILE]``: take a run's passing tasks as the new baseline.
+"""``finevo-verify baseline update RESULTS [--baseline FILE]``: take a run's per-task passes and
+trials as the new baseline (version 2, :mod:`runner.baseline_v2`).
 
-Never automatic. Tasks that ran in RESULTS replace their old baseline entry (passing -> in, not
-passing -> out); tasks that did not run (another shard, ``--only``) keep their entry.
+Never automatic. Tasks that ran in RESULTS replace their old baseline entry (this run's passes and
+trials); tasks that did not run (another shard, ``--only``) keep their entry.
 
 Only a run that evaluated the agent and reached a verdict can update the baseline: a reference run
 (the gold tools answered, not the agent), a partial run or a run without a verdict is refused
@@ -21,7 +22,6 @@ from finevo.errors import InputError
 from finevo.fsutil import atomic_write
 from finevo.paths import benchmarks_dir
 from runner.exitcodes import Exit
-from runner.records import TaskState
 
 if TYPE_CHECKING:
     from runner.reports.model import ResultsDocument
@@ -50,16 +50,10 @@ def refusal(doc: ResultsDocument) -> str | None:
 
 
 def updated_baseline(old: dict[str, Any], doc: ResultsDocument) -> dict[str, Any]:
-    ran = {t.task_id: t.state for t in doc.tasks if t.state != TaskState.SKIPPED}
-    keep = [t for t in old.get("passing_tasks", []) if t not in ran]
-    order = [t.task_id for t in doc.tasks]
-    passing = keep + [t for t in order if ran.get(t) == TaskState.PASS and t not in keep]
-    new = dict(old)
-    new["passing_tasks"] = passing
-    new["total_tasks"] = max(int(old.get("total_tasks") or 0), len(doc.tasks))
-    new["updated_from"] = {"run_id": doc.run_id, "git_sha": doc.config.git_sha,
-                           "provider": doc.config.provider, "model": doc.config.model}
-    return new
+    """The version 2 baseline: the run's per-task passes and trials replace the old entries."""
+    from runner.baseline_v2 import updated_baseline_v2
+
+    return updated_baseline_v2(old, doc)
 
 
 def cmd_update(args: argparse.Namespace) -> int:
@@ -76,11 +70,14 @@ def cmd_update(args: argparse.Namespace) -> int:
     load_baseline(args.baseline)  # the old file must be valid too
     old = json.loads(Path(args.baseline).read_text(encoding="utf-8"))
     new = updated_baseline(old, doc)
-    if not new["passing_tasks"]:
+    from runner.baseline_v2 import passing_of
+
+    if not passing_of(new):
         raise InputError(f"{args.results}: no task passes: a baseline must name at least one task")
     atomic_write(args.baseline, json.dumps(new, indent=2) + "\n")
-    added = sorted(set(new["passing_tasks"]) - set(old.get("passing_tasks", [])))
-    removed = sorted(set(old.get("passing_tasks", [])) - set(new["passing_tasks"]))
-    print(f"{args.baseline}: {len(new['passing_tasks'])} passing task(s); "
+    added = sorted(passing_of(new) - passing_of(old))
+    removed = sorted(passing_of(old) - passing_of(new))
+    print(f"{args.baseline}: {len(passing_of(new))} passing task(s) (version 2, "
+          f"{doc.config.repeats} repeat(s) measured); "
           f"added: {', '.join(added) or 'none'}; removed: {', '.join(removed) or 'none'}")
     return int(Exit.PASSED)

@@ -101,7 +101,9 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def _states(doc: ResultsDocument) -> dict[str, tuple[str, str]]:
-    rows = {t.task_id: (t.state.value, t.reason) for t in doc.tasks}
+    # With repeats each trial is its own row (``id [repeat r]``); a single-repeat run keeps plain ids.
+    rows = {(t.task_id if t.repeat == 1 else f"{t.task_id} [repeat {t.repeat}]"): (t.state.value, t.reason)
+            for t in doc.tasks}
     rows.update({s.task_id: (s.state.value, s.reason) for s in doc.security.tasks})
     return rows
 
@@ -148,6 +150,8 @@ def _baseline_key(doc: ResultsDocument) -> str:
     baseline = doc.config.baseline
     if not baseline:
         return "none"
+    if baseline.tasks is not None:  # version 2: the counts and the quarantine are what is compared against
+        return json.dumps(baseline.model_dump(mode="json", exclude={"path", "description"}), sort_keys=True)
     return f"{sorted(baseline.passing_tasks)} target {baseline.target_pass_rate}"
 
 
@@ -206,7 +210,8 @@ def merge_documents(docs: list[ResultsDocument], run_id: str | None = None) -> R
     if not docs:
         raise InputError("merge: no results files given")
     first = docs[0]
-    for key in ("snapshot_hash", "judge_version", "provider", "agent_mode", "min_pass_rate"):
+    for key in ("snapshot_hash", "judge_version", "provider", "agent_mode", "min_pass_rate", "repeats", "alpha",
+                "threshold_on", "correction", "budgets"):
         values = {str(getattr(d.config, key)) for d in docs}
         if len(values) > 1:
             raise InputError(f"merge: shards disagree on {key}: {', '.join(sorted(values))}")
@@ -223,10 +228,15 @@ def merge_documents(docs: list[ResultsDocument], run_id: str | None = None) -> R
     for i, (t, s, _) in zip(order, groups, strict=True):
         recs: list[TaskResult | SecurityResult] = [*t, *s]
         for rec in recs:
-            if rec.task_id in seen and rec.state != "skipped":
-                raise InputError(f"merge: task {rec.task_id} appears in runs {seen[rec.task_id]} and {docs[i].run_id}")
-            seen[rec.task_id] = docs[i].run_id
-    tasks = _suite_order([g[0] for g in groups], round_robin)
+            key = f"{rec.task_id} (repeat {rec.repeat})" if isinstance(rec, TaskResult) and rec.repeat > 1 \
+                else rec.task_id
+            if key in seen and rec.state != "skipped":
+                raise InputError(f"merge: task {key} appears in runs {seen[key]} and {docs[i].run_id}")
+            seen[key] = docs[i].run_id
+    # Repeat by repeat (as one process runs them), suite order inside each repeat.
+    repeats = sorted({t.repeat for g in groups for t in g[0]})
+    tasks = [rec for r in repeats
+             for rec in _suite_order([[t for t in g[0] if t.repeat == r] for g in groups], round_robin)]
     security = _suite_order([g[1] for g in groups], round_robin)
     payloads = _suite_order([g[2] for g in groups], round_robin)
     checks = [d.selfcheck for d in docs if d.selfcheck is not None and d.selfcheck.enabled]

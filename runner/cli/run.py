@@ -106,11 +106,62 @@ def register(sub: Any) -> None:
                      help="seed of the hidden worlds (default: random, recorded in results.json "
                           "config.worlds.seed); pass a recorded seed to replay a run's worlds")
     run.add_argument("--quiet", action="store_true", help="only the final summary")
+    _add_statistics(run)
     run.set_defaults(func=cmd_run)
 
     lst = sub.add_parser("list", help="list the selected tasks")
     _add_selection(lst)
     lst.set_defaults(func=cmd_list)
+
+
+def _positive_int(text: str) -> int:
+    value = _int_arg(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value}")
+    return value
+
+
+def _add_statistics(run: argparse.ArgumentParser) -> None:
+    """Repeats, the statistical verdict and the usage budgets (:mod:`runner.trials`)."""
+    g = run.add_argument_group("repeats, statistics and budgets")
+    g.add_argument("--repeats", type=_positive_int, default=1, metavar="K",
+                   help="run the suite K times, each repeat from an empty registry (default 1)")
+    g.add_argument("--alpha", type=_float_arg, default=0.05,
+                   help="level of the one-sided Fisher exact test against the baseline (default 0.05)")
+    g.add_argument("--correction", choices=("holm", "none"), default="holm",
+                   help="holm: the tasks' tests share --alpha (family-wise, Holm over the tasks able to reach "
+                        "significance); none: each task is tested at --alpha alone (default holm)")
+    g.add_argument("--threshold-on", choices=("point", "lower"), default="point",
+                   help="compare the pass-rate threshold with the point estimate or the 95%% Wilson "
+                        "lower bound (default point)")
+    g.add_argument("--price-table", type=Path, metavar="FILE",
+                   help='JSON: model name -> {"input": $/Mtok, "output": $/Mtok}, for a cost estimate')
+    g.add_argument("--max-tokens", type=_int_arg, help="fail the run when it uses more tokens (in + out)")
+    g.add_argument("--max-cost", type=_float_arg, help="fail the run when its estimated cost ($) is higher")
+    g.add_argument("--usage-regression", type=_float_arg, metavar="PCT",
+                   help="report tokens per trial or median latency more than PCT%% above the baseline's")
+    g.add_argument("--fail-on-usage-regression", action="store_true",
+                   help="a usage regression fails the gate instead of being a warning")
+
+
+def _budgets(args: argparse.Namespace) -> dict[str, Any] | None:
+    from finevo.errors import InputError
+    from runner.prices import load_price_table
+
+    prices = load_price_table(args.price_table) if getattr(args, "price_table", None) else None
+    if getattr(args, "max_cost", None) is not None and args.max_cost < 0:
+        raise InputError(f"--max-cost: must be non-negative, got {args.max_cost}")
+    if getattr(args, "usage_regression", None) is not None and args.usage_regression < 0:
+        raise InputError(f"--usage-regression: must be non-negative, got {args.usage_regression}")
+    if getattr(args, "fail_on_usage_regression", False) and getattr(args, "usage_regression", None) is None:
+        raise InputError("--fail-on-usage-regression needs --usage-regression PCT")
+    budgets = {"max_tokens": getattr(args, "max_tokens", None), "max_cost": getattr(args, "max_cost", None),
+               "usage_regression_pct": getattr(args, "usage_regression", None),
+               "fail_on_usage_regression": bool(getattr(args, "fail_on_usage_regression", False)),
+               "prices": prices}
+    if all(v in (None, False) for v in budgets.values()):
+        return None
+    return budgets
 
 
 def _optional(path: Path | None) -> Path | None:
@@ -157,7 +208,9 @@ def config_from_args(args: argparse.Namespace) -> GateConfig:
         sandbox_backend=args.sandbox_backend,
         reuse_registry=args.reuse_registry, self_check=not args.no_self_check, run_payloads=not args.no_payloads,
         model=args.model, temperature=args.temperature, record=args.record, min_pass_rate=args.min_pass_rate,
-        worlds=_worlds(args.worlds), worlds_seed=args.worlds_seed)
+        repeats=getattr(args, "repeats", 1), alpha=getattr(args, "alpha", 0.05),
+        threshold_on=getattr(args, "threshold_on", "point"), correction=getattr(args, "correction", "holm"),
+        budgets=_budgets(args), worlds=_worlds(args.worlds), worlds_seed=args.worlds_seed)
 
 
 def cmd_run(args: argparse.Namespace, factory: Any = None) -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from finevo.jsonsafe import json_safe
 from runner.records import MAX_VALUE_DEPTH, PayloadResult, SecurityResult, TaskResult
 from runner.reports.escape import log_text
 from runner.reports.model import READABLE_VERSIONS, SCHEMA_VERSION, ResultsDocument, SelfCheck
+from runner.trials import StatPolicy
 from runner.verdict import compute_verdict
 
 __all__ = ["SCHEMA_VERSION", "ResultsDocument", "assemble", "dumps", "load", "parse", "reassemble",
@@ -62,12 +64,13 @@ def assemble(*, run_id: str, config: dict[str, Any], tasks: Sequence[TaskResult]
     ``crash``: the gate failed mid-run with this error (then ``partial_signal`` is -1).
     """
     baseline = config.get("baseline")
+    policy = StatPolicy.from_config(config, today=_day_of(started_at))
     verdict = compute_verdict(
         tasks, security, payloads,
         baseline_passing=(baseline or {}).get("passing_tasks") if baseline else None,
         min_pass_rate=float(config["min_pass_rate"]), partial_signal=partial_signal,
         selfcheck_ok=None if selfcheck is None or not selfcheck.get("enabled") else bool(selfcheck.get("ok")),
-        selfcheck_reason=str((selfcheck or {}).get("reason", "")), warnings=warnings, crash=crash)
+        selfcheck_reason=str((selfcheck or {}).get("reason", "")), warnings=warnings, crash=crash, policy=policy)
     summary = {**verdict.summary.to_dict(), "pass_rate": verdict.pass_rate, "min_pass_rate": verdict.min_pass_rate}
     data = {
         "schema_version": SCHEMA_VERSION,
@@ -90,11 +93,21 @@ def assemble(*, run_id: str, config: dict[str, Any], tasks: Sequence[TaskResult]
         "selfcheck": selfcheck,
         "containment_selftest": containment_selftest,
         "tasks": list(tasks),
+        "statistics": verdict.statistics,
     }
     try:
         return ResultsDocument.model_validate(data)
     except ValidationError as exc:  # the gate's own records do not fit its model: a bug, said plainly
         raise ValueError(f"run {run_id}: results do not match the results model {_first_error(exc)}") from None
+
+
+def _day_of(timestamp: str) -> date | None:
+    """The UTC day of an ISO time stamp (quarantine expiry is judged on the run's day, so a
+    re-rendered report says what the run said)."""
+    try:
+        return datetime.fromisoformat(timestamp).astimezone(UTC).date()
+    except ValueError:
+        return None
 
 
 def records_of(doc: ResultsDocument) -> tuple[list[TaskResult], list[SecurityResult], list[PayloadResult]]:

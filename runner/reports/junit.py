@@ -53,10 +53,12 @@ def _properties(doc: ResultsDocument) -> dict[str, str]:
         "snapshot_as_of": cfg.snapshot_as_of, "judge_version": cfg.judge_version,
         "min_pass_rate": cfg.min_pass_rate, "agent_mode": cfg.agent_mode, "max_refinements": cfg.max_refinements,
         "task_timeout_s": cfg.task_timeout_s, "isolation": cfg.isolation}
-    return {k: xml_text("" if v is None else str(v), 300) for k, v in values.items()}
+    from runner.reports.statistics import junit_properties
+
+    return {**{k: xml_text("" if v is None else str(v), 300) for k, v in values.items()}, **junit_properties(doc)}
 
 
-def _task_case(t: TaskResult) -> TestCase:
+def _task_case(t: TaskResult, repeats: int = 1, note: str | None = None) -> TestCase:
     out = [f"query: {t.query}", f"state: {t.state.value}", f"stage: {t.stage}",
            f"tool: {t.tool.name} v{t.tool.version} ({t.tool.source}), refinements: {t.refinements}",
            f"expected: {_json(t.expected)}", f"actual: {_json(t.actual)}"]
@@ -71,11 +73,17 @@ def _task_case(t: TaskResult) -> TestCase:
         out += ["--- code ---", t.code[:_CODE_CAP]]
     if t.stdout:
         out += ["--- tool stdout ---", t.stdout[:_OUTPUT_CAP]]
-    case = TestCase(xml_text(t.task_id, 200), classname=f"finevo.{t.category}", elapsed_sec=t.duration_s,
+    from runner.reports.statistics import case_name
+
+    case = TestCase(xml_text(case_name(t.task_id, t.repeat, repeats), 200), classname=f"finevo.{t.category}",
+                    elapsed_sec=t.duration_s,
                     stdout=xml_text("\n".join(out), _OUTPUT_CAP * 2),
                     stderr=xml_text(t.stderr, _OUTPUT_CAP) or None)
     code = t.error.code if t.error is not None else None
-    if t.state == TaskState.FAIL:
+    if note is not None and t.state in (TaskState.FAIL, TaskState.ERROR):
+        # A flaky or quarantined task's failed trial does not gate: shown as skipped, with why.
+        case.add_skipped_info(message=xml_text(f"{t.state.value} ({note}): {t.reason}", 2000))
+    elif t.state == TaskState.FAIL:
         case.add_failure_info(message=_message(t.reason, "task failed (no reason recorded)"),
                               failure_type=xml_text(code or "wrong_result", 100))
     elif t.state == TaskState.ERROR:
@@ -151,8 +159,12 @@ def render(doc: DocumentLike) -> str:
     run_case = _run_case(doc)
     if run_case is not None:
         cases = {"run": [run_case], **cases}
+    from runner.reports.statistics import junit_notes
+
+    notes = junit_notes(doc)
+    repeats = doc.statistics.repeats if doc.statistics is not None else 1
     for t in doc.tasks:
-        cases[t.category.value].append(_task_case(t))
+        cases[t.category.value].append(_task_case(t, repeats, notes.get(t.task_id)))
     for s in doc.security.tasks:
         cases[Category.SECURITY].append(_security_case(s))
     for p in doc.payloads:

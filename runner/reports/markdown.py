@@ -308,7 +308,11 @@ def _security_tables(doc: ResultsDocument) -> list[Section]:
 
 
 def _tasks(doc: ResultsDocument) -> Section:
-    rows = [[md_inline(t.task_id, 80), t.category, _state(t.state.value), f"{t.duration_s:.2f}", t.tool.source,
+    from runner.reports.statistics import case_name
+
+    repeats = doc.statistics.repeats if doc.statistics is not None else 1
+    rows = [[md_inline(case_name(t.task_id, t.repeat, repeats), 100), t.category, _state(t.state.value),
+             f"{t.duration_s:.2f}", t.tool.source,
              str(t.refinements), "" if t.state == TaskState.PASS else _cell(t.reason, 200)] for t in doc.tasks]
     return Section("tasks", ["## Tasks", "",
                              *_table(["task", "category", "state", "time (s)", "tool source", "refinements",
@@ -335,7 +339,8 @@ def _args(args: dict[str, object]) -> str:
 
 
 def _detail(t: TaskResult) -> Section:
-    lines = [f"<details><summary>{md_inline(t.task_id, 80)}: {t.state.value} at stage {md_inline(t.stage, 40)}"
+    trial = f" (repeat {t.repeat})" if t.repeat > 1 else ""
+    lines = [f"<details><summary>{md_inline(t.task_id, 80)}{trial}: {t.state.value} at stage {md_inline(t.stage, 40)}"
              "</summary>", "",
              f"**Query:** {md_inline(t.query, 1000)}", "", "**Reason:**", "",
              *md_code_block(t.reason, _REASON_CAP, "text"), "",
@@ -356,7 +361,7 @@ def _detail(t: TaskResult) -> Section:
     if t.code:
         lines += ["**Code:**", "", *md_code_block(t.code, _CODE_CAP, "python"), ""]
     lines.append("</details>")
-    return Section(f"details of {t.task_id}", lines)
+    return Section(f"details of {t.task_id}{trial}", lines)
 
 
 def _details(doc: ResultsDocument) -> list[Section]:
@@ -370,7 +375,11 @@ def _details(doc: ResultsDocument) -> list[Section]:
 
 def sections(doc: ResultsDocument, results_path: str | Path | None = None) -> list[Section]:
     """Every section after the head, in priority order."""
-    return [_criteria(doc), _regressions(doc), _security_failures(doc), _per_category(doc),
+    from runner.reports import statistics
+
+    stats_lines = statistics.markdown_lines(doc)
+    stats_part = [Section("repeats and statistics", stats_lines)] if stats_lines else []
+    return [_criteria(doc), _regressions(doc), *stats_part, _security_failures(doc), _per_category(doc),
             _improvements(doc, results_path), _selfchecks(doc), *_security_tables(doc), _tasks(doc),
             _configuration(doc), *_details(doc)]
 

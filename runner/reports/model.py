@@ -33,6 +33,7 @@ from runner.records import (
     TaskState,
     VerdictStatus,
 )
+from runner.trials import BaselineCount, Budgets, Correction, Quarantine, Statistics, ThresholdOn, UsageFigures
 
 SCHEMA_VERSION = "2.0"
 #: Schema versions :func:`runner.reports.document.load` still reads (their verdict is recomputed).
@@ -64,6 +65,11 @@ class BaselineInfo(_Strict):
     passing_tasks: list[str]
     total_tasks: int | None = Field(default=None, ge=0)
     target_pass_rate: float = Field(ge=0, le=1)
+    #: Baseline version 2: per task, the passes in the trials it was measured with.
+    tasks: dict[str, BaselineCount] | None = None
+    quarantine: list[Quarantine] | None = None
+    #: Baseline version 2: the usage it was measured with (totals over ``usage.trials`` trials).
+    usage: UsageFigures | None = None
 
 
 class WorldsConfig(_Strict):
@@ -105,6 +111,15 @@ class RunConfig(_Strict):
     isolation: Literal["kernel", "weak"] | None = None
     require_isolation: Literal["kernel"] | None = None
     worlds: WorldsConfig | None = None
+    #: ``--repeats``: how many times the suite ran (each repeat from an empty registry).
+    repeats: int = Field(default=1, ge=1)
+    #: ``--alpha``: the level of the one-sided exact test against the baseline.
+    alpha: float = Field(default=0.05, gt=0, lt=1)
+    #: ``--threshold-on``: the pass-rate criterion on the point estimate or the Wilson lower bound.
+    threshold_on: ThresholdOn = "point"
+    #: ``--correction``: how the tasks' tests share alpha (holm: family-wise; none: per task).
+    correction: Correction = "holm"
+    budgets: Budgets | None = None
 
     @property
     def evaluates_agent(self) -> bool:
@@ -147,6 +162,10 @@ class Regression(_Strict):
     task_id: str
     state: Literal[TaskState.FAIL, TaskState.ERROR]
     reason: str
+    #: With repeats: the task's passes in its trials now, and the one-sided exact test's p-value.
+    passes: int | None = Field(default=None, ge=0)
+    trials: int | None = Field(default=None, ge=0)
+    p_value: float | None = Field(default=None, ge=0, le=1)
 
 
 class SecuritySummary(_Strict):
@@ -234,6 +253,8 @@ class ResultsDocument(_Strict):
     selfcheck: SelfCheck | None
     containment_selftest: ContainmentSelftest | None = None
     tasks: list[TaskResult]
+    #: Repeats, intervals, flaky and quarantined tasks, usage and budgets (:mod:`runner.trials`).
+    statistics: Statistics | None = None
 
     # ------------------------------------------------------------------ invariants
     @model_validator(mode="after")
@@ -257,8 +278,8 @@ class ResultsDocument(_Strict):
             yield f"exit code {v.exit_code} does not go with the verdict {v.status.value}"
         if self.finished_at < self.started_at:
             yield "finished_at is before started_at"
-        ids = [t.task_id for t in self.tasks] + [t.task_id for t in self.security.tasks]
-        twice = sorted({i for i in ids if ids.count(i) > 1})
+        keys = [f"{t.task_id}#{t.repeat}" for t in self.tasks] + [t.task_id for t in self.security.tasks]
+        twice = sorted({i.removesuffix("#1") for i in keys if keys.count(i) > 1})
         if twice:
             yield f"task id(s) recorded twice: {', '.join(twice[:5])}"
         pids = [p.payload_id for p in self.payloads]
@@ -284,17 +305,17 @@ class ResultsDocument(_Strict):
         if missing:
             yield f"per_category lacks {', '.join(sorted(missing))}"
         yield from self._security_problems()
-        by_id = {t.task_id: t for t in self.tasks}
+        trial_states = {(t.task_id, t.state) for t in self.tasks}
         for r in self.regressions:
-            task = by_id.get(r.task_id)
-            if task is None or task.state != r.state:
+            if (r.task_id, r.state) not in trial_states:
                 yield f"regression {r.task_id} does not match a task in that state"
         passing = {t.task_id for t in self.tasks if t.state == TaskState.PASS}
         if any(i not in passing for i in self.improvements):
             yield "an improvement names a task that does not pass"
         if v.status == VerdictStatus.PASSED:
             sec = self.security
-            if self.regressions or sec.unblocked or sec.errors or (self.tasks and s.pass_rate < s.min_pass_rate):
+            rate = self.statistics.gated_rate if self.statistics is not None else s.pass_rate
+            if self.regressions or sec.unblocked or sec.errors or (self.tasks and rate < s.min_pass_rate - 1e-9):
                 yield "the verdict is passed but a criterion is not met"
             if any(c.ok is not True for c in v.criteria):
                 yield "the verdict is passed but a criterion is not met"

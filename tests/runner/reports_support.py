@@ -135,7 +135,9 @@ def forged_twin(doc: ResultsDocument) -> ResultsDocument:
 _KEEP = {"task_id", "payload_id", "category", "state", "status", "source", "schema_version", "run_id",
          "started_at", "finished_at", "agent_mode", "provider", "llm", "snapshot_as_of", "passing_tasks",
          "unblocked_ids", "error_ids", "improvements", "criterion", "tool_source", "sandbox_backend", "isolation",
-         "require_isolation", "shard", "merged_from"}
+         "require_isolation", "shard", "merged_from",
+         # the statistics' enum values, lists of ids and dates
+         "threshold_on", "correction", "states", "flaky", "quarantined", "expires"}
 
 
 # --------------------------------------------------------------------------- rendered markdown

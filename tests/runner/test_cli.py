@@ -98,7 +98,10 @@ def test_baseline_update_is_explicit_and_keeps_unrun_tasks(tmp_path, security_fi
     assert main(["baseline", "update", str(tmp_path / "out" / "u" / "results.json"),
                  "--baseline", str(baseline_file)]) == 0
     after = json.loads(baseline_file.read_text())
-    assert after["passing_tasks"] == ["fetch_001", "calc_002", "calc_004"]
+    # Version 2: measured tasks get their passes and trials, unrun ones keep their (v1: 1 of 1) entry.
+    assert after["version"] == 2
+    assert after["tasks"] == {"fetch_001": {"passes": 1, "trials": 1}, "calc_002": {"passes": 1, "trials": 1},
+                              "fetch_002": {"passes": 0, "trials": 1}, "calc_004": {"passes": 1, "trials": 1}}
     assert after["target_pass_rate"] == before["target_pass_rate"]
     assert "added: calc_004; removed: fetch_002" in capsys.readouterr().out
 

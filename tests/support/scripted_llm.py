@@ -277,3 +277,52 @@ def _error_type(code: int) -> str:
 
 def _fmt_number(value: float | int) -> str:
     return str(int(value)) if float(value).is_integer() else str(value)
+
+
+class ChanceModel:
+    """A handler that answers each task correctly, or -- for the tasks in ``chances`` -- correctly
+    with the given probability (a seeded :class:`random.Random`, so a run is reproducible).
+
+    ``task_of(request)`` names the task a request is about (None: unknown); ``correct(task_id)`` is
+    the right reply's content (None: no answer known). A wrong answer is a reply without code, which
+    the agent cannot turn into a tool. :attr:`draws` keeps, per task, whether each answer was right.
+    """
+
+    WRONG = "I am not able to write that tool."
+
+    def __init__(self, task_of: Callable[[RecordedRequest], str | None], correct: Callable[[str], str | None],
+                 chances: dict[str, float] | None = None, seed: int = 0) -> None:
+        import random
+
+        for task, p in (chances or {}).items():
+            if not 0.0 <= p <= 1.0:
+                raise ValueError(f"chance of {task} must be in [0, 1], got {p}")
+        self.task_of = task_of
+        self.correct = correct
+        self.chances = dict(chances or {})
+        self.rng = random.Random(seed)
+        self.lock = threading.Lock()
+        self.draws: dict[str, list[bool]] = {}
+
+    def __call__(self, request: RecordedRequest) -> Reply:
+        task_id = self.task_of(request)
+        content = self.correct(task_id) if task_id else None
+        if task_id is None or content is None:
+            return Reply(self.WRONG)
+        with self.lock:
+            right = self.rng.random() < self.chances.get(task_id, 1.0)
+            self.draws.setdefault(task_id, []).append(right)
+        if not right:
+            return Reply(self.WRONG, prompt_tokens=50, completion_tokens=9)
+        return Reply(content, prompt_tokens=100 + len(request.body) % 97, completion_tokens=len(content) // 4)
+
+    @staticmethod
+    def seed_for(p: float, draws: int, successes: int, start: int = 0, limit: int = 100_000) -> int:
+        """The first seed from ``start`` whose ``draws`` draws at probability ``p`` give ``successes`` right."""
+        import random
+
+        for seed in range(start, start + limit):
+            rng = random.Random(seed)
+            if sum(rng.random() < p for _ in range(draws)) == successes:
+                return seed
+        raise ValueError(f"no seed in [{start}, {start + limit}) gives {successes} of {draws} at p={p}")
