@@ -24,7 +24,9 @@ each window argument one less and one more, giving an answer no accepted convent
 Every world is written once in the snapshot format, so the tool reads it through the sandbox's
 own replay shim, and the oracle reads the very same files.
 
-Worlds live in one temporary directory per run, removed by :meth:`Worlds.close`.
+Worlds live in one temporary directory per run (``finevo-worlds-<pid>-*``), removed by
+:meth:`Worlds.close`; the directory of a run killed before it could clean up is removed by the
+next run that builds worlds.
 """
 
 from __future__ import annotations
@@ -435,6 +437,31 @@ class _Base:
         return self.files[symbol]
 
 
+_ROOT_PREFIX = "finevo-worlds-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_orphans(parent: str | os.PathLike[str] | None = None) -> list[Path]:
+    """Remove the world directories of runs whose process is gone (killed before it could clean up:
+    ``finevo-worlds-<pid>-*``); returns what was removed."""
+    removed = []
+    for path in Path(parent or tempfile.gettempdir()).glob(f"{_ROOT_PREFIX}*-*"):
+        pid = path.name[len(_ROOT_PREFIX):].split("-", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)) and path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
 class Worlds:
     """The hidden worlds of one run, built lazily from ``seed`` and cached in a temporary directory.
 
@@ -466,7 +493,8 @@ class Worlds:
     @property
     def root(self) -> Path:
         if self._root is None:
-            self._root = Path(tempfile.mkdtemp(prefix="finevo-worlds-", dir=self._root_parent))
+            sweep_orphans(self._root_parent)
+            self._root = Path(tempfile.mkdtemp(prefix=f"{_ROOT_PREFIX}{os.getpid()}-", dir=self._root_parent))
         return self._root
 
     def close(self) -> None:

@@ -433,3 +433,23 @@ def test_a_world_the_oracle_cannot_answer_is_skipped_with_its_reason(env: Env, t
     assert verdict.worlds[0].state == "skipped" and verdict.worlds[0].checks == 0
     assert verdict.worlds[0].reason.startswith("not judged: the oracle has no answer in this world (")
     assert "fiscal year ending in 2023" in verdict.worlds[0].reason
+
+
+def test_the_worlds_of_a_killed_run_are_swept_by_the_next(env: Env, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from runner.worlds import sweep_orphans
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    orphan = tmp_path / f"finevo-worlds-{gone}-abc"
+    (orphan / "seed-1").mkdir(parents=True)
+    mine = tmp_path / f"finevo-worlds-{os.getpid()}-def"
+    mine.mkdir()
+    unrelated = tmp_path / "finevo-worlds-notapid-x"
+    unrelated.mkdir()
+    with Worlds(env.snapshot, 1, 3, root=tmp_path) as worlds:
+        assert worlds.root.parent == tmp_path and worlds.root.name.startswith(f"finevo-worlds-{os.getpid()}-")
+        assert not orphan.exists() and mine.exists() and unrelated.exists()
+    assert sweep_orphans(tmp_path) == []
