@@ -46,6 +46,9 @@ class Attempt:
     #: ``{"name", "ok", "note"}`` (the note says what passed or why it failed); empty
     #: when no code came out of the reply.
     stages: list[dict[str, Any]] = field(default_factory=list)
+    #: The earlier attempt whose reply this one repeats unchanged (a prediction or cassette reply
+    #: reused, a model returning the same code): not verified again and not a refinement.
+    repeat_of: int | None = None
 
 
 @dataclass
@@ -70,7 +73,8 @@ class Outcome:
 
     @property
     def refinements(self) -> int:
-        return max(0, len(self.attempts) - 1)
+        """Attempts after the first that brought a new reply (a repeat is not a refinement)."""
+        return sum(1 for a in self.attempts[1:] if a.repeat_of is None)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -134,7 +134,7 @@ def judge_value(task: Task, value: Any, expected: Mapping[str, Any]) -> Judgemen
     """Judge one structured return value against ``{convention: expected}`` (primary first)."""
     if not expected:
         return Judgement(TaskState.ERROR, f"task {task.id}: the oracle produced no expected value")
-    unknown = [name for name in expected if name not in {c.name for c in task.conventions}]
+    unknown = [name for name in expected if name.split("+")[0] not in {c.name for c in task.conventions}]
     if unknown:
         return Judgement(TaskState.ERROR, f"task {task.id}: expected values for unknown conventions {unknown}")
     value = normalise(value)

@@ -1,24 +1,30 @@
 """The trusted reference oracle: every benchmark task's expected value, computed outside the
 sandbox from a :class:`~finevo.market.provider.MarketProvider`.
 
-``expected_values(task, provider)`` returns one value per accepted convention of the task (in
-the task's order, the first being the primary reading); each convention's ``params`` are merged
-over ``task.oracle.params`` and handed to the oracle function named by ``task.oracle.name``.
+``expected_values(task, provider)`` returns ``{convention name: value}`` for every accepted
+reading of the task, the primary (what the reference tool does) first. The accepted readings are
+the task's own conventions (``tasks.jsonl``: a calendar or fiscal quarter, a drawdown's sign,
+...) crossed with the **shared readings** that apply to its oracle (:data:`SHARED_READINGS`): the
+same choice, such as calendar days for "last N days" or raw closes for a price level, is accepted
+for every task it applies to, or for none. They are written once, with the reasons, in
+``benchmarks/README.md`` ("Shared readings"), and a task that sets one of them itself is refused
+(:func:`accepted_readings`). A combined reading is named ``<task convention>+<reading>``, e.g.
+``negative_fraction+calendar_days``.
 
-Shared readings (documented with their reasons in ``benchmarks/README.md``):
+Plain-reading defaults (the primary):
 
 * "last N days" is the last N trading sessions ending on the as-of date (N closing prices);
-  ``window_unit="calendar"`` instead takes the sessions dated on or after ``as_of - N days``.
-* Returns are simple fractions (0.05, never 5 %); ``returns="log"`` selects log returns.
-* RSI uses Wilder's smoothing, i.e. ``ewm(alpha=1/n, adjust=False)`` of gains and losses,
-  on a scale of 0..100; ``method="simple"`` uses plain n-period means (Cutler's RSI).
-* Every value is plain Python (see :func:`finevo.contract.normalise`).
+* returns are simple fractions (0.05, never 5 %);
+* RSI uses Wilder's smoothing, i.e. ``ewm(alpha=1/n, adjust=False)`` of gains and losses, 0..100;
+* prices are yfinance's default, closes adjusted for dividends and splits;
+* every value is plain Python (see :func:`finevo.contract.normalise`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -30,7 +36,18 @@ from finevo.errors import InputError
 from finevo.market.provider import MarketProvider
 from finevo.tasks import Task
 
-__all__ = ["ORACLES", "OracleFunction", "compute", "expected_values", "probe_expected_values", "rsi_series"]
+__all__ = [
+    "ORACLES",
+    "READINGS",
+    "SHARED_READINGS",
+    "OracleFunction",
+    "Reading",
+    "accepted_readings",
+    "compute",
+    "expected_values",
+    "probe_expected_values",
+    "rsi_series",
+]
 
 OracleFunction = Callable[[MarketProvider, dict[str, Any]], Any]
 
@@ -38,22 +55,60 @@ TRADING_DAYS_PER_YEAR = 252
 
 
 # --------------------------------------------------------------------------- series helpers
-def _history(provider: MarketProvider, symbol: str) -> pd.DataFrame:
+def _history(provider: MarketProvider, symbol: str, prices: str = "adjusted") -> pd.DataFrame:
+    """Daily bars up to the as-of date; ``prices="raw"``: the closes as quoted that day."""
+    if isinstance(provider, _CachingProvider):
+        return provider.bars(symbol, prices)
+    return _read_history(provider, symbol, prices)
+
+
+def _read_history(provider: MarketProvider, symbol: str, prices: str) -> pd.DataFrame:
     frame = provider.history(symbol)
     if frame is None or frame.empty:
         raise ValueError(f"no price history for {symbol}")
     as_of = provider.as_of
     dates = frame.index.date
-    return frame.loc[dates <= as_of].sort_index()
+    frame = frame.loc[dates <= as_of].sort_index()
+    if prices == "raw":
+        return _unadjust(frame)
+    if prices != "adjusted":
+        raise ValueError(f"unknown prices {prices!r} (adjusted | raw)")
+    return frame
 
 
-def _closes(provider: MarketProvider, symbol: str) -> pd.Series:
-    return _history(provider, symbol)["Close"].astype(float)
+def _unadjust(frame: pd.DataFrame) -> pd.DataFrame:
+    """The bars as quoted (``auto_adjust=False``) from yfinance's dividend-adjusted ones.
+
+    Yahoo scales every bar before an ex-date by ``1 - dividend / previous raw close``; walking
+    back from the last bar (whose factor is 1) undoes it exactly:
+    ``raw[i-1] = adjusted[i-1] / factor[i] + dividend[i]`` and ``factor[i-1] = adjusted[i-1] / raw[i-1]``.
+    """
+    if "Dividends" not in frame.columns or not (frame["Dividends"] != 0).any():
+        return frame
+    adjusted = frame["Close"].to_numpy(dtype=float)
+    dividends = frame["Dividends"].to_numpy(dtype=float)
+    factor = np.ones(len(frame))
+    raw = adjusted.copy()
+    for i in range(len(frame) - 1, 0, -1):
+        raw[i - 1] = adjusted[i - 1] / factor[i] + (dividends[i] if dividends[i] else 0.0)
+        factor[i - 1] = adjusted[i - 1] / raw[i - 1]
+    out = frame.copy()
+    for column in ("Open", "High", "Low"):
+        if column in out.columns:
+            out[column] = out[column].to_numpy(dtype=float) / factor
+    out["Close"] = raw
+    return out
+
+
+def _closes(provider: MarketProvider, symbol: str, prices: str = "adjusted") -> pd.Series:
+    return _history(provider, symbol, prices)["Close"].astype(float)
 
 
 def _last(frame: pd.DataFrame | pd.Series, provider: MarketProvider, days: int, unit: str = "sessions",
           what: str = "") -> Any:
-    """The last ``days`` sessions (``unit="sessions"``) or sessions since ``as_of - days`` (calendar)."""
+    """The last ``days`` sessions (``unit="sessions"``), or the sessions dated on or after
+    ``as_of - days`` (``"calendar"``, what ``history(start=today - N days)`` returns) or strictly
+    after it (``"calendar_after"``, what ``history(period="Nd")`` returns: N calendar days ending today)."""
     days = int(days)
     if days <= 0:
         raise ValueError(f"days must be positive, got {days}")
@@ -61,13 +116,14 @@ def _last(frame: pd.DataFrame | pd.Series, provider: MarketProvider, days: int, 
         if len(frame) < days:
             raise ValueError(f"{what}: need {days} sessions, have {len(frame)}")
         return frame.iloc[-days:]
-    if unit == "calendar":
+    if unit in ("calendar", "calendar_after"):
         start = provider.as_of - timedelta(days=days)
-        window = frame.loc[frame.index.date >= start]
+        dates = frame.index.date
+        window = frame.loc[dates >= start] if unit == "calendar" else frame.loc[dates > start]
         if len(window) < 2:
             raise ValueError(f"{what}: fewer than 2 sessions since {start}")
         return window
-    raise ValueError(f"unknown window_unit {unit!r} (sessions | calendar)")
+    raise ValueError(f"unknown window_unit {unit!r} (sessions | calendar | calendar_after)")
 
 
 def _returns(closes: pd.Series, kind: str = "simple") -> pd.Series:
@@ -212,36 +268,45 @@ def dividend_history(provider: MarketProvider, p: dict[str, Any]) -> list[dict[s
     start = pd.Timestamp(provider.as_of) - pd.DateOffset(years=years)
     dates = divs.index.tz_localize(None) if divs.index.tz is not None else divs.index
     mask = (dates.normalize() >= start) & (dates.date <= provider.as_of) & (divs.to_numpy() > 0)
-    chosen = divs.loc[mask].sort_index(ascending=p.get("order", "asc") == "asc")
+    chosen = divs.loc[mask].sort_index()
     if chosen.empty:
         raise ValueError(f"{symbol}: no dividends since {start.date()}")
-    return [{"date": ts.strftime("%Y-%m-%d"), "amount": float(v)} for ts, v in chosen.items()]
+    return _ordered([{"date": ts.strftime("%Y-%m-%d"), "amount": float(v)} for ts, v in chosen.items()],
+                    p.get("order", "asc"))
 
 
 def max_close(provider: MarketProvider, p: dict[str, Any]) -> float:
-    closes = _last(_closes(provider, p["symbol"]), provider, p["days"], p.get("window_unit", "sessions"), "max_close")
+    closes = _last(_closes(provider, p["symbol"], p.get("prices", "adjusted")), provider, p["days"],
+                   p.get("window_unit", "sessions"), "max_close")
     return float(closes.max())
 
 
 def moving_average(provider: MarketProvider, p: dict[str, Any]) -> list[float]:
-    """The last ``days`` values of the ``window``-session simple moving average of Close, oldest first."""
-    closes = _closes(provider, p["symbol"])
+    """The last ``days`` values of the ``window``-session simple moving average of Close, oldest
+    first (``order="desc"``: newest first)."""
+    closes = _closes(provider, p["symbol"], p.get("prices", "adjusted"))
     sma = closes.rolling(int(p["window"])).mean().dropna()
-    values = _last(sma, provider, p["days"], "sessions", "moving_average")
-    return [float(v) for v in values]
+    values = [float(v) for v in _last(sma, provider, p["days"], "sessions", "moving_average")]
+    return _ordered(values, p.get("order", "asc"))
+
+
+def _ordered(values: list[Any], order: str) -> list[Any]:
+    if order not in ("asc", "desc"):
+        raise ValueError(f"unknown order {order!r} (asc | desc)")
+    return values if order == "asc" else values[::-1]
 
 
 # --------------------------------------------------------------------------- indicators
 def rsi(provider: MarketProvider, p: dict[str, Any]) -> float:
     """Latest RSI; ``lookback="window"`` computes it from the last ``days`` closes only."""
-    closes = _closes(provider, p["symbol"])
+    closes = _closes(provider, p["symbol"], p.get("prices", "adjusted"))
     if p.get("lookback", "window") == "window":
         closes = _last(closes, provider, p["days"], p.get("window_unit", "sessions"), "rsi")
-    return _latest(rsi_series(closes, p["window"], p.get("method", "wilder")), "rsi")
+    return _latest(rsi_series(closes, p["window"], p.get("rsi_method", "wilder")), "rsi")
 
 
 def bollinger_bands(provider: MarketProvider, p: dict[str, Any]) -> dict[str, float]:
-    closes = _closes(provider, p["symbol"])
+    closes = _closes(provider, p["symbol"], p.get("prices", "adjusted"))
     window = int(p["window"])
     if len(closes) < window:
         raise ValueError(f"bollinger_bands: need {window} closes, have {len(closes)}")
@@ -254,7 +319,7 @@ def bollinger_bands(provider: MarketProvider, p: dict[str, Any]) -> dict[str, fl
 
 def macd(provider: MarketProvider, p: dict[str, Any]) -> dict[str, float]:
     """MACD = EMA(fast) - EMA(slow) of Close, signal = EMA(signal) of MACD, all ``adjust=False``."""
-    closes = _closes(provider, p["symbol"])
+    closes = _closes(provider, p["symbol"], p.get("prices", "adjusted"))
     fast, slow, signal = int(p["fast"]), int(p["slow"]), int(p["signal"])
     if len(closes) < slow + signal:
         raise ValueError(f"macd: need {slow + signal} closes, have {len(closes)}")
@@ -265,13 +330,16 @@ def macd(provider: MarketProvider, p: dict[str, Any]) -> dict[str, float]:
 
 
 def volatility(provider: MarketProvider, p: dict[str, Any]) -> float:
-    """Sample std (ddof=1) of the last ``window`` daily returns, times sqrt(252) when annualised."""
+    """Std (``ddof``, default 1: sample) of the last ``window`` daily returns (``count="prices"``:
+    of the returns of the last ``window`` closes), times sqrt(252) when annualised."""
     closes = _closes(provider, p["symbol"])
     window = int(p["window"])
     returns = _returns(closes, p.get("returns", "simple"))
-    if len(returns) < window:
+    if p.get("count", "returns") == "prices":
+        window -= 1
+    if window < 2 or len(returns) < window:
         raise ValueError(f"volatility: need {window} returns, have {len(returns)}")
-    std = float(returns.iloc[-window:].std(ddof=1))
+    std = float(returns.iloc[-window:].std(ddof=int(p.get("ddof", 1))))
     if p.get("annualise", True):
         std *= math.sqrt(float(p.get("periods_per_year", TRADING_DAYS_PER_YEAR)))
     return std
@@ -303,7 +371,7 @@ def kdj_frame(history: pd.DataFrame, n: int, k_period: int, d_period: int,
 
 
 def kdj(provider: MarketProvider, p: dict[str, Any]) -> dict[str, float]:
-    history = _history(provider, p["symbol"])
+    history = _history(provider, p["symbol"], p.get("prices", "adjusted"))
     n = int(p["n"])
     if len(history) < n + int(p["k_period"]) + int(p["d_period"]):
         raise ValueError(f"kdj: not enough sessions ({len(history)})")
@@ -375,12 +443,16 @@ def volume_price_divergence(provider: MarketProvider, p: dict[str, Any]) -> bool
 
 
 def portfolio_return(provider: MarketProvider, p: dict[str, Any]) -> float:
-    """Equal-weight return over the window: buy-and-hold (``rebalance="none"``) or rebalanced daily."""
+    """Equal-weight return over the window: buy-and-hold (``rebalance="none"``) or rebalanced daily.
+
+    ``count="prices"``: the window holds ``days`` closes; ``"returns"``: ``days`` daily returns.
+    """
     symbols = list(p["symbols"])
     if not symbols:
         raise ValueError("portfolio_return needs at least one symbol")
     frame = pd.concat([_closes(provider, s) for s in symbols], axis=1, keys=symbols, join="inner")
-    window = _last(frame, provider, p["days"], p.get("window_unit", "sessions"), "portfolio_return")
+    days = int(p["days"]) + (1 if p.get("count", "prices") == "returns" else 0)
+    window = _last(frame, provider, days, p.get("window_unit", "sessions"), "portfolio_return")
     if p.get("rebalance", "none") == "daily":
         daily = window.pct_change().dropna().mean(axis=1)
         return float((1.0 + daily).prod() - 1.0)
@@ -429,6 +501,93 @@ ORACLES: dict[str, OracleFunction] = {
 }
 
 
+# --------------------------------------------------------------------------- shared readings
+@dataclass(frozen=True)
+class Reading:
+    """One choice a careful analyst may make the same way on every task it applies to: the
+    oracle parameter it sets and its accepted values, each with the label that names it in a
+    convention (the first value of a task's oracle is its primary, unlabelled)."""
+
+    key: str
+    values: tuple[tuple[str, Any], ...]
+
+
+#: The shared readings (reasons in benchmarks/README.md, "Shared readings").
+READINGS: dict[str, Reading] = {
+    "window": Reading("window_unit", (("sessions", "sessions"), ("calendar_days", "calendar"),
+                                      ("calendar_days_after", "calendar_after"))),
+    "count": Reading("count", (("n_closes", "prices"), ("n_returns", "returns"))),
+    "prices": Reading("prices", (("adjusted_close", "adjusted"), ("raw_close", "raw"))),
+    "std": Reading("ddof", (("population_std", 0), ("sample_std", 1))),
+    "rsi": Reading("rsi_method", (("wilder", "wilder"), ("cutler", "simple"))),
+    "order": Reading("order", (("oldest_first", "asc"), ("newest_first", "desc"))),
+    "returns": Reading("returns", (("simple_returns", "simple"), ("log_returns", "log"))),
+}
+
+#: Oracle -> the shared readings it accepts, each with the oracle's primary value. An oracle
+#: absent here (fundamentals, quotes, the boolean signals) accepts no shared reading: its task's
+#: own conventions are all there is.
+SHARED_READINGS: dict[str, dict[str, Any]] = {
+    "max_close": {"window": "sessions", "prices": "adjusted"},
+    "moving_average": {"prices": "adjusted", "order": "asc"},
+    "rsi": {"window": "sessions", "prices": "adjusted", "rsi": "wilder"},
+    "bollinger_bands": {"prices": "adjusted", "std": 0},
+    "macd": {"prices": "adjusted"},
+    "kdj": {"prices": "adjusted"},
+    "volatility": {"count": "returns", "std": 1, "returns": "simple"},
+    "max_drawdown": {"window": "sessions"},
+    "correlation": {"window": "sessions", "count": "prices", "returns": "simple"},
+    "portfolio_return": {"window": "sessions", "count": "prices"},
+    "post_signal_return": {"rsi": "wilder"},
+    "dividend_history": {"order": "asc"},
+}
+
+
+def _meaningful(params: dict[str, Any], defaults: dict[str, Any]) -> bool:
+    """False for a combination one of whose readings changes nothing (it would only repeat
+    another convention): a calendar window fixes the closes itself (no N closes / N returns), and
+    a full-history RSI has no window to read in days."""
+    calendar = params.get("window_unit", "sessions") != "sessions"
+    if calendar and "count" in defaults and params.get("count") != defaults["count"]:
+        return False
+    return not (calendar and params.get("lookback") == "full")
+
+
+def accepted_readings(task: Task) -> list[tuple[str, dict[str, Any]]]:
+    """``(convention name, oracle params)`` for every accepted reading of ``task``, primary first.
+
+    Each of the task's conventions is crossed with every shared reading of its oracle
+    (:data:`SHARED_READINGS`; none for a boolean answer, where each extra reading could make the
+    other answer pass). A task whose conventions or oracle parameters set a shared reading
+    themselves are refused with :class:`InputError`: the shared readings are decided once.
+    """
+    shared = {} if task.output.type == "boolean" else SHARED_READINGS.get(task.oracle.name, {})
+    defaults = {READINGS[axis].key: primary for axis, primary in shared.items()}
+    for key, value in task.oracle.params.items():
+        if key in defaults and value != defaults[key]:
+            raise InputError(f"task {task.id}: oracle parameter {key}={value!r} is a shared reading whose primary "
+                             f"is {defaults[key]!r} (benchmarks/README.md, Shared readings)")
+    for convention in task.conventions:
+        owned = sorted(set(convention.params) & set(defaults))
+        if owned:
+            raise InputError(f"task {task.id}: convention {convention.name!r} sets {', '.join(owned)}, a shared "
+                             "reading the oracle adds to every task it applies to (benchmarks/README.md, "
+                             "Shared readings)")
+    readings = [(c.name, {**task.oracle.params, **defaults, **c.params}) for c in task.conventions]
+    for axis in shared:
+        reading = READINGS[axis]
+        crossed: list[tuple[str, dict[str, Any]]] = []
+        for name, params in readings:
+            crossed.append((name, params))
+            for label, value in reading.values:
+                if value != defaults[reading.key]:
+                    combined = {**params, reading.key: value}
+                    if _meaningful(combined, defaults):
+                        crossed.append((f"{name}+{label}", combined))
+        readings = crossed
+    return readings
+
+
 def compute(name: str, provider: MarketProvider, params: dict[str, Any]) -> Any:
     """Run one oracle function by name and return its value as plain Python."""
     function = ORACLES.get(name)
@@ -439,27 +598,50 @@ def compute(name: str, provider: MarketProvider, params: dict[str, Any]) -> Any:
 
 def expected_values(task: Task, provider: MarketProvider, overrides: dict[str, Any] | None = None,
                     where: str = "") -> dict[str, Any]:
-    """``{convention name: expected value}`` for every accepted convention of ``task``, primary first.
+    """``{convention name: expected value}`` for every accepted reading of ``task``
+    (:func:`accepted_readings`), primary first.
 
-    ``overrides`` (a probe's ``oracle_params``) are merged last, over ``task.oracle.params`` and each
-    convention's ``params``. An unknown oracle name, a missing parameter or data too short for the
-    task raise :class:`InputError` naming the task (and ``where``, e.g. ``probe 2``) and convention.
+    ``overrides`` (a probe's ``oracle_params``) are merged last, over each reading's params. An
+    unknown oracle name, a missing parameter or data too short for the task raise
+    :class:`InputError` naming the task (and ``where``, e.g. ``probe 2``) and convention.
     """
     if task.oracle.name not in ORACLES:
         raise InputError(f"task {task.id}: unknown oracle {task.oracle.name!r} "
                          f"(known: {', '.join(sorted(ORACLES))})")
     label = f"task {task.id}{' ' + where if where else ''}"
+    cached = _CachingProvider(provider)
     results: dict[str, Any] = {}
-    for convention in task.conventions:
-        params = {**task.oracle.params, **convention.params, **(overrides or {})}
+    for name, reading in accepted_readings(task):
+        params = {**reading, **(overrides or {})}
         try:
-            results[convention.name] = compute(task.oracle.name, provider, params)
+            results[name] = compute(task.oracle.name, cached, params)
         except KeyError as exc:
-            raise InputError(f"{label}: oracle {task.oracle.name!r} convention {convention.name!r} "
+            raise InputError(f"{label}: oracle {task.oracle.name!r} convention {name!r} "
                              f"is missing parameter {exc.args[0]!r}") from None
         except (LookupError, ValueError, TypeError) as exc:  # e.g. a symbol the snapshot does not hold
-            raise InputError(f"{label}: oracle {task.oracle.name!r} convention {convention.name!r}: {exc}") from None
+            raise InputError(f"{label}: oracle {task.oracle.name!r} convention {name!r}: {exc}") from None
     return results
+
+
+class _CachingProvider:
+    """The provider, each symbol's bars read (and unadjusted) once per task: every reading of the
+    task reads them again. The oracle functions never modify the frames they are given."""
+
+    def __init__(self, provider: MarketProvider) -> None:
+        self._provider = provider
+        self._bars: dict[tuple[str, str], pd.DataFrame] = {}
+
+    @property
+    def as_of(self) -> Any:
+        return self._provider.as_of
+
+    def bars(self, symbol: str, prices: str) -> pd.DataFrame:
+        if (symbol, prices) not in self._bars:
+            self._bars[(symbol, prices)] = _read_history(self._provider, symbol, prices)
+        return self._bars[(symbol, prices)]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._provider, name)
 
 
 def probe_expected_values(task: Task, provider: MarketProvider) -> list[dict[str, Any]]:

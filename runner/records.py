@@ -151,6 +151,9 @@ class AttemptInfo:
     parent_hash: str | None = None
     usage: dict[str, Any] | None = None
     stages: list[AttemptStage] = field(default_factory=list)
+    #: The earlier attempt whose reply this one repeats unchanged (the same reply again): not
+    #: verified again, not counted as a refinement, and refining stopped there.
+    repeat_of: PositiveInt | None = None
 
 
 @dataclass(config=_STRICT)

@@ -198,11 +198,21 @@ class Agent:
         parent_hash: str | None = None
         parent_id: Any = None
         tool_ids: dict[int, Any] = {}  # attempt number -> the registry id of its code
-        error: AgentFailure
+        # what each failed attempt replied and what code it gave, by hash -> its attempt number
+        replies: dict[str, int] = {}
+        codes: dict[str, int] = {}
+        # the last failed attempt: its reply or code, the stage it failed at, and why
+        failed_code, failed_stage = "", "synthesis"
+        error: AgentFailure = CodeExtractionError("no attempt yet")
         for number in range(1, self.max_refinements + 2):
             stage = "synthesis" if number == 1 else "refinement"
             outcome.stage = stage
             reply, call = self._complete(messages, job.task_id, number - 1, stage, outcome, deadline)
+            repeat_of = self._repeat_of(reply, replies, codes)
+            if repeat_of is not None:
+                self._stop_on_repeat(job, outcome, tool_ids, number, repeat_of, parent_hash, call,
+                                     failed_stage, error)
+            replies[code_hash(reply.content)] = number
             try:
                 code = self._extract(reply)
             except ModelRefused as exc:
@@ -236,6 +246,7 @@ class Agent:
                     self._trace_verification(None, job, ver)  # never registered: kept by task only
                     self._record_attempts(job, outcome, tool_ids)
                     raise ver.error
+                codes.setdefault(this_hash, number)
                 parent_id = self._register_failed(job, contract, code, parent_id, ver)
                 tool_ids[number] = parent_id
                 self._trace_verification(parent_id, job, ver)
@@ -250,6 +261,40 @@ class Agent:
                     attempts=number, last_stage=failed_stage, last_error=error.to_dict())
             messages = refinement_messages(req, failed_code, failed_stage, _feedback(error))
         raise AssertionError("unreachable")  # pragma: no cover
+
+    @staticmethod
+    def _repeat_of(reply: ChatReply, replies: Mapping[str, int], codes: Mapping[str, int]) -> int | None:
+        """The earlier failed attempt this reply repeats (the same reply, or the same code in other
+        words), or None. A repeat would fail exactly as before: tools are deterministic on the
+        frozen snapshot, so it is neither verified again nor counted as a refinement."""
+        if code_hash(reply.content) in replies:
+            return replies[code_hash(reply.content)]
+        try:
+            code = Agent._extract(reply)
+        except (CodeExtractionError, ModelRefused):
+            return None
+        return codes.get(code_hash(code))
+
+    def _stop_on_repeat(self, job: Question, outcome: Outcome, tool_ids: dict[int, Any], number: int, repeat_of: int,
+                        parent_hash: str | None, call: dict[str, Any], failed_stage: str,
+                        error: FinevoError) -> None:
+        """Record ``number`` as the same reply again and stop refining: the model (a prediction
+        reused, a cassette reply, a model repeating itself) cannot change its answer."""
+        earlier = next(a for a in outcome.attempts if a.number == repeat_of)
+        note = (f"the same reply again (as attempt {repeat_of}): not verified again, not counted as a "
+                "refinement; refining stops because the reply cannot change")
+        outcome.attempts.append(Attempt(number, earlier.stage, False, earlier.error, earlier.code_hash, parent_hash,
+                                        call, [{"name": "refinement", "ok": False, "note": note}],
+                                        repeat_of=repeat_of))
+        outcome.stage = "refinement"
+        self._record_attempts(job, outcome, tool_ids)
+        distinct = number - 1 - sum(1 for a in outcome.attempts[:-1] if a.repeat_of is not None)
+        raise RefinementExhausted(
+            f"{job.task_id}: no tool passed verification after {distinct} distinct attempt(s) "
+            f"({outcome.refinements} refinement(s)); attempt {number} was the same reply again (as attempt "
+            f"{repeat_of}), so refining stopped; last failure at {failed_stage}: {error.message}",
+            attempts=number, distinct_attempts=distinct, stopped="same_reply", repeat_of=repeat_of,
+            last_stage=failed_stage, last_error=error.to_dict())
 
     def _execute(self, job: Question, contract: ToolContract, code: str, artifact: Any, outcome: Outcome,
                  deadline: float | None, verified: Verification | None = None) -> None:

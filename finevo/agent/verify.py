@@ -61,7 +61,13 @@ from finevo.tasks import OutputSpec
 DEFAULT_SYMBOLS: tuple[str, ...] = ("MSFT", "AAPL", "GOOGL", "AMZN", "TSLA", "SPY", "^GSPC")
 #: Sandbox runs a boolean tool gets to show both answers (a constant one uses them all; an honest
 #: one usually needs one to three).
-_MAX_BOOLEAN_RUNS = 24
+_MAX_BOOLEAN_RUNS = 64
+#: Sandbox runs the search for one boolean parameter may add (runs already made are free).
+_MAX_PARAMETER_RUNS = 16
+#: Contexts (symbols, threshold settings) tried to find one where a threshold flips the answer.
+_MAX_BRACKET_CONTEXTS = 16
+#: Width of the threshold bracket, on a 0..100 scale, at which a boolean is checked per parameter.
+_BRACKET_WIDTH = 0.05
 _TRACEBACK_TAIL = 1200
 
 
@@ -170,18 +176,29 @@ class Variation:
 
 def symbol_variations(args: Mapping[str, Any], symbols: tuple[str, ...] = DEFAULT_SYMBOLS,
                       limit: int = 2) -> list[Variation]:
-    """Up to ``limit`` other symbols (for a ``symbols`` list: its last one replaced, never a mere
+    """Up to ``limit`` other symbols for the ``symbol`` argument, and for each position of a
+    ``symbols`` list (that position replaced by a symbol not in the list: never a mere
     reordering, since e.g. a correlation is symmetric)."""
+    return [var for _, group in symbol_groups(args, symbols) for var in group[:limit]]
+
+
+def symbol_groups(args: Mapping[str, Any], symbols: tuple[str, ...] = DEFAULT_SYMBOLS
+                  ) -> list[tuple[str, list[Variation]]]:
+    """Every other symbol, grouped by the position it replaces: ``("symbol", [...])`` or
+    ``("symbols[i]", [...])`` per position of a list, each group in ``symbols`` order."""
     base = dict(args)
-    out: list[Variation] = []
+    out: list[tuple[str, list[Variation]]] = []
     if isinstance(base.get("symbol"), str):
-        for alt in [s for s in symbols if s != base["symbol"]][:limit]:
-            out.append(Variation("symbol", "symbol", f"symbol={alt!r}", {**base, "symbol": alt}))
+        out.append(("symbol", [Variation("symbol", "symbol", f"symbol={alt!r}", {**base, "symbol": alt})
+                               for alt in symbols if alt != base["symbol"]]))
     if isinstance(base.get("symbols"), list) and base["symbols"]:
         current = list(base["symbols"])
-        for alt in [s for s in symbols if s not in current][:limit]:
-            changed = [*current[:-1], alt]
-            out.append(Variation("symbol", "symbols", f"symbols={changed!r}", {**base, "symbols": changed}))
+        for i in range(len(current)):
+            group: list[Variation] = []
+            for alt in (s for s in symbols if s not in current):
+                changed = [*current[:i], alt, *current[i + 1:]]
+                group.append(Variation("symbol", "symbols", f"symbols={changed!r}", {**base, "symbols": changed}))
+            out.append((f"symbols[{i}]", group))
     return out
 
 
@@ -235,16 +252,44 @@ def alternatives(name: str, value: Any) -> list[Any]:
     return [float(v) if isinstance(value, float) else v for v in out]
 
 
+def wide_alternatives(name: str, value: Any) -> list[Any]:
+    """More values of one argument than :func:`alternatives`, over a wider range (a window a
+    sixth, a third, half, twice and three times as long; every other ``period``): what a boolean
+    search tries to make a signal come out both ways. Thresholds and other kinds of argument get
+    :func:`alternatives`."""
+    alts = alternatives(name, value)
+    if isinstance(value, str) and name == "period" and value in _PERIODS:
+        return alts + [p for p in _PERIODS if p != value and p not in alts]
+    if (isinstance(value, bool) or not isinstance(value, int) or name.endswith("threshold")
+            or name in _YEAR_NAMES or name in _QUARTER_NAMES or value < 2):
+        return alts
+    more = [value // 3, value * 3, max(2, value // 6), (value * 3) // 2]
+    return alts + [v for v in dict.fromkeys(more) if v not in alts and v != value and v >= 1]
+
+
+def span_extremes(name: str, value: Any, tried: list[Any]) -> list[Any]:
+    """A much shorter lookback span than ``tried`` (a sixth of a day count, the shortest
+    ``period``): the last try before a span that never moved the answer is called inconclusive."""
+    if isinstance(value, str) and name == "period" and value in _PERIODS:
+        return [p for p in _PERIODS[:1] if p != value and p not in tried]
+    if isinstance(value, bool) or not isinstance(value, int) or value < 4:
+        return []
+    short = max(2, value // 6)
+    return [short] if short not in tried and short != value else []
+
+
+def _oscillator_level(value: Any) -> bool:
+    """A threshold on a 0..100 scale (an RSI or stochastic level)."""
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and 0 <= value <= 100
+
+
 def threshold_extremes(name: str, value: Any) -> list[Any]:
     """Values of a ``*threshold`` argument that no indicator crosses (for a 0-100 oscillator such
     as RSI: 0 and 100; otherwise far below and far above), so a signal built on it must come out
     False at one end; empty for any other argument."""
     if not name.endswith("threshold") or isinstance(value, bool) or not isinstance(value, (int, float)):
         return []
-    if 0 <= value <= 100:
-        low, high = 0.0, 100.0
-    else:
-        low, high = value - 1e6, value + 1e6
+    low, high = (0.0, 100.0) if 0 <= value <= 100 else (value - 1e6, value + 1e6)
     return [type(value)(low), type(value)(high)]
 
 
@@ -255,7 +300,7 @@ def _same(a: Any, b: Any) -> bool:
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
     if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=False))
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
     return bool(a == b)
@@ -391,152 +436,10 @@ class Verifier:
         return "value fits the output contract"
 
     def _metamorphic(self, code: str, contract: ToolContract, deadline: float | None, ver: Verification) -> str:
+        calls = _Calls(self, code, contract, deadline, ver)
         if contract.output.type == "boolean":
-            return self._metamorphic_boolean(code, contract, deadline, ver)
-        return self._metamorphic_values(code, contract, deadline, ver)
-
-    def _metamorphic_values(self, code: str, contract: ToolContract, deadline: float | None,
-                            ver: Verification) -> str:
-        """The answer must move with the symbol, and with every parameter that can be checked.
-
-        Symbols: the first other symbol whose answer differs settles it; when every other symbol
-        that ran gave the task's answer, the tool is hard-coded. Parameters, one at a time: a
-        smaller and a larger value with the task's symbol; only when neither moved the answer are
-        the same values tried with the other symbols that ran (a highest close over 15, 30 and 60
-        days may well be one and the same close for one symbol, hardly for every symbol). A
-        parameter fails when at least two of its variations ran and all of them gave their
-        symbol's own answer; with fewer it proves nothing either way (``inconclusive``).
-
-        One exception: a lookback span (``days``, ``period``, ``years``: how much history to read)
-        may leave the answer alone when another parameter of the indicator moves it. Cutler's RSI
-        reads only its last ``window`` changes and Wilder's RSI "over the full history" (both
-        accepted readings of an RSI task) ignores ``days`` by design. When no other parameter
-        moved the answer, a span that does not move it fails like any other parameter.
-        """
-        value = ver.value
-        moved: list[str] = []
-        moved_params: list[str] = []
-        inconclusive: list[str] = []
-        still: dict[str, list[str]] = {}  # lookback spans that did not move the answer
-        # (arguments, answer) pairs a parameter variation is compared against, the task's first
-        bases: list[tuple[dict[str, Any], Any]] = [(dict(contract.args), value)]
-        same: list[str] = []
-        symbol_vars = symbol_variations(contract.args, self.symbols)
-        for var in symbol_vars:
-            other = self._variation(code, contract, var, deadline, ver)
-            if other is _SKIP:
-                continue
-            bases.append((var.args, other))
-            if not _same(other, value):
-                moved.append(var.description)
-                break
-            same.append(var.description)
-        if same and not moved:
-            raise VerificationFailed(
-                f"{contract.entry} returns the same value {describe(value)} for {', '.join(same)}: the answer "
-                "does not depend on its symbol (hard-coded or constant output)",
-                check="metamorphic", variations=same)
-        if symbol_vars and not moved:
-            inconclusive.append(symbol_vars[0].param)
-        by_param: dict[str, list[Variation]] = {}
-        for var in parameter_variations(contract.args):
-            by_param.setdefault(var.param, []).append(var)
-        for name, param_vars in by_param.items():
-            compared: list[str] = []
-            change: str | None = None
-            for base_args, base_value in bases:
-                for var in param_vars:
-                    args = {**base_args, name: var.args[name]}
-                    described = var.description if base_args is bases[0][0] else _describe_change(
-                        contract.args, args)
-                    other = self._variation(code, contract, Variation("param", name, described, args),
-                                            deadline, ver)
-                    if other is _SKIP:
-                        continue
-                    compared.append(described)
-                    if not _same(other, base_value):
-                        change = described
-                        break
-                if change is not None:
-                    break
-            if change is not None:
-                moved.append(change)
-                moved_params.append(name)
-            elif len(compared) < 2:
-                inconclusive.append(name)
-            elif _is_span(name):
-                still[name] = compared  # judged below, once every parameter has been tried
-            else:
-                raise _ignored(contract.entry, name, compared)
-        spans_ok = [n for n in still if any(not _is_span(m) for m in moved_params)]
-        for name, compared in still.items():
-            if name not in spans_ok:
-                raise _ignored(contract.entry, name, compared)
-        if not moved:
-            return "inconclusive: every variation lacked data" if inconclusive else "no variation applies"
-        note = f"answer changes with {'; '.join(moved)}"
-        if spans_ok:
-            note += f"; the same with other {', '.join(spans_ok)} (a lookback its other parameters settle)"
-        if inconclusive:
-            note += f"; inconclusive for {', '.join(inconclusive)} (too little data to compare)"
-        return note
-
-    def _metamorphic_boolean(self, code: str, contract: ToolContract, deadline: float | None,
-                             ver: Verification) -> str:
-        """A yes/no answer must come out both ways somewhere: a threshold pushed to either end of
-        its scale (an RSI below 0 never happens, below 100 nearly always), other symbols, other
-        windows, and those together, until both True and False have been seen.
-
-        A tool that gives one answer on every variation that ran is a constant and fails. The
-        only way out is when fewer than two variations ran at all (every one lacked data): then
-        there is nothing to compare, and calling that a constant would fail an honest tool for
-        the snapshot's sake, so the stage says ``inconclusive``.
-        """
-        seen = {bool(ver.value)}
-        ran: list[str] = []
-        skipped = 0
-        for var in self._boolean_variations(contract.args)[:_MAX_BOOLEAN_RUNS]:
-            other = self._variation(code, contract, var, deadline, ver)
-            if other is _SKIP:
-                skipped += 1
-                continue
-            ran.append(var.description)
-            seen.add(bool(other))
-            if len(seen) == 2:
-                return (f"both answers occur: {describe(ver.value)} for the task, "
-                        f"{describe(other)} with {var.description}")
-        if len(ran) < 2:
-            return f"inconclusive: {len(ran)} variation(s) ran, {skipped} lacked data"
-        raise VerificationFailed(
-            f"{contract.entry} returns {describe(ver.value)} for the task and for every one of {len(ran)} "
-            f"variation(s) ({', '.join(ran[:6])}{', ...' if len(ran) > 6 else ''}): a signal that never "
-            "changes is a constant (hard-coded or ignoring its arguments)",
-            check="metamorphic", variations=ran)
-
-    def _boolean_variations(self, args: Mapping[str, Any]) -> list[Variation]:
-        """Boolean variations, the likeliest to flip the answer first, no arguments twice."""
-        base = dict(args)
-        others = [v.args for v in symbol_variations(base, self.symbols, limit=len(self.symbols))]
-        contexts = [base, *others]
-        out: list[Variation] = []
-        # thresholds at both ends, with the task's symbol, then the others
-        for ctx in contexts:
-            for name, value in base.items():
-                for extreme in threshold_extremes(name, value):
-                    out.append(_variation_of(base, {**ctx, name: extreme}))
-        out.extend(_variation_of(base, ctx) for ctx in others)
-        # windows and periods moved both ways, with each symbol
-        for ctx in contexts:
-            for var in parameter_variations(base):
-                out.append(_variation_of(base, {**ctx, var.param: var.args[var.param]}))
-        unique: list[Variation] = []
-        keys: set[str] = set()
-        for var in out:
-            key = repr(sorted(var.args.items()))
-            if key not in keys and var.args != base:
-                keys.add(key)
-                unique.append(var)
-        return unique
+            return _BooleanCheck(calls, self.symbols).run()
+        return _ValueCheck(calls, self.symbols).run()
 
     def _variation(self, code: str, contract: ToolContract, var: Variation, deadline: float | None,
                    ver: Verification) -> Any:
@@ -558,6 +461,378 @@ class Verifier:
         if other == [] or other == {}:
             return _SKIP  # e.g. no dividends for that symbol: nothing to compare
         return other
+
+
+class _Calls:
+    """The tool's answers for one verification, each set of arguments run at most once."""
+
+    def __init__(self, verifier: Verifier, code: str, contract: ToolContract, deadline: float | None,
+                 ver: Verification) -> None:
+        self.verifier, self.code, self.contract, self.deadline, self.ver = verifier, code, contract, deadline, ver
+        self.task = dict(contract.args)
+        self.entry = contract.entry
+        self._answers: dict[str, Any] = {_key(self.task): ver.value}
+
+    def answer(self, args: Mapping[str, Any]) -> Any:
+        """The answer for ``args`` (``_SKIP`` when that variation lacks data)."""
+        key = _key(args)
+        if key not in self._answers:
+            var = _variation_of(self.task, dict(args))
+            self._answers[key] = self.verifier._variation(self.code, self.contract, var, self.deadline, self.ver)
+        return self._answers[key]
+
+    def known(self, args: Mapping[str, Any]) -> bool:
+        return _key(args) in self._answers
+
+    def describe(self, args: Mapping[str, Any]) -> str:
+        return _describe_change(self.task, args) or "the task's own arguments"
+
+
+def _key(args: Mapping[str, Any]) -> str:
+    return repr(sorted(args.items()))
+
+
+class _ValueCheck:
+    """A number, list or dict must move with the symbol and with every parameter that can be checked.
+
+    Symbols: every symbol argument, and every position of a symbol list, is replaced by other
+    symbols; the first whose answer differs settles it; when every other symbol that ran gave
+    the task's answer, that position is hard-coded and the stage fails.
+
+    Parameters, one at a time: a smaller and a larger value with the task's symbol; only when
+    neither moved the answer are the same values tried with the other symbols that ran (a highest
+    close over 15, 30 and 60 days may well be one and the same close for one symbol, hardly for
+    every symbol). A parameter fails when at least two of its variations ran and all of them gave
+    their symbol's own answer; with fewer it proves nothing either way (``inconclusive``).
+
+    A lookback span (``days``, ``period``, ``years``: how much history to read) is the exception:
+    an honest answer can stay put when the span moves (the highest close of the last 30 sessions
+    is also that of the last 15 when it came late; Cutler's RSI reads only its last ``window``
+    changes). A span is also tried much shorter, on every symbol that ran; when nothing moves the
+    answer it is reported ``inconclusive``, never failed: moving an argument cannot tell an ignored
+    span from data in which the span does not matter (the gate's own probes and worlds can).
+    """
+
+    def __init__(self, calls: _Calls, symbols: tuple[str, ...]) -> None:
+        self.calls, self.symbols = calls, symbols
+        self.moved: list[str] = []
+        self.inconclusive: list[str] = []
+        self.spans_still: list[str] = []
+
+    def run(self) -> str:
+        calls = self.calls
+        bases: list[dict[str, Any]] = [calls.task]
+        for label, group in symbol_groups(calls.task, self.symbols):
+            same: list[str] = []
+            change: str | None = None
+            for var in group:
+                other = calls.answer(var.args)
+                if other is _SKIP:
+                    continue
+                if len(bases) < 3 and var.args not in bases:
+                    bases.append(var.args)
+                if not _same(other, calls.answer(calls.task)):
+                    change = var.description
+                    break
+                same.append(var.description)
+                if len(same) >= 2:
+                    break
+            if change is not None:
+                self.moved.append(change)
+            elif same:
+                raise VerificationFailed(
+                    f"{calls.entry} returns the same value {describe(calls.answer(calls.task))} for {', '.join(same)}: "
+                    f"the answer does not depend on its {label} (hard-coded or constant output)",
+                    check="metamorphic", parameter=label, variations=same)
+            else:
+                self.inconclusive.append(label)
+        for name, value in calls.task.items():
+            if name in ("symbol", "symbols"):
+                continue
+            self._parameter(name, value, bases)
+        if not self.moved:
+            return "inconclusive: every variation lacked data" if self.inconclusive else "no variation applies"
+        note = f"answer changes with {'; '.join(self.moved)}"
+        if self.spans_still:
+            note += (f"; inconclusive for {', '.join(self.spans_still)} (the same answer with shorter and longer "
+                     "spans on every symbol tried: a lookback that may not matter on this data)")
+        if self.inconclusive:
+            note += f"; inconclusive for {', '.join(self.inconclusive)} (too little data to compare)"
+        return note
+
+    def _parameter(self, name: str, value: Any, bases: list[dict[str, Any]]) -> None:
+        calls = self.calls
+        alts = alternatives(name, value)
+        if not alts:
+            return
+        compared: list[str] = []
+        rounds = [alts] + ([extra] if _is_span(name) and (extra := span_extremes(name, value, alts)) else [])
+        for values in rounds:
+            for base in bases:
+                base_value = calls.answer(base)
+                for alt in values:
+                    args = {**base, name: alt}
+                    other = calls.answer(args)
+                    if other is _SKIP:
+                        continue
+                    compared.append(calls.describe(args))
+                    if not _same(other, base_value):
+                        self.moved.append(calls.describe(args))
+                        return
+        if len(compared) < 2:
+            self.inconclusive.append(name)
+        elif _is_span(name):
+            self.spans_still.append(name)
+        else:
+            raise _ignored(calls.entry, name, compared)
+
+
+class _BooleanCheck:
+    """A yes/no answer must come out both ways, and depend on each of its arguments.
+
+    1. **Both answers**: a threshold pushed to either end of its scale (an RSI below 0 never
+       happens, below 100 nearly always), other symbols, windows moved over a wide range, and
+       those together, until True and False have both been seen. One answer on every variation
+       that ran is a constant and fails; fewer than two variations that ran prove nothing
+       (``inconclusive``).
+    2. **Each parameter separately**. For a threshold on a 0..100 scale (``rsi_threshold``) whose
+       answer flips between its extremes, the threshold is bisected until the answer flips within
+       :data:`_BRACKET_WIDTH`: at that bracket the answer hangs on the thresholded quantity, so
+       every argument that feeds it (the symbol, and the parameters named with the threshold's
+       prefix, ``rsi_window``) must flip the answer at one end of the bracket when moved. One
+       that never does is ignored or fixed inside, and the stage fails. Every other parameter
+       needs two runs that differ in that parameter alone and give different answers, searched
+       over the task's arguments, threshold extremes and other symbols; when none turns up it is
+       reported ``inconclusive`` (a moving-average window may not change a crossing on this data).
+    """
+
+    def __init__(self, calls: _Calls, symbols: tuple[str, ...]) -> None:
+        self.calls, self.symbols = calls, symbols
+        self._rare: bool | None = None
+        #: the first variation whose answer differs from the task's
+        self._flip_args: dict[str, Any] = dict(calls.task)
+
+    def run(self) -> str:
+        calls = self.calls
+        task_answer = bool(calls.answer(calls.task))
+        seen = {task_answer}
+        ran: list[str] = []
+        skipped = 0
+        flipped: str | None = None
+        for var in self._search_space()[:_MAX_BOOLEAN_RUNS]:
+            other = calls.answer(var.args)
+            if other is _SKIP:
+                skipped += 1
+                continue
+            ran.append(var.description)
+            seen.add(bool(other))
+            if len(seen) == 2:
+                flipped = f"{describe(other)} with {var.description}"
+                self._flip_args = var.args
+                break
+        if flipped is None:
+            if len(ran) < 2:
+                return f"inconclusive: {len(ran)} variation(s) ran, {skipped} lacked data"
+            raise VerificationFailed(
+                f"{calls.entry} returns {describe(task_answer)} for the task and for every one of {len(ran)} "
+                f"variation(s) ({', '.join(ran[:6])}{', ...' if len(ran) > 6 else ''}): a signal that never "
+                "changes is a constant (hard-coded or ignoring its arguments)",
+                check="metamorphic", variations=ran)
+        settled: dict[str, str] = {}
+        inconclusive: list[str] = []
+        for name, value in calls.task.items():
+            if name.endswith("threshold") and _oscillator_level(value):
+                self._bracket(name, settled)
+        for name in calls.task:
+            if name in settled:
+                continue
+            found = self._flip(name)
+            if found is None:
+                inconclusive.append(name)
+            else:
+                settled[name] = found
+        note = f"both answers occur: {describe(task_answer)} for the task, {flipped}"
+        if settled:
+            note += f"; each argument flips it: {'; '.join(settled.values())}"
+        if inconclusive:
+            note += f"; inconclusive for {', '.join(inconclusive)} (no variation tried flipped the answer)"
+        return note
+
+    # ------------------------------------------------------------------ search spaces
+    def _thresholds(self) -> dict[str, list[Any]]:
+        return {n: threshold_extremes(n, v) for n, v in self.calls.task.items() if threshold_extremes(n, v)}
+
+    def _contexts(self) -> list[dict[str, Any]]:
+        """The task's arguments and each other symbol, each with its thresholds as given and at
+        either extreme (one threshold at a time)."""
+        task = self.calls.task
+        symbols = [task, *(v.args for v in symbol_variations(task, self.symbols, limit=len(self.symbols)))]
+        out: list[dict[str, Any]] = []
+        for ctx in symbols:
+            out.append(ctx)
+            for name, extremes in self._thresholds().items():
+                out.extend({**ctx, name: e} for e in extremes)
+        return out
+
+    def _search_space(self) -> list[Variation]:
+        """Variations for the both-answers search, the likeliest to flip first, none twice."""
+        task = self.calls.task
+        windows = [(n, alt) for n, v in task.items() if n not in ("symbol", "symbols")
+                   and not n.endswith("threshold") for alt in wide_alternatives(n, v)]
+        # every symbol with its thresholds as given and at either extreme; then, symbol by symbol,
+        # each window moved with the thresholds at either extreme (one of them lets the other
+        # conditions decide), or as given when there is no threshold
+        contexts = self._contexts()
+        per_symbol = 1 + 2 * len(self._thresholds())
+        out = list(contexts)
+        for i in range(0, len(contexts), per_symbol):
+            settings = contexts[i + 1:i + per_symbol] or contexts[i:i + 1]
+            out.extend({**ctx, n: alt} for n, alt in windows for ctx in settings)
+        unique: list[Variation] = []
+        keys = {_key(task)}
+        for args in out:
+            if _key(args) not in keys:
+                keys.add(_key(args))
+                unique.append(_variation_of(task, args))
+        return unique
+
+    # ------------------------------------------------------------------ per parameter
+    def _differs(self, a: Mapping[str, Any], b: Mapping[str, Any]) -> bool | None:
+        """Whether two runs answer differently (None when either lacks data)."""
+        x, y = self.calls.answer(a), self.calls.answer(b)
+        if x is _SKIP or y is _SKIP:
+            return None
+        return bool(x) != bool(y)
+
+    def _flip(self, name: str) -> str | None:
+        """Two runs that differ in ``name`` alone and answer differently, or None."""
+        calls = self.calls
+        task = calls.task
+        if name in ("symbol", "symbols"):
+            moves = [(label, [v.args[name] for v in group]) for label, group in symbol_groups(task, self.symbols)]
+            values = [value for _, group in moves for value in group]
+        else:
+            values = wide_alternatives(name, task[name]) if not name.endswith("threshold") \
+                else threshold_extremes(name, task[name]) + alternatives(name, task[name])
+        if not values:
+            return "not varied"
+        budget = _MAX_PARAMETER_RUNS
+        for ctx in self._informative_contexts():
+            if name in ctx and ctx[name] != task[name]:
+                continue  # a context that already moves this very parameter
+            for value in values:
+                moved = {**ctx, name: value}
+                if moved == ctx:
+                    continue
+                if not (calls.known(ctx) and calls.known(moved)):
+                    if budget <= 0:
+                        return None
+                    budget -= 1
+                if self._differs(ctx, moved):
+                    return f"{name}: {calls.describe(ctx)} -> {calls.describe(moved)}"
+        return None
+
+    def _informative_contexts(self) -> list[dict[str, Any]]:
+        """:meth:`_contexts`, most informative first: those known to give the rarer answer, then
+        other symbols with the same threshold settings, then the rest. In a signal made of
+        several conditions (``a and b``) the rare answer is where every condition counts."""
+        calls = self.calls
+        contexts = self._contexts()
+        thresholds = list(self._thresholds())
+
+        def answer(ctx: dict[str, Any]) -> bool | None:
+            if not calls.known(ctx) or calls.answer(ctx) is _SKIP:
+                return None
+            return bool(calls.answer(ctx))
+
+        if self._rare is None:  # settled once, from the runs of the both-answers search
+            known = [a for a in map(answer, contexts) if a is not None]
+            if not known:
+                return contexts
+            self._rare = known.count(True) <= known.count(False)
+        rare = self._rare
+        rare_settings = {tuple(c.get(n) for n in thresholds) for c in contexts if answer(c) is rare}
+
+        def rank(ctx: dict[str, Any]) -> int:
+            got = answer(ctx)
+            if got is rare:
+                return 0
+            if got is None:
+                return 1 if tuple(ctx.get(n) for n in thresholds) in rare_settings else 2
+            return 3
+
+        return sorted(contexts, key=rank)
+
+    def _bracket(self, threshold: str, settled: dict[str, str]) -> None:
+        """Bisect ``threshold`` to a bracket where the answer flips, then check that each argument
+        feeding the thresholded quantity moves the answer there (see the class docstring)."""
+        calls = self.calls
+        low, high = threshold_extremes(threshold, calls.task[threshold])
+        # where the answer is True and where it is False (the both-answers search found one of
+        # each), then the other contexts: a signal that honours its threshold flips between the
+        # extremes in one of the first two ("a and rsi < t" where it is True, "a or rsi < t"
+        # where it is False)
+        candidates = list({_key(c): c for c in (self._flip_args, calls.task, *self._contexts())}.values())
+        ctx: dict[str, Any] | None = None
+        same: dict[bool, str] = {}
+        for c in candidates[:_MAX_BRACKET_CONTEXTS]:
+            at_low, at_high = calls.answer({**c, threshold: low}), calls.answer({**c, threshold: high})
+            if at_low is _SKIP or at_high is _SKIP:
+                continue
+            if bool(at_low) != bool(at_high):
+                ctx = c
+                break
+            same.setdefault(bool(at_low), calls.describe(c))
+        if ctx is None:
+            if len(same) == 2:
+                raise VerificationFailed(
+                    f"{calls.entry} gives the same answer with {threshold}={low!r} and {threshold}={high!r} "
+                    f"both where it answers True ({same[True]}) and where it answers False ({same[False]}): "
+                    f"the answer does not depend on its '{threshold}' argument (ignored or fixed inside)",
+                    check="metamorphic", parameter=threshold, variations=list(same.values()))
+            return
+        lo, hi = float(low), float(high)
+        answer_lo = bool(calls.answer({**ctx, threshold: low}))
+        while hi - lo > _BRACKET_WIDTH:
+            mid = (lo + hi) / 2
+            answer = calls.answer({**ctx, threshold: mid})
+            if answer is _SKIP:
+                return
+            if bool(answer) == answer_lo:
+                lo = mid
+            else:
+                hi = mid
+        # the bracket's ends (an end never bisected is the extreme itself, already run)
+        ends = [{**ctx, threshold: low if lo == float(low) else lo},
+                {**ctx, threshold: high if hi == float(high) else hi}]
+        settled[threshold] = f"{threshold}: the answer flips between {lo:g} and {hi:g} ({calls.describe(ctx)})"
+        prefix = threshold[: -len("threshold")]
+        feeding = [n for n in calls.task if n in ("symbol", "symbols")
+                   or (prefix and n.startswith(prefix) and n != threshold)]
+        for name in feeding:
+            if name in ("symbol", "symbols"):
+                values = [v.args[name] for _, group in symbol_groups(ctx, self.symbols) for v in group]
+            else:
+                values = alternatives(name, ctx[name])
+            tried: list[str] = []
+            for value in values:
+                for end in ends:
+                    moved = {**end, name: value}
+                    differs = self._differs(end, moved)
+                    if differs is None:
+                        continue
+                    tried.append(calls.describe(moved))
+                    if differs:
+                        settled[name] = f"{name}: {calls.describe(end)} -> {calls.describe(moved)}"
+                        break
+                if name in settled:
+                    break
+            if name not in settled and len(tried) >= 2:
+                raise VerificationFailed(
+                    f"{calls.entry} flips its answer when {threshold} crosses {lo:g}..{hi:g} "
+                    f"({calls.describe(ctx)}), yet gives the same answers there with "
+                    f"{', '.join(tried[:6])}: the answer does not depend on its '{name}' argument "
+                    "(ignored or fixed inside)", check="metamorphic", parameter=name, variations=tried)
 
 
 _SKIP = object()

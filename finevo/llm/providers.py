@@ -24,11 +24,13 @@ Decisions:
   is absent, by the highest attempt below N (a predictions file with one answer per task is the
   common case; its answer is then judged like a model repeating itself, so a wrong prediction is
   the agent's **fail**, not a missing-input **error**). The reply's ``details`` say
-  ``fallback: true`` and which attempt answered. No line for the task at all ->
-  :class:`~finevo.errors.PredictionMissingError`. A line may carry ``repeat`` (1, 2, ...): with
-  ``--repeats K`` the gate sets :attr:`PredictionsProvider.repeat`, and a task's lines for that
-  repeat answer it, else its lines without ``repeat`` (so a file of one answer per task serves
-  every repeat).
+  ``fallback: true`` and which attempt answered. The agent records a reply that repeats an
+  earlier attempt as *the same reply again*, counts no refinement for it and stops refining
+  (this holds for every provider: a cassette reply or a model returning the same code too).
+  No line for the task at all -> :class:`~finevo.errors.PredictionMissingError`. A line may
+  carry ``repeat`` (1, 2, ...): with ``--repeats K`` the gate sets
+  :attr:`PredictionsProvider.repeat`, and a task's lines for that repeat answer it, else its
+  lines without ``repeat`` (so a file of one answer per task serves every repeat).
 * ``replay`` reports the usage recorded with the exchange (tokens and the original latency), so
   a replayed run reports what the recorded run paid.
 """

@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from datetime import time as dtime
 from pathlib import Path
 from typing import Any
@@ -209,16 +210,19 @@ def _price_paths(rng: np.random.Generator, days: list[date]) -> dict[str, pd.Dat
 
 
 def _add_actions(symbol: str, frame: pd.DataFrame) -> pd.DataFrame:
-    """Dividends, splits and Yahoo's dividend-adjusted close on unadjusted bars."""
+    """Dividends, splits and Yahoo's dividend-adjusted close on unadjusted bars (events after
+    the frame's last bar are not known yet and are left out)."""
     out = frame.copy()
     dates = [ts.date() for ts in out.index]
     position = {d: i for i, d in enumerate(dates)}
     dividends = np.zeros(len(out))
     for ex_date, amount in DIVIDENDS.get(symbol, ()):
-        dividends[position[next_trading_day(ex_date)]] += amount
+        if next_trading_day(ex_date) in position:
+            dividends[position[next_trading_day(ex_date)]] += amount
     splits = np.zeros(len(out))
     for split_date, ratio in SPLITS.get(symbol, ()):
-        splits[position[next_trading_day(split_date)]] = ratio
+        if next_trading_day(split_date) in position:
+            splits[position[next_trading_day(split_date)]] = ratio
     close = out["Close"].to_numpy()
     # Yahoo: every bar before an ex-date is scaled by (1 - dividend / previous close).
     factor = np.ones(len(out))
@@ -373,7 +377,8 @@ def _epoch(day: date, hour: int = 16) -> int:
 
 
 def _quote(symbol: str, raw: pd.DataFrame, yearly: pd.DataFrame | None,
-           quarterly: pd.DataFrame | None, market_change: float) -> tuple[dict[str, Any], dict[str, Any]]:
+           quarterly: pd.DataFrame | None, market_change: float,
+           as_of: date = AS_OF) -> tuple[dict[str, Any], dict[str, Any]]:
     sec = SECURITIES[symbol]
     last, prev = raw.iloc[-1], raw.iloc[-2]
     adjusted = auto_adjust(raw)
@@ -399,7 +404,7 @@ def _quote(symbol: str, raw: pd.DataFrame, yearly: pd.DataFrame | None,
         "regularMarketVolume": int(last["Volume"]),
         "regularMarketChange": round(price - float(prev["Close"]), 4),
         "regularMarketChangePercent": round((price / float(prev["Close"]) - 1) * 100, 4),
-        "regularMarketTime": _epoch(AS_OF), "averageVolume": avg_3m, "averageVolume10days": avg_10d,
+        "regularMarketTime": _epoch(as_of), "averageVolume": avg_3m, "averageVolume10days": avg_10d,
         "averageDailyVolume10Day": avg_10d, "averageDailyVolume3Month": avg_3m,
         "fiftyTwoWeekHigh": float(last_year["High"].max()), "fiftyTwoWeekLow": float(last_year["Low"].min()),
         "fiftyTwoWeekChangePercent": round(change_1y * 100, 4), "52WeekChange": round(change_1y, 6),
@@ -468,11 +473,28 @@ def _quote(symbol: str, raw: pd.DataFrame, yearly: pd.DataFrame | None,
 
 
 # --------------------------------------------------------------------------- assembly
-def generate(seed: int = SEED) -> list[SymbolData]:
-    """Build the whole synthetic data set in memory."""
+#: Days between a quarter's end and its report (10-Q/10-K filings of large companies come within
+#: about six weeks); a statement column appears in an earlier as-of world only once reported.
+REPORTING_LAG_DAYS = 45
+
+
+def generate(seed: int = SEED, as_of: date | None = None) -> list[SymbolData]:
+    """Build the whole synthetic data set in memory.
+
+    ``as_of`` (default :data:`AS_OF`, the latest date it may be) truncates the same world: the
+    same seed draws the same paths, then bars after ``as_of``, dividends and splits not yet
+    ex, and statements not yet reported (:data:`REPORTING_LAG_DAYS` after the period end) are
+    dropped, and the quotes are derived from the last bar on or before ``as_of``.
+    """
+    if as_of is not None and not START < as_of <= AS_OF:
+        raise ValueError(f"as_of must lie in ({START}, {AS_OF}], got {as_of}")
+    cut = as_of or AS_OF
     rng = np.random.default_rng(seed)
     days = trading_days(START, AS_OF)
-    raw = {sym: _add_actions(sym, frame) for sym, frame in _price_paths(rng, days).items()}
+    paths = _price_paths(rng, days)
+    if as_of is not None:
+        paths = {sym: frame.loc[[ts.date() <= cut for ts in frame.index]] for sym, frame in paths.items()}
+    raw = {sym: _add_actions(sym, frame) for sym, frame in paths.items()}
     market_adj = auto_adjust(raw[MARKET])["Close"]
     year_ago = market_adj.index[-1] - pd.DateOffset(years=1)
     market_change = float(market_adj.iloc[-1] / market_adj[market_adj.index <= year_ago].iloc[-1] - 1)
@@ -481,18 +503,73 @@ def generate(seed: int = SEED) -> list[SymbolData]:
         yearly = quarterly = None
         if symbol in FUNDAMENTALS:
             all_quarters = _quarterly_statements(rng, symbol)
+            if as_of is not None:
+                reported = [q for q in all_quarters.columns if q + timedelta(days=REPORTING_LAG_DAYS) <= cut]
+                all_quarters = all_quarters[reported]
             yearly = _newest_first(_annual_statements(all_quarters, symbol))
             quarterly = _newest_first(all_quarters, since=FIRST_REPORTED_QUARTER)
-        info, fast = _quote(symbol, raw[symbol], yearly, quarterly, market_change)
+        info, fast = _quote(symbol, raw[symbol], yearly, quarterly, market_change, cut)
         out.append(SymbolData(symbol, raw[symbol], yearly, quarterly, info, fast))
     return out
 
 
-def build(out_dir: str | Path, seed: int = SEED) -> dict[str, Any]:
-    """Generate and write the snapshot; returns its manifest."""
-    return write_snapshot(out_dir, generate(seed), as_of=AS_OF, synthetic=True, label=LABEL,
+def build(out_dir: str | Path, seed: int = SEED, as_of: date | None = None) -> dict[str, Any]:
+    """Generate and write the snapshot (truncated at ``as_of``, see :func:`generate`); returns
+    its manifest."""
+    return write_snapshot(out_dir, generate(seed, as_of), as_of=as_of or AS_OF, synthetic=True, label=LABEL,
                           generator=GENERATOR, generator_version=GENERATOR_VERSION, seed=seed,
                           extra={"start": START.isoformat(), "calendar": "NYSE"})
+
+
+# --------------------------------------------------------------------------- the recorded format
+def ticker_factory(seed: int = SEED) -> Callable[[str], Any]:
+    """A ``yfinance.Ticker`` stand-in serving this generator's world of ``seed``, as Yahoo
+    answers: tz-aware bars stamped at the 09:30 open, ``auto_adjust`` and the exclusive ``end``
+    honoured, NaN fields in ``info``. For :func:`build_recorded` and tests of the live path."""
+    world = {d.symbol: d for d in generate(seed)}
+
+    class GeneratedTicker:
+        def __init__(self, symbol: str) -> None:
+            self.symbol = symbol
+            self._data = world[symbol]
+
+        def history(self, **kwargs: Any) -> pd.DataFrame:
+            raw = self._data.history.copy()
+            frame = auto_adjust(raw) if kwargs.get("auto_adjust", True) else raw
+            end = kwargs.get("end")
+            if end is not None:
+                frame = frame[frame.index < pd.Timestamp(end, tz=EXCHANGE_TZ)]
+            frame.index = frame.index + pd.Timedelta(hours=9, minutes=30)
+            return frame
+
+        @property
+        def income_stmt(self) -> pd.DataFrame:
+            frame = self._data.income_yearly
+            return pd.DataFrame() if frame is None else frame.copy()
+
+        @property
+        def quarterly_income_stmt(self) -> pd.DataFrame:
+            frame = self._data.income_quarterly
+            return pd.DataFrame() if frame is None else frame.copy()
+
+        @property
+        def info(self) -> dict[str, Any]:
+            return {**self._data.info, "synthetic": None, "trailingPegRatio": float("nan")}
+
+        @property
+        def fast_info(self) -> dict[str, Any]:
+            return dict(self._data.fast_info)
+
+    return GeneratedTicker
+
+
+def build_recorded(out_dir: str | Path, seed: int = SEED, as_of: date | None = None) -> dict[str, Any]:
+    """Write the world of ``seed`` through the live recorder (:func:`finevo.market.live.record_snapshot`),
+    exactly as ``finevo-verify data refresh`` writes a real one (``synthetic: false``); the
+    prices are still invented. Returns the manifest."""
+    from finevo.market.live import record_snapshot
+
+    return record_snapshot(out_dir, SYMBOLS, START, as_of or AS_OF, ticker_factory=ticker_factory(seed))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -500,8 +577,13 @@ def main(argv: list[str] | None = None) -> int:
                                      description="Write the deterministic SYNTHETIC market snapshot.")
     parser.add_argument("--out", required=True, help="output directory (e.g. benchmarks/data)")
     parser.add_argument("--seed", type=int, default=SEED, help=f"random seed (default {SEED})")
+    parser.add_argument("--as-of", type=date.fromisoformat, default=None, metavar="YYYY-MM-DD",
+                        help=f"truncate the same world at this date (default {AS_OF})")
     args = parser.parse_args(argv)
-    manifest = build(args.out, args.seed)
+    try:
+        manifest = build(args.out, args.seed, args.as_of)
+    except ValueError as exc:
+        parser.error(str(exc))
     print(f"wrote {len(manifest['files'])} files for {', '.join(manifest['symbols'])} to {args.out} "
           f"(as of {manifest['as_of']}, {manifest['label']})")
     return 0

@@ -41,12 +41,12 @@ MSFT_QUOTE = 421.5
 DRAWDOWN = {"negative_fraction": -0.1532, "positive_fraction": 0.1532}
 SIGNAL_FALSE = {"wilder_rsi": False}
 SIGNAL_TRUE = {"wilder_rsi": True}
-BANDS = {"population_std": {"upper": 198.2, "middle": 190.0, "lower": 181.8},
-         "sample_std": {"upper": 198.4, "middle": 190.0, "lower": 181.6}}
+BANDS = {"sma20_2std": {"upper": 198.2, "middle": 190.0, "lower": 181.8},
+         "sma20_2std+sample_std": {"upper": 198.4, "middle": 190.0, "lower": 181.6}}
 DIVIDENDS_ASC = [{"date": "2022-02-04", "amount": 0.22}, {"date": "2022-05-06", "amount": 0.23},
                  {"date": "2022-08-05", "amount": 0.23}, {"date": "2022-11-04", "amount": 0.23}]
-DIVIDENDS = {"oldest_first": DIVIDENDS_ASC, "newest_first": DIVIDENDS_ASC[::-1]}
-MA = {"last_20_values_oldest_first": [400.0 + i * 0.5 for i in range(20)]}
+DIVIDENDS = {"ex_date_within_3_years": DIVIDENDS_ASC, "ex_date_within_3_years+newest_first": DIVIDENDS_ASC[::-1]}
+MA = {"sma5_last_20_sessions": [400.0 + i * 0.5 for i in range(20)]}
 
 
 def _fails(judgement: Judgement) -> bool:
@@ -107,16 +107,16 @@ class TestOldFalsePassesNowFail:
     @pytest.mark.parametrize("value", [True, False, np.bool_(True)])
     def test_bool_for_a_numeric_task(self, tasks: dict[str, Task], value: Any) -> None:
         # 1 and 0 as expected numbers: a bool must not pass as one
-        assert _fails(judge_value(tasks["calc_008"], value, {"simple_returns_30_sessions": 1.0,
-                                                             "simple_returns_30_returns": 0.0,
-                                                             "log_returns_30_sessions": 1.0}))
+        assert _fails(judge_value(tasks["calc_008"], value, {"pearson_daily_returns": 1.0,
+                                                             "pearson_daily_returns+n_returns": 0.0,
+                                                             "pearson_daily_returns+log_returns": 1.0}))
 
     def test_missing_key(self, tasks: dict[str, Task]) -> None:
         judgement = judge_value(tasks["calc_003"], {"upper": 198.2, "middle": 190.0}, BANDS)
         assert _fails(judgement) and "'lower'" in judgement.reason
 
     def test_extra_long_and_short_lists(self, tasks: dict[str, Task]) -> None:
-        values = MA["last_20_values_oldest_first"]
+        values = MA["sma5_last_20_sessions"]
         assert _fails(judge_value(tasks["calc_002"], [*values, 410.0], MA))
         assert _fails(judge_value(tasks["calc_002"], [390.0, *values], MA))
         assert _fails(judge_value(tasks["calc_002"], values[:-1], MA))
@@ -142,24 +142,24 @@ class TestPasses:
 
     def test_dict_matches_one_convention_entirely(self, tasks: dict[str, Task]) -> None:
         task = tasks["calc_003"]
-        sample = dict(BANDS["sample_std"], width=16.8)  # extra keys are fine
+        sample = dict(BANDS["sma20_2std+sample_std"], width=16.8)  # extra keys are fine
         judgement = judge_value(task, sample, BANDS)
-        assert judgement.passed and judgement.convention == "sample_std"
+        assert judgement.passed and judgement.convention == "sma20_2std+sample_std"
         mixed = {"upper": 198.2, "middle": 190.0, "lower": 181.6}  # upper of one, lower of the other
         assert _fails(judge_value(task, mixed, BANDS))
 
     def test_dividend_records(self, tasks: dict[str, Task]) -> None:
         task = tasks["fetch_007"]
         as_timestamps = [{"date": f"{r['date']}T00:00:00-05:00", "amount": r["amount"]} for r in DIVIDENDS_ASC]
-        assert judge_value(task, as_timestamps, DIVIDENDS).convention == "oldest_first"
-        assert judge_value(task, DIVIDENDS_ASC[::-1], DIVIDENDS).convention == "newest_first"
+        assert judge_value(task, as_timestamps, DIVIDENDS).convention == "ex_date_within_3_years"
+        assert judge_value(task, DIVIDENDS_ASC[::-1], DIVIDENDS).convention == "ex_date_within_3_years+newest_first"
         shuffled = [DIVIDENDS_ASC[i] for i in (1, 0, 2, 3)]
         assert _fails(judge_value(task, shuffled, DIVIDENDS))
         epoch_dates = [{"date": 1643932800, "amount": r["amount"]} for r in DIVIDENDS_ASC]
         assert _fails(judge_value(task, epoch_dates, DIVIDENDS))
 
     def test_numpy_array_list(self, tasks: dict[str, Task]) -> None:
-        assert judge_value(tasks["calc_002"], np.array(MA["last_20_values_oldest_first"]), MA).passed
+        assert judge_value(tasks["calc_002"], np.array(MA["sma5_last_20_sessions"]), MA).passed
 
 
 class TestOutcomes:
@@ -240,6 +240,6 @@ class TestOnTheBundledSnapshot:
         task = tasks["fetch_007"]
         expected = expected_values(task, snapshot)
         rng = random.Random(3)
-        fake = [{"date": r["date"], "amount": rng.uniform(0.1, 1.0)} for r in expected["oldest_first"]]
+        fake = [{"date": r["date"], "amount": rng.uniform(0.1, 1.0)} for r in expected["ex_date_within_3_years"]]
         assert _fails(judge_value(task, fake, expected))
-        assert judge_value(task, expected["oldest_first"], expected).passed
+        assert judge_value(task, expected["ex_date_within_3_years"], expected).passed

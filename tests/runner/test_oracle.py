@@ -340,7 +340,9 @@ def _task(**overrides: Any) -> Task:
 def test_expected_values_one_per_convention_in_order() -> None:
     provider = FakeProvider({"X": _frame(np.array([100.0, 120.0, 90.0, 110.0, 80.0, 130.0]))})
     values = expected_values(_task(), provider)
-    assert list(values) == ["negative", "positive"]
+    # each of the task's conventions, crossed with the shared readings of a drawdown (the window)
+    assert list(values) == ["negative", "negative+calendar_days", "negative+calendar_days_after",
+                            "positive", "positive+calendar_days", "positive+calendar_days_after"]
     assert values["negative"] == pytest.approx(-1 / 3) and values["positive"] == pytest.approx(1 / 3)
     assert all(type(v) is float for v in values.values())
 

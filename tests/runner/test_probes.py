@@ -343,7 +343,10 @@ def test_a_constant_false_prediction_is_rejected_by_the_agent_itself(tmp_path, t
 def test_a_tool_that_ignores_the_data_fails_both_boolean_tasks_through_the_probes(tmp_path, tasks, capsys) -> None:
     # Each answer moves with an argument the agent varies (so the tool is verified and registered)
     # and is right for the task's own arguments (False): only the probes can tell it is wrong.
-    contents = {"comp_001": _answers_from(tasks["comp_001"], "long_window > 20"),
+    # (comp_001's answer also hangs on its threshold through the symbol and the RSI window, as
+    # the agent checks at a threshold bracket)
+    contents = {"comp_001": _answers_from(tasks["comp_001"],
+                                          "long_window > 20 and rsi_threshold > 12 * len(symbol) + rsi_window"),
                 "comp_002": _answers_from(tasks["comp_002"], "days > 40")}
     code, doc, run_dir = _run_boolean_tasks(tmp_path, contents, "blind")
     assert code == 1

@@ -34,9 +34,12 @@ def snapshot() -> Any:
 
 
 class InlineSandbox:
-    def __init__(self) -> None:
+    """``snapshot``: the market the tools read (default the bundled one)."""
+
+    def __init__(self, snapshot: Any = None) -> None:
         self.runs: list[tuple[str | None, dict[str, Any] | None]] = []
         self.closed = False
+        self.snapshot = snapshot
 
     def run(self, code: str, entry: str | None, args: dict[str, Any] | None = None,
             limits: Limits | None = None) -> ExecutionResult:
@@ -50,7 +53,7 @@ class InlineSandbox:
                                    error_message=v.message)
         started = time.monotonic()
         saved = sys.modules.get("yfinance")
-        replay.bind(snapshot())
+        replay.bind(self.snapshot if self.snapshot is not None else snapshot())
         sys.modules["yfinance"] = replay.build_module()
         namespace: dict[str, Any] = {"__name__": "__main__" if entry is None else "tool"}
         out, err = io.StringIO(), io.StringIO()

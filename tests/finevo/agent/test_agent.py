@@ -174,24 +174,87 @@ def test_usage_is_recorded_per_call_and_per_task(registry: Any) -> None:
     assert [a.usage for a in again.attempts] == per_call
 
 
+def _buggy_draft(req: Any) -> Reply:
+    """A new (still broken) draft on every call: the model keeps trying."""
+    return Reply(fenced(MA_BUGGY + f"# draft {len(req.messages)}-{time.monotonic_ns()}\n"))
+
+
 def test_code_never_fixed_exhausts_refinements_after_one_plus_three_attempts(registry: Any) -> None:
-    with ScriptedLLMServer(handler=lambda req: Reply(fenced(MA_BUGGY))) as srv:
+    with ScriptedLLMServer(handler=_buggy_draft) as srv:
         outcome = solve(make_agent(client(srv.base_url), registry), MSFT_MA)
         calls = len(srv.requests)
     assert isinstance(outcome.error, RefinementExhausted)
     assert calls == 4 and outcome.usage.calls == 4 and len(outcome.attempts) == 4
+    assert outcome.refinements == 3 and all(a.repeat_of is None for a in outcome.attempts)
     assert outcome.value is None and outcome.tool_source == "none"
     assert registry.find("moving_average", "list", ["symbol", "window", "days"]) == []
-    # the same code four times: one stored (failed) tool, every attempt linked to it
-    [failed] = registry.list(status="failed")
-    assert [r.tool_id for r in registry.attempts(task_id="calc_002")] == [failed.id] * 4
+    # four different drafts: four stored (failed) tools, each attempt linked to its own
+    failed = registry.list(status="failed")
+    assert len(failed) == 4
+    assert len({r.tool_id for r in registry.attempts(task_id="calc_002")}) == 4
+
+
+@pytest.mark.parametrize("second", [
+    pytest.param(lambda code: fenced(code), id="byte-identical-reply"),
+    pytest.param(lambda code: f"Fixed it, try this:\n```python\n{code}```\n", id="same-code-other-words"),
+])
+def test_the_same_reply_again_is_not_a_refinement_and_stops_refining(registry: Any, second: Any) -> None:
+    with ScriptedLLMServer([Reply(fenced(MA_BUGGY)), Reply(second(MA_BUGGY)), Reply(fenced(MA_GOOD))]) as srv:
+        outcome = solve(make_agent(client(srv.base_url), registry), MSFT_MA)
+        calls = len(srv.requests)
+    # the model was asked once more, repeated itself, and was not asked again
+    assert calls == 2 and outcome.usage.calls == 2
+    assert isinstance(outcome.error, RefinementExhausted)
+    assert outcome.error.details["stopped"] == "same_reply" and outcome.error.details["repeat_of"] == 1
+    assert "the same reply again (as attempt 1)" in outcome.error.message
+    assert "after 1 distinct attempt(s) (0 refinement(s))" in outcome.error.message
+    first, again = outcome.attempts
+    assert again.repeat_of == 1 and first.repeat_of is None and not again.ok
+    assert again.code_hash == first.code_hash and again.stage == first.stage == "selftest"
+    assert "the same reply again" in again.stages[0]["note"]
+    assert outcome.refinements == 0
+    # the record survives a round trip, and the registry keeps one failed tool
+    back = Outcome.from_dict(json.loads(json.dumps(outcome.to_dict())))
+    assert back.attempts[1].repeat_of == 1 and back.refinements == 0
+    assert len(registry.list(status="failed")) == 1
+
+
+def test_a_reply_repeating_an_older_attempt_also_stops(registry: Any) -> None:
+    other = MA_BUGGY + "# another try\n"
+    with ScriptedLLMServer([Reply(fenced(MA_BUGGY)), Reply(fenced(other)), Reply(fenced(MA_BUGGY)),
+                            Reply(fenced(MA_GOOD))]) as srv:
+        outcome = solve(make_agent(client(srv.base_url), registry), MSFT_MA)
+        assert len(srv.requests) == 3
+    assert [a.repeat_of for a in outcome.attempts] == [None, None, 1]
+    assert outcome.refinements == 1 and isinstance(outcome.error, RefinementExhausted)
+
+
+def test_prose_without_code_repeated_stops_too(registry: Any) -> None:
+    with ScriptedLLMServer(handler=lambda req: Reply("The moving average smooths prices.")) as srv:
+        outcome = solve(make_agent(client(srv.base_url), registry), MSFT_MA)
+        assert len(srv.requests) == 2
+    assert [a.repeat_of for a in outcome.attempts] == [None, 1]
+    assert outcome.error.details["last_stage"] == "synthesis"
 
 
 def test_max_refinements_is_honoured(registry: Any) -> None:
-    with ScriptedLLMServer(handler=lambda req: Reply(fenced(MA_BUGGY))) as srv:
+    with ScriptedLLMServer(handler=_buggy_draft) as srv:
         outcome = solve(make_agent(client(srv.base_url), registry, max_refinements=1), MSFT_MA)
         assert len(srv.requests) == 2
     assert isinstance(outcome.error, RefinementExhausted)
+    assert outcome.refinements == 1
+
+
+def test_a_single_prediction_is_not_refined_with_itself(registry: Any, tmp_path: Path) -> None:
+    from finevo.llm.providers import PredictionsProvider
+
+    path = tmp_path / "predictions.jsonl"
+    path.write_text(json.dumps({"task_id": "calc_002", "content": fenced(MA_CONSTANT)}) + "\n")
+    outcome = solve(make_agent(PredictionsProvider(path), registry), MSFT_MA)
+    assert isinstance(outcome.error, RefinementExhausted)
+    assert [(a.number, a.repeat_of) for a in outcome.attempts] == [(1, None), (2, 1)]
+    assert outcome.refinements == 0 and outcome.attempts[0].stage == "metamorphic"
+    assert "the same reply again" in outcome.error.message
 
 
 def test_malicious_code_on_a_normal_task_is_blocked_and_not_refined(registry: Any) -> None:
@@ -379,9 +442,10 @@ def test_cassette_record_then_replay_gives_identical_outcomes(registry: Any, tmp
     assert json.dumps(replayed, sort_keys=True) == json.dumps(recorded, sort_keys=True)
 
 
-def test_a_refinement_request_that_repeats_replays_like_it_was_recorded(tmp_path: Path) -> None:
-    """The model returns the same bad code twice, so the second refinement prompt is the first one
-    again, word for word; the recorded run got a different reply the second time."""
+def test_a_model_that_repeats_itself_replays_like_it_was_recorded(tmp_path: Path) -> None:
+    """The model returns the same bad code twice: the recorded run stops refining at the repeat
+    (a reply that cannot change), and the replayed run, whose cassette reply is the same again,
+    stops at the same place with the same record."""
     cassette_path = tmp_path / "cassette.jsonl"
 
     script = [Reply(fenced(MA_BUGGY)), Reply(fenced(MA_BUGGY)), Reply(fenced(MA_GOOD))]
@@ -390,10 +454,12 @@ def test_a_refinement_request_that_repeats_replays_like_it_was_recorded(tmp_path
         recorded = _solve_ma_in_fresh_registry(recording, tmp_path / "a")
         sent = len(srv.requests)
     keys = [json.loads(line)["key"] for line in cassette_path.read_text().splitlines()]
-    assert len(keys) == sent == 3 and keys[1] == keys[2]  # the repeat really happened
+    assert len(keys) == sent == 2 and keys[0] != keys[1]
     replayed = _solve_ma_in_fresh_registry(ReplayProvider(cassette_path), tmp_path / "b")
-    assert recorded["usage"]["calls"] == replayed["usage"]["calls"] == 3
-    assert [a["ok"] for a in replayed["attempts"]] == [a["ok"] for a in recorded["attempts"]] == [False, False, True]
+    assert recorded["usage"]["calls"] == replayed["usage"]["calls"] == 2
+    assert [a["repeat_of"] for a in replayed["attempts"]] == [a["repeat_of"] for a in recorded["attempts"]] \
+        == [None, 1]
+    assert recorded["refinements"] == replayed["refinements"] == 0
     assert json.dumps(replayed, sort_keys=True) == json.dumps(recorded, sort_keys=True)
 
 

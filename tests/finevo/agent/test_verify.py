@@ -94,7 +94,9 @@ def test_variations_change_one_thing_at_a_time() -> None:
         changed = {k for k in v.args if v.args[k] != {"symbol": "AAPL", "year": 2023, "quarter": 4}[k]}
         assert changed == {v.param}
     pair = variations({"symbols": ["^GSPC", "AAPL"], "days": 30})
-    assert pair[0].args["symbols"] == ["^GSPC", "MSFT"]  # not a mere reordering (correlation is symmetric)
+    # every position of a list is replaced in turn, never a mere reordering (correlation is symmetric)
+    assert [v.args["symbols"] for v in pair if v.kind == "symbol"] == [
+        ["MSFT", "AAPL"], ["GOOGL", "AAPL"], ["^GSPC", "MSFT"], ["^GSPC", "GOOGL"]]
     # a window or period moves both ways: a smaller and a larger value
     assert [v.args for v in pair if v.kind == "param"] == [{"symbols": ["^GSPC", "AAPL"], "days": 15},
                                                            {"symbols": ["^GSPC", "AAPL"], "days": 60}]
@@ -151,7 +153,7 @@ def test_a_tool_that_ignores_its_window_fails_the_metamorphic_check(forced: str,
     assert f"does not depend on its '{ignored}' argument" in ver.error.message
 
 
-def test_a_lookback_span_may_stay_put_when_another_parameter_moves_the_answer() -> None:
+def test_a_lookback_span_that_never_moves_the_answer_is_inconclusive_not_ignored() -> None:
     # Cutler's RSI reads only the last `window` changes: `days` only bounds the data it reads
     cutler = """\
     closes = yf.Ticker(symbol).history(period="6mo")["Close"].dropna().tail(days)
@@ -162,14 +164,19 @@ def test_a_lookback_span_may_stay_put_when_another_parameter_moves_the_answer() 
     return 100.0 if loss == 0 else 100.0 - 100.0 / (1.0 + gain / loss)"""
     ver = Verifier(InlineSandbox()).verify(_tool("rsi", "symbol: str, window: int, days: int", cutler), RSI)
     assert ver.ok, ver.error
-    assert "the same with other days" in ver.stages[-1].note
-    # but a span that is the tool's only parameter must move it
+    assert "inconclusive for days" in ver.stages[-1].note and "window=7" in ver.stages[-1].note
+    # a span that is the tool's only parameter, too: moving an argument cannot tell an ignored
+    # span from data on which the span does not matter (the gate's probes and worlds decide)
     ignores_days = """\
     closes = yf.Ticker(symbol).history(period="6mo")["Close"].dropna()
     return float(closes.tail(30).max())"""
     contract = _numeric("max_close", {"symbol": "TSLA", "days": 30})
-    ver = Verifier(InlineSandbox()).verify(_tool("max_close", "symbol: str, days: int", ignores_days), contract)
-    assert not ver.ok and ver.error.details["parameter"] == "days"
+    sandbox = InlineSandbox()
+    ver = Verifier(sandbox).verify(_tool("max_close", "symbol: str, days: int", ignores_days), contract)
+    assert ver.ok, ver.error
+    assert "inconclusive for days" in ver.stages[-1].note
+    # ... but only after a much shorter span was tried too
+    assert {args["days"] for _, args in sandbox.runs if args} >= {5, 15, 60}
 
 
 def test_a_parameter_that_moves_the_answer_only_for_other_symbols_passes() -> None:
@@ -212,14 +219,26 @@ def test_a_constant_boolean_fails_the_metamorphic_check() -> None:
 
 
 @pytest.mark.parametrize("body, flips_with", [
-    ("    return 42.0 < rsi_threshold", "rsi_threshold="),
-    ('    return symbol == "TSLA"', "symbol='TSLA'"),
-    ("    return days > 40", "days=60"),
+    ('    return {"AAPL": 42.0, "MSFT": 61.5}.get(symbol, 55.0) + days / 100 < rsi_threshold',
+     "rsi_threshold="),
+    ('    return symbol == "TSLA" and rsi_threshold > 20', "symbol='TSLA'"),
+    ("    return days > 40 and rsi_threshold > 5 * len(symbol)", "days=60"),
 ])
 def test_a_boolean_that_comes_out_both_ways_passes(body: str, flips_with: str) -> None:
     ver = Verifier(InlineSandbox()).verify(_signal(body), SIGNAL)
     assert ver.ok, ver.error
     assert "both answers occur" in ver.stages[-1].note and flips_with in ver.stages[-1].note
+
+
+@pytest.mark.parametrize("body, ignored", [
+    ('    return symbol == "TSLA"', "rsi_threshold"),
+    ("    return days > 40", "rsi_threshold"),
+    ("    return days > 40 and rsi_threshold > 20", "symbol"),
+])
+def test_a_boolean_that_comes_out_both_ways_but_ignores_an_argument_fails(body: str, ignored: str) -> None:
+    ver = Verifier(InlineSandbox()).verify(_signal(body), SIGNAL)
+    assert not ver.ok and isinstance(ver.error, VerificationFailed), ver.stages[-1].note
+    assert ver.error.details["parameter"] == ignored
 
 
 def test_a_boolean_whose_variations_all_lack_data_is_inconclusive() -> None:
