@@ -221,7 +221,8 @@ def test_a_tool_switching_convention_between_worlds_fails(env: Env) -> None:
                   "    if avg_loss == 0.0:")
     verdict, passes_alone = env.judge("calc_001", code)
     assert passes_alone and verdict.state == "fail"
-    assert "matches convention 'simple_average' here" in verdict.reason and "one reading" in verdict.reason
+    assert "cutler' here but '" in verdict.reason.lower()  # Cutler's reading here, Wilder's elsewhere
+    assert verdict.reason.endswith("one reading must hold throughout")
     assert verdict.reason.startswith("world as_of-")
 
 
