@@ -67,6 +67,8 @@ DEFAULT_WORLDS = 3
 REPORTING_LAG_DAYS = 45
 #: The earlier as-of date lies this many sessions before the run's (a range, picked by the seed).
 AS_OF_BACK_SESSIONS = (21, 180)
+#: Sessions an earlier as-of date keeps at the least: two years, what a tool may fairly fetch.
+MIN_SESSIONS_KEPT = 504
 GENERATOR = "runner.worlds"
 GENERATOR_VERSION = "1"
 LABEL = "SYNTHETIC hidden world of the gate - not real prices"
@@ -525,9 +527,11 @@ class Worlds:
         return self._base
 
     def as_of_date(self, round_: int) -> date:
+        """The ``as_of`` world's date: ``AS_OF_BACK_SESSIONS`` before the snapshot's, keeping at least
+        ``MIN_SESSIONS_KEPT`` sessions (a tool may fairly want two years of history)."""
         sessions = self._base_market().market.sessions()
         low, high = AS_OF_BACK_SESSIONS
-        high = min(high, len(sessions) - 2)
+        high = max(1, min(high, len(sessions) - 1 - MIN_SESSIONS_KEPT))
         low = min(low, high)
         back = int(np.random.default_rng(self._sub_seed(WorldKind.AS_OF, round_)).integers(low, high + 1))
         return sessions[-1 - back]
