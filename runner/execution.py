@@ -149,10 +149,12 @@ class TaskRunner:
 
     def probe_runner(self) -> ProbeRunner:
         """A tool runner for one task's probes, sharing one budget of the task timeout."""
-        return ProbeRunner(self, time.monotonic() + self.timeout_s)
+        return ProbeRunner(self, self.timeout_s)
 
-    def run_tool(self, code: str, entry: str, args: dict[str, Any], timeout_s: float) -> ExecutionResult:
-        """One sandbox run of ``entry(**args)`` in a worker thread, watching for signals.
+    def run_tool(self, code: str, entry: str, args: dict[str, Any], timeout_s: float,
+                 snapshot_dir: str | None = None) -> ExecutionResult:
+        """One sandbox run of ``entry(**args)`` in a worker thread, watching for signals; on the
+        market data at ``snapshot_dir`` when given (a hidden world), else the session's own.
 
         Raises :class:`Aborted` on a signal, :class:`ExternalError` when the sandbox fails or does
         not return ``DEADLINE_GRACE_S`` after its own wall-clock limit.
@@ -160,8 +162,15 @@ class TaskRunner:
         sandbox = self.session.sandbox
         limits = Limits(timeout_s=timeout_s, cpu_s=max(1, min(Limits().cpu_s, int(timeout_s) + 1)))
         try:
-            call = self._watched(f"probe-{entry}", lambda: sandbox.run(code, entry, dict(args), limits),
-                                 time.monotonic() + timeout_s + DEADLINE_GRACE_S)
+            def run() -> ExecutionResult:
+                result: ExecutionResult
+                if snapshot_dir is None:
+                    result = sandbox.run(code, entry, dict(args), limits)
+                else:
+                    result = sandbox.run(code, entry, dict(args), limits, snapshot_dir=snapshot_dir)
+                return result
+
+            call = self._watched(f"probe-{entry}", run, time.monotonic() + timeout_s + DEADLINE_GRACE_S)
         except Aborted:
             raise Aborted(entry) from None
         except _Overdue:
@@ -176,16 +185,23 @@ class TaskRunner:
 
 
 class ProbeRunner:
-    """``(code, entry, args) -> ExecutionResult`` for :func:`runner.judge.judge_probes`: each run gets
-    the sandbox's usual wall-clock limit, cut to what is left of the task's probe budget."""
+    """``(code, entry, args[, snapshot_dir]) -> ExecutionResult`` for the judge's re-runs (probes,
+    hidden worlds): each run gets the sandbox's usual wall-clock limit, cut to what is left of the
+    task's budget for them. The budget counts the runs only, not the gate's own work between them
+    (computing expected values, building worlds)."""
 
-    def __init__(self, runner: TaskRunner, deadline: float) -> None:
+    def __init__(self, runner: TaskRunner, budget_s: float) -> None:
         self.runner = runner
-        self.deadline = deadline
+        self.budget_s = budget_s
+        self.spent_s = 0.0
 
-    def __call__(self, code: str, entry: str, args: dict[str, Any]) -> ExecutionResult:
-        remaining = self.deadline - time.monotonic()
+    def __call__(self, code: str, entry: str, args: dict[str, Any], snapshot_dir: str | None = None) -> ExecutionResult:
+        remaining = self.budget_s - self.spent_s
         if remaining <= 0:
             return ExecutionResult(status="timeout", layer="timeout",
                                    error_message=f"the task's probe budget of {self.runner.timeout_s:g}s is spent")
-        return self.runner.run_tool(code, entry, args, min(Limits().timeout_s, remaining))
+        started = time.monotonic()
+        try:
+            return self.runner.run_tool(code, entry, args, min(Limits().timeout_s, remaining), snapshot_dir)
+        finally:
+            self.spent_s += time.monotonic() - started

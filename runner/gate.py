@@ -40,6 +40,7 @@ from runner.reports.escape import log_text
 from runner.reports.model import ResultsDocument
 from runner.selfcheck import run_selfcheck
 from runner.session import SessionFactory, SessionSpec, default_session
+from runner.worlds import Worlds
 
 
 # --------------------------------------------------------------------------- the run
@@ -68,6 +69,10 @@ class Gate:
         self.factory = factory
         self.console = console or Console()
         self.selfcheck = selfcheck
+        #: The run's hidden worlds (built lazily, for tasks whose main value passes; removed at the end).
+        self.worlds: Worlds | None = (Worlds(prepared.snapshot, prepared.config.worlds, prepared.worlds_seed,
+                                             list(prepared.judged.values()) or prepared.suite.tasks)
+                                      if prepared.config.worlds > 0 else None)
 
     def spec(self, **changes: Any) -> SessionSpec:
         c = self.p.config
@@ -92,6 +97,7 @@ class Gate:
             "selection": {"only": c.only, "category": c.category,
                           "shard": f"{c.shard[0]}/{c.shard[1]}" if c.shard else None},
             "self_check": c.self_check, "payloads": bool(c.run_payloads and c.payloads_path),
+            "worlds": {"count": c.worlds, "seed": self.p.worlds_seed},
             "tasks_file": str(c.tasks_path), "security_file": str(c.security_path) if c.security_path else None,
             "sandbox_layers": info.get("sandbox_layers", {}),
             "sandbox_backend": info.get("sandbox_backend"), "sandbox_fallback": info.get("sandbox_fallback"),
@@ -154,6 +160,8 @@ class Gate:
                                 exit_code=doc.verdict.exit_code, crash=crash, traceback=crash_tb)
             finally:
                 runner.close()
+                if self.worlds is not None:
+                    self.worlds.close()
         console.summary(doc)
         console.line(f"reports: {p.run_dir}")
         return GateOutcome(exit_code=doc.verdict.exit_code, doc=doc.to_json_dict(), results=doc, paths=paths,
@@ -203,8 +211,9 @@ class Gate:
                     label = task.id if p.config.repeats == 1 else f"{task.id} (repeat {repeat}/{p.config.repeats})"
                     console.task_start(index, total, label, task.query)
                     outcome, elapsed = current.solve(task)
-                    result = judge_task(task, outcome, p.expected[task.id], elapsed,
-                                        probe_expected=p.probe_expected.get(task.id), run_tool=current.probe_runner())
+                    result = judge_task(p.judged.get(task.id, task), outcome, p.expected[task.id], elapsed,
+                                        probe_expected=p.probe_expected.get(task.id), run_tool=current.probe_runner(),
+                                        worlds=self.worlds)
                     if repeat != 1:
                         result.repeat = repeat
                     tasks_done.append(result)

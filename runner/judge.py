@@ -46,7 +46,7 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
            "probe_entry"]
 
 #: Recorded in every report; bump it whenever a rule changes what passes.
-JUDGE_VERSION = "2.1"
+JUDGE_VERSION = "3.0"  # 3.0: derived probes, hidden worlds, one reading throughout
 
 #: Runs tool code in the sandbox: ``(code, entry, args) -> ExecutionResult``; may raise a
 #: :class:`~finevo.errors.FinevoError` (an external one when the sandbox itself is unavailable).

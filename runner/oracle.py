@@ -189,11 +189,23 @@ def _line_item(provider: MarketProvider, symbol: str, freq: str, item: str) -> p
     return frame.loc[item]
 
 
+def _fiscal_year_end_month(provider: MarketProvider, symbol: str) -> int | None:
+    """The month the company's fiscal years end in, read from its annual statement columns (None when
+    they disagree or are missing): a fiscal quarter is the company's own, whatever symbol is asked."""
+    try:
+        yearly = provider.income_stmt(symbol, "yearly")
+    except (LookupError, ValueError):
+        return None
+    months = {pd.Timestamp(c).month for c in yearly.columns} if not yearly.empty else set()
+    return months.pop() if len(months) == 1 else None
+
+
 def net_income(provider: MarketProvider, p: dict[str, Any]) -> float:
     """Quarterly Net Income; year/quarter omitted = the latest reported quarter.
 
     ``basis="calendar"``: the quarter ending in calendar quarter ``quarter`` of ``year``.
-    ``basis="fiscal"``: fiscal quarter of the fiscal year ending in ``fiscal_year_end_month`` of ``year``.
+    ``basis="fiscal"``: fiscal quarter of the fiscal year ending in ``year``, in the month the company's
+    annual statements end (``fiscal_year_end_month`` when the statements do not say).
     """
     symbol = p["symbol"]
     row = _line_item(provider, symbol, "quarterly", "Net Income")
@@ -205,7 +217,7 @@ def net_income(provider: MarketProvider, p: dict[str, Any]) -> float:
     if p.get("basis", "calendar") == "calendar":
         end = _quarter_end(int(year), 3 * int(quarter))
     else:
-        fy_end = int(p.get("fiscal_year_end_month", 12))
+        fy_end = _fiscal_year_end_month(provider, symbol) or int(p.get("fiscal_year_end_month", 12))
         months = (int(year) - 1) * 12 + (fy_end - 1) + 3 * int(quarter)
         end = _quarter_end(months // 12, months % 12 + 1)
     value = row[_statement_column(row.to_frame().T, end, f"{symbol} Net Income")]

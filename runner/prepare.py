@@ -17,9 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from finevo.errors import InputError
+from finevo.tasks import Task
 from finevo.vocabulary import AgentMode
 from runner.suite import Suite, load_suite, select
 from runner.verdict import DEFAULT_MIN_PASS_RATE
+from runner.worlds import DEFAULT_WORLDS
 
 DEFAULT_TASK_TIMEOUT_S = 120.0
 
@@ -49,6 +51,10 @@ class GateConfig:
     temperature: float | None = None
     record: Path | None = None
     min_pass_rate: float | None = None
+    #: Hidden worlds each benchmark task is judged in besides the snapshot (0: none), and the seed
+    #: that picks them (None: a fresh random one, recorded in results.json for a replay).
+    worlds: int = DEFAULT_WORLDS
+    worlds_seed: int | None = None
     #: The statistical verdict (:mod:`runner.trials`): repeats, test level, threshold, budgets.
     repeats: int = 1
     alpha: float = 0.05
@@ -70,6 +76,11 @@ class Prepared:
     min_pass_rate: float
     #: Per task id, the oracle's ``{convention: value}`` for each of the task's probes, in order.
     probe_expected: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: Per task id, the task as the gate judges it: its listed probes and those derived from its
+    #: arguments (:mod:`runner.probes`; the agent is given the task as listed).
+    judged: dict[str, Task] = field(default_factory=dict)
+    #: The seed of the run's hidden worlds (``config.worlds_seed`` or drawn here).
+    worlds_seed: int = 0
     #: Directories :func:`prepare` created for ``--out`` (deepest first): removed again when the run
     #: cannot start, so a refused run leaves nothing behind.
     created_dirs: list[Path] = field(default_factory=list)
@@ -125,6 +136,7 @@ def prepare(config: GateConfig) -> Prepared:
     """Check every input before the run writes anything (InputError -> exit 2)."""
     from finevo.market.snapshot import load_snapshot
     from runner.oracle import expected_values, probe_expected_values
+    from runner.probes import probes_for
 
     suite = load_suite(config.tasks_path, config.security_path,
                        config.payloads_path if config.run_payloads else None, config.baseline_path)
@@ -141,9 +153,14 @@ def prepare(config: GateConfig) -> Prepared:
         raise InputError(f"--threshold-on: point or lower, got {config.threshold_on!r}")
     if config.min_pass_rate is not None and not 0.0 <= config.min_pass_rate <= 1.0:
         raise InputError(f"--min-pass-rate: must be in [0, 1], got {config.min_pass_rate}")
+    if config.worlds < 0:
+        raise InputError(f"--worlds: must be 0 or more, got {config.worlds}")
+    if config.worlds_seed is not None and not 0 <= config.worlds_seed < 2**63:
+        raise InputError(f"--worlds-seed: must be in [0, 2**63), got {config.worlds_seed}")
     snapshot = load_snapshot(config.data_dir)
     expected = {t.id: expected_values(t, snapshot) for t in suite.tasks}
-    probe_expected = {t.id: probe_expected_values(t, snapshot) for t in suite.tasks if t.probes}
+    judged = {t.id: t.model_copy(update={"probes": probes_for(t, snapshot)}) for t in suite.tasks}
+    probe_expected = {t.id: probe_expected_values(t, snapshot) for t in judged.values() if t.probes}
     run_id = config.run_id or new_run_id()
     if not run_id.replace("-", "").replace("_", "").replace(".", "").isalnum() or run_id.startswith((".", "-")):
         raise InputError(f"--run-id: use letters, digits, '.', '_' and '-' only, got {run_id!r}")
@@ -164,5 +181,8 @@ def prepare(config: GateConfig) -> Prepared:
                     snapshot_hash=getattr(snapshot, "content_hash", None),
                     snapshot_as_of=str(snapshot.as_of) if getattr(snapshot, "as_of", None) else None,
                     run_id=run_id, run_dir=run_dir, min_pass_rate=min_rate, probe_expected=probe_expected,
+                    judged=judged,
+                    worlds_seed=(config.worlds_seed if config.worlds_seed is not None
+                                 else secrets.randbelow(2**31)),
                     created_dirs=created)
 

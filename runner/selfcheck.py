@@ -26,6 +26,7 @@ from runner.judging import judge_task
 from runner.prepare import Prepared
 from runner.records import TaskResult, TaskState
 from runner.session import SessionFactory, SessionSpec
+from runner.worlds import Worlds
 
 
 class GateHost(Protocol):
@@ -34,6 +35,7 @@ class GateHost(Protocol):
     p: Prepared
     factory: SessionFactory
     console: Console
+    worlds: Worlds | None
 
     def spec(self, **changes: Any) -> SessionSpec: ...
 
@@ -76,9 +78,9 @@ def _run(gate: GateHost, interrupts: Interrupts, label: str, **spec_changes: Any
         results = []
         for task in p.suite.tasks:
             outcome, elapsed = runner.solve(task)
-            results.append(judge_task(task, outcome, p.expected[task.id], elapsed,
+            results.append(judge_task(p.judged.get(task.id, task), outcome, p.expected[task.id], elapsed,
                                       probe_expected=p.probe_expected.get(task.id),
-                                      run_tool=runner.probe_runner()))
+                                      run_tool=runner.probe_runner(), worlds=gate.worlds))
         return results
     finally:
         runner.close()

@@ -1,9 +1,10 @@
 """Benchmark the gate: wall time of a full reference run (self-check included) and the per-task
 overhead outside the LLM (planning, sandbox, judging, reporting), with the judging time per task.
 
-    python scripts/bench_gate.py [--out DIR] [--runs N]
+    python scripts/bench_gate.py [--out DIR] [--runs N] [--worlds K] [--worlds-seed S]
 
-Uses the bundled suite and snapshot, the reference model, and no network.
+Uses the bundled suite and snapshot, the reference model, self-check, payloads, K hidden worlds
+(default 3, as the gate) and no network. Target: <= 15 s on 2 cores.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--worlds", type=int, default=3, help="hidden worlds per task (default 3)")
+    parser.add_argument("--worlds-seed", type=int, default=1, help="seed of the hidden worlds (default 1)")
     args = parser.parse_args()
     bench = benchmarks_dir()
     out = args.out or Path(tempfile.mkdtemp(prefix="finevo-bench-"))
@@ -39,7 +42,7 @@ def main() -> int:
                             security_path=_optional(bench / "security_tasks.jsonl"),
                             payloads_path=_optional(bench / "security_payloads.jsonl"),
                             baseline_path=_optional(bench / "baseline.json"), data_dir=snapshot_dir(),
-                            out_dir=out, run_id=f"bench-{i}")
+                            out_dir=out, run_id=f"bench-{i}", worlds=args.worlds, worlds_seed=args.worlds_seed)
         start = time.perf_counter()
         result = run_gate(config, console=Console(io.StringIO(), colour=False))
         walls.append(time.perf_counter() - start)
@@ -55,7 +58,8 @@ def main() -> int:
     print(f"verdict: {doc['verdict']['status']} (exit {doc['verdict']['exit_code']}), "
           f"self-check: {(doc['selfcheck'] or {}).get('reason')}")
     print(f"full reference run wall time: median {statistics.median(walls):.2f} s over {len(walls)} run(s) "
-          f"(target < 30 s); tasks {len(tasks)}, security {doc['security']['total']}, "
+          f"(target <= 15 s on 2 cores) with {args.worlds} hidden world(s); tasks {len(tasks)}, "
+          f"security {doc['security']['total']}, "
           f"payloads {doc['security']['payloads_total']}")
     print(f"benchmark task time: median {statistics.median(per_task) * 1000:.0f} ms, "
           f"max {max(per_task) * 1000:.0f} ms")
@@ -71,6 +75,12 @@ def main() -> int:
           f"total {sum(judge) * 1000:.1f} ms"
           + (f"; probes ({len(probes)} task(s)): median {statistics.median(probes) * 1000:.0f} ms, "
              f"total {sum(probes) * 1000:.0f} ms" if probes else ""))
+    worlds = [float(t["timings"]["worlds"]) for t in tasks if "worlds" in t["timings"]]
+    if worlds:
+        checks = sum(w["checks"] for t in tasks for w in t["worlds"])
+        print(f"judging in {args.worlds} hidden world(s) per task (world building included): median "
+              f"{statistics.median(worlds) * 1000:.0f} ms, max {max(worlds) * 1000:.0f} ms, total "
+              f"{sum(worlds):.2f} s for {checks} re-runs")
     started = time.perf_counter()
     write_all(doc, out / "bench-report-timing")
     print(f"reporting (results.json, junit.xml, summary.md, tools/): "

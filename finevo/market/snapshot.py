@@ -123,6 +123,18 @@ def json_bytes(value: Any) -> bytes:
     return (json.dumps(json_safe(value), indent=1, sort_keys=True, allow_nan=False) + "\n").encode()
 
 
+def symbol_files(item: SymbolData) -> dict[str, bytes]:
+    """The files of one symbol in a snapshot, by path relative to the snapshot directory."""
+    stem = file_stem(item.symbol)
+    files = {f"history/{stem}.csv": history_csv(item.history)}
+    if item.income_yearly is not None:
+        files[f"income/{stem}.yearly.csv"] = income_csv(item.income_yearly)
+    if item.income_quarterly is not None:
+        files[f"income/{stem}.quarterly.csv"] = income_csv(item.income_quarterly)
+    files[f"quote/{stem}.json"] = json_bytes({"info": item.info, "fast_info": item.fast_info})
+    return files
+
+
 def write_snapshot(out_dir: str | os.PathLike[str], data: list[SymbolData], *, as_of: date,
                    synthetic: bool, label: str, generator: str, generator_version: str,
                    seed: int | None = None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -131,19 +143,27 @@ def write_snapshot(out_dir: str | os.PathLike[str], data: list[SymbolData], *, a
     Files are written atomically; files of the same layout left over from an earlier snapshot
     in ``out_dir`` are removed so the directory holds exactly what the manifest lists.
     """
-    out = Path(out_dir)
     files: dict[str, bytes] = {}
     for item in data:
-        stem = file_stem(item.symbol)
-        files[f"history/{stem}.csv"] = history_csv(item.history)
-        if item.income_yearly is not None:
-            files[f"income/{stem}.yearly.csv"] = income_csv(item.income_yearly)
-        if item.income_quarterly is not None:
-            files[f"income/{stem}.quarterly.csv"] = income_csv(item.income_quarterly)
-        files[f"quote/{stem}.json"] = json_bytes({"info": item.info, "fast_info": item.fast_info})
+        files.update(symbol_files(item))
+    return write_snapshot_files(out_dir, files, symbols=[item.symbol for item in data], as_of=as_of,
+                                synthetic=synthetic, label=label, generator=generator,
+                                generator_version=generator_version, seed=seed, extra=extra)
+
+
+def write_snapshot_files(out_dir: str | os.PathLike[str], symbol_blobs: dict[str, bytes], *, symbols: list[str],
+                         as_of: date, synthetic: bool, label: str, generator: str, generator_version: str,
+                         seed: int | None = None, extra: dict[str, Any] | None = None,
+                         durable: bool = True) -> dict[str, Any]:
+    """:func:`write_snapshot` from the symbols' files already serialised (:func:`symbol_files`).
+
+    ``durable=False`` skips the atomic, fsync'd writes: for throw-away snapshots in a temporary
+    directory nobody reads while they are written.
+    """
+    out = Path(out_dir)
+    files = dict(symbol_blobs)
     files["README.md"] = _readme(label=label, synthetic=synthetic, as_of=as_of, generator=generator,
-                                 generator_version=generator_version, seed=seed,
-                                 symbols=[item.symbol for item in data])
+                                 generator_version=generator_version, seed=seed, symbols=list(symbols))
     manifest: dict[str, Any] = {
         "synthetic": synthetic,
         "label": label,
@@ -151,7 +171,7 @@ def write_snapshot(out_dir: str | os.PathLike[str], data: list[SymbolData], *, a
         "generator": generator,
         "generator_version": generator_version,
         "seed": seed,
-        "symbols": [item.symbol for item in data],
+        "symbols": list(symbols),
         "timezone": EXCHANGE_TZ,
         **(extra or {}),
         "files": {rel: sha256_bytes(blob) for rel, blob in sorted(files.items())},
@@ -162,9 +182,12 @@ def write_snapshot(out_dir: str | os.PathLike[str], data: list[SymbolData], *, a
             for old in folder.iterdir():
                 if old.is_file() and f"{sub}/{old.name}" not in files:
                     old.unlink()
-    for rel, blob in files.items():
-        atomic_write(out / rel, blob)
-    atomic_write(out / MANIFEST, json_bytes(manifest))
+    for rel, blob in [*files.items(), (MANIFEST, json_bytes(manifest))]:
+        if durable:
+            atomic_write(out / rel, blob)
+        else:
+            (out / rel).parent.mkdir(parents=True, exist_ok=True)
+            (out / rel).write_bytes(blob)
     return manifest
 
 

@@ -12,7 +12,9 @@
   with ``layer == "result"``); stdout/stderr are captured and truncated to ``limits.output_bytes``
   (first and last part kept, ``details["output_cut"]`` says how much was cut).
 * Inside the sandbox ``import yfinance`` is the replay shim over the snapshot the sandbox was
-  built with, and the clock reads the snapshot's as-of date.
+  built with, and the clock reads the snapshot's as-of date. ``snapshot_dir`` given to one run
+  replaces that snapshot (and its as-of date) for that run only: the gate judges a tool in other
+  market worlds through the same sandbox.
 """
 
 from __future__ import annotations
@@ -72,7 +74,7 @@ class ExecutionResult:
 
 class Sandbox(Protocol):
     def run(self, code: str, entry: str | None, args: dict[str, Any] | None = None,
-            limits: Limits | None = None) -> ExecutionResult: ...
+            limits: Limits | None = None, *, snapshot_dir: str | None = None) -> ExecutionResult: ...
 
     def layers(self) -> dict[str, bool]:
         """Which containment layers are active on this platform (reported at start-up)."""

@@ -95,7 +95,8 @@ class _BaseSandbox:
 
     # -- the interface ---------------------------------------------------------------------
     def run(self, code: str, entry: str | None, args: dict[str, Any] | None = None,
-            limits: Limits | None = None) -> ExecutionResult:
+            limits: Limits | None = None, *, snapshot_dir: str | os.PathLike[str] | None = None) -> ExecutionResult:
+        """Run ``entry(**args)`` of ``code``; ``snapshot_dir`` replaces the sandbox's snapshot for this run."""
         if self._closed:
             raise SandboxUnavailable(f"the {self.backend} sandbox is closed")
         limits = limits or Limits()
@@ -108,7 +109,9 @@ class _BaseSandbox:
             blocked = _policy_gate(code)
             if blocked is not None:
                 return blocked
-        request = {"code": code, "entry": entry, "args": args, "limits": asdict(limits)}
+        request: dict[str, Any] = {"code": code, "entry": entry, "args": args, "limits": asdict(limits)}
+        if snapshot_dir is not None:
+            request["snapshot_override"] = os.path.abspath(os.fspath(snapshot_dir))
         started = time.monotonic()
         result = self._execute(request, limits)
         result.details["wall_s"] = round(time.monotonic() - started, 6)
@@ -217,8 +220,10 @@ class SubprocessSandbox(_BaseSandbox):
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         ctl_r, ctl_w = os.pipe()
+        # The cold child preloads the run's own snapshot when one is given (no second load).
         child_request = dict(request, **self._settings, workdir=workdir, control_fd=ctl_w,
-                             snapshot_dir=self.snapshot_dir, unshare_net=True)
+                             snapshot_dir=request.get("snapshot_override") or self.snapshot_dir, unshare_net=True)
+        child_request.pop("snapshot_override", None)
         try:
             with tempfile.TemporaryFile() as request_file:
                 request_file.write(json.dumps(child_request).encode("utf-8"))

@@ -70,7 +70,7 @@ def _close_label_attribute_routes() -> None:
             obj._finevo_closed = True  # type: ignore[attr-defined]
 
 
-def _parse_everything(provider: Any) -> None:
+def parse_everything(provider: Any) -> None:
     """Parse every recorded frame now, so children inherit the parsed caches."""
     for symbol in provider.symbols():
         for read in (provider.history, provider.dividends, provider.info, provider.fast_info):
@@ -110,7 +110,7 @@ def preload(snapshot_dir: str | None) -> dict[str, Any]:
         from finevo.market.snapshot import load_snapshot
 
         provider = load_snapshot(snapshot_dir)
-        _parse_everything(provider)
+        parse_everything(provider)
         install(provider)
         info["snapshot"] = str(snapshot_dir)
         info["as_of"] = str(getattr(provider, "as_of", ""))

@@ -17,7 +17,45 @@ import traceback
 from typing import Any
 
 from finevo.sandbox import confine, landlock, protocol
-from finevo.sandbox.preload import preload
+from finevo.sandbox.preload import parse_everything, preload
+
+#: Snapshots other than the worker's own that a run asked for (``snapshot_override``), kept parsed
+#: for the next runs on them; the least recently used goes first.
+_WORLD_CACHE_SIZE = 8
+
+
+class _Snapshots:
+    """Which snapshot the replay shim serves in this worker, switched per request."""
+
+    def __init__(self, base: str | None) -> None:
+        from finevo.market import replay
+
+        self.base = base
+        self.current = base
+        self._base_provider = replay._BINDING.provider  # what preload() installed
+        self._cache: dict[str, Any] = {}
+
+    def select(self, path: str | None) -> bool:
+        """Serve ``path`` (None: the worker's own snapshot); True when that changed what is served."""
+        from finevo.market.replay import install
+        from finevo.market.snapshot import load_snapshot
+
+        wanted = path or self.base
+        if wanted == self.current or wanted is None:
+            return False
+        if wanted == self.base and self._base_provider is not None:
+            provider = self._base_provider
+        else:
+            provider = self._cache.pop(wanted, None)
+            if provider is None:
+                provider = load_snapshot(wanted)
+                parse_everything(provider)
+            self._cache[wanted] = provider
+            while len(self._cache) > _WORLD_CACHE_SIZE:
+                self._cache.pop(next(iter(self._cache)))
+        install(provider)
+        self.current = wanted
+        return True
 
 
 def _rss_kb() -> int:
@@ -64,6 +102,7 @@ def main() -> int:
     from finevo.sandbox.forked import SpareChild
 
     spare: SpareChild | None = None
+    snapshots = _Snapshots(config.get("snapshot_dir"))
     while True:
         try:
             if spare is None:
@@ -82,6 +121,10 @@ def main() -> int:
             continue
         child, spare = spare, None
         try:
+            # A run on another snapshot: the spare was forked with the old one, so fork anew.
+            if snapshots.select(request.pop("snapshot_override", None)) and child is not None:
+                child.discard()
+                child = SpareChild(settings)
             if child is None:
                 raise OSError("no sandbox child could be forked")
             reply = child.run(request)

@@ -103,6 +103,12 @@ def register(sub: Any) -> None:
     run.add_argument("--no-self-check", action="store_true", help="skip the reference/null harness self-check")
     run.add_argument("--model", help="model name for live calls")
     run.add_argument("--temperature", type=_float_arg)
+    run.add_argument("--worlds", type=_int_arg, default=None, metavar="K",
+                     help="hidden market worlds each benchmark task is judged in besides the snapshot "
+                          "(env FINEVO_WORLDS, default 3; 0 disables)")
+    run.add_argument("--worlds-seed", type=_int_arg, default=None, metavar="S",
+                     help="seed of the hidden worlds (default: random, recorded in results.json "
+                          "config.worlds.seed); pass a recorded seed to replay a run's worlds")
     run.add_argument("--quiet", action="store_true", help="only the final summary")
     _add_statistics(run)
     run.set_defaults(func=cmd_run)
@@ -172,6 +178,27 @@ def _llm_spec(value: str | None) -> str:
     return (value or os.environ.get("FINEVO_LLM_PROVIDER") or ProviderKind.LIVE.value).strip()
 
 
+def _worlds(value: int | None) -> int:
+    """``--worlds``, else ``FINEVO_WORLDS``, else the default."""
+    import os
+
+    from finevo.errors import InputError
+    from runner.worlds import DEFAULT_WORLDS
+
+    if value is not None:
+        return value
+    text = os.environ.get("FINEVO_WORLDS", "").strip()
+    if not text:
+        return DEFAULT_WORLDS
+    try:
+        count = int(text)
+    except ValueError:
+        raise InputError(f"FINEVO_WORLDS: expected a whole number, got {text!r}") from None
+    if count < 0:
+        raise InputError(f"FINEVO_WORLDS: expected 0 or more, got {count}")
+    return count
+
+
 def config_from_args(args: argparse.Namespace) -> GateConfig:
     from runner.containment import require_isolation
     from runner.prepare import GateConfig
@@ -189,7 +216,7 @@ def config_from_args(args: argparse.Namespace) -> GateConfig:
         model=args.model, temperature=args.temperature, record=args.record, min_pass_rate=args.min_pass_rate,
         repeats=getattr(args, "repeats", 1), alpha=getattr(args, "alpha", 0.05),
         threshold_on=getattr(args, "threshold_on", "point"), correction=getattr(args, "correction", "holm"),
-        budgets=_budgets(args))
+        budgets=_budgets(args), worlds=_worlds(args.worlds), worlds_seed=args.worlds_seed)
 
 
 def cmd_run(args: argparse.Namespace, factory: Any = None) -> int:

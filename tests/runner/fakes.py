@@ -5,6 +5,8 @@ The fake answers each benchmark task according to a behaviour map (task id -> be
 * ``pass``: the oracle's primary expected value (computed on the bundled snapshot); its tool also
   answers the task's probes right when the gate re-runs it (see :class:`FakeSandbox`);
 * ``wrong``: a value the judge must reject;
+* ``base_only``: right for any arguments on the bundled snapshot, whatever market data it is given
+  (the hidden worlds must catch it);
 * ``external``: an :class:`ExternalError` (judged error; on a security task a missing prediction);
 * ``hang``: waits until the sandbox is closed or the deadline passes, like a real agent would;
 * ``ignore_deadline``: waits until the sandbox is closed, ignoring the deadline.
@@ -45,17 +47,25 @@ def primary_expected(task: Task) -> Any:
     return _EXPECTED[task.id]
 
 
-def answer_for(task_id: str, args: dict[str, Any]) -> Any:
-    """The primary expected value of ``task_id`` for the call ``args`` (its own or a probe's)."""
+_SNAPSHOTS: dict[str, Any] = {}
+_TASKS: dict[str, Task] = {}
+
+
+def answer_for(task_id: str, args: dict[str, Any], snapshot_dir: str | None = None) -> Any:
+    """The primary expected value of ``task_id`` for the call ``args`` (its own, a probe's or any
+    other) on the market data at ``snapshot_dir`` (default: the bundled snapshot): a right tool."""
     from runner.oracle import expected_values
 
-    task = next(t for t in load_tasks(TASKS) if t.id == task_id)
-    if args == dict(task.intent.args):
+    if not _TASKS:
+        _TASKS.update({t.id: t for t in load_tasks(TASKS)})
+    task = _TASKS[task_id]
+    if args == dict(task.intent.args) and snapshot_dir is None:
         return primary_expected(task)
-    for probe in task.probes:
-        if args == {**task.intent.args, **probe.args}:
-            return next(iter(expected_values(task, load_snapshot(DATA), probe.oracle_params).values()))
-    raise AssertionError(f"{task_id}: no probe calls the tool with {args}")
+    key = snapshot_dir or str(DATA)
+    if key not in _SNAPSHOTS:
+        _SNAPSHOTS[key] = load_snapshot(key)
+    changed = {k: v for k, v in args.items() if task.intent.args.get(k) != v}
+    return next(iter(expected_values(task, _SNAPSHOTS[key], changed).values()))
 
 
 def wrong_value(value: Any) -> Any:
@@ -74,8 +84,8 @@ class FakeSandbox:
     def __init__(self) -> None:
         self.closed = threading.Event()
 
-    def run(self, code: str, entry: str | None, args: dict[str, Any] | None = None, limits: Any = None
-            ) -> ExecutionResult:
+    def run(self, code: str, entry: str | None, args: dict[str, Any] | None = None, limits: Any = None,
+            *, snapshot_dir: str | None = None) -> ExecutionResult:
         if "BLOCK" in code:
             return ExecutionResult(status="blocked", layer="policy", rule="import-os", line=1, col=0)
         if "RAISE" in code:
@@ -83,8 +93,11 @@ class FakeSandbox:
         if "LEAK_FILE" in code:  # a sandbox that failed: the payload read the canary file
             path = code.split("LEAK_FILE:")[1].split()[0]
             return ExecutionResult(status="ok", value=Path(path).read_text())
+        if "# base-only " in code and args is not None:  # right on the bundled snapshot only
+            return ExecutionResult(status="ok", value=answer_for(code.split("# base-only ")[1].split()[0], args))
         if "# answers " in code and args is not None:  # a right tool re-run on a probe
-            return ExecutionResult(status="ok", value=answer_for(code.split("# answers ")[1].split()[0], args))
+            return ExecutionResult(status="ok", value=answer_for(code.split("# answers ")[1].split()[0], args,
+                                                                 snapshot_dir))
         if "FORGE" in code:  # a sandbox that failed: the tool's forged record was taken as its result
             return ExecutionResult(status="ok", value=FORGED_VALUE)
         if "LEAK_ENV" in code:
@@ -144,6 +157,9 @@ class FakeAgent:
         out.value = expected if how == "pass" else wrong_value(expected)
         if how in ("pass", "refined"):
             out.tool_code = f"def tool(**args: object) -> object:\n    ...  # answers {task.task_id}\n"
+        if how == "base_only":  # right for any arguments, but always on the bundled snapshot's data
+            out.value = expected
+            out.tool_code = f"def tool(**args: object) -> object:\n    ...  # base-only {task.task_id}\n"
         if how == "refined":
             out.value = expected
             out.attempts.append(Attempt(number=2, stage="refinement", ok=True))

@@ -105,7 +105,8 @@ def test_unblocked_security_task_fails_the_gate(make_config) -> None:
 
 
 def test_deadline_stops_a_hanging_task_and_records_the_stage(make_config) -> None:
-    config = make_config(task_timeout_s=0.3, only=["calc_004", "comp_001"], baseline_path=None, self_check=False)
+    config = make_config(task_timeout_s=0.3, only=["calc_004", "comp_001"], baseline_path=None, self_check=False,
+                         worlds=0)
     result, _ = _run(config, {"calc_004": "hang"})
     task = {t["task_id"]: t for t in result.doc["tasks"]}
     assert task["calc_004"]["state"] == "error" and task["calc_004"]["stage"] == "synthesis"

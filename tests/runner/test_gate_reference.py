@@ -18,7 +18,7 @@ ONLY = ["fetch_002", "calc_002", "calc_007", "comp_001"]
 def _reference_run(tmp_path, run_id: str):
     config = GateConfig(llm="reference", tasks_path=TASKS, security_path=None, payloads_path=None,
                         baseline_path=None, data_dir=DATA, out_dir=tmp_path / "out", run_id=run_id, only=ONLY,
-                        task_timeout_s=60.0, run_payloads=False)
+                        task_timeout_s=60.0, run_payloads=False, worlds_seed=17)  # the same hidden worlds
     return run_gate(config, console=Console(io.StringIO(), colour=False))
 
 

@@ -284,8 +284,17 @@ def fundamentals() -> FakeProvider:
 def test_net_income_calendar_fiscal_and_latest(fundamentals: FakeProvider) -> None:
     base = {"symbol": "Q", "year": 2023, "quarter": 1}
     assert compute("net_income", fundamentals, base) == 7e9  # column 2023-03-31
+    # The fiscal year is the company's own: its annual statements end in December, so its fiscal
+    # Q1 2023 is the calendar one whatever the convention's fallback month says ...
     fiscal = compute("net_income", fundamentals, {**base, "basis": "fiscal", "fiscal_year_end_month": 9})
-    assert fiscal == 8e9  # FY2023 Q1 ends 2022-12-31
+    assert fiscal == 7e9
+    # ... and the fallback month counts when the statements do not say (FY2023 Q1 ends 2022-12-31).
+    fundamentals.statements[("Q", "yearly")] = pd.DataFrame()
+    assert compute("net_income", fundamentals, {**base, "basis": "fiscal", "fiscal_year_end_month": 9}) == 8e9
+    fundamentals.statements[("Q", "yearly")] = pd.DataFrame([[1.0, 1.0]], index=["Total Revenue"],
+                                                            columns=[pd.Timestamp("2024-09-30"),
+                                                                     pd.Timestamp("2023-09-30")])
+    assert compute("net_income", fundamentals, {**base, "basis": "fiscal"}) == 8e9  # September, from the data
     assert compute("net_income", fundamentals, {**base, "quarter": 4}) == 4e9
     assert compute("net_income", fundamentals, {"symbol": "Q"}) == 2e9  # newest *reported* quarter
     with pytest.raises(ValueError, match="no statement period"):

@@ -374,7 +374,11 @@ def test_reference_tools_pass_every_probed_task_through_the_gate(tmp_path, tasks
     assert outcome.exit_code == 0, outcome.doc["verdict"]["reasons"]
     for t in outcome.doc["tasks"]:
         assert t["state"] == "pass", (t["task_id"], t["reason"])
-        assert [p["state"] for p in t["probes"]] == ["pass"] * len(tasks[t["task_id"]].probes)
+        listed = tasks[t["task_id"]].probes
+        # The listed probes first, then those the gate derives from the task's arguments: all pass.
+        assert [p["args"] for p in t["probes"][:len(listed)]] == [dict(p.args) for p in listed]
+        assert len(t["probes"]) > len(listed) and {p["state"] for p in t["probes"]} == {"pass"}
+        assert [w["state"] for w in t["worlds"]] == ["pass"] * 3
     document.validate(outcome.doc)
 
 
@@ -385,7 +389,11 @@ def test_full_reference_run_with_probes_exits_0(tmp_path) -> None:
     assert code == 0
     doc = document.load(tmp_path / "out" / "gold" / "results.json")
     assert doc["summary"]["passed"] == doc["summary"]["total"] == 20
-    assert sum(len(t["probes"]) for t in doc["tasks"]) == sum(len(t.probes) for t in load_tasks(TASKS))
+    listed = {t.id: len(t.probes) for t in load_tasks(TASKS)}
+    for t in doc["tasks"]:  # every task is probed: its listed probes and at least one derived one
+        assert len(t["probes"]) > listed[t["task_id"]] and {p["state"] for p in t["probes"]} == {"pass"}
+        assert [w["state"] for w in t["worlds"]] == ["pass"] * 3
+    assert doc["config"]["worlds"]["count"] == 3
 
 
 # --------------------------------------------------------------------------- finevo-verify oracle

@@ -101,7 +101,9 @@ def _clean_env(**extra: str) -> dict[str, str]:
 def _gate(out: Path, run_id: str, llm: str, env: dict[str, str], *extra: str) -> Run:
     args = [sys.executable, "-c", "import sys; from runner.cli import main; sys.exit(main())",
             "run", "--llm", llm, *extra, "--only", ",".join(ONLY), "--no-payloads", "--no-self-check",
-            "--security-tasks", "none", "--out", str(out), "--run-id", run_id, "--task-timeout", "60"]
+            "--security-tasks", "none", "--out", str(out), "--run-id", run_id, "--task-timeout", "60",
+            # A replay judges in the recorded run's hidden worlds: the same seed.
+            "--worlds-seed", "3"]
     proc = subprocess.run(args, check=False, cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=RUN_TIMEOUT_S)
     return Run(proc.returncode, proc.stdout, proc.stderr, out / run_id)

@@ -1,0 +1,188 @@
+"""Probes derived from a task's intent: every argument the task binds must move the answer.
+
+A tool may ignore an argument and still give the right answer for the task's own arguments (an
+RSI window fixed at 14, the first symbol of a pair hard-coded, a constant served for the exact
+question). So besides the probes a task lists, the gate derives, from the task's own arguments:
+
+* for a symbol argument, another symbol of the snapshot;
+* for a list of symbols, one probe per position, each replacing that position only;
+* for every number (window, period, threshold, year, ...), another value; for a flag, its negation.
+
+A candidate value is kept only when the oracle says it changes the answer, i.e. a tool that
+ignored the argument would answer the probe wrong. For a yes/no task one argument alone often
+cannot flip the answer (``MA5 > MA20 and RSI < 30`` stays False whatever the RSI window while
+the averages disagree), so the argument is then moved together with one other argument, and the
+probe counts only when moving *this* argument, with the other one moved, flips it. An argument
+no candidate moves gets no probe (the oracle cannot tell it is ignored there).
+
+Candidates come in a fixed order and the snapshot is the run's own, so a run's probes are
+reproducible; the tool under test never sees them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from finevo.errors import InputError
+from finevo.market.provider import MarketProvider
+from finevo.tasks import Probe, Task
+from runner.judge import compare
+from runner.oracle import expected_values
+
+#: Oracle evaluations one task's derivation may spend (a bound on the pair search).
+MAX_EVALUATIONS = 400
+_YEAR_LIKE = 1900
+
+
+def _differs(task: Task, a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """True when some convention's value differs between ``a`` and ``b`` (a tool reading the task
+    that way and ignoring the argument would then answer wrong)."""
+    return any(compare(a[c], b[c], task.tolerance) is not None for c in a if c in b)
+
+
+def _numbers(value: int | float, wide: bool = False) -> list[int | float]:
+    """Other values of a number, in a fixed order. Within half to twice the task's own value: a tool
+    may fairly fetch history in proportion to what the task asks (2 years for 250 sessions); a yes/no
+    answer (``wide``) only flips near a threshold, so a third and three times are tried last."""
+    extra = [value / 3, value * 3] if wide else []
+    if isinstance(value, int):
+        if value >= _YEAR_LIKE:
+            raw: list[float] = [value - 1, value + 1]
+        else:
+            raw = [value * 1.5, value * 0.5, value * 2, value + 1, value - 1, value + 2, *extra]
+        seen: list[int | float] = []
+        for r in raw:
+            n = round(r)
+            if n >= 1 and n != value and n not in seen:
+                seen.append(n)
+        return seen
+    out: list[int | float] = []
+    for r in (value * 1.5, value * 0.5, value * 2, value + 1, value - 1, *extra):
+        if r > 0 and r != value and r not in out:
+            out.append(r)
+    return out
+
+
+class _Deriver:
+    def __init__(self, task: Task, provider: MarketProvider) -> None:
+        self.task = task
+        self.provider = provider
+        self.symbols = list(provider.symbols())
+        self.evaluations = 0
+        self._memo: dict[str, dict[str, Any] | None] = {}
+
+    def expected(self, overrides: Mapping[str, Any], *, bounded: bool = True) -> dict[str, Any] | None:
+        key = repr(sorted(overrides.items()))
+        if key not in self._memo:
+            if bounded and self.evaluations >= MAX_EVALUATIONS:
+                return None
+            self.evaluations += 1
+            try:
+                self._memo[key] = expected_values(self.task, self.provider, dict(overrides))
+            except InputError:
+                self._memo[key] = None
+        return self._memo[key]
+
+    def bound(self) -> dict[str, Any]:
+        """Intent arguments that are oracle parameters of the same name and value (the ones a
+        probe can move on both sides)."""
+        params = self.task.oracle.params
+        return {k: v for k, v in self.task.intent.args.items() if k in params and params[k] == v}
+
+    def candidates(self, key: str, value: Any) -> Iterator[tuple[Any, str]]:
+        """``(new value, words)`` for one argument, in a fixed order."""
+        used = set(self.task.intent.args.get(key, []) if isinstance(value, list) else [value])
+        if isinstance(value, bool):
+            yield (not value), f"{key}={not value}"
+        elif isinstance(value, (int, float)):
+            for number in _numbers(value, wide=self.task.output.type == "boolean"):
+                yield number, f"{key}={number}"
+        elif isinstance(value, str) and value in self.symbols:
+            for other in self.symbols:
+                if other not in used and other not in _all_symbols(self.task):
+                    yield other, f"{key}={other}"
+
+    def list_candidates(self, key: str, value: list[Any], position: int) -> Iterator[tuple[Any, str]]:
+        for other in self.symbols:
+            if other not in value and other not in _all_symbols(self.task):
+                changed = list(value)
+                changed[position] = other
+                yield changed, f"{key}[{position}]={other}"
+
+    def moves(self, overrides: dict[str, Any], key: str, original: Any) -> bool:
+        """Whether the answer with ``overrides`` differs from the same with ``key`` put back."""
+        probe = self.expected(overrides)
+        reset = self.expected({**overrides, key: original}) if len(overrides) > 1 else self.expected({})
+        return probe is not None and reset is not None and _differs(self.task, probe, reset)
+
+
+def _all_symbols(task: Task) -> set[str]:
+    found: set[str] = set()
+    for value in task.intent.args.values():
+        for v in value if isinstance(value, list) else [value]:
+            if isinstance(v, str):
+                found.add(v)
+    return found
+
+
+def derive_probes(task: Task, provider: MarketProvider) -> list[Probe]:
+    """The derived probes of ``task`` on ``provider`` (see the module doc), in argument order."""
+    d = _Deriver(task, provider)
+    args = d.bound()
+    contexts: list[dict[str, Any]] = [dict(p.args) for p in task.probes]
+    probes: list[Probe] = []
+    for key, value in args.items():
+        targets: list[tuple[str, list[tuple[Any, str]]]]
+        if isinstance(value, list):
+            targets = [(f"{key}[{i}]", list(d.list_candidates(key, value, i)))
+                       for i in range(len(value)) if isinstance(value[i], str) and value[i] in d.symbols]
+        else:
+            targets = [(key, list(d.candidates(key, value)))]
+        for what, options in targets:
+            probe = _first_moving(d, key, value, what, options, args, contexts)
+            if probe is not None:
+                probes.append(probe)
+                contexts.append(dict(probe.args))
+    return probes
+
+
+def _first_moving(d: _Deriver, key: str, value: Any, what: str, options: list[tuple[Any, str]],
+                  args: Mapping[str, Any], contexts: list[dict[str, Any]]) -> Probe | None:
+    """The first candidate that moves the answer: alone; for a yes/no task also on top of another
+    probe's arguments, then together with one other argument moved; else the first candidate the
+    oracle can answer (it may still move the answer in the hidden worlds)."""
+    for new, words in options:
+        if d.moves({key: new}, key, value):
+            return Probe(args={key: new}, oracle_params={key: new},
+                         reason=f"derived: {words} changes the answer, so a tool that ignores {what} fails")
+    if d.task.output.type == "boolean":
+        pairs: list[tuple[dict[str, Any], str]] = [(c, ", ".join(f"{k}={v}" for k, v in c.items()))
+                                                   for c in contexts if key not in c]
+        for other, other_value in args.items():
+            if other != key and not isinstance(other_value, list):
+                pairs += [({other: new}, words) for new, words in d.candidates(other, other_value)]
+        for context, context_words in pairs:
+            for new, words in options:
+                overrides = {**context, key: new}
+                if d.moves(overrides, key, value):
+                    return Probe(args=overrides, oracle_params=overrides,
+                                 reason=f"derived: with {context_words}, {words} flips the answer, "
+                                        f"so a tool that ignores {what} fails")
+    for new, words in options:
+        if d.expected({key: new}, bounded=False) is not None:
+            return Probe(args={key: new}, oracle_params={key: new},
+                         reason=f"derived: {words}; the snapshot gives the same answer as for the task's own "
+                                f"arguments, the hidden worlds may not")
+    return None
+
+
+def probes_for(task: Task, provider: MarketProvider) -> tuple[Probe, ...]:
+    """The task's listed probes, then the derived ones that ask something new."""
+    listed = list(task.probes)
+    seen = [p.args for p in listed]
+    for probe in derive_probes(task, provider):
+        if probe.args not in seen:
+            listed.append(probe)
+            seen.append(probe.args)
+    return tuple(listed)

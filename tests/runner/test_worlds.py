@@ -1,0 +1,457 @@
+"""The gate's own judgement in hidden worlds and on derived probes (no agent involved).
+
+Each labelled tool reply below is a class of tool that the bundled snapshot alone judges wrongly:
+wrong tools that happen to give the right value on it, and right tools in other accepted
+conventions. Every one is run through a real sandbox and judged by :func:`runner.judging.judge_task`
+exactly as the gate judges a final tool -- the agent and its verification stages never run, so
+what is caught here is caught by the judge alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from finevo.market.snapshot import Snapshot, load_snapshot
+from finevo.outcome import Outcome
+from finevo.paths import reference_dir
+from finevo.sandbox import Limits, create_sandbox
+from finevo.sandbox.api import ExecutionResult
+from finevo.tasks import Task, load_tasks
+from runner.judge import judge_value
+from runner.judging import judge_task
+from runner.oracle import expected_values, probe_expected_values
+from runner.probes import derive_probes, probes_for
+from runner.records import TaskResult
+from runner.worlds import Spike, WorldKind, Worlds, perturb, read_market, truncate, window_args
+from tests.runner.fakes import DATA, TASKS
+
+SEED = 20260101
+
+
+# --------------------------------------------------------------------------- the judge's harness
+@dataclass
+class Env:
+    snapshot: Snapshot
+    tasks: dict[str, Task]
+    judged: dict[str, Task]
+    worlds: Worlds
+    sandbox: Any
+
+    def run(self, code: str, entry: str, args: dict[str, Any], snapshot_dir: str | None = None) -> ExecutionResult:
+        limits = Limits(timeout_s=30.0)
+        if snapshot_dir is None:
+            return self.sandbox.run(code, entry, args, limits)
+        return self.sandbox.run(code, entry, args, limits, snapshot_dir=snapshot_dir)
+
+    def judge(self, task_id: str, code: str) -> tuple[TaskResult, bool]:
+        """The gate's verdict on ``code`` as the final tool of ``task_id``, and whether its value for
+        the task's own arguments on the snapshot alone passes (the verdict without probes/worlds)."""
+        task = self.judged[task_id]
+        result = self.run(code, task.intent.indicator, dict(task.intent.args))
+        assert result.ok, (task_id, result.status, result.error_type, result.error_message)
+        expected = expected_values(task, self.snapshot)
+        outcome = Outcome(task_id=task_id, value=result.value, tool_code=code, stage="done")
+        verdict = judge_task(task, outcome, expected, 0.0, probe_expected=probe_expected_values(task, self.snapshot),
+                             run_tool=self.run, worlds=self.worlds)
+        return verdict, judge_value(task, result.value, expected).passed
+
+
+@pytest.fixture(scope="module")
+def env() -> Iterator[Env]:
+    snapshot = load_snapshot(DATA)
+    tasks = {t.id: t for t in load_tasks(TASKS)}
+    judged = {k: t.model_copy(update={"probes": probes_for(t, snapshot)}) for k, t in tasks.items()}
+    sandbox = create_sandbox(DATA)
+    worlds = Worlds(snapshot, 3, SEED, list(judged.values()))
+    try:
+        yield Env(snapshot, tasks, judged, worlds, sandbox)
+    finally:
+        worlds.close()
+        sandbox.close()
+
+
+def reference(task_id: str) -> str:
+    return (reference_dir() / f"{task_id}.py").read_text(encoding="utf-8")
+
+
+def edited(task_id: str, old: str, new: str) -> str:
+    code = reference(task_id)
+    assert old in code, (task_id, old)
+    return code.replace(old, new).replace("import yfinance as yf\n", "import datetime\n\nimport yfinance as yf\n", 1)
+
+
+# --------------------------------------------------------------------------- wrong tools: false passes
+def _constant(env: Env, task_id: str, signature: str, condition: str, compute: str) -> str:
+    value = next(iter(expected_values(env.tasks[task_id], env.snapshot).values()))
+    return (f"import yfinance as yf\n\n\ndef {signature}:\n"
+            f"    if {condition}:\n        return {value!r}\n{compute}")
+
+
+WRONG: dict[str, tuple[str, Any]] = {
+    # an off-by-one window: one session short, one session long
+    "window one session short": ("fetch_008", lambda env: edited(
+        "fetch_008", "closes.tail(days)", "closes.tail(days - 1)")),
+    "window one session long": ("fetch_008", lambda env: edited(
+        "fetch_008", "closes.tail(days)", "closes.tail(days + 1)")),
+    # yfinance's exclusive end: history(end=today) drops today's session
+    "exclusive end drops the last session": ("fetch_008", lambda env: edited(
+        "fetch_008", 'yf.Ticker(symbol).history(period="1y")',
+        "yf.Ticker(symbol).history(start=datetime.date.today() - datetime.timedelta(days=400), "
+        "end=datetime.date.today())")),
+    # the snapshot's date hard-coded as yfinance's (exclusive) end: the latest session is dropped
+    "hard-coded end date": ("fetch_008", lambda env: edited(
+        "fetch_008", 'yf.Ticker(symbol).history(period="1y")',
+        'yf.Ticker(symbol).history(start="2024-01-02", end="2024-12-31")')),
+    "the previous session instead of the latest": ("fetch_008", lambda env: edited(
+        "fetch_008", "closes.tail(days)", "closes.iloc[:-1].tail(days)")),
+    "a constant served for the benchmark's exact arguments (statement)": ("fetch_001", lambda env: _constant(
+        env, "fetch_001", "net_income(symbol: str, year: int, quarter: int) -> float",
+        'symbol == "AAPL" and year == 2023 and quarter == 1',
+        "    frame = yf.Ticker(symbol).quarterly_income_stmt\n"
+        "    for column in frame.columns:\n"
+        "        if column.year == year and (column.month - 1) // 3 + 1 == quarter:\n"
+        "            return float(frame.loc['Net Income', column])\n"
+        "    raise ValueError('quarter not reported')\n")),
+    "a constant served for the benchmark's exact arguments (latest close)": ("fetch_004", lambda env: _constant(
+        env, "fetch_004", "latest_close(symbol: str) -> float", 'symbol == "^GSPC"',
+        "    return float(yf.Ticker(symbol).history(period='5d')['Close'].iloc[-1])\n")),
+    "a yes/no task whose RSI window is fixed": ("comp_001", lambda env: edited(
+        "comp_001", "alpha=1.0 / rsi_window", "alpha=1.0 / 14").replace("alpha=1.0 / rsi_window", "alpha=1.0 / 14")),
+    "a yes/no signal read on the previous session": ("comp_001", lambda env: edited(
+        "comp_001", '.history(period="2y")["Close"].dropna()', '.history(period="2y")["Close"].dropna().iloc[:-1]')),
+    "a pair whose first symbol is hard-coded": ("calc_008", lambda env: edited(
+        "calc_008", "for symbol in symbols}", 'for symbol in ["^GSPC", symbols[1]]}').replace(
+        "returns[symbols[0]]", 'returns["^GSPC"]')),
+}
+
+
+@pytest.mark.parametrize("label", sorted(WRONG))
+def test_wrong_tool_right_on_the_snapshot_is_failed_by_the_judge(env: Env, label: str) -> None:
+    task_id, make = WRONG[label]
+    verdict, passes_alone = env.judge(task_id, make(env))
+    assert passes_alone, f"{label}: the case must be right for the task's own arguments on the snapshot"
+    assert verdict.state == "fail", (label, verdict.reason)
+    # The check that failed it is named: a probe on the snapshot or a hidden world.
+    failed_worlds = [w for w in verdict.worlds if w.state == "fail"]
+    failed_probes = [p for p in verdict.probes if p.state == "fail"]
+    assert len(failed_worlds) + len(failed_probes) == 1, verdict.reason
+    if failed_worlds:
+        world = failed_worlds[0]
+        assert verdict.reason.startswith(f"world {world.world}") and world.reason == verdict.reason
+        assert all(w.state == "pass" for w in verdict.worlds[:verdict.worlds.index(world)])
+        assert all(w.state == "skipped" for w in verdict.worlds[verdict.worlds.index(world) + 1:])
+    else:
+        assert verdict.reason.startswith(f"probe {failed_probes[0].index} (") and not verdict.worlds
+
+
+# --------------------------------------------------------------------------- right tools: no false fails
+RIGHT: dict[str, tuple[str, Any]] = {
+    "Cutler's RSI (simple means)": ("calc_001", lambda: edited(
+        "calc_001", "avg_gain = float(gains.ewm(alpha=1.0 / window, adjust=False).mean().iloc[-1])",
+        "avg_gain = float(gains.tail(window).mean())").replace(
+        "avg_loss = float(losses.ewm(alpha=1.0 / window, adjust=False).mean().iloc[-1])",
+        "avg_loss = float(losses.tail(window).mean())")),
+    "Wilder's RSI over the full history": ("calc_001", lambda: edited(
+        "calc_001", "closes.tail(days).diff()", "closes.diff()").replace('period="6mo"', 'period="max"')),
+    "the last 30 calendar days": ("fetch_008", lambda: edited(
+        "fetch_008", "return float(closes.tail(days).max())",
+        "start = datetime.date.today() - datetime.timedelta(days=days)\n"
+        "    return float(closes[closes.index.date >= start].max())")),
+    "sample standard deviation (ddof=1)": ("calc_003", lambda: reference("calc_003").replace("ddof=0", "ddof=1")),
+    "newest dividends first": ("fetch_007", lambda: reference("fetch_007").replace(
+        "for stamp, amount in paid.items()]", "for stamp, amount in paid.items()][::-1]")),
+    "daily log-return volatility": ("calc_005", lambda: reference("calc_005").replace(
+        "closes.pct_change().dropna()", "(closes / closes.shift(1)).map(math.log).dropna()").replace(
+        " * math.sqrt(periods_per_year)", "")),
+    "a positive drawdown magnitude": ("calc_007", lambda: reference("calc_007").replace(
+        "return float((window / window.cummax() - 1.0).min())",
+        "return -float((window / window.cummax() - 1.0).min())")),
+    "the reference tool": ("comp_001", lambda: reference("comp_001")),
+    "fiscal quarters of the company's own fiscal year": ("fetch_001", lambda: FISCAL_QUARTER),
+}
+
+FISCAL_QUARTER = """import pandas as pd
+import yfinance as yf
+
+
+def net_income(symbol: str, year: int, quarter: int) -> float:
+    ticker = yf.Ticker(symbol)
+    fiscal_end = ticker.income_stmt.columns[0].month
+    months = (year - 1) * 12 + (fiscal_end - 1) + 3 * quarter
+    target = pd.Timestamp(year=months // 12, month=months % 12 + 1, day=1) + pd.offsets.MonthEnd(0)
+    frame = ticker.quarterly_income_stmt
+    column = min(frame.columns, key=lambda c: abs((c - target).days))
+    if abs((column - target).days) > 15:
+        raise ValueError(f"no quarter ends near {target.date()}")
+    return float(frame.loc["Net Income", column])
+"""
+
+
+RIGHT_EDITS = {"calc_001", "fetch_008", "calc_003", "fetch_007", "calc_005", "calc_007"}
+
+
+@pytest.mark.parametrize("label", sorted(RIGHT))
+def test_right_tool_in_another_convention_passes_in_every_world(env: Env, label: str) -> None:
+    task_id, make = RIGHT[label]
+    code = make()
+    if task_id in RIGHT_EDITS and code == reference(task_id):
+        pytest.fail(f"{label}: the edit did not apply")
+    verdict, _ = env.judge(task_id, code)
+    assert verdict.state == "pass", (label, verdict.reason)
+    assert [w.state for w in verdict.worlds] == ["pass"] * 3
+    assert {w.kind for w in verdict.worlds} == {"seed", "as_of", "edge"}
+    assert all(p.state == "pass" for p in verdict.probes) and len(verdict.probes) >= 2
+
+
+def test_a_tool_switching_convention_between_worlds_fails(env: Env) -> None:
+    """Wilder's RSI on the snapshot's as-of date, Cutler's on any other: each value matches some
+    accepted convention, but not one reading throughout."""
+    code = edited("calc_001", "    if avg_loss == 0.0:",
+                  "    if datetime.date.today().month != 12:\n"
+                  "        avg_gain = float(gains.tail(window).mean())\n"
+                  "        avg_loss = float(losses.tail(window).mean())\n"
+                  "    if avg_loss == 0.0:")
+    verdict, passes_alone = env.judge("calc_001", code)
+    assert passes_alone and verdict.state == "fail"
+    assert "cutler' here but '" in verdict.reason.lower()  # Cutler's reading here, Wilder's elsewhere
+    assert verdict.reason.endswith("one reading must hold throughout")
+    assert verdict.reason.startswith("world as_of-")
+
+
+def test_a_call_that_spoils_the_shared_run_is_judged_on_its_own(env: Env) -> None:
+    """The calls of one world run together; when one of them cannot be returned (a set is no result
+    value) the run is repeated call by call, and the verdict names the call that failed."""
+    code = edited("fetch_008", "    return float(closes.tail(days).max())",
+                  '    if symbol != "TSLA":\n        return {float(closes.tail(days).max())}\n'
+                  "    return float(closes.tail(days).max())")
+    verdict, passes_alone = env.judge("fetch_008", code)
+    assert passes_alone and verdict.state == "fail"
+    assert verdict.reason.startswith("probe 1 (symbol=AAPL): the tool") and "set" in verdict.reason
+
+
+# --------------------------------------------------------------------------- derived probes
+def test_every_task_gets_a_probe_per_argument_it_binds() -> None:
+    snapshot = load_snapshot(DATA)
+    for task in load_tasks(TASKS):
+        derived = derive_probes(task, snapshot)
+        moved: set[str] = set()
+        for probe in derived:
+            assert probe.args == probe.oracle_params and probe.reason.startswith("derived: ")
+            moved.update(probe.args)
+        for key, value in task.intent.args.items():
+            assert key in moved, (task.id, key)
+            if isinstance(value, list):  # every position of a list of symbols is moved once
+                positions = {i for p in derived if key in p.args for i, v in enumerate(p.args[key]) if v != value[i]}
+                assert positions == set(range(len(value))), (task.id, positions)
+
+
+def test_a_derived_probe_of_a_yes_no_task_flips_the_answer_when_its_argument_alone_moves() -> None:
+    snapshot = load_snapshot(DATA)
+    task = next(t for t in load_tasks(TASKS) if t.id == "comp_001")
+    for probe in derive_probes(task, snapshot):
+        if "flips" not in probe.reason:
+            continue
+        moved = next(k for k in probe.args if f"ignores {k}" in probe.reason)
+        reset = {**probe.oracle_params, moved: task.oracle.params[moved]}
+        assert expected_values(task, snapshot, probe.oracle_params) != expected_values(task, snapshot, reset)
+
+
+# --------------------------------------------------------------------------- worlds themselves
+def test_worlds_are_reproducible_from_their_seed_and_removed_on_close(env: Env) -> None:
+    tasks = list(env.judged.values())[:3]
+    with Worlds(env.snapshot, 3, 7, tasks) as a, Worlds(env.snapshot, 3, 7, tasks) as b:
+        wa = a.for_task(tasks[0], [p.oracle_params for p in tasks[0].probes])
+        wb = b.for_task(tasks[0], [p.oracle_params for p in tasks[0].probes])
+        assert [w.name for w in wa] == [w.name for w in wb]
+        assert [w.provider.content_hash for w in wa] == [w.provider.content_hash for w in wb]
+        root = a.root
+        assert root.is_dir()
+    assert not root.exists()
+    with Worlds(env.snapshot, 3, 8, tasks) as c:
+        assert c.as_of_date(0) != Worlds(env.snapshot, 3, 7, tasks).as_of_date(0) or \
+            c.variants(WorldKind.SEED, 0)[0][0] != a.variants(WorldKind.SEED, 0)[0][0]
+
+
+def test_worlds_count_cycles_through_the_kinds(env: Env) -> None:
+    worlds = Worlds(env.snapshot, 5, 1)
+    assert worlds.kinds() == [(WorldKind.SEED, 0), (WorldKind.AS_OF, 0), (WorldKind.EDGE, 0),
+                              (WorldKind.SEED, 1), (WorldKind.AS_OF, 1)]
+    assert Worlds(env.snapshot, 0, 1).kinds() == []
+
+
+def test_truncation_keeps_only_what_was_known_at_the_earlier_date(env: Env) -> None:
+    market = read_market(env.snapshot)
+    as_of = date(2024, 6, 28)
+    past = truncate(market, as_of)
+    for symbol in past.symbols():
+        raw = past.history_unadjusted(symbol)
+        assert raw.index[-1].date() == as_of
+        fast = past.fast_info(symbol)
+        assert fast["lastPrice"] == pytest.approx(float(raw["Close"].iloc[-1]))
+        assert fast["previousClose"] == pytest.approx(float(raw["Close"].iloc[-2]))
+        # Adj Close only knows the dividends paid by then: equal to Close on the last bar.
+        assert float(raw["Adj Close"].iloc[-1]) == pytest.approx(float(raw["Close"].iloc[-1]))
+        for freq in ("yearly", "quarterly"):
+            frame = past.income_stmt(symbol, freq)
+            assert all(pd.Timestamp(c).date() <= date(2024, 5, 14) for c in frame.columns)
+    assert past.income_stmt("AAPL", "quarterly").shape[1] < market.income_stmt("AAPL", "quarterly").shape[1]
+
+
+def test_a_spike_is_a_new_extreme_and_keeps_every_bar_consistent(env: Env) -> None:
+    market = read_market(env.snapshot)
+    spiked = perturb(market, [Spike(1, True, 0.04), Spike(30, False, 0.05)], ["TSLA"])
+    raw = spiked.history_unadjusted("TSLA")
+    closes = raw["Close"]
+    assert closes.iloc[-1] > market.history_unadjusted("TSLA")["Close"].iloc[-400:].max()
+    assert closes.iloc[-30] < market.history_unadjusted("TSLA")["Close"].iloc[-430:].min()
+    assert (raw["Low"] <= raw[["Open", "Close"]].min(axis=1)).all()
+    assert (raw["High"] >= raw[["Open", "Close"]].max(axis=1)).all()
+    assert spiked.fast_info("TSLA")["lastPrice"] == pytest.approx(float(closes.iloc[-1]))
+    assert spiked.history_unadjusted("AAPL").equals(market.history_unadjusted("AAPL"))  # others untouched
+
+
+def test_window_arguments_are_spans_not_levels_or_dates() -> None:
+    assert window_args({"days": 30, "window": 14, "rsi_threshold": 30, "year": 2023, "quarter": 1,
+                        "num_std": 2, "symbol": "AAPL", "annualise": True}) == {"days": 30, "window": 14}
+
+
+def test_a_world_is_a_valid_snapshot_the_sandbox_serves_with_its_own_clock(env: Env) -> None:
+    task = env.judged["fetch_004"]
+    worlds = env.worlds.for_task(task, [p.oracle_params for p in task.probes])
+    code = ("import datetime\nimport yfinance as yf\n\n\ndef today_and_close(symbol: str) -> list:\n"
+            "    h = yf.Ticker(symbol).history(period='5d')\n"
+            "    return [datetime.date.today().isoformat(), float(h['Close'].iloc[-1])]\n")
+    for world in worlds:
+        manifest = json.loads((world.path / "manifest.json").read_text())
+        assert manifest["synthetic"] is True and manifest["world"] == world.kind.value
+        result = env.run(code, "today_and_close", {"symbol": "^GSPC"}, str(world.path))
+        assert result.ok, result.error_message
+        assert result.value == [world.as_of.isoformat(), float(world.provider.history("^GSPC")["Close"].iloc[-1])]
+    base = env.run(code, "today_and_close", {"symbol": "^GSPC"})
+    assert base.value[0] == env.snapshot.as_of.isoformat()  # the session's own snapshot again
+
+
+def test_no_world_directory_outlives_the_gate_run(tmp_path: Path, make_config) -> None:
+    from tests.runner.test_gate import _run
+
+    before = set(Path(os.environ.get("TMPDIR", "/tmp")).glob("finevo-worlds-*"))
+    result, _ = _run(make_config(only=["fetch_002"], worlds=3, worlds_seed=5, baseline_path=None))
+    assert result.doc["config"]["worlds"] == {"count": 3, "seed": 5}
+    assert [w["kind"] for w in result.doc["tasks"][0]["worlds"]] == ["seed", "as_of", "edge"]
+    assert set(Path(os.environ.get("TMPDIR", "/tmp")).glob("finevo-worlds-*")) == before
+
+
+def test_a_tool_right_only_on_the_snapshot_fails_in_a_world_and_the_reports_say_which(make_config) -> None:
+    from tests.runner.test_gate import _run
+
+    result, _ = _run(make_config(only=["fetch_003"], worlds=3, worlds_seed=5, baseline_path=None,
+                                 self_check=False), {"fetch_003": "base_only"})
+    task = result.doc["tasks"][0]
+    assert task["state"] == "fail" and task["reason"].startswith("world seed-")
+    assert all(p["state"] == "pass" for p in task["probes"])  # right for every probe's arguments
+    assert [w["state"] for w in task["worlds"]] == ["fail", "skipped", "skipped"]
+    summary = (result.run_dir / "summary.md").read_text(encoding="utf-8")
+    assert "**Hidden worlds**" in summary and f"| {task['worlds'][0]['world']} |" in summary
+
+
+def test_a_bad_worlds_setting_is_one_line_and_exit_2(tmp_path: Path, monkeypatch, capsys, make_config) -> None:
+    from finevo.errors import InputError
+    from runner.cli import main
+    from runner.prepare import prepare
+
+    monkeypatch.setenv("FINEVO_WORLDS", "many")
+    assert main(["run", "--llm", "reference", "--only", "fetch_002", "--out", str(tmp_path / "out")]) == 2
+    assert "FINEVO_WORLDS: expected a whole number, got 'many'" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(InputError, match="--worlds: must be 0 or more, got -1"):
+        prepare(make_config(worlds=-1))
+
+
+def test_probes_that_each_match_a_different_reading_fail_the_task() -> None:
+    from runner.judge import Judgement
+    from runner.judging import _one_reading
+    from runner.records import ProbeResult, TaskState
+
+    task = next(t for t in load_tasks(TASKS) if t.id == "fetch_002")  # last_price / last_close
+    outcome = Outcome(task_id=task.id, value=1.0, tool_code="", stage="done")
+    main = Judgement(TaskState.PASS, "matches convention 'last_price'", convention="last_price")
+    expected = {"last_price": 1.0, "last_close": 1.0}  # the value matches both readings ...
+    probes = [ProbeResult(1, {"symbol": "AAPL"}, TaskState.PASS, "", actual=2.0),   # ... this one the first
+              ProbeResult(2, {"symbol": "TSLA"}, TaskState.PASS, "", actual=5.0)]   # ... this one the second
+    probe_expected = [{"last_price": 2.0, "last_close": 3.0}, {"last_price": 4.0, "last_close": 5.0}]
+    verdict = _one_reading(task, outcome, main, expected, probes, probe_expected)
+    assert verdict.state == "fail"
+    assert verdict.reason == ("probe 2 (symbol=TSLA): matches 'last_close' but the other values 'last_price': "
+                              "one reading must hold throughout")
+    assert _one_reading(task, outcome, main, expected, probes[:1], probe_expected[:1]) is main
+
+
+def test_the_subprocess_backend_serves_a_world_too(env: Env) -> None:
+    task = env.judged["fetch_004"]
+    world = env.worlds.for_task(task, [p.oracle_params for p in task.probes])[1]  # the earlier as-of
+    code = ("import datetime\nimport yfinance as yf\n\n\ndef today_and_close(symbol: str) -> list:\n"
+            "    h = yf.Ticker(symbol).history(period='5d')\n"
+            "    return [datetime.date.today().isoformat(), float(h['Close'].iloc[-1])]\n")
+    with create_sandbox(DATA, backend="subprocess") as cold:
+        result = cold.run(code, "today_and_close", {"symbol": "^GSPC"}, Limits(timeout_s=60.0),
+                          snapshot_dir=str(world.path))
+        assert result.ok, result.error_message
+        assert result.value == [world.as_of.isoformat(), float(world.provider.history("^GSPC")["Close"].iloc[-1])]
+        assert cold.run(code, "today_and_close", {"symbol": "^GSPC"}).value[0] == env.snapshot.as_of.isoformat()
+
+
+def test_a_world_the_oracle_cannot_answer_is_skipped_with_its_reason(env: Env, tmp_path: Path) -> None:
+    from finevo.market.snapshot import symbol_files, write_snapshot_files
+    from runner.worlds import World
+
+    early = truncate(read_market(env.snapshot), date(2024, 1, 31))  # 2023's annual figures not reported yet
+    blobs: dict[str, bytes] = {}
+    for item in early.data.values():
+        blobs.update(symbol_files(item))
+    write_snapshot_files(tmp_path, blobs, symbols=early.symbols(), as_of=early.as_of, synthetic=True, label="t",
+                         generator="test", generator_version="1", durable=False)
+    world = World("as_of-early", WorldKind.AS_OF, tmp_path, load_snapshot(tmp_path))
+
+    class OneWorld:
+        def for_task(self, task: Task, argsets: Any) -> list[World]:
+            return [world]
+
+    task = env.judged["fetch_003"]
+    result = env.run(reference("fetch_003"), task.intent.indicator, dict(task.intent.args))
+    outcome = Outcome(task_id=task.id, value=result.value, tool_code=reference("fetch_003"), stage="done")
+    verdict = judge_task(task, outcome, expected_values(task, env.snapshot), 0.0,
+                         probe_expected=probe_expected_values(task, env.snapshot), run_tool=env.run,
+                         worlds=OneWorld())
+    assert verdict.state == "pass"
+    assert verdict.worlds[0].state == "skipped" and verdict.worlds[0].checks == 0
+    assert verdict.worlds[0].reason.startswith("not judged: the oracle has no answer in this world (")
+    assert "fiscal year ending in 2023" in verdict.worlds[0].reason
+
+
+def test_the_worlds_of_a_killed_run_are_swept_by_the_next(env: Env, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from runner.worlds import sweep_orphans
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    orphan = tmp_path / f"finevo-worlds-{gone}-abc"
+    (orphan / "seed-1").mkdir(parents=True)
+    mine = tmp_path / f"finevo-worlds-{os.getpid()}-def"
+    mine.mkdir()
+    unrelated = tmp_path / "finevo-worlds-notapid-x"
+    unrelated.mkdir()
+    with Worlds(env.snapshot, 1, 3, root=tmp_path) as worlds:
+        assert worlds.root.parent == tmp_path and worlds.root.name.startswith(f"finevo-worlds-{os.getpid()}-")
+        assert not orphan.exists() and mine.exists() and unrelated.exists()
+    assert sweep_orphans(tmp_path) == []
