@@ -455,3 +455,16 @@ def test_the_worlds_of_a_killed_run_are_swept_by_the_next(env: Env, tmp_path: Pa
         assert worlds.root.parent == tmp_path and worlds.root.name.startswith(f"finevo-worlds-{os.getpid()}-")
         assert not orphan.exists() and mine.exists() and unrelated.exists()
     assert sweep_orphans(tmp_path) == []
+
+
+def test_world_snapshots_live_where_a_worker_with_a_private_tmp_can_read_them(monkeypatch, tmp_path) -> None:
+    """The warm worker may mount a private /tmp when it starts; worlds are written later, so they
+    must not go under /tmp unless the operator says so."""
+    from runner.worlds import default_root_parent
+
+    monkeypatch.delenv("FINEVO_WORLDS_DIR", raising=False)
+    parent = default_root_parent()
+    if os.access("/var/tmp", os.W_OK | os.X_OK):
+        assert parent == "/var/tmp"
+    monkeypatch.setenv("FINEVO_WORLDS_DIR", str(tmp_path))
+    assert default_root_parent() == str(tmp_path)
