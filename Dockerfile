@@ -85,6 +85,9 @@ LABEL org.opencontainers.image.title="finevo-verify" \
 
 # The image has no git: the commit it was built from is what results.json records as git_sha
 # ("unknown" when built without REVISION counts as none; `docker run -e FINEVO_GIT_SHA=...` overrides).
+# FINEVO_REQUIRE_ISOLATION=kernel: the gate gives no verdict (exit 3) unless Landlock and seccomp
+# confine every tool -- both work under Docker's default seccomp profile, so run the image as
+# documented, never with --privileged or seccomp=unconfined.
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
@@ -92,6 +95,7 @@ ENV PATH=/opt/venv/bin:$PATH \
     HOME=/home/finevo \
     FINEVO_BENCHMARKS=/opt/finevo/benchmarks \
     FINEVO_REGISTRY_DIR=/tmp/finevo/registry \
+    FINEVO_REQUIRE_ISOLATION=kernel \
     FINEVO_GIT_SHA=${REVISION}
 
 # A fixed, unprivileged user; /out (the reports volume) belongs to it. The launcher runs the

@@ -21,7 +21,7 @@ from finevo.inputs import iter_jsonl, read_json, read_text
 from finevo.paths import benchmarks_dir
 
 Canary = Literal["env_secret", "file_read", "file_write", "file_delete", "network", "process",
-                 "resource", "forge_result", "none"]
+                 "resource", "forge_result", "signal", "persistence", "none"]
 Expect = Literal["policy", "runtime"]
 CANARIES: tuple[str, ...] = get_args(Canary)
 #: The value every ``forge_result`` payload tries to pass off as its result (each really returns

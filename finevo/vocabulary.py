@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-__all__ = ["TASK_CATEGORIES", "AgentMode", "Category", "ProviderKind", "SandboxBackend", "ToolSource",
-           "choices", "words"]
+__all__ = ["TASK_CATEGORIES", "AgentMode", "Category", "Isolation", "ProviderKind", "SandboxBackend",
+           "ToolSource", "choices", "words"]
 
 
 class AgentMode(StrEnum):
@@ -33,6 +33,16 @@ class SandboxBackend(StrEnum):
     WARM = "warm"
     #: A fresh interpreter per execution (slower; no state shared between executions).
     SUBPROCESS = "subprocess"
+
+
+class Isolation(StrEnum):
+    """How strongly the sandbox confines tool code (``--require-isolation`` can demand ``kernel``)."""
+
+    #: Landlock and seccomp confine every child, and the containment self-test saw each forbidden
+    #: attempt refused by a kernel layer.
+    KERNEL = "kernel"
+    #: Anything less: reported everywhere as "weak isolation".
+    WEAK = "weak"
 
 
 class Category(StrEnum):

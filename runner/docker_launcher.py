@@ -25,6 +25,9 @@ Decisions
   ``--network none``; only ``live`` (or an unknown mode) gets the default network.
 * **Secrets.** Only ``FINEVO_LLM_*``, ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` are passed in, and
   only their names are ever printed; the API keys (:data:`SECRET_NAMES`) not at all to offline modes.
+  ``FINEVO_REQUIRE_ISOLATION`` passes too when set (the image requires kernel isolation by default).
+  The container runs under Docker's default seccomp profile, where Landlock and seccomp -- the
+  sandbox's kernel layers -- both work: no extra privilege or profile is asked for.
 * **Commit.** The image has no git: ``FINEVO_GIT_SHA`` is set to the host checkout's
   ``git rev-parse HEAD`` (or the host's own ``FINEVO_GIT_SHA``) so results.json records the commit;
   without either, the image's build-time ``REVISION`` stands.
@@ -77,7 +80,7 @@ DEFAULT_STOP_GRACE = 20.0
 OFFLINE_MODES = ("reference",)
 OFFLINE_PREFIXES = ("replay:", "predictions:")
 PASSTHROUGH_PREFIXES = ("FINEVO_LLM_",)
-PASSTHROUGH_NAMES = ("OPENAI_API_KEY", "OPENAI_BASE_URL")
+PASSTHROUGH_NAMES = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "FINEVO_REQUIRE_ISOLATION")
 #: Credentials: passed only to runs that may call an LLM endpoint (never to offline modes).
 SECRET_NAMES = ("OPENAI_API_KEY", "FINEVO_LLM_API_KEY")
 #: Gate flags whose value is a host path the container must see.

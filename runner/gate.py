@@ -24,6 +24,8 @@ from typing import Any
 
 from finevo.errors import InputError
 from runner.console import Console
+from runner.containment import Containment, IsolationUnavailable
+from runner.containment import prove as prove_containment
 from runner.events import EventLog
 from runner.execution import Aborted, Interrupts, TaskRunner
 from runner.judge import JUDGE_VERSION
@@ -126,10 +128,7 @@ class Gate:
                     raise InputError(f"{p.run_dir / 'registry'}: registry is not empty; "
                                      "pass --reuse-registry or use a new --run-id")
                 config = self.config_dict(runner.session.info)
-                layers = config["sandbox_layers"]
-                if layers:
-                    console.line("sandbox layers: "
-                                 + ", ".join(f"{k}={'on' if v else 'off'}" for k, v in layers.items()))
+                containment = self._prove_sandbox(runner, config, fresh_dir)
                 with EventLog(p.run_dir / "events.jsonl") as events:
                     events.emit("start", run_id=p.run_id, started_at=started_at, config=config,
                                 warnings=suite.warnings,
@@ -155,6 +154,7 @@ class Gate:
                     partial = signum if signum is not None else (-1 if crash else None)
                     doc = self._document(config, started_at, t0, tasks_done, sec_done, pay_done, selfcheck,
                                          partial, crash=crash if partial == -1 else None)
+                    doc["containment_selftest"] = containment.selftest
                     paths = write_all(doc, p.run_dir)
                     events.emit("end", finished_at=doc.finished_at.isoformat(), signal=partial,
                                 exit_code=doc.verdict.exit_code, crash=crash, traceback=crash_tb)
@@ -167,6 +167,23 @@ class Gate:
         return GateOutcome(exit_code=doc.verdict.exit_code, doc=doc.to_json_dict(), results=doc, paths=paths,
                            run_dir=p.run_dir,
                            crash=crash, crash_traceback=crash_tb)
+
+    def _prove_sandbox(self, runner: TaskRunner, config: dict[str, Any], fresh_dir: bool) -> Containment:
+        """The sandbox's layers and containment self-test, into ``config`` and on the console; a
+        required kernel isolation that is missing stops the run here, leaving nothing behind."""
+        found = prove_containment(runner.session.sandbox, self.p.config.require_isolation)
+        config.update(found.config_fields())
+        for line in found.console_lines():
+            self.console.line(line)
+        try:
+            found.enforce()
+        except IsolationUnavailable:
+            runner.close()
+            if fresh_dir:
+                shutil.rmtree(self.p.run_dir, ignore_errors=True)
+            remove_if_empty(self.p.created_dirs)
+            raise
+        return found
 
     def _selfcheck(self, tasks_done: list[TaskResult], interrupts: Interrupts) -> dict[str, Any]:
         """Run the harness self-check, or say plainly why it did not run."""

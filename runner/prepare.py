@@ -43,6 +43,7 @@ class GateConfig:
     max_refinements: int | None = None
     agent_mode: str = AgentMode.EVOLVING
     sandbox_backend: str | None = None   # None: FINEVO_SANDBOX_BACKEND, else warm
+    require_isolation: str | None = None  # "kernel": exit 3 without Landlock + seccomp (runner.containment)
     reuse_registry: bool = False
     self_check: bool = True
     run_payloads: bool = True

@@ -1,6 +1,6 @@
 """Per-execution overhead of the sandbox backends, side by side, in one run.
 
-    python scripts/bench_sandbox.py [--runs N] [--cold-runs N] [--data DIR|none]
+    python scripts/bench_sandbox.py [--runs N] [--cold-runs N] [--data DIR|none] [--corpus]
 
 Measures, for a trivial tool (``def f(x): return x + 1``):
 
@@ -13,11 +13,18 @@ Both sandboxes load the bundled market snapshot and the yfinance replay shim by 
 gate's do (``--data none`` measures them without it), so the worker RSS is the real one. Printed:
 median and p90 wall-clock milliseconds, the warm speed-up over cold, and the resident
 memory of a warm worker, with the targets (warm median <= 15 ms, >= 20x faster than cold,
-worker RSS <= 200 MB). Exit 0 when every target is met, 1 otherwise.
+worker RSS <= 200 MB, with every kernel layer -- Landlock, seccomp -- active in the children).
+
+Also measured: the containment self-test the gate runs at start (median of 5, target < 1 s), and
+with ``--corpus`` (run from a source checkout, as root) the policy-off containment counts of the
+whole payload corpus in each setting -- root, unprivileged, unprivileged without ``unshare`` --
+using the test suite's setting launcher: how many payloads a kernel layer refused (by layer), how
+many the limits stopped, and how many breached a canary (must be 0).
 
 It then prints the cost of the result boundary (:func:`print_boundary_costs`): normalising
 typical return values in the child, a warm execution returning a Series instead of a list, and
 the frozen clock's C-level redirection (once per worker start, and per ``datetime64("today")``).
+Exit 0 when every target is met, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -33,11 +40,13 @@ from finevo.paths import snapshot_dir
 from finevo.sandbox import Limits, create_sandbox
 from finevo.sandbox.backends import WarmSandbox
 from finevo.sandbox.preload import BLAS_ENV
+from finevo.sandbox.selftest import run_selftest
 
 TRIVIAL = "def f(x: int) -> int:\n    return x + 1\n"
 TARGET_WARM_MS = 15.0
 TARGET_SPEEDUP = 20.0
 TARGET_RSS_MB = 200.0
+TARGET_SELFTEST_S = 1.0
 
 
 def _time(call: Callable[[], None], runs: int) -> list[float]:
@@ -60,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cold-runs", type=int, default=10, help="cold / subprocess executions (default 10)")
     parser.add_argument("--data", default=str(snapshot_dir()),
                         help="market snapshot for the sandboxes, or 'none' (default: the bundled snapshot)")
+    parser.add_argument("--corpus", action="store_true",
+                        help="also count policy-off containment of the payload corpus in every setting")
     args = parser.parse_args(argv)
     data = None if args.data.strip().lower() == "none" else args.data
     limits = Limits(timeout_s=60.0)
@@ -83,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(("warm backend", _time(run_warm, args.runs)))
         rss_mb = warm.worker_rss_kb() / 1024.0
         layers = warm.layers()
+        selftests = [run_selftest(warm) for _ in range(5)]
 
     print(f"snapshot: {data or 'none (no market data, no replay shim)'}")
     print(f"{'path':32} {'runs':>5} {'median ms':>10} {'p90 ms':>9}")
@@ -94,13 +106,64 @@ def main(argv: list[str] | None = None) -> int:
     print(f"warm speed-up over cold: {speedup:.1f}x   warm worker RSS: {rss_mb:.1f} MB")
     print("active layers: " + ", ".join(k for k, v in layers.items() if v)
           + ("   inactive: " + ", ".join(k for k, v in layers.items() if not v) if not all(layers.values()) else ""))
+    selftest_s = statistics.median(t.duration_s for t in selftests)
+    print(f"containment self-test: median {selftest_s * 1000:.0f} ms over {len(selftests)} runs, "
+          f"{len(selftests[0].probes)} probes, ok={all(t.ok for t in selftests)}")
     print_boundary_costs(data, args.runs)
     checks = [(f"warm median <= {TARGET_WARM_MS:g} ms", warm_median <= TARGET_WARM_MS),
               (f"warm >= {TARGET_SPEEDUP:g}x faster than cold", speedup >= TARGET_SPEEDUP),
-              (f"worker RSS <= {TARGET_RSS_MB:g} MB", rss_mb <= TARGET_RSS_MB)]
+              (f"worker RSS <= {TARGET_RSS_MB:g} MB", rss_mb <= TARGET_RSS_MB),
+              ("kernel layers (landlock, seccomp) active in every child", layers["landlock"] and layers["seccomp"]),
+              (f"containment self-test ok and < {TARGET_SELFTEST_S:g} s",
+               all(t.ok for t in selftests) and selftest_s < TARGET_SELFTEST_S)]
+    if args.corpus:
+        checks.append(("no canary breached by any payload with the policy off", _corpus_counts() == 0))
     for label, met in checks:
         print(f"  [{'met' if met else 'MISSED'}] {label}")
     return 0 if all(met for _, met in checks) else 1
+
+
+def _corpus_counts() -> int:
+    """Print policy-off containment counts per setting; return the number of breaches."""
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parent.parent)
+    if root not in sys.path:  # the setting launcher is the test suite's (a source checkout)
+        sys.path.insert(0, root)
+    from finevo.corpus import load_payloads
+    from tests.finevo.sandbox.kernel_settings import SETTINGS, Scene, run_setting, setting_unavailable
+
+    payloads = load_payloads()
+    limits = {"timeout_s": 5.0, "cpu_s": 2, "memory_mb": 1024}
+    breaches = 0
+    print(f"policy-off containment of {len(payloads)} payloads (static policy and audit hook off):")
+    for setting in SETTINGS:
+        reason = setting_unavailable(setting)
+        if reason:
+            print(f"  {setting:26} skipped: {reason}")
+            continue
+        scene = Scene.create()
+        try:
+            started = time.perf_counter()
+            layers, results = run_setting(setting, payloads, scene, policy="off", limits=limits)
+            elapsed = time.perf_counter() - started
+        finally:
+            scene.close()
+        by_layer: dict[str, int] = {}
+        broke = 0
+        for record in results:
+            if record["leaked"] or record["contacts"] or record["canary_changed"] or record["leftovers"] \
+                    or record["restarts"]:
+                broke += 1
+            stopped = record["status"] in ("blocked", "killed", "timeout")
+            key = record["layer"] if stopped else "ran or raised, nothing reached"
+            by_layer[str(key)] = by_layer.get(str(key), 0) + 1
+        breaches += broke
+        active = [k for k in ("landlock", "seccomp", "netns", "mountns", "ipcns", "uid") if layers["layers"].get(k)]
+        print(f"  {setting:26} layers {'+'.join(active)}: "
+              + ", ".join(f"{k} {v}" for k, v in sorted(by_layer.items(), key=lambda kv: -kv[1]))
+              + f"; breaches {broke} ({elapsed:.0f} s)")
+    return breaches
 
 
 # --------------------------------------------------------------------------- the result boundary

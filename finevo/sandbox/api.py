@@ -41,6 +41,9 @@ class Limits:
     nproc: int = 0          # extra processes/threads the tool may create (0 = none)
     nofile: int = 64
     output_bytes: int = 65536
+    #: What the working directory may hold (bytes of every file in it, MB); RLIMIT_FSIZE caps one
+    #: file, this caps them all, so a tool writing many files cannot fill the host's disk.
+    disk_mb: int = 256
 
 
 @dataclass

@@ -32,7 +32,7 @@ from finevo.sandbox import confine, guard, protocol, workspace
 from finevo.sandbox.api import ExecutionResult, Limits
 from finevo.sandbox.preload import BLAS_ENV
 from finevo.sandbox.supervise import classify, supervise
-from finevo.vocabulary import SandboxBackend, words
+from finevo.vocabulary import Isolation, SandboxBackend, words
 
 #: Seconds the parent waits for the warm worker beyond the tool's own wall-clock limit.
 WORKER_GRACE_S = 30.0
@@ -89,6 +89,8 @@ class _BaseSandbox:
             "tool_imports": sorted(guard.TOOL_IMPORTS),
         }
         self._layers: dict[str, bool] | None = None
+        #: What the layer probe's child reported about the kernel layers (filled by :meth:`layers`).
+        self.kernel_info: dict[str, Any] = {}
         self._closed = False
 
     # -- the interface ---------------------------------------------------------------------
@@ -116,28 +118,72 @@ class _BaseSandbox:
         result.details["backend"] = self.backend
         return result
 
+    def run_kernel_only(self, code: str, entry: str | None, args: dict[str, Any] | None = None,
+                        limits: Limits | None = None) -> ExecutionResult:
+        """Run with the static policy *and* the audit hook off: only the kernel layers (Landlock,
+        seccomp, namespaces, uid, rlimits) contain the code. For the containment self-test and
+        ``sandbox check --no-policy``; the gate never judges a tool this way."""
+        limits = limits or Limits()
+        request = {"code": code, "entry": entry, "args": dict(args or {}), "limits": asdict(limits),
+                   "audit_hook": False}
+        started = time.monotonic()
+        result = self._execute(request, limits)
+        result.details["wall_s"] = round(time.monotonic() - started, 6)
+        result.details["backend"] = self.backend
+        result.details["policy"] = "off"
+        return result
+
     def layers(self) -> dict[str, bool]:
-        """Which containment layers are active here (probed once with a trivial tool)."""
+        """Which containment layers are active here (probed once with a trivial tool).
+
+        The kernel layers are read from what a real child reported after confining itself, never
+        assumed from what the host could offer."""
         if self._layers is None:
             probe = self._execute({"code": _PROBE_CODE, "entry": "probe", "args": {},
                                    "limits": asdict(Limits(timeout_s=60.0))}, Limits(timeout_s=60.0))
             seen = probe.details.get("confinement", {}) if probe.ok else {}
+            land = seen.get("landlock") or {}
+            filt = seen.get("seccomp") or {}
+            self.kernel_info = {"landlock_abi": int(land.get("abi") or 0),
+                                "landlock_error": land.get("error"), "seccomp_error": filt.get("error"),
+                                "seccomp_instructions": filt.get("instructions"), "uid": seen.get("uid")}
             self._layers = {
                 "policy": self.policy,
-                "process-group": True,
-                "rlimits": True,
-                "empty-env": True,
-                "private-tmpdir": True,
-                "audit-hook": bool(seen),
+                "landlock": bool(land.get("enforced")),
+                "landlock_tcp": bool(land.get("tcp")),
+                "landlock_scopes": bool(land.get("scoped_signals")),
+                "seccomp": bool(filt.get("enforced")),
+                "pidns": False,
+                "mountns": bool(self._worker_namespaces().get("mountns")),
                 "netns": bool(seen.get("netns")) or bool(self._worker_netns()),
-                "uid-drop": seen.get("uid") is not None,
-                "rlimit-nproc": bool(seen.get("nproc_limited")),
-                "no-new-privs": bool(seen.get("no_new_privs")),
-                "non-dumpable": bool(seen.get("non_dumpable")),
-                "host-non-dumpable": self.host_non_dumpable and self._worker_non_dumpable(),
-                "dac-read-restricted": seen.get("uid") is not None and not seen.get("dac_read_kept"),
+                "ipcns": bool(self._worker_namespaces().get("ipcns")),
+                "private_tmp": bool(self._worker_namespaces().get("private_tmp")),
+                "uid": seen.get("uid") is not None and seen.get("uid") != 0,
+                "caps_dropped": bool(seen.get("caps_dropped")),
+                "rlimits": bool(seen),
+                "rlimit_nproc": bool(seen.get("nproc_limited")),
+                "audit_hook": bool(seen.get("audit_hook")),
+                "process_group": True,
+                "empty_env": True,
+                "private_tmpdir": True,
+                "no_new_privs": bool(seen.get("no_new_privs")),
+                "non_dumpable": bool(seen.get("non_dumpable")),
+                "host_non_dumpable": self.host_non_dumpable and self._worker_non_dumpable(),
             }
         return dict(self._layers)
+
+    def isolation(self) -> tuple[str, list[str]]:
+        """``("kernel", [])`` when Landlock and seccomp both confine every child, else
+        ``("weak", [what is missing, and how to get it])``."""
+        layers = self.layers()
+        missing = []
+        if not layers["landlock"]:
+            missing.append("landlock (needs Linux >= 5.13 with Landlock enabled: lsm=...,landlock "
+                           "on the kernel command line; in Docker it is available by default)")
+        if not layers["seccomp"]:
+            missing.append("seccomp (needs a Linux kernel built with CONFIG_SECCOMP_FILTER, on x86-64 "
+                           "or aarch64)")
+        return (Isolation.KERNEL.value if not missing else Isolation.WEAK.value), missing
 
     def close(self) -> None:
         self._closed = True
@@ -154,6 +200,10 @@ class _BaseSandbox:
 
     def _worker_netns(self) -> bool:
         return False
+
+    def _worker_namespaces(self) -> dict[str, bool]:
+        """The namespaces the process that forks the tools moved into (none for cold children)."""
+        return {}
 
     def _worker_non_dumpable(self) -> bool:
         """Whether the process between the host and the tool (if any) is non-dumpable too."""
@@ -185,7 +235,7 @@ class SubprocessSandbox(_BaseSandbox):
                 finally:
                     for fd in (out_w, err_w, ctl_w):
                         os.close(fd)
-            observation = supervise(proc.pid, out_r, err_r, ctl_r, limits)
+            observation = supervise(proc.pid, out_r, err_r, ctl_r, limits, workdir=workdir)
             # supervise() reaped the child; tell Popen so it never waits on a recycled pid.
             proc.returncode = observation.wait_status if observation.wait_status is not None else -1
             return classify(observation, limits)
@@ -300,6 +350,9 @@ class WarmSandbox(_BaseSandbox):
 
     def _worker_netns(self) -> bool:
         return bool(self.worker_info.get("netns"))
+
+    def _worker_namespaces(self) -> dict[str, bool]:
+        return dict(self.worker_info.get("namespaces") or {})
 
     def _worker_non_dumpable(self) -> bool:
         return bool(self.worker_info.get("non_dumpable"))

@@ -24,7 +24,10 @@ import os
 import resource
 import signal
 import stat
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from finevo.sandbox import landlock, seccomp
 
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
@@ -33,7 +36,15 @@ PR_GET_DUMPABLE = 3
 PR_SET_DUMPABLE = 4
 PR_SET_KEEPCAPS = 8
 PR_SET_NO_NEW_PRIVS = 38
-CAP_DAC_READ_SEARCH = 2
+PR_CAPBSET_DROP = 24
+PR_SET_SECUREBITS = 28
+PR_CAP_AMBIENT = 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+#: SECBIT_NOROOT, SECBIT_NO_SETUID_FIXUP, SECBIT_KEEP_CAPS_LOCKED, SECBIT_NO_CAP_AMBIENT_RAISE and
+#: their locks: uid 0 grants nothing on execve, and no capability can come back.
+SECUREBITS_LOCKED_NOROOT = 0x1 | 0x2 | 0x4 | 0x8 | 0x20 | 0x40 | 0x80
+#: The same without SECBIT_NO_SETUID_FIXUP: the uid change itself then clears every capability.
+SECUREBITS_LOCKED_UID_CHANGE = 0x1 | 0x2 | 0x20 | 0x40 | 0x80
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
 
 #: Dedicated uids for sandbox children: one per child (base + pid % span), so RLIMIT_NPROC
@@ -50,10 +61,18 @@ class Confinement:
 
     netns: bool = False
     uid: int | None = None
-    dac_read_kept: bool = False
+    caps_dropped: bool = False
     no_new_privs: bool = False
     non_dumpable: bool = False
+    landlock: dict[str, Any] = field(default_factory=dict)
+    seccomp: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+
+    def record(self) -> dict[str, Any]:
+        """The fields the child reports to the supervisor in its "started" record."""
+        return {"netns": self.netns, "uid": self.uid, "caps_dropped": self.caps_dropped,
+                "no_new_privs": self.no_new_privs, "non_dumpable": self.non_dumpable,
+                "landlock": self.landlock, "seccomp": self.seccomp, "notes": self.notes}
 
 
 _LIBC: list[ctypes.CDLL | None] = []
@@ -86,12 +105,89 @@ def unshare_network() -> bool:
     return os.geteuid() != 0 and libc.unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0
 
 
+CLONE_NEWNS = 0x00020000
+CLONE_NEWIPC = 0x08000000
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x8, 0x4000, 0x40000
+#: Size of the private tmpfs on /tmp (every working directory of one warm worker lives there)
+#: and on /dev/shm (no tool can write there: Landlock; the mount only hides the host's).
+PRIVATE_TMP_MB = 512
+PRIVATE_SHM_MB = 8
+
+
+def _map_own_ids() -> bool:
+    """In a fresh user namespace: map this process's uid and gid to themselves (nothing else), so
+    files it creates keep its real ids; setgroups is denied, as an unprivileged map requires."""
+    uid, gid = os.geteuid(), os.getegid()
+    was_dumpable = dumpable()
+    # A non-dumpable process's /proc/self files belong to root: the maps could not be written.
+    # The worker has no child yet and holds no secret (its environment is the BLAS variables).
+    _prctl(PR_SET_DUMPABLE, 1)
+    try:
+        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+            with open(f"/proc/self/{name}", "w", encoding="ascii") as handle:
+                handle.write(text)
+    except OSError:
+        return False
+    finally:
+        if was_dumpable == 0:
+            _prctl(PR_SET_DUMPABLE, 0)
+    return True
+
+
+def _hides(mount_point: str, paths: list[str]) -> bool:
+    """Whether a mount on ``mount_point`` would hide any of ``paths`` (resolved)."""
+    prefix = mount_point.rstrip("/") + "/"
+    return any(os.path.realpath(p) == mount_point or os.path.realpath(p).startswith(prefix) for p in paths)
+
+
+def unshare_namespaces(keep_visible: list[str] | None = None) -> dict[str, bool]:
+    """Move this process (the warm worker, before it forks any child) into new network, mount and
+    IPC namespaces where the kernel allows it -- as root, or through a new user namespace -- and
+    mount private, size-limited tmpfs instances on /tmp and /dev/shm in the new mount namespace.
+
+    What it buys: the working directories of every run live in a bounded tmpfs that vanishes with
+    the worker (nothing left on the host's /tmp if it is killed), the host's /tmp, /dev/shm,
+    System V IPC objects and network are out of view. Refused (e.g. under Docker's default
+    seccomp profile): falls back to what can be had; Landlock and seccomp do not depend on it.
+    No tmpfs is mounted where it would hide one of ``keep_visible`` (the read roots and the
+    snapshot: a checkout or a virtual environment under /tmp must stay importable).
+    """
+    got = {"netns": False, "mountns": False, "ipcns": False, "private_tmp": False, "userns": False}
+    libc = _libc()
+    if libc is None or not hasattr(libc, "unshare"):
+        return got
+    wanted = CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWIPC
+    if libc.unshare(wanted) == 0:
+        pass
+    elif os.geteuid() != 0 and libc.unshare(CLONE_NEWUSER | wanted) == 0:
+        got["userns"] = True
+        if not _map_own_ids():
+            return dict(got, netns=True)  # unmapped: files on a new tmpfs could not be created
+    else:
+        got["netns"] = unshare_network()
+        return got
+    got.update(netns=True, mountns=True, ipcns=True)
+    mount = libc.mount
+    mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+    if mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
+        return got
+    flags = MS_NOSUID | MS_NODEV
+    needed = list(keep_visible or [])
+    if _hides("/tmp", needed) or _hides("/dev/shm", needed):
+        return got  # the interpreter, the packages or the snapshot live there: keep the host's
+    ok_tmp = mount(b"tmpfs", b"/tmp", b"tmpfs", flags, f"size={PRIVATE_TMP_MB}m,mode=1777".encode()) == 0
+    ok_shm = mount(b"tmpfs", b"/dev/shm", b"tmpfs", flags | MS_NOEXEC,
+                   f"size={PRIVATE_SHM_MB}m,mode=1777".encode()) == 0
+    got["private_tmp"] = ok_tmp and ok_shm
+    return got
+
+
 def _prctl(option: int, arg: int) -> bool:
     libc = _libc()
     if libc is None:
         return False
-    return bool(libc.prctl(option, ctypes.c_ulong(arg), ctypes.c_ulong(0), ctypes.c_ulong(0),
-                           ctypes.c_ulong(0)) == 0)
+    return int(libc.prctl(option, ctypes.c_ulong(arg), ctypes.c_ulong(0), ctypes.c_ulong(0),
+                          ctypes.c_ulong(0))) == 0
 
 
 def make_non_dumpable() -> bool:
@@ -143,36 +239,72 @@ class _CapData(ctypes.Structure):
                 ("inheritable", ctypes.c_uint32)]
 
 
-def _keep_only_dac_read() -> bool:
+def drop_all_capabilities() -> bool:
+    """Leave this process with no capability at all, for good: lock the securebits so that uid 0
+    means nothing (no capabilities regained by root on execve or kept across a uid change), empty
+    the bounding set, then clear the effective, permitted and inheritable sets. True when the
+    three sets are empty afterwards."""
     libc = _libc()
     if libc is None:
         return False
+    _prctl(PR_SET_SECUREBITS, SECUREBITS_LOCKED_NOROOT)
+    for cap in range(64):  # numbers past the kernel's last capability fail harmlessly (EINVAL)
+        _prctl(PR_CAPBSET_DROP, cap)
+    _prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
     header = _CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)
     data = (_CapData * 2)()
-    bit = 1 << CAP_DAC_READ_SEARCH
-    data[0].effective = bit
-    data[0].permitted = bit
-    data[0].inheritable = 0
-    return bool(libc.capset(ctypes.byref(header), ctypes.byref(data)) == 0)
+    if libc.capset(ctypes.byref(header), ctypes.byref(data)) != 0:
+        return False
+    return capabilities_empty()
+
+
+def capabilities_empty() -> bool:
+    """Whether this process's effective, permitted and inheritable sets are all empty."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as handle:
+            values = {line.split(":")[0]: int(line.split()[1], 16) for line in handle
+                      if line.startswith(("CapEff:", "CapPrm:", "CapInh:", "CapAmb:"))}
+    except (OSError, ValueError, IndexError):
+        return False
+    return len(values) == 4 and not any(values.values())
 
 
 def sandbox_uid_for(pid: int) -> int:
     return UID_BASE + pid % UID_SPAN
 
 
-def drop_privileges(uid: int, *, workdir: str, keep_dac_read: bool, report: Confinement) -> None:
-    """setgroups/setgid/setuid to ``uid`` (root only), handing it ``workdir``; optionally keep
-    CAP_DAC_READ_SEARCH. Falls back to ``nobody`` where ``uid`` is not mapped (user namespaces).
+def drop_privileges(uid: int, *, workdir: str, keep_dac_read: bool, report: Confinement,
+                    landlock_ok: bool = False) -> None:
+    """Root only: leave the child no capability, and a uid of its own where that is safe.
 
-    CAP_DAC_READ_SEARCH is kept only when the interpreter itself is not readable by others
-    (e.g. installed under a 0700 home directory); the audit hook's read allowlist then is the
-    read boundary, while writes stay under file permissions.
+    * Normally: setgroups/setgid/setuid to ``uid`` (``nobody`` where ``uid`` is not mapped in a
+      user namespace), handing it ``workdir``; the uid change clears every capability.
+    * ``keep_dac_read`` (the interpreter is not readable by other users, e.g. under a 0700 home)
+      and Landlock available: the child stays uid 0 so it can still read the interpreter, but
+      with every capability dropped and the securebits locked -- uid 0 then only means "owner" of
+      root's files, and Landlock (applied next) is what limits reads to the allowlist and writes
+      to the working directory. CAP_DAC_READ_SEARCH is never kept.
+    * ``keep_dac_read`` without Landlock: the uid is dropped anyway (a lazy import outside the
+      preloaded set may then fail; a note says so).
     """
     if os.geteuid() != 0:
         report.notes.append("not root: uid unchanged")
+        # In a user namespace of its own (the unprivileged route to a network namespace) the
+        # worker holds every capability *inside* that namespace: its children drop them.
+        report.caps_dropped = capabilities_empty() or drop_all_capabilities()
+        return
+    if keep_dac_read and landlock_ok:
+        os.chown(workdir, 0, 0)
+        report.uid = 0
+        report.caps_dropped = drop_all_capabilities()
+        if not report.caps_dropped:
+            raise OSError("cannot drop the capabilities of the sandbox child")
+        report.notes.append("interpreter not readable by other users: uid 0 without capabilities, "
+                            "reads limited by Landlock")
         return
     if keep_dac_read:
-        _prctl(PR_SET_KEEPCAPS, 1)
+        report.notes.append("interpreter not readable by other users and no Landlock: lazy imports may fail")
+    _prctl(PR_SET_SECUREBITS, SECUREBITS_LOCKED_UID_CHANGE)
     for candidate in (uid, NOBODY):
         try:
             os.setgroups([])
@@ -186,11 +318,7 @@ def drop_privileges(uid: int, *, workdir: str, keep_dac_read: bool, report: Conf
         break
     if report.uid is None:
         raise OSError("cannot drop root privileges for the sandbox child")
-    if keep_dac_read:
-        report.dac_read_kept = _keep_only_dac_read()
-        if not report.dac_read_kept:
-            report.notes.append("capset failed: libraries outside world-readable paths may not load")
-        _prctl(PR_SET_KEEPCAPS, 0)
+    report.caps_dropped = capabilities_empty()
 
 
 def set_limits(*, cpu_s: int, memory_mb: int, fsize_mb: int, nofile: int,
@@ -219,3 +347,18 @@ def finish(report: Confinement, *, parent_pid: int | None) -> None:
         if os.getppid() != parent_pid:  # the parent died before the signal was armed
             os._exit(70)
     os.environ.clear()
+
+
+def kernel_layers(report: Confinement, *, workdir: str, read_roots: list[str],
+                  allow_processes: bool = False) -> None:
+    """Landlock, then seccomp (the last step before tool code: after it this process can no longer
+    change its own confinement). Needs ``no_new_privs`` (:func:`finish`). Each records what it
+    enforced; neither raises."""
+    report.landlock = asdict(landlock.restrict(workdir=workdir, read_roots=read_roots,
+                                               report=landlock.LandlockReport()))
+    report.seccomp = asdict(seccomp.install(seccomp.SeccompReport(), allow_processes=allow_processes))
+
+
+def kernel_support() -> dict[str, Any]:
+    """What this host's kernel offers the sandbox, probed without changing anything."""
+    return {"landlock_abi": landlock.abi_version(), "seccomp": seccomp.available()}

@@ -83,7 +83,8 @@ class SpareChild:
             os.close(self._request_fd)
             self._request_fd = None
         out_r, err_r, ctl_r = self._fds
-        return classify(supervise(self.pid, out_r, err_r, ctl_r, limits), limits).to_dict()
+        return classify(supervise(self.pid, out_r, err_r, ctl_r, limits, workdir=self.workdir),
+                        limits).to_dict()
 
     def discard(self) -> None:
         """Release an unused spare (worker shutdown): EOF makes it exit; reap it."""

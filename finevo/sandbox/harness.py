@@ -17,7 +17,7 @@ import types
 from typing import Any, NoReturn
 
 from finevo.market import frozen_clock
-from finevo.sandbox import confine, guard
+from finevo.sandbox import confine, guard, landlock
 from finevo.sandbox.normalize import ResultRefused, to_plain
 from finevo.sandbox.protocol import RESULT_CAP, sealed_dumps
 
@@ -143,10 +143,11 @@ def enter_and_run(request: dict[str, Any], ctl_fd: int) -> NoReturn:
             report.netns = confine.unshare_network()
         os.chdir(request["workdir"])
         limits = request["limits"]
-        if request.get("drop_uid") and os.geteuid() == 0:
+        if os.geteuid() != 0 or request.get("drop_uid"):  # non-root: drops userns capabilities
             confine.drop_privileges(confine.sandbox_uid_for(os.getpid()), workdir=request["workdir"],
-                                    keep_dac_read=bool(request.get("keep_dac_read")), report=report)
-        dedicated_uid = report.uid is not None and report.uid != confine.NOBODY
+                                    keep_dac_read=bool(request.get("keep_dac_read")), report=report,
+                                    landlock_ok=landlock.abi_version() > 0)
+        dedicated_uid = report.uid not in (None, 0, confine.NOBODY)
         # RLIMIT_NPROC counts every process of the child's real uid. With a uid of its own the
         # child may have exactly 1 + nproc. Sharing a uid (a non-root run, e.g. the container's
         # user) the count includes the gate's own processes, so only "none at all" can be exact:
@@ -162,12 +163,13 @@ def enter_and_run(request: dict[str, Any], ctl_fd: int) -> NoReturn:
         import tempfile
 
         tempfile.tempdir = request["workdir"]
-        guard.install(workdir=request["workdir"], read_roots=request["read_roots"], report_fd=ctl_fd,
-                      tool_imports=request.get("tool_imports") or guard.TOOL_IMPORTS)
-        send(ctl_fd, {"kind": "started", "netns": report.netns, "uid": report.uid,
-                      "dac_read_kept": report.dac_read_kept, "no_new_privs": report.no_new_privs,
-                      "non_dumpable": report.non_dumpable, "nproc_limited": nproc is not None,
-                      "notes": report.notes})
+        confine.kernel_layers(report, workdir=request["workdir"], read_roots=request["read_roots"],
+                              allow_processes=extra > 0)
+        if request.get("audit_hook", True):
+            guard.install(workdir=request["workdir"], read_roots=request["read_roots"], report_fd=ctl_fd,
+                          tool_imports=request.get("tool_imports") or guard.TOOL_IMPORTS)
+        send(ctl_fd, {"kind": "started", **report.record(), "nproc_limited": nproc is not None,
+                      "audit_hook": bool(request.get("audit_hook", True))})
         record = execute(request["code"], request.get("entry"), dict(request.get("args") or {}))
         send_result(ctl_fd, record)
     except BaseException as exc:  # harness trouble: tell the supervisor, then exit

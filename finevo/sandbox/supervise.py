@@ -93,7 +93,7 @@ class Observation:
     stderr: bytearray = field(default_factory=bytearray)
     control: bytearray = field(default_factory=bytearray)
     cut: dict[str, int] = field(default_factory=dict)  # bytes cut from the middle of stdout/stderr
-    flooded: str | None = None          # "control" when the control pipe exceeded its cap
+    flooded: str | None = None          # "control": the control pipe exceeded its cap; "disk": the workdir
     timed_out: bool = False
     startup_timed_out: bool = False
     wait_status: int | None = None
@@ -118,12 +118,48 @@ def _pidfd(pid: int) -> int | None:
         return None
 
 
+#: How often the working directory's size is measured against ``Limits.disk_mb``, and how many
+#: entries it may hold at most (a flood of empty files costs inodes, not bytes).
+DISK_CHECK_S = 0.1
+MAX_WORKDIR_ENTRIES = 20000
+
+
+def workdir_usage(workdir: str, *, stop_above: int, max_entries: int = MAX_WORKDIR_ENTRIES) -> tuple[int, int]:
+    """(bytes allocated, entries) under ``workdir``, walked iteratively without following links;
+    the walk stops early once either bound is passed. Never raises: an entry that vanishes or
+    cannot be read is skipped."""
+    used = entries = 0
+    stack = [workdir]
+    while stack and used <= stop_above and entries <= max_entries:
+        try:
+            it = os.scandir(stack.pop())
+        except OSError:
+            continue
+        with it:
+            for entry in it:
+                entries += 1
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                used += st.st_blocks * 512
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                if used > stop_above or entries > max_entries:
+                    break
+    return used, entries
+
+
 def supervise(pid: int, stdout_fd: int, stderr_fd: int, control_fd: int, limits: Limits,
-              *, startup_timeout_s: float = STARTUP_TIMEOUT_S) -> Observation:
+              *, startup_timeout_s: float = STARTUP_TIMEOUT_S, workdir: str | None = None) -> Observation:
     """Watch child ``pid`` (leader of its own process group) until it ends; reap it.
 
-    Closes the three read ends. The wall clock starts when the child reports ``started``.
+    Closes the three read ends. The wall clock starts when the child reports ``started``. With
+    ``workdir``, its size is measured every :data:`DISK_CHECK_S` and a child holding more than
+    ``limits.disk_mb`` there (or more than :data:`MAX_WORKDIR_ENTRIES` entries) is killed.
     """
+    disk_cap = int(limits.disk_mb) * 1024 * 1024
+    next_disk_check = 0.0
     obs = Observation(pid=pid)
     launched = time.monotonic()
     deadline = launched + startup_timeout_s
@@ -148,7 +184,14 @@ def supervise(pid: int, stdout_fd: int, stderr_fd: int, control_fd: int, limits:
                 break
             if exited and not open_fds:
                 break
-            wait_ms = int(min(deadline - now, 0.05 if pidfd is None or exited else 3600) * 1000) + 1
+            if workdir is not None and not exited and now >= next_disk_check:
+                used, entries = workdir_usage(workdir, stop_above=disk_cap)
+                if used > disk_cap or entries > MAX_WORKDIR_ENTRIES:
+                    obs.flooded = "disk"
+                    break
+                next_disk_check = now + DISK_CHECK_S
+            idle_s = 0.05 if pidfd is None or exited else (DISK_CHECK_S if workdir is not None else 3600)
+            wait_ms = int(min(deadline - now, idle_s) * 1000) + 1
             for fd, _event in poller.poll(wait_ms):
                 if fd == pidfd:
                     exited = True
@@ -341,6 +384,12 @@ def _classify(obs: Observation, limits: Limits) -> ExecutionResult:
     if obs.flooded == "control":
         return stop("killed", "output-cap", f"the tool process sent more than {CONTROL_CAP} bytes on "
                                             "the result channel")
+    if obs.flooded == "disk":
+        return stop("killed", "disk-quota", f"the working directory grew past {limits.disk_mb} MB or "
+                                            f"{MAX_WORKDIR_ENTRIES} entries; process group killed")
+    if signum == signal.SIGSYS:  # the kernel's own report: a tool cannot send itself SIGSYS
+        return stop("blocked", "seccomp", "contained by seccomp: the tool made a forbidden system call "
+                                          "and the kernel killed it (SIGSYS)", rule="seccomp")
     if refusals:
         first = refusals[0]
         event = _field_text(first, "event", 200) or "?"
@@ -386,6 +435,13 @@ def _classify(obs: Observation, limits: Limits) -> ExecutionResult:
     errno = _field_int(record, "errno")
     if record.get("memory_error") is True:
         return _with(result, "killed", "rlimit-as", message)
+    landlock = (started or {}).get("landlock")
+    # Landlock answers EACCES (EPERM for a scoped signal, EXDEV for a link or rename across rules)
+    if errno in (errno_mod.EACCES, errno_mod.EPERM, errno_mod.EXDEV) \
+            and result.error_type in ("PermissionError", "OSError") \
+            and isinstance(landlock, dict) and landlock.get("enforced") is True:
+        result.rule = "landlock"
+        return _with(result, "blocked", "landlock", f"contained by Landlock: {message}")
     if errno == errno_mod.EFBIG:
         return _with(result, "killed", "rlimit-fsize", message)
     if (errno == errno_mod.EAGAIN and result.error_type == "BlockingIOError") or \

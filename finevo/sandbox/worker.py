@@ -16,7 +16,7 @@ import tempfile
 import traceback
 from typing import Any
 
-from finevo.sandbox import confine, protocol
+from finevo.sandbox import confine, landlock, protocol
 from finevo.sandbox.preload import parse_everything, preload
 
 #: Snapshots other than the worker's own that a run asked for (``snapshot_override``), kept parsed
@@ -80,8 +80,13 @@ def main() -> int:
     except protocol.ChannelClosed:
         return 0
     try:
-        netns = confine.unshare_network() if config.get("unshare_net", True) else False
+        visible = [*config.get("read_roots", []), *([config["snapshot_dir"]] if config.get("snapshot_dir") else []),
+                   os.getcwd()]
+        namespaces = confine.unshare_namespaces(visible) if config.get("unshare_net", True) else {}
+        if namespaces.get("private_tmp"):
+            tempfile.tempdir = "/tmp"  # the worker's own private tmpfs
         info = preload(config.get("snapshot_dir"))
+        landlock.mapped_library_dirs()  # computed once here; every forked child inherits it
         gc.collect()
         gc.freeze()  # keep the preloaded heap out of the children's copy-on-write faults
     except BaseException as exc:  # report start-up failure to the parent
@@ -91,8 +96,8 @@ def main() -> int:
     settings = {"read_roots": config["read_roots"], "keep_dac_read": config.get("keep_dac_read", False),
                 "drop_uid": config.get("drop_uid", True), "unshare_net": False,
                 "tool_imports": config.get("tool_imports")}
-    protocol.write_frame(replies, {"kind": "ready", "pid": os.getpid(), "netns": netns,
-                                   "non_dumpable": non_dumpable, "rss_kb": _rss_kb(),
+    protocol.write_frame(replies, {"kind": "ready", "pid": os.getpid(), "netns": bool(namespaces.get("netns")),
+                                   "namespaces": namespaces, "non_dumpable": non_dumpable, "rss_kb": _rss_kb(),
                                    "tmpdir": tempfile.gettempdir(), **info})
     from finevo.sandbox.forked import SpareChild
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from finevo.errors import ExternalError, ProviderNotConfigured
 from finevo.paths import benchmarks_dir, snapshot_dir
 from finevo.vocabulary import AgentMode, Category, ProviderKind, SandboxBackend, choices
+from runner.containment import ISOLATION_LEVELS, NO_REQUIREMENT
 from runner.exitcodes import Exit
 
 if TYPE_CHECKING:
@@ -95,6 +96,9 @@ def register(sub: Any) -> None:
     run.add_argument("--sandbox-backend", choices=choices(SandboxBackend),
                      help=f"sandbox backend (env FINEVO_SANDBOX_BACKEND, default {SandboxBackend.WARM}; "
                           f"a warm worker that cannot start falls back to {SandboxBackend.SUBPROCESS})")
+    run.add_argument("--require-isolation", choices=(*ISOLATION_LEVELS, NO_REQUIREMENT), default=None,
+                     help="exit 3 (no verdict) unless Landlock and seccomp confine every tool and the "
+                          "containment self-test passes (FINEVO_REQUIRE_ISOLATION, else none)")
     run.add_argument("--reuse-registry", action="store_true", help="accept a non-empty registry in the run dir")
     run.add_argument("--no-self-check", action="store_true", help="skip the reference/null harness self-check")
     run.add_argument("--model", help="model name for live calls")
@@ -196,6 +200,7 @@ def _worlds(value: int | None) -> int:
 
 
 def config_from_args(args: argparse.Namespace) -> GateConfig:
+    from runner.containment import require_isolation
     from runner.prepare import GateConfig
     from runner.suite import parse_only, parse_shard
 
@@ -206,6 +211,7 @@ def config_from_args(args: argparse.Namespace) -> GateConfig:
         run_id=args.run_id, only=parse_only(args.only), category=args.category, shard=parse_shard(args.shard),
         task_timeout_s=args.task_timeout, max_refinements=args.max_refinements, agent_mode=args.agent,
         sandbox_backend=args.sandbox_backend,
+        require_isolation=require_isolation(getattr(args, "require_isolation", None)),
         reuse_registry=args.reuse_registry, self_check=not args.no_self_check, run_payloads=not args.no_payloads,
         model=args.model, temperature=args.temperature, record=args.record, min_pass_rate=args.min_pass_rate,
         repeats=getattr(args, "repeats", 1), alpha=getattr(args, "alpha", 0.05),

@@ -1,9 +1,14 @@
-"""``finevo-verify sandbox check FILE [--run ENTRY --args JSON] [--data DIR] [--backend B] [--timeout S]``.
+"""``finevo-verify sandbox check FILE [--run ENTRY --args JSON] [--no-policy] [--data DIR] [--backend B]``.
 
 Checks a tool file with the static policy and, with ``--run``, executes ENTRY(**ARGS) in the
 sandbox (``--run __main__`` runs the module's self-test block instead). Prints one JSON verdict:
 allowed/blocked with rule, line and column; if run, status, value, stdout, stderr, duration and
 the containment layer that fired; and the layers active on this platform.
+
+``--no-policy`` runs the file even when the policy blocks it, with the static policy and the
+run-time audit hook both off, so only the kernel layers (Landlock, seccomp, namespaces, uid,
+rlimits) contain it: for auditors testing the runtime layers with their own attacks. The JSON then
+says ``"policy": "off"``. The gate itself has no such option.
 
 Exit 0 if allowed and (if run) it ran cleanly; 1 if blocked, contained or failed; 2 for a missing
 file, bad ``--args`` JSON or another usage error.
@@ -45,6 +50,8 @@ def register(subparsers: Any) -> None:
     check.add_argument("--backend", choices=choices(SandboxBackend), default=SandboxBackend.WARM.value,
                        help=f"sandbox backend (default {SandboxBackend.WARM})")
     check.add_argument("--timeout", metavar="S", type=float, default=30.0, help="wall-clock limit in seconds")
+    check.add_argument("--no-policy", action="store_true",
+                       help="run with the static policy and the audit hook off (kernel layers only)")
     check.set_defaults(func=run_check)
 
 
@@ -61,6 +68,8 @@ def _load_inputs(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
         raise InputError("--timeout: must be a positive number of seconds")
     if args.args != "{}" and not args.run:
         raise InputError("--args needs --run ENTRY")
+    if args.no_policy and not args.run:
+        raise InputError("--no-policy needs --run ENTRY")
     return code, call_args
 
 
@@ -80,15 +89,22 @@ def run_check(args: argparse.Namespace) -> int:
         "rule": first.rule if first else None, "message": first.message if first else None,
         "line": first.line if first else None, "col": first.col if first else None,
     }
+    no_policy = bool(args.no_policy)
+    verdict["policy"] = "off" if no_policy else "on"
     clean = report.allowed
     snapshot = str(data) if (data / "manifest.json").exists() else None
-    with create_sandbox(snapshot, backend=args.backend, policy=True) as sandbox:
+    with create_sandbox(snapshot, backend=args.backend, policy=not no_policy) as sandbox:
         verdict["layers"] = sandbox.layers()
-        if not (report.allowed and args.run):
+        verdict["isolation"] = sandbox.isolation()[0]
+        if not ((report.allowed or no_policy) and args.run):
             print(json.dumps(json_safe(verdict), indent=2, allow_nan=False))
             return int(Exit.PASSED if clean else Exit.FAILED)
         entry = None if args.run == SELF_TEST else args.run
-        result = sandbox.run(code, entry, call_args, Limits(timeout_s=args.timeout))
+        limits = Limits(timeout_s=args.timeout)
+        if no_policy:
+            result = sandbox.run_kernel_only(code, entry, call_args, limits)
+        else:
+            result = sandbox.run(code, entry, call_args, limits)
     verdict["run"] = {
         "entry": args.run, "status": result.status, "value": result.value, "stdout": result.stdout,
         "stderr": result.stderr, "duration_s": result.duration_s, "layer": result.layer,

@@ -23,7 +23,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
-from finevo.vocabulary import AgentMode, Category, SandboxBackend
+from finevo.vocabulary import AgentMode, Category, Isolation, SandboxBackend
 from runner.records import (
     PayloadResult,
     PayloadState,
@@ -108,8 +108,10 @@ class RunConfig(_Strict):
     sandbox_fallback: str | None = None
     #: Each containment layer of the sandbox and whether it is active.
     sandbox_layers: dict[str, bool] = Field(default_factory=dict)
-    isolation: Literal["kernel", "weak"] | None = None
-    require_isolation: Literal["kernel"] | None = None
+    #: ``kernel``: Landlock and seccomp confined every tool and the containment self-test passed.
+    isolation: Isolation | None = None
+    #: ``--require-isolation`` / ``FINEVO_REQUIRE_ISOLATION``.
+    require_isolation: Literal[Isolation.KERNEL] | None = None
     worlds: WorldsConfig | None = None
     #: ``--repeats``: how many times the suite ran (each repeat from an empty registry).
     repeats: int = Field(default=1, ge=1)

@@ -154,10 +154,45 @@ def test_reference_run_passes_offline_and_reports_belong_to_the_image_user(image
     assert doc["verdict"]["status"] == "passed" and doc["partial"] is False
     assert doc["config"]["llm"] == "reference"
     assert doc["config"]["git_sha"] == "test"  # REVISION, baked in as FINEVO_GIT_SHA
+    # the image requires kernel isolation, and gets it under Docker's default seccomp profile
+    assert doc["config"]["require_isolation"] == "kernel" and doc["config"]["isolation"] == "kernel"
+    assert doc["config"]["sandbox_layers"]["landlock"] and doc["config"]["sandbox_layers"]["seccomp"]
+    assert doc["containment_selftest"]["ok"] is True
+    assert "Isolation: **kernel** (required: kernel)" in summary
     assert "PASSED" in summary
     assert sum(len(list(suite)) for suite in xml) >= len(doc["tasks"])
     for path in (run_dir, run_dir / "results.json", run_dir / "junit.xml", run_dir / "summary.md"):
         assert path.stat().st_uid == dl.IMAGE_UID, path
+
+
+KERNEL_PROBES = {
+    # only Landlock can refuse this: /etc/passwd is world-readable
+    "read": ("def steal() -> str:\n    with open('/etc/passwd') as handle:\n        return handle.read()\n",
+             "landlock"),
+    "exec": ("import os\n\ndef steal() -> None:\n    os.execv('/bin/sh', ['sh', '-c', 'true'])\n", "seccomp"),
+    "socket": ("import socket\n\ndef steal() -> None:\n    socket.socket(socket.AF_UNIX).connect('/x')\n", "seccomp"),
+}
+
+
+@pytest.mark.parametrize("probe", sorted(KERNEL_PROBES))
+def test_kernel_layers_are_active_inside_the_container(image: Any, tmp_path: Path, probe: str) -> None:
+    # The image as documented (its own user, Docker's default seccomp profile), the policy and the
+    # audit hook off: only the kernel layers stand between the probe and what it tries.
+    code, layer = KERNEL_PROBES[probe]
+    tool = tmp_path / "in" / "probe.py"
+    tool.parent.mkdir(parents=True)
+    tool.write_text(code, encoding="utf-8")
+    tool.parent.chmod(0o755)
+    tool.chmod(0o644)
+    proc = de.docker_cli("run", "--rm", "--init", "--network", "none", "-v", f"{tool.parent}:/in:ro",
+                         de.TEST_IMAGE, "sandbox", "check", "/in/probe.py", "--run", "steal", "--no-policy")
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    verdict = json.loads(proc.stdout)
+    assert verdict["policy"] == "off" and verdict["isolation"] == "kernel", verdict
+    layers = verdict["layers"]
+    assert layers["landlock"] and layers["seccomp"] and layers["caps_dropped"] and not layers["netns"], layers
+    assert verdict["run"]["status"] == "blocked" and verdict["run"]["layer"] == layer, verdict["run"]
+    assert "root:x:0:0" not in proc.stdout
 
 
 def _wrong_prediction(preds: Path) -> Path:

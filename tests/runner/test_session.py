@@ -186,7 +186,7 @@ def test_a_worker_that_cannot_start_really_falls_back(tmp_path: Path, monkeypatc
     try:
         assert session.info["sandbox_backend"] == "subprocess"
         assert "warm sandbox worker did not start" in capsys.readouterr().err
-        assert session.info["sandbox_layers"]["audit-hook"]  # the fallback is fully confined
+        assert session.info["sandbox_layers"]["audit_hook"]  # the fallback is fully confined
         result = session.sandbox.run("def f() -> int:\n    return 41 + 1\n", "f", {})
         assert result.ok and result.value == 42 and result.details["backend"] == "subprocess"
     finally:

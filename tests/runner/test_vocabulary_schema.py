@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from finevo.vocabulary import TASK_CATEGORIES, AgentMode, Category, SandboxBackend, ToolSource, choices
+from finevo.vocabulary import TASK_CATEGORIES, AgentMode, Category, Isolation, SandboxBackend, ToolSource, choices
 from runner.cli import build_parser
 from runner.records import PayloadState, SecurityState, TaskState
 from runner.reports.document import schema
@@ -48,6 +48,14 @@ def _at(path: str) -> Any:
 ])
 def test_schema_enums_are_the_vocabularies(path: str, words: tuple[str, ...]) -> None:
     assert tuple(_at(path)) == words
+
+
+def test_schema_isolation_words_are_the_vocabulary() -> None:
+    assert tuple(_at("properties/config/properties/isolation/enum")) == (*choices(Isolation), None)
+    required = _at("properties/config/properties/require_isolation")
+    options = required.get("anyOf", [required])
+    assert [o.get("const", o.get("enum")) for o in options if o.get("type") != "null"] == [Isolation.KERNEL]
+    assert _run_choices("--require-isolation") == (Isolation.KERNEL, "none")
 
 
 def test_schema_sandbox_backends_are_the_vocabulary_or_none() -> None:

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from finevo.errors import SandboxUnavailable
-from finevo.sandbox import Limits, create_sandbox
+from finevo.sandbox import Limits, confine, create_sandbox
 from finevo.sandbox.backends import WarmSandbox, _BaseSandbox
 
 from .canaries import group_members
@@ -137,11 +137,14 @@ def test_private_working_directory_is_writable_and_removed(sandbox: _BaseSandbox
 
 def test_layers_are_reported(sandbox: _BaseSandbox) -> None:
     layers = sandbox.layers()
-    assert layers["audit-hook"] and layers["process-group"] and layers["empty-env"]
+    assert layers["audit_hook"] and layers["process_group"] and layers["empty_env"]
     assert layers["policy"] is False  # created with policy=False
-    assert layers["host-non-dumpable"]  # the creating process (and a warm worker) keep /proc closed
+    assert layers["host_non_dumpable"]  # the creating process (and a warm worker) keep /proc closed
     if os.geteuid() == 0:
-        assert layers["uid-drop"] and layers["rlimit-nproc"]
+        assert layers["caps_dropped"] and layers["rlimit_nproc"]
+    support = confine.kernel_support()
+    assert layers["landlock"] == (support["landlock_abi"] > 0)
+    assert layers["seccomp"] == support["seccomp"]
 
 
 def test_policy_blocks_before_anything_runs() -> None:

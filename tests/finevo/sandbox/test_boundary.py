@@ -241,7 +241,16 @@ def test_the_cold_backend_reads_a_nan_record_as_a_failure() -> None:
 # --------------------------------------------------------------------------- working directories
 def _worker_dirs(pid: int) -> list[str]:
     root = tempfile.gettempdir()
-    return [os.path.join(root, n) for n in os.listdir(root) if n.startswith(f"finevo-sbx-{pid}-")]
+    try:  # a worker in its own mount namespace keeps its directories on a private /tmp: look there
+        if os.stat(f"/proc/{pid}/ns/mnt").st_ino != os.stat("/proc/self/ns/mnt").st_ino:
+            root = f"/proc/{pid}/root/tmp"
+    except OSError:
+        return []  # the worker is gone, and its private /tmp with it
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return []
+    return [os.path.join(root, n) for n in names if n.startswith(f"finevo-sbx-{pid}-")]
 
 
 def _gone(paths: list[str], seconds: float = 30.0) -> bool:

@@ -27,7 +27,7 @@ def test_allowed_and_run_cleanly(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert code == 0
     assert verdict["allowed"] is True and verdict["run"]["status"] == "ok"
     assert verdict["run"]["value"] == 2.0 and verdict["run"]["stdout"] == "computing\n"
-    assert verdict["layers"]["audit-hook"] is True
+    assert verdict["layers"]["audit_hook"] is True
 
 
 def test_blocked_names_rule_line_col(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -52,3 +52,38 @@ def test_missing_file_and_bad_args_exit_2(tmp_path: Path, capsys: pytest.Capture
     assert main(["sandbox", "check", _write(tmp_path, GOOD), "--run", "mean_of", "--args", "{nope"]) == 2
     err = capsys.readouterr().err
     assert "--args: malformed JSON" in err and len(err.strip().splitlines()) == 1
+
+
+def test_no_policy_runs_a_blocked_file_with_the_kernel_layers_alone(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    import shutil
+    import tempfile
+
+    from finevo.sandbox import confine
+    from finevo.sandbox.selftest import default_base_dir
+
+    # not under /tmp: the warm worker's private /tmp would hide it (proving nothing about Landlock)
+    outside = Path(tempfile.mkdtemp(prefix="finevo-cli-test-", dir=default_base_dir()))
+    try:
+        secret = outside / "secret.txt"
+        secret.write_text("KERNEL-ONLY-SECRET\n")
+        secret.chmod(0o644)
+        hostile = f"def steal() -> str:\n    return open({str(secret)!r}).read()\n"
+        path = _write(tmp_path, hostile)
+        assert main(["sandbox", "check", path]) == 1  # the policy blocks it...
+        assert json.loads(capsys.readouterr().out)["policy"] == "on"
+        code = main(["sandbox", "check", path, "--run", "steal", "--no-policy"])  # ...which --no-policy skips
+        verdict = json.loads(capsys.readouterr().out)
+        assert verdict["policy"] == "off" and verdict["allowed"] is False and "run" in verdict
+        assert "KERNEL-ONLY-SECRET" not in json.dumps(verdict)
+        support = confine.kernel_support()
+        if support["landlock_abi"] > 0 and support["seccomp"]:
+            assert code == 1 and verdict["isolation"] == "kernel"
+            assert verdict["run"]["status"] == "blocked" and verdict["run"]["layer"] == "landlock", verdict
+    finally:
+        shutil.rmtree(outside)
+
+
+def test_no_policy_needs_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sandbox", "check", _write(tmp_path, GOOD), "--no-policy"]) == 2
+    assert "--no-policy needs --run ENTRY" in capsys.readouterr().err

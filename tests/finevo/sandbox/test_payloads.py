@@ -3,7 +3,8 @@ layers alone (policy disabled) still keep every canary intact.
 
 Canaries alone cannot show that a resource attack was stopped (a CPU spin leaves no trace), so
 resource payloads must also end killed or contained by the layer expected for them, and with the
-policy off every process payload must be refused by the audit hook or fail on the process limit.
+policy off every process payload must be refused by the audit hook, killed by seccomp (a new
+process when the tool has no process allowance, an exec, ...) or fail on the process limit.
 
 The result value is a canary only with the policy on: with it off, tool code shares its process
 with the harness and can write its own result record to the control pipe (pay_102). That forges
@@ -49,10 +50,12 @@ RESOURCE_STOPS: dict[str, set[tuple[str, str | None]]] = {
 CONTAINED: set[tuple[str, str | None]] = {
     ("killed", layer) for layer in ("rlimit-cpu", "rlimit-as", "rlimit-fsize", "rlimit-nproc",
                                     "rlimit-nofile", "output-cap")
-} | {("timeout", "timeout"), ("exception", "recursion-limit"), ("blocked", "audit-hook")}
+} | {("timeout", "timeout"), ("exception", "recursion-limit"), ("blocked", "audit-hook"),
+     ("blocked", "seccomp"), ("blocked", "landlock")}
 #: With the policy off, a process payload must be refused by the audit hook or fail on the
 #: process limit -- except those that attempt no process at run time at all.
-PROCESS_STOPS: set[tuple[str, str | None]] = {("blocked", "audit-hook"), ("killed", "rlimit-nproc")}
+PROCESS_STOPS: set[tuple[str, str | None]] = {("blocked", "audit-hook"), ("killed", "rlimit-nproc"),
+                                              ("blocked", "seccomp")}
 NO_PROCESS_AT_RUN_TIME: dict[str, str] = {
     "pay_070": "reads a raw pointer through ndarray.ctypes (a policy-level route, no process)",
     "pay_075": "pandas' clipboard finds no copy program and raises before starting one",
