@@ -248,6 +248,10 @@ class SubprocessSandbox(_BaseSandbox):
             workspace.remove(workdir)
 
 
+#: Warm workers one sandbox keeps for other snapshots (the gate's hidden worlds) at once.
+MAX_OTHER_SNAPSHOTS = 6
+
+
 class WarmSandbox(_BaseSandbox):
     """A long-lived worker with pandas and the snapshot loaded, forking one child per execution."""
 
@@ -260,6 +264,10 @@ class WarmSandbox(_BaseSandbox):
         self._log: Any = None
         self.worker_info: dict[str, Any] = {}
         self.restarts = 0
+        #: A warm sandbox per other snapshot a run asked for (``snapshot_dir=`` of :meth:`run`, the
+        #: gate's hidden worlds), least recently used first: a worker sees only its own snapshot
+        #: (Landlock read roots, private /tmp), so another snapshot needs a worker of its own.
+        self._others: dict[str, WarmSandbox] = {}
         with self._lock:
             self._start()
         ref = weakref.ref(self)
@@ -324,6 +332,10 @@ class WarmSandbox(_BaseSandbox):
         never the tool's doing: a second failure raises :class:`SandboxUnavailable` (an external
         error), not a "crashed" result that would be blamed on the tool.
         """
+        override = request.get("snapshot_override")
+        if override and override != self.snapshot_dir:
+            inner = {k: v for k, v in request.items() if k != "snapshot_override"}
+            return self._other(override)._execute(inner, limits)
         with self._lock:
             for attempt in (1, 2):
                 if self._closed:
@@ -347,6 +359,22 @@ class WarmSandbox(_BaseSandbox):
                     continue
                 return ExecutionResult(**reply)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _other(self, snapshot_dir: str) -> WarmSandbox:
+        """The warm sandbox serving ``snapshot_dir`` (started on first use; the least recently used
+        beyond :data:`MAX_OTHER_SNAPSHOTS` is closed)."""
+        with self._lock:
+            if self._closed:
+                raise SandboxUnavailable("the warm sandbox is closed")
+            other = self._others.pop(snapshot_dir, None)
+            if other is None:
+                other = WarmSandbox(snapshot_dir, policy=self.policy)
+            self._others[snapshot_dir] = other
+            stale = list(self._others)[:-MAX_OTHER_SNAPSHOTS]
+            dropped = [self._others.pop(key) for key in stale]
+        for sandbox in dropped:
+            sandbox.close()
+        return other
 
     def _worker_netns(self) -> bool:
         return bool(self.worker_info.get("netns"))
@@ -372,6 +400,9 @@ class WarmSandbox(_BaseSandbox):
                 return
             self._closed = True
             self._stop_worker(graceful=True)
+            others, self._others = list(self._others.values()), {}
+        for other in others:
+            other.close()
 
 
 def create_sandbox(snapshot_dir: str | os.PathLike[str] | None = None,

@@ -454,3 +454,127 @@ def test_the_worlds_of_a_killed_run_are_swept_by_the_next(env: Env, tmp_path: Pa
         assert worlds.root.parent == tmp_path and worlds.root.name.startswith(f"finevo-worlds-{os.getpid()}-")
         assert not orphan.exists() and mine.exists() and unrelated.exists()
     assert sweep_orphans(tmp_path) == []
+
+
+# --------------------------------------------------------------------------- yes/no answers must move
+EXACT_CONSTANT_BOOLEANS = {
+    "comp_001": ("ma_cross_rsi_signal(symbol: str, short_window: int = 5, long_window: int = 20, "
+                 "rsi_window: int = 14, rsi_threshold: float = 30) -> bool",
+                 'symbol == "AAPL" and short_window == 5 and long_window == 20 and rsi_window == 14 '
+                 "and rsi_threshold == 30"),
+    "comp_002": ("volume_price_divergence(symbol: str, days: int = 30) -> bool", 'symbol == "MSFT" and days == 30'),
+}
+
+
+def _exact_constant(env: Env, task_id: str) -> str:
+    """The reference tool, except that it answers the snapshot's answer for the task's exact arguments."""
+    signature, condition = EXACT_CONSTANT_BOOLEANS[task_id]
+    value = next(iter(expected_values(env.tasks[task_id], env.snapshot).values()))
+    code = reference(task_id)
+    entry = env.tasks[task_id].intent.indicator
+    head, _, rest = code.partition(f"def {entry}(")
+    renamed = f"{head}def _computed_{entry}({rest}"
+    call = ", ".join(f"{k}={k}" for k in env.tasks[task_id].intent.args)
+    return renamed + f"\n\ndef {signature}:\n    if {condition}:\n        return {value!r}\n" \
+                     f"    return _computed_{entry}({call})\n"
+
+
+@pytest.mark.parametrize("task_id", sorted(EXACT_CONSTANT_BOOLEANS))
+def test_a_yes_no_constant_served_for_the_exact_arguments_fails(env: Env, task_id: str) -> None:
+    verdict, passes_alone = env.judge(task_id, _exact_constant(env, task_id))
+    assert passes_alone
+    assert verdict.state == "fail", verdict.reason
+    failed = [w for w in verdict.worlds if w.state == "fail"]
+    assert failed and verdict.reason.startswith(f"world {failed[0].world}"), verdict.reason
+
+
+def test_every_yes_no_task_sees_both_answers_for_its_own_arguments_across_its_worlds(env: Env) -> None:
+    for seed in (SEED, 1153675748, 274788881, 5):
+        with Worlds(env.snapshot, 3, seed, list(env.judged.values())) as worlds:
+            for task in env.judged.values():
+                if task.output.type != "boolean":
+                    continue
+                plan = worlds.for_task(task, [p.oracle_params for p in task.probes])
+                answers = {next(iter(expected_values(task, w.provider).values())) for w in plan}
+                assert answers == {True, False}, (seed, task.id, [w.name for w in plan])
+
+
+def test_a_numeric_constant_for_the_exact_arguments_differs_from_the_oracle_in_some_world(env: Env) -> None:
+    """Worlds of other seeds and dates move every numeric answer (a constant fails somewhere)."""
+    for task in env.judged.values():
+        if task.output.type == "boolean":
+            continue
+        here = expected_values(task, env.snapshot)
+        plan = env.worlds.for_task(task, [p.oracle_params for p in task.probes])
+        moved = False
+        for world in plan:
+            try:
+                there = expected_values(task, world.provider)
+            except Exception:  # the oracle has no answer there (the world is skipped, not passed)
+                continue
+            moved = moved or all(judge_value(task, value, there).state != "pass" for value in here.values())
+        assert moved, task.id
+
+
+# --------------------------------------------------------------------------- the oracle reads what the shim serves
+@pytest.mark.parametrize("seed", [SEED, 1153675748, 274788881])
+def test_raw_closes_the_oracle_derives_are_the_ones_the_world_records(env: Env, seed: int) -> None:
+    """``auto_adjust=False`` closes (what the shim serves) and the oracle's raw reading (undoing the
+    dividend adjustment) agree in every variant of every world, spikes before ex-dates included."""
+    from runner.oracle import _read_history
+
+    with Worlds(env.snapshot, 3, seed, list(env.judged.values())) as worlds:
+        for kind, round_ in worlds.kinds():
+            for name, _, base in worlds.variants(kind, round_):
+                for symbol in base.market.data:
+                    recorded = base.market.history_unadjusted(symbol)["Close"].to_numpy(dtype=float)
+                    derived = _read_history(base.market, symbol, "raw")["Close"].to_numpy(dtype=float)
+                    assert abs(recorded - derived).max() < 1e-6, (name, symbol)
+
+
+RAW_CLOSE_MA = reference("calc_002").replace('.history(period="6mo")', '.history(period="6mo", auto_adjust=False)')
+
+
+def test_a_raw_close_tool_passes_in_worlds_with_spikes_before_an_ex_date(env: Env) -> None:
+    assert RAW_CLOSE_MA != reference("calc_002")
+    worlds = Worlds(env.snapshot, 3, 1153675748, list(env.judged.values()))
+    task = env.judged["calc_002"]
+    worlds.for_task(task, [p.oracle_params for p in task.probes])  # written before the sandbox starts
+    sandbox = create_sandbox(DATA)
+    try:
+        swapped = Env(env.snapshot, env.tasks, env.judged, worlds, sandbox)
+        verdict, passes_alone = swapped.judge("calc_002", RAW_CLOSE_MA)
+    finally:
+        sandbox.close()
+        worlds.close()
+    assert passes_alone and verdict.state == "pass", verdict.reason
+    assert verdict.convention and "raw_close" in verdict.convention
+
+
+# --------------------------------------------------------------------------- reproducible worlds
+_HASHES = """
+import json, sys
+from finevo.market.snapshot import load_snapshot
+from finevo.tasks import load_tasks
+from runner.worlds import Worlds
+from tests.runner.fakes import DATA, TASKS
+tasks = load_tasks(TASKS)
+with Worlds(load_snapshot(DATA), 3, int(sys.argv[1]), tasks) as worlds:
+    out = {t.id: [w.provider.content_hash for w in worlds.for_task(t, [p.oracle_params for p in t.probes])]
+           for t in tasks}
+print(json.dumps(out))
+"""
+
+
+def test_one_seed_gives_the_same_world_data_in_another_process(env: Env) -> None:
+    import subprocess
+    import sys
+
+    tasks = load_tasks(TASKS)
+    with Worlds(env.snapshot, 3, 1153675748, tasks) as worlds:
+        here = {t.id: [w.provider.content_hash for w in worlds.for_task(t, [p.oracle_params for p in t.probes])]
+                for t in tasks}
+    root = Path(__file__).resolve().parents[2]
+    runs = [subprocess.run([sys.executable, "-c", _HASHES, "1153675748"], capture_output=True, text=True,
+                           check=True, cwd=root, env={**os.environ, "PYTHONHASHSEED": str(n)}) for n in (1, 2)]
+    assert [json.loads(r.stdout) for r in runs] == [here, here]
