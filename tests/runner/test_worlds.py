@@ -176,7 +176,22 @@ RIGHT: dict[str, tuple[str, Any]] = {
         "return -float((window / window.cummax() - 1.0).min())")),
     "the reference tool": ("comp_001", lambda: reference("comp_001")),
     "fiscal quarters of the company's own fiscal year": ("fetch_001", lambda: FISCAL_QUARTER),
+    "Wilder's RSI counting its warm-up sessions as signals": ("comp_004", lambda: WARMUP_COUNTED),
 }
+
+WARMUP_COUNTED = """import yfinance as yf
+
+
+def post_signal_return(symbol: str, rsi_window: int = 14, rsi_threshold: float = 70, horizon: int = 5) -> float:
+    closes = yf.Ticker(symbol).history(period="max")["Close"]
+    moves = closes.diff()
+    up = moves.clip(lower=0).ewm(alpha=1 / rsi_window, adjust=False).mean()
+    down = (-moves).clip(lower=0).ewm(alpha=1 / rsi_window, adjust=False).mean()
+    strength = 100 - 100 / (1 + up / down)
+    ahead = closes.shift(-horizon) / closes - 1
+    picked = ahead[strength > rsi_threshold].dropna()
+    return float(picked.mean())
+"""
 
 FISCAL_QUARTER = """import pandas as pd
 import yfinance as yf
@@ -536,7 +551,7 @@ RAW_CLOSE_MA = reference("calc_002").replace('.history(period="6mo")', '.history
 
 
 def test_a_raw_close_tool_passes_in_worlds_with_spikes_before_an_ex_date(env: Env) -> None:
-    assert RAW_CLOSE_MA != reference("calc_002")
+    assert reference("calc_002") != RAW_CLOSE_MA
     worlds = Worlds(env.snapshot, 3, 1153675748, list(env.judged.values()))
     task = env.judged["calc_002"]
     worlds.for_task(task, [p.oracle_params for p in task.probes])  # written before the sandbox starts
