@@ -378,7 +378,7 @@ def test_reference_tools_pass_every_probed_task_through_the_gate(tmp_path, tasks
         # The listed probes first, then those the gate derives from the task's arguments: all pass.
         assert [p["args"] for p in t["probes"][:len(listed)]] == [dict(p.args) for p in listed]
         assert len(t["probes"]) > len(listed) and {p["state"] for p in t["probes"]} == {"pass"}
-        assert [w["state"] for w in t["worlds"]] [:3] == ["pass"] * 3 and all(w["state"] == "pass" for w in t["worlds"])
+        assert [w["state"] for w in t["worlds"]][:3] == ["pass"] * 3 and all(w["state"] == "pass" for w in t["worlds"])
     document.validate(outcome.doc)
 
 
@@ -392,7 +392,7 @@ def test_full_reference_run_with_probes_exits_0(tmp_path) -> None:
     listed = {t.id: len(t.probes) for t in load_tasks(TASKS)}
     for t in doc["tasks"]:  # every task is probed: its listed probes and at least one derived one
         assert len(t["probes"]) > listed[t["task_id"]] and {p["state"] for p in t["probes"]} == {"pass"}
-        assert [w["state"] for w in t["worlds"]] [:3] == ["pass"] * 3 and all(w["state"] == "pass" for w in t["worlds"])
+        assert [w["state"] for w in t["worlds"]][:3] == ["pass"] * 3 and all(w["state"] == "pass" for w in t["worlds"])
     assert doc["config"]["worlds"]["count"] == 3
 
 

@@ -127,6 +127,13 @@ WRONG: dict[str, tuple[str, Any]] = {
         "comp_001", "alpha=1.0 / rsi_window", "alpha=1.0 / 14").replace("alpha=1.0 / rsi_window", "alpha=1.0 / 14")),
     "a yes/no signal read on the previous session": ("comp_001", lambda env: edited(
         "comp_001", '.history(period="2y")["Close"].dropna()', '.history(period="2y")["Close"].dropna().iloc[:-1]')),
+    "a yes/no signal on Cutler's RSI where only Wilder's is accepted": ("comp_001", lambda env: edited(
+        "comp_001", "change.clip(lower=0.0).ewm(alpha=1.0 / rsi_window, adjust=False).mean().iloc[-1]",
+        "change.clip(lower=0.0).tail(rsi_window).mean()").replace(
+        "(-change).clip(lower=0.0).ewm(alpha=1.0 / rsi_window, adjust=False).mean().iloc[-1]",
+        "(-change).clip(lower=0.0).tail(rsi_window).mean()")),
+    "a yes/no signal whose RSI reads the last 30 closes only": ("comp_001", lambda env: edited(
+        "comp_001", "    change = closes.diff().dropna()", "    change = closes.tail(30).diff().dropna()")),
     "a pair whose first symbol is hard-coded": ("calc_008", lambda env: edited(
         "calc_008", "for symbol in symbols}", 'for symbol in ["^GSPC", symbols[1]]}').replace(
         "returns[symbols[0]]", 'returns["^GSPC"]')),
