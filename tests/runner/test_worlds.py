@@ -601,3 +601,31 @@ def test_one_seed_gives_the_same_world_data_in_another_process(env: Env) -> None
     runs = [subprocess.run([sys.executable, "-c", _HASHES, "1153675748"], capture_output=True, text=True,
                            check=True, cwd=root, env={**os.environ, "PYTHONHASHSEED": str(n)}) for n in (1, 2)]
     assert [json.loads(r.stdout) for r in runs] == [here, here]
+
+
+# --------------------------------------------------------------------------- reasons say what was compared
+def test_a_world_failure_names_every_accepted_reading_it_compared_with(env: Env) -> None:
+    code = edited("fetch_008", "closes.tail(days)", "closes.tail(days - 1)")
+    verdict, _ = env.judge("fetch_008", code)
+    assert verdict.state == "fail"
+    task = env.judged["fetch_008"]
+    readings = [name for name in expected_values(task, env.snapshot)]
+    assert len(readings) > 1
+    # "expected 478.8 (highest_close) or 479.1 (highest_close+calendar_days) ..., got 470.2"
+    assert "expected " in verdict.reason and ", got " in verdict.reason, verdict.reason
+    assert sum(f"({name})" in verdict.reason for name in readings) >= 2, verdict.reason
+
+
+def test_a_reused_tool_that_fails_says_where_it_came_from(env: Env) -> None:
+    from finevo.vocabulary import ToolSource
+
+    task = env.judged["fetch_004"]
+    expected = expected_values(task, env.snapshot)
+    outcome = Outcome(task_id="fetch_004", value=1.0, tool_code=reference("fetch_004"), stage="done",
+                      tool_name="latest_close", tool_version="1", tool_source=ToolSource.REUSED,
+                      tool_created_for="fetch_002")
+    verdict = judge_task(task, outcome, expected, 0.0)
+    assert verdict.state == "fail"
+    assert verdict.reason.endswith("(reused tool latest_close v1 created for fetch_002)"), verdict.reason
+    fresh = judge_task(task, Outcome(task_id="fetch_004", value=1.0, stage="done"), expected, 0.0)
+    assert "reused" not in fresh.reason
