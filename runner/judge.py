@@ -210,6 +210,8 @@ def mismatch_words(task: Task, value: Any, expected: Mapping[str, Any], names: S
         options = " or ".join(f"{float(expected[c]):.10g} ({c})" for c in names)
         return f"expected {options}, got {float(value):.10g}"
     if all(isinstance(expected[c], bool) for c in names) and isinstance(value, bool):
+        if len(names) == 1:  # a yes/no task's one reading: nothing to tell apart
+            return f"expected {expected[names[0]]}, got {value}"
         options = " or ".join(f"{expected[c]} ({c})" for c in names)
         return f"expected {options}, got {value}"
     return "; ".join(f"{compare(value, expected[c], task.tolerance, 'value')} ({c})" for c in names)

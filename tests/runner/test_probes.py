@@ -300,7 +300,7 @@ def test_a_tool_that_ignores_its_symbol_fails_the_symbol_probe(tasks, snapshot, 
     result = _judge_in_sandbox(task, _symbol_blind("calc_001"), task_runner, snapshot)
     assert result.actual == pytest.approx(_primary(expected_values(task, snapshot)))
     assert result.state == "fail"
-    assert result.reason.startswith("probe 1 (symbol=MSFT): ") and "beyond tolerance" in result.reason
+    assert result.reason.startswith("probe 1 (symbol=MSFT): expected ") and ", got " in result.reason
     assert math.isclose(result.probes[0].actual, result.actual)
 
 
