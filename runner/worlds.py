@@ -224,9 +224,10 @@ def readjust(raw: pd.DataFrame) -> pd.DataFrame:
     close = frame["Close"].to_numpy(dtype=float)
     dividends = (frame["Dividends"].to_numpy(dtype=float) if "Dividends" in frame.columns
                  else np.zeros(len(frame)))
-    factor = np.ones(len(frame))
-    for i in range(len(frame) - 1, 0, -1):
-        factor[i - 1] = factor[i] * ((1.0 - dividends[i] / close[i - 1]) if dividends[i] else 1.0)
+    step = np.ones(len(frame))  # step[i - 1]: the factor the dividend of bar i puts on the bars before it
+    paid = dividends[1:] != 0
+    step[:-1][paid] = 1.0 - dividends[1:][paid] / close[:-1][paid]
+    factor = np.cumprod(step[::-1])[::-1]
     frame["Adj Close"] = close * factor
     return frame
 
@@ -452,9 +453,10 @@ class Reshape:
         return np.concatenate([lead, window])
 
 
-def reshape(market: Market, shape: Reshape, symbols: Iterable[str]) -> Market:
+def reshape(market: Market, shape: Reshape, symbols: Iterable[str], *, quotes: bool = True) -> Market:
     """``market`` with the last bars of each of ``symbols`` redrawn by ``shape`` (bars stay
-    consistent: each whole bar is scaled to its new close, and ``Adj Close`` is recomputed)."""
+    consistent: each whole bar is scaled to its new close, and ``Adj Close`` is recomputed);
+    ``quotes=False`` leaves ``info`` / ``fast_info`` as they were (a search that reads bars only)."""
     chosen = set(symbols)
     data = []
     for item in market.data.values():
@@ -474,19 +476,20 @@ def reshape(market: Market, shape: Reshape, symbols: Iterable[str]) -> Market:
             ramp = np.ones(n)
             ramp[n - shape.window:] = 1.0 + shape.volume * np.arange(1, shape.window + 1) / shape.window
             raw["Volume"] = np.maximum(1, np.round(raw["Volume"].to_numpy(dtype=float) * ramp)).astype("int64")
-        data.append(requote(SymbolData(item.symbol, readjust(raw), item.income_yearly, item.income_quarterly,
-                                       item.info, item.fast_info), market.as_of))
+        bent = SymbolData(item.symbol, readjust(raw), item.income_yearly, item.income_quarterly, item.info,
+                          item.fast_info)
+        data.append(requote(bent, market.as_of) if quotes else bent)
     return Market(data, market.as_of)
 
 
 def reshapes(windows: Sequence[int]) -> Iterable[Reshape]:
-    """The tails tried for a flip, in a fixed order: the task's longest window first, flat volume
-    first, no dip first, then dips below a lead-in decline."""
+    """The tails tried for a flip, in a fixed order: the task's longest window first, no dip first
+    (then dips below where a lead-in ends), flat volume first."""
     for window in sorted({max(2, n) for n in windows} or {20}, reverse=True):
-        for volume in (0.0, -0.6, 1.0):
-            for dip, dip_len in ((0.0, 0), (0.1, 3), (0.1, 5), (0.2, 3), (-0.1, 3)):
-                for lead in (0.0, 0.01, -0.01, 0.02):
-                    for drift in (0.002, -0.002, 0.005, -0.005, 0.01):
+        for dip, dip_len in ((0.0, 0), (0.1, 3), (0.1, 5), (0.2, 3), (-0.1, 3)):
+            for lead in (0.0, 0.01, -0.01, 0.02):
+                for drift in (0.002, -0.002, 0.005, -0.005, 0.01):
+                    for volume in (0.0, -0.6, 1.0):
                         yield Reshape(window, lead, dip, dip_len, drift, volume)
 
 
@@ -499,7 +502,7 @@ def flip_market(task: Task, market: Market, symbols: Sequence[str], answer: Any,
     for tried, shape in enumerate(reshapes(windows)):
         if tried >= budget:
             break
-        candidate = reshape(own, shape, symbols)
+        candidate = reshape(own, shape, symbols, quotes=False)  # the oracle reads bars only
         value = _primary(task, candidate, {})
         if value is not None and value != answer:
             return reshape(market, shape, symbols), shape
