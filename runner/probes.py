@@ -200,7 +200,7 @@ def boundary_probes(d: _Deriver, key: str, value: int | float, contexts: list[di
                 continue
             where = ", ".join(f"{k}={v}" for k, v in rest.items()) or "the task's own arguments"
             return [Probe(args={**rest, key: side}, oracle_params={**rest, key: side},
-                          reason=f"derived: the answer flips at {key}={level:.4g} for {where}; {key}={side} "
+                          reason=f"derived: the answer turns at {key}={level:.4g} for {where}; {key}={side} "
                                  f"lies {BOUNDARY_MARGIN:.1%} {word} it, so the indicator must be computed as "
                                  "accepted, not merely on the right side of the task's own threshold")
                     for side, word in ((below, "below"), (above, "above"))]
