@@ -31,7 +31,7 @@ from runner.judge import compare
 from runner.oracle import expected_values
 
 #: Oracle evaluations one task's derivation may spend (a bound on the pair search).
-MAX_EVALUATIONS = 240
+MAX_EVALUATIONS = 400
 _YEAR_LIKE = 1900
 
 
@@ -41,14 +41,16 @@ def _differs(task: Task, a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     return any(compare(a[c], b[c], task.tolerance) is not None for c in a if c in b)
 
 
-def _numbers(value: int | float) -> list[int | float]:
+def _numbers(value: int | float, wide: bool = False) -> list[int | float]:
+    """Other values of a number, in a fixed order. Within half to twice the task's own value: a tool
+    may fairly fetch history in proportion to what the task asks (2 years for 250 sessions); a yes/no
+    answer (``wide``) only flips near a threshold, so a third and three times are tried last."""
+    extra = [value / 3, value * 3] if wide else []
     if isinstance(value, int):
         if value >= _YEAR_LIKE:
             raw: list[float] = [value - 1, value + 1]
         else:
-            # Within half to twice the task's own value: a tool may fairly fetch history in proportion
-            # to what the task asks (2 years for 250 sessions), so a probe never asks much more.
-            raw = [value * 1.5, value * 0.5, value * 2, value + 1, value - 1, value + 2]
+            raw = [value * 1.5, value * 0.5, value * 2, value + 1, value - 1, value + 2, *extra]
         seen: list[int | float] = []
         for r in raw:
             n = round(r)
@@ -56,7 +58,7 @@ def _numbers(value: int | float) -> list[int | float]:
                 seen.append(n)
         return seen
     out: list[int | float] = []
-    for r in (value * 1.5, value * 0.5, value * 2, value + 1, value - 1):
+    for r in (value * 1.5, value * 0.5, value * 2, value + 1, value - 1, *extra):
         if r > 0 and r != value and r not in out:
             out.append(r)
     return out
@@ -94,7 +96,7 @@ class _Deriver:
         if isinstance(value, bool):
             yield (not value), f"{key}={not value}"
         elif isinstance(value, (int, float)):
-            for number in _numbers(value):
+            for number in _numbers(value, wide=self.task.output.type == "boolean"):
                 yield number, f"{key}={number}"
         elif isinstance(value, str) and value in self.symbols:
             for other in self.symbols:

@@ -107,9 +107,10 @@ WRONG: dict[str, tuple[str, Any]] = {
         "fetch_008", 'yf.Ticker(symbol).history(period="1y")',
         "yf.Ticker(symbol).history(start=datetime.date.today() - datetime.timedelta(days=400), "
         "end=datetime.date.today())")),
+    # the snapshot's date hard-coded as yfinance's (exclusive) end: the latest session is dropped
     "hard-coded end date": ("fetch_008", lambda env: edited(
         "fetch_008", 'yf.Ticker(symbol).history(period="1y")',
-        'yf.Ticker(symbol).history(start="2024-06-01", end="2025-01-01")')),
+        'yf.Ticker(symbol).history(start="2024-01-02", end="2024-12-31")')),
     "the previous session instead of the latest": ("fetch_008", lambda env: edited(
         "fetch_008", "closes.tail(days)", "closes.iloc[:-1].tail(days)")),
     "a constant served for the benchmark's exact arguments (statement)": ("fetch_001", lambda env: _constant(
