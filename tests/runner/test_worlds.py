@@ -630,3 +630,20 @@ def test_a_reused_tool_that_fails_says_where_it_came_from(env: Env) -> None:
     assert verdict.reason.endswith("(reused tool latest_close v1 created for fetch_002)"), verdict.reason
     fresh = judge_task(task, Outcome(task_id="fetch_004", value=1.0, stage="done"), expected, 0.0)
     assert "reused" not in fresh.reason
+
+
+def test_the_worlds_of_a_run_do_not_depend_on_which_tasks_it_selects(make_config: Any) -> None:
+    """The spikes sit at the windows of every task of the file, so ``--only`` changes no world's data."""
+    from runner.prepare import prepare
+
+    everything = prepare(make_config(only=None, run_id="all"))
+    one = prepare(make_config(only=["calc_002"], run_id="one"))
+    assert list(one.judged) == ["calc_002"]
+    every_id = [t.id for t in load_tasks(TASKS)]
+    assert [t.id for t in one.world_tasks] == [t.id for t in everything.world_tasks] == every_id
+    task = one.judged["calc_002"]
+    with Worlds(one.snapshot, 3, 11, one.world_tasks) as a, Worlds(everything.snapshot, 3, 11,
+                                                                  everything.world_tasks) as b:
+        argsets = [p.oracle_params for p in task.probes]
+        assert [w.provider.content_hash for w in a.for_task(task, argsets)] == \
+            [w.provider.content_hash for w in b.for_task(task, argsets)]
