@@ -46,7 +46,7 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
            "mismatch_words", "probe_entry"]
 
 #: Recorded in every report; bump it whenever a rule changes what passes.
-JUDGE_VERSION = "3.0"  # 3.0: derived probes, hidden worlds, one reading throughout
+JUDGE_VERSION = "3.1"  # 3.1: flip worlds, threshold boundary probes, RSI warm-up reading; 3.0: hidden worlds
 
 #: Runs tool code in the sandbox: ``(code, entry, args) -> ExecutionResult``; may raise a
 #: :class:`~finevo.errors.FinevoError` (an external one when the sandbox itself is unavailable).
