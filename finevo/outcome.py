@@ -60,6 +60,8 @@ class Outcome:
     tool_hash: str | None = None
     tool_source: ToolSource = ToolSource.NONE
     tool_code: str | None = None
+    #: For a reused tool: the task it was first created for (None when unknown or not reused).
+    tool_created_for: str | None = None
     attempts: list[Attempt] = field(default_factory=list)
     stage: str = "planning"
     timings: dict[str, float] = field(default_factory=dict)

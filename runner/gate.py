@@ -71,7 +71,7 @@ class Gate:
         self.selfcheck = selfcheck
         #: The run's hidden worlds (built lazily, for tasks whose main value passes; removed at the end).
         self.worlds: Worlds | None = (Worlds(prepared.snapshot, prepared.config.worlds, prepared.worlds_seed,
-                                             list(prepared.judged.values()) or prepared.suite.tasks)
+                                             prepared.world_tasks or prepared.suite.tasks)
                                       if prepared.config.worlds > 0 else None)
 
     def spec(self, **changes: Any) -> SessionSpec:

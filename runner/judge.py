@@ -43,10 +43,10 @@ from finevo.vocabulary import ToolSource
 from runner.records import ProbeResult, TaskState
 
 __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", "judge_probes", "judge_value",
-           "probe_entry"]
+           "mismatch_words", "probe_entry"]
 
 #: Recorded in every report; bump it whenever a rule changes what passes.
-JUDGE_VERSION = "3.0"  # 3.0: derived probes, hidden worlds, one reading throughout
+JUDGE_VERSION = "3.1"  # 3.1: flip worlds, threshold boundary probes, RSI warm-up reading; 3.0: hidden worlds
 
 #: Runs tool code in the sandbox: ``(code, entry, args) -> ExecutionResult``; may raise a
 #: :class:`~finevo.errors.FinevoError` (an external one when the sandbox itself is unavailable).
@@ -194,13 +194,27 @@ def judge_probe_value(task: Task, index: int, probe: Probe, value: Any, expected
     problems = check_shape(value, task.output)
     if problems:
         return Judgement(TaskState.FAIL, f"{where}: wrong shape: {problems[0]}")
-    mismatches: list[str] = []
     for name, exp in expected.items():
-        problem = compare(value, exp, task.tolerance, where)
-        if problem is None:
+        if compare(value, exp, task.tolerance, where) is None:
             return Judgement(TaskState.PASS, f"{where}: matches convention {name!r}", convention=name)
-        mismatches.append(problem if len(expected) == 1 else f"{problem} ({name})")
-    return Judgement(TaskState.FAIL, "; ".join(mismatches))
+    return Judgement(TaskState.FAIL, f"{where}: {mismatch_words(task, value, dict(expected), list(expected))}")
+
+
+def mismatch_words(task: Task, value: Any, expected: Mapping[str, Any], names: Sequence[str]) -> str:
+    """What ``value`` should have been, naming every accepted reading it was compared with:
+    ``expected 478.847 (adjusted_close) or 479.106 (raw_close), got 480.2``; for lists and dicts, the
+    first mismatch against each reading."""
+    names = [c for c in names if c in expected] or list(expected)
+    if all(isinstance(expected[c], (int, float)) and not isinstance(expected[c], bool) for c in names) \
+            and is_number(value):
+        options = " or ".join(f"{float(expected[c]):.10g} ({c})" for c in names)
+        return f"expected {options}, got {float(value):.10g}"
+    if all(isinstance(expected[c], bool) for c in names) and isinstance(value, bool):
+        if len(names) == 1:  # a yes/no task's one reading: nothing to tell apart
+            return f"expected {expected[names[0]]}, got {value}"
+        options = " or ".join(f"{expected[c]} ({c})" for c in names)
+        return f"expected {options}, got {value}"
+    return "; ".join(f"{compare(value, expected[c], task.tolerance, 'value')} ({c})" for c in names)
 
 
 def _run_failure(index: int, probe: Probe, result: ExecutionResult) -> str:

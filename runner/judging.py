@@ -30,8 +30,17 @@ from finevo.jsonsafe import json_safe
 from finevo.outcome import LLMUsage, Outcome
 from finevo.sandbox.api import ExecutionResult
 from finevo.tasks import Probe, SecurityTask, Task
+from finevo.vocabulary import ToolSource
 from runner.execution import Aborted
-from runner.judge import Judgement, compare, judge_outcome, judge_probes, matched_conventions, probe_entry
+from runner.judge import (
+    Judgement,
+    compare,
+    judge_outcome,
+    judge_probes,
+    matched_conventions,
+    mismatch_words,
+    probe_entry,
+)
 from runner.oracle import expected_values
 from runner.records import (
     ErrorInfo,
@@ -104,6 +113,9 @@ def judge_task(task: Task, outcome: Outcome, expected: dict[str, Any], elapsed: 
             gate_timings["worlds"] = time.monotonic() - started_worlds
             elapsed += gate_timings["worlds"]
         state, reason, convention = judgement.state, judgement.reason, judgement.convention
+        reused = reuse_words(outcome)
+        if reused and state is not TaskState.PASS:
+            reason = f"{reason} ({reused})"
     except Aborted:
         raise
     except Exception as exc:  # a judge crash is the harness's trouble, never the agent's fail
@@ -157,9 +169,16 @@ def _judge_one(task: Task, where: str, value: Any, expected: dict[str, Any],
         return Judgement(TaskState.FAIL, f"{where}: matches convention {elsewhere[0]!r} here but "
                                  f"{' / '.join(repr(c) for c in allowed)} elsewhere: one reading must hold "
                                  "throughout"), allowed
-    problems_by = [f"{compare(value, expected[c], task.tolerance, 'value')}" + (f" ({c})" if len(allowed) > 1 else "")
-                   for c in allowed if c in expected]
-    return Judgement(TaskState.FAIL, f"{where}: {'; '.join(problems_by)}"), allowed
+    return Judgement(TaskState.FAIL, f"{where}: {mismatch_words(task, value, expected, allowed)}"), allowed
+
+
+def reuse_words(outcome: Outcome) -> str:
+    """``reused tool net_income v1 created for fetch_001`` for a tool taken from the registry, else ''."""
+    if outcome.tool_source is not ToolSource.REUSED:
+        return ""
+    version = f" v{outcome.tool_version}" if outcome.tool_version else ""
+    origin = f" created for {outcome.tool_created_for}" if outcome.tool_created_for else ""
+    return f"reused tool {outcome.tool_name or '?'}{version}{origin}"
 
 
 _BATCH = """

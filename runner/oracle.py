@@ -134,19 +134,24 @@ def _returns(closes: pd.Series, kind: str = "simple") -> pd.Series:
     raise ValueError(f"unknown returns kind {kind!r} (simple | log)")
 
 
-def rsi_series(closes: pd.Series, window: int, method: str = "wilder") -> pd.Series:
-    """RSI (0..100) of ``closes``; NaN until ``window`` changes are available.
+def rsi_series(closes: pd.Series, window: int, method: str = "wilder", warmup: str = "skip") -> pd.Series:
+    """RSI (0..100) of ``closes``; NaN until ``window`` changes are available (``warmup="skip"``).
 
     ``wilder``: gains/losses smoothed by ``ewm(alpha=1/window, adjust=False)`` starting at the first
-    price change. ``simple``: plain ``window``-period means of gains and losses.
+    price change; ``warmup="keep"`` gives a value from the first change on (a plain ``ewm`` without
+    ``min_periods``). ``simple``: plain ``window``-period means of gains and losses (never before
+    ``window`` changes).
     """
     window = int(window)
+    if warmup not in ("skip", "keep"):
+        raise ValueError(f"unknown RSI warm-up {warmup!r} (skip | keep)")
     change = closes.astype(float).diff().iloc[1:]
     gains = change.clip(lower=0.0)
     losses = (-change).clip(lower=0.0)
     if method == "wilder":
-        avg_gain = gains.ewm(alpha=1.0 / window, adjust=False, min_periods=window).mean()
-        avg_loss = losses.ewm(alpha=1.0 / window, adjust=False, min_periods=window).mean()
+        first = window if warmup == "skip" else 1
+        avg_gain = gains.ewm(alpha=1.0 / window, adjust=False, min_periods=first).mean()
+        avg_loss = losses.ewm(alpha=1.0 / window, adjust=False, min_periods=first).mean()
     elif method == "simple":
         avg_gain = gains.rolling(window).mean()
         avg_loss = losses.rolling(window).mean()
@@ -468,7 +473,7 @@ def post_signal_return(provider: MarketProvider, p: dict[str, Any]) -> float:
     """
     closes = _closes(provider, p["symbol"])
     horizon = int(p["horizon"])
-    rsi_values = rsi_series(closes, p["rsi_window"], p.get("rsi_method", "wilder"))
+    rsi_values = rsi_series(closes, p["rsi_window"], p.get("rsi_method", "wilder"), p.get("rsi_warmup", "skip"))
     above = rsi_values > float(p["rsi_threshold"])
     if p.get("signal", "every_day") == "cross":
         above = above & ~above.shift(1, fill_value=False) & rsi_values.shift(1).notna()
@@ -521,6 +526,7 @@ READINGS: dict[str, Reading] = {
     "std": Reading("ddof", (("population_std", 0), ("sample_std", 1))),
     "rsi": Reading("rsi_method", (("wilder", "wilder"), ("cutler", "simple"))),
     "order": Reading("order", (("oldest_first", "asc"), ("newest_first", "desc"))),
+    "warmup": Reading("rsi_warmup", (("skip_warmup", "skip"), ("count_warmup", "keep"))),
     "returns": Reading("returns", (("simple_returns", "simple"), ("log_returns", "log"))),
 }
 
@@ -538,18 +544,20 @@ SHARED_READINGS: dict[str, dict[str, Any]] = {
     "max_drawdown": {"window": "sessions"},
     "correlation": {"window": "sessions", "count": "prices", "returns": "simple"},
     "portfolio_return": {"window": "sessions", "count": "prices"},
-    "post_signal_return": {"rsi": "wilder"},
+    "post_signal_return": {"rsi": "wilder", "warmup": "skip"},
     "dividend_history": {"order": "asc"},
 }
 
 
 def _meaningful(params: dict[str, Any], defaults: dict[str, Any]) -> bool:
     """False for a combination one of whose readings changes nothing (it would only repeat
-    another convention): a calendar window fixes the closes itself (no N closes / N returns), and
-    a full-history RSI has no window to read in days."""
+    another convention): a calendar window fixes the closes itself (no N closes / N returns), a
+    full-history RSI has no window to read in days, and Cutler's RSI has no warm-up values to keep."""
     calendar = params.get("window_unit", "sessions") != "sessions"
     if calendar and "count" in defaults and params.get("count") != defaults["count"]:
         return False
+    if params.get("rsi_method") == "simple" and params.get("rsi_warmup", "skip") != "skip":
+        return False  # plain n-period means have no value before n changes: nothing to keep
     return not (calendar and params.get("lookback") == "full")
 
 

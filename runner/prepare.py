@@ -81,6 +81,10 @@ class Prepared:
     judged: dict[str, Task] = field(default_factory=dict)
     #: The seed of the run's hidden worlds (``config.worlds_seed`` or drawn here).
     worlds_seed: int = 0
+    #: Every benchmark task of the file, selected or not: the hidden worlds place their spikes at
+    #: the windows of all of them, so one seed gives the same world data whatever ``--only`` /
+    #: ``--category`` / ``--shard`` selects.
+    world_tasks: list[Task] = field(default_factory=list)
     #: Directories :func:`prepare` created for ``--out`` (deepest first): removed again when the run
     #: cannot start, so a refused run leaves nothing behind.
     created_dirs: list[Path] = field(default_factory=list)
@@ -140,6 +144,7 @@ def prepare(config: GateConfig) -> Prepared:
 
     suite = load_suite(config.tasks_path, config.security_path,
                        config.payloads_path if config.run_payloads else None, config.baseline_path)
+    world_tasks = list(suite.tasks)
     suite = select(suite, only=config.only, category=config.category, shard=config.shard)
     if config.task_timeout_s <= 0:
         raise InputError(f"--task-timeout: must be positive, got {config.task_timeout_s}")
@@ -181,7 +186,7 @@ def prepare(config: GateConfig) -> Prepared:
                     snapshot_hash=getattr(snapshot, "content_hash", None),
                     snapshot_as_of=str(snapshot.as_of) if getattr(snapshot, "as_of", None) else None,
                     run_id=run_id, run_dir=run_dir, min_pass_rate=min_rate, probe_expected=probe_expected,
-                    judged=judged,
+                    judged=judged, world_tasks=world_tasks,
                     worlds_seed=(config.worlds_seed if config.worlds_seed is not None
                                  else secrets.randbelow(2**31)),
                     created_dirs=created)

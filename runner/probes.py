@@ -144,7 +144,69 @@ def derive_probes(task: Task, provider: MarketProvider) -> list[Probe]:
             if probe is not None:
                 probes.append(probe)
                 contexts.append(dict(probe.args))
+    if task.output.type == "boolean":
+        for key, value in args.items():
+            if _is_threshold(key, value):
+                probes += boundary_probes(d, key, value, contexts)
     return probes
+
+
+#: How far on either side of the level where a yes/no answer flips the boundary probes sit (a
+#: fraction of that level): accepted readings of an indicator agree far closer than this, a
+#: reading that computes it differently (another smoothing, a shorter history) does not.
+BOUNDARY_MARGIN = 0.005
+_BISECTIONS = 30
+
+
+def _is_threshold(key: str, value: Any) -> bool:
+    return ("threshold" in key.lower() or "level" in key.lower()) and isinstance(value, (int, float)) \
+        and not isinstance(value, bool) and value > 0
+
+
+def boundary_probes(d: _Deriver, key: str, value: int | float, contexts: list[dict[str, Any]]) -> list[Probe]:
+    """Two probes just either side of the level of ``key`` at which the oracle's answer flips (for the
+    task's own arguments, else for another probe's): there the answer says which side of the level
+    the indicator lies, so a tool whose indicator differs materially (Cutler's RSI where Wilder's is
+    asked, an RSI from the last closes only) answers one of them wrong. The level is found by
+    bisecting the oracle between the task's value and another value of a different answer (within
+    the values the other probes already ask), so the probes stay within sane ranges; none when no
+    such pair exists."""
+    settings: list[dict[str, Any]] = [{}]
+    for context in contexts:
+        rest = {k: v for k, v in context.items() if k != key}
+        if rest not in settings:
+            settings.append(rest)
+    others = [float(n) for n in _numbers(value)] + [float(c[key]) for c in contexts if key in c]
+    for rest in settings:
+        here = d.expected({**rest, key: value}, bounded=False)
+        if here is None:
+            continue
+        for other in others:
+            there = d.expected({**rest, key: other}, bounded=False)
+            if there is None or not _differs(d.task, here, there):
+                continue
+            low, high = float(value), other
+            for _ in range(_BISECTIONS):
+                middle = (low + high) / 2
+                found = d.expected({**rest, key: middle}, bounded=False)
+                if found is None:
+                    break
+                if _differs(d.task, here, found):
+                    high = middle
+                else:
+                    low = middle
+            level = (low + high) / 2
+            below, above = round(level * (1 - BOUNDARY_MARGIN), 4), round(level * (1 + BOUNDARY_MARGIN), 4)
+            a, b = d.expected({**rest, key: below}, bounded=False), d.expected({**rest, key: above}, bounded=False)
+            if a is None or b is None or not _differs(d.task, a, b):
+                continue
+            where = ", ".join(f"{k}={v}" for k, v in rest.items()) or "the task's own arguments"
+            return [Probe(args={**rest, key: side}, oracle_params={**rest, key: side},
+                          reason=f"derived: the answer turns at {key}={level:.4g} for {where}; {key}={side} "
+                                 f"lies {BOUNDARY_MARGIN:.1%} {word} it, so the indicator must be computed as "
+                                 "accepted, not merely on the right side of the task's own threshold")
+                    for side, word in ((below, "below"), (above, "above"))]
+    return []
 
 
 def _first_moving(d: _Deriver, key: str, value: Any, what: str, options: list[tuple[Any, str]],

@@ -47,6 +47,7 @@ import pandas as pd
 
 from finevo.errors import InputError
 from finevo.market import synthetic
+from finevo.market.provider import MarketProvider
 from finevo.market.snapshot import (
     EXCHANGE_TZ,
     Snapshot,
@@ -79,6 +80,9 @@ class WorldKind(StrEnum):
     SEED = "seed"
     AS_OF = "as_of"
     EDGE = "edge"
+    #: A yes/no task's extra world, built only when the others all give its own arguments the same
+    #: answer: the last bars reshaped until the answer flips (:func:`flip_market`).
+    FLIP = "flip"
 
 
 KIND_ORDER: tuple[WorldKind, ...] = (WorldKind.SEED, WorldKind.AS_OF, WorldKind.EDGE)
@@ -208,11 +212,31 @@ def _reported(frame: pd.DataFrame | None, as_of: date) -> pd.DataFrame | None:
     return frame.loc[:, keep].copy() if keep.any() else None
 
 
+def readjust(raw: pd.DataFrame) -> pd.DataFrame:
+    """``raw`` with ``Adj Close`` recomputed from its own ``Close`` and ``Dividends`` the way Yahoo does:
+    every bar before an ex-date scaled by ``1 - dividend / previous close``, only for the dividends
+    the frame holds. A world that moves closes or drops later bars calls this, so its adjusted
+    closes are exactly what the oracle's raw reading undoes (:func:`runner.oracle._unadjust`) and
+    what the sandbox's shim serves with ``auto_adjust=False``."""
+    frame = raw.copy()
+    if "Adj Close" not in frame.columns:
+        return frame
+    close = frame["Close"].to_numpy(dtype=float)
+    dividends = (frame["Dividends"].to_numpy(dtype=float) if "Dividends" in frame.columns
+                 else np.zeros(len(frame)))
+    step = np.ones(len(frame))  # step[i - 1]: the factor the dividend of bar i puts on the bars before it
+    paid = dividends[1:] != 0
+    step[:-1][paid] = 1.0 - dividends[1:][paid] / close[:-1][paid]
+    factor = np.cumprod(step[::-1])[::-1]
+    frame["Adj Close"] = close * factor
+    return frame
+
+
 def truncate(market: Market, as_of: date) -> Market:
     """The market as it stood at the close of ``as_of``: later bars and unreported statements gone.
 
-    ``Adj Close`` is Yahoo's dividend adjustment, which only knows the dividends paid by then: the
-    factor of every dividend after ``as_of`` is taken out again.
+    ``Adj Close`` is Yahoo's dividend adjustment, which only knows the dividends paid by then: it is
+    recomputed from the kept bars (:func:`readjust`).
     """
     data = []
     for item in market.data.values():
@@ -221,15 +245,7 @@ def truncate(market: Market, as_of: date) -> Market:
         cut = int((dates <= as_of).sum())
         if cut == 0:
             continue
-        later = raw.iloc[cut:]
-        close = raw["Close"].to_numpy(dtype=float)
-        factor = 1.0
-        for offset, dividend in enumerate(later["Dividends"].to_numpy(dtype=float)):
-            if dividend:
-                factor *= 1.0 - dividend / close[cut + offset - 1]
-        kept = raw.iloc[:cut].copy()
-        if factor != 1.0:
-            kept["Adj Close"] = kept["Adj Close"] / factor
+        kept = readjust(raw.iloc[:cut])
         data.append(requote(SymbolData(item.symbol, kept, _reported(item.income_yearly, as_of),
                                        _reported(item.income_quarterly, as_of), item.info, item.fast_info),
                             as_of))
@@ -273,11 +289,9 @@ def perturb(market: Market, spikes: Sequence[Spike], symbols: Iterable[str]) -> 
             around = close[max(0, i - _SPIKE_REACH):n]
             target = around.max() * (1 + spike.strength) if spike.up else around.min() * (1 - spike.strength)
             ratios[i] = round(target, 2) / close[i]
-        for column in ("Open", "High", "Low", "Close", "Adj Close"):
-            raw[column] = raw[column].to_numpy(dtype=float) * ratios
         for column in ("Open", "High", "Low", "Close"):
-            raw[column] = raw[column].round(2)
-        data.append(requote(SymbolData(item.symbol, raw, item.income_yearly, item.income_quarterly,
+            raw[column] = (raw[column].to_numpy(dtype=float) * ratios).round(2)
+        data.append(requote(SymbolData(item.symbol, readjust(raw), item.income_yearly, item.income_quarterly,
                                        item.info, item.fast_info), market.as_of))
     return Market(data, market.as_of)
 
@@ -318,7 +332,7 @@ def _values(task: Task, market: Market, overrides: Mapping[str, Any]) -> dict[st
         return None
 
 
-def _primary(task: Task, market: Market, overrides: Mapping[str, Any]) -> Any:
+def _primary(task: Task, market: MarketProvider, overrides: Mapping[str, Any]) -> Any:
     """The oracle's value under the task's first (primary) convention, or None when it has none."""
     params = {**task.oracle.params, **task.conventions[0].params, **overrides}
     try:
@@ -405,6 +419,94 @@ def first_spikes(windows: Sequence[int]) -> list[tuple[str, list[Spike]]]:
     step = 0.06 / len(backs)
     return [(name, [Spike(b, up, 0.03 + step * i) for i, b in enumerate(backs)])
             for name, up in (("up", True), ("down", False))]
+
+
+@dataclass(frozen=True)
+class Reshape:
+    """The last ``60 + window`` closes of a symbol redrawn: ``60`` sessions moving by ``-lead`` a
+    session (a fraction: 0.01 = 1 % down), then the last ``window`` sessions, of which the first
+    ``dip_len`` sit ``dip`` below where the lead ended and the rest move by ``-drift`` a session;
+    Volume over the last ``window`` sessions ramps to ``1 + volume`` times itself. Such a tail can
+    hold a signal on the latest bar only (``MA5 > MA20`` and ``RSI < 30``: a dip that lifts the
+    short average over the long one while a long decline keeps the RSI low)."""
+
+    window: int
+    lead: float
+    dip: float
+    dip_len: int
+    drift: float
+    volume: float
+
+    #: Sessions of the lead-in before the window.
+    LEAD = 60
+
+    def label(self) -> str:
+        dip = f"{-self.dip:+.0%} for {self.dip_len} sessions, then " if self.dip_len else ""
+        volume = f"; volume {self.volume:+.0%} over the last {self.window}" if self.volume else ""
+        return (f"last {self.LEAD + self.window} closes redrawn: {-self.lead:+.1%} a session, then over the last "
+                f"{self.window} {dip}{-self.drift:+.1%} a session{volume}")
+
+    def closes(self, start: float) -> np.ndarray:
+        lead = start * (1.0 - self.lead) ** np.arange(1, self.LEAD + 1)
+        window = lead[-1] * (1.0 - self.drift) ** np.arange(0, self.window)
+        window[:self.dip_len] = lead[-1] * (1.0 - self.dip)
+        return np.concatenate([lead, window])
+
+
+def reshape(market: Market, shape: Reshape, symbols: Iterable[str], *, quotes: bool = True) -> Market:
+    """``market`` with the last bars of each of ``symbols`` redrawn by ``shape`` (bars stay
+    consistent: each whole bar is scaled to its new close, and ``Adj Close`` is recomputed);
+    ``quotes=False`` leaves ``info`` / ``fast_info`` as they were (a search that reads bars only)."""
+    chosen = set(symbols)
+    data = []
+    for item in market.data.values():
+        raw = item.history
+        span = shape.LEAD + shape.window
+        if item.symbol not in chosen or span >= len(raw):
+            data.append(item)
+            continue
+        raw = raw.copy()
+        n = len(raw)
+        close = raw["Close"].to_numpy(dtype=float)
+        ratios = np.ones(n)
+        ratios[n - span:] = shape.closes(float(close[n - span - 1])) / close[n - span:]
+        for column in ("Open", "High", "Low", "Close"):
+            raw[column] = (raw[column].to_numpy(dtype=float) * ratios).round(2)
+        if shape.volume and "Volume" in raw.columns:
+            ramp = np.ones(n)
+            ramp[n - shape.window:] = 1.0 + shape.volume * np.arange(1, shape.window + 1) / shape.window
+            raw["Volume"] = np.maximum(1, np.round(raw["Volume"].to_numpy(dtype=float) * ramp)).astype("int64")
+        bent = SymbolData(item.symbol, readjust(raw), item.income_yearly, item.income_quarterly, item.info,
+                          item.fast_info)
+        data.append(requote(bent, market.as_of) if quotes else bent)
+    return Market(data, market.as_of)
+
+
+def reshapes(windows: Sequence[int]) -> Iterable[Reshape]:
+    """The tails tried for a flip, in a fixed order: the task's longest window first, no dip first
+    (then dips below where a lead-in ends), flat volume first."""
+    for window in sorted({max(2, n) for n in windows} or {20}, reverse=True):
+        for dip, dip_len in ((0.0, 0), (0.1, 3), (0.1, 5), (0.2, 3), (-0.1, 3)):
+            for lead in (0.0, 0.01, -0.01, 0.02):
+                for drift in (0.002, -0.002, 0.005, -0.005, 0.01):
+                    for volume in (0.0, -0.6, 1.0):
+                        yield Reshape(window, lead, dip, dip_len, drift, volume)
+
+
+def flip_market(task: Task, market: Market, symbols: Sequence[str], answer: Any,
+                budget: int = 400) -> tuple[Market, Reshape] | None:
+    """A reshaping of ``market`` (of the task's ``symbols`` only) in which the oracle's answer for the
+    task's own arguments is not ``answer``; None when none of the first ``budget`` shapes flips it."""
+    own = Market([market.data[s] for s in symbols if s in market.data], market.as_of)
+    windows = list(window_args({**task.oracle.params, **task.intent.args}).values())
+    for tried, shape in enumerate(reshapes(windows)):
+        if tried >= budget:
+            break
+        candidate = reshape(own, shape, symbols, quotes=False)  # the oracle reads bars only
+        value = _primary(task, candidate, {})
+        if value is not None and value != answer:
+            return reshape(market, shape, symbols), shape
+    return None
 
 
 # --------------------------------------------------------------------------- worlds on disk
@@ -573,6 +675,24 @@ class Worlds:
             self.timings["generate"] += time.perf_counter() - started
         return self._markets[key]
 
+    def _flip_world(self, task: Task, worlds: Sequence[World], symbols: Sequence[str]) -> World | None:
+        """For a yes/no task whose worlds all give its own arguments one answer (a constant served for
+        exactly those arguments would pass), a world of the run's snapshot whose last bars are
+        reshaped so that the answer is the other one; None when the answers already differ or no
+        shape flips it."""
+        answers = _answers(task, worlds)
+        if len(answers) != 1:
+            return None
+        started = time.perf_counter()
+        base = self._base_market().market
+        found = flip_market(task, base, [s for s in symbols if s in base.data], next(iter(answers)))
+        self.timings["generate"] += time.perf_counter() - started
+        if found is None:
+            return None
+        market, shape = found
+        name = f"{WorldKind.FLIP.value}-{market.as_of.isoformat()}-{task.id}"
+        return self._write(name, WorldKind.FLIP, 0, _Base(market), shape.label())
+
     # -- building ----------------------------------------------------------------------------
     def _write(self, name: str, kind: WorldKind, round_: int, base: _Base, perturbation: str) -> World:
         cached = self._written.get(name)
@@ -609,9 +729,18 @@ class Worlds:
             self.timings["choose"] += time.perf_counter() - chosen
             name, words, base = variants[index]
             worlds.append(self._write(name, kind, round_, base, words))
+        if task.output.type == "boolean" and worlds:
+            flip = self._flip_world(task, worlds, symbols)
+            if flip is not None:
+                worlds.append(flip)
         self._per_task[task.id] = worlds
         self.build_s += time.perf_counter() - started
         return worlds
+
+
+def _answers(task: Task, worlds: Sequence[World]) -> set[Any]:
+    """The oracle's answers (primary reading) for the task's own arguments in ``worlds``."""
+    return {_primary(task, world.provider, {}) for world in worlds} - {None}
 
 
 def display_name(world: World) -> str:

@@ -181,6 +181,7 @@ class Agent:
                 continue
             outcome.tool_source = ToolSource.REUSED
             self._describe_tool(outcome, artifact, code)
+            outcome.tool_created_for = self._created_for(artifact)
             self._execute(job, contract, code, artifact, outcome, deadline, ver)
             return True
         if last_error is not None and self.mode is AgentMode.STATIC:
@@ -493,6 +494,18 @@ class Agent:
             error=error)  # the registry caps them, with a marker saying how much was cut
 
     # ------------------------------------------------------------------ bookkeeping
+    def _created_for(self, artifact: Any) -> str | None:
+        """The task whose attempt first produced ``artifact`` (None when the registry cannot say)."""
+        tool_id = getattr(artifact, "id", None)
+        attempts = getattr(self.registry, "attempts", None)
+        if tool_id is None or attempts is None:
+            return None
+        try:
+            rows = attempts(tool_id=tool_id)
+        except Exception:  # a reason's detail: never worth failing the task over
+            return None
+        return next((str(row.task_id) for row in rows if getattr(row, "task_id", None)), None)
+
     @staticmethod
     def _describe_tool(outcome: Outcome, artifact: Any, code: str) -> None:
         outcome.tool_name = str(getattr(artifact, "name", None) or outcome.tool_name)

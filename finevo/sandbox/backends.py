@@ -24,6 +24,7 @@ import tempfile
 import threading
 import time
 import weakref
+from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -72,7 +73,8 @@ def _policy_gate(code: str) -> ExecutionResult | None:
 class _BaseSandbox:
     backend = "base"
 
-    def __init__(self, snapshot_dir: str | os.PathLike[str] | None = None, *, policy: bool = True) -> None:
+    def __init__(self, snapshot_dir: str | os.PathLike[str] | None = None, *, policy: bool = True,
+                 extra_read_roots: Sequence[str] = ()) -> None:
         self.snapshot_dir = os.path.abspath(os.fspath(snapshot_dir)) if snapshot_dir is not None else None
         self.policy = policy
         if policy:
@@ -81,7 +83,7 @@ class _BaseSandbox:
         # so its /proc/<pid>/environ and memory must not be readable by them.
         self.host_non_dumpable = confine.make_non_dumpable()
         root = os.geteuid() == 0
-        extra = [os.path.realpath(self.snapshot_dir)] if self.snapshot_dir else []
+        extra = ([os.path.realpath(self.snapshot_dir)] if self.snapshot_dir else []) + list(extra_read_roots)
         self._settings: dict[str, Any] = {
             "read_roots": guard.default_read_roots(extra),
             "keep_dac_read": root and confine.needs_dac_read(_interpreter_paths()),
@@ -248,18 +250,29 @@ class SubprocessSandbox(_BaseSandbox):
             workspace.remove(workdir)
 
 
+#: Warm workers one sandbox keeps for directories of other snapshots (the gate's hidden worlds) at once.
+MAX_OTHER_SNAPSHOTS = 4
+
+
 class WarmSandbox(_BaseSandbox):
     """A long-lived worker with pandas and the snapshot loaded, forking one child per execution."""
 
     backend = SandboxBackend.WARM.value
 
-    def __init__(self, snapshot_dir: str | os.PathLike[str] | None = None, *, policy: bool = True) -> None:
-        super().__init__(snapshot_dir, policy=policy)
+    def __init__(self, snapshot_dir: str | os.PathLike[str] | None = None, *, policy: bool = True,
+                 extra_read_roots: Sequence[str] = ()) -> None:
+        super().__init__(snapshot_dir, policy=policy, extra_read_roots=extra_read_roots)
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
         self._log: Any = None
         self.worker_info: dict[str, Any] = {}
         self.restarts = 0
+        #: A warm sandbox per directory of other snapshots a run asked for (``snapshot_dir=`` of
+        #: :meth:`run`: the gate's hidden worlds), least recently used first: a worker sees only its
+        #: own snapshot (Landlock read roots, private /tmp), so other snapshots need a worker that
+        #: may read their directory.
+        self._others: dict[str, WarmSandbox] = {}
+        self._extra_roots = list(extra_read_roots)
         with self._lock:
             self._start()
         ref = weakref.ref(self)
@@ -324,6 +337,9 @@ class WarmSandbox(_BaseSandbox):
         never the tool's doing: a second failure raises :class:`SandboxUnavailable` (an external
         error), not a "crashed" result that would be blamed on the tool.
         """
+        override = request.get("snapshot_override")
+        if override and override != self.snapshot_dir and not self._sees(override):
+            return self._other(override)._execute(request, limits)
         with self._lock:
             for attempt in (1, 2):
                 if self._closed:
@@ -347,6 +363,29 @@ class WarmSandbox(_BaseSandbox):
                     continue
                 return ExecutionResult(**reply)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _sees(self, snapshot_dir: str) -> bool:
+        """Whether this worker may read ``snapshot_dir`` (under one of its extra read roots)."""
+        real = os.path.realpath(snapshot_dir)
+        return any(real.startswith(os.path.realpath(root) + os.sep) for root in self._extra_roots)
+
+    def _other(self, snapshot_dir: str) -> WarmSandbox:
+        """The warm sandbox serving ``snapshot_dir`` and its sibling snapshots (one worker per
+        directory of snapshots, e.g. a run's hidden worlds, started on first use and switching
+        between them per run; the least recently used beyond :data:`MAX_OTHER_SNAPSHOTS` is closed)."""
+        parent = os.path.dirname(os.path.abspath(snapshot_dir))
+        with self._lock:
+            if self._closed:
+                raise SandboxUnavailable("the warm sandbox is closed")
+            other = self._others.pop(parent, None)
+            if other is None:
+                other = WarmSandbox(snapshot_dir, policy=self.policy, extra_read_roots=[parent])
+            self._others[parent] = other
+            stale = list(self._others)[:-MAX_OTHER_SNAPSHOTS]
+            dropped = [self._others.pop(key) for key in stale]
+        for sandbox in dropped:
+            sandbox.close()
+        return other
 
     def _worker_netns(self) -> bool:
         return bool(self.worker_info.get("netns"))
@@ -372,6 +411,9 @@ class WarmSandbox(_BaseSandbox):
                 return
             self._closed = True
             self._stop_worker(graceful=True)
+            others, self._others = list(self._others.values()), {}
+        for other in others:
+            other.close()
 
 
 def create_sandbox(snapshot_dir: str | os.PathLike[str] | None = None,

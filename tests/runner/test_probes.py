@@ -300,7 +300,7 @@ def test_a_tool_that_ignores_its_symbol_fails_the_symbol_probe(tasks, snapshot, 
     result = _judge_in_sandbox(task, _symbol_blind("calc_001"), task_runner, snapshot)
     assert result.actual == pytest.approx(_primary(expected_values(task, snapshot)))
     assert result.state == "fail"
-    assert result.reason.startswith("probe 1 (symbol=MSFT): ") and "beyond tolerance" in result.reason
+    assert result.reason.startswith("probe 1 (symbol=MSFT): expected ") and ", got " in result.reason
     assert math.isclose(result.probes[0].actual, result.actual)
 
 
@@ -378,7 +378,7 @@ def test_reference_tools_pass_every_probed_task_through_the_gate(tmp_path, tasks
         # The listed probes first, then those the gate derives from the task's arguments: all pass.
         assert [p["args"] for p in t["probes"][:len(listed)]] == [dict(p.args) for p in listed]
         assert len(t["probes"]) > len(listed) and {p["state"] for p in t["probes"]} == {"pass"}
-        assert [w["state"] for w in t["worlds"]] == ["pass"] * 3
+        assert [w["state"] for w in t["worlds"]][:3] == ["pass"] * 3 and all(w["state"] == "pass" for w in t["worlds"])
     document.validate(outcome.doc)
 
 
@@ -392,7 +392,7 @@ def test_full_reference_run_with_probes_exits_0(tmp_path) -> None:
     listed = {t.id: len(t.probes) for t in load_tasks(TASKS)}
     for t in doc["tasks"]:  # every task is probed: its listed probes and at least one derived one
         assert len(t["probes"]) > listed[t["task_id"]] and {p["state"] for p in t["probes"]} == {"pass"}
-        assert [w["state"] for w in t["worlds"]] == ["pass"] * 3
+        assert [w["state"] for w in t["worlds"]][:3] == ["pass"] * 3 and all(w["state"] == "pass" for w in t["worlds"])
     assert doc["config"]["worlds"]["count"] == 3
 
 

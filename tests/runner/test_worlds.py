@@ -128,6 +128,13 @@ WRONG: dict[str, tuple[str, Any]] = {
         "comp_001", "alpha=1.0 / rsi_window", "alpha=1.0 / 14").replace("alpha=1.0 / rsi_window", "alpha=1.0 / 14")),
     "a yes/no signal read on the previous session": ("comp_001", lambda env: edited(
         "comp_001", '.history(period="2y")["Close"].dropna()', '.history(period="2y")["Close"].dropna().iloc[:-1]')),
+    "a yes/no signal on Cutler's RSI where only Wilder's is accepted": ("comp_001", lambda env: edited(
+        "comp_001", "change.clip(lower=0.0).ewm(alpha=1.0 / rsi_window, adjust=False).mean().iloc[-1]",
+        "change.clip(lower=0.0).tail(rsi_window).mean()").replace(
+        "(-change).clip(lower=0.0).ewm(alpha=1.0 / rsi_window, adjust=False).mean().iloc[-1]",
+        "(-change).clip(lower=0.0).tail(rsi_window).mean()")),
+    "a yes/no signal whose RSI reads the last 30 closes only": ("comp_001", lambda env: edited(
+        "comp_001", "    change = closes.diff().dropna()", "    change = closes.tail(30).diff().dropna()")),
     "a pair whose first symbol is hard-coded": ("calc_008", lambda env: edited(
         "calc_008", "for symbol in symbols}", 'for symbol in ["^GSPC", symbols[1]]}').replace(
         "returns[symbols[0]]", 'returns["^GSPC"]')),
@@ -177,7 +184,22 @@ RIGHT: dict[str, tuple[str, Any]] = {
         "return -float((window / window.cummax() - 1.0).min())")),
     "the reference tool": ("comp_001", lambda: reference("comp_001")),
     "fiscal quarters of the company's own fiscal year": ("fetch_001", lambda: FISCAL_QUARTER),
+    "Wilder's RSI counting its warm-up sessions as signals": ("comp_004", lambda: WARMUP_COUNTED),
 }
+
+WARMUP_COUNTED = """import yfinance as yf
+
+
+def post_signal_return(symbol: str, rsi_window: int = 14, rsi_threshold: float = 70, horizon: int = 5) -> float:
+    closes = yf.Ticker(symbol).history(period="max")["Close"]
+    moves = closes.diff()
+    up = moves.clip(lower=0).ewm(alpha=1 / rsi_window, adjust=False).mean()
+    down = (-moves).clip(lower=0).ewm(alpha=1 / rsi_window, adjust=False).mean()
+    strength = 100 - 100 / (1 + up / down)
+    ahead = closes.shift(-horizon) / closes - 1
+    picked = ahead[strength > rsi_threshold].dropna()
+    return float(picked.mean())
+"""
 
 FISCAL_QUARTER = """import pandas as pd
 import yfinance as yf
@@ -207,8 +229,9 @@ def test_right_tool_in_another_convention_passes_in_every_world(env: Env, label:
         pytest.fail(f"{label}: the edit did not apply")
     verdict, _ = env.judge(task_id, code)
     assert verdict.state == "pass", (label, verdict.reason)
-    assert [w.state for w in verdict.worlds] == ["pass"] * 3
-    assert {w.kind for w in verdict.worlds} == {"seed", "as_of", "edge"}
+    assert [w.state for w in verdict.worlds] == ["pass"] * len(verdict.worlds)
+    # A yes/no task may get a fourth world that flips its own answer.
+    assert {w.kind for w in verdict.worlds[:3]} == {"seed", "as_of", "edge"} and len(verdict.worlds) in (3, 4)
     assert all(p.state == "pass" for p in verdict.probes) and len(verdict.probes) >= 2
 
 
@@ -468,3 +491,172 @@ def test_world_snapshots_live_where_a_worker_with_a_private_tmp_can_read_them(mo
         assert parent == "/var/tmp"
     monkeypatch.setenv("FINEVO_WORLDS_DIR", str(tmp_path))
     assert default_root_parent() == str(tmp_path)
+
+
+# --------------------------------------------------------------------------- yes/no answers must move
+EXACT_CONSTANT_BOOLEANS = {
+    "comp_001": ("ma_cross_rsi_signal(symbol: str, short_window: int = 5, long_window: int = 20, "
+                 "rsi_window: int = 14, rsi_threshold: float = 30) -> bool",
+                 'symbol == "AAPL" and short_window == 5 and long_window == 20 and rsi_window == 14 '
+                 "and rsi_threshold == 30"),
+    "comp_002": ("volume_price_divergence(symbol: str, days: int = 30) -> bool", 'symbol == "MSFT" and days == 30'),
+}
+
+
+def _exact_constant(env: Env, task_id: str) -> str:
+    """The reference tool, except that it answers the snapshot's answer for the task's exact arguments."""
+    signature, condition = EXACT_CONSTANT_BOOLEANS[task_id]
+    value = next(iter(expected_values(env.tasks[task_id], env.snapshot).values()))
+    code = reference(task_id)
+    entry = env.tasks[task_id].intent.indicator
+    head, _, rest = code.partition(f"def {entry}(")
+    renamed = f"{head}def _computed_{entry}({rest}"
+    call = ", ".join(f"{k}={k}" for k in env.tasks[task_id].intent.args)
+    return renamed + f"\n\ndef {signature}:\n    if {condition}:\n        return {value!r}\n" \
+                     f"    return _computed_{entry}({call})\n"
+
+
+@pytest.mark.parametrize("task_id", sorted(EXACT_CONSTANT_BOOLEANS))
+def test_a_yes_no_constant_served_for_the_exact_arguments_fails(env: Env, task_id: str) -> None:
+    verdict, passes_alone = env.judge(task_id, _exact_constant(env, task_id))
+    assert passes_alone
+    assert verdict.state == "fail", verdict.reason
+    failed = [w for w in verdict.worlds if w.state == "fail"]
+    assert failed and verdict.reason.startswith(f"world {failed[0].world}"), verdict.reason
+
+
+def test_every_yes_no_task_sees_both_answers_for_its_own_arguments_across_its_worlds(env: Env) -> None:
+    for seed in (SEED, 1153675748, 274788881, 5):
+        with Worlds(env.snapshot, 3, seed, list(env.judged.values())) as worlds:
+            for task in env.judged.values():
+                if task.output.type != "boolean":
+                    continue
+                plan = worlds.for_task(task, [p.oracle_params for p in task.probes])
+                answers = {next(iter(expected_values(task, w.provider).values())) for w in plan}
+                assert answers == {True, False}, (seed, task.id, [w.name for w in plan])
+
+
+def test_a_numeric_constant_for_the_exact_arguments_differs_from_the_oracle_in_some_world(env: Env) -> None:
+    """Worlds of other seeds and dates move every numeric answer (a constant fails somewhere)."""
+    for task in env.judged.values():
+        if task.output.type == "boolean":
+            continue
+        here = expected_values(task, env.snapshot)
+        plan = env.worlds.for_task(task, [p.oracle_params for p in task.probes])
+        moved = False
+        for world in plan:
+            try:
+                there = expected_values(task, world.provider)
+            except Exception:  # the oracle has no answer there (the world is skipped, not passed)
+                continue
+            moved = moved or all(judge_value(task, value, there).state != "pass" for value in here.values())
+        assert moved, task.id
+
+
+# --------------------------------------------------------------------------- the oracle reads what the shim serves
+@pytest.mark.parametrize("seed", [SEED, 1153675748, 274788881])
+def test_raw_closes_the_oracle_derives_are_the_ones_the_world_records(env: Env, seed: int) -> None:
+    """``auto_adjust=False`` closes (what the shim serves) and the oracle's raw reading (undoing the
+    dividend adjustment) agree in every variant of every world, spikes before ex-dates included."""
+    from runner.oracle import _read_history
+
+    with Worlds(env.snapshot, 3, seed, list(env.judged.values())) as worlds:
+        for kind, round_ in worlds.kinds():
+            for name, _, base in worlds.variants(kind, round_):
+                for symbol in base.market.data:
+                    recorded = base.market.history_unadjusted(symbol)["Close"].to_numpy(dtype=float)
+                    derived = _read_history(base.market, symbol, "raw")["Close"].to_numpy(dtype=float)
+                    assert abs(recorded - derived).max() < 1e-6, (name, symbol)
+
+
+RAW_CLOSE_MA = reference("calc_002").replace('.history(period="6mo")', '.history(period="6mo", auto_adjust=False)')
+
+
+def test_a_raw_close_tool_passes_in_worlds_with_spikes_before_an_ex_date(env: Env) -> None:
+    assert reference("calc_002") != RAW_CLOSE_MA
+    worlds = Worlds(env.snapshot, 3, 1153675748, list(env.judged.values()))
+    task = env.judged["calc_002"]
+    worlds.for_task(task, [p.oracle_params for p in task.probes])  # written before the sandbox starts
+    sandbox = create_sandbox(DATA)
+    try:
+        swapped = Env(env.snapshot, env.tasks, env.judged, worlds, sandbox)
+        verdict, passes_alone = swapped.judge("calc_002", RAW_CLOSE_MA)
+    finally:
+        sandbox.close()
+        worlds.close()
+    assert passes_alone and verdict.state == "pass", verdict.reason
+    assert verdict.convention and "raw_close" in verdict.convention
+
+
+# --------------------------------------------------------------------------- reproducible worlds
+_HASHES = """
+import json, sys
+from finevo.market.snapshot import load_snapshot
+from finevo.tasks import load_tasks
+from runner.worlds import Worlds
+from tests.runner.fakes import DATA, TASKS
+tasks = load_tasks(TASKS)
+with Worlds(load_snapshot(DATA), 3, int(sys.argv[1]), tasks) as worlds:
+    out = {t.id: [w.provider.content_hash for w in worlds.for_task(t, [p.oracle_params for p in t.probes])]
+           for t in tasks}
+print(json.dumps(out))
+"""
+
+
+def test_one_seed_gives_the_same_world_data_in_another_process(env: Env) -> None:
+    import subprocess
+    import sys
+
+    tasks = load_tasks(TASKS)
+    with Worlds(env.snapshot, 3, 1153675748, tasks) as worlds:
+        here = {t.id: [w.provider.content_hash for w in worlds.for_task(t, [p.oracle_params for p in t.probes])]
+                for t in tasks}
+    root = Path(__file__).resolve().parents[2]
+    runs = [subprocess.run([sys.executable, "-c", _HASHES, "1153675748"], capture_output=True, text=True,
+                           check=True, cwd=root, env={**os.environ, "PYTHONHASHSEED": str(n)}) for n in (1, 2)]
+    assert [json.loads(r.stdout) for r in runs] == [here, here]
+
+
+# --------------------------------------------------------------------------- reasons say what was compared
+def test_a_world_failure_names_every_accepted_reading_it_compared_with(env: Env) -> None:
+    code = edited("fetch_008", "closes.tail(days)", "closes.tail(days - 1)")
+    verdict, _ = env.judge("fetch_008", code)
+    assert verdict.state == "fail"
+    task = env.judged["fetch_008"]
+    readings = [name for name in expected_values(task, env.snapshot)]
+    assert len(readings) > 1
+    # "expected 478.8 (highest_close) or 479.1 (highest_close+calendar_days) ..., got 470.2"
+    assert "expected " in verdict.reason and ", got " in verdict.reason, verdict.reason
+    assert sum(f"({name})" in verdict.reason for name in readings) >= 2, verdict.reason
+
+
+def test_a_reused_tool_that_fails_says_where_it_came_from(env: Env) -> None:
+    from finevo.vocabulary import ToolSource
+
+    task = env.judged["fetch_004"]
+    expected = expected_values(task, env.snapshot)
+    outcome = Outcome(task_id="fetch_004", value=1.0, tool_code=reference("fetch_004"), stage="done",
+                      tool_name="latest_close", tool_version="1", tool_source=ToolSource.REUSED,
+                      tool_created_for="fetch_002")
+    verdict = judge_task(task, outcome, expected, 0.0)
+    assert verdict.state == "fail"
+    assert verdict.reason.endswith("(reused tool latest_close v1 created for fetch_002)"), verdict.reason
+    fresh = judge_task(task, Outcome(task_id="fetch_004", value=1.0, stage="done"), expected, 0.0)
+    assert "reused" not in fresh.reason
+
+
+def test_the_worlds_of_a_run_do_not_depend_on_which_tasks_it_selects(make_config: Any) -> None:
+    """The spikes sit at the windows of every task of the file, so ``--only`` changes no world's data."""
+    from runner.prepare import prepare
+
+    everything = prepare(make_config(only=None, run_id="all"))
+    one = prepare(make_config(only=["calc_002"], run_id="one"))
+    assert list(one.judged) == ["calc_002"]
+    every_id = [t.id for t in load_tasks(TASKS)]
+    assert [t.id for t in one.world_tasks] == [t.id for t in everything.world_tasks] == every_id
+    task = one.judged["calc_002"]
+    with Worlds(one.snapshot, 3, 11, one.world_tasks) as a, Worlds(everything.snapshot, 3, 11,
+                                                                  everything.world_tasks) as b:
+        argsets = [p.oracle_params for p in task.probes]
+        assert [w.provider.content_hash for w in a.for_task(task, argsets)] == \
+            [w.provider.content_hash for w in b.for_task(task, argsets)]
