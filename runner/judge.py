@@ -217,12 +217,17 @@ def mismatch_words(task: Task, value: Any, expected: Mapping[str, Any], names: S
     return "; ".join(f"{compare(value, expected[c], task.tolerance, 'value')} ({c})" for c in names)
 
 
-def _run_failure(index: int, probe: Probe, result: ExecutionResult) -> str:
+def run_words(result: ExecutionResult) -> str:
+    """What happened to a tool run that returned no value, in words ("the tool raised (...)")."""
     detail = ": ".join(x for x in (result.error_type, result.error_message or result.rule) if x)
     what = {"exception": "raised", "timeout": "timed out", "blocked": "was blocked",
             "killed": "was killed by a resource limit", "crashed": "died without a result"}.get(result.status,
                                                                                              result.status)
-    return f"probe {index} ({probe.label()}): the tool {what}" + (f" ({detail})" if detail else "")
+    return f"the tool {what}" + (f" ({detail})" if detail else "")
+
+
+def _run_failure(index: int, probe: Probe, result: ExecutionResult) -> str:
+    return f"probe {index} ({probe.label()}): {run_words(result)}"
 
 
 def judge_probes(task: Task, outcome: Outcome, main: Judgement, main_expected: Mapping[str, Any],

@@ -40,6 +40,7 @@ from runner.judge import (
     matched_conventions,
     mismatch_words,
     probe_entry,
+    run_words,
 )
 from runner.oracle import expected_values
 from runner.records import (
@@ -144,14 +145,6 @@ def judge_task(task: Task, outcome: Outcome, expected: dict[str, Any], elapsed: 
 def _consistent(task: Task, value: Any, expected: dict[str, Any], allowed: Sequence[str]) -> list[str]:
     """The conventions of ``allowed`` whose expected value ``value`` matches."""
     return [c for c in allowed if c in expected and compare(value, expected[c], task.tolerance) is None]
-
-
-def _run_words(result: ExecutionResult) -> str:
-    detail = ": ".join(x for x in (result.error_type, result.error_message or result.rule) if x)
-    what = {"exception": "raised", "timeout": "timed out", "blocked": "was blocked",
-            "killed": "was killed by a resource limit", "crashed": "died without a result"}.get(result.status,
-                                                                                             result.status)
-    return f"the tool {what}" + (f" ({detail})" if detail else "")
 
 
 def _judge_one(task: Task, where: str, value: Any, expected: dict[str, Any],
@@ -352,7 +345,7 @@ def judge_worlds(task: Task, outcome: Outcome, main: Judgement, main_expected: d
                     if result.ok:
                         judgement, allowed = _judge_one(task, where, result.value, expected, allowed)
                     else:
-                        judgement = Judgement(TaskState.FAIL, f"{where}: {_run_words(result)}")
+                        judgement = Judgement(TaskState.FAIL, f"{where}: {run_words(result)}")
             record.checks += 1
             if not judgement.passed:
                 world_verdict = judgement
