@@ -1,13 +1,13 @@
 """The gate run: every selected task in order, each under a deadline, judged, logged, reported.
 
-Flow: :func:`runner.prepare.prepare` checks every input before anything is written. Then
+Flow: :func:`runner.inputs.prepare.prepare` checks every input before anything is written. Then
 :meth:`Gate.run` opens a fresh registry under ``<out>/<run_id>/registry``, runs the benchmark
-tasks (:mod:`runner.execution`, judged by :mod:`runner.judging`), the security tasks and the
-payload corpus (:mod:`runner.payloads`), appends one event per finished item to ``events.jsonl``,
-runs the harness self-check (:mod:`runner.selfcheck`), computes the verdict and writes every report.
+tasks (:mod:`runner.execution.deadline`, judged by :mod:`runner.judging.grade`), the security tasks and the
+payload corpus (:mod:`runner.execution.payloads`), appends one event per finished item to ``events.jsonl``,
+runs the harness self-check (:mod:`runner.judging.selfcheck`), computes the verdict and writes every report.
 
 On SIGINT / SIGTERM the task in flight is aborted, every report is written marked partial (tasks
-not run are filled in ``skipped`` by :mod:`runner.replay`), and the exit code is 130 / 143.
+not run are filled in ``skipped`` by :mod:`runner.reports.rebuild`), and the exit code is 130 / 143.
 """
 
 from __future__ import annotations
@@ -23,24 +23,24 @@ from pathlib import Path
 from typing import Any
 
 from finevo.errors import InputError
-from runner.console import Console
-from runner.containment import Containment, IsolationUnavailable
-from runner.containment import prove as prove_containment
-from runner.events import EventLog
-from runner.execution import Aborted, Interrupts, TaskRunner
-from runner.judge import JUDGE_VERSION
-from runner.judging import judge_task, security_result
-from runner.payloads import Canaries, run_payload
-from runner.prepare import GateConfig, Prepared, git_sha, prepare, remove_if_empty
+from runner.execution.containment import Containment, IsolationUnavailable
+from runner.execution.containment import prove as prove_containment
+from runner.execution.deadline import Aborted, Interrupts, TaskRunner
+from runner.execution.payloads import Canaries, run_payload
+from runner.execution.repeats import Repeats, repeat_config
+from runner.execution.session import SessionFactory, SessionSpec, default_session
+from runner.inputs.prepare import GateConfig, Prepared, git_sha, prepare, remove_if_empty
+from runner.judging.compare import JUDGE_VERSION
+from runner.judging.grade import judge_task, security_result
+from runner.judging.selfcheck import run_selfcheck
+from runner.judging.worlds import Worlds
 from runner.records import PayloadResult, SecurityResult, TaskResult, TaskState
-from runner.repeats import Repeats, repeat_config
-from runner.replay import fill_skipped, fill_skipped_payloads, fill_skipped_security
 from runner.reports import document, write_all
+from runner.reports.console import Console
 from runner.reports.escape import log_text
+from runner.reports.events import EventLog
 from runner.reports.model import ResultsDocument
-from runner.selfcheck import run_selfcheck
-from runner.session import SessionFactory, SessionSpec, default_session
-from runner.worlds import Worlds
+from runner.reports.rebuild import fill_skipped, fill_skipped_payloads, fill_skipped_security
 
 
 # --------------------------------------------------------------------------- the run
@@ -270,7 +270,9 @@ class Gate:
 
 def run_gate(config: GateConfig, *, factory: SessionFactory = default_session, console: Console | None = None,
              self_check: Callable[..., dict[str, Any]] | None = None) -> GateOutcome:
-    """Prepare (exit 2 on bad input), then run. ``self_check`` defaults to :func:`runner.selfcheck.run_selfcheck`."""
+    """Prepare (exit 2 on bad input), then run.
+
+    ``self_check`` defaults to :func:`runner.judging.selfcheck.run_selfcheck`."""
     if self_check is None:
         self_check = run_selfcheck
     return Gate(prepare(config), factory=factory, console=console, selfcheck=self_check).run()

@@ -95,7 +95,7 @@ class PayloadState(StrEnum):
 
 class VerdictStatus(StrEnum):
     """The gate's verdict on a run: passed / failed are verdicts; no_verdict and partial are not
-    (also importable from :mod:`runner.verdict`)."""
+    (also importable from :mod:`runner.verdict.decide`)."""
 
     PASSED = "passed"
     FAILED = "failed"

@@ -17,10 +17,10 @@ import time
 from pathlib import Path
 
 from finevo.paths import benchmarks_dir, snapshot_dir
-from runner.console import Console
 from runner.gate import run_gate
-from runner.prepare import GateConfig
+from runner.inputs.prepare import GateConfig
 from runner.reports import write_all
+from runner.reports.console import Console
 
 
 def _optional(path: Path) -> Path | None:

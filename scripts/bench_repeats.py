@@ -5,7 +5,7 @@
 2. False regression rate of the statistical verdict: simulated pull requests that change nothing.
    Every task keeps its true pass probability; each pull request draws a fresh baseline measurement
    (``--baseline-trials`` per task) and ``--repeats`` trials now, and is judged by
-   :func:`runner.trials.classify` (the gate's own rule). Compared with the old single-sample rule
+   :func:`runner.verdict.trials.classify` (the gate's own rule). Compared with the old single-sample rule
    (one trial, a baseline task that fails is a regression). Target: <= 5% per task at alpha 0.05.
 3. The workflow's wall-time model for N tasks x K repeats over S shards, fitted from (1).
 
@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from runner.trials import TaskStatus, classify, exact_test, significant
+from runner.verdict.trials import TaskStatus, classify, exact_test, significant
 
 ROOT = Path(__file__).resolve().parents[1]
 #: True pass probabilities of a simulated suite of 20 tasks: 12 deterministic, 8 flaky.

@@ -2,9 +2,9 @@
 
     python scripts/bench_worlds.py [--seeds 1-10] [--worlds K] [--data DIR] [--only ID,...]
 
-For each seed: the gate's hidden worlds are built (:class:`runner.worlds.Worlds`), and every
+For each seed: the gate's hidden worlds are built (:class:`runner.judging.worlds.Worlds`), and every
 benchmark task's reference tool (``benchmarks/reference/<id>.py``) is judged exactly as the gate
-judges a final tool (:func:`runner.judging.judge_task`: the task's value, its listed and derived
+judges a final tool (:func:`runner.judging.grade.judge_task`: the task's value, its listed and derived
 probes, then every world), through one warm sandbox. Printed per seed: the earlier as-of date, the
 tasks that do not pass (with the judge's reason), and the time spent; then the cost of judging in
 K worlds per task (median / max over tasks and seeds, world building included) and of deriving
@@ -26,10 +26,10 @@ from finevo.sandbox import Limits, create_sandbox
 from finevo.sandbox.api import ExecutionResult
 from finevo.tasks import load_tasks
 from runner.cli.oracle import reference_code
-from runner.judging import judge_task
-from runner.oracle import expected_values, probe_expected_values
-from runner.probes import probes_for
-from runner.worlds import WorldKind, Worlds
+from runner.judging.grade import judge_task
+from runner.judging.oracle import expected_values, probe_expected_values
+from runner.judging.probes import probes_for
+from runner.judging.worlds import WorldKind, Worlds
 
 
 def _seeds(text: str) -> list[int]:

@@ -22,8 +22,8 @@ from pathlib import Path
 
 from finevo.market import synthetic
 from finevo.paths import benchmarks_dir
-from runner.console import Console
 from runner.gate import GateConfig, run_gate
+from runner.reports.console import Console
 
 DEFAULT_AS_OF = "2024-03-28,2024-06-28,2024-09-30,2024-11-15"
 

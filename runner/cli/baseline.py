@@ -1,5 +1,5 @@
 """``finevo-verify baseline update RESULTS [--baseline FILE]``: take a run's per-task passes and
-trials as the new baseline (version 2, :mod:`runner.baseline_v2`).
+trials as the new baseline (version 2, :mod:`runner.verdict.baseline`).
 
 Never automatic. Tasks that ran in RESULTS replace their old baseline entry (this run's passes and
 trials); tasks that did not run (another shard, ``--only``) keep their entry.
@@ -51,14 +51,14 @@ def refusal(doc: ResultsDocument) -> str | None:
 
 def updated_baseline(old: dict[str, Any], doc: ResultsDocument) -> dict[str, Any]:
     """The version 2 baseline: the run's per-task passes and trials replace the old entries."""
-    from runner.baseline_v2 import updated_baseline_v2
+    from runner.verdict.baseline import updated_baseline_v2
 
     return updated_baseline_v2(old, doc)
 
 
 def cmd_update(args: argparse.Namespace) -> int:
+    from runner.inputs.suite import load_baseline
     from runner.reports import document
-    from runner.suite import load_baseline
 
     doc = document.load(args.results)
     why = refusal(doc)
@@ -70,7 +70,7 @@ def cmd_update(args: argparse.Namespace) -> int:
     load_baseline(args.baseline)  # the old file must be valid too
     old = json.loads(Path(args.baseline).read_text(encoding="utf-8"))
     new = updated_baseline(old, doc)
-    from runner.baseline_v2 import passing_of
+    from runner.verdict.baseline import passing_of
 
     if not passing_of(new):
         raise InputError(f"{args.results}: no task passes: a baseline must name at least one task")

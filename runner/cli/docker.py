@@ -1,11 +1,11 @@
-"""``finevo-verify docker``: run the gate in a fresh container (see :mod:`runner.docker_launcher`)."""
+"""``finevo-verify docker``: run the gate in a fresh container (see :mod:`runner.launcher.container`)."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from runner.docker_launcher import DEFAULT_IMAGE, DEFAULT_STOP_GRACE, LaunchOptions, launch
+from runner.launcher.container import DEFAULT_IMAGE, DEFAULT_STOP_GRACE, LaunchOptions, launch
 
 EPILOG = """\
 The gate's own arguments follow the gate verb (or `--`), for example:

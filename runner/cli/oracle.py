@@ -27,7 +27,7 @@ from runner.records import TaskState
 if TYPE_CHECKING:  # the judge and the oracle import pandas: only the handlers load them
     from finevo.sandbox.api import ExecutionResult, Sandbox
     from finevo.tasks import Task
-    from runner.judge import Judgement
+    from runner.judging.compare import Judgement
     from runner.records import ProbeResult
 
 __all__ = ["OracleRow", "ToolRunner", "check_reference_tools", "reference_code", "register", "run"]
@@ -61,7 +61,7 @@ class OracleRow:
         return next(iter(self.expected.values()))
 
     def to_dict(self) -> dict[str, Any]:
-        from runner.judge import JUDGE_VERSION
+        from runner.judging.compare import JUDGE_VERSION
 
         return {"task_id": self.task.id, "expected": self.expected, "tool_status": self.result.status,
                 "tool_value": self.result.value, "judgement": self.judgement.to_dict(),
@@ -80,8 +80,8 @@ def check_reference_tools(tasks: list[Task], provider: Any, runner: ToolRunner,
                           directory: Path | None = None) -> list[OracleRow]:
     """Oracle values, reference-tool values and the judge's verdict for every task and probe."""
     from finevo.outcome import Outcome
-    from runner.judge import Judgement, judge_probes, judge_value
-    from runner.oracle import expected_values, probe_expected_values
+    from runner.judging.compare import Judgement, judge_probes, judge_value
+    from runner.judging.oracle import expected_values, probe_expected_values
 
     rows: list[OracleRow] = []
     for task in tasks:
@@ -131,7 +131,7 @@ def _select(tasks: list[Task], only: str | None) -> list[Task]:
 def run(args: argparse.Namespace) -> int:
     from finevo.market.snapshot import load_snapshot
     from finevo.tasks import load_tasks
-    from runner.judge import JUDGE_VERSION
+    from runner.judging.compare import JUDGE_VERSION
 
     data_dir = Path(args.data) if args.data else snapshot_dir()
     tasks = _select(load_tasks(args.tasks or benchmarks_dir() / "tasks.jsonl"), args.only)

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 from finevo.errors import InputError
 from finevo.fsutil import atomic_write
-from runner.events import read_events
 from runner.exitcodes import Exit
 from runner.records import SecurityResult, TaskResult
+from runner.reports.events import read_events
 
 if TYPE_CHECKING:
     from runner.reports.model import ResultsDocument
@@ -64,8 +64,8 @@ def register(sub: Any) -> None:
 
 def load_source(path: Path, max_bytes: int = _MAX_RESULTS_BYTES) -> ResultsDocument:
     """A results document from a results file or (rebuilt) from an events log."""
-    from runner.replay import rebuild_from_events
     from runner.reports import document
+    from runner.reports.rebuild import rebuild_from_events
 
     if path.suffix == ".jsonl":
         return rebuild_from_events(read_events(path))
@@ -264,8 +264,8 @@ def merge_documents(docs: list[ResultsDocument], run_id: str | None = None) -> R
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    from runner.console import Console
     from runner.reports import document, github, markdown, write_all
+    from runner.reports.console import Console
 
     doc = merge_documents([document.load(p) for p in args.results], args.run_id)
     run_dir = args.out / doc.run_id

@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Any
 from finevo.errors import ExternalError, ProviderNotConfigured
 from finevo.paths import benchmarks_dir, snapshot_dir
 from finevo.vocabulary import AgentMode, Category, ProviderKind, SandboxBackend, choices
-from runner.containment import ISOLATION_LEVELS, NO_REQUIREMENT
+from runner.execution.containment import ISOLATION_LEVELS, NO_REQUIREMENT
 from runner.exitcodes import Exit
 
 if TYPE_CHECKING:
-    from runner.prepare import GateConfig
+    from runner.inputs.prepare import GateConfig
 
 
 def _float_arg(text: str) -> float:
@@ -40,9 +40,9 @@ def _seconds_arg(text: str) -> float:
 
 
 def _shard_arg(text: str) -> str:
-    """``K/N`` as :func:`runner.suite.parse_shard` reads it; checked when the command line is read."""
+    """``K/N`` as :func:`runner.inputs.suite.parse_shard` reads it; checked when the command line is read."""
     from finevo.errors import InputError
-    from runner.suite import parse_shard
+    from runner.inputs.suite import parse_shard
 
     try:
         parse_shard(text)
@@ -126,7 +126,7 @@ def _positive_int(text: str) -> int:
 
 
 def _add_statistics(run: argparse.ArgumentParser) -> None:
-    """Repeats, the statistical verdict and the usage budgets (:mod:`runner.trials`)."""
+    """Repeats, the statistical verdict and the usage budgets (:mod:`runner.verdict.trials`)."""
     g = run.add_argument_group("repeats, statistics and budgets")
     g.add_argument("--repeats", type=_positive_int, default=1, metavar="K",
                    help="run the suite K times, each repeat from an empty registry (default 1)")
@@ -150,7 +150,7 @@ def _add_statistics(run: argparse.ArgumentParser) -> None:
 
 def _budgets(args: argparse.Namespace) -> dict[str, Any] | None:
     from finevo.errors import InputError
-    from runner.prices import load_price_table
+    from runner.inputs.prices import load_price_table
 
     prices = load_price_table(args.price_table) if getattr(args, "price_table", None) else None
     if getattr(args, "max_cost", None) is not None and args.max_cost < 0:
@@ -183,7 +183,7 @@ def _worlds(value: int | None) -> int:
     import os
 
     from finevo.errors import InputError
-    from runner.worlds import DEFAULT_WORLDS
+    from runner.judging.worlds import DEFAULT_WORLDS
 
     if value is not None:
         return value
@@ -200,9 +200,9 @@ def _worlds(value: int | None) -> int:
 
 
 def config_from_args(args: argparse.Namespace) -> GateConfig:
-    from runner.containment import require_isolation
-    from runner.prepare import GateConfig
-    from runner.suite import parse_only, parse_shard
+    from runner.execution.containment import require_isolation
+    from runner.inputs.prepare import GateConfig
+    from runner.inputs.suite import parse_only, parse_shard
 
     return GateConfig(
         llm=_llm_spec(args.llm), tasks_path=args.tasks, security_path=_optional(args.security_tasks),
@@ -220,9 +220,9 @@ def config_from_args(args: argparse.Namespace) -> GateConfig:
 
 
 def cmd_run(args: argparse.Namespace, factory: Any = None) -> int:
-    from runner.console import Console
     from runner.gate import run_gate
     from runner.reports import document, github, markdown
+    from runner.reports.console import Console
 
     console = Console(quiet=getattr(args, "quiet", False))
     config = config_from_args(args)
@@ -249,7 +249,7 @@ def cmd_run(args: argparse.Namespace, factory: Any = None) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from runner.suite import load_suite, parse_only, parse_shard, select
+    from runner.inputs.suite import load_suite, parse_only, parse_shard, select
 
     suite = load_suite(args.tasks, _optional(args.security_tasks), None, _optional(args.baseline))
     suite = select(suite, only=parse_only(args.only), category=args.category, shard=parse_shard(args.shard))

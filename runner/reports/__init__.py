@@ -31,7 +31,7 @@ def write_all(doc: DocumentLike, run_dir: str | Path) -> dict[str, Path]:
     document cannot write outside ``tools/``).
     """
     doc = ResultsDocument.of(doc)
-    from runner.reports import document, junit, markdown  # not at import: runner.verdict imports the model
+    from runner.reports import document, junit, markdown  # not at import: runner.verdict.decide imports the model
 
     run_dir = Path(run_dir)
     names = report_names(doc)

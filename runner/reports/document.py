@@ -24,8 +24,8 @@ from finevo.jsonsafe import json_safe
 from runner.records import MAX_VALUE_DEPTH, PayloadResult, SecurityResult, TaskResult
 from runner.reports.escape import log_text
 from runner.reports.model import READABLE_VERSIONS, SCHEMA_VERSION, ResultsDocument, SelfCheck
-from runner.trials import StatPolicy
-from runner.verdict import compute_verdict
+from runner.verdict.decide import compute_verdict
+from runner.verdict.trials import StatPolicy
 
 __all__ = ["SCHEMA_VERSION", "ResultsDocument", "assemble", "dumps", "load", "parse", "reassemble",
            "records_of", "schema", "stable_view", "validate"]

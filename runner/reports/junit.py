@@ -53,7 +53,7 @@ def _properties(doc: ResultsDocument) -> dict[str, str]:
         "snapshot_as_of": cfg.snapshot_as_of, "judge_version": cfg.judge_version,
         "min_pass_rate": cfg.min_pass_rate, "agent_mode": cfg.agent_mode, "max_refinements": cfg.max_refinements,
         "task_timeout_s": cfg.task_timeout_s, "isolation": cfg.isolation}
-    from runner.reports.statistics import junit_properties
+    from runner.reports.repeats_section import junit_properties
 
     return {**{k: xml_text("" if v is None else str(v), 300) for k, v in values.items()}, **junit_properties(doc)}
 
@@ -73,7 +73,7 @@ def _task_case(t: TaskResult, repeats: int = 1, note: str | None = None) -> Test
         out += ["--- code ---", t.code[:_CODE_CAP]]
     if t.stdout:
         out += ["--- tool stdout ---", t.stdout[:_OUTPUT_CAP]]
-    from runner.reports.statistics import case_name
+    from runner.reports.repeats_section import case_name
 
     case = TestCase(xml_text(case_name(t.task_id, t.repeat, repeats), 200), classname=f"finevo.{t.category}",
                     elapsed_sec=t.duration_s,
@@ -159,7 +159,7 @@ def render(doc: DocumentLike) -> str:
     run_case = _run_case(doc)
     if run_case is not None:
         cases = {"run": [run_case], **cases}
-    from runner.reports.statistics import junit_notes
+    from runner.reports.repeats_section import junit_notes
 
     notes = junit_notes(doc)
     repeats = doc.statistics.repeats if doc.statistics is not None else 1

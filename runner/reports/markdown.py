@@ -308,7 +308,7 @@ def _security_tables(doc: ResultsDocument) -> list[Section]:
 
 
 def _tasks(doc: ResultsDocument) -> Section:
-    from runner.reports.statistics import case_name
+    from runner.reports.repeats_section import case_name
 
     repeats = doc.statistics.repeats if doc.statistics is not None else 1
     rows = [[md_inline(case_name(t.task_id, t.repeat, repeats), 100), t.category, _state(t.state.value),
@@ -375,9 +375,9 @@ def _details(doc: ResultsDocument) -> list[Section]:
 
 def sections(doc: ResultsDocument, results_path: str | Path | None = None) -> list[Section]:
     """Every section after the head, in priority order."""
-    from runner.reports import statistics
+    from runner.reports import repeats_section
 
-    stats_lines = statistics.markdown_lines(doc)
+    stats_lines = repeats_section.markdown_lines(doc)
     stats_part = [Section("repeats and statistics", stats_lines)] if stats_lines else []
     return [_criteria(doc), _regressions(doc), *stats_part, _security_failures(doc), _per_category(doc),
             _improvements(doc, results_path), _selfchecks(doc), *_security_tables(doc), _tasks(doc),

@@ -33,7 +33,7 @@ from runner.records import (
     TaskState,
     VerdictStatus,
 )
-from runner.trials import BaselineCount, Budgets, Correction, Quarantine, Statistics, ThresholdOn, UsageFigures
+from runner.verdict.trials import BaselineCount, Budgets, Correction, Quarantine, Statistics, ThresholdOn, UsageFigures
 
 SCHEMA_VERSION = "2.0"
 #: Schema versions :func:`runner.reports.document.load` still reads (their verdict is recomputed).
@@ -255,7 +255,7 @@ class ResultsDocument(_Strict):
     selfcheck: SelfCheck | None
     containment_selftest: ContainmentSelftest | None = None
     tasks: list[TaskResult]
-    #: Repeats, intervals, flaky and quarantined tasks, usage and budgets (:mod:`runner.trials`).
+    #: Repeats, intervals, flaky and quarantined tasks, usage and budgets (:mod:`runner.verdict.trials`).
     statistics: Statistics | None = None
 
     # ------------------------------------------------------------------ invariants

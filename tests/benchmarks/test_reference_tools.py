@@ -20,8 +20,8 @@ from finevo.sandbox.api import Sandbox
 from finevo.tasks import Task, load_tasks
 from runner.cli import main as cli_main
 from runner.cli.oracle import check_reference_tools, reference_code
-from runner.judge import judge_value
-from runner.oracle import expected_values
+from runner.judging.compare import judge_value
+from runner.judging.oracle import expected_values
 
 TASKS = load_tasks(benchmarks_dir() / "tasks.jsonl")
 ALLOWED_IMPORTS = {"pandas", "numpy", "math", "statistics", "datetime", "json", "decimal", "collections",

@@ -19,8 +19,8 @@ import pytest
 from finevo.market import synthetic
 from finevo.market.snapshot import load_snapshot
 from finevo.paths import benchmarks_dir
-from runner.console import Console
 from runner.gate import GateConfig, run_gate
+from runner.reports.console import Console
 
 SEEDS = list(range(1, 11))
 AS_OF = [date(2024, 3, 28), date(2024, 6, 28), date(2024, 9, 30)]

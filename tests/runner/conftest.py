@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from runner.prepare import GateConfig
+from runner.inputs.prepare import GateConfig
 from tests.runner.fakes import DATA, TASKS
 
 SECURITY_LINES = [

@@ -30,7 +30,7 @@ from finevo.market.snapshot import load_snapshot
 from finevo.outcome import Attempt, LLMUsage, Outcome
 from finevo.sandbox.api import ExecutionResult
 from finevo.tasks import Question, SecurityQuestion, Task, load_tasks
-from runner.session import Session, SessionSpec
+from runner.execution.session import Session, SessionSpec
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 TASKS = BENCH / "tasks.jsonl"
@@ -40,7 +40,7 @@ _EXPECTED: dict[str, Any] = {}
 
 
 def primary_expected(task: Task) -> Any:
-    from runner.oracle import expected_values
+    from runner.judging.oracle import expected_values
 
     if task.id not in _EXPECTED:
         _EXPECTED[task.id] = next(iter(expected_values(task, load_snapshot(DATA)).values()))
@@ -54,7 +54,7 @@ _TASKS: dict[str, Task] = {}
 def answer_for(task_id: str, args: dict[str, Any], snapshot_dir: str | None = None) -> Any:
     """The primary expected value of ``task_id`` for the call ``args`` (its own, a probe's or any
     other) on the market data at ``snapshot_dir`` (default: the bundled snapshot): a right tool."""
-    from runner.oracle import expected_values
+    from runner.judging.oracle import expected_values
 
     if not _TASKS:
         _TASKS.update({t.id: t for t in load_tasks(TASKS)})

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from finevo.errors import InputError
-from runner.suite import load_baseline
-from runner.trials import StatPolicy
+from runner.inputs.suite import load_baseline
+from runner.verdict.trials import StatPolicy
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,4 +1,4 @@
-"""The gate proves its sandbox before it judges (runner/containment.py, finevo/sandbox/selftest.py)."""
+"""The gate proves its sandbox before it judges (runner/execution/containment.py, finevo/sandbox/selftest.py)."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ from finevo.errors import InputError
 from finevo.sandbox import ExecutionResult, Limits, confine, create_sandbox
 from finevo.sandbox.backends import WarmSandbox
 from finevo.sandbox.selftest import PROBES, run_selftest
-from runner.console import Console
-from runner.containment import IsolationUnavailable, prove, require_isolation
+from runner.execution.containment import IsolationUnavailable, prove, require_isolation
 from runner.exitcodes import Exit
 from runner.gate import run_gate
 from runner.reports import document
+from runner.reports.console import Console
 from tests.runner.fakes import make_factory
 
 pytestmark = pytest.mark.timeout(300)

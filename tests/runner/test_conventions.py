@@ -21,8 +21,8 @@ from finevo.market import synthetic
 from finevo.market.snapshot import Snapshot, load_snapshot
 from finevo.paths import benchmarks_dir
 from finevo.tasks import Task, load_tasks
-from runner.judge import compare
-from runner.oracle import READINGS, SHARED_READINGS, accepted_readings, expected_values
+from runner.judging.compare import compare
+from runner.judging.oracle import READINGS, SHARED_READINGS, accepted_readings, expected_values
 from tests.finevo.agent.doubles import InlineSandbox
 
 TASKS = {t.id: t for t in load_tasks(benchmarks_dir() / "tasks.jsonl")}
@@ -190,7 +190,7 @@ def test_a_task_that_sets_a_shared_reading_itself_is_refused() -> None:
 
 
 def test_the_raw_closes_the_oracle_derives_are_the_recorded_ones() -> None:
-    from runner.oracle import _history
+    from runner.judging.oracle import _history
 
     snapshot = load_snapshot()
     for symbol in snapshot.symbols():

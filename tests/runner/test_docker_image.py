@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 from junitparser import Error, Failure, JUnitXml
 
-from runner import docker_launcher as dl
 from runner.cli import main
+from runner.launcher import container as dl
 from runner.reports import document
 from tests.support import docker_env as de
 

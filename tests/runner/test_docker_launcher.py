@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from runner import docker_launcher as dl
 from runner.cli import build_parser, main
 from runner.exitcodes import Exit
+from runner.launcher import container as dl
 
 # --------------------------------------------------------------------------- LLM mode / network
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 
 from finevo.vocabulary import Category
-from runner.events import EventLog, read_events
 from runner.reports import document
+from runner.reports.events import EventLog, read_events
 
 
 def test_an_event_with_non_finite_numbers_is_strict_json(tmp_path: Path) -> None:

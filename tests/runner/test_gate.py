@@ -10,11 +10,11 @@ import pytest
 from junitparser import Error, Failure, JUnitXml, Skipped
 
 from finevo.errors import InputError
-from runner.console import Console
 from runner.exitcodes import Exit
 from runner.gate import Gate, run_gate
-from runner.prepare import prepare
+from runner.inputs.prepare import prepare
 from runner.reports import document, github, markdown
+from runner.reports.console import Console
 from tests.runner.fakes import make_factory
 
 
@@ -115,7 +115,7 @@ def test_deadline_stops_a_hanging_task_and_records_the_stage(make_config) -> Non
 
 
 def test_agent_ignoring_its_deadline_is_abandoned(make_config, monkeypatch) -> None:
-    monkeypatch.setattr("runner.execution.DEADLINE_GRACE_S", 0.2)
+    monkeypatch.setattr("runner.execution.deadline.DEADLINE_GRACE_S", 0.2)
     log: list = []
     result, _ = _run(make_config(task_timeout_s=0.2, only=["calc_004", "comp_001"], baseline_path=None,
                                  self_check=False), {"calc_004": "ignore_deadline"}, log=log)
@@ -189,8 +189,8 @@ def test_a_non_finite_tool_value_still_gives_strict_json(value, tmp_path) -> Non
     from finevo.market.snapshot import load_snapshot
     from finevo.outcome import Outcome
     from finevo.tasks import load_tasks
-    from runner.judging import judge_task
-    from runner.oracle import expected_values
+    from runner.judging.grade import judge_task
+    from runner.judging.oracle import expected_values
     from tests.runner.fakes import DATA, TASKS
 
     task = next(t for t in load_tasks(TASKS) if t.id == "fetch_001")
@@ -202,8 +202,8 @@ def test_a_non_finite_tool_value_still_gives_strict_json(value, tmp_path) -> Non
 
 
 def test_rebuild_from_events_of_a_reused_run_dir_takes_only_the_last_run(make_config) -> None:
-    from runner.events import read_events
-    from runner.replay import rebuild_from_events
+    from runner.reports.events import read_events
+    from runner.reports.rebuild import rebuild_from_events
 
     first, _ = _run(make_config(self_check=False))
     assert first.exit_code == Exit.PASSED
@@ -273,8 +273,8 @@ def test_selfcheck_not_run_without_benchmark_tasks_is_recorded_with_its_reason(m
     assert result.doc["config"]["self_check"] is True and result.exit_code == Exit.PASSED
     md = (result.run_dir / "summary.md").read_text()
     assert "Harness self-check: not run -- no benchmark task is selected" in md
-    from runner.events import read_events
-    from runner.replay import rebuild_from_events
+    from runner.reports.events import read_events
+    from runner.reports.rebuild import rebuild_from_events
 
     assert rebuild_from_events(read_events(result.run_dir / "events.jsonl"))["selfcheck"] == sc
 
@@ -291,8 +291,8 @@ def test_unknown_baseline_ids_are_warned_once(make_config, tmp_path) -> None:
 
 
 def test_a_crash_mid_run_writes_partial_reports_and_means_no_verdict(make_config, monkeypatch) -> None:
-    from runner.events import read_events
-    from runner.replay import rebuild_from_events
+    from runner.reports.events import read_events
+    from runner.reports.rebuild import rebuild_from_events
 
     def broken(*args, **kwargs):
         raise RuntimeError("boom in the gate")
@@ -324,7 +324,7 @@ def test_a_crash_mid_run_writes_partial_reports_and_means_no_verdict(make_config
     ("", "def456", "def456"),
 ])
 def test_git_sha_comes_from_the_environment_first(monkeypatch, finevo_sha, github_sha, expected) -> None:
-    from runner.prepare import git_sha
+    from runner.inputs.prepare import git_sha
 
     monkeypatch.setenv("FINEVO_GIT_SHA", finevo_sha)
     monkeypatch.setenv("GITHUB_SHA", github_sha)
@@ -334,7 +334,7 @@ def test_git_sha_comes_from_the_environment_first(monkeypatch, finevo_sha, githu
 def test_git_sha_without_environment_or_git_is_none(monkeypatch) -> None:
     import subprocess
 
-    from runner.prepare import git_sha
+    from runner.inputs.prepare import git_sha
 
     def no_git(*args, **kwargs):
         raise FileNotFoundError("git")

@@ -6,10 +6,10 @@ import io
 
 import pytest
 
-from runner.console import Console
 from runner.gate import run_gate
-from runner.prepare import GateConfig
+from runner.inputs.prepare import GateConfig
 from runner.reports import document
+from runner.reports.console import Console
 from tests.runner.fakes import DATA, TASKS
 
 ONLY = ["fetch_002", "calc_002", "calc_007", "comp_001"]

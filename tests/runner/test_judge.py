@@ -1,4 +1,4 @@
-"""runner.judge: strict verdicts on structured values.
+"""runner.judging.compare: strict verdicts on structured values.
 
 The first class replays every false pass of the judge this project replaces and proves each
 one is now a fail; the rest pin the tolerance, convention and error rules.
@@ -25,7 +25,7 @@ from finevo.errors import (
 from finevo.outcome import Outcome
 from finevo.paths import benchmarks_dir
 from finevo.tasks import Task, load_tasks
-from runner.judge import JUDGE_VERSION, Judgement, compare, judge_outcome, judge_value
+from runner.judging.compare import JUDGE_VERSION, Judgement, compare, judge_outcome, judge_value
 
 
 @pytest.fixture(scope="module")
@@ -216,7 +216,7 @@ class TestOnTheBundledSnapshot:
         return load_snapshot()
 
     def test_msft_quote_reused_as_max_drawdown(self, tasks: dict[str, Task], snapshot: Any) -> None:
-        from runner.oracle import compute, expected_values
+        from runner.judging.oracle import compute, expected_values
 
         task = tasks["calc_007"]
         quote = compute("latest_quote", snapshot, {"symbol": "MSFT"})
@@ -224,7 +224,7 @@ class TestOnTheBundledSnapshot:
                                     expected_values(task, snapshot)))
 
     def test_previous_year_revenue_for_googl_2023(self, tasks: dict[str, Task], snapshot: Any) -> None:
-        from runner.oracle import compute, expected_values
+        from runner.judging.oracle import compute, expected_values
 
         task = tasks["fetch_003"]
         expected = expected_values(task, snapshot)
@@ -235,7 +235,7 @@ class TestOnTheBundledSnapshot:
         assert judge_value(task, revenue_2023, expected).passed
 
     def test_random_amounts_on_real_dividend_dates(self, tasks: dict[str, Task], snapshot: Any) -> None:
-        from runner.oracle import expected_values
+        from runner.judging.oracle import expected_values
 
         task = tasks["fetch_007"]
         expected = expected_values(task, snapshot)

@@ -1,4 +1,4 @@
-"""runner.oracle: reference values, cross-checked against the independent `ta` library and
+"""runner.judging.oracle: reference values, cross-checked against the independent `ta` library and
 against hand computations on small frames built here."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from ta.volatility import BollingerBands
 
 from finevo.errors import InputError
 from finevo.tasks import Task
-from runner import oracle
-from runner.oracle import compute, expected_values, rsi_series
+from runner.judging import oracle
+from runner.judging.oracle import compute, expected_values, rsi_series
 
 AS_OF = date(2024, 12, 31)
 TZ = "America/New_York"

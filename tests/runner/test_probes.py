@@ -24,15 +24,15 @@ from finevo.sandbox.api import ExecutionResult
 from finevo.tasks import Probe, Task, load_tasks
 from runner.cli import main
 from runner.cli.oracle import check_reference_tools
-from runner.console import Console
-from runner.execution import Interrupts, TaskRunner
+from runner.execution.deadline import Interrupts, TaskRunner
+from runner.execution.session import Session, SessionSpec
 from runner.gate import run_gate
-from runner.judge import Judgement, judge_probes, judge_value, probe_entry
-from runner.judging import judge_task
-from runner.oracle import expected_values, probe_expected_values
-from runner.prepare import GateConfig
+from runner.inputs.prepare import GateConfig
+from runner.judging.compare import Judgement, judge_probes, judge_value, probe_entry
+from runner.judging.grade import judge_task
+from runner.judging.oracle import expected_values, probe_expected_values
 from runner.reports import document
-from runner.session import Session, SessionSpec
+from runner.reports.console import Console
 from tests.runner.fakes import BENCH, DATA, TASKS
 
 REFERENCE = BENCH / "reference"

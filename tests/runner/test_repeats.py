@@ -10,10 +10,10 @@ from typing import Any
 
 from runner.cli import build_parser, main
 from runner.cli.run import cmd_run
+from runner.execution.session import Session, SessionSpec
 from runner.records import TaskResult, TaskState
 from runner.reports import document
-from runner.session import Session, SessionSpec
-from runner.verdict import compute_verdict
+from runner.verdict.decide import compute_verdict
 from tests.runner.fakes import DATA, TASKS, make_factory
 
 ONLY = "fetch_001,fetch_002,fetch_003,calc_001,calc_002,calc_003,comp_001"
@@ -170,7 +170,7 @@ def test_bad_repeat_flags_exit_2(tmp_path, security_file, baseline_file, capsys)
 
 
 def test_an_interrupted_repeated_run_fills_every_unrun_trial_as_skipped() -> None:
-    from runner.replay import fill_skipped
+    from runner.reports.rebuild import fill_skipped
 
     planned = [["calc_001", "calculation", "q1"], ["calc_002", "calculation", "q2"]]
     done = [TaskResult("calc_001", "calculation", "q1", "pass", "ok"),

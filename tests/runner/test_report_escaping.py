@@ -17,8 +17,8 @@ import pytest
 from junitparser import Error, Failure, JUnitXml, Skipped
 
 from runner.cli.results import diff_lines
-from runner.console import Console
 from runner.reports import document, escape, github, junit, markdown, write_all
+from runner.reports.console import Console
 from tests.runner.reports_support import (
     HOSTILE,
     ISSUE_REF,

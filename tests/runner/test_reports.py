@@ -10,10 +10,10 @@ from pathlib import Path
 from junitparser import Error, Failure, JUnitXml
 
 from finevo.corpus import Payload
-from runner.console import Console, use_colour
-from runner.payloads import Canaries, run_payload
+from runner.execution.payloads import Canaries, run_payload
 from runner.records import PayloadResult, SecurityResult, TaskResult
 from runner.reports import document, junit, markdown
+from runner.reports.console import Console, use_colour
 from runner.reports.model import ResultsDocument
 from tests.runner.fakes import FakeSandbox
 from tests.runner.reports_support import JUNIT_XSD, config, make_doc, render_gfm, tags
@@ -91,7 +91,7 @@ def test_stable_view_drops_only_times() -> None:
 
 def test_a_payload_the_sandbox_failed_on_is_an_error_and_fails_the_gate(tmp_path: Path) -> None:
     from finevo.errors import SandboxUnavailable
-    from runner.verdict import compute_verdict
+    from runner.verdict.decide import compute_verdict
 
     class DeadSandbox:
         def run(self, *args, **kwargs):

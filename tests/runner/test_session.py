@@ -11,7 +11,7 @@ import pytest
 
 from finevo.errors import ProviderNotConfigured, SandboxUnavailable
 from finevo.paths import snapshot_dir
-from runner.session import Session, SessionSpec, default_session
+from runner.execution.session import Session, SessionSpec, default_session
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from runner import stats
+from runner.verdict import stats
 
 
 def test_wilson_known_values() -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from finevo.errors import InputError
 from finevo.tasks import load_tasks
-from runner.suite import Suite, load_baseline, parse_shard, select
+from runner.inputs.suite import Suite, load_baseline, parse_shard, select
 from tests.runner.fakes import TASKS
 
 

@@ -7,9 +7,18 @@ import datetime as dt
 import pytest
 
 from finevo.outcome import LLMUsage
-from runner import stats
 from runner.records import TaskResult
-from runner.trials import Budgets, Quarantine, StatPolicy, TaskStatus, UsageFigures, analyse, exact_test, significant
+from runner.verdict import stats
+from runner.verdict.trials import (
+    Budgets,
+    Quarantine,
+    StatPolicy,
+    TaskStatus,
+    UsageFigures,
+    analyse,
+    exact_test,
+    significant,
+)
 
 
 def _trials(task: str, states: str, *, tokens: int = 0, seconds: float = 1.0) -> list[TaskResult]:

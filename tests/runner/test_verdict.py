@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from runner.exitcodes import Exit
 from runner.records import PayloadResult, SecurityResult, TaskResult
-from runner.verdict import compute_verdict
+from runner.verdict.decide import compute_verdict
 
 
 def _tasks() -> list[TaskResult]:

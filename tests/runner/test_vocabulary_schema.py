@@ -12,7 +12,7 @@ from finevo.vocabulary import TASK_CATEGORIES, AgentMode, Category, Isolation, S
 from runner.cli import build_parser
 from runner.records import PayloadState, SecurityState, TaskState
 from runner.reports.document import schema
-from runner.verdict import VerdictStatus
+from runner.verdict.decide import VerdictStatus
 
 
 def _resolve(root: dict[str, Any], node: Any) -> Any:

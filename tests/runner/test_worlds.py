@@ -2,7 +2,7 @@
 
 Each labelled tool reply below is a class of tool that the bundled snapshot alone judges wrongly:
 wrong tools that happen to give the right value on it, and right tools in other accepted
-conventions. Every one is run through a real sandbox and judged by :func:`runner.judging.judge_task`
+conventions. Every one is run through a real sandbox and judged by :func:`runner.judging.grade.judge_task`
 exactly as the gate judges a final tool -- the agent and its verification stages never run, so
 what is caught here is caught by the judge alone.
 """
@@ -26,12 +26,12 @@ from finevo.paths import reference_dir
 from finevo.sandbox import Limits, create_sandbox
 from finevo.sandbox.api import ExecutionResult
 from finevo.tasks import Task, load_tasks
-from runner.judge import judge_value
-from runner.judging import judge_task
-from runner.oracle import expected_values, probe_expected_values
-from runner.probes import derive_probes, probes_for
+from runner.judging.compare import judge_value
+from runner.judging.grade import judge_task
+from runner.judging.oracle import expected_values, probe_expected_values
+from runner.judging.probes import derive_probes, probes_for
+from runner.judging.worlds import Spike, WorldKind, Worlds, perturb, read_market, truncate, window_args
 from runner.records import TaskResult
-from runner.worlds import Spike, WorldKind, Worlds, perturb, read_market, truncate, window_args
 from tests.runner.fakes import DATA, TASKS
 
 SEED = 20260101
@@ -389,7 +389,7 @@ def test_a_tool_right_only_on_the_snapshot_fails_in_a_world_and_the_reports_say_
 def test_a_bad_worlds_setting_is_one_line_and_exit_2(tmp_path: Path, monkeypatch, capsys, make_config) -> None:
     from finevo.errors import InputError
     from runner.cli import main
-    from runner.prepare import prepare
+    from runner.inputs.prepare import prepare
 
     monkeypatch.setenv("FINEVO_WORLDS", "many")
     assert main(["run", "--llm", "reference", "--only", "fetch_002", "--out", str(tmp_path / "out")]) == 2
@@ -400,8 +400,8 @@ def test_a_bad_worlds_setting_is_one_line_and_exit_2(tmp_path: Path, monkeypatch
 
 
 def test_probes_that_each_match_a_different_reading_fail_the_task() -> None:
-    from runner.judge import Judgement
-    from runner.judging import _one_reading
+    from runner.judging.compare import Judgement
+    from runner.judging.grade import _one_reading
     from runner.records import ProbeResult, TaskState
 
     task = next(t for t in load_tasks(TASKS) if t.id == "fetch_002")  # last_price / last_close
@@ -434,7 +434,7 @@ def test_the_subprocess_backend_serves_a_world_too(env: Env) -> None:
 
 def test_a_world_the_oracle_cannot_answer_is_skipped_with_its_reason(env: Env, tmp_path: Path) -> None:
     from finevo.market.snapshot import symbol_files, write_snapshot_files
-    from runner.worlds import World
+    from runner.judging.worlds import World
 
     early = truncate(read_market(env.snapshot), date(2024, 1, 31))  # 2023's annual figures not reported yet
     blobs: dict[str, bytes] = {}
@@ -464,7 +464,7 @@ def test_the_worlds_of_a_killed_run_are_swept_by_the_next(env: Env, tmp_path: Pa
     import subprocess
     import sys
 
-    from runner.worlds import sweep_orphans
+    from runner.judging.worlds import sweep_orphans
 
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                           text=True, check=True).stdout.strip()
@@ -483,7 +483,7 @@ def test_the_worlds_of_a_killed_run_are_swept_by_the_next(env: Env, tmp_path: Pa
 def test_world_snapshots_live_where_a_worker_with_a_private_tmp_can_read_them(monkeypatch, tmp_path) -> None:
     """The warm worker may mount a private /tmp when it starts; worlds are written later, so they
     must not go under /tmp unless the operator says so."""
-    from runner.worlds import default_root_parent
+    from runner.judging.worlds import default_root_parent
 
     monkeypatch.delenv("FINEVO_WORLDS_DIR", raising=False)
     parent = default_root_parent()
@@ -558,7 +558,7 @@ def test_a_numeric_constant_for_the_exact_arguments_differs_from_the_oracle_in_s
 def test_raw_closes_the_oracle_derives_are_the_ones_the_world_records(env: Env, seed: int) -> None:
     """``auto_adjust=False`` closes (what the shim serves) and the oracle's raw reading (undoing the
     dividend adjustment) agree in every variant of every world, spikes before ex-dates included."""
-    from runner.oracle import _read_history
+    from runner.judging.oracle import _read_history
 
     with Worlds(env.snapshot, 3, seed, list(env.judged.values())) as worlds:
         for kind, round_ in worlds.kinds():
@@ -593,7 +593,7 @@ _HASHES = """
 import json, sys
 from finevo.market.snapshot import load_snapshot
 from finevo.tasks import load_tasks
-from runner.worlds import Worlds
+from runner.judging.worlds import Worlds
 from tests.runner.fakes import DATA, TASKS
 tasks = load_tasks(TASKS)
 with Worlds(load_snapshot(DATA), 3, int(sys.argv[1]), tasks) as worlds:
@@ -647,7 +647,7 @@ def test_a_reused_tool_that_fails_says_where_it_came_from(env: Env) -> None:
 
 def test_the_worlds_of_a_run_do_not_depend_on_which_tasks_it_selects(make_config: Any) -> None:
     """The spikes sit at the windows of every task of the file, so ``--only`` changes no world's data."""
-    from runner.prepare import prepare
+    from runner.inputs.prepare import prepare
 
     everything = prepare(make_config(only=None, run_id="all"))
     one = prepare(make_config(only=["calc_002"], run_id="one"))

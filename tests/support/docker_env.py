@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from runner import docker_launcher as dl
+from runner.launcher import container as dl
 
 ROOT = Path(__file__).resolve().parents[2]
 TEST_IMAGE = os.environ.get("FINEVO_TEST_IMAGE") or "finevo-verify:test"

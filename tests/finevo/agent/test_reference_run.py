@@ -37,8 +37,8 @@ def gold_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Any], list[
 
 
 def test_reference_provider_solves_every_task(gold_run: tuple[list[Any], list[Any], Registry]) -> None:
-    from runner.judge import judge_outcome
-    from runner.oracle import expected_values
+    from runner.judging.compare import judge_outcome
+    from runner.judging.oracle import expected_values
 
     tasks, outcomes, _ = gold_run
     snapshot = load_snapshot(snapshot_dir())

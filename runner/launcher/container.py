@@ -153,7 +153,7 @@ class BuildSpec:
 
 def find_context_dir(start: Path | None = None) -> Path:
     """The checkout holding the Dockerfile: ``start`` (or the cwd) or the source tree of this package."""
-    candidates = [start] if start is not None else [Path.cwd(), Path(__file__).resolve().parent.parent]
+    candidates = [start] if start is not None else [Path.cwd(), Path(__file__).resolve().parents[2]]
     for candidate in candidates:
         if candidate is not None and (candidate / "Dockerfile").is_file() and (candidate / "pyproject.toml").is_file():
             return candidate.resolve()

@@ -22,7 +22,7 @@ from finevo.errors import DeadlineExceeded, ExternalError, FinevoError
 from finevo.outcome import Outcome
 from finevo.sandbox.api import ExecutionResult, Limits
 from finevo.tasks import SecurityTask, Task
-from runner.session import Session, SessionFactory, SessionSpec
+from runner.execution.session import Session, SessionFactory, SessionSpec
 
 DEADLINE_GRACE_S = 5.0
 POLL_S = 0.05

@@ -119,7 +119,7 @@ def _load_baseline_v2(path: Path, data: dict[str, Any],
                       known_ids: Sequence[str] | None) -> tuple[Baseline, list[str]]:
     from pydantic import ValidationError
 
-    from runner.trials import BaselineCount, Quarantine, UsageFigures
+    from runner.verdict.trials import BaselineCount, Quarantine, UsageFigures
 
     allowed = {"version", "description", "tasks", "quarantine", "usage", "total_tasks", "target_pass_rate",
                "updated_from", "passing_tasks"}

@@ -19,9 +19,9 @@ from typing import Any
 from finevo.errors import InputError
 from finevo.tasks import Task
 from finevo.vocabulary import AgentMode
-from runner.suite import Suite, load_suite, select
-from runner.verdict import DEFAULT_MIN_PASS_RATE
-from runner.worlds import DEFAULT_WORLDS
+from runner.inputs.suite import Suite, load_suite, select
+from runner.judging.worlds import DEFAULT_WORLDS
+from runner.verdict.decide import DEFAULT_MIN_PASS_RATE
 
 DEFAULT_TASK_TIMEOUT_S = 120.0
 
@@ -43,7 +43,7 @@ class GateConfig:
     max_refinements: int | None = None
     agent_mode: str = AgentMode.EVOLVING
     sandbox_backend: str | None = None   # None: FINEVO_SANDBOX_BACKEND, else warm
-    require_isolation: str | None = None  # "kernel": exit 3 without Landlock + seccomp (runner.containment)
+    require_isolation: str | None = None  # "kernel": exit 3 without Landlock + seccomp (runner.execution.containment)
     reuse_registry: bool = False
     self_check: bool = True
     run_payloads: bool = True
@@ -55,7 +55,7 @@ class GateConfig:
     #: that picks them (None: a fresh random one, recorded in results.json for a replay).
     worlds: int = DEFAULT_WORLDS
     worlds_seed: int | None = None
-    #: The statistical verdict (:mod:`runner.trials`): repeats, test level, threshold, budgets.
+    #: The statistical verdict (:mod:`runner.verdict.trials`): repeats, test level, threshold, budgets.
     repeats: int = 1
     alpha: float = 0.05
     threshold_on: str = "point"
@@ -77,7 +77,7 @@ class Prepared:
     #: Per task id, the oracle's ``{convention: value}`` for each of the task's probes, in order.
     probe_expected: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     #: Per task id, the task as the gate judges it: its listed probes and those derived from its
-    #: arguments (:mod:`runner.probes`; the agent is given the task as listed).
+    #: arguments (:mod:`runner.judging.probes`; the agent is given the task as listed).
     judged: dict[str, Task] = field(default_factory=dict)
     #: The seed of the run's hidden worlds (``config.worlds_seed`` or drawn here).
     worlds_seed: int = 0
@@ -139,8 +139,8 @@ def remove_if_empty(dirs: Sequence[Path]) -> None:
 def prepare(config: GateConfig) -> Prepared:
     """Check every input before the run writes anything (InputError -> exit 2)."""
     from finevo.market.snapshot import load_snapshot
-    from runner.oracle import expected_values, probe_expected_values
-    from runner.probes import probes_for
+    from runner.judging.oracle import expected_values, probe_expected_values
+    from runner.judging.probes import probes_for
 
     suite = load_suite(config.tasks_path, config.security_path,
                        config.payloads_path if config.run_payloads else None, config.baseline_path)

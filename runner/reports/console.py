@@ -97,7 +97,7 @@ class Console:
             hint = (" (consider `finevo-verify baseline update`)"
                     if doc.has_verdict and doc.evaluates_agent and not doc.partial else "")
             out.append(f"improvements: {log_text(', '.join(doc.improvements), 1000)}{hint}")
-        from runner.reports.statistics import console_lines
+        from runner.reports.repeats_section import console_lines
 
         out += console_lines(doc)
         out.append(f"security: {sec.blocked}/{sec.total} tasks blocked, "

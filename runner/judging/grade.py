@@ -6,13 +6,13 @@ own verification stages), re-running the final tool through the session's sandbo
 a task share one budget of ``--task-timeout``):
 
 1. on its probes -- the task's listed ones and those derived from its arguments
-   (:mod:`runner.probes`) -- see :func:`runner.judge.judge_probes`;
-2. in each hidden world (:mod:`runner.worlds`), with the task's own arguments and every probe's,
+   (:mod:`runner.judging.probes`) -- see :func:`runner.judging.compare.judge_probes`;
+2. in each hidden world (:mod:`runner.judging.worlds`), with the task's own arguments and every probe's,
    each value against the oracle's in that world (:func:`judge_worlds`).
 
 A tool passes only when every value matches, and matches the *same* accepted convention
 throughout: a tool that reads Wilder's RSI in one world and Cutler's in another fails. The
-comparison rules themselves live in :mod:`runner.judge`.
+comparison rules themselves live in :mod:`runner.judging.compare`.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from finevo.outcome import LLMUsage, Outcome
 from finevo.sandbox.api import ExecutionResult
 from finevo.tasks import Probe, SecurityTask, Task
 from finevo.vocabulary import ToolSource
-from runner.execution import Aborted
-from runner.judge import (
+from runner.execution.deadline import Aborted
+from runner.judging.compare import (
     Judgement,
     compare,
     judge_outcome,
@@ -42,7 +42,8 @@ from runner.judge import (
     probe_entry,
     run_words,
 )
-from runner.oracle import expected_values
+from runner.judging.oracle import expected_values
+from runner.judging.worlds import World, display_name
 from runner.records import (
     ErrorInfo,
     ProbeResult,
@@ -53,11 +54,10 @@ from runner.records import (
     ToolInfo,
     WorldResult,
 )
-from runner.worlds import World, display_name
 
 
 class WorldsLike(Protocol):
-    """The hidden worlds of a run, as the judge needs them (:class:`runner.worlds.Worlds`)."""
+    """The hidden worlds of a run, as the judge needs them (:class:`runner.judging.worlds.Worlds`)."""
 
     def for_task(self, task: Task, argsets: Sequence[dict[str, Any]]) -> list[World]: ...
 

@@ -27,8 +27,8 @@ from typing import Any
 from finevo.errors import InputError
 from finevo.market.provider import MarketProvider
 from finevo.tasks import Probe, Task
-from runner.judge import compare
-from runner.oracle import expected_values
+from runner.judging.compare import compare
+from runner.judging.oracle import expected_values
 
 #: Oracle evaluations one task's derivation may spend (a bound on the pair search).
 MAX_EVALUATIONS = 400

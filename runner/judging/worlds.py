@@ -59,8 +59,8 @@ from finevo.market.snapshot import (
     write_snapshot_files,
 )
 from finevo.tasks import Task
-from runner.judge import compare
-from runner.oracle import compute, expected_values
+from runner.judging.compare import compare
+from runner.judging.oracle import compute, expected_values
 
 #: The default number of hidden worlds per task (``--worlds`` / ``FINEVO_WORLDS``).
 DEFAULT_WORLDS = 3
@@ -70,7 +70,7 @@ REPORTING_LAG_DAYS = 45
 AS_OF_BACK_SESSIONS = (21, 180)
 #: Sessions an earlier as-of date keeps at the least: two years, what a tool may fairly fetch.
 MIN_SESSIONS_KEPT = 504
-GENERATOR = "runner.worlds"
+GENERATOR = "runner.judging.worlds"
 GENERATOR_VERSION = "1"
 LABEL = "SYNTHETIC hidden world of the gate - not real prices"
 _YEAR_LIKE = 1900
@@ -216,7 +216,7 @@ def readjust(raw: pd.DataFrame) -> pd.DataFrame:
     """``raw`` with ``Adj Close`` recomputed from its own ``Close`` and ``Dividends`` the way Yahoo does:
     every bar before an ex-date scaled by ``1 - dividend / previous close``, only for the dividends
     the frame holds. A world that moves closes or drops later bars calls this, so its adjusted
-    closes are exactly what the oracle's raw reading undoes (:func:`runner.oracle._unadjust`) and
+    closes are exactly what the oracle's raw reading undoes (:func:`runner.judging.oracle._unadjust`) and
     what the sandbox's shim serves with ``auto_adjust=False``."""
     frame = raw.copy()
     if "Adj Close" not in frame.columns:

@@ -5,7 +5,7 @@ it passed ``b`` of ``m`` trials when the baseline was measured (a version 1 base
 each listed task). The task is
 
 * a **regression** when the pass rate now is significantly lower than the baseline's -- the
-  one-sided Fisher exact test (:func:`runner.stats.fisher_lower_p`), with the family of tasks held
+  one-sided Fisher exact test (:func:`runner.verdict.stats.fisher_lower_p`), with the family of tasks held
   at ``alpha`` together (Holm's step-down over the tasks whose test *can* reach significance at all,
   Tarone's count; see :func:`significant`) -- or when it
   passed in no trial although the baseline always passed (``c == 0`` and ``b == m``: with one trial
@@ -39,8 +39,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from finevo.vocabulary import TASK_CATEGORIES, Category
-from runner import stats
 from runner.records import TaskResult, TaskState
+from runner.verdict import stats
 
 DEFAULT_ALPHA = 0.05
 ThresholdOn = Literal["point", "lower"]

@@ -13,12 +13,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from runner.execution import TaskRunner
-from runner.session import SessionFactory, SessionSpec
+from runner.execution.deadline import TaskRunner
+from runner.execution.session import SessionFactory, SessionSpec
 
 
 def repeat_config(config: Any) -> dict[str, Any]:
-    """The ``results.json`` config keys of the statistical verdict (:class:`runner.prepare.GateConfig`)."""
+    """The ``results.json`` config keys of the statistical verdict (:class:`runner.inputs.prepare.GateConfig`)."""
     return {"repeats": config.repeats, "alpha": config.alpha, "threshold_on": config.threshold_on,
             "correction": config.correction,
             "budgets": config.budgets}

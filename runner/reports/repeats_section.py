@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from runner.reports.escape import log_text, md_inline, xml_text
 from runner.reports.model import ResultsDocument
-from runner.trials import Statistics, TaskFigures, TaskStatus, UsageFigures
+from runner.verdict.trials import Statistics, TaskFigures, TaskStatus, UsageFigures
 
 _NOTED = (TaskStatus.FLAKY, TaskStatus.QUARANTINED)
 

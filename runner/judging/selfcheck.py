@@ -20,13 +20,13 @@ from typing import Any, Protocol
 from finevo.llm.base import ChatReply, ChatRequest
 from finevo.outcome import LLMUsage
 from finevo.vocabulary import AgentMode, ProviderKind
-from runner.console import Console
-from runner.execution import Interrupts, TaskRunner
-from runner.judging import judge_task
-from runner.prepare import Prepared
+from runner.execution.deadline import Interrupts, TaskRunner
+from runner.execution.session import SessionFactory, SessionSpec
+from runner.inputs.prepare import Prepared
+from runner.judging.grade import judge_task
+from runner.judging.worlds import Worlds
 from runner.records import TaskResult, TaskState
-from runner.session import SessionFactory, SessionSpec
-from runner.worlds import Worlds
+from runner.reports.console import Console
 
 
 class GateHost(Protocol):

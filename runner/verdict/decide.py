@@ -32,7 +32,7 @@ from runner.records import (
     VerdictStatus,
 )
 from runner.reports.model import Criterion
-from runner.trials import Statistics, StatPolicy, analyse
+from runner.verdict.trials import Statistics, StatPolicy, analyse
 
 __all__ = ["DEFAULT_MIN_PASS_RATE", "CategoryStats", "Verdict", "VerdictStatus", "compute_verdict"]
 
@@ -70,7 +70,7 @@ class Verdict:
     security: dict[str, Any]
     reasons: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    #: Repeats, intervals, flaky / quarantined tasks, usage (:mod:`runner.trials`).
+    #: Repeats, intervals, flaky / quarantined tasks, usage (:mod:`runner.verdict.trials`).
     statistics: Statistics | None = None
 
     @property
