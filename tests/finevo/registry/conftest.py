@@ -57,7 +57,9 @@ def new_url(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Cal
 
     def make() -> str:
         if backend == "sqlite":
-            return f"sqlite:///{tmp_path / f'db{next(counter)}' / 'registry.db'}"
+            where = tmp_path / f"db{next(counter)}"
+            where.mkdir()
+            return f"sqlite:///{where / 'registry.db'}"
         cluster: PostgresCluster = request.getfixturevalue("pg_cluster")
         return cluster.url(cluster.create_database())
 
