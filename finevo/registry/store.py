@@ -473,10 +473,14 @@ def _unavailable(exc: DBAPIError, url: str) -> RegistryUnavailable:
         password = None
     if password:
         detail = detail.replace(str(password), "***")
+    detail = " ".join(detail.split())
+    # a failed connection carries no SQLSTATE in psycopg: the server's own wording is the evidence
     state = getattr(orig, "sqlstate", None)
-    if state in ("28P01", "28000"):
+    lowered = detail.lower()
+    if state in ("28P01", "28000") or "password authentication failed" in lowered \
+            or "no password supplied" in lowered:
         return RegistryUnavailable(f"the registry database at {where} refused the credentials: {detail}")
-    if state == "3D000":
+    if state == "3D000" or ("database" in lowered and "does not exist" in lowered):
         return RegistryUnavailable(f"the registry database at {where} does not exist: {detail}")
     if state == "42501":
         return RegistryUnavailable(f"no permission on the registry database at {where}: {detail}")
