@@ -9,8 +9,8 @@ from finevo.registry.models import (
     ToolStatus,
     parse_version,
 )
-from finevo.registry.signature import signature_fits, tool_signature
 from finevo.registry.schema import RegistrySchemaError
+from finevo.registry.signature import signature_fits, tool_signature
 from finevo.registry.store import (
     Registry,
     RegistryError,

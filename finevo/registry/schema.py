@@ -51,7 +51,7 @@ class RegistrySchemaError(InputError):
 
 def tables() -> list[Table]:
     # sqlmodel declares no __table__ on table classes (SQLAlchemy adds it when the class is built)
-    return [m.__table__ for m in (ToolCode, ToolArtifact, ExecutionTrace, RefinementAttempt)]  # type: ignore[attr-defined]
+    return [m.__table__ for m in (ToolCode, ToolArtifact, ExecutionTrace, RefinementAttempt)]  # type: ignore[union-attr]
 
 
 @functools.cache
@@ -113,7 +113,7 @@ def read_state(conn: Connection) -> SchemaState:
         if "tool_artifact" in names and revision is not None:
             return SchemaState("newer", revision)
         return SchemaState("foreign", revision)
-    if LEGACY_TABLES <= names:
+    if names >= LEGACY_TABLES:
         return SchemaState("old", base_revision(), stamped=False)
     return SchemaState("foreign", None)
 

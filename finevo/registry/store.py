@@ -162,16 +162,15 @@ class Registry:
             s.connection().execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
 
     def _store_code(self, s: Session, digest: str, code: str) -> None:
-        values = {"content_hash": digest, "code": code, "created_at": utcnow()}
+        created = utcnow()
         if self.backend in ("postgresql", "sqlite"):
-            if self.backend == "postgresql":
-                from sqlalchemy.dialects.postgresql import insert
-            else:
-                from sqlalchemy.dialects.sqlite import insert
-            s.connection().execute(insert(ToolCode).values(**values).on_conflict_do_nothing(
-                index_elements=["content_hash"]))
+            from sqlalchemy.dialects import postgresql, sqlite
+
+            insert = postgresql.insert if self.backend == "postgresql" else sqlite.insert
+            s.connection().execute(insert(ToolCode).values(content_hash=digest, code=code, created_at=created)
+                                   .on_conflict_do_nothing(index_elements=["content_hash"]))
         elif s.get(ToolCode, digest) is None:  # other databases: a racing insert fails and is retried
-            s.add(ToolCode(**values))
+            s.add(ToolCode(content_hash=digest, code=code, created_at=created))
             s.flush()
 
     # ------------------------------------------------------------------ tools
