@@ -103,7 +103,7 @@ def default_session(spec: SessionSpec) -> Session:
         if close_provider is not None:
             closers.append(close_provider)
         registry_dir.mkdir(parents=True, exist_ok=True)
-        registry = Registry(settings.registry_url, settings.registry_code_dir)  # reconciles on open
+        registry = Registry(settings.registry_url, settings.registry_code_dir)  # refuses an old or foreign schema
         closers.append(registry.close)
         empty = registry.is_empty()
         sandbox, fallback = open_sandbox(spec.data_dir, settings.sandbox_backend)
