@@ -251,3 +251,10 @@ def test_concurrent_threads_get_distinct_versions(reg: Registry) -> None:
     assert errors == []
     assert sorted(t.version for t in reg.list()) == ["1.0.0", "1.1.0", "1.2.0", "1.3.0"]
     assert _count(reg, "tool_code") == 4
+
+
+def test_a_sqlite_registry_uses_the_wal_journal_and_a_busy_timeout(tmp_path: Path) -> None:
+    with Registry(f"sqlite:///{tmp_path / 'registry.db'}") as reg, reg.engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar_one() == "wal"
+        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar_one() >= 30_000
+        assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar_one() == 1
