@@ -78,7 +78,8 @@ class Gate:
         c = self.p.config
         base: dict[str, Any] = dict(llm=c.llm, registry_dir=self.p.run_dir / "registry",
                                     data_dir=Path(c.data_dir).absolute(),
-                                    registry_url=c.registry_url, agent_mode=c.agent_mode, max_refinements=c.max_refinements, model=c.model,
+                                    registry_url=c.registry_url, agent_mode=c.agent_mode,
+                                    max_refinements=c.max_refinements, model=c.model,
                                     temperature=c.temperature, record=c.record, sandbox_backend=c.sandbox_backend,
                                     security_path=Path(c.security_path).absolute() if c.security_path else None)
         base.update(changes)
