@@ -107,3 +107,12 @@ def test_a_writer_killed_mid_registration_leaves_nothing(registry_url: str) -> N
             assert conn.execute(text("SELECT count(*) FROM tool_code")).scalar_one() == 0
         tool = reg.register("sma", SMA, indicator="sma", output_type="numeric")  # the lock was released
         assert tool.version == "1.0.0" and reg.read_code(tool) == SMA
+
+
+def test_solve_with_an_unusable_registry_url_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"postgresql+psycopg://agent:t0p-secret@127.0.0.1:{free_port()}/registry"
+    code = main(["solve", "Calculate MSFT 5-day moving average over last 20 days", "--llm", "reference",
+                 "--registry-url", url])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "postgresql+psycopg://agent:***@127.0.0.1" in err and "t0p-secret" not in err

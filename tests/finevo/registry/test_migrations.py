@@ -182,3 +182,31 @@ def test_models_and_migrations_agree(new_url: Callable[[], str]) -> None:
                                     target_metadata()) == []
     finally:
         engine.dispose()
+
+
+def test_a_downgrade_writes_the_code_files_back(old_registry: OldRegistry, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """The way back to release 0.1.0 exists: code files rewritten from the database, ``tool_code`` gone."""
+    from alembic import command
+    from alembic.config import Config
+
+    from finevo.registry.store import make_engine
+
+    assert _run(capsys, "registry", *old_registry.args(), "migrate")[0] == 0
+    out_dir = tmp_path / "files"
+    engine = make_engine(old_registry.url, foreign_keys=False)
+    try:
+        with engine.begin() as conn:
+            config = Config()
+            config.set_main_option("script_location", str(MIGRATIONS_DIR))
+            config.attributes.update(connection=conn, code_dir=out_dir)
+            command.downgrade(config, base_revision())
+        with engine.connect() as conn:
+            assert "tool_code" not in inspect(conn).get_table_names()
+            rows = conn.execute(text("SELECT code_path, content_hash FROM tool_artifact ORDER BY id")).all()
+    finally:
+        engine.dispose()
+    assert [r.code_path for r in rows] == sorted(p.name for p in (FIXTURE / "tools").iterdir())
+    for code_path, digest in rows:
+        assert (out_dir / code_path).read_bytes() == (FIXTURE / "tools" / code_path).read_bytes()
+        assert hashlib.sha256((out_dir / code_path).read_bytes()).hexdigest() == digest
