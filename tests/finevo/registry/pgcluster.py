@@ -61,7 +61,8 @@ class PostgresCluster:
         self.user = "finevo"
         self.password = secrets.token_hex(12)
         self.port = 0
-        self.base = Path(tempfile.mkdtemp(prefix="finevo-pg-"))
+        # /tmp: reachable by the demoted server whatever TMPDIR is, and short enough for a socket path
+        self.base = Path(tempfile.mkdtemp(prefix="finevo-pg-", dir="/tmp" if os.path.isdir("/tmp") else None))
         self.data = self.base / "data"
         self.sockets = self.base / "sockets"
         self.log = self.base / "server.log"
