@@ -5,11 +5,14 @@
     finevo solve "Calculate AMZN MACD(12,26,9)" [--llm SPEC] [--data DIR] [--agent MODE]
                  [--max-refinements N] [--registry-dir DIR] [--model NAME] [--record FILE]
                  [--timeout S] [--json]
-    finevo registry [--registry-dir DIR] list [--json]
-    finevo registry [--registry-dir DIR] show NAME [--version V]
-    finevo registry [--registry-dir DIR] clear [--yes]
+    finevo registry [--registry-dir DIR] [--registry-url URL] list [--json]
+    finevo registry [--registry-dir DIR] [--registry-url URL] show NAME [--version V]
+    finevo registry [--registry-dir DIR] [--registry-url URL] clear [--yes]
+    finevo registry [--registry-dir DIR] [--registry-url URL] migrate [--drop-missing]
 
-``--registry-dir`` may also follow the action (``finevo registry list --registry-dir DIR``).
+``--registry-dir`` and ``--registry-url`` may also follow the action (``finevo registry list
+--registry-dir DIR``). ``--registry-url`` (env ``FINEVO_REGISTRY_URL``) is any SQLAlchemy URL, e.g.
+``postgresql+psycopg://USER:PASSWORD@HOST:5432/DB``; messages show it with the password masked.
 
 Exit codes: 0 ok; 1 the agent failed (its own failure: bad code, refinements exhausted, no tool
 in static mode); 2 usage or input error (no LLM configured included); 3 external error (LLM API,
@@ -38,6 +41,8 @@ if TYPE_CHECKING:
     from finevo.tasks import Question
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_EXTERNAL = 0, 1, 2, 3
+REGISTRY_URL_HELP = ("registry database, any SQLAlchemy URL, e.g. postgresql+psycopg://USER:PASSWORD@HOST/DB "
+                     "(env FINEVO_REGISTRY_URL; default: sqlite:///<registry dir>/registry.db)")
 
 #: Intent arguments that name market symbols (one, or a list).
 SYMBOL_ARGS = ("symbol", "symbols")
@@ -57,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     solve.add_argument("--agent", choices=choices(AgentMode), help="agent mode")
     solve.add_argument("--max-refinements", type=int, metavar="N", help="refinement attempts after the first")
     solve.add_argument("--registry-dir", type=Path, help="registry directory (env FINEVO_REGISTRY_DIR)")
+    solve.add_argument("--registry-url", metavar="URL", help=REGISTRY_URL_HELP)
     solve.add_argument("--model", help="model name (env FINEVO_LLM_MODEL)")
     solve.add_argument("--record", type=Path, metavar="FILE", help="append LLM exchanges to this cassette (live)")
     solve.add_argument("--sandbox-backend", choices=choices(SandboxBackend),
@@ -65,13 +71,15 @@ def build_parser() -> argparse.ArgumentParser:
     solve.add_argument("--json", action="store_true", help="print the full outcome as JSON")
     solve.set_defaults(func=cmd_solve)
 
-    reg = sub.add_parser("registry", help="list, show, deprecate or clear registered tools")
+    reg = sub.add_parser("registry", help="list, show, deprecate or clear registered tools; migrate a registry")
     reg.add_argument("--registry-dir", type=Path, help="registry directory (env FINEVO_REGISTRY_DIR)")
+    reg.add_argument("--registry-url", metavar="URL", help=REGISTRY_URL_HELP)
     # the same option after the action (`finevo registry list --registry-dir DIR`); SUPPRESS keeps
     # an action without it from overwriting a value given before the action
     where = UsageParser(add_help=False)
     where.add_argument("--registry-dir", type=Path, default=argparse.SUPPRESS,
                        help="registry directory (env FINEVO_REGISTRY_DIR)")
+    where.add_argument("--registry-url", metavar="URL", default=argparse.SUPPRESS, help=REGISTRY_URL_HELP)
     rsub = reg.add_subparsers(dest="registry_command", metavar="ACTION")
     rlist = rsub.add_parser("list", parents=[where], help="every tool, newest version first")
     rlist.add_argument("--json", action="store_true")
@@ -88,6 +96,11 @@ def build_parser() -> argparse.ArgumentParser:
     clear = rsub.add_parser("clear", parents=[where], help="delete every tool, trace and code file")
     clear.add_argument("--yes", action="store_true", help="really delete (required)")
     clear.set_defaults(func=cmd_registry_clear)
+    migrate = rsub.add_parser("migrate", parents=[where],
+                              help="upgrade the registry's schema to this release (says from which revision)")
+    migrate.add_argument("--drop-missing", action="store_true",
+                         help="drop tools whose code file is missing (a release 0.1.0 registry; default: refuse)")
+    migrate.set_defaults(func=cmd_registry_migrate)
     return parser
 
 
@@ -123,6 +136,7 @@ def _settings(args: argparse.Namespace) -> Any:
         "agent_mode": getattr(args, "agent", None),
         "max_refinements": getattr(args, "max_refinements", None),
         "registry_dir": getattr(args, "registry_dir", None),
+        "registry_url": getattr(args, "registry_url", None),
         "model": getattr(args, "model", None),
         "record": getattr(args, "record", None),
         "sandbox_backend": getattr(args, "sandbox_backend", None),
@@ -133,8 +147,7 @@ def _settings(args: argparse.Namespace) -> Any:
 def _open_registry(settings: Any) -> Any:
     from finevo.registry import Registry
 
-    Path(settings.registry_dir).mkdir(parents=True, exist_ok=True)
-    return Registry(settings.registry_url, settings.registry_code_dir)
+    return Registry(settings.registry_url, settings.registry_code_dir)  # refuses an old or foreign schema
 
 
 def exit_code(outcome: Outcome) -> int:
@@ -363,6 +376,22 @@ def cmd_registry_clear(args: argparse.Namespace) -> int:
     finally:
         _close(registry)
     print(f"removed {count} tool(s)")
+    return EXIT_OK
+
+
+def cmd_registry_migrate(args: argparse.Namespace) -> int:
+    """Upgrade the registry's schema to this release, in one transaction; prints from which revision to which."""
+    from finevo.registry import migrate_registry, safe_url
+
+    settings = _settings(args)
+    result = migrate_registry(settings.registry_url, settings.registry_code_dir, drop_missing=args.drop_missing)
+    where = safe_url(settings.registry_url)
+    for tool in result.dropped:
+        print(f"dropped {tool}: its code file was missing")
+    if not result.changed:
+        print(f"registry at {where} is already at {result.after}: nothing to do")
+    else:
+        print(f"migrated registry at {where} from {result.before.label} to {result.after}")
     return EXIT_OK
 
 

@@ -1,8 +1,7 @@
 """Atomic file writes: a temp file in the target's directory, fsync, then rename over the target.
 
-A reader never sees a half-written report, registry code file or snapshot file, and a process
-killed mid-write leaves at most a temp file named ``<prefix>...<suffix>`` behind (the registry's
-reconcile removes its own).
+A reader never sees a half-written report, code file or snapshot file, and a process killed
+mid-write leaves at most a temp file named ``<prefix>...<suffix>`` behind.
 """
 
 from __future__ import annotations

@@ -20,7 +20,9 @@ setting                     environment variable       default
 ``max_retries``             ``FINEVO_LLM_MAX_RETRIES`` 3
 ``record`` (cassette)       ``FINEVO_LLM_RECORD``      None
 ``registry_dir``            ``FINEVO_REGISTRY_DIR``    ``./.finevo/registry``
-``registry_url``            ``FINEVO_REGISTRY_URL``    ``sqlite:///<registry_dir>/registry.db``
+``registry_url``            ``FINEVO_REGISTRY_URL``    ``sqlite:///<registry_dir>/registry.db`` (any
+                            (``--registry-url``)       SQLAlchemy URL, e.g. ``postgresql+psycopg://``;
+                                                       its password is never printed)
 ``data_dir``                ``FINEVO_DATA``            :func:`finevo.paths.snapshot_dir`
 ``max_refinements``         ``FINEVO_MAX_REFINEMENTS`` 3
 ``agent_mode``              ``FINEVO_AGENT_MODE``      ``evolving`` (:class:`~finevo.vocabulary.AgentMode`)
@@ -70,6 +72,10 @@ class Settings:
             value = getattr(self, f.name)
             if f.name == "api_key":
                 parts.append(f"api_key={'***' if value else None}")
+            elif f.name == "registry_url":
+                from finevo.registry.store import safe_url  # late: sqlalchemy only when shown
+
+                parts.append(f"registry_url={safe_url(value) if value else value!r}")
             else:
                 parts.append(f"{f.name}={value!r}")
         return f"Settings({', '.join(parts)})"

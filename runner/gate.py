@@ -78,7 +78,8 @@ class Gate:
         c = self.p.config
         base: dict[str, Any] = dict(llm=c.llm, registry_dir=self.p.run_dir / "registry",
                                     data_dir=Path(c.data_dir).absolute(),
-                                    agent_mode=c.agent_mode, max_refinements=c.max_refinements, model=c.model,
+                                    registry_url=c.registry_url, agent_mode=c.agent_mode,
+                                    max_refinements=c.max_refinements, model=c.model,
                                     temperature=c.temperature, record=c.record, sandbox_backend=c.sandbox_backend,
                                     security_path=Path(c.security_path).absolute() if c.security_path else None)
         base.update(changes)
@@ -125,6 +126,11 @@ class Gate:
                 raise
             try:
                 if not runner.session.registry_empty and not p.config.reuse_registry:
+                    if p.config.registry_url is not None:
+                        from finevo.registry import safe_url
+
+                        raise InputError(f"{safe_url(p.config.registry_url)}: registry is not empty; "
+                                         "pass --reuse-registry or use an empty database")
                     raise InputError(f"{p.run_dir / 'registry'}: registry is not empty; "
                                      "pass --reuse-registry or use a new --run-id")
                 config = self.config_dict(runner.session.info)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerate the hash-pinned lock files the image is built from:
 #
-#   requirements.lock         the runtime dependencies ([project] dependencies in pyproject.toml)
+#   requirements.lock         the runtime dependencies ([project] dependencies in pyproject.toml), with
+#                             the `postgres` extra (the image's agent can use a PostgreSQL registry)
 #   requirements-build.lock   the build backend ([build-system] requires), to build the project wheel
 #
 # Both are resolved for the image's interpreter, CPython 3.11 on linux x86_64 (manylinux_2_28, the
@@ -26,7 +27,7 @@ fi
 COMMON=(--generate-hashes --python-version 3.11 --python-platform x86_64-manylinux_2_28
         --only-binary :all: --custom-compile-command "bash scripts/lock.sh" --quiet)
 
-"$UV" pip compile pyproject.toml "${COMMON[@]}" --output-file requirements.lock
+"$UV" pip compile pyproject.toml --extra postgres "${COMMON[@]}" --output-file requirements.lock
 
 python3 -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"]))' \
     | "$UV" pip compile - "${COMMON[@]}" --output-file requirements-build.lock

@@ -74,6 +74,15 @@ else
     echo "test.sh: Docker set-up failed: the Docker tests will be skipped" >&2
 fi
 
+# PostgreSQL server binaries for the registry tests marked `postgres` (a throw-away cluster each run).
+if bash scripts/setup-postgres.sh --env-file "$env_file" >/dev/null; then
+    load_env
+elif [ "${FINEVO_REQUIRE_POSTGRES:-0}" = "1" ]; then
+    echo "test.sh: PostgreSQL set-up failed and FINEVO_REQUIRE_POSTGRES=1: the postgres tests will fail" >&2
+else
+    echo "test.sh: PostgreSQL set-up failed: the postgres tests will be skipped" >&2
+fi
+
 status=0
 "$PY" -m pytest "$@" || status=$?
 exit "$status"

@@ -1,4 +1,8 @@
-"""The registry's tables (SQLModel): tools, their execution traces and their refinement lineage."""
+"""The registry's tables (SQLModel): tools, their code, their execution traces and refinement lineage.
+
+The schema is versioned by Alembic (``finevo/registry/migrations``): a change to these classes needs
+a new revision there (a test compares the two).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from sqlalchemy import JSON, Column, Text, UniqueConstraint
+from sqlalchemy import JSON, Column, ForeignKey, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 ToolStatus = Literal["provisional", "verified", "failed", "deprecated"]
@@ -35,6 +39,16 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+class ToolCode(SQLModel, table=True):
+    """A tool's source, stored once per content: its SHA-256 (hex) is its key."""
+
+    __tablename__ = "tool_code"
+
+    content_hash: str = Field(primary_key=True, max_length=64)
+    code: str = Field(sa_column=Column(Text, nullable=False))
+    created_at: datetime = Field(default_factory=utcnow)
+
+
 class ToolArtifact(SQLModel, table=True):
     __tablename__ = "tool_artifact"
     __table_args__ = (
@@ -49,9 +63,9 @@ class ToolArtifact(SQLModel, table=True):
     major: int = 1
     minor: int = 0
     patch: int = 0
-    content_hash: str = Field(index=True)
-    #: File name of the code, relative to the registry's code directory.
-    code_path: str
+    #: The tool's code: a row of ``tool_code`` (the foreign key: a tool never points at missing code).
+    content_hash: str = Field(index=True, sa_column_args=[
+        ForeignKey("tool_code.content_hash", name="fk_tool_artifact_code")])
     category: str
     indicator: str = Field(index=True)
     output_type: str
@@ -65,6 +79,11 @@ class ToolArtifact(SQLModel, table=True):
     @property
     def version_tuple(self) -> tuple[int, int, int]:
         return self.major, self.minor, self.patch
+
+    @property
+    def code_path(self) -> str:
+        """The file name of the tool's code where it is written out (``name_vX.Y.Z_hash8.py``)."""
+        return f"{self.name}_v{self.version}_{self.content_hash[:8]}.py"
 
     @property
     def hash8(self) -> str:

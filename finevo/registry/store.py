@@ -1,37 +1,47 @@
-"""The tool registry: SQLModel rows in a database, tool code in files next to it.
+"""The tool registry: SQLModel rows in a database (SQLite file by default, or a PostgreSQL server),
+tool code included.
 
-Consistency rule: a tool's code file is written (atomically: temp file, fsync, rename) *before*
-its row commits, so a row never points at a half-written file. A run that dies between the two
-leaves at most an orphan file; :meth:`Registry.reconcile` (run when a registry opens) removes
-orphan files and rows whose file has gone, so the database and the directory always agree.
+Code lives where the rows live: ``tool_code`` holds each distinct source once, keyed by its SHA-256,
+and ``tool_artifact.content_hash`` references it with a foreign key. A tool's code row and its
+tool row are written in ONE transaction, so a row never points at missing code and a writer killed
+at any moment leaves nothing half-done (the transaction rolls back). Any machine that reaches the
+database can load every tool; nothing is kept in files (``code_dir`` only names where a release
+0.1.0 registry kept its code files, which ``finevo registry migrate`` imports).
 
 Versions: the first code under a name is ``1.0.0``; each new content under the same name takes
 the next minor version (``1.1.0``, ... ``1.10.0``); versions compare numerically. The same name
 with the same content (SHA-256) is the same tool: registering it again returns the existing row,
 promoted to ``verified`` when it is registered as verified (a ``failed`` or ``provisional`` row whose
 code now passed verification); registering it with any other status leaves its status alone.
+
+Many writers at once (processes on one machine or many): a registration holds a per-name lock for
+its transaction -- PostgreSQL's transaction-scoped advisory lock on a hash of the name; SQLite's
+database write lock (``BEGIN IMMEDIATE``, WAL journal, busy timeout) -- so the next version is read
+and taken by one writer at a time: versions per name are unique and gap-free. Code rows are
+inserted with ``ON CONFLICT DO NOTHING`` (one row per content, whoever comes first). Unique
+constraints back this up; a conflict, a serialization failure or a deadlock report rolls the
+transaction back and retries it, a bounded number of times.
 """
 
 from __future__ import annotations
 
 import builtins
-import contextlib
 import hashlib
+import random
 import re
 import time
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event
-from sqlalchemy.engine import Engine
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import event, text
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, NoSuchModuleError
 from sqlalchemy.pool import StaticPool
-from sqlmodel import Session, SQLModel, col, create_engine, delete, select
+from sqlmodel import Session, col, create_engine, delete, select
 
-from finevo.errors import FinevoError
-from finevo.fsutil import atomic_write
+from finevo.errors import FinevoError, InputError
 from finevo.jsonsafe import json_safe
 from finevo.registry.models import (
     STATUSES,
@@ -39,35 +49,37 @@ from finevo.registry.models import (
     ExecutionTrace,
     RefinementAttempt,
     ToolArtifact,
+    ToolCode,
     parse_version,
+    utcnow,
 )
+from finevo.registry.schema import MigrationResult, ensure_schema, migrate
 from finevo.registry.signature import signature_fits, tool_signature
 from finevo.vocabulary import Category
 
 #: stdout / stderr kept per trace (bytes of UTF-8), the rest is cut with a marker.
 OUTPUT_CAP_BYTES = 64 * 1024
-#: Orphan files younger than this are left alone when a registry opens (another process may be
-#: between writing a file and committing its row).
-STARTUP_ORPHAN_GRACE_S = 300.0
+#: Attempts of one write transaction that lost a race (conflict, serialization failure, deadlock).
+MAX_WRITE_ATTEMPTS = 10
+#: SQLite waits this long for another writer's lock before giving up.
+SQLITE_BUSY_TIMEOUT_S = 60.0
+#: A server that does not answer the connection within this many seconds is unreachable.
+CONNECT_TIMEOUT_S = 10
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
-_CODE_FILE = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)_v(?P<version>\d+\.\d+\.\d+)_(?P<hash8>[0-9a-f]{8})\.py$")
-_TMP_PREFIX = ".tmp-"
+#: SQLSTATEs after which a transaction is simply run again: serialization failure, deadlock.
+_RETRY_SQLSTATES = frozenset({"40001", "40P01"})
 
 
 class RegistryError(FinevoError):
-    """The registry's files and rows disagree (a missing or altered code file)."""
+    """The registry's contents are inconsistent (code altered in the database) or a write kept losing races."""
 
     code = "registry_error"
 
 
-@dataclass
-class ReconcileReport:
-    removed_rows: list[str] = field(default_factory=list)   # "name vX.Y.Z" whose file was missing
-    removed_files: list[str] = field(default_factory=list)  # file names with no row
+class RegistryUnavailable(InputError):
+    """The registry's database cannot be used: unreachable, credentials refused, no such database."""
 
-    @property
-    def changed(self) -> bool:
-        return bool(self.removed_rows or self.removed_files)
+    code = "registry_unavailable"
 
 
 def content_hash(code: str) -> str:
@@ -75,10 +87,16 @@ def content_hash(code: str) -> str:
 
 
 class Registry:
-    """Tools, traces and refinement attempts. ``url``: any SQLAlchemy URL (default: SQLite file)."""
+    """Tools, their code, traces and refinement attempts. ``url``: any SQLAlchemy URL (default: the
+    SQLite file of the settings); PostgreSQL through psycopg 3 (``postgresql+psycopg://``).
 
-    def __init__(self, url: str | None = None, code_dir: str | Path | None = None, *,
-                 reconcile_on_open: bool = True) -> None:
+    Opening checks the database first (reachable, a registry of this release's schema, or empty:
+    then the schema is created) and raises :class:`RegistryUnavailable` or
+    :class:`~finevo.registry.schema.RegistrySchemaError` (both input errors) without writing
+    anything otherwise.
+    """
+
+    def __init__(self, url: str | None = None, code_dir: str | Path | None = None) -> None:
         if url is None or code_dir is None:
             from finevo.settings import Settings  # late: settings read the environment
 
@@ -86,22 +104,31 @@ class Registry:
             url = url or settings.registry_url
             code_dir = code_dir if code_dir is not None else _default_code_dir(url, settings.registry_code_dir)
         self.url = url
+        #: Where a release 0.1.0 registry kept its code files (read by a migration only).
         self.code_dir = Path(code_dir)
-        self.code_dir.mkdir(parents=True, exist_ok=True)
-        self.engine = _make_engine(url)
-        # sqlmodel declares no __table__ on table classes (SQLAlchemy adds it when the class is built)
-        SQLModel.metadata.create_all(self.engine, tables=[
-            ToolArtifact.__table__, ExecutionTrace.__table__, RefinementAttempt.__table__])  # type: ignore[attr-defined]
-        self.last_reconcile = self.reconcile(min_age_s=STARTUP_ORPHAN_GRACE_S) if reconcile_on_open \
-            else ReconcileReport()
+        self.engine = make_engine(url)
+        try:
+            with _translated(url):
+                ensure_schema(self.engine, self.display_url)
+                _use_wal(self.engine)
+        except BaseException:
+            self.engine.dispose()
+            raise
+        # writes: SQLite takes its write lock when the transaction begins (a deferred transaction
+        # that reads, then writes, could fail at once instead of waiting for the lock)
+        self._writer = self.engine.execution_options(finevo_sqlite_begin="IMMEDIATE")
 
     def __repr__(self) -> str:
-        return f"Registry(url={self.display_url!r}, code_dir={str(self.code_dir)!r})"
+        return f"Registry(url={self.display_url!r})"
 
     @property
     def display_url(self) -> str:
         """The database URL fit for messages and logs: a password in it is masked."""
-        return _safe_url(self.url)
+        return safe_url(self.url)
+
+    @property
+    def backend(self) -> str:
+        return str(self.engine.dialect.name)
 
     def close(self) -> None:
         self.engine.dispose()
@@ -114,6 +141,37 @@ class Registry:
 
     def _session(self) -> Session:
         return Session(self.engine, expire_on_commit=False)
+
+    @contextmanager
+    def _write(self) -> Iterator[Session]:
+        with Session(self._writer, expire_on_commit=False) as s:
+            yield s
+
+    def _retrying(self, what: str) -> Iterator[int]:
+        """Attempt numbers for a write transaction; the caller ``continue``s after a lost race."""
+        for attempt in range(MAX_WRITE_ATTEMPTS):
+            if attempt:
+                time.sleep(random.uniform(0, min(0.2, 0.005 * 2 ** attempt)))  # back off, de-synchronised
+            yield attempt
+        raise RegistryError(f"could not {what}: {MAX_WRITE_ATTEMPTS} attempts lost to concurrent writers")
+
+    def _lock_name(self, s: Session, name: str) -> None:
+        """Serialise writers of one tool name for the rest of the transaction (SQLite: already serial)."""
+        if self.backend == "postgresql":
+            key = int.from_bytes(hashlib.sha256(f"finevo.tool:{name}".encode()).digest()[:8], "big", signed=True)
+            s.connection().execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
+
+    def _store_code(self, s: Session, digest: str, code: str) -> None:
+        created = utcnow()
+        if self.backend in ("postgresql", "sqlite"):
+            from sqlalchemy.dialects import postgresql, sqlite
+
+            insert = postgresql.insert if self.backend == "postgresql" else sqlite.insert
+            s.connection().execute(insert(ToolCode).values(content_hash=digest, code=code, created_at=created)
+                                   .on_conflict_do_nothing(index_elements=["content_hash"]))
+        elif s.get(ToolCode, digest) is None:  # other databases: a racing insert fails and is retried
+            s.add(ToolCode(content_hash=digest, code=code, created_at=created))
+            s.flush()
 
     # ------------------------------------------------------------------ tools
     def is_empty(self) -> bool:
@@ -133,45 +191,41 @@ class Registry:
         if signature is None:
             signature = tool_signature(code)
         digest = content_hash(code)
-        for _ in range(5):  # another writer may take the same version between our read and commit
-            with self._session() as s:
-                existing = s.exec(select(ToolArtifact).where(ToolArtifact.name == name,
-                                                             ToolArtifact.content_hash == digest)).first()
-                if existing is not None:
-                    if status == "verified" and existing.status in ("provisional", "failed"):
-                        # the same code passed verification this time (another task's arguments, or
-                        # a failure that was not the code's): it is a verified tool from now on
-                        existing.status = "verified"
-                        s.add(existing)
+        for _ in self._retrying(f"register tool {name}"):
+            try:
+                with self._write() as s:
+                    self._lock_name(s, name)
+                    existing = s.exec(select(ToolArtifact).where(ToolArtifact.name == name,
+                                                                 ToolArtifact.content_hash == digest)).first()
+                    if existing is not None:
+                        if status == "verified" and existing.status in ("provisional", "failed"):
+                            # the same code passed verification this time (another task's arguments, or
+                            # a failure that was not the code's): it is a verified tool from now on
+                            existing.status = "verified"
+                            s.add(existing)
                         s.commit()
-                        s.refresh(existing)
-                    return existing
-                latest = s.exec(select(ToolArtifact).where(ToolArtifact.name == name).order_by(
-                    col(ToolArtifact.major).desc(), col(ToolArtifact.minor).desc(),
-                    col(ToolArtifact.patch).desc())).first()
-                major, minor, patch = (latest.major, latest.minor + 1, 0) if latest else (1, 0, 0)
-                version = f"{major}.{minor}.{patch}"
-                filename = f"{name}_v{version}_{digest[:8]}.py"
-                atomic_write(self.code_dir / filename, code, prefix=_TMP_PREFIX, suffix=".py")
-                tool = ToolArtifact(name=name, version=version, major=major, minor=minor, patch=patch,
-                                    content_hash=digest, code_path=filename, category=category,
-                                    indicator=indicator, output_type=output_type, signature=signature,
-                                    status=status, parent_id=parent_id, description=description)
-                s.add(tool)
-                try:
+                        return existing
+                    latest = s.exec(select(ToolArtifact).where(ToolArtifact.name == name).order_by(
+                        col(ToolArtifact.major).desc(), col(ToolArtifact.minor).desc(),
+                        col(ToolArtifact.patch).desc())).first()
+                    major, minor, patch = (latest.major, latest.minor + 1, 0) if latest else (1, 0, 0)
+                    self._store_code(s, digest, code)
+                    tool = ToolArtifact(name=name, version=f"{major}.{minor}.{patch}", major=major, minor=minor,
+                                        patch=patch, content_hash=digest, category=category, indicator=indicator,
+                                        output_type=output_type, signature=signature, status=status,
+                                        parent_id=parent_id, description=description)
+                    s.add(tool)
                     s.commit()
-                except IntegrityError:
-                    s.rollback()
-                    _unlink(self.code_dir / filename)
-                    continue
-                s.refresh(tool)
-                return tool
-        raise RegistryError(f"could not register tool {name}: concurrent writers kept taking its next version")
+                    return tool
+            except DBAPIError as exc:
+                if not _lost_race(exc):
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover - _retrying raises when attempts run out
 
     def set_status(self, tool: ToolArtifact | int, status: str) -> ToolArtifact:
         tool_id = tool if isinstance(tool, int) else tool.id
-        with self._session() as s:
-            row = s.get(ToolArtifact, tool_id)
+        with self._write() as s:
+            row = s.get(ToolArtifact, tool_id, with_for_update=True)
             if row is None:
                 raise KeyError(f"no tool with id {tool_id}")
             if status not in STATUSES:
@@ -181,8 +235,7 @@ class Registry:
                     raise ValueError(f"tool {row.name} v{row.version}: cannot go from {row.status} to {status}")
                 row.status = status
                 s.add(row)
-                s.commit()
-                s.refresh(row)
+            s.commit()
         if isinstance(tool, ToolArtifact):
             tool.status = row.status
         return row
@@ -219,20 +272,16 @@ class Registry:
             rows = s.exec(query).all()
         return sorted(rows, key=lambda r: (r.name, r.version_tuple))
 
-    def code_file(self, tool: ToolArtifact) -> Path:
-        return self.code_dir / tool.code_path
-
     def read_code(self, tool: ToolArtifact) -> str:
-        """The tool's code, checked against its content hash."""
-        path = self.code_file(tool)
-        try:
-            code = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise RegistryError(f"tool {tool.name} v{tool.version}: code file {path} is missing") from None
-        if content_hash(code) != tool.content_hash:
-            raise RegistryError(f"tool {tool.name} v{tool.version}: code file {path} does not match its hash "
-                                f"{tool.hash8} (edited on disk?)")
-        return code
+        """The tool's code, from the database, checked against its content hash."""
+        with self._session() as s:
+            row = s.get(ToolCode, tool.content_hash)
+        if row is None:  # the foreign key forbids it: only a database edited by hand gets here
+            raise RegistryError(f"tool {tool.name} v{tool.version}: its code {tool.hash8} is missing from the registry")
+        if content_hash(row.code) != tool.content_hash:
+            raise RegistryError(f"tool {tool.name} v{tool.version}: the stored code does not match its hash "
+                                f"{tool.hash8} (edited in the database?)")
+        return row.code
 
     # ------------------------------------------------------------------ traces and attempts
     def record_trace(self, tool_id: int | None, task_id: str | None, arguments: dict[str, Any] | None,
@@ -242,10 +291,9 @@ class Registry:
                                result=json_safe(result), stage=stage, duration_s=float(duration_s),
                                exit_status=exit_status, error=json_safe(error) if error else None,
                                stdout=cap_output(stdout), stderr=cap_output(stderr))
-        with self._session() as s:
+        with self._write() as s:
             s.add(trace)
             s.commit()
-            s.refresh(trace)
         return trace
 
     def traces(self, tool_id: int | None = None, task_id: str | None = None) -> builtins.list[ExecutionTrace]:
@@ -263,10 +311,9 @@ class Registry:
         row = RefinementAttempt(task_id=task_id, tool_id=tool_id, attempt=attempt, code_hash=code_hash,
                                 parent_hash=parent_hash, stage=stage, ok=ok,
                                 error=json_safe(error) if error else None)
-        with self._session() as s:
+        with self._write() as s:
             s.add(row)
             s.commit()
-            s.refresh(row)
         return row
 
     def attempts(self, task_id: str | None = None, tool_id: int | None = None) -> builtins.list[RefinementAttempt]:
@@ -293,55 +340,27 @@ class Registry:
 
     # ------------------------------------------------------------------ maintenance
     def clear(self) -> int:
-        """Remove every tool, trace and attempt, and every code file; returns the number of tools."""
-        with self._session() as s:
+        """Remove every tool, its code, trace and attempt; returns the number of tools."""
+        with self._write() as s:
             count = len(s.exec(select(ToolArtifact.id)).all())
             s.exec(delete(ExecutionTrace))
             s.exec(delete(RefinementAttempt))
             s.exec(delete(ToolArtifact))
+            s.exec(delete(ToolCode))
             s.commit()
-        for path in self.code_dir.iterdir():
-            if _CODE_FILE.match(path.name) or path.name.startswith(_TMP_PREFIX):
-                _unlink(path)
         return count
 
-    def reconcile(self, min_age_s: float = 0.0) -> ReconcileReport:
-        """Make rows and files agree: drop rows whose file is missing and files that no row names.
 
-        Orphan files modified less than ``min_age_s`` ago are kept (a concurrent writer may be about
-        to commit their row). References to a dropped tool (traces, attempts, children) are unset.
-        """
-        report = ReconcileReport()
-        with self._session() as s:
-            rows = s.exec(select(ToolArtifact)).all()
-            known = {r.code_path for r in rows}
-            gone = [r for r in rows if not (self.code_dir / r.code_path).is_file()]
-            gone_ids = [r.id for r in gone]
-            if gone_ids:
-                for model, column in ((ExecutionTrace, ExecutionTrace.tool_id),
-                                      (RefinementAttempt, RefinementAttempt.tool_id),
-                                      (ToolArtifact, ToolArtifact.parent_id)):
-                    for ref in s.exec(select(model).where(col(column).in_(gone_ids))).all():
-                        setattr(ref, column.key, None)  # type: ignore[union-attr]
-                        s.add(ref)
-                s.flush()
-                for row in gone:
-                    report.removed_rows.append(f"{row.name} v{row.version}")
-                    s.delete(row)
-                s.commit()
-        now = time.time()
-        for path in sorted(self.code_dir.iterdir()):
-            orphan = (_CODE_FILE.match(path.name) and path.name not in known) or path.name.startswith(_TMP_PREFIX)
-            if not orphan or not path.is_file():
-                continue
-            try:
-                age = now - path.stat().st_mtime
-            except FileNotFoundError:
-                continue
-            if age >= min_age_s:
-                _unlink(path)
-                report.removed_files.append(path.name)
-        return report
+def migrate_registry(url: str, code_dir: Path | None, *, drop_missing: bool = False) -> MigrationResult:
+    """Upgrade the registry at ``url`` to this release's schema (``finevo registry migrate``)."""
+    engine = make_engine(url, foreign_keys=False)  # SQLite rebuilds tables; checked before commit
+    try:
+        with _translated(url):
+            result = migrate(engine, safe_url(url), code_dir, drop_missing=drop_missing)
+            _use_wal(engine)
+        return result
+    finally:
+        engine.dispose()
 
 
 # --------------------------------------------------------------------------- helpers
@@ -357,11 +376,6 @@ def cap_output(text: str | None, limit: int = OUTPUT_CAP_BYTES) -> str:
     return keep.decode("utf-8", errors="ignore") + marker
 
 
-def _unlink(path: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()
-
-
 def _default_code_dir(url: str, fallback: Path) -> Path:
     """Next to a SQLite file (``<dir>/tools``); otherwise the configured registry code dir."""
     prefix = "sqlite:///"
@@ -370,28 +384,115 @@ def _default_code_dir(url: str, fallback: Path) -> Path:
     return fallback
 
 
-def _make_engine(url: str) -> Engine:
-    if url.startswith("sqlite"):
-        memory = url in ("sqlite://", "sqlite:///:memory:")
-        if not memory:
-            db = url.split("///", 1)[-1]
-            if db:
-                Path(db).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30},
-                               poolclass=StaticPool if memory else None)
-
-        @event.listens_for(engine, "connect")
-        def _pragmas(dbapi_conn: Any, _record: Any) -> None:
-            cur = dbapi_conn.cursor()
-            cur.execute("PRAGMA foreign_keys=ON")
-            cur.close()
-
-        return engine
-    return create_engine(url)
-
-
-def _safe_url(url: str) -> str:
-    return re.sub(r"//([^:/@]+):[^@]+@", r"//\1:***@", url)
+def make_engine(url: str, *, foreign_keys: bool = True) -> Engine:
+    """An engine for ``url``; SQLite: foreign keys on, busy timeout, transactions begun explicitly."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise RegistryUnavailable(f"invalid registry URL {safe_url(url)!r}: expected an SQLAlchemy URL such as "
+                                  "sqlite:///PATH or postgresql+psycopg://USER:PASSWORD@HOST:PORT/DB") from None
+    try:
+        if parsed.get_backend_name() == "sqlite":
+            return _sqlite_engine(url, parsed.database, foreign_keys=foreign_keys)
+        connect_args: dict[str, Any] = {}
+        if parsed.get_backend_name() == "postgresql" and "connect_timeout" not in parsed.query:
+            connect_args["connect_timeout"] = CONNECT_TIMEOUT_S
+        return create_engine(url, connect_args=connect_args, pool_pre_ping=True)
+    except (NoSuchModuleError, ModuleNotFoundError) as exc:
+        hint = " (install the postgres extra: pip install 'finevo[postgres]')" \
+            if parsed.get_backend_name() == "postgresql" else ""
+        raise RegistryUnavailable(f"no database driver for the registry URL {safe_url(url)}: {exc}{hint}") from None
 
 
-__all__: Sequence[str] = ("ReconcileReport", "Registry", "RegistryError", "cap_output", "content_hash")
+def _sqlite_engine(url: str, database: str | None, *, foreign_keys: bool) -> Engine:
+    memory = database in (None, "", ":memory:")
+    if not memory and database:
+        Path(database).parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_S},
+                           poolclass=StaticPool if memory else None)
+
+    @event.listens_for(engine, "connect")
+    def _connect(dbapi_conn: Any, _record: Any) -> None:
+        # the driver's own implicit transactions skip DDL; SQLAlchemy's "begin" below covers everything
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        cur.execute(f"PRAGMA foreign_keys={'ON' if foreign_keys else 'OFF'}")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(conn: Any) -> None:
+        mode = conn.get_execution_options().get("finevo_sqlite_begin", "DEFERRED")
+        conn.exec_driver_sql(f"BEGIN {mode}")
+
+    return engine
+
+
+def _use_wal(engine: Engine) -> None:
+    """SQLite files: the WAL journal (readers never wait for the writer). Set once the file is ours."""
+    if engine.dialect.name != "sqlite" or engine.url.database in (None, "", ":memory:"):
+        return
+    raw = engine.raw_connection()
+    try:
+        cur = raw.cursor()
+        mode = cur.execute("PRAGMA journal_mode").fetchone()
+        if not mode or str(mode[0]).lower() != "wal":
+            cur.execute("PRAGMA journal_mode=WAL")
+        cur.close()
+    finally:
+        raw.close()
+
+
+def _lost_race(exc: DBAPIError) -> bool:
+    """A transaction another writer made fail: run it again."""
+    if isinstance(exc, IntegrityError):
+        return True
+    if getattr(exc.orig, "sqlstate", None) in _RETRY_SQLSTATES:
+        return True
+    message = str(exc.orig).lower()
+    return "database is locked" in message or "database is busy" in message
+
+
+@contextmanager
+def _translated(url: str) -> Iterator[None]:
+    """Driver errors while opening a registry become one line naming the masked URL."""
+    try:
+        yield
+    except DBAPIError as exc:
+        raise _unavailable(exc, url) from None
+
+
+def _unavailable(exc: DBAPIError, url: str) -> RegistryUnavailable:
+    where = safe_url(url)
+    orig = exc.orig
+    lines = [line.strip() for line in str(orig).splitlines() if line.strip()]
+    detail = lines[0] if lines else type(orig).__name__
+    try:
+        password = make_url(url).password
+    except ArgumentError:
+        password = None
+    if password:
+        detail = detail.replace(str(password), "***")
+    detail = " ".join(detail.split())
+    # a failed connection carries no SQLSTATE in psycopg: the server's own wording is the evidence
+    state = getattr(orig, "sqlstate", None)
+    lowered = detail.lower()
+    if state in ("28P01", "28000") or "password authentication failed" in lowered \
+            or "no password supplied" in lowered:
+        return RegistryUnavailable(f"the registry database at {where} refused the credentials: {detail}")
+    if state == "3D000" or ("database" in lowered and "does not exist" in lowered):
+        return RegistryUnavailable(f"the registry database at {where} does not exist: {detail}")
+    if state == "42501":
+        return RegistryUnavailable(f"no permission on the registry database at {where}: {detail}")
+    return RegistryUnavailable(f"cannot use the registry database at {where}: {detail}")
+
+
+def safe_url(url: str) -> str:
+    """``url`` with its password masked (``***``)."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return re.sub(r"//([^:/@]*):[^@]*@", r"//\1:***@", url)
+
+
+__all__: Sequence[str] = ("Registry", "RegistryError", "RegistryUnavailable", "cap_output", "content_hash",
+                          "make_engine", "migrate_registry", "safe_url")

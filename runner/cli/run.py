@@ -100,6 +100,10 @@ def register(sub: Any) -> None:
                      help="exit 3 (no verdict) unless Landlock and seccomp confine every tool and the "
                           "containment self-test passes (FINEVO_REQUIRE_ISOLATION, else none)")
     run.add_argument("--reuse-registry", action="store_true", help="accept a non-empty registry in the run dir")
+    run.add_argument("--registry-url", metavar="URL",
+                     help="the agent's registry database instead of a SQLite file in the run dir: any SQLAlchemy "
+                          "URL, e.g. postgresql+psycopg://USER:PASSWORD@HOST/DB (must be empty unless "
+                          "--reuse-registry; the password is never printed; not with --repeats above 1)")
     run.add_argument("--no-self-check", action="store_true", help="skip the reference/null harness self-check")
     run.add_argument("--model", help="model name for live calls")
     run.add_argument("--temperature", type=_float_arg)
@@ -212,7 +216,8 @@ def config_from_args(args: argparse.Namespace) -> GateConfig:
         task_timeout_s=args.task_timeout, max_refinements=args.max_refinements, agent_mode=args.agent,
         sandbox_backend=args.sandbox_backend,
         require_isolation=require_isolation(getattr(args, "require_isolation", None)),
-        reuse_registry=args.reuse_registry, self_check=not args.no_self_check, run_payloads=not args.no_payloads,
+        reuse_registry=args.reuse_registry, registry_url=getattr(args, "registry_url", None),
+        self_check=not args.no_self_check, run_payloads=not args.no_payloads,
         model=args.model, temperature=args.temperature, record=args.record, min_pass_rate=args.min_pass_rate,
         repeats=getattr(args, "repeats", 1), alpha=getattr(args, "alpha", 0.05),
         threshold_on=getattr(args, "threshold_on", "point"), correction=getattr(args, "correction", "holm"),

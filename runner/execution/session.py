@@ -39,6 +39,8 @@ class SessionSpec:
     label: str = "main"
     #: ``warm`` | ``subprocess``; None: ``FINEVO_SANDBOX_BACKEND``, else warm.
     sandbox_backend: str | None = None
+    #: The registry's database (None: a SQLite file in ``registry_dir``).
+    registry_url: str | None = None
 
 
 class AgentLike(Protocol):
@@ -85,7 +87,7 @@ def default_session(spec: SessionSpec) -> Session:
     settings = Settings.from_env({
         "llm": spec.llm if spec.provider is None else None, "model": spec.model, "temperature": spec.temperature,
         "record": spec.record, "registry_dir": registry_dir,
-        "registry_url": f"sqlite:///{registry_dir / 'registry.db'}", "data_dir": spec.data_dir,
+        "registry_url": spec.registry_url or f"sqlite:///{registry_dir / 'registry.db'}", "data_dir": spec.data_dir,
         "max_refinements": spec.max_refinements, "agent_mode": spec.agent_mode,
         "sandbox_backend": spec.sandbox_backend,
     })
@@ -101,7 +103,7 @@ def default_session(spec: SessionSpec) -> Session:
         if close_provider is not None:
             closers.append(close_provider)
         registry_dir.mkdir(parents=True, exist_ok=True)
-        registry = Registry(settings.registry_url, settings.registry_code_dir)  # reconciles on open
+        registry = Registry(settings.registry_url, settings.registry_code_dir)  # refuses an old or foreign schema
         closers.append(registry.close)
         empty = registry.is_empty()
         sandbox, fallback = open_sandbox(spec.data_dir, settings.sandbox_backend)

@@ -45,6 +45,8 @@ class GateConfig:
     sandbox_backend: str | None = None   # None: FINEVO_SANDBOX_BACKEND, else warm
     require_isolation: str | None = None  # "kernel": exit 3 without Landlock + seccomp (runner.execution.containment)
     reuse_registry: bool = False
+    #: The agent's registry database (None: ``<run dir>/registry/registry.db``); the self-check's are its own.
+    registry_url: str | None = None
     self_check: bool = True
     run_payloads: bool = True
     model: str | None = None
@@ -150,6 +152,9 @@ def prepare(config: GateConfig) -> Prepared:
         raise InputError(f"--task-timeout: must be positive, got {config.task_timeout_s}")
     if config.repeats < 1:
         raise InputError(f"--repeats: must be at least 1, got {config.repeats}")
+    if config.registry_url is not None and config.repeats > 1:
+        raise InputError(f"--registry-url with --repeats {config.repeats}: every repeat starts from an empty "
+                         "registry of its own, one database cannot be that; run the repeats without --registry-url")
     if not 0.0 < config.alpha < 1.0:
         raise InputError(f"--alpha: must be in (0, 1), got {config.alpha}")
     if config.correction not in ("holm", "none"):

@@ -72,7 +72,8 @@ class NullProvider:
 
 def _run(gate: GateHost, interrupts: Interrupts, label: str, **spec_changes: Any) -> list[TaskResult]:
     p = gate.p
-    spec = gate.spec(registry_dir=p.run_dir / "selfcheck" / label / "registry", label=label, **spec_changes)
+    spec = gate.spec(registry_dir=p.run_dir / "selfcheck" / label / "registry", registry_url=None, label=label,
+                     **spec_changes)
     runner = TaskRunner(gate.factory, spec, interrupts, p.config.task_timeout_s)
     try:
         results = []

@@ -237,7 +237,7 @@ def test_a_symbol_missing_from_the_snapshot_is_named_with_the_ones_available(
 
 def test_a_flag_abbreviation_is_refused_with_the_full_flag(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as info:
-        main(["solve", MACD, "--llm", "reference", "--registry", "x"])
+        main(["solve", MACD, "--llm", "reference", "--registry-d", "x"])
     assert info.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "did you mean --registry-dir?" in err[0], err

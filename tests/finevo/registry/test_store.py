@@ -1,10 +1,11 @@
+"""The registry's behaviour, on SQLite and on a real PostgreSQL server (the ``backend`` fixture)."""
+
 from __future__ import annotations
 
-import os
-import time
 from pathlib import Path
 
 import pytest
+from sqlalchemy import text
 
 from finevo.registry import Registry, RegistryError, content_hash, parse_version
 
@@ -19,8 +20,8 @@ DRAWDOWN = '''def max_drawdown(symbol: str, period: str = "1y") -> float:
 
 
 @pytest.fixture
-def reg(tmp_path: Path) -> Registry:
-    r = Registry(f"sqlite:///{tmp_path / 'db' / 'registry.db'}", tmp_path / "tools")
+def reg(registry_url: str, tmp_path: Path) -> Registry:
+    r = Registry(registry_url, tmp_path / "tools")
     yield r
     r.close()
 
@@ -29,15 +30,22 @@ def _sma(reg: Registry, code: str = SMA, **kw) -> object:  # type: ignore[no-unt
     return reg.register("sma", code, indicator="sma", output_type="numeric", category="calculation", **kw)
 
 
-def test_register_writes_code_file_and_row(reg: Registry) -> None:
+def _count(reg: Registry, table: str) -> int:
+    with reg.engine.connect() as conn:
+        return int(conn.execute(text(f"SELECT count(*) FROM {table}")).scalar_one())
+
+
+def test_register_stores_code_and_row_in_the_database(reg: Registry) -> None:
     assert reg.is_empty()
     tool = _sma(reg)
     assert not reg.is_empty()
     assert tool.version == "1.0.0" and tool.status == "provisional"
     assert tool.content_hash == content_hash(SMA)
     assert tool.code_path == f"sma_v1.0.0_{content_hash(SMA)[:8]}.py"
-    assert (reg.code_dir / tool.code_path).read_text() == SMA
-    assert reg.read_code(tool) == SMA
+    assert not reg.code_dir.exists()  # no file: any machine reaching the database loads the code
+    # another process (a new connection, nothing cached) reads the same code
+    with Registry(reg.url, reg.code_dir) as other:
+        assert other.read_code(other.get("sma")) == SMA
     assert tool.signature["function"] == "sma"
     assert [p["name"] for p in tool.signature["params"]] == ["symbol", "window"]
     assert tool.created_at is not None
@@ -48,7 +56,11 @@ def test_same_content_is_the_same_tool(reg: Registry) -> None:
     again = _sma(reg)
     assert again.id == first.id and again.version == "1.0.0"
     assert len(reg.list()) == 1
-    assert len(list(reg.code_dir.glob("*.py"))) == 1
+    assert _count(reg, "tool_code") == 1
+    # the same code under another name is another tool sharing one code row
+    other = reg.register("sma_copy", SMA, indicator="sma", output_type="numeric")
+    assert other.version == "1.0.0" and other.content_hash == first.content_hash
+    assert _count(reg, "tool_code") == 1 and _count(reg, "tool_artifact") == 2
 
 
 def test_failed_code_that_later_verifies_becomes_verified(reg: Registry) -> None:
@@ -136,18 +148,30 @@ def test_register_rejects_bad_names_and_multi_function_code(reg: Registry) -> No
         reg.register("../evil", SMA, indicator="sma", output_type="numeric")
     with pytest.raises(ValueError, match="exactly one public function"):
         reg.register("two", SMA + DRAWDOWN, indicator="x", output_type="numeric")
-    assert reg.is_empty() and list(reg.code_dir.iterdir()) == []
+    assert reg.is_empty() and _count(reg, "tool_code") == 0
 
 
-def test_read_code_detects_missing_and_edited_files(reg: Registry) -> None:
+def test_read_code_detects_code_edited_in_the_database(reg: Registry) -> None:
     tool = _sma(reg)
-    path = reg.code_file(tool)
-    path.write_text(SMA2)
+    with reg.engine.begin() as conn:
+        conn.execute(text("UPDATE tool_code SET code = :code"), {"code": SMA2})
     with pytest.raises(RegistryError, match="does not match its hash"):
         reg.read_code(tool)
-    path.unlink()
-    with pytest.raises(RegistryError, match="missing"):
-        reg.read_code(tool)
+
+
+def test_a_row_never_points_at_missing_code(reg: Registry) -> None:
+    """The foreign key refuses both a tool without its code and code deleted under a tool."""
+    from sqlalchemy.exc import IntegrityError
+
+    tool = _sma(reg)
+    with pytest.raises(IntegrityError), reg.engine.begin() as conn:
+        conn.execute(text("DELETE FROM tool_code WHERE content_hash = :h"), {"h": tool.content_hash})
+    with pytest.raises(IntegrityError), reg.engine.begin() as conn:
+        conn.execute(text(
+            "INSERT INTO tool_artifact (name, version, major, minor, patch, content_hash, category, indicator, "
+            "output_type, signature, status, created_at, description) VALUES ('ghost', '1.0.0', 1, 0, 0, "
+            "'00', 'calculation', 'x', 'numeric', '{}', 'provisional', CURRENT_TIMESTAMP, '')"))
+    assert reg.read_code(tool) == SMA and [t.name for t in reg.list()] == ["sma"]
 
 
 def test_traces_are_written_and_capped(reg: Registry) -> None:
@@ -184,53 +208,11 @@ def test_refinement_attempts_and_lineage(reg: Registry) -> None:
     assert [t.version for t in reg.lineage(v2)] == ["1.1.0", "1.0.0"]
 
 
-def test_clear_removes_rows_and_files(reg: Registry) -> None:
+def test_clear_removes_rows_and_code(reg: Registry) -> None:
     tool = _sma(reg)
     reg.record_trace(tool.id, "calc_001", {}, 1.0, "execution", 0.1, "ok")
-    (reg.code_dir / "notes.txt").write_text("keep me")
     assert reg.clear() == 1
-    assert reg.is_empty() and reg.traces() == []
-    assert sorted(p.name for p in reg.code_dir.iterdir()) == ["notes.txt"]
-
-
-def test_reconcile_after_a_crash_between_file_and_row(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'registry.db'}"
-    reg = Registry(url, tmp_path / "tools")
-    kept = reg.register("sma", SMA, indicator="sma", output_type="numeric")
-    lost = reg.register("max_drawdown", DRAWDOWN, indicator="max_drawdown", output_type="numeric")
-    reg.record_trace(lost.id, "calc_009", {}, 1.0, "execution", 0.1, "ok")
-    child = reg.register("sma", SMA2, indicator="sma", output_type="numeric", parent_id=lost.id)
-    reg.close()
-    # a run died after writing a code file but before its row committed, and a file was lost
-    orphan = tmp_path / "tools" / "ema_v1.0.0_0123abcd.py"
-    orphan.write_text("def ema(symbol: str) -> float:\n    return 0.0\n")
-    temp = tmp_path / "tools" / ".tmp-half.py"
-    temp.write_text("def half(")
-    old = time.time() - 3600
-    for p in (orphan, temp):
-        os.utime(p, (old, old))
-    (tmp_path / "tools" / lost.code_path).unlink()
-
-    reopened = Registry(url, tmp_path / "tools")  # reconciles on open
-    report = reopened.last_reconcile
-    assert report.removed_rows == ["max_drawdown v1.0.0"]
-    assert sorted(report.removed_files) == sorted([orphan.name, temp.name])
-    assert [t.name for t in reopened.list()] == ["sma", "sma"]
-    assert not orphan.exists() and not temp.exists()
-    assert reopened.read_code(reopened.get("sma", "1.0.0")) == SMA
-    assert reopened.get_by_id(child.id).parent_id is None
-    assert reopened.traces(task_id="calc_009")[0].tool_id is None
-    assert kept.id in {t.id for t in reopened.list()}
-    assert not reopened.reconcile().changed
-
-
-def test_fresh_orphans_survive_startup_but_not_an_explicit_reconcile(tmp_path: Path) -> None:
-    reg = Registry(f"sqlite:///{tmp_path / 'r.db'}", tmp_path / "tools")
-    fresh = tmp_path / "tools" / "ema_v1.0.0_0123abcd.py"
-    fresh.write_text("def ema(symbol: str) -> float:\n    return 0.0\n")
-    assert not Registry(reg.url, reg.code_dir).last_reconcile.changed  # maybe another writer's file
-    assert fresh.exists()
-    assert reg.reconcile().removed_files == [fresh.name]
+    assert reg.is_empty() and reg.traces() == [] and _count(reg, "tool_code") == 0
 
 
 def test_default_locations_follow_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -239,8 +221,8 @@ def test_default_locations_follow_settings(tmp_path: Path, monkeypatch: pytest.M
     reg = Registry()
     _sma(reg)
     assert (tmp_path / "reg" / "registry.db").is_file()
-    assert reg.code_dir == tmp_path / "reg" / "tools"
-    assert len(list(reg.code_dir.glob("sma_v1.0.0_*.py"))) == 1
+    assert reg.code_dir == tmp_path / "reg" / "tools"  # where a 0.1.0 registry's files are (for migrate)
+    reg.close()
 
 
 def test_in_memory_database(tmp_path: Path) -> None:
@@ -250,7 +232,7 @@ def test_in_memory_database(tmp_path: Path) -> None:
     assert "sqlite://" in repr(reg)
 
 
-def test_concurrent_registrations_get_distinct_versions(reg: Registry) -> None:
+def test_concurrent_threads_get_distinct_versions(reg: Registry) -> None:
     import threading
 
     errors: list[BaseException] = []
@@ -268,4 +250,11 @@ def test_concurrent_registrations_get_distinct_versions(reg: Registry) -> None:
         t.join(timeout=30)
     assert errors == []
     assert sorted(t.version for t in reg.list()) == ["1.0.0", "1.1.0", "1.2.0", "1.3.0"]
-    assert len(list(reg.code_dir.glob("sma_v*.py"))) == 4
+    assert _count(reg, "tool_code") == 4
+
+
+def test_a_sqlite_registry_uses_the_wal_journal_and_a_busy_timeout(tmp_path: Path) -> None:
+    with Registry(f"sqlite:///{tmp_path / 'registry.db'}") as reg, reg.engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar_one() == "wal"
+        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar_one() >= 30_000
+        assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar_one() == 1
