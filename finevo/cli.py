@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from finevo.cliparse import UsageParser, suggest_extras
 from finevo.errors import AgentFailure, ExternalError, InputError, ProviderNotConfigured
-from finevo.jsonsafe import json_safe
+from finevo.normalize import RECORD, normalize
 from finevo.vocabulary import AgentMode, ProviderKind, SandboxBackend, choices
 
 if TYPE_CHECKING:
@@ -262,7 +262,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
             if callable(close):
                 close()
     if args.json:
-        print(json.dumps(json_safe(outcome.to_dict()), indent=2, ensure_ascii=False, allow_nan=False))
+        print(json.dumps(normalize(outcome.to_dict(), RECORD), indent=2, ensure_ascii=False, allow_nan=False))
     else:
         print(format_outcome(outcome))
     return exit_code(outcome)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from finevo.jsonsafe import json_safe
+from finevo.normalize import RECORD, normalize
 
 
 class FinevoError(Exception):
@@ -35,7 +35,7 @@ class FinevoError(Exception):
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "code": self.code, "type": type(self).__name__,
-                "message": self.message, "details": json_safe(self.details)}
+                "message": self.message, "details": normalize(self.details, RECORD)}
 
     def __str__(self) -> str:  # pragma: no cover - trivial
         return self.message

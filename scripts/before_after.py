@@ -105,7 +105,8 @@ def _run(python: str, tree: Path, out: Path, run_id: str, llm: str, extra: list[
     env["NO_COLOR"] = "1"
     cmd = [python, "-m", "runner.cli", "run", "--llm", llm, "--out", str(out), "--run-id", run_id,
            "--worlds-seed", SEED, "--quiet", *extra]
-    return subprocess.run(cmd, cwd=tree, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
+    with open(out.parent / f"{out.name}-{run_id}.log", "wb") as log:
+        return subprocess.run(cmd, cwd=out, env=env, stdout=log, stderr=subprocess.STDOUT).returncode
 
 
 def _reports(run_dir: Path, names: list[str]) -> dict[str, str]:
@@ -135,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     # Not under /tmp: the sandbox mounts a private /tmp, which would hide the 'before' interpreter.
     (ROOT / "build").mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="before-after-", dir=ROOT / "build") as tmp:
-        work = args.keep or Path(tmp)
+        work = (args.keep or Path(tmp)).resolve()
         work.mkdir(parents=True, exist_ok=True)
         before_tree = _export(args.ref, Path(tempfile.mkdtemp(dir=tmp)))
         preds = _predictions(ROOT, work / "preds.jsonl")
@@ -146,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
             results = {}
             for side, tree in (("before", before_tree), ("after", ROOT)):
                 out = work / side
+                out.mkdir(parents=True, exist_ok=True)
                 code = _run(pythons[side], tree, out, label, llm, extra)
                 names = [str(out / label), str(out), str(tree), str(work), label]
                 results[side] = (code, _reports(out / label, names))

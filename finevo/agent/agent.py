@@ -46,7 +46,6 @@ from finevo.agent.prompts import (
     synthesis_messages,
 )
 from finevo.agent.verify import SandboxRun, ToolContract, Verification, Verifier, policy_check, result_error
-from finevo.contract import normalise
 from finevo.errors import (
     AgentFailure,
     CodeExtractionError,
@@ -61,6 +60,7 @@ from finevo.errors import (
     RefinementExhausted,
 )
 from finevo.llm.base import ChatReply, ChatRequest, LLMProvider
+from finevo.normalize import ANSWER, normalize
 from finevo.outcome import Attempt, LLMUsage, Outcome
 from finevo.registry import Registry, RegistryError
 from finevo.sandbox.api import ExecutionResult, Limits, Sandbox
@@ -325,7 +325,7 @@ class Agent:
         outcome.stdout, outcome.stderr = result.stdout, result.stderr
         if not result.ok:
             raise result_error(result, f"{contract.entry}({', '.join(f'{k}={v!r}' for k, v in contract.args.items())})")
-        outcome.value = normalise(result.value)
+        outcome.value = normalize(result.value, ANSWER)
         outcome.stage = "done"
 
     # ------------------------------------------------------------------ security tasks

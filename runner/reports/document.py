@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from finevo.errors import InputError
-from finevo.jsonsafe import json_safe
+from finevo.normalize import RECORD, normalize
 from runner.records import MAX_VALUE_DEPTH, PayloadResult, SecurityResult, TaskResult
 from runner.reports.escape import log_text
 from runner.reports.model import READABLE_VERSIONS, SCHEMA_VERSION, ResultsDocument, SelfCheck
@@ -187,11 +187,11 @@ def load(path: str | Path, *, max_bytes: int = MAX_RESULTS_BYTES) -> ResultsDocu
 
 
 def dumps(doc: ResultsDocument | dict[str, Any]) -> str:
-    """results.json's text: strict JSON whatever a record holds (:func:`finevo.jsonsafe.json_safe`);
+    """results.json's text: strict JSON whatever a record holds (:data:`finevo.normalize.RECORD`);
     a lone surrogate (invalid UTF-8 a tool wrote) is kept as its JSON escape."""
     data = doc.to_json_dict() if isinstance(doc, ResultsDocument) else doc
     # A record bounds its values at MAX_VALUE_DEPTH already; the document's own nesting comes on top.
-    safe = json_safe(data, max_depth=MAX_VALUE_DEPTH + _DOCUMENT_DEPTH)
+    safe = normalize(data, RECORD, max_depth=MAX_VALUE_DEPTH + _DOCUMENT_DEPTH)
     text = json.dumps(safe, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
