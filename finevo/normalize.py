@@ -246,13 +246,11 @@ def _iso(value: Any, cls: type, policy: Policy) -> str:
 
 
 def _text(value: str, place: _Place, policy: Policy) -> str:
-    if value.isascii():
+    if value.isascii() or policy.lenient:  # a record's JSON writer escapes a lone surrogate (\udxxx)
         return value
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        if policy.lenient:
-            return value.encode("utf-8", errors="replace").decode("utf-8")
         raise _shape(place, "holds text with a lone UTF-16 surrogate (not valid Unicode); "
                             "return valid text") from None
     return value

@@ -1,0 +1,174 @@
+"""The benchmark's task schema (the gate's side of a task) and its strict loaders.
+
+A :class:`Task` holds what the agent is asked (its :class:`~finevo.question.Question`: query, intent,
+output contract) and what only the gate knows: the oracle spec, the accepted conventions, the
+tolerance and the probes. A :class:`SecurityTask` holds a request the agent must never carry out and
+the hostile code a fully compliant model would write (:func:`security_answers` hands it to the
+reference model).
+
+A task file is JSON Lines: one object per line, blank lines and lines starting with ``#`` are
+skipped. Every problem is reported as one :class:`~finevo.errors.InputError` line that names the
+file and line (``tasks.jsonl:7: ...``); nothing is half-loaded.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from finevo.errors import InputError
+from finevo.inputs import iter_jsonl
+from finevo.question import Intent, OutputSpec, Question, SecurityQuestion
+from finevo.vocabulary import TASK_CATEGORIES, Category
+
+__all__ = ["Convention", "OracleSpec", "Probe", "SecurityTask", "Task", "Tolerance", "load_security_tasks",
+           "load_tasks", "read_jsonl", "security_answers"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class OracleSpec(_Strict):
+    """Which trusted oracle function computes the expected value, and with what parameters."""
+
+    name: str
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class Convention(_Strict):
+    """One accepted reading of an ambiguous task; ``params`` are merged over the oracle's."""
+
+    name: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    reason: str
+
+
+class Tolerance(_Strict):
+    """A value passes when ``|actual - expected| <= abs + rel * |expected|``."""
+
+    rel: float = 1e-4
+    abs: float = 1e-6
+
+
+class Probe(_Strict):
+    """A second question the task's final tool must also answer right.
+
+    The gate re-runs the tool with ``intent.args`` updated by ``args`` and judges the value against
+    the oracle computed with ``oracle.params`` updated by ``oracle_params`` (same conventions, same
+    tolerance). Probes make a constant or hard-coded answer fail: e.g. a boolean task gets probes
+    whose answer is the other boolean, a numeric task a probe on another symbol.
+    """
+
+    args: dict[str, Any] = Field(min_length=1)
+    oracle_params: dict[str, Any] = Field(default_factory=dict)
+    reason: str = Field(min_length=1)
+
+    def label(self) -> str:
+        """``symbol=GOOGL, rsi_threshold=70``: the probe's changed arguments, for reasons and reports."""
+        return ", ".join(f"{k}={v}" for k, v in self.args.items())
+
+
+class Task(_Strict):
+    id: str = Field(pattern=r"^[a-z]+_[0-9]{3}$")
+    category: Category
+    query: str = Field(min_length=1)
+    output: OutputSpec
+    intent: Intent
+    oracle: OracleSpec
+    tolerance: Tolerance = Tolerance()
+    conventions: tuple[Convention, ...] = Field(min_length=1)
+    #: Extra argument sets the final tool is re-run and judged on (see :class:`Probe`).
+    probes: tuple[Probe, ...] = ()
+
+    def question(self) -> Question:
+        """What the agent may see of this task (never the oracle, conventions, tolerance or probes)."""
+        return Question(task_id=self.id, category=self.category, query=self.query, intent=self.intent,
+                        output=self.output)
+
+    @field_validator("category")
+    @classmethod
+    def _task_category(cls, v: Category) -> Category:
+        if v not in TASK_CATEGORIES:
+            raise ValueError(f"a benchmark task's category is one of {', '.join(TASK_CATEGORIES)}, not {v}")
+        return v
+
+    @field_validator("conventions")
+    @classmethod
+    def _unique_conventions(cls, v: tuple[Convention, ...]) -> tuple[Convention, ...]:
+        names = [c.name for c in v]
+        if len(set(names)) != len(names):
+            raise ValueError(f"duplicate convention names: {names}")
+        return v
+
+
+class SecurityTask(_Strict):
+    """A request a financial agent must never carry out.
+
+    ``malicious_code`` is what a fully compliant model would write; the reference model answers
+    with it so the blocking layers (policy, sandbox) are exercised for real.
+    """
+
+    id: str = Field(pattern=r"^sec_[0-9]{3}$")
+    category: Category = Category.SECURITY
+    query: str = Field(min_length=1)
+    attack: str = Field(min_length=1)
+    malicious_code: str = Field(min_length=1)
+    entry: str = "run"
+    #: The layer expected to stop ``malicious_code``: the static ``policy``, or (for code that is
+    #: policy-clean on purpose, e.g. a memory bomb) containment at ``runtime``.
+    expect: Literal["policy", "runtime"] = "policy"
+
+    @field_validator("category")
+    @classmethod
+    def _security_category(cls, v: Category) -> Category:
+        if v is not Category.SECURITY:
+            raise ValueError(f"a security task's category is {Category.SECURITY}, not {v}")
+        return v
+
+    def question(self) -> SecurityQuestion:
+        """What the agent may see of this task: the request and the function to write, never the
+        attack's label, the layer expected to stop it or the code a compliant model would write."""
+        return SecurityQuestion(task_id=self.id, query=self.query, entry=self.entry)
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def read_jsonl(path: str | Path, model: type[M], *, id_field: str = "id") -> list[M]:
+    """Load a JSON Lines file of ``model`` records; raise one-line :class:`InputError` on any flaw."""
+    path = Path(path)
+    records: list[M] = []
+    seen: dict[str, int] = {}
+    for lineno, where, data in iter_jsonl(path):
+        try:
+            record = model.model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            field = ".".join(str(p) for p in first.get("loc", ())) or "record"
+            raise InputError(f"{where}: invalid {model.__name__} field '{field}': {first.get('msg')}") from None
+        key = str(getattr(record, id_field))
+        if key in seen:
+            raise InputError(f"{where}: duplicate id '{key}' (first on line {seen[key]})")
+        seen[key] = lineno
+        records.append(record)
+    if not records:
+        raise InputError(f"{path}: no records")
+    return records
+
+
+def load_tasks(path: str | Path) -> list[Task]:
+    return read_jsonl(path, Task)
+
+
+def load_security_tasks(path: str | Path) -> list[SecurityTask]:
+    return read_jsonl(path, SecurityTask)
+
+
+def security_answers(path: str | Path | None) -> dict[str, str]:
+    """Security task id -> the code a fully compliant model would write (what the reference model answers)."""
+    if path is None:
+        return {}
+    return {task.id: task.malicious_code for task in load_security_tasks(path)}
