@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from finevo.tasks import OutputSpec
+from finevo.question import OutputSpec
 
 __all__ = ["check_shape", "describe", "is_number"]
 
@@ -67,47 +67,51 @@ def check_shape(value: Any, spec: OutputSpec) -> list[str]:
 
     ``value`` should already be normalised (``normalize(value, ANSWER)``); a numpy scalar is not a number here.
     """
-    problems: list[str] = []
-    if spec.type == "numeric":
-        problem = _number_problem(value, "value")
-        return [problem] if problem else []
-    if spec.type == "boolean":
-        problem = _bool_problem(value, "value")
+    if spec.type in ("numeric", "boolean"):
+        problem = (_number_problem if spec.type == "numeric" else _bool_problem)(value, "value")
         return [problem] if problem else []
     if spec.type == "dict":
-        if not isinstance(value, dict):
-            return [f"value: expected a dict with keys {list(spec.keys)}, got {describe(value)}"]
-        check = _number_problem if spec.value_type == "numeric" else _bool_problem
-        for key in spec.keys:
-            if key not in value:
-                problems.append(f"value: missing key {key!r}")
-                continue
-            problem = check(value[key], f"value[{key!r}]")
-            if problem:
-                problems.append(problem)
-        return problems
-    # list
+        return _dict_problems(value, spec)
+    return _list_problems(value, spec)
+
+
+def _dict_problems(value: Any, spec: OutputSpec) -> list[str]:
+    if not isinstance(value, dict):
+        return [f"value: expected a dict with keys {list(spec.keys)}, got {describe(value)}"]
+    check = _number_problem if spec.value_type == "numeric" else _bool_problem
+    problems: list[str] = []
+    for key in spec.keys:
+        problem = check(value[key], f"value[{key!r}]") if key in value else f"value: missing key {key!r}"
+        if problem:
+            problems.append(problem)
+    return problems
+
+
+def _item_problems(item: Any, where: str, spec: OutputSpec) -> list[str]:
+    """What is wrong with one list item (a number, or a record with ``spec.item_keys``)."""
+    if spec.item_type == "numeric":
+        problem = _number_problem(item, where)
+        return [problem] if problem else []
+    if spec.item_type != "dict":
+        return []
+    if not isinstance(item, dict):
+        return [f"{where}: expected a dict with keys {list(spec.item_keys)}, got {describe(item)}"]
+    problems: list[str] = []
+    for key in spec.item_keys:
+        problem = _scalar_problem(item[key], f"{where}[{key!r}]") if key in item else f"{where}: missing key {key!r}"
+        if problem:
+            problems.append(problem)
+    return problems
+
+
+def _list_problems(value: Any, spec: OutputSpec) -> list[str]:
     if not isinstance(value, list):
         return [f"value: expected a list, got {describe(value)}"]
+    problems: list[str] = []
     if len(value) < spec.min_items:
         problems.append(f"value: expected at least {spec.min_items} items, got {len(value)}")
     for index, item in enumerate(value):
-        where = f"value[{index}]"
-        if spec.item_type == "numeric":
-            problem = _number_problem(item, where)
-            if problem:
-                problems.append(problem)
-        elif spec.item_type == "dict":
-            if not isinstance(item, dict):
-                problems.append(f"{where}: expected a dict with keys {list(spec.item_keys)}, got {describe(item)}")
-                continue
-            for key in spec.item_keys:
-                if key not in item:
-                    problems.append(f"{where}: missing key {key!r}")
-                    continue
-                problem = _scalar_problem(item[key], f"{where}[{key!r}]")
-                if problem:
-                    problems.append(problem)
+        problems.extend(_item_problems(item, f"value[{index}]", spec))
         if len(problems) >= 20:
             problems.append("value: further problems not listed")
             break

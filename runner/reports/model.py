@@ -24,6 +24,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
 from finevo.vocabulary import AgentMode, Category, Isolation, SandboxBackend
+from runner.exitcodes import Exit
 from runner.records import (
     PayloadResult,
     PayloadState,
@@ -39,7 +40,7 @@ SCHEMA_VERSION = "2.0"
 #: Schema versions :func:`runner.reports.document.load` still reads (their verdict is recomputed).
 READABLE_VERSIONS: tuple[str, ...] = ("1.0", SCHEMA_VERSION)
 
-VerdictExit = Literal[0, 1, 3, 130, 143]
+VerdictExit = Literal[Exit.PASSED, Exit.FAILED, Exit.NO_VERDICT, Exit.SIGINT, Exit.SIGTERM]
 _RUN_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 #: An ISO 8601 date-time with a zone; the pattern repeats ``format`` for validators that skip formats.
 Timestamp = Annotated[AwareDatetime, Field(json_schema_extra={
@@ -267,19 +268,29 @@ class ResultsDocument(_Strict):
         return self
 
     def _problems(self) -> Any:
-        v, s = self.verdict, self.summary
+        yield from self._verdict_problems()
+        yield from self._record_problems()
+        yield from self._figure_problems()
+        yield from self._security_problems()
+        yield from self._trend_problems()
+
+    def _verdict_problems(self) -> Any:
+        v = self.verdict
         if self.partial != (self.interrupted_by is not None):
             yield f"partial is {self.partial} but interrupted_by is {self.interrupted_by}"
         if self.partial != (v.status == VerdictStatus.PARTIAL):
             yield f"partial is {self.partial} but the verdict is {v.status.value}"
         if v.passed != (v.status == VerdictStatus.PASSED):
             yield f"verdict.passed is {v.passed} but the status is {v.status.value}"
-        expected_exit = {VerdictStatus.PASSED: {0}, VerdictStatus.FAILED: {1}, VerdictStatus.NO_VERDICT: {3},
-                         VerdictStatus.PARTIAL: {3, 130, 143}}[v.status]
+        expected_exit = {VerdictStatus.PASSED: {Exit.PASSED}, VerdictStatus.FAILED: {Exit.FAILED},
+                         VerdictStatus.NO_VERDICT: {Exit.NO_VERDICT},
+                         VerdictStatus.PARTIAL: {Exit.NO_VERDICT, Exit.SIGINT, Exit.SIGTERM}}[v.status]
         if v.exit_code not in expected_exit:
             yield f"exit code {v.exit_code} does not go with the verdict {v.status.value}"
         if self.finished_at < self.started_at:
             yield "finished_at is before started_at"
+
+    def _record_problems(self) -> Any:
         keys = [f"{t.task_id}#{t.repeat}" for t in self.tasks] + [t.task_id for t in self.security.tasks]
         twice = sorted({i.removesuffix("#1") for i in keys if keys.count(i) > 1})
         if twice:
@@ -287,7 +298,10 @@ class ResultsDocument(_Strict):
         pids = [p.payload_id for p in self.payloads]
         if len(set(pids)) != len(pids):
             yield "a payload id is recorded twice"
-        # The figures equal the records.
+
+    def _figure_problems(self) -> Any:
+        """The figures equal the records."""
+        s = self.summary
         got = counts_of([t.state.value for t in self.tasks])
         for key, n in got.items():
             if getattr(s, key) != n:
@@ -306,7 +320,9 @@ class ResultsDocument(_Strict):
         missing = {t.category for t in self.tasks} - set(self.per_category)
         if missing:
             yield f"per_category lacks {', '.join(sorted(missing))}"
-        yield from self._security_problems()
+
+    def _trend_problems(self) -> Any:
+        v, s = self.verdict, self.summary
         trial_states = {(t.task_id, t.state) for t in self.tasks}
         for r in self.regressions:
             if (r.task_id, r.state) not in trial_states:
