@@ -130,7 +130,7 @@ def _corpus_counts() -> int:
     root = str(Path(__file__).resolve().parent.parent)
     if root not in sys.path:  # the setting launcher is the test suite's (a source checkout)
         sys.path.insert(0, root)
-    from finevo.corpus import load_payloads
+    from runner.inputs.corpus import load_payloads
     from tests.finevo.sandbox.kernel_settings import SETTINGS, Scene, run_setting, setting_unavailable
 
     payloads = load_payloads()

@@ -53,9 +53,9 @@ from finevo.errors import (
 )
 from finevo.normalize import ANSWER, normalize
 from finevo.policy import check
+from finevo.question import OutputSpec
 from finevo.registry.signature import function_signature, signature_problem
 from finevo.sandbox.api import ExecutionResult, Limits, Sandbox
-from finevo.tasks import OutputSpec
 
 #: Symbols of the bundled snapshot, in the order variations pick them (stocks before indices:
 #: indices have no financial statements or dividends).

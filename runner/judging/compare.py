@@ -39,8 +39,8 @@ from finevo.normalize import ANSWER, normalize
 from finevo.outcome import Outcome
 from finevo.registry.signature import function_signature, tool_signature
 from finevo.sandbox.api import ExecutionResult
-from finevo.tasks import Probe, Task, Tolerance
 from finevo.vocabulary import ToolSource
+from runner.inputs.tasks import Probe, Task, Tolerance
 from runner.records import ProbeResult, TaskState
 
 __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", "judge_probes", "judge_value",

@@ -29,9 +29,9 @@ from finevo.errors import AgentFailure, DeadlineExceeded, ExternalError, InputEr
 from finevo.normalize import ANSWER, RECORD, normalize
 from finevo.outcome import LLMUsage, Outcome
 from finevo.sandbox.api import ExecutionResult
-from finevo.tasks import Probe, SecurityTask, Task
 from finevo.vocabulary import ToolSource
 from runner.execution.deadline import Aborted
+from runner.inputs.tasks import Probe, SecurityTask, Task
 from runner.judging.compare import (
     Judgement,
     compare,

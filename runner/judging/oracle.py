@@ -34,7 +34,7 @@ import pandas as pd
 from finevo.errors import InputError
 from finevo.market.provider import MarketProvider
 from finevo.normalize import ANSWER, normalize
-from finevo.tasks import Task
+from runner.inputs.tasks import Task
 
 __all__ = [
     "ORACLES",

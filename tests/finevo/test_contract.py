@@ -11,7 +11,7 @@ import pytest
 
 from finevo.contract import check_shape, is_number
 from finevo.normalize import ANSWER, normalize
-from finevo.tasks import OutputSpec
+from finevo.question import OutputSpec
 
 NUMERIC = OutputSpec(type="numeric")
 BOOLEAN = OutputSpec(type="boolean")

@@ -11,11 +11,11 @@ import types
 
 import pytest
 
-from finevo.corpus import load_benign, load_payloads
 from finevo.paths import benchmarks_dir, reference_dir
 from finevo.policy import ALLOWED_IMPORTS, PolicyReport, Rule, Violation, check, rules_table
 from finevo.policy import tables as T
-from finevo.tasks import load_security_tasks
+from runner.inputs.corpus import load_benign, load_payloads
+from runner.inputs.tasks import load_security_tasks
 
 RULES = {rule.value for rule in Rule}
 SAMPLE = dict(canary_file="/tmp/canary/secret.txt", canary_dir="/tmp/canary", host="127.0.0.1",

@@ -188,7 +188,7 @@ def test_unreadable_snapshot_is_an_input_error(make_config, tmp_path) -> None:
 def test_a_non_finite_tool_value_still_gives_strict_json(value, tmp_path) -> None:
     from finevo.market.snapshot import load_snapshot
     from finevo.outcome import Outcome
-    from finevo.tasks import load_tasks
+    from runner.inputs.tasks import load_tasks
     from runner.judging.grade import judge_task
     from runner.judging.oracle import expected_values
     from tests.runner.fakes import DATA, TASKS

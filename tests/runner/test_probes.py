@@ -21,13 +21,13 @@ from finevo.market.snapshot import load_snapshot
 from finevo.outcome import Outcome
 from finevo.sandbox import create_sandbox
 from finevo.sandbox.api import ExecutionResult
-from finevo.tasks import Probe, Task, load_tasks
 from runner.cli import main
 from runner.cli.oracle import check_reference_tools
 from runner.execution.deadline import Interrupts, TaskRunner
 from runner.execution.session import Session, SessionSpec
 from runner.gate import run_gate
 from runner.inputs.prepare import GateConfig
+from runner.inputs.tasks import Probe, Task, load_tasks
 from runner.judging.compare import Judgement, judge_probes, judge_value, probe_entry
 from runner.judging.grade import judge_task
 from runner.judging.oracle import expected_values, probe_expected_values

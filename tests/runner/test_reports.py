@@ -9,8 +9,8 @@ from pathlib import Path
 
 from junitparser import Error, Failure, JUnitXml
 
-from finevo.corpus import Payload
 from runner.execution.payloads import Canaries, run_payload
+from runner.inputs.corpus import Payload
 from runner.records import PayloadResult, SecurityResult, TaskResult
 from runner.reports import document, junit, markdown
 from runner.reports.console import Console, use_colour
