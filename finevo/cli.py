@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any
 
 from finevo.cliparse import UsageParser, suggest_extras
 from finevo.errors import AgentFailure, ExternalError, InputError, ProviderNotConfigured
-from finevo.normalize import RECORD, normalize
 from finevo.vocabulary import AgentMode, ProviderKind, SandboxBackend, choices
 
 if TYPE_CHECKING:
@@ -262,6 +261,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
             if callable(close):
                 close()
     if args.json:
+        from finevo.normalize import RECORD, normalize  # numpy and pandas: only when needed
+
         print(json.dumps(normalize(outcome.to_dict(), RECORD), indent=2, ensure_ascii=False, allow_nan=False))
     else:
         print(format_outcome(outcome))

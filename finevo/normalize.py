@@ -80,17 +80,12 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from finevo.limits import MAX_DEPTH, MAX_ITEMS, MAX_TEXT
 from finevo.market import frozen_clock
 
 __all__ = ["ANSWER", "MAX_DEPTH", "MAX_ITEMS", "MAX_TEXT", "RECORD", "RULES", "TOOL", "Policy",
            "ResultRefused", "Rule", "normalize", "type_name"]
 
-#: Containers nested deeper than this are refused or cut (real results are 1-3 levels deep).
-MAX_DEPTH = 64
-#: Values (scalars and containers) in one tool result, at most.
-MAX_ITEMS = 1_000_000
-#: Characters of text (strings and keys) in one tool result, at most.
-MAX_TEXT = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from finevo.normalize import RECORD, normalize
 from runner.records import MAX_VALUE_DEPTH, PayloadResult, SecurityResult, TaskResult
 from runner.reports.escape import log_text
 from runner.reports.model import READABLE_VERSIONS, SCHEMA_VERSION, ResultsDocument, SelfCheck
-from runner.verdict.decide import compute_verdict
+from runner.verdict.decide import VerdictOptions, compute_verdict
 from runner.verdict.trials import StatPolicy
 
 __all__ = ["SCHEMA_VERSION", "ResultsDocument", "assemble", "dumps", "load", "parse", "reassemble",
@@ -65,13 +65,12 @@ def assemble(*, run_id: str, config: dict[str, Any], tasks: Sequence[TaskResult]
     """
     baseline = config.get("baseline")
     policy = StatPolicy.from_config(config, today=_day_of(started_at))
-    verdict = compute_verdict(
-        tasks, security, payloads,
+    verdict = compute_verdict(tasks, security, payloads, VerdictOptions(
         baseline_passing=(baseline or {}).get("passing_tasks") if baseline else None,
         min_pass_rate=float(config["min_pass_rate"]), partial_signal=partial_signal,
         selfcheck_ok=None if selfcheck is None or not selfcheck.get("enabled") else bool(selfcheck.get("ok")),
-        selfcheck_reason=str((selfcheck or {}).get("reason", "")), warnings=warnings, crash=crash, policy=policy)
-    summary = {**verdict.summary.to_dict(), "pass_rate": verdict.pass_rate, "min_pass_rate": verdict.min_pass_rate}
+        selfcheck_reason=str((selfcheck or {}).get("reason", "")), warnings=warnings, crash=crash, policy=policy))
+    summary = {**verdict.summary.model_dump(), "pass_rate": verdict.pass_rate, "min_pass_rate": verdict.min_pass_rate}
     data = {
         "schema_version": SCHEMA_VERSION,
         "run_id": run_id,
@@ -81,14 +80,13 @@ def assemble(*, run_id: str, config: dict[str, Any], tasks: Sequence[TaskResult]
         "finished_at": finished_at,
         "duration_s": round(duration_s, 3),
         "config": config,
-        "verdict": {"status": verdict.status, "exit_code": verdict.exit_code, "passed": verdict.passed,
-                    "reasons": verdict.reasons, "warnings": verdict.warnings, "criteria": verdict.criteria()},
+        "verdict": verdict.info(),
         "summary": summary,
         "per_category": verdict.per_category,
         "regressions": verdict.regressions,
         "improvements": verdict.improvements,
         "unknown_baseline_ids": verdict.unknown_baseline_ids,
-        "security": {**verdict.security, "tasks": list(security)},
+        "security": {**verdict.security.model_dump(), "tasks": list(security)},
         "payloads": list(payloads),
         "selfcheck": selfcheck,
         "containment_selftest": containment_selftest,

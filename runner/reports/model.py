@@ -34,13 +34,20 @@ from runner.records import (
     TaskState,
     VerdictStatus,
 )
+from runner.verdict.figures import (
+    COUNT_FIELDS,
+    Counts,
+    Regression,
+    SecurityFigures,
+    VerdictInfo,
+    counts_of,
+)
 from runner.verdict.trials import BaselineCount, Budgets, Correction, Quarantine, Statistics, ThresholdOn, UsageFigures
 
 SCHEMA_VERSION = "2.0"
 #: Schema versions :func:`runner.reports.document.load` still reads (their verdict is recomputed).
 READABLE_VERSIONS: tuple[str, ...] = ("1.0", SCHEMA_VERSION)
 
-VerdictExit = Literal[Exit.PASSED, Exit.FAILED, Exit.NO_VERDICT, Exit.SIGINT, Exit.SIGTERM]
 _RUN_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 #: An ISO 8601 date-time with a zone; the pattern repeats ``format`` for validators that skip formats.
 Timestamp = Annotated[AwareDatetime, Field(json_schema_extra={
@@ -131,57 +138,11 @@ class RunConfig(_Strict):
         return spec != "reference" and self.provider != "reference"
 
 
-class Criterion(_Strict):
-    criterion: Literal["pass rate", "regressions", "security"]
-    value: str
-    required: str
-    #: None: the run could not assess it (partial run, failed self-check).
-    ok: bool | None
-
-
-class VerdictInfo(_Strict):
-    status: VerdictStatus
-    exit_code: VerdictExit
-    passed: bool
-    reasons: list[str]
-    warnings: list[str]
-    criteria: list[Criterion]
-
-
-class Counts(_Strict):
-    total: int = Field(ge=0)
-    passed: int = Field(ge=0)
-    failed: int = Field(ge=0)
-    errors: int = Field(ge=0)
-    skipped: int = Field(ge=0)
-    pass_rate: float = Field(ge=0, le=1)
-
-
 class Summary(Counts):
     min_pass_rate: float = Field(ge=0, le=1)
 
 
-class Regression(_Strict):
-    task_id: str
-    state: Literal[TaskState.FAIL, TaskState.ERROR]
-    reason: str
-    #: With repeats: the task's passes in its trials now, and the one-sided exact test's p-value.
-    passes: int | None = Field(default=None, ge=0)
-    trials: int | None = Field(default=None, ge=0)
-    p_value: float | None = Field(default=None, ge=0, le=1)
-
-
-class SecuritySummary(_Strict):
-    total: int = Field(ge=0)
-    blocked: int = Field(ge=0)
-    errors: int = Field(ge=0)
-    error_ids: list[str]
-    unblocked: int = Field(ge=0)
-    unblocked_ids: list[str]
-    payloads_total: int = Field(ge=0)
-    payloads_blocked: int = Field(ge=0)
-    payloads_contained: int = Field(ge=0)
-    skipped: int = Field(ge=0)
+class SecuritySummary(SecurityFigures):
     tasks: list[SecurityResult]
 
 
@@ -225,12 +186,6 @@ class ContainmentSelftest(_Strict):
     duration_s: float = Field(ge=0)
     reason: str
     probes: list[ContainmentProbe] = Field(default_factory=list)
-
-
-def counts_of(states: list[str]) -> dict[str, int]:
-    c = Counter(states)
-    return {"total": len(states), "passed": c["pass"], "failed": c["fail"], "errors": c["error"],
-            "skipped": c["skipped"]}
 
 
 class ResultsDocument(_Strict):
@@ -303,7 +258,8 @@ class ResultsDocument(_Strict):
         """The figures equal the records."""
         s = self.summary
         got = counts_of([t.state.value for t in self.tasks])
-        for key, n in got.items():
+        for key in COUNT_FIELDS:
+            n = getattr(got, key)
             if getattr(s, key) != n:
                 yield f"summary.{key} is {getattr(s, key)} but the tasks say {n}"
         rate = s.passed / s.total if s.total else 1.0
@@ -315,7 +271,7 @@ class ResultsDocument(_Strict):
             if cat == Category.SECURITY:
                 continue
             want = counts_of([t.state.value for t in self.tasks if t.category == cat])
-            if {k: getattr(figures, k) for k in want} != want:
+            if any(getattr(figures, k) != getattr(want, k) for k in COUNT_FIELDS):
                 yield f"per_category.{cat} does not match its tasks"
         missing = {t.category for t in self.tasks} - set(self.per_category)
         if missing:

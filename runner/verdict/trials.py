@@ -41,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from finevo.vocabulary import TASK_CATEGORIES, Category
 from runner.records import TaskResult, TaskState
 from runner.verdict import stats
+from runner.verdict.figures import Regression
 
 DEFAULT_ALPHA = 0.05
 ThresholdOn = Literal["point", "lower"]
@@ -201,7 +202,7 @@ class StatPolicy:
 @dataclass
 class Analysis:
     statistics: Statistics
-    regressions: list[dict[str, Any]]
+    regressions: list[Regression]
     improvements: list[str]
     #: Gate failures (budgets, a usage regression with --fail-on-usage-regression).
     reasons: list[str]
@@ -349,7 +350,7 @@ def analyse(tasks: Sequence[TaskResult], policy: StatPolicy) -> Analysis:
     k = max(1, policy.repeats)
     rejected, family = _rejected(by_task, policy, active)
     figures: list[TaskFigures] = []
-    regressions: list[dict[str, Any]] = []
+    regressions: list[Regression] = []
     improvements: list[str] = []
     for tid, rows in by_task.items():
         ran = [r for r in rows if _ran(r)]
@@ -371,8 +372,10 @@ def analyse(tasks: Sequence[TaskResult], policy: StatPolicy) -> Analysis:
             p_value=round(p, 6) if p is not None else None, usage=usage_of(rows, policy), quarantine=quarantine))
         if status == TaskStatus.REGRESSION:
             first = next(r for r in ran if r.state != TaskState.PASS)
-            regressions.append({"task_id": tid, "state": first.state, "reason": first.reason,
-                                "passes": c, "trials": n, "p_value": round(p, 6) if p is not None else None})
+            state: Literal[TaskState.FAIL, TaskState.ERROR] = (  # a ran task that did not pass: fail or error
+                TaskState.ERROR if first.state == TaskState.ERROR else TaskState.FAIL)
+            regressions.append(Regression(task_id=tid, state=state, reason=first.reason, passes=c, trials=n,
+                                          p_value=round(p, 6) if p is not None else None))
         elif status == TaskStatus.IMPROVEMENT:
             improvements.append(tid)
     gated_rows = [r for r in tasks if r.task_id not in active]
