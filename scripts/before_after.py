@@ -57,7 +57,7 @@ def _mask(value: Any, names: list[str]) -> Any:
 
 
 def _mask_text(text: str, names: list[str]) -> str:
-    for name in names:
+    for name in sorted(names, key=len, reverse=True):  # a path before any path it starts with
         text = text.replace(name, "NAME")
     for pattern, repl in _TEXT_MASKS:
         text = pattern.sub(repl, text)
