@@ -153,8 +153,8 @@ class Gate:
                     signum = interrupts.signum
                     partial = signum if signum is not None else (-1 if crash else None)
                     doc = self._document(config, started_at, t0, tasks_done, sec_done, pay_done, selfcheck,
-                                         partial, crash=crash if partial == -1 else None)
-                    doc["containment_selftest"] = containment.selftest
+                                         partial, crash=crash if partial == -1 else None,
+                                         containment_selftest=containment.selftest)
                     paths = write_all(doc, p.run_dir)
                     events.emit("end", finished_at=doc.finished_at.isoformat(), signal=partial,
                                 exit_code=doc.verdict.exit_code, crash=crash, traceback=crash_tb)
@@ -251,7 +251,8 @@ class Gate:
 
     def _document(self, config: dict[str, Any], started_at: str, t0: float, tasks_done: list[TaskResult],
                   sec_done: list[SecurityResult], pay_done: list[PayloadResult],
-                  selfcheck: dict[str, Any] | None, signum: int | None, crash: str | None = None) -> ResultsDocument:
+                  selfcheck: dict[str, Any] | None, signum: int | None, crash: str | None = None,
+                  containment_selftest: dict[str, Any] | None = None) -> ResultsDocument:
         s = self.p.suite
         if crash:
             reason = "not run: the gate crashed before this task"
@@ -265,7 +266,8 @@ class Gate:
         pay = fill_skipped_payloads([[x.id, x.attempts] for x in s.payloads], pay_done, reason)
         return document.assemble(run_id=self.p.run_id, config=config, tasks=tasks, security=sec, payloads=pay,
                                  started_at=started_at, finished_at=_now(), duration_s=time.monotonic() - t0,
-                                 partial_signal=signum, selfcheck=selfcheck, warnings=s.warnings, crash=crash)
+                                 partial_signal=signum, selfcheck=selfcheck, warnings=s.warnings, crash=crash,
+                                 containment_selftest=containment_selftest)
 
 
 def run_gate(config: GateConfig, *, factory: SessionFactory = default_session, console: Console | None = None,

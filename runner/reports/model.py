@@ -345,29 +345,6 @@ class ResultsDocument(_Strict):
     def to_json_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
 
-    # A JSON view (``doc["verdict"]["status"]``) for scripts and callers written against the plain
-    # document; reading gives JSON values (copies), writing a top-level key validates again. The
-    # reports themselves read the typed fields.
-    def __getitem__(self, key: str) -> Any:
-        if key not in type(self).model_fields:
-            raise KeyError(key)
-        return self.model_dump(mode="json", include={key})[key]
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        """``doc[key] = value``: the whole document validated again with the new value (a value the
-        model refuses raises, and the document is unchanged)."""
-        if key not in type(self).model_fields:
-            raise KeyError(key)
-        data = self.to_json_dict()
-        data[key] = value.to_json_dict() if isinstance(value, ResultsDocument) else value
-        self.__dict__.update(type(self).model_validate(data).__dict__)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self[key] if key in type(self).model_fields else default
-
-    def __contains__(self, key: object) -> bool:
-        return key in type(self).model_fields
-
 
 #: What a writer accepts: the typed document, or its JSON values (validated on the way in).
 DocumentLike = ResultsDocument | Mapping[str, Any]
