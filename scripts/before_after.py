@@ -12,6 +12,10 @@ Both with a fixed ``--worlds-seed``, then compares results.json (parsed, times a
 junit.xml and summary.md (times and ids masked in the text) and prints every difference. Exit 0 when
 the reports are the same, 1 otherwise.
 
+Expect one kind of difference that is not the code's: on a loaded machine, which of the limits a
+payload meets first (the wall-clock timeout, the CPU rlimit, the result-size bound) can change from
+run to run of the same code (state ``blocked`` either way); compare the payload's state, then re-run.
+
     python scripts/before_after.py                 # main against the working tree
     python scripts/before_after.py --ref e61c442   # another base
 """
