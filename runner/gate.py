@@ -39,7 +39,7 @@ from runner.reports import document, write_all
 from runner.reports.console import Console
 from runner.reports.escape import log_text
 from runner.reports.events import EventLog
-from runner.reports.model import ResultsDocument
+from runner.reports.model import ResultsDocument, RunConfig
 from runner.reports.rebuild import fill_skipped, fill_skipped_payloads, fill_skipped_security
 
 
@@ -84,9 +84,11 @@ class Gate:
         base.update(changes)
         return SessionSpec(**base)
 
-    def config_dict(self, info: dict[str, Any]) -> dict[str, Any]:
+    def run_config(self, info: dict[str, Any], sandbox_fields: dict[str, Any]) -> RunConfig:
+        """The run configuration as used, typed from the start (a wrong key or value fails here, before
+        any task runs); ``sandbox_fields``: the layers and isolation the containment proof found."""
         c, s = self.p.config, self.p.suite
-        return {
+        return RunConfig.model_validate({
             "git_sha": git_sha(), "provider": str(info.get("provider") or c.llm), "llm": c.llm,
             "model": info.get("model", c.model), "temperature": info.get("temperature", c.temperature),
             "snapshot_hash": self.p.snapshot_hash, "snapshot_as_of": self.p.snapshot_as_of,
@@ -102,7 +104,8 @@ class Gate:
             "sandbox_layers": info.get("sandbox_layers", {}),
             "sandbox_backend": info.get("sandbox_backend"), "sandbox_fallback": info.get("sandbox_fallback"),
             **repeat_config(c),
-        }
+            **sandbox_fields,
+        })
 
     def run(self) -> GateOutcome:
         p, console = self.p, self.console
@@ -127,10 +130,11 @@ class Gate:
                 if not runner.session.registry_empty and not p.config.reuse_registry:
                     raise InputError(f"{p.run_dir / 'registry'}: registry is not empty; "
                                      "pass --reuse-registry or use a new --run-id")
-                config = self.config_dict(runner.session.info)
-                containment = self._prove_sandbox(runner, config, fresh_dir)
+                info = dict(runner.session.info)
+                containment = self._prove_sandbox(runner, fresh_dir)
+                config = self.run_config(info, containment.config_fields())
                 with EventLog(p.run_dir / "events.jsonl") as events:
-                    events.emit("start", run_id=p.run_id, started_at=started_at, config=config,
+                    events.emit("start", run_id=p.run_id, started_at=started_at, config=config.model_dump(mode="json"),
                                 warnings=suite.warnings,
                                 repeats=p.config.repeats,
                                 planned={"tasks": [[t.id, t.category, t.query] for t in suite.tasks],
@@ -168,11 +172,10 @@ class Gate:
                            run_dir=p.run_dir,
                            crash=crash, crash_traceback=crash_tb)
 
-    def _prove_sandbox(self, runner: TaskRunner, config: dict[str, Any], fresh_dir: bool) -> Containment:
-        """The sandbox's layers and containment self-test, into ``config`` and on the console; a
+    def _prove_sandbox(self, runner: TaskRunner, fresh_dir: bool) -> Containment:
+        """The sandbox's layers and containment self-test (for the config) and on the console; a
         required kernel isolation that is missing stops the run here, leaving nothing behind."""
         found = prove_containment(runner.session.sandbox, self.p.config.require_isolation)
-        config.update(found.config_fields())
         for line in found.console_lines():
             self.console.line(line)
         try:
@@ -249,7 +252,7 @@ class Gate:
         finally:
             canaries.close()
 
-    def _document(self, config: dict[str, Any], started_at: str, t0: float, tasks_done: list[TaskResult],
+    def _document(self, config: RunConfig, started_at: str, t0: float, tasks_done: list[TaskResult],
                   sec_done: list[SecurityResult], pay_done: list[PayloadResult],
                   selfcheck: dict[str, Any] | None, signum: int | None, crash: str | None = None,
                   containment_selftest: dict[str, Any] | None = None) -> ResultsDocument:

@@ -12,7 +12,7 @@ an old ``results.json`` re-renders with the same rules as a new one.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,7 @@ from finevo.errors import InputError
 from finevo.normalize import RECORD, normalize
 from runner.records import MAX_VALUE_DEPTH, PayloadResult, SecurityResult, TaskResult
 from runner.reports.escape import log_text
-from runner.reports.model import READABLE_VERSIONS, SCHEMA_VERSION, ResultsDocument, SelfCheck
+from runner.reports.model import READABLE_VERSIONS, SCHEMA_VERSION, ResultsDocument, RunConfig, SelfCheck
 from runner.verdict.decide import VerdictOptions, compute_verdict
 from runner.verdict.trials import StatPolicy
 
@@ -54,20 +54,27 @@ def validate(data: Any, *, source: str = "results") -> ResultsDocument:
         raise InputError(f"{source}: does not match the results schema {_first_error(exc)}") from None
 
 
-def assemble(*, run_id: str, config: dict[str, Any], tasks: Sequence[TaskResult],
+def assemble(*, run_id: str, config: RunConfig | Mapping[str, Any], tasks: Sequence[TaskResult],
              security: Sequence[SecurityResult], payloads: Sequence[PayloadResult],
              started_at: str, finished_at: str, duration_s: float, partial_signal: int | None = None,
              selfcheck: dict[str, Any] | None = None, warnings: Sequence[str] = (),
              crash: str | None = None, containment_selftest: dict[str, Any] | None = None) -> ResultsDocument:
     """Compute the verdict and build the whole (validated) document, not yet written.
 
-    ``crash``: the gate failed mid-run with this error (then ``partial_signal`` is -1).
+    ``crash``: the gate failed mid-run with this error (then ``partial_signal`` is -1). ``config``: the
+    typed configuration, or its JSON values as read from a file (validated here).
     """
-    baseline = config.get("baseline")
-    policy = StatPolicy.from_config(config, today=_day_of(started_at))
+    try:
+        typed = config if isinstance(config, RunConfig) else RunConfig.model_validate(config)
+    except ValidationError as exc:
+        raise ValueError(f"run {run_id}: its configuration does not match the results model "
+                         f"{_first_error(exc)}") from None
+    config_json = typed.model_dump(mode="json")
+    baseline = config_json.get("baseline")
+    policy = StatPolicy.from_config(config_json, today=_day_of(started_at))
     verdict = compute_verdict(tasks, security, payloads, VerdictOptions(
         baseline_passing=(baseline or {}).get("passing_tasks") if baseline else None,
-        min_pass_rate=float(config["min_pass_rate"]), partial_signal=partial_signal,
+        min_pass_rate=typed.min_pass_rate, partial_signal=partial_signal,
         selfcheck_ok=None if selfcheck is None or not selfcheck.get("enabled") else bool(selfcheck.get("ok")),
         selfcheck_reason=str((selfcheck or {}).get("reason", "")), warnings=warnings, crash=crash, policy=policy))
     summary = {**verdict.summary.model_dump(), "pass_rate": verdict.pass_rate, "min_pass_rate": verdict.min_pass_rate}
@@ -79,7 +86,7 @@ def assemble(*, run_id: str, config: dict[str, Any], tasks: Sequence[TaskResult]
         "started_at": started_at,
         "finished_at": finished_at,
         "duration_s": round(duration_s, 3),
-        "config": config,
+        "config": typed,
         "verdict": verdict.info(),
         "summary": summary,
         "per_category": verdict.per_category,
@@ -120,7 +127,7 @@ def reassemble(doc: ResultsDocument, **changes: Any) -> ResultsDocument:
     """Recompute the verdict of an existing document (after a merge or a config change)."""
     tasks, security, payloads = records_of(doc)
     kwargs: dict[str, Any] = dict(
-        run_id=doc.run_id, config=doc.config.model_dump(mode="json"), tasks=tasks, security=security,
+        run_id=doc.run_id, config=doc.config, tasks=tasks, security=security,
         payloads=payloads, started_at=doc.started_at.isoformat(), finished_at=doc.finished_at.isoformat(),
         duration_s=doc.duration_s, partial_signal=doc.interrupted_by, selfcheck=_selfcheck_dict(doc.selfcheck),
         warnings=list(doc.verdict.warnings),
