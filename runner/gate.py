@@ -39,7 +39,7 @@ from runner.reports import document, write_all
 from runner.reports.console import Console
 from runner.reports.escape import log_text
 from runner.reports.events import EventLog
-from runner.reports.model import ResultsDocument
+from runner.reports.model import ResultsDocument, RunConfig
 from runner.reports.rebuild import fill_skipped, fill_skipped_payloads, fill_skipped_security
 
 
@@ -85,9 +85,11 @@ class Gate:
         base.update(changes)
         return SessionSpec(**base)
 
-    def config_dict(self, info: dict[str, Any]) -> dict[str, Any]:
+    def run_config(self, info: dict[str, Any], sandbox_fields: dict[str, Any]) -> RunConfig:
+        """The run configuration as used, typed from the start (a wrong key or value fails here, before
+        any task runs); ``sandbox_fields``: the layers and isolation the containment proof found."""
         c, s = self.p.config, self.p.suite
-        return {
+        return RunConfig.model_validate({
             "git_sha": git_sha(), "provider": str(info.get("provider") or c.llm), "llm": c.llm,
             "model": info.get("model", c.model), "temperature": info.get("temperature", c.temperature),
             "snapshot_hash": self.p.snapshot_hash, "snapshot_as_of": self.p.snapshot_as_of,
@@ -103,7 +105,8 @@ class Gate:
             "sandbox_layers": info.get("sandbox_layers", {}),
             "sandbox_backend": info.get("sandbox_backend"), "sandbox_fallback": info.get("sandbox_fallback"),
             **repeat_config(c),
-        }
+            **sandbox_fields,
+        })
 
     def run(self) -> GateOutcome:
         p, console = self.p, self.console
@@ -133,10 +136,11 @@ class Gate:
                                          "pass --reuse-registry or use an empty database")
                     raise InputError(f"{p.run_dir / 'registry'}: registry is not empty; "
                                      "pass --reuse-registry or use a new --run-id")
-                config = self.config_dict(runner.session.info)
-                containment = self._prove_sandbox(runner, config, fresh_dir)
+                info = dict(runner.session.info)
+                containment = self._prove_sandbox(runner, fresh_dir)
+                config = self.run_config(info, containment.config_fields())
                 with EventLog(p.run_dir / "events.jsonl") as events:
-                    events.emit("start", run_id=p.run_id, started_at=started_at, config=config,
+                    events.emit("start", run_id=p.run_id, started_at=started_at, config=config.model_dump(mode="json"),
                                 warnings=suite.warnings,
                                 repeats=p.config.repeats,
                                 planned={"tasks": [[t.id, t.category, t.query] for t in suite.tasks],
@@ -159,8 +163,8 @@ class Gate:
                     signum = interrupts.signum
                     partial = signum if signum is not None else (-1 if crash else None)
                     doc = self._document(config, started_at, t0, tasks_done, sec_done, pay_done, selfcheck,
-                                         partial, crash=crash if partial == -1 else None)
-                    doc["containment_selftest"] = containment.selftest
+                                         partial, crash=crash if partial == -1 else None,
+                                         containment_selftest=containment.selftest)
                     paths = write_all(doc, p.run_dir)
                     events.emit("end", finished_at=doc.finished_at.isoformat(), signal=partial,
                                 exit_code=doc.verdict.exit_code, crash=crash, traceback=crash_tb)
@@ -174,11 +178,10 @@ class Gate:
                            run_dir=p.run_dir,
                            crash=crash, crash_traceback=crash_tb)
 
-    def _prove_sandbox(self, runner: TaskRunner, config: dict[str, Any], fresh_dir: bool) -> Containment:
-        """The sandbox's layers and containment self-test, into ``config`` and on the console; a
+    def _prove_sandbox(self, runner: TaskRunner, fresh_dir: bool) -> Containment:
+        """The sandbox's layers and containment self-test (for the config) and on the console; a
         required kernel isolation that is missing stops the run here, leaving nothing behind."""
         found = prove_containment(runner.session.sandbox, self.p.config.require_isolation)
-        config.update(found.config_fields())
         for line in found.console_lines():
             self.console.line(line)
         try:
@@ -255,9 +258,10 @@ class Gate:
         finally:
             canaries.close()
 
-    def _document(self, config: dict[str, Any], started_at: str, t0: float, tasks_done: list[TaskResult],
+    def _document(self, config: RunConfig, started_at: str, t0: float, tasks_done: list[TaskResult],
                   sec_done: list[SecurityResult], pay_done: list[PayloadResult],
-                  selfcheck: dict[str, Any] | None, signum: int | None, crash: str | None = None) -> ResultsDocument:
+                  selfcheck: dict[str, Any] | None, signum: int | None, crash: str | None = None,
+                  containment_selftest: dict[str, Any] | None = None) -> ResultsDocument:
         s = self.p.suite
         if crash:
             reason = "not run: the gate crashed before this task"
@@ -271,7 +275,8 @@ class Gate:
         pay = fill_skipped_payloads([[x.id, x.attempts] for x in s.payloads], pay_done, reason)
         return document.assemble(run_id=self.p.run_id, config=config, tasks=tasks, security=sec, payloads=pay,
                                  started_at=started_at, finished_at=_now(), duration_s=time.monotonic() - t0,
-                                 partial_signal=signum, selfcheck=selfcheck, warnings=s.warnings, crash=crash)
+                                 partial_signal=signum, selfcheck=selfcheck, warnings=s.warnings, crash=crash,
+                                 containment_selftest=containment_selftest)
 
 
 def run_gate(config: GateConfig, *, factory: SessionFactory = default_session, console: Console | None = None,

@@ -23,7 +23,7 @@ from pydantic import AfterValidator, ConfigDict, Field, PositiveInt, TypeAdapter
 from pydantic.dataclasses import dataclass
 
 from finevo.errors import FinevoError
-from finevo.jsonsafe import MAX_DEPTH as JSON_MAX_DEPTH
+from finevo.limits import MAX_DEPTH as JSON_MAX_DEPTH
 from finevo.outcome import LLMUsage
 from finevo.vocabulary import TASK_CATEGORIES, Category, ToolSource
 
@@ -41,7 +41,7 @@ TaskCategory = Annotated[Category, AfterValidator(_task_category), WithJsonSchem
 _STRICT = ConfigDict(extra="forbid")
 Seconds = Annotated[float, Field(ge=0)]
 Count = Annotated[int, Field(ge=0)]
-#: Values a tool returned are kept this many levels deep (the one bound of :mod:`finevo.jsonsafe`, which
+#: Values a tool returned are kept this many levels deep (the one bound of :mod:`finevo.limits`, which
 #: the sandbox enforces on results too); anything deeper is replaced by a note (a report, a JSON writer
 #: or a validator must never recurse without bound on a tool's value).
 MAX_VALUE_DEPTH = JSON_MAX_DEPTH

@@ -24,8 +24,8 @@ from finevo.outcome import Outcome
 from finevo.paths import benchmarks_dir, snapshot_dir
 from finevo.sandbox import Limits, create_sandbox
 from finevo.sandbox.api import ExecutionResult
-from finevo.tasks import load_tasks
 from runner.cli.oracle import reference_code
+from runner.inputs.tasks import load_tasks
 from runner.judging.grade import judge_task
 from runner.judging.oracle import expected_values, probe_expected_values
 from runner.judging.probes import probes_for

@@ -41,7 +41,7 @@ from typing import Any
 
 from finevo.agent.intent import indicator_spec
 from finevo.agent.prompts import sanitise_error
-from finevo.contract import check_shape, describe, normalise
+from finevo.contract import check_shape, describe
 from finevo.errors import (
     AgentFailure,
     ContractViolation,
@@ -51,10 +51,11 @@ from finevo.errors import (
     ToolCrashed,
     VerificationFailed,
 )
+from finevo.normalize import ANSWER, normalize
 from finevo.policy import check
+from finevo.question import OutputSpec
 from finevo.registry.signature import function_signature, signature_problem
 from finevo.sandbox.api import ExecutionResult, Limits, Sandbox
-from finevo.tasks import OutputSpec
 
 #: Symbols of the bundled snapshot, in the order variations pick them (stocks before indices:
 #: indices have no financial statements or dividends).
@@ -427,7 +428,7 @@ class Verifier:
         ver.result = result
         if not result.ok:
             raise result_error(result, f"{contract.entry}({_call_args(contract.args)})")
-        value = normalise(result.value)
+        value = normalize(result.value, ANSWER)
         problems = check_shape(value, contract.output) or range_problems(contract.entry, value)
         if problems:
             raise ContractViolation(f"{contract.entry}({_call_args(contract.args)}) returned {describe(value)}: "
@@ -451,7 +452,7 @@ class Verifier:
         if not result.ok:
             raise _with_prefix(result_error(result, f"{contract.entry}({_call_args(args)})"),
                                f"with {description} instead: ")
-        other = normalise(result.value)
+        other = normalize(result.value, ANSWER)
         # a list's length follows the arguments (fewer days, fewer items): only the task's own call
         # is held to the task's minimum
         problems = check_shape(other, contract.output.model_copy(update={"min_items": 0}))

@@ -17,8 +17,8 @@ import types
 from typing import Any, NoReturn
 
 from finevo.market import frozen_clock
+from finevo.normalize import TOOL, ResultRefused, normalize
 from finevo.sandbox import confine, guard, landlock
-from finevo.sandbox.normalize import ResultRefused, to_plain
 from finevo.sandbox.protocol import RESULT_CAP, sealed_dumps
 
 _MAX_MESSAGE = 2000
@@ -119,7 +119,7 @@ def execute(code: str, entry: str | None, args: dict[str, Any]) -> dict[str, Any
         return _exception_record(exc)
     # The boundary: numpy / pandas values become plain JSON by one set of rules (normalize.py).
     try:
-        value = to_plain(value)
+        value = normalize(value, TOOL)
     except ResultRefused as exc:
         return _refused(exc.error_type, exc.message)
     except BaseException as exc:  # MemoryError, or a value stranger than foreseen

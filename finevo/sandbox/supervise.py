@@ -34,8 +34,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from finevo.normalize import MAX_DEPTH, MAX_ITEMS
 from finevo.sandbox.api import ExecutionResult, Limits
-from finevo.sandbox.normalize import MAX_DEPTH, MAX_ITEMS
 from finevo.sandbox.protocol import RESULT_CAP
 
 #: The control pipe carries the result value; it may be larger than stdout, but not unbounded.

@@ -26,7 +26,7 @@ from runner.records import TaskState
 
 if TYPE_CHECKING:  # the judge and the oracle import pandas: only the handlers load them
     from finevo.sandbox.api import ExecutionResult, Sandbox
-    from finevo.tasks import Task
+    from runner.inputs.tasks import Task
     from runner.judging.compare import Judgement
     from runner.records import ProbeResult
 
@@ -130,7 +130,7 @@ def _select(tasks: list[Task], only: str | None) -> list[Task]:
 
 def run(args: argparse.Namespace) -> int:
     from finevo.market.snapshot import load_snapshot
-    from finevo.tasks import load_tasks
+    from runner.inputs.tasks import load_tasks
     from runner.judging.compare import JUDGE_VERSION
 
     data_dir = Path(args.data) if args.data else snapshot_dir()

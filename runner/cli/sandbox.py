@@ -24,7 +24,6 @@ from typing import Any
 
 from finevo.errors import InputError
 from finevo.inputs import read_text
-from finevo.jsonsafe import json_safe
 from finevo.paths import snapshot_dir
 from finevo.vocabulary import SandboxBackend, choices
 from runner.exitcodes import Exit
@@ -97,7 +96,9 @@ def run_check(args: argparse.Namespace) -> int:
         verdict["layers"] = sandbox.layers()
         verdict["isolation"] = sandbox.isolation()[0]
         if not ((report.allowed or no_policy) and args.run):
-            print(json.dumps(json_safe(verdict), indent=2, allow_nan=False))
+            from finevo.normalize import RECORD, normalize  # numpy and pandas: only when needed
+
+            print(json.dumps(normalize(verdict, RECORD), indent=2, allow_nan=False))
             return int(Exit.PASSED if clean else Exit.FAILED)
         entry = None if args.run == SELF_TEST else args.run
         limits = Limits(timeout_s=args.timeout)
@@ -112,5 +113,7 @@ def run_check(args: argparse.Namespace) -> int:
         "traceback": result.traceback,
     }
     clean = result.status == "ok"
-    print(json.dumps(json_safe(verdict), indent=2, allow_nan=False))
+    from finevo.normalize import RECORD, normalize  # numpy and pandas: only when needed
+
+    print(json.dumps(normalize(verdict, RECORD), indent=2, allow_nan=False))
     return int(Exit.PASSED if clean else Exit.FAILED)

@@ -21,8 +21,8 @@ from typing import Any
 from finevo.errors import DeadlineExceeded, ExternalError, FinevoError
 from finevo.outcome import Outcome
 from finevo.sandbox.api import ExecutionResult, Limits
-from finevo.tasks import SecurityTask, Task
 from runner.execution.session import Session, SessionFactory, SessionSpec
+from runner.inputs.tasks import SecurityTask, Task
 
 DEADLINE_GRACE_S = 5.0
 POLL_S = 0.05

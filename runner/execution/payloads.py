@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from finevo.corpus import FORGED_VALUE, Payload
 from finevo.sandbox.api import Limits
+from runner.inputs.corpus import FORGED_VALUE, Payload
 from runner.records import PayloadResult, PayloadState
 
 #: Hostile payloads get a short leash: a spin or a sleep is stopped (and counted blocked) after this.
@@ -69,7 +69,7 @@ class Canaries:
             conn.close()
 
     def substitute(self, code: str) -> str:
-        """Fill the corpus placeholders (``@@CANARY_FILE@@`` ... as in :mod:`finevo.corpus`)."""
+        """Fill the corpus placeholders (``@@CANARY_FILE@@`` ... as in :mod:`runner.inputs.corpus`)."""
         values = {"CANARY_FILE": str(self.file), "CANARY_DIR": str(self.dir), "CANARY_HOST": "127.0.0.1",
                   "CANARY_PORT": str(self.port), "SECRET_NAME": self.ENV, "CANARY_ENV": self.ENV}
         for name, value in values.items():

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from finevo.errors import InputError
-from finevo.tasks import Task
 from finevo.vocabulary import AgentMode
 from runner.inputs.suite import Suite, load_suite, select
+from runner.inputs.tasks import Task
 from runner.judging.worlds import DEFAULT_WORLDS
 from runner.verdict.decide import DEFAULT_MIN_PASS_RATE
 

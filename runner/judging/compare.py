@@ -33,13 +33,14 @@ from typing import Any
 
 import pandas as pd
 
-from finevo.contract import check_shape, describe, is_number, normalise
+from finevo.contract import check_shape, describe, is_number
 from finevo.errors import AgentFailure, ExternalError
+from finevo.normalize import ANSWER, normalize
 from finevo.outcome import Outcome
 from finevo.registry.signature import function_signature, tool_signature
 from finevo.sandbox.api import ExecutionResult
-from finevo.tasks import Probe, Task, Tolerance
 from finevo.vocabulary import ToolSource
+from runner.inputs.tasks import Probe, Task, Tolerance
 from runner.records import ProbeResult, TaskState
 
 __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", "judge_probes", "judge_value",
@@ -137,7 +138,7 @@ def judge_value(task: Task, value: Any, expected: Mapping[str, Any]) -> Judgemen
     unknown = [name for name in expected if name.split("+")[0] not in {c.name for c in task.conventions}]
     if unknown:
         return Judgement(TaskState.ERROR, f"task {task.id}: expected values for unknown conventions {unknown}")
-    value = normalise(value)
+    value = normalize(value, ANSWER)
     problems = check_shape(value, task.output)
     if problems:
         more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
@@ -181,7 +182,7 @@ def probe_entry(code: str, task: Task) -> str | None:
 
 def matched_conventions(task: Task, value: Any, expected: Mapping[str, Any]) -> list[str]:
     """The conventions ``value`` matches entirely (a probe must match one of these too)."""
-    value = normalise(value)
+    value = normalize(value, ANSWER)
     return [name for name, exp in expected.items() if compare(value, exp, task.tolerance) is None]
 
 
@@ -190,7 +191,7 @@ def judge_probe_value(task: Task, index: int, probe: Probe, value: Any, expected
     where = f"probe {index} ({probe.label()})"
     if not expected:
         return Judgement(TaskState.ERROR, f"{where}: the oracle produced no expected value")
-    value = normalise(value)
+    value = normalize(value, ANSWER)
     problems = check_shape(value, task.output)
     if problems:
         return Judgement(TaskState.FAIL, f"{where}: wrong shape: {problems[0]}")
@@ -272,7 +273,7 @@ def judge_probes(task: Task, outcome: Outcome, main: Judgement, main_expected: M
                 judgement = Judgement(TaskState.FAIL,
                                       f"probe {index} ({probe.label()}): {exc.code}: {exc.message}")
             else:
-                record.actual = normalise(result.value) if result.ok else None
+                record.actual = normalize(result.value, ANSWER) if result.ok else None
                 if result.ok:
                     judgement = judge_probe_value(task, index, probe, result.value, expected)
                 else:

@@ -24,14 +24,14 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
-from finevo.contract import check_shape, normalise
+from finevo.contract import check_shape
 from finevo.errors import AgentFailure, DeadlineExceeded, ExternalError, InputError
-from finevo.jsonsafe import json_safe
+from finevo.normalize import ANSWER, RECORD, normalize
 from finevo.outcome import LLMUsage, Outcome
 from finevo.sandbox.api import ExecutionResult
-from finevo.tasks import Probe, SecurityTask, Task
 from finevo.vocabulary import ToolSource
 from runner.execution.deadline import Aborted
+from runner.inputs.tasks import Probe, SecurityTask, Task
 from runner.judging.compare import (
     Judgement,
     compare,
@@ -124,19 +124,19 @@ def judge_task(task: Task, outcome: Outcome, expected: dict[str, Any], elapsed: 
     gate_timings.setdefault("judge", time.perf_counter() - started_judge)
     return TaskResult(
         task_id=task.id, category=task.category, query=task.query, state=state,
-        reason=reason or state, stage=_stage_of(outcome), expected=json_safe(expected),
-        actual=json_safe(outcome.value), convention=convention,
+        reason=reason or state, stage=_stage_of(outcome), expected=normalize(expected, RECORD),
+        actual=normalize(outcome.value, RECORD), convention=convention,
         tool=ToolInfo(name=outcome.tool_name, version=outcome.tool_version, hash=outcome.tool_hash,
                       source=outcome.tool_source),
         code=outcome.tool_code, refinements=outcome.refinements,
-        attempts=[json_safe(a.__dict__) for a in outcome.attempts],
+        attempts=[normalize(a.__dict__, RECORD) for a in outcome.attempts],
         llm=_usage_record(outcome.usage),
         duration_s=round(elapsed, 6),
         timings={k: round(float(v), 6) for k, v in {**outcome.timings, **gate_timings}.items()},
         error=ErrorInfo.of(outcome.error),
         stdout=(outcome.stdout or "")[:8192], stderr=(outcome.stderr or "")[:8192],
-        probes=[ProbeResult(index=r.index, args=json_safe(r.args), state=r.state, reason=r.reason,
-                            expected=json_safe(r.expected), actual=json_safe(r.actual),
+        probes=[ProbeResult(index=r.index, args=normalize(r.args, RECORD), state=r.state, reason=r.reason,
+                            expected=normalize(r.expected, RECORD), actual=normalize(r.actual, RECORD),
                             duration_s=r.duration_s) for r in probes],
         worlds=world_results)
 
@@ -150,7 +150,7 @@ def _consistent(task: Task, value: Any, expected: dict[str, Any], allowed: Seque
 def _judge_one(task: Task, where: str, value: Any, expected: dict[str, Any],
                allowed: list[str]) -> tuple[Judgement, list[str]]:
     """One value in one world: pass narrows ``allowed`` to the conventions it matches."""
-    value = normalise(value)
+    value = normalize(value, ANSWER)
     problems = check_shape(value, task.output)
     if problems:
         return Judgement(TaskState.FAIL, f"{where}: wrong shape: {problems[0]}"), allowed
@@ -218,9 +218,9 @@ def _one_reading(task: Task, outcome: Outcome, judgement: Judgement, expected: d
     allowed = matched_conventions(task, outcome.value, expected)
     for record, expected_all in zip(probes, probe_expected, strict=False):
         if record.state is TaskState.PASS:
-            narrowed = _consistent(task, normalise(record.actual), expected_all, allowed)
+            narrowed = _consistent(task, normalize(record.actual, ANSWER), expected_all, allowed)
             if not narrowed:
-                here = _consistent(task, normalise(record.actual), expected_all, list(expected_all))
+                here = _consistent(task, normalize(record.actual, ANSWER), expected_all, list(expected_all))
                 return Judgement(TaskState.FAIL, f"probe {record.index} ({_label(record.args)}): matches "
                                                  f"{' / '.join(repr(c) for c in here)} but the other values "
                                                  f"{' / '.join(repr(c) for c in allowed)}: one reading must "
@@ -276,7 +276,7 @@ def judge_worlds(task: Task, outcome: Outcome, main: Judgement, main_expected: d
     allowed = matched_conventions(task, outcome.value, main_expected)
     for probe_result, expected_all in zip(probe_results, probe_expected, strict=False):
         if probe_result.state is TaskState.PASS:
-            allowed = _consistent(task, normalise(probe_result.actual), expected_all, allowed) or allowed
+            allowed = _consistent(task, normalize(probe_result.actual, ANSWER), expected_all, allowed) or allowed
     argsets: list[tuple[str, Probe | None]] = [("", None)] + [(f"probe {i} ({p.label()})", p)
                                                             for i, p in enumerate(task.probes, start=1)]
     plan = worlds.for_task(task, [p.oracle_params for p in task.probes])

@@ -17,7 +17,7 @@ Plain-reading defaults (the primary):
 * returns are simple fractions (0.05, never 5 %);
 * RSI uses Wilder's smoothing, i.e. ``ewm(alpha=1/n, adjust=False)`` of gains and losses, 0..100;
 * prices are yfinance's default, closes adjusted for dividends and splits;
-* every value is plain Python (see :func:`finevo.contract.normalise`).
+* every value is plain Python (see :data:`finevo.normalize.ANSWER`).
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from finevo.contract import normalise
 from finevo.errors import InputError
 from finevo.market.provider import MarketProvider
-from finevo.tasks import Task
+from finevo.normalize import ANSWER, normalize
+from runner.inputs.tasks import Task
 
 __all__ = [
     "ORACLES",
@@ -601,7 +601,7 @@ def compute(name: str, provider: MarketProvider, params: dict[str, Any]) -> Any:
     function = ORACLES.get(name)
     if function is None:
         raise InputError(f"unknown oracle {name!r} (known: {', '.join(sorted(ORACLES))})")
-    return normalise(function(provider, dict(params)))
+    return normalize(function(provider, dict(params)), ANSWER)
 
 
 def expected_values(task: Task, provider: MarketProvider, overrides: dict[str, Any] | None = None,

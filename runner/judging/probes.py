@@ -26,7 +26,7 @@ from typing import Any
 
 from finevo.errors import InputError
 from finevo.market.provider import MarketProvider
-from finevo.tasks import Probe, Task
+from runner.inputs.tasks import Probe, Task
 from runner.judging.compare import compare
 from runner.judging.oracle import expected_values
 

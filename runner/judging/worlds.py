@@ -58,7 +58,7 @@ from finevo.market.snapshot import (
     symbol_files,
     write_snapshot_files,
 )
-from finevo.tasks import Task
+from runner.inputs.tasks import Task
 from runner.judging.compare import compare
 from runner.judging.oracle import compute, expected_values
 

@@ -196,7 +196,7 @@ def _snapshot_symbols() -> list[str]:
 
 def _benchmark_queries() -> list[str]:
     from finevo.paths import benchmarks_dir
-    from finevo.tasks import load_tasks
+    from runner.inputs.tasks import load_tasks
 
     return [t.query for t in load_tasks(benchmarks_dir() / "tasks.jsonl")]
 

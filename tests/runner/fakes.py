@@ -24,13 +24,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from finevo.corpus import FORGED_VALUE
 from finevo.errors import DeadlineExceeded, LLMRateLimitError, PredictionMissingError
 from finevo.market.snapshot import load_snapshot
 from finevo.outcome import Attempt, LLMUsage, Outcome
+from finevo.question import Question, SecurityQuestion
 from finevo.sandbox.api import ExecutionResult
-from finevo.tasks import Question, SecurityQuestion, Task, load_tasks
 from runner.execution.session import Session, SessionSpec
+from runner.inputs.corpus import FORGED_VALUE
+from runner.inputs.tasks import Task, load_tasks
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 TASKS = BENCH / "tasks.jsonl"

@@ -124,7 +124,7 @@ def test_gate_without_kernel_isolation_exits_3_when_required(make_config: Any) -
 def test_gate_records_weak_isolation_in_every_report(make_config: Any) -> None:
     out = io.StringIO()
     result = run_gate(make_config(), factory=make_factory({}, "pass", None), console=Console(out, colour=False))
-    doc = document.load(result.run_dir / "results.json")  # validates against the schema
+    doc = document.load(result.run_dir / "results.json").to_json_dict()  # validates against the schema
     assert doc["config"]["isolation"] == "weak" and doc["config"]["require_isolation"] is None
     assert doc["containment_selftest"]["enabled"] is False and doc["containment_selftest"]["ok"] is None
     assert "weak isolation" in (result.run_dir / "summary.md").read_text().lower()

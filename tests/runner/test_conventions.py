@@ -20,7 +20,7 @@ from finevo.errors import InputError
 from finevo.market import synthetic
 from finevo.market.snapshot import Snapshot, load_snapshot
 from finevo.paths import benchmarks_dir
-from finevo.tasks import Task, load_tasks
+from runner.inputs.tasks import Task, load_tasks
 from runner.judging.compare import compare
 from runner.judging.oracle import READINGS, SHARED_READINGS, accepted_readings, expected_values
 from tests.finevo.agent.doubles import InlineSandbox

@@ -24,7 +24,7 @@ from finevo.errors import (
 )
 from finevo.outcome import Outcome
 from finevo.paths import benchmarks_dir
-from finevo.tasks import Task, load_tasks
+from runner.inputs.tasks import Task, load_tasks
 from runner.judging.compare import JUDGE_VERSION, Judgement, compare, judge_outcome, judge_value
 
 
@@ -195,7 +195,7 @@ class TestOutcomes:
 
 
 def test_compare_treats_an_oracle_none_as_unmatchable() -> None:
-    from finevo.tasks import Tolerance
+    from runner.inputs.tasks import Tolerance
 
     assert compare(None, None, Tolerance()) is not None
     assert compare(1.0, 1.0 + 1e-9, Tolerance(rel=1e-6, abs=0.0)) is None

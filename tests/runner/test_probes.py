@@ -21,13 +21,13 @@ from finevo.market.snapshot import load_snapshot
 from finevo.outcome import Outcome
 from finevo.sandbox import create_sandbox
 from finevo.sandbox.api import ExecutionResult
-from finevo.tasks import Probe, Task, load_tasks
 from runner.cli import main
 from runner.cli.oracle import check_reference_tools
 from runner.execution.deadline import Interrupts, TaskRunner
 from runner.execution.session import Session, SessionSpec
 from runner.gate import run_gate
 from runner.inputs.prepare import GateConfig
+from runner.inputs.tasks import Probe, Task, load_tasks
 from runner.judging.compare import Judgement, judge_probes, judge_value, probe_entry
 from runner.judging.grade import judge_task
 from runner.judging.oracle import expected_values, probe_expected_values
@@ -325,7 +325,7 @@ def _run_boolean_tasks(tmp_path: Path, contents: dict[str, str], run_id: str) ->
     out = tmp_path / "out"
     code = main(["run", "--llm", f"predictions:{predictions}", "--only", ",".join(contents), "--no-self-check",
                  "--no-payloads", "--data", str(DATA), "--out", str(out), "--run-id", run_id, "--quiet"])
-    return code, document.load(out / run_id / "results.json"), out / run_id
+    return code, document.load(out / run_id / "results.json").to_json_dict(), out / run_id
 
 
 def test_a_constant_false_prediction_is_rejected_by_the_agent_itself(tmp_path, tasks, capsys) -> None:
@@ -387,7 +387,7 @@ def test_full_reference_run_with_probes_exits_0(tmp_path) -> None:
     code = main(["run", "--llm", "reference", "--data", str(DATA), "--out", str(tmp_path / "out"),
                  "--run-id", "gold", "--quiet"])
     assert code == 0
-    doc = document.load(tmp_path / "out" / "gold" / "results.json")
+    doc = document.load(tmp_path / "out" / "gold" / "results.json").to_json_dict()
     assert doc["summary"]["passed"] == doc["summary"]["total"] == 20
     listed = {t.id: len(t.probes) for t in load_tasks(TASKS)}
     for t in doc["tasks"]:  # every task is probed: its listed probes and at least one derived one

@@ -13,7 +13,7 @@ from runner.cli.run import cmd_run
 from runner.execution.session import Session, SessionSpec
 from runner.records import TaskResult, TaskState
 from runner.reports import document
-from runner.verdict.decide import compute_verdict
+from runner.verdict.decide import VerdictOptions, compute_verdict
 from tests.runner.fakes import DATA, TASKS, make_factory
 
 ONLY = "fetch_001,fetch_002,fetch_003,calc_001,calc_002,calc_003,comp_001"
@@ -66,11 +66,11 @@ def test_with_one_repeat_the_statistical_verdict_is_the_old_rule(tmp_path) -> No
         states = [rng.choice(list(TaskState)) for _ in ids]
         tasks = [TaskResult(t, "calculation", "q", s, f"why {t}") for t, s in zip(ids, states, strict=True)]
         baseline = rng.sample(ids, rng.randint(0, len(ids)))
-        v = compute_verdict(tasks, [], [], baseline_passing=baseline, min_pass_rate=rng.random())
+        v = compute_verdict(tasks, [], [], VerdictOptions(baseline_passing=baseline, min_pass_rate=rng.random()))
         ran = {t.task_id: t for t in tasks if t.state != TaskState.SKIPPED}
         old = [{"task_id": b, "state": ran[b].state, "reason": ran[b].reason}
                for b in baseline if b in ran and ran[b].state != TaskState.PASS]
-        assert sorted((r["task_id"], r["state"], r["reason"]) for r in v.regressions) == sorted(
+        assert sorted((r.task_id, r.state, r.reason) for r in v.regressions) == sorted(
             (r["task_id"], r["state"], r["reason"]) for r in old)
         assert v.improvements == [t.task_id for t in tasks if t.state == TaskState.PASS and t.task_id not in baseline]
         passed = sum(1 for s in states if s == TaskState.PASS)
@@ -179,5 +179,6 @@ def test_an_interrupted_repeated_run_fills_every_unrun_trial_as_skipped() -> Non
     rows = fill_skipped(planned, done, "not run: interrupted", repeats=2)
     assert [(t.task_id, t.repeat, t.state.value) for t in rows] == [
         ("calc_001", 1, "pass"), ("calc_002", 1, "fail"), ("calc_001", 2, "pass"), ("calc_002", 2, "skipped")]
-    v = compute_verdict(rows, [], [], baseline_passing=["calc_002"], min_pass_rate=0.0, partial_signal=2)
+    v = compute_verdict(rows, [], [],
+                        VerdictOptions(baseline_passing=["calc_002"], min_pass_rate=0.0, partial_signal=2))
     assert v.status == "partial" and v.regressions == []

@@ -25,7 +25,7 @@ from finevo.outcome import Outcome
 from finevo.paths import reference_dir
 from finevo.sandbox import Limits, create_sandbox
 from finevo.sandbox.api import ExecutionResult
-from finevo.tasks import Task, load_tasks
+from runner.inputs.tasks import Task, load_tasks
 from runner.judging.compare import judge_value
 from runner.judging.grade import judge_task
 from runner.judging.oracle import expected_values, probe_expected_values
@@ -592,7 +592,7 @@ def test_a_raw_close_tool_passes_in_worlds_with_spikes_before_an_ex_date(env: En
 _HASHES = """
 import json, sys
 from finevo.market.snapshot import load_snapshot
-from finevo.tasks import load_tasks
+from runner.inputs.tasks import load_tasks
 from runner.judging.worlds import Worlds
 from tests.runner.fakes import DATA, TASKS
 tasks = load_tasks(TASKS)

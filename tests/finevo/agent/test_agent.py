@@ -31,7 +31,7 @@ from finevo.llm.providers import RecordingProvider, ReplayProvider
 from finevo.outcome import Outcome
 from finevo.registry import Registry
 from finevo.settings import Settings
-from finevo.tasks import SecurityTask
+from runner.inputs.tasks import SecurityTask
 from tests.finevo.agent.doubles import (
     MA_BUGGY,
     MA_CONSTANT,

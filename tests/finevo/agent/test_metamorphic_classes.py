@@ -20,7 +20,7 @@ from finevo.errors import VerificationFailed
 from finevo.market import synthetic
 from finevo.market.snapshot import Snapshot, load_snapshot
 from finevo.paths import benchmarks_dir, reference_dir
-from finevo.tasks import Task, load_tasks
+from runner.inputs.tasks import Task, load_tasks
 from tests.finevo.agent.doubles import InlineSandbox
 
 TASKS = {t.id: t for t in load_tasks(benchmarks_dir() / "tasks.jsonl")}

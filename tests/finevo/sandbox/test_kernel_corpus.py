@@ -27,8 +27,8 @@ from typing import Any
 
 import pytest
 
-from finevo.corpus import FORGED_VALUE, Payload, load_payloads
 from finevo.sandbox import confine
+from runner.inputs.corpus import FORGED_VALUE, Payload, load_payloads
 
 from .kernel_settings import SETTINGS, Scene, run_setting, setting_unavailable
 from .test_payloads import CONTAINED, RESOURCE_STOPS
