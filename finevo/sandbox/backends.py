@@ -32,7 +32,7 @@ from finevo.errors import SandboxUnavailable
 from finevo.sandbox import confine, guard, protocol, workspace
 from finevo.sandbox.api import ExecutionResult, Limits
 from finevo.sandbox.preload import BLAS_ENV
-from finevo.sandbox.supervise import classify, supervise
+from finevo.sandbox.supervise import classify, socket_pair, supervise
 from finevo.vocabulary import Isolation, SandboxBackend, words
 
 #: Seconds the parent waits for the warm worker beyond the tool's own wall-clock limit.
@@ -221,7 +221,7 @@ class SubprocessSandbox(_BaseSandbox):
         workdir = workspace.create()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
-        ctl_r, ctl_w = os.pipe()
+        ctl_r, ctl_w = socket_pair()  # see forked.SpareChild: the child cannot read it back
         # The cold child preloads the run's own snapshot when one is given (no second load).
         child_request = dict(request, **self._settings, workdir=workdir, control_fd=ctl_w,
                              snapshot_dir=request.get("snapshot_override") or self.snapshot_dir, unshare_net=True)

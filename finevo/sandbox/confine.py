@@ -23,7 +23,9 @@ import ctypes.util
 import os
 import resource
 import signal
+import socket
 import stat
+import struct
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -350,13 +352,39 @@ def finish(report: Confinement, *, parent_pid: int | None) -> None:
 
 
 def kernel_layers(report: Confinement, *, workdir: str, read_roots: list[str],
-                  allow_processes: bool = False) -> None:
+                  allow_processes: bool = False, control_fd: int | None = None) -> None:
     """Landlock, then seccomp (the last step before tool code: after it this process can no longer
     change its own confinement). Needs ``no_new_privs`` (:func:`finish`). Each records what it
-    enforced; neither raises."""
+    enforced; neither raises.
+
+    With ``control_fd`` a socket (the supervisor's control channel), denied calls become user
+    notifications: the filter's listener is sent to the supervisor over that socket and this
+    process keeps no copy, so the supervisor alone holds the record of a denial."""
     report.landlock = asdict(landlock.restrict(workdir=workdir, read_roots=read_roots,
                                                report=landlock.LandlockReport()))
-    report.seccomp = asdict(seccomp.install(seccomp.SeccompReport(), allow_processes=allow_processes))
+    channel = _channel(control_fd)  # made now: wrapping a descriptor queries it (getsockopt)
+    filt = seccomp.SeccompReport()
+    listener = seccomp.install(filt, allow_processes=allow_processes, notify=channel is not None)
+    if listener is not None:
+        try:
+            assert channel is not None
+            channel.sendmsg([b"\n"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("i", listener))])
+        finally:
+            os.close(listener)
+    if channel is not None:
+        channel.detach()
+    report.seccomp = asdict(filt)
+
+
+def _channel(fd: int | None) -> socket.socket | None:
+    if fd is None:
+        return None
+    try:
+        if not stat.S_ISSOCK(os.fstat(fd).st_mode):
+            return None
+        return socket.socket(fileno=fd)
+    except OSError:
+        return None
 
 
 def kernel_support() -> dict[str, Any]:

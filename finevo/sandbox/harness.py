@@ -164,7 +164,7 @@ def enter_and_run(request: dict[str, Any], ctl_fd: int) -> NoReturn:
 
         tempfile.tempdir = request["workdir"]
         confine.kernel_layers(report, workdir=request["workdir"], read_roots=request["read_roots"],
-                              allow_processes=extra > 0)
+                              allow_processes=extra > 0, control_fd=ctl_fd)
         if request.get("audit_hook", True):
             guard.install(workdir=request["workdir"], read_roots=request["read_roots"], report_fd=ctl_fd,
                           tool_imports=request.get("tool_imports") or guard.TOOL_IMPORTS)

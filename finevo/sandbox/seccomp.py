@@ -95,6 +95,8 @@ _RULES: tuple[Rule, ...] = (
     # -- I/O on descriptors the child holds (its pipes, files Landlock let it open)
     Rule("read", ALLOW, "reading its request, files and pipes it holds"),
     Rule("write", ALLOW, "stdout, stderr, the result record, files in the working directory"),
+    Rule("sendmsg", ALLOW, "handing the filter's listener to the supervisor; the child can create no "
+                           "socket, so its control channel is the only one it holds"),
     Rule("futex", ALLOW, "locks of the interpreter, numpy and the C library"),
     Rule("mmap", ALLOW, _MEM + "; mapping a file needs a descriptor Landlock granted"),
     Rule("munmap", ALLOW, _MEM),
@@ -410,12 +412,21 @@ def build_filter(self_pid: int, machine: str | None = None, *, allow_processes: 
     _dispatch(a, numbers, rules_for(machine), allow_processes)
     _handlers(a, self_pid, allow_processes)
     a.label("deny")
+    a.label("deny_arch")  # another ABI: the notification carries its audit arch
     a.ret(deny_action)
-    a.label("deny_arch")  # another ABI: never a user notification (its numbers mean other calls)
-    a.ret(RET_KILL_PROCESS)
     return a.assemble()
 class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+#: ``seccomp(2)`` operation and flag, and the action that hands a denied call to the supervisor.
+SECCOMP_SET_MODE_FILTER = 1
+SECCOMP_FILTER_FLAG_NEW_LISTENER = 1 << 3
+RET_USER_NOTIF = 0x7FC00000
+#: ``SECCOMP_IOCTL_NOTIF_RECV`` = _IOWR('!', 0, struct seccomp_notif) and that struct's layout:
+#: id u64, pid u32, flags u32, then seccomp_data (nr i32, arch u32, ip u64, args u64[6]).
+NOTIF_RECV = 0xC0502100
+_NOTIF = struct.Struct("=QIIiIQ6Q")
 
 
 @dataclass
@@ -424,6 +435,9 @@ class SeccompReport:
     arch: str = ""
     instructions: int = 0
     processes: bool = False  # whether fork/clone of new processes and threads stays allowed
+    #: True when a denied call is handed to the supervisor (a user notification: its own record
+    #: of the denial) instead of killing the process with a signal the tool could also send.
+    notify: bool = False
     error: str | None = None
 
 
@@ -436,36 +450,87 @@ def _libc() -> ctypes.CDLL:
     return _LIBC[0]
 
 
-def available() -> bool:
-    """Whether this kernel can install a filter that kills the whole process (probe, no change)."""
+def _action_available(action: int) -> bool:
     machine = platform.machine()
-    if machine not in _ARCH:
+    if machine not in AUDIT_ARCH:
         return False
-    action = ctypes.c_uint32(RET_KILL_PROCESS)
+    value = ctypes.c_uint32(action)
     fn = _libc().syscall
     fn.restype = ctypes.c_long
     return int(fn(ctypes.c_long(SYS_SECCOMP[machine]), ctypes.c_uint(SECCOMP_GET_ACTION_AVAIL),
-                  ctypes.c_uint(0), ctypes.byref(action))) == 0
+                  ctypes.c_uint(0), ctypes.byref(value))) == 0
 
 
-def install(report: SeccompReport, *, self_pid: int | None = None,
-            allow_processes: bool = False) -> SeccompReport:
-    """Install the filter on this process (needs ``no_new_privs``); never raises."""
+def available() -> bool:
+    """Whether this kernel can install a filter that kills the whole process (probe, no change)."""
+    return _action_available(RET_KILL_PROCESS)
+
+
+def notify_available() -> bool:
+    """Whether this kernel can hand denied calls to a supervisor (user notifications)."""
+    return _action_available(RET_USER_NOTIF)
+
+
+def install(report: SeccompReport, *, self_pid: int | None = None, allow_processes: bool = False,
+            notify: bool = False) -> int | None:
+    """Install the filter on this process (needs ``no_new_privs``); never raises.
+
+    With ``notify`` (and a kernel that has user notifications), a denied call blocks and is
+    handed to whoever holds the returned listener descriptor -- the caller passes it to the
+    supervisor and closes its own copy before tool code runs. Otherwise (or when that fails) a
+    denied call kills the process, and None is returned."""
     report.arch = platform.machine()
     report.processes = allow_processes
+    use_notify = notify and notify_available()
     try:
         program = build_filter(os.getpid() if self_pid is None else self_pid, report.arch,
-                               allow_processes=allow_processes)
+                               allow_processes=allow_processes,
+                               deny_action=RET_USER_NOTIF if use_notify else RET_KILL_PROCESS)
     except (OSError, ValueError) as exc:
         report.error = str(exc)
-        return report
+        return None
     buffer = ctypes.create_string_buffer(program, len(program))
     prog = _SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
-    prctl = _libc().prctl
-    if prctl(ctypes.c_int(PR_SET_SECCOMP), ctypes.c_ulong(SECCOMP_MODE_FILTER), ctypes.byref(prog),
-             ctypes.c_ulong(0), ctypes.c_ulong(0)) != 0:
-        report.error = f"seccomp filter refused: {os.strerror(ctypes.get_errno())}"
-        return report
+    listener: int | None = None
+    if use_notify:
+        fn = _libc().syscall
+        fn.restype = ctypes.c_long
+        fd = int(fn(ctypes.c_long(SYS_SECCOMP[report.arch]), ctypes.c_uint(SECCOMP_SET_MODE_FILTER),
+                    ctypes.c_uint(SECCOMP_FILTER_FLAG_NEW_LISTENER), ctypes.byref(prog)))
+        if fd < 0:
+            report.error = f"seccomp filter refused: {os.strerror(ctypes.get_errno())}"
+            return None
+        listener = fd
+        report.notify = True
+    else:
+        prctl = _libc().prctl
+        if prctl(ctypes.c_int(PR_SET_SECCOMP), ctypes.c_ulong(SECCOMP_MODE_FILTER), ctypes.byref(prog),
+                 ctypes.c_ulong(0), ctypes.c_ulong(0)) != 0:
+            report.error = f"seccomp filter refused: {os.strerror(ctypes.get_errno())}"
+            return None
     report.enforced = True
     report.instructions = len(program) // 8
-    return report
+    return listener
+
+
+def is_listener(fd: int) -> bool:
+    """Whether ``fd`` is a seccomp notification listener (the kernel names its anonymous inode)."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}") == "anon_inode:seccomp notify"
+    except OSError:
+        return False
+
+
+def receive_denial(listener: int) -> dict[str, object] | None:
+    """Supervisor side: read one pending notification -- the denied call, as the kernel saw it."""
+    import fcntl
+
+    buffer = bytearray(_NOTIF.size)  # the kernel requires it zeroed
+    try:
+        fcntl.ioctl(listener, NOTIF_RECV, buffer, True)
+    except OSError:
+        return None
+    _id, pid, _flags, nr, arch, _ip, *args = _NOTIF.unpack(bytes(buffer))
+    machine = next((m for m, value in AUDIT_ARCH.items() if value == arch), None)
+    return {"call": call_name(nr, machine) if machine else f"syscall {nr} (arch {arch:#x})", "nr": nr,
+            "pid": pid, "args": [f"{value:#x}" for value in args]}

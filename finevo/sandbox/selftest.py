@@ -185,7 +185,10 @@ def run_selftest(sandbox: KernelOnlySandbox,
                 results.append(ProbeResult(probe.name, False, None, f"the probe could not run: {exc}"))
                 continue
             escaped = probe.escaped(scene, result)
-            layer = result.layer if result.layer in KERNEL_LAYERS else None
+            # the probes are the gate's own code: a Landlock errno they raise is the kernel's answer
+            # (for a tool's run the same errno is only a hint, never a verdict)
+            hint = result.details.get("hint")
+            layer = result.layer if result.layer in KERNEL_LAYERS else (hint if hint in KERNEL_LAYERS else None)
             if layer is None and result.error_type == "FileNotFoundError" and scene.root.startswith("/tmp/"):
                 layer = "mountns"  # the canaries sit in the host's /tmp, hidden by the worker's own
             detail = escaped or f"{result.status}: {(result.error_message or '').strip()[:160]}"

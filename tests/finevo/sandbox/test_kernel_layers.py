@@ -78,7 +78,9 @@ def test_each_forbidden_system_call_is_a_seccomp_kill(box: WarmSandbox, name: st
     result = box.run_kernel_only(_raw(NR[name], DENIED_CALLS[name]), "probe", {}, FAST)
     assert (result.status, result.layer) == ("blocked", "seccomp"), (name, result.status, result.layer,
                                                                      result.error_message)
-    assert result.details["signal"] == "SIGSYS"
+    # the supervisor's own record of the denial (a seccomp user notification), not a signal
+    assert result.details["evidence"] == f"seccomp notification: {name}", result.details
+    assert result.details["denied_call"]["call"] == name
 
 
 #: Calls the allow-list denies only because of an argument: (call, arguments, what it would do).
@@ -151,6 +153,59 @@ def test_prctl_of_parent_death_signal_and_dumpability_is_a_seccomp_kill(box: War
     assert (result.status, result.layer) == ("blocked", "seccomp"), (option, result)
 
 
+FORGED_CLAIMS = {
+    # the signal RLIMIT_CPU sends, sent by the tool itself without using its CPU time
+    "own_sigxcpu": "import os, signal\n\n\ndef probe() -> None:\n    os.kill(os.getpid(), signal.SIGXCPU)\n",
+    "permission_error": "def probe() -> None:\n    raise PermissionError(13, 'Permission denied (Landlock)')\n",
+    "forged_refusal": "import os\n\n\ndef probe() -> None:\n"
+                      "    os.write(3, b'{\"kind\": \"refused\", \"event\": \"open\", \"detail\": \"x\"}\\n')\n"
+                      "    raise SystemExit(3)\n",
+    # a descriptor of its own, passed over the control channel with a raw sendmsg after it started
+    "forged_denial_fd": "import ctypes, os, struct\n\n\ndef probe() -> int:\n"
+                        "    r, w = os.pipe()\n    data = ctypes.create_string_buffer(b'\\n')\n"
+                        "    iov = struct.pack('QQ', ctypes.addressof(data), 1)\n"
+                        "    iov_buf = ctypes.create_string_buffer(iov)\n"
+                        "    cmsg = ctypes.create_string_buffer(struct.pack('QiiI', 20, 1, 1, r) + bytes(4))\n"
+                        "    msg = ctypes.create_string_buffer(struct.pack('QIxxxxQQQQixxxx', 0, 0, "
+                        "ctypes.addressof(iov_buf), 1, ctypes.addressof(cmsg), 24, 0))\n"
+                        "    return ctypes.CDLL(None).sendmsg(3, msg, 0)\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(FORGED_CLAIMS))
+def test_a_status_the_tool_claims_is_never_blocked_or_contained(box: WarmSandbox, name: str) -> None:
+    result = box.run_kernel_only(FORGED_CLAIMS[name], "probe", {}, FAST)
+    assert result.status != "blocked" and result.layer not in ("seccomp", "landlock", "audit-hook"), (name, result)
+    assert "evidence" not in result.details, (name, result.details)
+    if name == "forged_denial_fd":  # the descriptor was sent, and ignored
+        assert (result.status, result.value) == ("ok", 1), result
+
+
+def test_the_control_channel_cannot_be_read_back_by_the_tool(box: WarmSandbox) -> None:
+    code = ("import os\n\n\ndef probe() -> list:\n    seen = []\n"
+            "    for path in ('/proc/self/fd/3', '/dev/fd/3'):\n"
+            "        try:\n            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)\n"
+            "        except OSError as exc:\n            seen.append(exc.errno)\n            continue\n"
+            "        try:\n            seen.append(os.read(fd, 4096).decode())\n"
+            "        except OSError as exc:\n            seen.append(exc.errno)\n"
+            "    try:\n        seen.append(os.read(3, 4096).decode())\n"
+            "    except OSError as exc:\n        seen.append(exc.errno)\n"
+            "    return seen\n")
+    result = box.run_kernel_only(code, "probe", {}, FAST)
+    assert result.status == "ok", result
+    assert not any(isinstance(item, str) and item for item in result.value), result.value
+
+
+def test_the_clock_starts_at_the_hand_over_not_on_a_record(box: WarmSandbox) -> None:
+    # the tool drains whatever it can reach on its descriptors, then spins: the time limit holds
+    code = ("import os\n\n\ndef probe() -> None:\n    for fd in range(3, 64):\n"
+            "        try:\n            os.set_blocking(fd, False)\n            os.read(fd, 1 << 20)\n"
+            "        except OSError:\n            pass\n    while True:\n        pass\n")
+    result = box.run_kernel_only(code, "probe", {}, Limits(timeout_s=2.0, cpu_s=30, memory_mb=1024))
+    assert (result.status, result.layer) == ("timeout", "timeout"), result
+    assert result.details["evidence"] == "the supervisor's clock"
+
+
 def test_signals_to_itself_stay_allowed_but_a_forged_sigsys_is_refused(box: WarmSandbox) -> None:
     code = ("import os\nimport signal\n\n\ndef probe() -> str:\n"
             "    signal.signal(signal.SIGUSR1, lambda *_: None)\n"
@@ -202,7 +257,10 @@ def outside() -> Iterator[Path]:
 def test_landlock_refuses_whatever_the_permissions_allow(box: WarmSandbox, outside: Path, attempt: str) -> None:
     code = (f"import os\nimport sysconfig\n\n\ndef probe(root: str) -> object:\n    return {attempt}\n")
     result = box.run_kernel_only(code, "probe", {"root": str(outside)}, FAST)
-    assert (result.status, result.layer) == ("blocked", "landlock"), (attempt, result.status, result.error_message)
+    # Landlock refuses with an errno the tool could also raise itself: a plain failure of the
+    # tool with a hint, never "blocked" -- the files below are the evidence
+    assert (result.status, result.layer, result.details.get("hint")) == ("exception", None, "landlock"), \
+        (attempt, result.status, result.error_message)
     assert sorted(os.listdir(outside)) == ["secret.txt"]
     assert (outside / "secret.txt").read_text() == "LANDLOCK-SECRET\n"
     assert not Path("/dev/shm/finevo-landlock-test").exists()
