@@ -121,13 +121,16 @@ class _BaseSandbox:
         return result
 
     def run_kernel_only(self, code: str, entry: str | None, args: dict[str, Any] | None = None,
-                        limits: Limits | None = None) -> ExecutionResult:
+                        limits: Limits | None = None, *,
+                        snapshot_dir: str | os.PathLike[str] | None = None) -> ExecutionResult:
         """Run with the static policy *and* the audit hook off: only the kernel layers (Landlock,
         seccomp, namespaces, uid, rlimits) contain the code. For the containment self-test and
         ``sandbox check --no-policy``; the gate never judges a tool this way."""
         limits = limits or Limits()
-        request = {"code": code, "entry": entry, "args": dict(args or {}), "limits": asdict(limits),
-                   "audit_hook": False}
+        request: dict[str, Any] = {"code": code, "entry": entry, "args": dict(args or {}),
+                                   "limits": asdict(limits), "audit_hook": False}
+        if snapshot_dir is not None:
+            request["snapshot_override"] = os.path.abspath(os.fspath(snapshot_dir))
         started = time.monotonic()
         result = self._execute(request, limits)
         result.details["wall_s"] = round(time.monotonic() - started, 6)

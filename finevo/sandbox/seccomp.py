@@ -187,7 +187,8 @@ _RULES: tuple[Rule, ...] = (
                          "never with a namespace flag or CLONE_PARENT"),
     Rule("clone3", ENOSYS, "its flags sit in memory a filter cannot read: ENOSYS makes the C "
                            "library fall back to clone"),
-    Rule("kill", CHECK, "to the child itself only, and never SIGSYS (EPERM)"),
+    Rule("kill", CHECK, "to the child itself only, and never a signal only the kernel sends (SIGSYS, "
+                        "SIGXCPU, SIGXFSZ: EPERM)"),
     Rule("tkill", CHECK, "as kill"), Rule("tgkill", CHECK, "as kill"),
     Rule("rt_sigqueueinfo", CHECK, "as kill"), Rule("rt_tgsigqueueinfo", CHECK, "as kill"),
     Rule("prlimit64", CHECK, "its own limits only (pid 0 or its own)"),
@@ -228,6 +229,9 @@ FCNTL_ALLOWED = (0, 1, 2, 3, 4, 1030, 1032)
 PRCTL_ALLOWED = (3, 15, 16, 21, 23, 30, 39)
 #: ``prctl`` options answered EPERM: PR_SET_VMA (the C library names thread stacks with it).
 PRCTL_EPERM = (0x53564D41,)
+#: Signals only the kernel may send the child (a seccomp kill, the CPU and file-size limits): the
+#: child sending one to itself gets EPERM, so a death by one of them is the kernel's doing.
+KERNEL_SIGNALS = (signal.SIGSYS, signal.SIGXCPU, signal.SIGXFSZ)
 #: Calls that take a pid first: allowed on the child itself (0 or its own pid) only.
 _PID_FIRST = ("prlimit64", "sched_setaffinity", "get_robust_list")
 #: Signal-sending calls: (argument holding the target process, argument holding the signal).
@@ -373,8 +377,9 @@ def _handlers(a: _Asm, self_pid: int, allow_processes: bool) -> None:
         a.jump(_JEQ, self_pid & 0xFFFFFFFF, 1, 0)
         a.goto("deny")
         a.ld(_arg_lo(sig))
-        a.jump(_JEQ, int(signal.SIGSYS), 0, 1)
-        a.goto("eperm")
+        for kernel_only in KERNEL_SIGNALS:
+            a.jump(_JEQ, int(kernel_only), 0, 1)
+            a.goto("eperm")
         a.goto("allow")
     a.label("pid_first")
     a.ld(_arg_lo(0))
@@ -405,10 +410,12 @@ def build_filter(self_pid: int, machine: str | None = None, *, allow_processes: 
     numbers = NUMBERS[machine]
     a = _Asm()
     a.ld(_OFF_ARCH)
-    a.jump(_JEQ, AUDIT_ARCH[machine], 0, "deny_arch")
+    a.jump(_JEQ, AUDIT_ARCH[machine], 1, 0)
+    a.goto("deny_arch")
     a.ld(_OFF_NR)
-    if machine == "x86_64":
-        a.jump(_JGE, X32_BIT, "deny_arch", 0)  # x32 system calls
+    if machine == "x86_64":  # x32 system calls
+        a.jump(_JGE, X32_BIT, 0, 1)
+        a.goto("deny_arch")
     _dispatch(a, numbers, rules_for(machine), allow_processes)
     _handlers(a, self_pid, allow_processes)
     a.label("deny")

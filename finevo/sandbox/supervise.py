@@ -565,15 +565,26 @@ def _signal_stops(obs: Observation, limits: Limits, seen: _Seen, result: Executi
     signum = seen.signum
     if signum is None:
         return None
-    if signum in (signal.SIGXCPU, signal.SIGKILL) and obs.cpu_s >= limits.cpu_s - 0.5:
+    filtered = _kernel_signals_filtered(seen)
+    if (signum == signal.SIGXCPU and filtered) or (signum == signal.SIGKILL and obs.cpu_s >= limits.cpu_s - 0.5):
         return _stop(result, "killed", "rlimit-cpu", f"CPU limit of {limits.cpu_s}s exceeded",
-                     evidence=f"{obs.cpu_s:.2f}s of CPU used")
+                     evidence=f"the kernel's CPU-limit signal after {obs.cpu_s:.2f}s of CPU")
+    if signum == signal.SIGXCPU:
+        return _stop(result, "killed", "rlimit-cpu", f"CPU limit of {limits.cpu_s}s exceeded (SIGXCPU)")
     if signum == signal.SIGXFSZ:
-        return _stop(result, "killed", "rlimit-fsize", f"file size limit of {limits.fsize_mb} MB exceeded")
+        return _stop(result, "killed", "rlimit-fsize", f"file size limit of {limits.fsize_mb} MB exceeded",
+                     evidence="the kernel's file-size-limit signal" if filtered else None)
     if signum == signal.SIGSYS:
         return _stop(result, "crashed", "signal", "the tool process died of SIGSYS without a denial the "
                                                   "supervisor recorded (not a seccomp refusal)")
     return _stop(result, "crashed", "signal", f"the tool process died of {_signal_name(signum)}")
+
+
+def _kernel_signals_filtered(seen: _Seen) -> bool:
+    """Whether the child's seccomp filter refused it sending itself SIGXCPU / SIGXFSZ / SIGSYS
+    (then a death by one of them is the kernel's doing)."""
+    filt = ((seen.started or {}).get("seccomp") or {})
+    return isinstance(filt, dict) and filt.get("enforced") is True
 
 
 def _channel_trouble(obs: Observation, seen: _Seen, result: ExecutionResult) -> ExecutionResult | None:
