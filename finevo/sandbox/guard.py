@@ -98,23 +98,82 @@ class SandboxRefusal(PermissionError):
     """Raised inside the tool when the run-time guard refuses an operation."""
 
 
-def default_read_roots(extra: Iterable[str] = ()) -> list[str]:
-    """Where reads are allowed: the interpreter, site-packages, finevo, tz data, plus ``extra``."""
+#: The gate's own packages (the oracle, the judge, the worlds, the baseline writer, the reports):
+#: never readable by a tool, whatever the install (editable, wheel, image).
+GATE_PACKAGES: frozenset[str] = frozenset({"runner"})
+
+
+def site_dirs() -> set[str]:
+    """Every site-packages directory of this interpreter (resolved)."""
     import site
     import sysconfig
 
-    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.__file__)}
-    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+    dirs = set()
+    for key in ("purelib", "platlib"):
+        with contextlib.suppress(KeyError):
+            dirs.add(sysconfig.get_paths()[key])
+    with contextlib.suppress(AttributeError):  # pragma: no cover - virtualenv quirks
+        dirs.update(site.getsitepackages())
+    return {os.path.realpath(d) for d in dirs if d}
+
+
+def loaded_site_entries(sites: set[str] | None = None) -> list[str]:
+    """The top-level entries of site-packages that the modules loaded in this process come from
+    (a package's directory, a module's file, and a ``<name>.libs`` directory beside it), never one
+    of :data:`GATE_PACKAGES`. Called in the warm worker after preloading: what tools can import."""
+    sites = site_dirs() if sites is None else sites
+    entries: set[str] = set()
+    for module in list(sys.modules.values()):
+        try:  # a module may answer any attribute by raising (the no-snapshot yfinance stand-in)
+            path = getattr(module, "__file__", None)
+        except Exception:
+            continue
+        if not isinstance(path, str):
+            continue
+        real = os.path.realpath(path)
+        for site_dir in sites:
+            if real.startswith(site_dir + os.sep):
+                top = real[len(site_dir) + 1:].split(os.sep, 1)[0]
+                name = top.split(".", 1)[0]
+                if name not in GATE_PACKAGES and name != "__pycache__":
+                    entries.add(os.path.join(site_dir, top))
+                    libs = os.path.join(site_dir, f"{name}.libs")
+                    if os.path.isdir(libs):
+                        entries.add(libs)
+    return sorted(entries)
+
+
+def default_read_roots(extra: Iterable[str] = ()) -> list[str]:
+    """Where reads are allowed: the standard library, the site-packages entries of the libraries
+    loaded here (never a whole prefix or site-packages, which would hold the gate's own packages),
+    finevo, tz data, plus ``extra``."""
+    import sysconfig
+
+    roots = {os.path.dirname(os.__file__)}
+    for key in ("stdlib", "platstdlib"):
         with contextlib.suppress(KeyError):
             roots.add(sysconfig.get_paths()[key])
-    with contextlib.suppress(AttributeError):  # pragma: no cover - virtualenv quirks
-        roots.update(site.getsitepackages())
+    roots.update(loaded_site_entries())
     import finevo
 
     roots.add(os.path.dirname(os.path.abspath(finevo.__file__)))
     roots.update(("/usr/share/zoneinfo", "/etc/localtime", "/dev/null", "/dev/urandom"))
     roots.update(extra)
-    return sorted({os.path.realpath(r) for r in roots if r})
+    return narrow_read_roots({os.path.realpath(r) for r in roots if r})
+
+
+def narrow_read_roots(roots: Iterable[str]) -> list[str]:
+    """``roots`` without any site-packages directory or any directory above one (a prefix, a
+    virtual environment's ``lib/pythonX.Y``), with the site-packages entries of the libraries
+    loaded in this process instead. The standard library's own directory always stays (an
+    install straight into the base interpreter's site-packages below it is the one case where
+    the gate's packages stay readable; use a virtual environment, as the image does)."""
+    sites = site_dirs()
+    stdlib = os.path.realpath(os.path.dirname(os.__file__))
+    prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
+    kept = {r for r in roots if r not in prefixes
+            and not any(s == r or s.startswith(r.rstrip(os.sep) + os.sep) for s in sites)}
+    return sorted(kept | {stdlib} | set(loaded_site_entries(sites)))
 
 
 def make_hook(*, workdir: str, read_roots: Iterable[str], report_fd: int,

@@ -37,7 +37,7 @@ import tempfile
 import traceback
 from typing import Any
 
-from finevo.sandbox import confine, landlock, protocol, workspace
+from finevo.sandbox import confine, guard, landlock, protocol, workspace
 from finevo.sandbox.preload import load_world, preload_libraries
 
 #: World zygotes kept alive at once (the worker's own snapshot and hidden worlds).
@@ -268,7 +268,9 @@ def _start(config: dict[str, Any]) -> tuple[_Router, dict[str, Any]]:
 
     gc.collect()
     gc.freeze()  # keep the preloaded heap out of the children's copy-on-write faults
-    settings = {"read_roots": config["read_roots"], "keep_dac_read": config.get("keep_dac_read", False),
+    # what the loaded libraries need of site-packages, never all of it (nor a prefix above it)
+    settings = {"read_roots": guard.narrow_read_roots(config["read_roots"]),
+                "keep_dac_read": config.get("keep_dac_read", False),
                 "drop_uid": config.get("drop_uid", True), "unshare_net": False,
                 "tool_imports": config.get("tool_imports")}
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
