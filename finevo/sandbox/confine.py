@@ -184,6 +184,39 @@ def unshare_namespaces(keep_visible: list[str] | None = None) -> dict[str, bool]
     return got
 
 
+#: Entries a per-run working directory may hold (a flood of empty files costs inodes, not bytes).
+QUOTA_INODES = 20000
+MNT_DETACH = 2
+
+
+def mount_quota(workdir: str, disk_mb: int) -> bool:
+    """Mount a tmpfs of ``disk_mb`` MB and :data:`QUOTA_INODES` inodes on ``workdir``: the kernel
+    then enforces the run's byte and inode quota (ENOSPC), whatever paths the tool builds. Only
+    in a mount namespace of the worker's own (else the mount would land in the host's); False
+    when it cannot be had (no privilege: the supervisor's walk stays the quota)."""
+    libc = _libc()
+    if libc is None:
+        return False
+    mount = libc.mount
+    mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+    options = f"size={max(1, int(disk_mb))}m,nr_inodes={QUOTA_INODES},mode=0700".encode()
+    return int(mount(b"tmpfs", os.fsencode(workdir), b"tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, options)) == 0
+
+
+def unmount_quota(workdir: str) -> None:
+    """Detach the run's tmpfs (if any): its content goes with it, however much the tool left."""
+    libc = _libc()
+    if libc is not None and is_mount_point(workdir):
+        libc.umount2(os.fsencode(workdir), ctypes.c_int(MNT_DETACH))
+
+
+def is_mount_point(path: str) -> bool:
+    try:
+        return os.stat(path).st_dev != os.stat(os.path.dirname(path.rstrip("/")) or "/").st_dev
+    except OSError:
+        return False
+
+
 def _prctl(option: int, arg: int) -> bool:
     libc = _libc()
     if libc is None:

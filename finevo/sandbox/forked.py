@@ -13,7 +13,7 @@ import os
 import sys
 from typing import Any
 
-from finevo.sandbox import harness, workspace
+from finevo.sandbox import confine, harness, workspace
 from finevo.sandbox.api import Limits
 from finevo.sandbox.supervise import classify, socket_pair, supervise
 
@@ -102,4 +102,5 @@ class SpareChild:
         self.cleanup()
 
     def cleanup(self) -> None:
+        confine.unmount_quota(self.workdir)  # a per-run tmpfs: its content goes in one call
         workspace.remove(self.workdir)

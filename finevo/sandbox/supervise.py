@@ -37,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from finevo.sandbox import seccomp
+from finevo.sandbox import confine, seccomp
 from finevo.sandbox.api import ExecutionResult, Limits
 from finevo.sandbox.normalize import MAX_DEPTH, MAX_ITEMS
 from finevo.sandbox.protocol import RESULT_CAP
@@ -237,6 +237,7 @@ class _Watch:
         if self.pidfd is not None:
             self.poller.register(self.pidfd, select.POLLIN)
         self.exited = False
+        self.kernel_quota: bool | None = None
         self.listening = False
         self.stop = False
 
@@ -248,6 +249,10 @@ class _Watch:
 
     def _check_disk(self, now: float) -> None:
         if self.workdir is None or self.exited or now < self.next_disk_check:
+            return
+        if self.kernel_quota is None:
+            self.kernel_quota = confine.is_mount_point(self.workdir)  # the kernel's device numbers
+        if self.kernel_quota:  # a tmpfs of the run's size: the kernel enforces it, nothing to walk
             return
         used, entries = workdir_usage(self.workdir, stop_above=self.disk_cap)
         if used > self.disk_cap or entries > MAX_WORKDIR_ENTRIES:

@@ -272,6 +272,7 @@ def _start(config: dict[str, Any]) -> tuple[_Router, dict[str, Any]]:
     settings = {"read_roots": guard.narrow_read_roots(config["read_roots"]),
                 "keep_dac_read": config.get("keep_dac_read", False),
                 "drop_uid": config.get("drop_uid", True), "unshare_net": False,
+                "private_mounts": bool(namespaces.get("mountns")),
                 "tool_imports": config.get("tool_imports")}
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     pid = os.fork()

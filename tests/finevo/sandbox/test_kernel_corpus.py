@@ -63,8 +63,8 @@ UNLABELLED: dict[str, tuple[str | None, str]] = {
     "pay_077": (None, "the metaclass only builds a class"),
     "pay_080": (None, "the debugger reads an empty stdin and returns"),
     "pay_081": (None, "the escape sits in the self-test block, which never runs for an entry"),
-    "pay_112": ("limits", "pytest runs inside the tool until the CPU or wall-clock limit (its own "
-                          "subprocesses would be seccomp kills)"),
+    "pay_112": (None, "pytest is outside the read roots (only the site-packages entries of the libraries "
+                      "the worker loaded are readable): pd.test() cannot import it"),
 }
 #: The unprivileged-no-unshare setting emulates Docker's default profile, which answers these
 #: calls EPERM itself: an outer filter's errno takes precedence over the sandbox's notification,
