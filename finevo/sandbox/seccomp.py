@@ -315,18 +315,33 @@ class _Asm:
         return bytes(out)
 
 
-def _dispatch(a: _Asm, numbers: dict[str, int], rules: list[Rule], allow_processes: bool) -> None:
-    """The number comparisons: allowed calls in blocks (each ends in its own ``ret ALLOW``), then
-    a trampoline per checked or refused call to its handler."""
-    allowed = [numbers[r.name] for r in rules if r.action == ALLOW]
-    if allow_processes:
-        allowed += [numbers[n] for n in PROCESS_CALLS if n in numbers]
-    for block, start in enumerate(range(0, len(allowed), 120)):
-        for nr in allowed[start:start + 120]:
-            a.jump(_JEQ, nr, f"allow_{block}", 0)
-        a.skip(1)
-        a.label(f"allow_{block}")
+def _allow_tree(a: _Asm, numbers: list[int], name: str) -> None:
+    """A balanced search over the sorted allowed numbers (a handful of comparisons per call, not
+    one per table entry): a leaf of up to four compares returns ALLOW on a match and goes on to
+    the checked calls otherwise."""
+    if len(numbers) <= 4:
+        for nr in numbers:
+            a.jump(_JEQ, nr, f"{name}_ok", 0)
+        a.goto("checked")
+        a.label(f"{name}_ok")
         a.ret(RET_ALLOW)
+        return
+    mid = len(numbers) // 2
+    a.jump(_JGE, numbers[mid], 0, 1)
+    a.goto(f"{name}_r")
+    _allow_tree(a, numbers[:mid], f"{name}l")
+    a.label(f"{name}_r")
+    _allow_tree(a, numbers[mid:], f"{name}r")
+
+
+def _dispatch(a: _Asm, numbers: dict[str, int], rules: list[Rule], allow_processes: bool) -> None:
+    """The number comparisons: the allowed calls as a search tree, then a trampoline per checked
+    or refused call to its handler."""
+    allowed = {numbers[r.name] for r in rules if r.action == ALLOW}
+    if allow_processes:
+        allowed |= {numbers[n] for n in PROCESS_CALLS if n in numbers}
+    _allow_tree(a, sorted(allowed), "t")
+    a.label("checked")
     for rule in rules:
         if rule.action == ALLOW:
             continue
