@@ -13,12 +13,12 @@ value or output, nor another world's data. So no process that ever read a reques
 * **bare zygote**, which never reads a request either: on the router's command it forks one
   **world zygote** per snapshot (the worker's own, and each hidden world a run asks for), which
   loads that snapshot and nothing else, and on command forks
-* one **server** per request, pre-forked while idle: it forks the tool's child at once (the
-  spare of :class:`~finevo.sandbox.forked.SpareChild`), only then reads its single request from
-  the router, supervises the child, sends the reply, and exits.
+* **servers**, pre-forked while idle: a server forks :data:`SERVER_RUNS` tool children at once
+  (spares of :class:`~finevo.sandbox.forked.SpareChild`), only then reads requests from the
+  router, one per child, supervises each, sends the replies, and exits.
 
 A tool's child is therefore a copy of a world zygote (libraries plus one snapshot) plus the
-server's pipes, taken before the server read anything. The router keeps up to
+server's pipes, taken before the server read any request. The router keeps up to
 :data:`WORLD_ZYGOTES` world zygotes (least recently used closed first), each with one server
 ready, so forking stays off the request's critical path.
 """
@@ -83,20 +83,33 @@ def _reap() -> None:
 
 
 # --------------------------------------------------------------------------- server (one request)
-def _serve_one(request_fd: int, reply_fd: int, settings: dict[str, Any]) -> None:
+#: Requests one server takes: its tool children are all forked before it reads the first, so
+#: each is pristine, and a fork of a server is paid once per this many requests.
+SERVER_RUNS = 4
+
+
+def _serve(request_fd: int, reply_fd: int, settings: dict[str, Any]) -> None:
+    """Fork :data:`SERVER_RUNS` tool children at once, then serve one request with each."""
     from finevo.sandbox.forked import SpareChild
 
+    children: list[SpareChild] = []
     try:
-        child: SpareChild | None = SpareChild(settings)  # forked before this process read anything
+        for _ in range(SERVER_RUNS):
+            children.append(SpareChild(settings))  # all forked before this process read anything
     except OSError as exc:
         sys.stderr.write(f"finevo sandbox worker: cannot prepare a child: {exc}\n")
-        child = None
-    try:
-        request = protocol.read_frame(request_fd)
-    except protocol.ChannelClosed:
-        if child is not None:
-            child.discard()
-        return
+    for index in range(SERVER_RUNS):
+        child = children[index] if index < len(children) else None
+        try:
+            request = protocol.read_frame(request_fd)
+        except protocol.ChannelClosed:
+            for spare in children[index:]:
+                spare.discard()
+            return
+        _serve_one(request, child, reply_fd)
+
+
+def _serve_one(request: dict[str, Any], child: Any, reply_fd: int) -> None:
     try:
         if child is None:
             raise OSError("no sandbox child could be forked")
@@ -130,7 +143,7 @@ def _zygote_loop(sock: socket.socket, settings: dict[str, Any]) -> None:
                 sock.close()
                 _die_with_parent()
                 if command["op"] == "server":
-                    _serve_one(fds[0], fds[1], settings)
+                    _serve(fds[0], fds[1], settings)
                 elif command["op"] == "world":
                     _world_zygote(socket.socket(fileno=fds[0]), command.get("path"), settings,
                                   command.get("drop_roots") or [])
@@ -162,47 +175,45 @@ def _world_zygote(sock: socket.socket, path: str | None, settings: dict[str, Any
 
 # --------------------------------------------------------------------------- router
 class _World:
-    """The router's handle on one world zygote and the servers ready to take a request."""
-
-    #: Servers kept forked ahead: the next request never waits for a fork.
-    AHEAD = 2
+    """The router's handle on one world zygote and its server: the pipes to it and how many
+    requests it still takes (a fresh server is forked ahead when one is used up)."""
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
-        self.ready: list[tuple[int, int]] = []
+        self.servers: list[list[int]] = []  # [request fd, reply fd, runs left]
 
     def prepare(self) -> None:
-        while len(self.ready) < self.AHEAD:
+        while len(self.servers) < 2:
             req_r, req_w = os.pipe()
             rep_r, rep_w = os.pipe()
             _send(self.sock, {"op": "server"}, [req_r, rep_w])
             os.close(req_r)
             os.close(rep_w)
-            self.ready.append((req_w, rep_r))
+            self.servers.append([req_w, rep_r, SERVER_RUNS])
 
     def run(self, request: dict[str, Any]) -> dict[str, Any]:
         self.prepare()
-        req_w, rep_r = self.ready.pop(0)
+        server = self.servers[0]
+        server[2] -= 1
         try:
-            protocol.write_frame(req_w, request)
-            os.close(req_w)
-            req_w = -1
-            reply: dict[str, Any] = protocol.read_frame(rep_r)
+            protocol.write_frame(server[0], request)
+            reply: dict[str, Any] = protocol.read_frame(server[1])
         except (OSError, protocol.ChannelClosed) as exc:
+            server[2] = 0
             reply = {"status": "crashed", "layer": "harness",
                      "error_message": f"sandbox worker failed: {type(exc).__name__}: {exc}"}
-        finally:
-            for fd in (req_w, rep_r):
-                if fd >= 0:
-                    os.close(fd)
-        self.prepare()  # the next server forks while the gate reads this reply
+        if server[2] <= 0:
+            self.servers.pop(0)
+            for fd in server[:2]:
+                os.close(fd)
+            self.prepare()  # the next server forks while the gate reads this reply
         return reply
 
     def close(self) -> None:
-        for pair in self.ready:
-            for fd in pair:
+        for server in self.servers:
+            for fd in server[:2]:
                 os.close(fd)
-        self.ready = []
+        self.servers = []
         self.sock.close()
 
 
