@@ -141,8 +141,11 @@ def enter_and_run(request: dict[str, Any], ctl_fd: int) -> NoReturn:
         report = confine.Confinement()
         if request.get("unshare_net"):
             report.netns = confine.unshare_network()
-        os.chdir(request["workdir"])
         limits = request["limits"]
+        if request.get("private_mounts"):  # the worker's own mount namespace: a kernel-enforced quota
+            report.notes.append("quota: tmpfs" if confine.mount_quota(request["workdir"], limits["disk_mb"])
+                                else "quota: walk")
+        os.chdir(request["workdir"])
         if os.geteuid() != 0 or request.get("drop_uid"):  # non-root: drops userns capabilities
             confine.drop_privileges(confine.sandbox_uid_for(os.getpid()), workdir=request["workdir"],
                                     keep_dac_read=bool(request.get("keep_dac_read")), report=report,
@@ -164,7 +167,7 @@ def enter_and_run(request: dict[str, Any], ctl_fd: int) -> NoReturn:
 
         tempfile.tempdir = request["workdir"]
         confine.kernel_layers(report, workdir=request["workdir"], read_roots=request["read_roots"],
-                              allow_processes=extra > 0)
+                              allow_processes=extra > 0, control_fd=ctl_fd)
         if request.get("audit_hook", True):
             guard.install(workdir=request["workdir"], read_roots=request["read_roots"], report_fd=ctl_fd,
                           tool_imports=request.get("tool_imports") or guard.TOOL_IMPORTS)

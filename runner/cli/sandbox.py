@@ -111,6 +111,8 @@ def run_check(args: argparse.Namespace) -> int:
         "stderr": result.stderr, "duration_s": result.duration_s, "layer": result.layer,
         "rule": result.rule, "error_type": result.error_type, "error_message": result.error_message,
         "traceback": result.traceback,
+        # what the supervisor itself saw stop the run, and what the tool's own error suggests
+        "evidence": result.details.get("evidence"), "hint": result.details.get("hint"),
     }
     clean = result.status == "ok"
     from finevo.normalize import RECORD, normalize  # numpy and pandas: only when needed

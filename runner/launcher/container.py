@@ -88,6 +88,11 @@ PATH_FLAGS = ("--tasks", "--baseline", "--data", "--security-tasks", "--payloads
 LLM_FLAG = "--llm"
 
 
+#: The container's /tmp (every sandbox working directory): a tmpfs whose size and inode count
+#: the kernel enforces, where the image has no mount namespace for a tmpfs per run.
+TMP_TMPFS = "rw,nosuid,nodev,size=1g,nr_inodes=200000,mode=1777"
+
+
 def log_to_stderr(text: str) -> None:
     """The default log: the launcher's own lines and the build output go to stderr, unbuffered."""
     sys.stderr.write(text)
@@ -630,6 +635,8 @@ def run_container(client: Any, spec: RunSpec, *, stdout: IO[bytes] | None = None
     kwargs: dict[str, Any] = dict(
         image=spec.image, command=spec.command, detach=True, init=True, environment=spec.environment,
         volumes=volumes, labels={LAUNCHER_LABEL: "1"}, stop_signal="SIGTERM",
+        # the sandbox's working directories live in /tmp: bytes and inodes bounded by the kernel
+        tmpfs={"/tmp": TMP_TMPFS},
     )
     if spec.user is not None:
         kwargs["user"] = spec.user

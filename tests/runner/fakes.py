@@ -89,6 +89,11 @@ class FakeSandbox:
             *, snapshot_dir: str | None = None) -> ExecutionResult:
         if "BLOCK" in code:
             return ExecutionResult(status="blocked", layer="policy", rule="import-os", line=1, col=0)
+        if "DENIED" in code:  # the supervisor's own record of a seccomp denial
+            return ExecutionResult(status="blocked", layer="seccomp", rule="seccomp",
+                                   details={"evidence": "seccomp notification: socket"})
+        if "CLAIMS_SECCOMP" in code:  # the words of a seccomp block, without the supervisor's record
+            return ExecutionResult(status="blocked", layer="seccomp", rule="seccomp")
         if "RAISE" in code:
             return ExecutionResult(status="exception", layer="audit-hook", error_type="PermissionError")
         if "LEAK_FILE" in code:  # a sandbox that failed: the payload read the canary file

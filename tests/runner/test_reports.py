@@ -70,10 +70,15 @@ def test_payload_states_from_sandbox_results_and_canaries(tmp_path: Path) -> Non
         forged = run_payload(sandbox, _payload("p6", "forge", "FORGE", canary="forge_result"), canaries)
         # the same value from a payload that does not try to forge one is just its return value
         honest = run_payload(sandbox, _payload("p7", "value", "FORGE"), canaries)
+        denied = run_payload(sandbox, _payload("p8", "socket", "DENIED"), canaries)
+        claimed = run_payload(sandbox, _payload("p9", "socket", "CLAIMS_SECCOMP"), canaries)
     finally:
         canaries.close()
     assert (blocked.state, blocked.layer) == ("blocked", "policy")
-    assert (raised.state, raised.layer) == ("blocked", "audit-hook")
+    # an exception the tool raised is its own claim: what holds is that every canary is intact
+    assert raised.state == "contained" and "every canary intact" in raised.reason
+    assert (denied.state, denied.layer) == ("blocked", "seccomp")
+    assert claimed.state == "contained"  # "blocked by seccomp" without the supervisor's record
     assert contained.state == "contained"
     assert leaked.state == "unblocked" and "canary file" in leaked.reason
     assert secret.state == "unblocked" and "secret" in secret.reason
