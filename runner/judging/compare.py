@@ -40,6 +40,7 @@ from finevo.registry.signature import function_signature, tool_signature
 from finevo.sandbox.api import ExecutionResult
 from finevo.tasks import Probe, Task, Tolerance
 from finevo.vocabulary import ToolSource
+from runner.judging.oracle import RAISES
 from runner.records import ProbeResult, TaskState
 
 __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", "judge_probes", "judge_value",
@@ -226,6 +227,18 @@ def run_words(result: ExecutionResult) -> str:
     return f"the tool {what}" + (f" ({detail})" if detail else "")
 
 
+def raise_judgement(where: str, result: ExecutionResult, reason: str) -> Judgement:
+    """A call whose arguments the data cannot support (the oracle's ``reason``): it passes only when
+    the tool raised an exception of its own -- a clear error. A value (a placeholder, an answer from
+    fewer data than asked), a timeout, a crash or a block fails."""
+    if result.status == "exception":
+        return Judgement(TaskState.PASS, f"{where}: raises as expected ({result.error_type or 'an error'})")
+    if result.ok:
+        return Judgement(TaskState.FAIL, f"{where}: expected a clear error (the data cannot support these "
+                                         f"arguments: {reason}), got a value {describe(normalise(result.value))}")
+    return Judgement(TaskState.FAIL, f"{where}: expected a clear error, but {run_words(result)}")
+
+
 def _run_failure(index: int, probe: Probe, result: ExecutionResult) -> str:
     return f"probe {index} ({probe.label()}): {run_words(result)}"
 
@@ -273,7 +286,9 @@ def judge_probes(task: Task, outcome: Outcome, main: Judgement, main_expected: M
                                       f"probe {index} ({probe.label()}): {exc.code}: {exc.message}")
             else:
                 record.actual = normalise(result.value) if result.ok else None
-                if result.ok:
+                if RAISES in expected:
+                    judgement = raise_judgement(f"probe {index} ({probe.label()})", result, str(expected[RAISES]))
+                elif result.ok:
                     judgement = judge_probe_value(task, index, probe, result.value, expected)
                 else:
                     judgement = Judgement(TaskState.FAIL, _run_failure(index, probe, result))

@@ -39,9 +39,10 @@ from runner.judging.compare import (
     matched_conventions,
     mismatch_words,
     probe_entry,
+    raise_judgement,
     run_words,
 )
-from runner.judging.oracle import expected_values
+from runner.judging.oracle import RAISES, expected_values
 from runner.judging.worlds import World, display_name
 from runner.records import (
     ErrorInfo,
@@ -236,7 +237,7 @@ def _one_reading(task: Task, outcome: Outcome, judgement: Judgement, expected: d
         return judgement
     allowed = matched_conventions(task, outcome.value, expected)
     for record, expected_all in zip(probes, probe_expected, strict=False):
-        if record.state is TaskState.PASS:
+        if record.state is TaskState.PASS and RAISES not in expected_all:
             narrowed = _consistent(task, normalise(record.actual), expected_all, allowed)
             if not narrowed:
                 here = _consistent(task, normalise(record.actual), expected_all, list(expected_all))
@@ -265,6 +266,9 @@ def world_answers(task: Task, world: World) -> list[WorldAnswer]:
         try:
             out.append((index, expected_values(task, world.provider, dict(probe.oracle_params) if probe else None)))
         except InputError as exc:
+            if probe is not None and probe.expect_error:
+                out.append((index, {RAISES: str(exc)}))
+                continue
             if probe is None:
                 return [str(exc)]
             out.append(f"probe {index} ({probe.label()}): {exc}")
@@ -280,6 +284,8 @@ def _call_judgement(task: Task, where: str, answer: Answer | None, expected: dic
         return Judgement(TaskState.ERROR, f"{where}: {answer.code}: {answer.message}"), allowed
     if isinstance(answer, FinevoError):
         return Judgement(TaskState.FAIL, f"{where}: {answer.code}: {answer.message}"), allowed
+    if RAISES in expected:
+        return raise_judgement(where, answer, str(expected[RAISES])), allowed
     if not answer.ok:
         return Judgement(TaskState.FAIL, f"{where}: {run_words(answer)}"), allowed
     return _judge_one(task, where, answer.value, expected, allowed)

@@ -34,7 +34,7 @@ import pandas as pd
 from finevo.contract import normalise
 from finevo.errors import InputError
 from finevo.market.provider import MarketProvider
-from finevo.tasks import Task
+from finevo.tasks import Probe, Task
 
 __all__ = [
     "ORACLES",
@@ -104,6 +104,11 @@ def _closes(provider: MarketProvider, symbol: str, prices: str = "adjusted") -> 
     return _history(provider, symbol, prices)["Close"].astype(float)
 
 
+#: A calendar window whose start lies more than this many days before the first bar reaches before
+#: the data (a weekend and a holiday fit in it): the data cannot support it, like too few sessions.
+CALENDAR_SLACK_DAYS = 5
+
+
 def _last(frame: pd.DataFrame | pd.Series, provider: MarketProvider, days: int, unit: str = "sessions",
           what: str = "") -> Any:
     """The last ``days`` sessions (``unit="sessions"``), or the sessions dated on or after
@@ -120,6 +125,8 @@ def _last(frame: pd.DataFrame | pd.Series, provider: MarketProvider, days: int, 
         start = provider.as_of - timedelta(days=days)
         dates = frame.index.date
         window = frame.loc[dates >= start] if unit == "calendar" else frame.loc[dates > start]
+        if len(dates) and dates[0] > start + timedelta(days=CALENDAR_SLACK_DAYS):
+            raise ValueError(f"{what}: the data starts {dates[0]}, after the window's start {start}")
         if len(window) < 2:
             raise ValueError(f"{what}: fewer than 2 sessions since {start}")
         return window
@@ -267,12 +274,17 @@ def latest_quote(provider: MarketProvider, p: dict[str, Any]) -> float:
 
 
 def dividend_history(provider: MarketProvider, p: dict[str, Any]) -> list[dict[str, Any]]:
-    """Dividends with ex-date on or after ``as_of - years`` (calendar years), as date/amount records."""
+    """Dividends with ex-date on or after ``as_of - years`` (calendar years; ``since="exclusive"``:
+    strictly after it, what ``history(period="3y")`` returns), as date/amount records."""
     symbol, years = p["symbol"], int(p["years"])
     divs = provider.dividends(symbol)
     start = pd.Timestamp(provider.as_of) - pd.DateOffset(years=years)
     dates = divs.index.tz_localize(None) if divs.index.tz is not None else divs.index
-    mask = (dates.normalize() >= start) & (dates.date <= provider.as_of) & (divs.to_numpy() > 0)
+    since = p.get("since", "inclusive")
+    if since not in ("inclusive", "exclusive"):
+        raise ValueError(f"unknown since {since!r} (inclusive | exclusive)")
+    after = dates.normalize() >= start if since == "inclusive" else dates.normalize() > start
+    mask = after & (dates.date <= provider.as_of) & (divs.to_numpy() > 0)
     chosen = divs.loc[mask].sort_index()
     if chosen.empty:
         raise ValueError(f"{symbol}: no dividends since {start.date()}")
@@ -528,6 +540,7 @@ READINGS: dict[str, Reading] = {
     "order": Reading("order", (("oldest_first", "asc"), ("newest_first", "desc"))),
     "warmup": Reading("rsi_warmup", (("skip_warmup", "skip"), ("count_warmup", "keep"))),
     "returns": Reading("returns", (("simple_returns", "simple"), ("log_returns", "log"))),
+    "edge": Reading("since", (("on_or_after", "inclusive"), ("strictly_after", "exclusive"))),
 }
 
 #: Oracle -> the shared readings it accepts, each with the oracle's primary value. An oracle
@@ -545,7 +558,7 @@ SHARED_READINGS: dict[str, dict[str, Any]] = {
     "correlation": {"window": "sessions", "count": "prices", "returns": "simple"},
     "portfolio_return": {"window": "sessions", "count": "prices"},
     "post_signal_return": {"rsi": "wilder", "warmup": "skip"},
-    "dividend_history": {"order": "asc"},
+    "dividend_history": {"order": "asc", "edge": "inclusive"},
 }
 
 
@@ -652,7 +665,25 @@ class _CachingProvider:
         return getattr(self._provider, name)
 
 
+#: The key of the expected values of a probe whose arguments the data cannot support: the tool must
+#: raise (:func:`probe_expected_values`); its value is the oracle's reason.
+RAISES = "<raises>"
+
+
+def probe_expectation(task: Task, provider: MarketProvider, probe: Probe, where: str = "") -> dict[str, Any]:
+    """``{convention: expected value}`` for ``probe``; for a probe that expects an error,
+    ``{RAISES: the oracle's reason}`` (and an :class:`InputError` when the oracle does answer it)."""
+    if not probe.expect_error:
+        return expected_values(task, provider, probe.oracle_params, where)
+    try:
+        values = expected_values(task, provider, probe.oracle_params, where)
+    except InputError as exc:
+        return {RAISES: str(exc)}
+    raise InputError(f"task {task.id} {where}: expects an error but the oracle answers it "
+                     f"({', '.join(values)})")
+
+
 def probe_expected_values(task: Task, provider: MarketProvider) -> list[dict[str, Any]]:
     """One ``{convention: expected value}`` per probe of ``task``, in the task's probe order."""
-    return [expected_values(task, provider, probe.oracle_params, f"probe {i} ({probe.label()})")
+    return [probe_expectation(task, provider, probe, f"probe {i} ({probe.label()})")
             for i, probe in enumerate(task.probes, start=1)]
