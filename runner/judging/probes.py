@@ -241,11 +241,13 @@ def _first_moving(d: _Deriver, key: str, value: Any, what: str, options: list[tu
 
 
 # --------------------------------------------------------------------------- the argument space
-#: Lookback arguments (a count of sessions or calendar days, or of years) and the values a reused
-#: tool will plausibly be asked: short and long windows, one to five years.
+#: Lookback arguments (a count of sessions or calendar days, of years, or an indicator's window) and
+#: the values a reused tool will plausibly be asked: short and long windows, one to five years.
 LOOKBACKS: dict[str, tuple[int, ...]] = {
     "days": (5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 250, 300, 400, 500, 600),
     "years": (1, 2, 3, 4, 5),
+    # an indicator's or a volatility's length: a tool that clamps it or fetches a fixed period fails
+    "window": (5, 10, 20, 60, 120, 250),
 }
 #: The symbols the benchmark's own tasks name besides stocks: the index and the ETF.
 BENCHMARK_SYMBOLS = ("^GSPC", "SPY")
