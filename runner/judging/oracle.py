@@ -141,13 +141,26 @@ def _returns(closes: pd.Series, kind: str = "simple") -> pd.Series:
     raise ValueError(f"unknown returns kind {kind!r} (simple | log)")
 
 
+def _sma_seeded(values: pd.Series, window: int) -> pd.Series:
+    """Wilder's smoothing as he defined it (and TA-Lib computes it): the first average is the plain
+    mean of the first ``window`` values, each later one ``(previous * (window - 1) + value) / window``."""
+    data = values.to_numpy(dtype=float)
+    out = np.full(len(data), np.nan)
+    if len(data) >= window:
+        out[window - 1] = data[:window].mean()
+        for i in range(window, len(data)):
+            out[i] = (out[i - 1] * (window - 1) + data[i]) / window
+    return pd.Series(out, index=values.index)
+
+
 def rsi_series(closes: pd.Series, window: int, method: str = "wilder", warmup: str = "skip") -> pd.Series:
     """RSI (0..100) of ``closes``; NaN until ``window`` changes are available (``warmup="skip"``).
 
     ``wilder``: gains/losses smoothed by ``ewm(alpha=1/window, adjust=False)`` starting at the first
     price change; ``warmup="keep"`` gives a value from the first change on (a plain ``ewm`` without
-    ``min_periods``). ``simple``: plain ``window``-period means of gains and losses (never before
-    ``window`` changes).
+    ``min_periods``). ``wilder_sma``: the same smoothing seeded with the plain mean of the first
+    ``window`` changes (Wilder's own definition, TA-Lib). ``simple``: plain ``window``-period means
+    of gains and losses (never before ``window`` changes).
     """
     window = int(window)
     if warmup not in ("skip", "keep"):
@@ -159,11 +172,13 @@ def rsi_series(closes: pd.Series, window: int, method: str = "wilder", warmup: s
         first = window if warmup == "skip" else 1
         avg_gain = gains.ewm(alpha=1.0 / window, adjust=False, min_periods=first).mean()
         avg_loss = losses.ewm(alpha=1.0 / window, adjust=False, min_periods=first).mean()
+    elif method == "wilder_sma":
+        avg_gain, avg_loss = _sma_seeded(gains, window), _sma_seeded(losses, window)
     elif method == "simple":
         avg_gain = gains.rolling(window).mean()
         avg_loss = losses.rolling(window).mean()
     else:
-        raise ValueError(f"unknown RSI method {method!r} (wilder | simple)")
+        raise ValueError(f"unknown RSI method {method!r} (wilder | wilder_sma | simple)")
     with np.errstate(divide="ignore", invalid="ignore"):
         rsi = 100.0 - 100.0 / (1.0 + avg_gain / avg_loss)
     rsi = rsi.where(avg_loss != 0, 100.0).where(avg_gain.notna() & avg_loss.notna())
@@ -536,7 +551,7 @@ READINGS: dict[str, Reading] = {
     "count": Reading("count", (("n_closes", "prices"), ("n_returns", "returns"))),
     "prices": Reading("prices", (("adjusted_close", "adjusted"), ("raw_close", "raw"))),
     "std": Reading("ddof", (("population_std", 0), ("sample_std", 1))),
-    "rsi": Reading("rsi_method", (("wilder", "wilder"), ("cutler", "simple"))),
+    "rsi": Reading("rsi_method", (("wilder", "wilder"), ("wilder_sma_seed", "wilder_sma"), ("cutler", "simple"))),
     "order": Reading("order", (("oldest_first", "asc"), ("newest_first", "desc"))),
     "warmup": Reading("rsi_warmup", (("skip_warmup", "skip"), ("count_warmup", "keep"))),
     "returns": Reading("returns", (("simple_returns", "simple"), ("log_returns", "log"))),
@@ -569,7 +584,7 @@ def _meaningful(params: dict[str, Any], defaults: dict[str, Any]) -> bool:
     calendar = params.get("window_unit", "sessions") != "sessions"
     if calendar and "count" in defaults and params.get("count") != defaults["count"]:
         return False
-    if params.get("rsi_method") == "simple" and params.get("rsi_warmup", "skip") != "skip":
+    if params.get("rsi_method") in ("simple", "wilder_sma") and params.get("rsi_warmup", "skip") != "skip":
         return False  # plain n-period means have no value before n changes: nothing to keep
     return not (calendar and params.get("lookback") == "full")
 

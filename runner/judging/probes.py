@@ -25,6 +25,7 @@ from collections.abc import Iterator, Mapping
 from random import Random
 from typing import Any
 
+from finevo.contract import check_shape
 from finevo.errors import InputError
 from finevo.market.provider import MarketProvider
 from finevo.tasks import Probe, Task
@@ -276,16 +277,19 @@ def range_probes(task: Task, provider: MarketProvider, rng: Random, taken: list[
         return []
     out: list[Probe] = []
     for key, value in d.bound().items():
-        for args in _range_candidates(d, key, value, rng):
-            if args in taken:
-                continue
-            found = d.expected(args, bounded=False)
-            # a yes/no answer moves only near a threshold: there any answer the oracle gives counts
-            if found is not None and (task.output.type == "boolean" or _differs(task, found, own)):
-                out.append(Probe(args=args, oracle_params=args,
-                                 reason=f"drawn from the argument space: {_words(args)}, far from the task's own"))
-                taken.append(args)
-                break
+        for candidates in _range_candidates(d, key, value, rng):
+            for args in candidates:
+                if args in taken:
+                    continue
+                found = d.expected(args, bounded=False)
+                # a yes/no answer moves only near a threshold: there any answer the oracle gives counts
+                if found is None or check_shape(next(iter(found.values())), task.output):
+                    continue  # no answer, or one the task's output contract does not allow (too few items)
+                if task.output.type == "boolean" or _differs(task, found, own):
+                    out.append(Probe(args=args, oracle_params=args,
+                                     reason=f"drawn from the argument space: {_words(args)}, far from the task's own"))
+                    taken.append(args)
+                    break
         beyond = _beyond(d, key, value)
         if beyond is not None and beyond.args not in taken:
             out.append(beyond)
@@ -297,22 +301,28 @@ def _words(args: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in args.items())
 
 
-def _range_candidates(d: _Deriver, key: str, value: Any, rng: Random) -> list[dict[str, Any]]:
+def _range_candidates(d: _Deriver, key: str, value: Any, rng: Random) -> list[list[dict[str, Any]]]:
+    """Groups of candidates, in drawn order; one probe is kept from each group: for a lookback one
+    shorter and one longer than half to twice the task's own (a clamp or a fixed period shows on
+    the long side, a floor on the short side)."""
     if key in LOOKBACKS and isinstance(value, int) and not isinstance(value, bool):
-        options = _far(value, LOOKBACKS[key]) or [o for o in LOOKBACKS[key] if o != value]
-        rng.shuffle(options)
-        return [{key: o} for o in options]
+        options, far = LOOKBACKS[key], _far(value, LOOKBACKS[key])
+        groups = [[o for o in far if o < value] or [o for o in options if o < value],
+                  [o for o in far if o > value] or [o for o in options if o > value]]
+        for group in groups:
+            rng.shuffle(group)
+        return [[{key: o} for o in group] for group in groups if group]
     if isinstance(value, str) and value in d.symbols:
         # the benchmark's own symbols first (an index has no statements, an ETF no earnings), then the rest
         ahead = [s for s in d.symbols if s != value and s in BENCHMARK_SYMBOLS]
         others = [s for s in d.symbols if s != value and s not in BENCHMARK_SYMBOLS]
         rng.shuffle(ahead)
         rng.shuffle(others)
-        return [{key: o} for o in ahead + others]
+        return [[{key: o} for o in ahead + others]]
     if isinstance(value, list) and value and all(isinstance(v, str) and v in d.symbols for v in value):
         sizes = [n for n in LIST_SIZES if n != len(value) and n <= len(d.symbols)]
         rng.shuffle(sizes)
-        return [{key: rng.sample(d.symbols, n)} for n in sizes]
+        return [[{key: rng.sample(d.symbols, n)} for n in sizes]]
     return []
 
 

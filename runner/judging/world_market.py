@@ -269,3 +269,30 @@ def perturb(market: Market, spikes: Sequence[Spike], symbols: Iterable[str]) -> 
         data.append(requote(SymbolData(item.symbol, readjust(raw), item.income_yearly, item.income_quarterly,
                                        item.info, item.fast_info), market.as_of))
     return Market(data, market.as_of)
+
+
+#: Sessions back from the latest among which a world's extra dividend is paid.
+_EXTRA_DIVIDEND_REACH = (10, 250)
+
+
+def extra_dividend(market: Market, rng: np.random.Generator) -> tuple[Market, str]:
+    """``market`` with one more (special) dividend for every symbol that pays dividends, on a session
+    drawn by ``rng`` within the last year that holds none, of the size of its latest dividend: the
+    count of dividends a year is not a constant a tool may assume. ``Adj Close`` and ``info``'s
+    dividend fields follow."""
+    data, words = [], []
+    for item in market.data.values():
+        raw = item.history
+        paid = raw["Dividends"].to_numpy(dtype=float) if "Dividends" in raw.columns else np.zeros(len(raw))
+        low, high = _EXTRA_DIVIDEND_REACH
+        free = [i for i in range(max(1, len(raw) - high), len(raw) - low) if paid[i] == 0]
+        if not paid.any() or not free:
+            data.append(item)
+            continue
+        at = int(rng.choice(free))
+        raw = raw.copy()
+        raw.iloc[at, raw.columns.get_loc("Dividends")] = float(paid[paid != 0][-1])
+        words.append(f"{item.symbol} {pd.Timestamp(raw.index[at]).date()}")
+        data.append(restate(SymbolData(item.symbol, readjust(raw), item.income_yearly, item.income_quarterly,
+                                       item.info, item.fast_info), market.as_of))
+    return Market(data, market.as_of), ("an extra dividend: " + ", ".join(words)) if words else ""

@@ -53,6 +53,7 @@ from runner.judging.world_market import (
     REPORTING_LAG_DAYS,
     Market,
     Spike,
+    extra_dividend,
     perturb,
     read_market,
     readjust,
@@ -75,8 +76,8 @@ from runner.judging.world_shapes import (
 
 __all__ = ["AS_OF_BACK_SESSIONS", "DEFAULT_WORLDS", "MIN_SESSIONS_KEPT", "REPORTING_LAG_DAYS", "Market", "Reshape",
            "Spike", "World", "WorldKind", "Worlds", "choose", "default_root_parent", "display_name", "edge_spikes",
-           "first_spikes", "flip_market", "near_misses", "perturb", "read_market", "readjust", "requote", "reshape",
-           "restate", "sweep_orphans", "task_symbols", "truncate", "window_args"]
+           "extra_dividend", "first_spikes", "flip_market", "near_misses", "perturb", "read_market", "readjust",
+           "requote", "reshape", "restate", "sweep_orphans", "task_symbols", "truncate", "window_args"]
 
 #: The default number of hidden worlds per task (``--worlds`` / ``FINEVO_WORLDS``).
 DEFAULT_WORLDS = 3
@@ -227,14 +228,17 @@ class Worlds:
                 self._markets[key] = [(f"seed-{seed}", "", _Base(Market(synthetic.generate(seed), synthetic.AS_OF)))]
             else:
                 base = self._base_market()
+                extra = ""
                 if kind is WorldKind.AS_OF:
-                    base = _Base(truncate(base.market, self.as_of_date(round_)))
+                    past, extra = extra_dividend(truncate(base.market, self.as_of_date(round_)),
+                                                 np.random.default_rng([self._sub_seed(kind, round_), 1]))
+                    base = _Base(past)
                 plans = first_spikes(self.windows) if kind is WorldKind.AS_OF else edge_spikes(self.windows)
                 everything = list(base.market.data)
                 out = []
                 for label, spikes in plans:
                     market = perturb(base.market, spikes, everything)
-                    words = "; ".join(spike.label() for spike in spikes)
+                    words = "; ".join([spike.label() for spike in spikes] + ([extra] if extra else []))
                     name = f"{kind.value}-{market.as_of.isoformat()}-r{round_}-{label}"
                     out.append((name, words, _Base(market)))
                 self._markets[key] = out
