@@ -87,6 +87,47 @@ def _as_date(value: Any) -> str | None:
     return str(stamp.strftime("%Y-%m-%d"))
 
 
+def _compare_number(actual: Any, expected: float, tol: Tolerance, where: str) -> str | None:
+    if not is_number(actual):
+        return f"{where}: expected a finite number near {expected:.10g}, got {describe(actual)}"
+    if _close(float(actual), float(expected), tol):
+        return None
+    return f"{where}: {float(actual):.10g} differs from expected {float(expected):.10g} beyond tolerance"
+
+
+def _compare_dict(actual: Any, expected: Mapping[str, Any], tol: Tolerance, where: str) -> str | None:
+    if not isinstance(actual, Mapping):
+        return f"{where}: expected a dict, got {describe(actual)}"
+    for key, exp in expected.items():
+        if key not in actual:
+            return f"{where}: missing key {key!r}"
+        problem = compare(actual[key], exp, tol, f"{where}[{key!r}]")
+        if problem:
+            return problem
+    return None
+
+
+def _compare_list(actual: Any, expected: list[Any], tol: Tolerance, where: str) -> str | None:
+    if not isinstance(actual, list):
+        return f"{where}: expected a list of {len(expected)} items, got {describe(actual)}"
+    if len(actual) != len(expected):
+        return f"{where}: expected {len(expected)} items, got {len(actual)}"
+    for index, (act, exp) in enumerate(zip(actual, expected, strict=False)):
+        problem = compare(act, exp, tol, f"{where}[{index}]")
+        if problem:
+            return problem
+    return None
+
+
+def _compare_text(actual: Any, expected: str, where: str) -> str | None:
+    expected_date = _as_date(expected)
+    if expected_date is not None:
+        if _as_date(actual) == expected_date:
+            return None
+        return f"{where}: expected date {expected_date}, got {describe(actual)}"
+    return None if actual == expected else f"{where}: expected {expected!r}, got {describe(actual)}"
+
+
 def compare(actual: Any, expected: Any, tol: Tolerance, where: str = "value") -> str | None:
     """None when ``actual`` equals ``expected`` under the judge's rules, else the first mismatch."""
     if isinstance(expected, bool):
@@ -94,38 +135,13 @@ def compare(actual: Any, expected: Any, tol: Tolerance, where: str = "value") ->
             return f"{where}: expected bool {expected}, got {describe(actual)}"
         return None if actual is expected else f"{where}: expected {expected}, got {actual}"
     if isinstance(expected, (int, float)):
-        if not is_number(actual):
-            return f"{where}: expected a finite number near {expected:.10g}, got {describe(actual)}"
-        if _close(float(actual), float(expected), tol):
-            return None
-        return f"{where}: {float(actual):.10g} differs from expected {float(expected):.10g} beyond tolerance"
+        return _compare_number(actual, expected, tol, where)
     if isinstance(expected, Mapping):
-        if not isinstance(actual, Mapping):
-            return f"{where}: expected a dict, got {describe(actual)}"
-        for key, exp in expected.items():
-            if key not in actual:
-                return f"{where}: missing key {key!r}"
-            problem = compare(actual[key], exp, tol, f"{where}[{key!r}]")
-            if problem:
-                return problem
-        return None
+        return _compare_dict(actual, expected, tol, where)
     if isinstance(expected, list):
-        if not isinstance(actual, list):
-            return f"{where}: expected a list of {len(expected)} items, got {describe(actual)}"
-        if len(actual) != len(expected):
-            return f"{where}: expected {len(expected)} items, got {len(actual)}"
-        for index, (act, exp) in enumerate(zip(actual, expected, strict=False)):
-            problem = compare(act, exp, tol, f"{where}[{index}]")
-            if problem:
-                return problem
-        return None
+        return _compare_list(actual, expected, tol, where)
     if isinstance(expected, str):
-        expected_date = _as_date(expected)
-        if expected_date is not None:
-            if _as_date(actual) == expected_date:
-                return None
-            return f"{where}: expected date {expected_date}, got {describe(actual)}"
-        return None if actual == expected else f"{where}: expected {expected!r}, got {describe(actual)}"
+        return _compare_text(actual, expected, where)
     if expected is None:  # the oracle never produces None; refuse rather than pass by accident
         return f"{where}: no expected value"
     return None if actual == expected else f"{where}: expected {expected!r}, got {describe(actual)}"
