@@ -695,3 +695,20 @@ def test_the_shim_serves_no_field_that_tells_generated_data_from_recorded(env: E
         assert "synthetic" not in result.value
     for world in env.worlds.for_task(env.judged["fetch_002"], []):
         assert world.kind.value not in world.path.name and world.as_of.isoformat() not in str(world.path)
+
+
+@pytest.mark.slow
+def test_the_reference_tools_pass_in_every_world_of_300_seeds() -> None:
+    """The self-check must hold in every world a run may draw: 300 seeds, each with its own probes
+    drawn across the argument space and its own as-of day, every reference tool passing everywhere
+    (the reference tools run in process on the replay shim: their values, not their confinement,
+    are what is proven here)."""
+    import subprocess
+    import sys
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "bench_worlds.py"
+    done = subprocess.run([sys.executable, str(script), "--seeds", "1-300", "--in-process"],
+                          capture_output=True, text=True, timeout=4 * 3600, check=False)
+    failing = [line for line in done.stdout.splitlines() if line.startswith("  ")]
+    assert done.returncode == 0, (done.stderr[-2000:], failing[:20])
+    assert sum(line.startswith("seed ") for line in done.stdout.splitlines()) == 300
