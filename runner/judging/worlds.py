@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from finevo.market import synthetic
 from finevo.market.snapshot import Snapshot, load_snapshot, symbol_files, write_snapshot_files
@@ -88,6 +89,19 @@ MIN_SESSIONS_KEPT = 504
 GENERATOR = "runner.judging.worlds"
 GENERATOR_VERSION = "1"
 LABEL = "SYNTHETIC hidden world of the gate - not real prices"
+
+
+#: Draws of an as-of day before one is kept that has no event on a window's edge.
+_AS_OF_DRAWS = 50
+#: Years back from an as-of day where a window of whole years starts (``years`` of 1 to 5).
+_EDGE_YEARS = range(1, 6)
+
+
+def _on_an_edge(day: date, events: set[date]) -> bool:
+    """Whether an event (an ex-dividend date) lies exactly a whole number of years before ``day``:
+    there the accepted readings of "the last N years" (on or after, strictly after) disagree, and
+    a tool matching either passes by the coincidence; such an as-of day is drawn again."""
+    return any((pd.Timestamp(day) - pd.DateOffset(years=n)).date() in events for n in _EDGE_YEARS)
 
 
 class WorldKind(StrEnum):
@@ -212,11 +226,24 @@ class Worlds:
         high = max(1, min(high, len(sessions) - 1 - MIN_SESSIONS_KEPT))
         low = min(low, high)
         rng = np.random.default_rng(self._sub_seed(WorldKind.AS_OF, round_))
-        index = len(sessions) - 1 - int(rng.integers(low, high + 1))
-        while index > 0 and (sessions[index + 1] - sessions[index]).days == 1:
-            index -= 1  # back to a session the market's next one does not follow the next day
-        gap = (sessions[index + 1] - sessions[index]).days
-        return sessions[index] + timedelta(days=int(rng.integers(1, gap))) if gap > 1 else sessions[index]
+        events = self._event_days()
+        day = sessions[-1]
+        for _ in range(_AS_OF_DRAWS):
+            index = len(sessions) - 1 - int(rng.integers(low, high + 1))
+            while index > 0 and (sessions[index + 1] - sessions[index]).days == 1:
+                index -= 1  # back to a session the market's next one does not follow the next day
+            gap = (sessions[index + 1] - sessions[index]).days
+            day = sessions[index] + timedelta(days=int(rng.integers(1, gap))) if gap > 1 else sessions[index]
+            if not _on_an_edge(day, events):
+                break
+        return day
+
+    def _event_days(self) -> set[date]:
+        """Every ex-dividend date of the run's snapshot."""
+        days: set[date] = set()
+        for symbol in self._base_market().market.symbols():
+            days.update(pd.DatetimeIndex(self._base_market().market.dividends(symbol).index).date)
+        return days
 
     def variants(self, kind: WorldKind, round_: int) -> list[tuple[str, str, _Base]]:
         """``(name, perturbation in words, market)`` of each variant of a world, built once."""
