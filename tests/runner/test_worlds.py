@@ -712,3 +712,13 @@ def test_the_reference_tools_pass_in_every_world_of_300_seeds() -> None:
     failing = [line for line in done.stdout.splitlines() if line.startswith("  ")]
     assert done.returncode == 0, (done.stderr[-2000:], failing[:20])
     assert sum(line.startswith("seed ") for line in done.stdout.splitlines()) == 300
+
+
+def test_no_as_of_world_holds_an_ex_date_a_whole_number_of_years_before_it(env: Env) -> None:
+    """There the accepted readings of "the last N years" disagree, and a tool matching either one by
+    the coincidence (the last 4*N dividends, say) would pass: such a day is drawn again."""
+    dividends = {d for s in env.snapshot.symbols() for d in pd.DatetimeIndex(env.snapshot.dividends(s).index).date}
+    for seed in range(1, 41):
+        as_of = Worlds(env.snapshot, 3, seed).as_of_date(0)
+        edges = {(pd.Timestamp(as_of) - pd.DateOffset(years=n)).date() for n in range(1, 6)}
+        assert not edges & dividends, (seed, as_of, sorted(edges & dividends))
