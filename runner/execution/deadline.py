@@ -160,7 +160,9 @@ class TaskRunner:
         not return ``DEADLINE_GRACE_S`` after its own wall-clock limit.
         """
         sandbox = self.session.sandbox
-        limits = Limits(timeout_s=timeout_s, cpu_s=max(1, min(Limits().cpu_s, int(timeout_s) + 1)))
+        # The agent's own run's limits: the sandbox's defaults with only the wall-clock cut (what a
+        # tool can read of its limits must not tell a judged call from the agent's own).
+        limits = Limits(timeout_s=timeout_s)
         try:
             def run() -> ExecutionResult:
                 result: ExecutionResult

@@ -169,7 +169,9 @@ def prepare(config: GateConfig) -> Prepared:
         raise InputError(f"--worlds-seed: must be in [0, 2**63), got {config.worlds_seed}")
     snapshot = load_snapshot(config.data_dir)
     expected = {t.id: expected_values(t, snapshot) for t in suite.tasks}
-    judged = {t.id: t.model_copy(update={"probes": probes_for(t, snapshot)}) for t in suite.tasks}
+    # One secret seed draws the hidden worlds and the probes across the argument space.
+    worlds_seed = config.worlds_seed if config.worlds_seed is not None else secrets.randbelow(2**31)
+    judged = {t.id: t.model_copy(update={"probes": probes_for(t, snapshot, seed=worlds_seed)}) for t in suite.tasks}
     probe_expected = {t.id: probe_expected_values(t, snapshot) for t in judged.values() if t.probes}
     run_id = config.run_id or new_run_id()
     if not run_id.replace("-", "").replace("_", "").replace(".", "").isalnum() or run_id.startswith((".", "-")):
@@ -192,7 +194,6 @@ def prepare(config: GateConfig) -> Prepared:
                     snapshot_as_of=str(snapshot.as_of) if getattr(snapshot, "as_of", None) else None,
                     run_id=run_id, run_dir=run_dir, min_pass_rate=min_rate, probe_expected=probe_expected,
                     judged=judged, world_tasks=world_tasks,
-                    worlds_seed=(config.worlds_seed if config.worlds_seed is not None
-                                 else secrets.randbelow(2**31)),
+                    worlds_seed=worlds_seed,
                     created_dirs=created)
 

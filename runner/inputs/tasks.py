@@ -65,6 +65,9 @@ class Probe(_Strict):
     args: dict[str, Any] = Field(min_length=1)
     oracle_params: dict[str, Any] = Field(default_factory=dict)
     reason: str = Field(min_length=1)
+    #: The data cannot support these arguments (the oracle has no answer under any accepted
+    #: reading): the tool must raise a clear error, never return a value.
+    expect_error: bool = False
 
     def label(self) -> str:
         """``symbol=GOOGL, rsi_threshold=70``: the probe's changed arguments, for reasons and reports."""
