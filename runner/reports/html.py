@@ -290,8 +290,7 @@ def _attempts(t: TaskResult) -> tuple[list[AttemptView], bool]:
     previous: tuple[int, str] | None = None
     any_code = False
     for a in t.attempts:
-        code = getattr(a, "code", None)
-        code = code if isinstance(code, str) else None
+        code = a.code
         any_code = any_code or code is not None
         err = ""
         if a.error:
