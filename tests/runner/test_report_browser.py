@@ -16,13 +16,15 @@ from runner.cli import build_parser
 from runner.cli.run import cmd_run
 from runner.records import AttemptInfo, PayloadResult, ProbeResult, SecurityResult, TaskResult, WorldResult
 from runner.reports import document, write_all
-from tests.runner.browser_support import Opened, browser, open_report  # noqa: F401  (browser: a fixture)
+from tests.runner import browser_support
+from tests.runner.browser_support import Opened, open_report
 from tests.runner.conftest import SECURITY_LINES
 from tests.runner.fakes import DATA, TASKS
 from tests.runner.reports_support import config, make_doc
 from tests.runner.test_repeats import _by_repeat
 
 pytestmark = pytest.mark.browser
+browser = browser_support.browser  # the fixture: headless Chromium, or a skip (a failure in CI) with the reason
 
 ONLY = "fetch_001,fetch_002,fetch_003,calc_001,calc_002,calc_003,comp_001,sec_001,sec_002"
 #: Generous: a loaded 2-core machine opens the 500-task page in a few seconds.
@@ -211,3 +213,21 @@ def test_500_failing_tasks_with_10kb_reasons_load_and_filter_within_budget(tmp_p
     opened.page.fill("#f-text", "calc_49")
     assert len(opened.visible_rows()) == 10
     assert time.monotonic() - started < FILTER_BUDGET_S
+
+
+def test_the_hostile_corpus_of_the_other_reports_loads_clean(tmp_path: Path, browser: Any) -> None:
+    from tests.runner.reports_support import hostile_doc
+
+    doc = hostile_doc()
+    paths = write_all(doc, tmp_path)
+    opened = open_report(browser, paths["html"])
+    page = opened.page
+    assert len(opened.visible_rows()) == len(doc.tasks)
+    for index in range(len(doc.tasks)):
+        page.goto(f"{opened.url}#task-{index}")
+        assert page.locator(f"#task-{index}").is_visible()
+        assert page.evaluate("document.documentElement.scrollWidth") <= page.evaluate("window.innerWidth"), index
+    assert page.evaluate("document.scripts.length") == 1
+    assert page.evaluate("document.querySelectorAll('img, iframe, [onerror]').length") == 0
+    assert page.locator("article.task").count() == len(doc.tasks)
+    _clean(opened)
