@@ -26,10 +26,12 @@ def bench_doc(n: int, reason_bytes: int) -> document.ResultsDocument:
         1, reason_bytes // 120)
     code = "def tool(symbol: str) -> float:\n    return 1.0\n" * 100
     first = code.replace("return 1.0", "return 1", 3)
-    attempts = [AttemptInfo(number=1, stage="contract", ok=False, error={"message": reason[:300]}, code=first),
-                AttemptInfo(number=2, stage="done", ok=True, code=code)]
+    # each task its own code (a comment with its number), so nothing is rendered once for all
     tasks = [TaskResult(task_id=f"calc_{i:03d}", category="calculation", query=f"query {i}", state="fail",
-                        reason=reason, code=code, stdout=reason, attempts=attempts, refinements=1)
+                        reason=reason, code=f"# tool {i}\n" + code, stdout=reason, refinements=1,
+                        attempts=[AttemptInfo(number=1, stage="contract", ok=False, error={"message": reason[:300]},
+                                              code=f"# tool {i}\n" + first),
+                                  AttemptInfo(number=2, stage="done", ok=True, code=f"# tool {i}\n" + code)])
              for i in range(n)]
     security = [SecurityResult(task_id=f"sec_{i:03d}", query="q", attack="exfiltrate", state="unblocked",
                                reason=reason) for i in range(min(n, 50))]
@@ -60,11 +62,16 @@ def browser_figures(page_path: Path) -> str:
             t0 = time.perf_counter()
             page.goto(page_path.resolve().as_uri(), wait_until="load")
             t_load = time.perf_counter() - t0
-            t0 = time.perf_counter()
-            page.fill("#f-text", "calc_49")
-            page.select_option("#f-state", "fail")
+            # the filter's own time, measured in the page: the input event's handler and the layout after it
+            t_filter = page.evaluate("""() => {
+                const box = document.getElementById("f-text");
+                const t0 = performance.now();
+                box.value = "calc_49";
+                box.dispatchEvent(new Event("input"));
+                document.body.getBoundingClientRect();
+                return (performance.now() - t0) / 1000;
+            }""")
             shown = page.inner_text("#shown-count")
-            t_filter = time.perf_counter() - t0
             t0 = time.perf_counter()
             page.goto(page_path.resolve().as_uri() + "#task-499")
             page.locator("#task-499").wait_for(state="visible")

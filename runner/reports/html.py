@@ -10,14 +10,16 @@ Hostile text stays text: the template is Jinja2 with autoescape on for every val
 piece of text from a tool, the agent or the document first crosses :func:`runner.reports.escape.clean`
 (control characters and bidirectional overrides replaced) and a length cap, so a tool that prints
 ``<script>`` shows ``<script>`` and a 1 MB line costs the page a bounded, scrollable block. The
-markup is the template's own; nothing here marks a piece of text as safe HTML.
+markup is the template's own (and :func:`code_markup`'s, below); no piece of text is marked safe.
 
 The banners, the title and the headline are the words of ``summary.md``
 (:func:`runner.reports.markdown.banners`, :func:`~runner.reports.markdown.headline`): their two
 pieces of markdown (``**bold**`` and ``code``) become elements here, the text is not restated.
 
-The tool code is highlighted by a small tokenizer over Python's own :mod:`tokenize` (no
-dependency); the change between consecutive attempts is a :mod:`difflib` unified diff.
+The tool code is highlighted by a tiny tokenizer of its own (one regular expression, no
+dependency); the change between consecutive attempts is a :mod:`difflib` unified diff. Both are
+turned into markup by :func:`code_markup` (markupsafe's escape on every piece, classes from a fixed
+set), the one place outside the template that writes markup.
 """
 
 from __future__ import annotations
@@ -26,14 +28,14 @@ import base64
 import builtins
 import difflib
 import hashlib
-import io
 import keyword
 import re
-import tokenize
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from typing import Any
+
+from markupsafe import Markup, escape
 
 from finevo.vocabulary import Category
 from runner.records import PayloadState, SecurityState, TaskResult, TaskState
@@ -114,73 +116,95 @@ def banner_of(markdown_banner: str) -> Banner:
 
 # --------------------------------------------------------------------------- syntax highlighting
 
-_TOKEN_CLASS = {tokenize.STRING: "s", tokenize.COMMENT: "c", tokenize.NUMBER: "n", tokenize.OP: "o"}
+#: One pass of one compiled pattern: comments, strings (prefixed, triple-quoted), numbers, names.
+#: Operators and plain names stay unstyled (a span per ``(`` would double the page for little help);
+#: whatever the pattern does not match is plain text, so every character is kept whatever the code.
+_TOKEN = re.compile(r"""
+    (?P<c>\#[^\n]*)
+  | (?P<s>(?<![A-Za-z0-9_])[rRbBuUfF]{0,2}(?:\"\"\"(?:\\.|[^\\])*?\"\"\"|'''(?:\\.|[^\\])*?'''
+          |"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'))
+  | (?P<n>(?<![A-Za-z0-9_.])(?:0[xXoObB][0-9a-fA-F_]+|[0-9][0-9_]*(?:\.[0-9_]*)?(?:[eE][+-]?[0-9]+)?j?|\.[0-9]+))
+  | (?P<w>[A-Za-z_][A-Za-z0-9_]*)
+""", re.VERBOSE | re.DOTALL)
+#: Longer code is shown plain (still escaped): highlighting is for reading, not for megabytes.
+HIGHLIGHT_CAP = 100_000
 
 
 def highlight(code: str) -> list[Piece]:
     """Python ``code`` as pieces with a syntax class each (``k`` keyword, ``b`` builtin, ``s``
-    string, ``c`` comment, ``n`` number, ``o`` operator, ``d`` a name after ``def``/``class``).
-    Code that does not tokenize is one plain piece: it is shown, never refused."""
-    lines = code.splitlines(keepends=True)
-    offsets = [0]
-    for ln in lines:
-        offsets.append(offsets[-1] + len(ln))
-
-    def at(row: int, col: int) -> int:
-        return offsets[row - 1] + col if row - 1 < len(offsets) else len(code)
-
+    string, ``c`` comment, ``n`` number, ``d`` a name after ``def``/``class``; ``""`` plain).
+    A tiny tokenizer of its own (a regular expression, not :mod:`tokenize`: it never refuses code
+    that does not parse, and it is fast enough for pages of hundreds of tools). Code longer than
+    :data:`HIGHLIGHT_CAP` is one plain piece."""
+    if len(code) > HIGHLIGHT_CAP:
+        return [Piece("", code)]
     out: list[Piece] = []
     pos = 0
     after_def = False
-    try:
-        for tok in tokenize.generate_tokens(io.StringIO(code).readline):
-            if tok.type in (tokenize.ENDMARKER, tokenize.NEWLINE, tokenize.NL, tokenize.INDENT, tokenize.DEDENT):
-                continue
-            start, end = at(*tok.start), at(*tok.end)
-            if start < pos:  # never overlap (a continuation the tokenizer reports twice)
-                continue
-            kind = _TOKEN_CLASS.get(tok.type, "")
-            if tok.type == tokenize.NAME:
-                if after_def:
-                    kind = "d"
-                elif keyword.iskeyword(tok.string) or keyword.issoftkeyword(tok.string):
-                    kind = "k"
-                elif tok.string in _BUILTINS:
-                    kind = "b"
-                after_def = tok.string in ("def", "class")
-            elif tok.type == getattr(tokenize, "FSTRING_START", -1):
-                kind = "s"
-            if start > pos:
-                out.append(Piece("", code[pos:start]))
-            out.append(Piece(kind, code[start:end]))
-            pos = end
-    except (tokenize.TokenError, SyntaxError, IndexError, ValueError):
-        return [Piece("", code)]
+    for m in _TOKEN.finditer(code):
+        kind = m.lastgroup or ""
+        word = m.group()
+        if kind == "w":
+            if after_def:
+                kind = "d"
+            elif keyword.iskeyword(word) or keyword.issoftkeyword(word):
+                kind = "k"
+            elif word in _BUILTINS:
+                kind = "b"
+            else:
+                kind = ""
+            after_def = word in ("def", "class")
+        if not kind:
+            continue  # a plain name: part of the plain run around it
+        if m.start() > pos:
+            out.append(Piece("", code[pos:m.start()]))
+        out.append(Piece(kind, word))
+        pos = m.end()
     if pos < len(code):
         out.append(Piece("", code[pos:]))
-    return _merge(out)
-
-
-def _merge(pieces: list[Piece]) -> list[Piece]:
-    out: list[Piece] = []
-    for p in pieces:
-        if out and out[-1].kind == p.kind:
-            out[-1] = Piece(p.kind, out[-1].text + p.text)
-        else:
-            out.append(p)
     return out
 
 
+#: The classes a piece of code or of a diff may carry (anything else is dropped, never written).
+_CLASSES = frozenset({"k", "b", "s", "c", "n", "d", "add", "del", "hunk", "file"})
+
+
+def code_markup(pieces: list[Piece], *, prefix: str = "t-", line_break: bool = False) -> Markup:
+    """Highlighted code (or diff lines) as markup: each piece's text escaped, its class from
+    :data:`_CLASSES` only. Built here rather than by a macro per piece (a 500-task page has hundreds
+    of thousands of pieces); the same escaping as the template's autoescape."""
+    parts = []
+    for p in pieces:
+        body = escape(p.text)
+        if p.kind in _CLASSES:
+            parts.append(f'<span class="{prefix}{p.kind}">{body}</span>')
+        else:
+            parts.append(str(body))
+        if line_break:
+            parts.append("\n")
+    return Markup("".join(parts))
+
+
 def diff_lines(old: str, new: str, old_name: str, new_name: str) -> list[Piece]:
-    """The unified diff of two attempts' code, one piece per line (``add``, ``del``, ``hunk``, ``""``)."""
-    out: list[Piece] = []
-    for ln in difflib.unified_diff(old.splitlines(), new.splitlines(), old_name, new_name, lineterm="", n=2):
+    """The unified diff of two attempts' code, one piece per line (``add``, ``del``, ``hunk``,
+    ``file``, ``""`` for context). Without difflib's "popular line" heuristic below 2,000 lines (in
+    code, a line repeated often -- ``return``, a blank -- is no reason to lose the alignment)."""
+    a, b = old.splitlines(), new.splitlines()
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=len(a) + len(b) > 4_000)
+    out: list[Piece] = [Piece("file", f"--- {old_name}"), Piece("file", f"+++ {new_name}")]
+    for group in matcher.get_grouped_opcodes(2):
+        (_, i1, _, j1, _), (_, _, i2, _, j2) = group[0], group[-1]
+        out.append(Piece("hunk", f"@@ -{i1 + 1},{i2 - i1} +{j1 + 1},{j2 - j1} @@"))
+        for tag, x1, x2, y1, y2 in group:
+            if tag == "equal":
+                out += [Piece("", line(" " + ln, 2_000)) for ln in a[x1:x2]]
+                continue
+            out += [Piece("del", line("-" + ln, 2_000)) for ln in a[x1:x2]]
+            out += [Piece("add", line("+" + ln, 2_000)) for ln in b[y1:y2]]
         if len(out) >= DIFF_LINES_CAP:
+            out = out[:DIFF_LINES_CAP]
             out.append(Piece("hunk", f"… the diff is longer than {DIFF_LINES_CAP} lines; cut here"))
             break
-        kind = ("hunk" if ln.startswith("@@") else "file" if ln.startswith(("---", "+++"))
-                else "add" if ln.startswith("+") else "del" if ln.startswith("-") else "")
-        out.append(Piece(kind, line(ln, 2_000)))
     return out
 
 
@@ -302,8 +326,11 @@ def _attempts(t: TaskResult) -> tuple[list[AttemptView], bool]:
             diff_from = previous[0]
         views.append(AttemptView(a.number, line(a.stage, 40), a.ok, a.repeat_of, err, _tokens(a.usage),
                                  [(line(s.name, 60), s.ok, line(s.note, 400)) for s in a.stages],
-                                 highlight(cap(clean(code), CODE_CAP)) if code is not None and previous is None
-                                 else None, diff, diff_from))
+                                 # the first code in full (plain: the page stays light), unless it is the
+                                 # final tool's; each later one as its diff
+                                 [Piece("", cap(clean(code), CODE_CAP))]
+                                 if code is not None and previous is None and code != t.code else None,
+                                 diff, diff_from))
         if code is not None:
             previous = (a.number, code)
     return views, any_code
@@ -371,6 +398,8 @@ def _environment() -> Any:
     env = jinja2.Environment(loader=jinja2.PackageLoader("runner.reports", "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["text"] = text
+    env.filters["code"] = code_markup
+    env.filters["diff"] = lambda pieces: code_markup(pieces, prefix="d-", line_break=True)
     env.filters["line"] = line
     env.filters["pct"] = lambda x: "-" if x is None else f"{x:.0%}"
     env.filters["pct1"] = lambda x: "-" if x is None else f"{x:.1%}"
