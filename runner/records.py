@@ -154,6 +154,9 @@ class AttemptInfo:
     #: The earlier attempt whose reply this one repeats unchanged (the same reply again): not
     #: verified again, not counted as a refinement, and refining stopped there.
     repeat_of: PositiveInt | None = None
+    #: The code this attempt produced (None: the reply held none, or the results predate the field);
+    #: report.html shows the diff between consecutive attempts from it.
+    code: str | None = None
 
 
 @dataclass(config=_STRICT)

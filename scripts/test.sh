@@ -83,6 +83,14 @@ else
     echo "test.sh: PostgreSQL set-up failed: the postgres tests will be skipped" >&2
 fi
 
+if bash scripts/setup-browser.sh --env-file "$env_file" >/dev/null; then
+    load_env
+elif [ "${FINEVO_REQUIRE_BROWSER:-0}" = "1" ]; then
+    echo "test.sh: browser set-up failed and FINEVO_REQUIRE_BROWSER=1: the browser tests will fail" >&2
+else
+    echo "test.sh: browser set-up failed: the browser tests will be skipped" >&2
+fi
+
 status=0
 "$PY" -m pytest "$@" || status=$?
 exit "$status"

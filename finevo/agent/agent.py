@@ -231,7 +231,7 @@ class Agent:
                 outcome.stage = ver.stage
                 outcome.attempts.append(Attempt(number, ver.stage, ver.ok,
                                                 ver.error.to_dict() if ver.error else None, this_hash, parent_hash,
-                                                call, [stage.to_dict() for stage in ver.stages]))
+                                                call, [stage.to_dict() for stage in ver.stages], code=code))
                 if ver.ok:
                     artifact = self._register(job, contract, code, parent_id, outcome, tool_ids)
                     self._trace_verification(tool_ids[number], job, ver)
@@ -286,7 +286,7 @@ class Agent:
                 "refinement; refining stops because the reply cannot change")
         outcome.attempts.append(Attempt(number, earlier.stage, False, earlier.error, earlier.code_hash, parent_hash,
                                         call, [{"name": "refinement", "ok": False, "note": note}],
-                                        repeat_of=repeat_of))
+                                        repeat_of=repeat_of, code=earlier.code))
         outcome.stage = "refinement"
         self._record_attempts(job, outcome, tool_ids)
         distinct = number - 1 - sum(1 for a in outcome.attempts[:-1] if a.repeat_of is not None)
@@ -346,7 +346,7 @@ class Agent:
             outcome.stage = "done"
             return
         outcome.tool_code, outcome.tool_hash = code, code_hash(code)
-        outcome.attempts.append(Attempt(1, "policy", False, None, outcome.tool_hash, None, call))
+        outcome.attempts.append(Attempt(1, "policy", False, None, outcome.tool_hash, None, call, code=code))
         outcome.stage = "policy"
         started = self.clock()
         violation = policy_check(code)

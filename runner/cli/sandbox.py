@@ -11,7 +11,7 @@ rlimits) contain it: for auditors testing the runtime layers with their own atta
 says ``"policy": "off"``. The gate itself has no such option.
 
 Exit 0 if allowed and (if run) it ran cleanly; 1 if blocked, contained or failed; 2 for a missing
-file, bad ``--args`` JSON or another usage error.
+file, a run without a market snapshot, bad ``--args`` JSON or another usage error.
 """
 
 from __future__ import annotations
@@ -91,6 +91,11 @@ def run_check(args: argparse.Namespace) -> int:
     no_policy = bool(args.no_policy)
     verdict["policy"] = "off" if no_policy else "on"
     clean = report.allowed
+    # A run needs the market snapshot: without it every data call would fail with a message about
+    # the sandbox, not about the missing files, so the path tried is named instead (exit 2).
+    if args.run and not (data / "manifest.json").is_file():
+        raise InputError(f"{data / 'manifest.json'}: snapshot manifest not found (--data DIR, or set "
+                         "FINEVO_BENCHMARKS to the benchmarks directory)")
     snapshot = str(data) if (data / "manifest.json").exists() else None
     with create_sandbox(snapshot, backend=args.backend, policy=not no_policy) as sandbox:
         verdict["layers"] = sandbox.layers()
