@@ -28,6 +28,7 @@ from runner.execution.containment import prove as prove_containment
 from runner.execution.deadline import Aborted, Interrupts, TaskRunner
 from runner.execution.payloads import Canaries, run_payload
 from runner.execution.repeats import Repeats, repeat_config
+from runner.execution.schedule import Lanes
 from runner.execution.session import SessionFactory, SessionSpec, default_session
 from runner.inputs.prepare import GateConfig, Prepared, git_sha, prepare, remove_if_empty
 from runner.judging.compare import JUDGE_VERSION
@@ -200,54 +201,121 @@ class Gate:
 
     def _run_all(self, runner: TaskRunner, events: EventLog, total: int, tasks_done: list[TaskResult],
                  sec_done: list[SecurityResult], pay_done: list[PayloadResult]) -> None:
-        p, console = self.p, self.console
-        index = 0
+        p = self.p
+        # --jobs > 1: judging and the payload corpus run beside the agent (runner.execution.schedule);
+        # results are recorded in the serial order all the same.
+        lanes = Lanes.open(self.factory, self.spec(label="lane"), runner.interrupts, p.config.task_timeout_s,
+                           payloads=bool(p.suite.payloads)) if p.config.jobs > 1 else None
+        canaries = Canaries(p.run_dir / "canary") if p.suite.payloads else None
+        if lanes is not None and canaries is not None:
+            lanes.start_payloads(p.suite.payloads, run_payload, canaries)
+        counter = [0]
+        try:
+            self._run_tasks(runner, events, total, counter, tasks_done, lanes)
+            for stask in p.suite.security:
+                counter[0] += 1
+                self.console.task_start(counter[0], total, stask.id, stask.query)
+                outcome, elapsed = runner.solve(stask)
+                sresult = security_result(stask, outcome, elapsed)
+                sec_done.append(sresult)
+                events.emit("security", result=sresult.to_dict())
+                self.console.task_end(sresult.state, elapsed, sresult.blocked_by or sresult.reason[:100])
+            if canaries is not None:
+                self._run_payloads(runner, events, total, counter, canaries, pay_done, lanes)
+        finally:
+            if lanes is not None:
+                for presult in lanes.close_payloads():  # a run stopped early keeps the payloads finished
+                    self._record_payload(events, total, counter, presult, pay_done)
+                lanes.close()
+            if canaries is not None:
+                canaries.close()
+
+    def _run_tasks(self, runner: TaskRunner, events: EventLog, total: int, counter: list[int],
+                   tasks_done: list[TaskResult], lanes: Lanes | None) -> None:
+        p = self.p
         repeats = Repeats(self.factory, self.spec, runner, p.run_dir)
+        judge_lane = lanes.judge if lanes is not None else None
         try:
             for repeat in range(1, p.config.repeats + 1):
                 current = repeats.runner_for(repeat)
                 for task in p.suite.tasks:
-                    index += 1
-                    label = task.id if p.config.repeats == 1 else f"{task.id} (repeat {repeat}/{p.config.repeats})"
-                    console.task_start(index, total, label, task.query)
+                    if judge_lane is None:
+                        counter[0] += 1
+                        self.console.task_start(counter[0], total, self._label(task.id, repeat), task.query)
                     outcome, elapsed = current.solve(task)
-                    result = judge_task(p.judged.get(task.id, task), outcome, p.expected[task.id], elapsed,
-                                        probe_expected=p.probe_expected.get(task.id), run_tool=current.probe_runner(),
-                                        worlds=self.worlds)
-                    if repeat != 1:
-                        result.repeat = repeat
-                    tasks_done.append(result)
-                    events.emit("task", result=result.to_dict())
-                    why = "" if result.state == TaskState.PASS else result.reason[:100]
-                    console.task_end(result.state, elapsed, why)
+                    if judge_lane is None:
+                        result = self._judge(task, outcome, elapsed, repeat, current.probe_runner())
+                        self._record_task(events, result, elapsed, tasks_done)
+                        continue
+                    judge_lane.submit(self._judged_line, task, outcome, elapsed, repeat)
+                    for line in judge_lane.ready():
+                        self._record_task_line(events, total, counter, line, tasks_done)
+            if judge_lane is not None:
+                for line in judge_lane.drain():
+                    self._record_task_line(events, total, counter, line, tasks_done)
         finally:
+            if lanes is not None:
+                for line in lanes.close_judge():  # a run stopped early keeps the tasks judged
+                    self._record_task_line(events, total, counter, line, tasks_done)
             repeats.close()
-        for stask in p.suite.security:
-            index += 1
-            console.task_start(index, total, stask.id, stask.query)
-            outcome, elapsed = runner.solve(stask)
-            sresult = security_result(stask, outcome, elapsed)
-            sec_done.append(sresult)
-            events.emit("security", result=sresult.to_dict())
-            console.task_end(sresult.state, elapsed, sresult.blocked_by or sresult.reason[:100])
-        if not p.suite.payloads:
+
+    def _label(self, task_id: str, repeat: int) -> str:
+        n = self.p.config.repeats
+        return task_id if n == 1 else f"{task_id} (repeat {repeat}/{n})"
+
+    def _judge(self, task: Any, outcome: Any, elapsed: float, repeat: int, run_tool: Any) -> TaskResult:
+        p = self.p
+        result = judge_task(p.judged.get(task.id, task), outcome, p.expected[task.id], elapsed,
+                            probe_expected=p.probe_expected.get(task.id), run_tool=run_tool, worlds=self.worlds)
+        if repeat != 1:
+            result.repeat = repeat
+        return result
+
+    def _record_task(self, events: EventLog, result: TaskResult, elapsed: float,
+                     tasks_done: list[TaskResult]) -> None:
+        tasks_done.append(result)
+        events.emit("task", result=result.to_dict())
+        why = "" if result.state == TaskState.PASS else result.reason[:100]
+        self.console.task_end(result.state, elapsed, why)
+
+    def _judged_line(self, task: Any, outcome: Any, elapsed: float, repeat: int,
+                     run_tool: Any) -> tuple[Any, int, TaskResult, float]:
+        return task, repeat, self._judge(task, outcome, elapsed, repeat, run_tool), elapsed
+
+    def _record_task_line(self, events: EventLog, total: int, counter: list[int],
+                          line: tuple[Any, int, TaskResult, float], tasks_done: list[TaskResult]) -> None:
+        """A task judged beside the agent: its console line is printed whole, in suite order."""
+        task, repeat, result, elapsed = line
+        counter[0] += 1
+        self.console.task_start(counter[0], total, self._label(task.id, repeat), task.query)
+        self._record_task(events, result, elapsed, tasks_done)
+
+    def _run_payloads(self, runner: TaskRunner, events: EventLog, total: int, counter: list[int],
+                      canaries: Canaries, pay_done: list[PayloadResult], lanes: Lanes | None) -> None:
+        if lanes is not None and lanes.payloads is not None:
+            for presult in lanes.payload_results():
+                self._record_payload(events, total, counter, presult, pay_done)
             return
-        canaries = Canaries(p.run_dir / "canary")
-        try:
-            for payload in p.suite.payloads:
-                if runner.interrupts.event.is_set():
-                    raise Aborted(payload.id)
-                index += 1
-                console.task_start(index, total, f"payload:{payload.id}", payload.attempts)
-                presult = run_payload(runner.session.sandbox, payload, canaries)
-                if runner.interrupts.event.is_set():
-                    raise Aborted(payload.id)
-                pay_done.append(presult)
-                events.emit("payload", result=presult.to_dict())
-                console.task_end(presult.state, presult.duration_s,
-                                 presult.reason[:100] if presult.state == "error" else presult.layer or "")
-        finally:
-            canaries.close()
+        for payload in self.p.suite.payloads:
+            if runner.interrupts.event.is_set():
+                raise Aborted(payload.id)
+            counter[0] += 1
+            self.console.task_start(counter[0], total, f"payload:{payload.id}", payload.attempts)
+            presult = run_payload(runner.session.sandbox, payload, canaries)
+            if runner.interrupts.event.is_set():
+                raise Aborted(payload.id)
+            self._record_payload(events, total, None, presult, pay_done)
+
+    def _record_payload(self, events: EventLog, total: int, counter: list[int] | None, presult: PayloadResult,
+                        pay_done: list[PayloadResult]) -> None:
+        """One payload's result; ``counter`` given: its console line is printed whole (run beside the agent)."""
+        if counter is not None:
+            counter[0] += 1
+            self.console.task_start(counter[0], total, f"payload:{presult.payload_id}", presult.attempt)
+        pay_done.append(presult)
+        events.emit("payload", result=presult.to_dict())
+        self.console.task_end(presult.state, presult.duration_s,
+                              presult.reason[:100] if presult.state == "error" else presult.layer or "")
 
     def _document(self, config: dict[str, Any], started_at: str, t0: float, tasks_done: list[TaskResult],
                   sec_done: list[SecurityResult], pay_done: list[PayloadResult],

@@ -288,37 +288,8 @@ def test_sandbox_backend_flag_reaches_the_run_and_its_record(tmp_path, capsys) -
     assert sub.tasks[0].state == "pass" and sub.tasks[0].actual == warm.tasks[0].actual
 
 
-# --------------------------------------------------------------------------- start-up, help, usage errors
-#: Libraries that only the verbs doing real work may load: `--help` and usage errors must not pay for them.
-HEAVY_MODULES = ("pandas", "numpy", "jsonschema", "openai", "sqlmodel")
-
-
-def _modules_loaded_by(code: str) -> list[str]:
-    """The heavy modules a fresh interpreter holds after running ``code`` (a CLI call ending in SystemExit)."""
-    import subprocess
-    import sys
-
-    probe = ("import json, sys\n"
-             f"try:\n    {code}\nexcept SystemExit:\n    pass\n"
-             f"print(json.dumps(sorted(m for m in {HEAVY_MODULES!r} if m in sys.modules)))")
-    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False)
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
-@pytest.mark.parametrize("code", [
-    "from runner.cli import main; main(['--help'])",
-    "from runner.cli import main; main(['run', '--help'])",
-    "from runner.cli import main; main(['--onl', 'x'])",
-    "from runner.cli import main; main(['frob'])",
-    "from runner.cli import main; main(['--shard', '3/2'])",
-    "from runner.cli import main; main(['--min-pass-rate', '2'])",
-    "from finevo.cli import main; main(['--help'])",
-    "from finevo.cli import main; main(['solve', '--help'])",
-], ids=["verify-help", "verify-run-help", "verify-bad-flag", "verify-bad-verb", "verify-bad-shard",
-        "verify-bad-rate", "finevo-help", "finevo-solve-help"])
-def test_help_and_usage_errors_import_no_heavy_library(code: str) -> None:
-    assert _modules_loaded_by(code) == []
+# --------------------------------------------------------------------------- help, usage errors
+# (what --help and the usage errors import: tests/test_startup.py)
 
 
 def _walk(parser, path=()):
