@@ -136,7 +136,7 @@ def lane_session(factory: SessionFactory, spec: SessionSpec) -> SessionFactory:
         return session
 
     del spec
-    return lambda lane_spec: scratch_session(dataclasses.replace(lane_spec, registry_dir=scratch / "registry"))
+    return lambda lane_spec: scratch_session(dataclasses.replace(lane_spec, registry_dir=scratch / "lane-registry"))
 
 
 # --------------------------------------------------------------------------- one ordered worker
