@@ -113,7 +113,10 @@ def connect(ping_timeout: float = 10.0) -> Any:
     """
     try:
         import docker
-
+    except ImportError:
+        raise LauncherError("the Docker SDK is not installed: the launcher is an extra, "
+                            "pip install 'finevo[docker]'", int(Exit.USAGE)) from None
+    try:
         probe = docker.from_env(timeout=int(ping_timeout))
         try:
             probe.ping()
