@@ -28,7 +28,7 @@ from runner.execution.containment import prove as prove_containment
 from runner.execution.deadline import Aborted, Interrupts, TaskRunner
 from runner.execution.payloads import Canaries, run_payload
 from runner.execution.repeats import Repeats, repeat_config
-from runner.execution.schedule import Lanes
+from runner.execution.schedule import EarlySelfCheck, Lanes
 from runner.execution.session import SessionFactory, SessionSpec, default_session
 from runner.inputs.prepare import GateConfig, Prepared, git_sha, prepare, remove_if_empty
 from runner.judging.compare import JUDGE_VERSION
@@ -70,6 +70,8 @@ class Gate:
         self.factory = factory
         self.console = console or Console()
         self.selfcheck = selfcheck
+        #: ``--jobs`` > 1: the self-check started beside the security tasks and payloads.
+        self._early_selfcheck: EarlySelfCheck | None = None
         #: The run's hidden worlds (built lazily, for tasks whose main value passes; removed at the end).
         self.worlds: Worlds | None = (Worlds(prepared.snapshot, prepared.config.worlds, prepared.worlds_seed,
                                              prepared.world_tasks or prepared.suite.tasks)
@@ -142,7 +144,7 @@ class Gate:
                     crash_tb: str | None = None
                     try:
                         self._run_all(runner, events, total, tasks_done, sec_done, pay_done)
-                        selfcheck = self._selfcheck([t for t in tasks_done if t.repeat == 1], interrupts)
+                        selfcheck = self._selfcheck_result(tasks_done, interrupts)
                         if p.config.self_check:
                             events.emit("selfcheck", selfcheck=selfcheck)
                     except Aborted:
@@ -160,6 +162,9 @@ class Gate:
                     events.emit("end", finished_at=doc.finished_at.isoformat(), signal=partial,
                                 exit_code=doc.verdict.exit_code, crash=crash, traceback=crash_tb)
             finally:
+                early, self._early_selfcheck = self._early_selfcheck, None
+                if early is not None:  # the run stopped before asking for it
+                    early.abandon()
                 runner.close()
                 if self.worlds is not None:
                     self.worlds.close()
@@ -186,7 +191,14 @@ class Gate:
             raise
         return found
 
-    def _selfcheck(self, tasks_done: list[TaskResult], interrupts: Interrupts) -> dict[str, Any]:
+    def _selfcheck_result(self, tasks_done: list[TaskResult], interrupts: Interrupts) -> dict[str, Any]:
+        """The self-check's record: the one started beside the security tasks (``--jobs`` > 1), else run now."""
+        early, self._early_selfcheck = self._early_selfcheck, None
+        if early is not None:
+            return early.result()
+        return self._selfcheck([t for t in tasks_done if t.repeat == 1], interrupts)
+
+    def _selfcheck(self, tasks_done: list[TaskResult], interrupts: Interrupts, host: Any = None) -> dict[str, Any]:
         """Run the harness self-check, or say plainly why it did not run."""
         p = self.p
         if not p.config.self_check:
@@ -197,7 +209,7 @@ class Gate:
                               "have nothing to answer (security tasks and payloads need no self-check)"}
         if self.selfcheck is None:
             return {"enabled": False, "ok": None, "reason": "this gate was given no self-check"}
-        return self.selfcheck(self, tasks_done, interrupts)
+        return self.selfcheck(host or self, tasks_done, interrupts)
 
     def _run_all(self, runner: TaskRunner, events: EventLog, total: int, tasks_done: list[TaskResult],
                  sec_done: list[SecurityResult], pay_done: list[PayloadResult]) -> None:
@@ -212,6 +224,10 @@ class Gate:
         counter = [0]
         try:
             self._run_tasks(runner, events, total, counter, tasks_done, lanes)
+            if lanes is not None:  # the self-check needs the tasks' results only: start it now, beside the rest
+                done = [t for t in tasks_done if t.repeat == 1]
+                self._early_selfcheck = EarlySelfCheck(
+                    lambda host: self._selfcheck(done, runner.interrupts, host), self, runner.interrupts)
             for stask in p.suite.security:
                 counter[0] += 1
                 self.console.task_start(counter[0], total, stask.id, stask.query)
@@ -247,16 +263,13 @@ class Gate:
                         result = self._judge(task, outcome, elapsed, repeat, current.probe_runner())
                         self._record_task(events, result, elapsed, tasks_done)
                         continue
-                    judge_lane.submit(self._judged_line, task, outcome, elapsed, repeat)
-                    for line in judge_lane.ready():
-                        self._record_task_line(events, total, counter, line, tasks_done)
+                    judge_lane.submit(self._judge_and_record, events, total, counter, tasks_done,
+                                      task, outcome, elapsed, repeat)
             if judge_lane is not None:
-                for line in judge_lane.drain():
-                    self._record_task_line(events, total, counter, line, tasks_done)
+                judge_lane.drain()
         finally:
             if lanes is not None:
-                for line in lanes.close_judge():  # a run stopped early keeps the tasks judged
-                    self._record_task_line(events, total, counter, line, tasks_done)
+                lanes.close_judge()  # every task judged by now is recorded already
             repeats.close()
 
     def _label(self, task_id: str, repeat: int) -> str:
@@ -278,14 +291,11 @@ class Gate:
         why = "" if result.state == TaskState.PASS else result.reason[:100]
         self.console.task_end(result.state, elapsed, why)
 
-    def _judged_line(self, task: Any, outcome: Any, elapsed: float, repeat: int,
-                     run_tool: Any) -> tuple[Any, int, TaskResult, float]:
-        return task, repeat, self._judge(task, outcome, elapsed, repeat, run_tool), elapsed
-
-    def _record_task_line(self, events: EventLog, total: int, counter: list[int],
-                          line: tuple[Any, int, TaskResult, float], tasks_done: list[TaskResult]) -> None:
-        """A task judged beside the agent: its console line is printed whole, in suite order."""
-        task, repeat, result, elapsed = line
+    def _judge_and_record(self, events: EventLog, total: int, counter: list[int], tasks_done: list[TaskResult],
+                          task: Any, outcome: Any, elapsed: float, repeat: int, run_tool: Any) -> None:
+        """A task judged beside the agent (in the judging lane, in suite order): recorded at once, its
+        console line printed whole."""
+        result = self._judge(task, outcome, elapsed, repeat, run_tool)
         counter[0] += 1
         self.console.task_start(counter[0], total, self._label(task.id, repeat), task.query)
         self._record_task(events, result, elapsed, tasks_done)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import io
 import os
 import queue
 import tempfile
@@ -150,7 +151,8 @@ class _Item(Generic[T]):
 
 class _Lane(Generic[T]):
     """One worker thread that runs submitted jobs one at a time, in order, and hands the results back
-    in that order. A job's exception is re-raised by :meth:`next_done` / :meth:`wait_next`, in order."""
+    in that order. After a job raised, the jobs queued behind it do not run (as in a serial loop, where
+    the exception would have stopped them); :meth:`wait_next` re-raises the error in its place."""
 
     def __init__(self, name: str, interrupts: Interrupts) -> None:
         self.interrupts = interrupts
@@ -162,19 +164,21 @@ class _Lane(Generic[T]):
         self._thread.start()
 
     def _work(self) -> None:
+        failed = False
         while True:
             job = self._jobs.get()
             if job is None:
                 return
             item, work = job
-            if self._stopped.is_set():
-                item.error = Aborted("lane stopped")
+            if self._stopped.is_set() or failed:
+                item.error = Aborted("not run: the lane stopped")
                 item.done.set()
                 continue
             try:
                 item.value = work()
             except BaseException as exc:  # handed to the gate's thread, in order
                 item.error = exc
+                failed = True
             finally:
                 item.done.set()
 
@@ -193,12 +197,6 @@ class _Lane(Generic[T]):
         if item.error is not None:
             raise item.error
         return item.value  # type: ignore[return-value]
-
-    def next_done(self) -> tuple[bool, T | None]:
-        """``(True, result)`` for the next result in order when it is finished, else ``(False, None)``."""
-        if self.pending and self._items[self._handed].done.is_set():
-            return True, self._hand()
-        return False, None
 
     def wait_next(self) -> T:
         """The next result in order, waiting for it; raises :class:`Aborted` on a signal meanwhile."""
@@ -219,8 +217,12 @@ class _Lane(Generic[T]):
             out.append(self._hand())
         return out
 
+    def finish(self) -> None:
+        """No more jobs: run those queued, then end the thread."""
+        self._jobs.put(None)
+
     def stop(self) -> None:
-        """No more jobs: let the one running finish (or be killed by the caller), then end the thread."""
+        """Start no queued job any more: let the one running finish (or be killed by the caller), then end."""
         self._stopped.set()
         self._jobs.put(None)
 
@@ -232,8 +234,11 @@ class _Lane(Generic[T]):
 class JudgeLane:
     """Judges solved benchmark tasks in order, on a sandbox of its own, while the agent goes on.
 
-    ``judge(task, outcome, elapsed, repeat, run_tool)`` is the gate's own judging call; ``run_tool``
-    is this lane's probe runner (one task's probe budget each, as the serial loop gives it)."""
+    ``submit(judge, *args)`` queues ``judge(*args, run_tool)``, where ``run_tool`` is this lane's probe
+    runner (one task's probe budget each, as the serial loop gives it). The gate's ``judge`` also
+    *records* the result (event, console line): the lane runs one job at a time, in suite order, and
+    the gate records nothing else until :meth:`drain` returns, so a task's event is written as soon as
+    it is judged -- a run killed while the agent is stuck on the next task keeps it."""
 
     def __init__(self, factory: SessionFactory, spec: SessionSpec, interrupts: Interrupts,
                  timeout_s: float) -> None:
@@ -243,31 +248,18 @@ class JudgeLane:
     def submit(self, judge: Callable[..., Any], *args: Any) -> None:
         self._lane.submit(lambda: judge(*args, self.runner.probe_runner()))
 
-    def ready(self) -> list[Any]:
-        """The judged results that are finished, in order, without waiting."""
-        out: list[Any] = []
-        while True:
-            ok, value = self._lane.next_done()
-            if not ok:
-                return out
-            out.append(value)
-
-    def drain(self) -> list[Any]:
-        """Every remaining result, in order, waiting for each."""
-        out: list[Any] = []
+    def drain(self) -> None:
+        """Wait for every job; raises the first job's error (``Aborted`` on a signal meanwhile)."""
         while self._lane.pending:
-            out.append(self._lane.wait_next())
-        return out
+            self._lane.wait_next()
 
-    def close(self) -> list[Any]:
-        """Stop; returns the judged results not handed out yet that finished by now, in order (a run that
-        stops early keeps them); a judging in flight is killed with the lane's sandbox and dropped."""
+    def close(self) -> None:
+        """Stop: no queued job starts any more; a judging in flight is killed with the lane's sandbox and
+        dropped (as the serial loop drops the task an interrupt lands in)."""
         self._lane.stop()
-        kept = self._lane.finished_prefix()
         self.runner.session.interrupt()
-        self._lane.join(5.0)
+        self._lane.join(10.0)
         self.runner.close()
-        return kept
 
 
 # --------------------------------------------------------------------------- the payload corpus beside it all
@@ -327,19 +319,23 @@ class Lanes:
     @classmethod
     def open(cls, factory: SessionFactory, spec: SessionSpec, interrupts: Interrupts, timeout_s: float, *,
              payloads: bool) -> Lanes:
-        judge = payload_lane = None
+        from concurrent.futures import ThreadPoolExecutor
+
         guard = contextlib.ExitStack()
         guard.enter_context(one_parse_at_a_time())
-        try:
-            judge = JudgeLane(factory, dataclasses.replace(spec, label="judge"), interrupts, timeout_s)
-            if payloads:
-                payload_lane = PayloadLane(factory, dataclasses.replace(spec, label="payloads"), interrupts)
-        except BaseException:
-            if judge is not None:
-                judge.close()
+        # Each lane's sandbox starts a worker process of its own: start them at the same time.
+        with ThreadPoolExecutor(2, thread_name_prefix="lane-open") as pool:
+            judge_f = pool.submit(JudgeLane, factory, dataclasses.replace(spec, label="judge"), interrupts, timeout_s)
+            payload_f = pool.submit(PayloadLane, factory, dataclasses.replace(spec, label="payloads"),
+                                    interrupts) if payloads else None
+        opened: list[Any] = [f.result() for f in (judge_f, payload_f) if f is not None and f.exception() is None]
+        failed = next((f.exception() for f in (judge_f, payload_f) if f is not None and f.exception()), None)
+        if failed is not None:
+            for lane in opened:
+                lane.close()
             guard.close()
-            raise
-        return cls(judge, payload_lane, guard)
+            raise failed
+        return cls(judge_f.result(), payload_f.result() if payload_f is not None else None, guard)
 
     def start_payloads(self, payloads: Sequence[Any], run_one: Callable[[Any, Any, Any], Any],
                        canaries: Any) -> None:
@@ -350,9 +346,10 @@ class Lanes:
         assert self.payloads is not None
         return self.payloads.results()
 
-    def close_judge(self) -> list[Any]:
+    def close_judge(self) -> None:
         judge, self.judge = self.judge, None
-        return judge.close() if judge is not None else []
+        if judge is not None:
+            judge.close()
 
     def close_payloads(self) -> list[Any]:
         payloads, self.payloads = self.payloads, None
@@ -363,3 +360,49 @@ class Lanes:
         self.close_judge()
         self.close_payloads()
         self._parse_guard.close()
+
+
+# --------------------------------------------------------------------------- the self-check beside the security tasks
+class _HostView:
+    """The gate as the self-check sees it, with a console of its own (printed later, in the serial order)."""
+
+    def __init__(self, gate: Any, console: Any) -> None:
+        self._gate = gate
+        self.console = console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._gate, name)
+
+
+class EarlySelfCheck:
+    """The harness self-check started as soon as the benchmark tasks are judged (it needs their
+    results, nothing after them), in a thread, while the agent answers the security tasks and the
+    payload corpus finishes. Its console lines are kept and printed by :meth:`result`, where the
+    serial run prints them; its own sessions are its own, as in the serial run."""
+
+    def __init__(self, run: Callable[[Any], dict[str, Any]], gate: Any, interrupts: Interrupts) -> None:
+        from runner.reports.console import Console
+
+        self.interrupts = interrupts
+        self._gate_console = gate.console
+        self._buffer = io.StringIO()
+        console = Console(self._buffer, colour=gate.console.colour, quiet=gate.console.quiet,
+                          env=gate.console.env)
+        self._lane: _Lane[dict[str, Any]] = _Lane("selfcheck-lane", interrupts)
+        view = _HostView(gate, console)
+        self._lane.submit(lambda: run(view))
+        self._lane.finish()  # one job only
+
+    def result(self) -> dict[str, Any]:
+        """The self-check record (waiting for it); raises what the self-check raised, ``Aborted`` on a signal."""
+        try:
+            return self._lane.wait_next()
+        finally:
+            text = self._buffer.getvalue()
+            if text:
+                self._gate_console.stream.write(text)
+                self._gate_console.stream.flush()
+
+    def abandon(self) -> None:
+        """The run stopped before the self-check's result was asked for: wait for it to notice the signal."""
+        self._lane.join(10.0)
