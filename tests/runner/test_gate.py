@@ -115,6 +115,7 @@ def test_deadline_stops_a_hanging_task_and_records_the_stage(make_config) -> Non
     assert task["comp_001"]["state"] == "pass"  # the run went on
 
 
+@pytest.mark.slow
 def test_agent_ignoring_its_deadline_is_abandoned(make_config, monkeypatch) -> None:
     # The stuck agent waits for its sandbox to be closed, however long that takes: only the gate abandoning
     # it ends the task, so the budget can be generous (the passing task's probes and hidden worlds must fit

@@ -57,6 +57,7 @@ def _console_lines(text: str) -> list[str]:
     return [_DECIMAL.sub("D", line) for line in text.splitlines() if line.startswith("[")]
 
 
+@pytest.mark.slow
 def test_jobs_two_gives_the_serial_results_with_fakes(make_config) -> None:
     runs = {}
     for jobs in (1, 2):
@@ -138,6 +139,7 @@ class _Finalised:
         sum(range(50))
 
 
+@pytest.mark.slow
 def test_parsing_beside_a_lane_never_raises_the_interpreters_spurious_system_error() -> None:
     code = "\n".join(p.read_text() for p in sorted((benchmarks_dir() / "reference").glob("*.py")))
     errors: list[str] = []

@@ -94,6 +94,7 @@ def test_memory_limit(sandbox: _BaseSandbox) -> None:
     assert result.status == "killed" and result.layer == "rlimit-as"
 
 
+@pytest.mark.slow
 def test_output_flood_is_cut_not_killed(sandbox: _BaseSandbox) -> None:
     code = "def f():\n    while True:\n        print('x' * 1000)\n"
     result = sandbox.run(code, "f", {}, Limits(timeout_s=3, cpu_s=20, output_bytes=4096))
