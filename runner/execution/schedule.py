@@ -16,8 +16,8 @@ byte for byte as a serial run writes them (run ids and timings aside), because e
 results back in the order the work was given and the gate emits them at the point where the serial
 loop would have.
 
-A lane's sandbox is opened before the canaries are placed, so no sandbox process ever holds the
-canary secret in its environment. An interrupt (SIGINT / SIGTERM) stops every lane: its sandbox is
+A lane's sandbox is opened before the canaries are placed (its worker starts with a clean environment
+anyway, as every sandbox worker does). An interrupt (SIGINT / SIGTERM) stops every lane: its sandbox is
 closed (which kills its processes) and results already finished are kept.
 """
 
