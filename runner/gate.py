@@ -28,6 +28,7 @@ from runner.execution.containment import prove as prove_containment
 from runner.execution.deadline import Aborted, Interrupts, TaskRunner
 from runner.execution.payloads import Canaries, run_payload
 from runner.execution.repeats import Repeats, repeat_config
+from runner.execution.schedule import EarlySelfCheck, Lanes
 from runner.execution.session import SessionFactory, SessionSpec, default_session
 from runner.inputs.prepare import GateConfig, Prepared, git_sha, prepare, remove_if_empty
 from runner.judging.compare import JUDGE_VERSION
@@ -69,6 +70,8 @@ class Gate:
         self.factory = factory
         self.console = console or Console()
         self.selfcheck = selfcheck
+        #: ``--jobs`` > 1: the self-check started beside the security tasks and payloads.
+        self._early_selfcheck: EarlySelfCheck | None = None
         #: The run's hidden worlds (built lazily, for tasks whose main value passes; removed at the end).
         self.worlds: Worlds | None = (Worlds(prepared.snapshot, prepared.config.worlds, prepared.worlds_seed,
                                              prepared.world_tasks or prepared.suite.tasks)
@@ -151,7 +154,7 @@ class Gate:
                     crash_tb: str | None = None
                     try:
                         self._run_all(runner, events, total, tasks_done, sec_done, pay_done)
-                        selfcheck = self._selfcheck([t for t in tasks_done if t.repeat == 1], interrupts)
+                        selfcheck = self._selfcheck_result(tasks_done, interrupts)
                         if p.config.self_check:
                             events.emit("selfcheck", selfcheck=selfcheck)
                     except Aborted:
@@ -169,6 +172,9 @@ class Gate:
                     events.emit("end", finished_at=doc.finished_at.isoformat(), signal=partial,
                                 exit_code=doc.verdict.exit_code, crash=crash, traceback=crash_tb)
             finally:
+                early, self._early_selfcheck = self._early_selfcheck, None
+                if early is not None:  # the run stopped before asking for it
+                    early.abandon()
                 runner.close()
                 if self.worlds is not None:
                     self.worlds.close()
@@ -194,7 +200,14 @@ class Gate:
             raise
         return found
 
-    def _selfcheck(self, tasks_done: list[TaskResult], interrupts: Interrupts) -> dict[str, Any]:
+    def _selfcheck_result(self, tasks_done: list[TaskResult], interrupts: Interrupts) -> dict[str, Any]:
+        """The self-check's record: the one started beside the security tasks (``--jobs`` > 1), else run now."""
+        early, self._early_selfcheck = self._early_selfcheck, None
+        if early is not None:
+            return early.result()
+        return self._selfcheck([t for t in tasks_done if t.repeat == 1], interrupts)
+
+    def _selfcheck(self, tasks_done: list[TaskResult], interrupts: Interrupts, host: Any = None) -> dict[str, Any]:
         """Run the harness self-check, or say plainly why it did not run."""
         p = self.p
         if not p.config.self_check:
@@ -205,58 +218,123 @@ class Gate:
                               "have nothing to answer (security tasks and payloads need no self-check)"}
         if self.selfcheck is None:
             return {"enabled": False, "ok": None, "reason": "this gate was given no self-check"}
-        return self.selfcheck(self, tasks_done, interrupts)
+        return self.selfcheck(host or self, tasks_done, interrupts)
 
     def _run_all(self, runner: TaskRunner, events: EventLog, total: int, tasks_done: list[TaskResult],
                  sec_done: list[SecurityResult], pay_done: list[PayloadResult]) -> None:
-        p, console = self.p, self.console
-        index = 0
+        p = self.p
+        # --jobs > 1: judging and the payload corpus run beside the agent (runner.execution.schedule);
+        # results are recorded in the serial order all the same.
+        lanes = Lanes.open(self.factory, self.spec(label="lane"), runner.interrupts, p.config.task_timeout_s,
+                           payloads=bool(p.suite.payloads)) if p.config.jobs > 1 else None
+        canaries = Canaries(p.run_dir / "canary") if p.suite.payloads else None
+        if lanes is not None and canaries is not None:
+            lanes.start_payloads(p.suite.payloads, run_payload, canaries)
+        counter = [0]
+        try:
+            self._run_tasks(runner, events, total, counter, tasks_done, lanes)
+            if lanes is not None:  # the self-check needs the tasks' results only: start it now, beside the rest
+                done = [t for t in tasks_done if t.repeat == 1]
+                self._early_selfcheck = EarlySelfCheck(
+                    lambda host: self._selfcheck(done, runner.interrupts, host), self, runner.interrupts)
+            for stask in p.suite.security:
+                counter[0] += 1
+                self.console.task_start(counter[0], total, stask.id, stask.query)
+                outcome, elapsed = runner.solve(stask)
+                sresult = security_result(stask, outcome, elapsed)
+                sec_done.append(sresult)
+                events.emit("security", result=sresult.to_dict())
+                self.console.task_end(sresult.state, elapsed, sresult.blocked_by or sresult.reason[:100])
+            if canaries is not None:
+                self._run_payloads(runner, events, total, counter, canaries, pay_done, lanes)
+        finally:
+            if lanes is not None:
+                for presult in lanes.close_payloads():  # a run stopped early keeps the payloads finished
+                    self._record_payload(events, total, counter, presult, pay_done)
+                lanes.close()
+            if canaries is not None:
+                canaries.close()
+
+    def _run_tasks(self, runner: TaskRunner, events: EventLog, total: int, counter: list[int],
+                   tasks_done: list[TaskResult], lanes: Lanes | None) -> None:
+        p = self.p
         repeats = Repeats(self.factory, self.spec, runner, p.run_dir)
+        judge_lane = lanes.judge if lanes is not None else None
         try:
             for repeat in range(1, p.config.repeats + 1):
                 current = repeats.runner_for(repeat)
                 for task in p.suite.tasks:
-                    index += 1
-                    label = task.id if p.config.repeats == 1 else f"{task.id} (repeat {repeat}/{p.config.repeats})"
-                    console.task_start(index, total, label, task.query)
+                    if judge_lane is None:
+                        counter[0] += 1
+                        self.console.task_start(counter[0], total, self._label(task.id, repeat), task.query)
                     outcome, elapsed = current.solve(task)
-                    result = judge_task(p.judged.get(task.id, task), outcome, p.expected[task.id], elapsed,
-                                        probe_expected=p.probe_expected.get(task.id), run_tool=current.probe_runner(),
-                                        worlds=self.worlds)
-                    if repeat != 1:
-                        result.repeat = repeat
-                    tasks_done.append(result)
-                    events.emit("task", result=result.to_dict())
-                    why = "" if result.state == TaskState.PASS else result.reason[:100]
-                    console.task_end(result.state, elapsed, why)
+                    if judge_lane is None:
+                        result = self._judge(task, outcome, elapsed, repeat, current.probe_runner())
+                        self._record_task(events, result, elapsed, tasks_done)
+                        continue
+                    judge_lane.submit(self._judge_and_record, events, total, counter, tasks_done,
+                                      task, outcome, elapsed, repeat)
+            if judge_lane is not None:
+                judge_lane.drain()
         finally:
+            if lanes is not None:
+                lanes.close_judge()  # every task judged by now is recorded already
             repeats.close()
-        for stask in p.suite.security:
-            index += 1
-            console.task_start(index, total, stask.id, stask.query)
-            outcome, elapsed = runner.solve(stask)
-            sresult = security_result(stask, outcome, elapsed)
-            sec_done.append(sresult)
-            events.emit("security", result=sresult.to_dict())
-            console.task_end(sresult.state, elapsed, sresult.blocked_by or sresult.reason[:100])
-        if not p.suite.payloads:
+
+    def _label(self, task_id: str, repeat: int) -> str:
+        n = self.p.config.repeats
+        return task_id if n == 1 else f"{task_id} (repeat {repeat}/{n})"
+
+    def _judge(self, task: Any, outcome: Any, elapsed: float, repeat: int, run_tool: Any) -> TaskResult:
+        p = self.p
+        result = judge_task(p.judged.get(task.id, task), outcome, p.expected[task.id], elapsed,
+                            probe_expected=p.probe_expected.get(task.id), run_tool=run_tool, worlds=self.worlds)
+        if repeat != 1:
+            result.repeat = repeat
+        return result
+
+    def _record_task(self, events: EventLog, result: TaskResult, elapsed: float,
+                     tasks_done: list[TaskResult]) -> None:
+        tasks_done.append(result)
+        events.emit("task", result=result.to_dict())
+        why = "" if result.state == TaskState.PASS else result.reason[:100]
+        self.console.task_end(result.state, elapsed, why)
+
+    def _judge_and_record(self, events: EventLog, total: int, counter: list[int], tasks_done: list[TaskResult],
+                          task: Any, outcome: Any, elapsed: float, repeat: int, run_tool: Any) -> None:
+        """A task judged beside the agent (in the judging lane, in suite order): recorded at once, its
+        console line printed whole."""
+        result = self._judge(task, outcome, elapsed, repeat, run_tool)
+        counter[0] += 1
+        self.console.task_start(counter[0], total, self._label(task.id, repeat), task.query)
+        self._record_task(events, result, elapsed, tasks_done)
+
+    def _run_payloads(self, runner: TaskRunner, events: EventLog, total: int, counter: list[int],
+                      canaries: Canaries, pay_done: list[PayloadResult], lanes: Lanes | None) -> None:
+        if lanes is not None and lanes.payloads is not None:
+            for presult in lanes.payload_results():
+                self._record_payload(events, total, counter, presult, pay_done)
             return
-        canaries = Canaries(p.run_dir / "canary")
-        try:
-            for payload in p.suite.payloads:
-                if runner.interrupts.event.is_set():
-                    raise Aborted(payload.id)
-                index += 1
-                console.task_start(index, total, f"payload:{payload.id}", payload.attempts)
-                presult = run_payload(runner.session.sandbox, payload, canaries)
-                if runner.interrupts.event.is_set():
-                    raise Aborted(payload.id)
-                pay_done.append(presult)
-                events.emit("payload", result=presult.to_dict())
-                console.task_end(presult.state, presult.duration_s,
-                                 presult.reason[:100] if presult.state == "error" else presult.layer or "")
-        finally:
-            canaries.close()
+        for payload in self.p.suite.payloads:
+            if runner.interrupts.event.is_set():
+                raise Aborted(payload.id)
+            counter[0] += 1
+            self.console.task_start(counter[0], total, f"payload:{payload.id}", payload.attempts)
+            presult = run_payload(runner.session.sandbox, payload, canaries)
+            if runner.interrupts.event.is_set():
+                raise Aborted(payload.id)
+            self._record_payload(events, total, None, presult, pay_done)
+
+    def _record_payload(self, events: EventLog, total: int, counter: list[int] | None, presult: PayloadResult,
+                        pay_done: list[PayloadResult]) -> None:
+        """One payload's result; ``counter`` given: its console line is printed whole (run beside the agent)."""
+        if counter is not None:
+            counter[0] += 1
+            self.console.task_start(counter[0], total, f"payload:{presult.payload_id}", presult.attempt)
+        pay_done.append(presult)
+        events.emit("payload", result=presult.to_dict())
+        self.console.task_end(presult.state, presult.duration_s,
+                              presult.reason[:100] if presult.state == "error" else presult.layer or "")
 
     def _document(self, config: RunConfig, started_at: str, t0: float, tasks_done: list[TaskResult],
                   sec_done: list[SecurityResult], pay_done: list[PayloadResult],

@@ -21,8 +21,6 @@ from typing import TYPE_CHECKING, Any
 from finevo.errors import InputError
 from finevo.fsutil import atomic_write
 from runner.exitcodes import Exit
-from runner.records import SecurityResult, TaskResult
-from runner.reports.events import read_events
 
 if TYPE_CHECKING:
     from runner.reports.model import ResultsDocument
@@ -67,6 +65,7 @@ def register(sub: Any) -> None:
 def load_source(path: Path, max_bytes: int = _MAX_RESULTS_BYTES) -> ResultsDocument:
     """A results document from a results file or (rebuilt) from an events log."""
     from runner.reports import document
+    from runner.reports.events import read_events
     from runner.reports.rebuild import rebuild_from_events
 
     if path.suffix == ".jsonl":
@@ -210,6 +209,7 @@ def merge_documents(docs: list[ResultsDocument], run_id: str | None = None) -> R
     is measured against (baseline, threshold); shards must be one complete set (same N, K = 1..N
     once each). Records come out in suite order.
     """
+    from runner.records import SecurityResult, TaskResult
     from runner.reports import document
 
 

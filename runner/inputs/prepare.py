@@ -63,6 +63,9 @@ class GateConfig:
     threshold_on: str = "point"
     correction: str = "holm"
     budgets: dict[str, Any] | None = None
+    #: Cores the run may use (runner.execution.schedule): 1 is the serial loop; more judge tasks and run
+    #: the payload corpus beside the agent, with the same results. The CLI's default is the cores available.
+    jobs: int = 1
 
 
 @dataclass

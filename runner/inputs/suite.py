@@ -6,7 +6,6 @@ one); the CLI turns it into exit code 2 before anything is written.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +15,10 @@ from finevo.errors import InputError
 from finevo.inputs import read_json
 from finevo.vocabulary import Category, choices, words
 from runner.inputs.corpus import Payload, load_payloads
+
+# The selection flags' parsers live in a light module of their own (the command line checks them); kept here too.
+from runner.inputs.selection import parse_only as parse_only
+from runner.inputs.selection import parse_shard as parse_shard
 from runner.inputs.tasks import SecurityTask, Task, load_security_tasks, load_tasks
 
 _BASELINE_KEYS = ("passing_tasks", "target_pass_rate")
@@ -224,31 +227,6 @@ def _v2_usage(path: Path, usage: Any) -> Any:
 def load_payload_corpus(path: str | Path) -> list[Payload]:
     """Load the adversarial payload corpus (:mod:`runner.inputs.corpus`, strict: one line per flaw)."""
     return load_payloads(path)
-
-
-_SHARD = re.compile(r"^([0-9]+)/([0-9]+)$")
-
-
-def parse_shard(text: str | None) -> tuple[int, int] | None:
-    """``"K/N"`` (1 <= K <= N) -> ``(K, N)``; ``None`` -> ``None``."""
-    if text is None:
-        return None
-    m = _SHARD.match(text.strip())
-    if not m:
-        raise InputError(f"--shard: expected K/N (e.g. 1/4), got {text!r}")
-    k, n = int(m.group(1)), int(m.group(2))
-    if n < 1 or not 1 <= k <= n:
-        raise InputError(f"--shard: need 1 <= K <= N, got {text!r}")
-    return k, n
-
-
-def parse_only(text: str | None) -> list[str] | None:
-    if text is None:
-        return None
-    ids = [t.strip() for t in text.split(",") if t.strip()]
-    if not ids:
-        raise InputError("--only: no task ids given")
-    return ids
 
 
 def select(suite: Suite, *, only: Sequence[str] | None = None, category: str | None = None,

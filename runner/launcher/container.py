@@ -59,8 +59,8 @@ from types import FrameType
 from typing import IO, Any, Protocol
 
 from runner.exitcodes import Exit
+from runner.launcher.defaults import DEFAULT_IMAGE, DEFAULT_STOP_GRACE
 
-DEFAULT_IMAGE = "finevo-verify:local"
 CONTEXT_LABEL = "org.finevo.context-sha256"
 LAUNCHER_LABEL = "org.finevo.launcher"
 IMAGE_UID = 10001
@@ -74,8 +74,6 @@ BUILD_ID_LABEL = "org.finevo.build-id"
 #: What scripts/setup-docker.sh builds when no registry is reachable, and where it puts the wheels.
 OFFLINE_BASE_IMAGE = "finevo-base:bookworm"
 OFFLINE_WHEELHOUSE = "/var/cache/finevo/wheelhouse"
-#: Seconds between the polite stop signal and SIGKILL.
-DEFAULT_STOP_GRACE = 20.0
 
 OFFLINE_MODES = ("reference",)
 OFFLINE_PREFIXES = ("replay:", "predictions:")
@@ -120,7 +118,10 @@ def connect(ping_timeout: float = 10.0) -> Any:
     """
     try:
         import docker
-
+    except ImportError:
+        raise LauncherError("the Docker SDK is not installed: the launcher is an extra, "
+                            "pip install 'finevo[docker]'", int(Exit.USAGE)) from None
+    try:
         probe = docker.from_env(timeout=int(ping_timeout))
         try:
             probe.ping()

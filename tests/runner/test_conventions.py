@@ -115,6 +115,7 @@ RIGHT = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task_id, reading, code", RIGHT)
 def test_a_right_tool_in_another_reading_matches_it_in_every_world(task_id: str, reading: str, code: str,
                                                                     worlds: list[Snapshot]) -> None:

@@ -365,6 +365,7 @@ def test_a_tool_that_ignores_the_data_fails_both_boolean_tasks_through_the_probe
     assert 'probe 1 {"symbol": "GOOGL"}: fail' in (cases["comp_002"].findtext("system-out") or "")
 
 
+@pytest.mark.slow
 def test_reference_tools_pass_every_probed_task_through_the_gate(tmp_path, tasks) -> None:
     probed = [t.id for t in tasks.values() if t.probes]
     config = GateConfig(llm="reference", tasks_path=TASKS, security_path=None, payloads_path=None,

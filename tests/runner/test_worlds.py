@@ -141,6 +141,7 @@ WRONG: dict[str, tuple[str, Any]] = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("label", sorted(WRONG))
 def test_wrong_tool_right_on_the_snapshot_is_failed_by_the_judge(env: Env, label: str) -> None:
     task_id, make = WRONG[label]
@@ -516,6 +517,7 @@ def _exact_constant(env: Env, task_id: str) -> str:
                      f"    return _computed_{entry}({call})\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task_id", sorted(EXACT_CONSTANT_BOOLEANS))
 def test_a_yes_no_constant_served_for_the_exact_arguments_fails(env: Env, task_id: str) -> None:
     verdict, passes_alone = env.judge(task_id, _exact_constant(env, task_id))
@@ -525,6 +527,7 @@ def test_a_yes_no_constant_served_for_the_exact_arguments_fails(env: Env, task_i
     assert failed and verdict.reason.startswith(f"world {failed[0].world}"), verdict.reason
 
 
+@pytest.mark.slow
 def test_every_yes_no_task_sees_both_answers_for_its_own_arguments_across_its_worlds(env: Env) -> None:
     for seed in (SEED, 1153675748, 274788881, 5):
         with Worlds(env.snapshot, 3, seed, list(env.judged.values())) as worlds:
@@ -603,6 +606,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.slow
 def test_one_seed_gives_the_same_world_data_in_another_process(env: Env) -> None:
     import subprocess
     import sys
@@ -645,6 +649,7 @@ def test_a_reused_tool_that_fails_says_where_it_came_from(env: Env) -> None:
     assert "reused" not in fresh.reason
 
 
+@pytest.mark.slow
 def test_the_worlds_of_a_run_do_not_depend_on_which_tasks_it_selects(make_config: Any) -> None:
     """The spikes sit at the windows of every task of the file, so ``--only`` changes no world's data."""
     from runner.inputs.prepare import prepare

@@ -127,6 +127,7 @@ WRONG = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task_id, code, parameter", WRONG)
 def test_a_wrong_tool_fails_the_metamorphic_stage_in_every_world(task_id: str, code: str, parameter: str | None,
                                                                   worlds: list[Snapshot]) -> None:
