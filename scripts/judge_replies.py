@@ -14,6 +14,7 @@ are printed with the judge's reason. Exit 0 when there are none, 1 otherwise, 2 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
 import time
@@ -32,8 +33,18 @@ from runner.judging.oracle import expected_values, probe_expected_values
 from runner.judging.probes import derive_probes, probes_for
 from runner.judging.worlds import Worlds
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_worlds import _InProcess, _seeds  # a sibling script, not a package
+
+def _sibling(name: str) -> Any:
+    """A sibling script loaded by its path (scripts/ is not a package; no sys.path change)."""
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_bench_worlds = _sibling("bench_worlds")
+_InProcess, _seeds = _bench_worlds._InProcess, _bench_worlds._seeds
 
 
 def _replies(path: Path, known: set[str]) -> list[dict[str, Any]]:
