@@ -34,12 +34,7 @@ GENERATOR = "finevo.market.live"
 
 
 def _default_factory() -> TickerFactory:
-    try:
-        import yfinance
-    except ImportError:
-        from finevo.errors import InputError
-
-        raise InputError("the live recorder needs yfinance, an extra: pip install 'finevo[live]'") from None
+    import yfinance
 
     factory: TickerFactory = yfinance.Ticker
     return factory
@@ -50,7 +45,7 @@ def _yfinance_version() -> str:
         import yfinance
 
         return str(getattr(yfinance, "__version__", "unknown"))
-    except ImportError:  # the `live` extra is not installed
+    except ImportError:  # pragma: no cover - yfinance is a runtime dependency
         return "unavailable"
 
 
