@@ -33,12 +33,11 @@ from typing import TYPE_CHECKING, Any
 
 from finevo.cliparse import UsageParser, suggest_extras
 from finevo.errors import AgentFailure, ExternalError, InputError, ProviderNotConfigured
-from finevo.jsonsafe import json_safe
 from finevo.vocabulary import AgentMode, ProviderKind, SandboxBackend, choices
 
 if TYPE_CHECKING:
     from finevo.outcome import Outcome
-    from finevo.tasks import Question
+    from finevo.question import Question
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_EXTERNAL = 0, 1, 2, 3
 REGISTRY_URL_HELP = ("registry database, any SQLAlchemy URL, e.g. postgresql+psycopg://USER:PASSWORD@HOST/DB "
@@ -159,18 +158,18 @@ def exit_code(outcome: Outcome) -> int:
     return EXIT_FAILED
 
 
-def benchmark_task_for(query: str) -> Any:
-    """The bundled benchmark task whose query is ``query`` (spaces normalised), if any."""
+def benchmark_question_for(query: str) -> Question | None:
+    """The question of the bundled benchmark task whose query is ``query`` (spaces normalised), if any."""
     from finevo.paths import benchmarks_dir
-    from finevo.tasks import load_tasks
+    from finevo.question import load_questions
 
     path = benchmarks_dir() / "tasks.jsonl"
     if not path.exists():
         return None
     wanted = " ".join(query.split())
-    for task in load_tasks(path):
-        if " ".join(task.query.split()) == wanted:
-            return task
+    for question in load_questions(path):
+        if " ".join(question.query.split()) == wanted:
+            return question
     return None
 
 
@@ -199,9 +198,9 @@ def check_symbols(question: Question, data_dir: Path) -> None:
             f"{names} (finevo-verify data refresh --out DIR --symbols {' '.join(missing)}) and pass --data DIR")
 
 
-def check_reference_query(spec: str | None, task: Any, query: str) -> None:
+def check_reference_query(spec: str | None, bundled: Question | None, query: str) -> None:
     """The reference model only knows the benchmark's own queries (its gold tools): say so up front."""
-    if task is None and (spec or "").strip() == ProviderKind.REFERENCE:
+    if bundled is None and (spec or "").strip() == ProviderKind.REFERENCE:
         raise InputError(
             f"the reference model only answers the benchmark's own queries, word for word, and {query!r} "
             "is not one of them: see them with `finevo-verify list`, or use another model "
@@ -245,13 +244,13 @@ def cmd_solve(args: argparse.Namespace) -> int:
     settings = _settings(args)
     from finevo.agent.intent import question_for_query
 
-    task = benchmark_task_for(args.query)
-    question = task.question() if task is not None else question_for_query(args.query)
+    bundled = benchmark_question_for(args.query)
+    question = bundled or question_for_query(args.query)
     if not Path(settings.data_dir).is_dir():
         raise InputError(f"market snapshot directory not found: {settings.data_dir}")
     check_symbols(question, Path(settings.data_dir))
     if settings.agent_mode != AgentMode.STATIC:
-        check_reference_query(settings.llm, task, args.query)
+        check_reference_query(settings.llm, bundled, args.query)
     from finevo.agent.agent import Agent  # pandas, the LLM client, the registry: only once the input is sound
 
     provider = None
@@ -275,7 +274,9 @@ def cmd_solve(args: argparse.Namespace) -> int:
             if callable(close):
                 close()
     if args.json:
-        print(json.dumps(json_safe(outcome.to_dict()), indent=2, ensure_ascii=False, allow_nan=False))
+        from finevo.normalize import RECORD, normalize  # numpy and pandas: only when needed
+
+        print(json.dumps(normalize(outcome.to_dict(), RECORD), indent=2, ensure_ascii=False, allow_nan=False))
     else:
         print(format_outcome(outcome))
     return exit_code(outcome)

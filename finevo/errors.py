@@ -19,8 +19,6 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from finevo.jsonsafe import json_safe
-
 
 class FinevoError(Exception):
     """Base of every error finevo raises on purpose."""
@@ -34,8 +32,12 @@ class FinevoError(Exception):
         self.details = details
 
     def to_dict(self) -> dict[str, Any]:
+        # Imported here: the normaliser needs numpy and pandas, and `--help` or a usage error must
+        # not load them (an error is raised long before any record is written).
+        from finevo.normalize import RECORD, normalize
+
         return {"kind": self.kind, "code": self.code, "type": type(self).__name__,
-                "message": self.message, "details": json_safe(self.details)}
+                "message": self.message, "details": normalize(self.details, RECORD)}
 
     def __str__(self) -> str:  # pragma: no cover - trivial
         return self.message

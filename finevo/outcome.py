@@ -49,6 +49,9 @@ class Attempt:
     #: The earlier attempt whose reply this one repeats unchanged (a prediction or cassette reply
     #: reused, a model returning the same code): not verified again and not a refinement.
     repeat_of: int | None = None
+    #: The code this attempt produced (None when the reply held none): the reports show the
+    #: change between consecutive attempts.
+    code: str | None = None
 
 
 @dataclass

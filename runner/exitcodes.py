@@ -1,4 +1,4 @@
-"""The one table of exit codes (documented in README.md)."""
+"""The one table of exit codes (README.md and docs/gate.md show it)."""
 
 from enum import IntEnum
 

@@ -28,6 +28,7 @@ from runner.execution.containment import prove as prove_containment
 from runner.execution.deadline import Aborted, Interrupts, TaskRunner
 from runner.execution.payloads import Canaries, run_payload
 from runner.execution.repeats import Repeats, repeat_config
+from runner.execution.schedule import EarlySelfCheck, Lanes
 from runner.execution.session import SessionFactory, SessionSpec, default_session
 from runner.inputs.prepare import GateConfig, Prepared, git_sha, prepare, remove_if_empty
 from runner.judging.compare import JUDGE_VERSION
@@ -39,7 +40,7 @@ from runner.reports import document, write_all
 from runner.reports.console import Console
 from runner.reports.escape import log_text
 from runner.reports.events import EventLog
-from runner.reports.model import ResultsDocument
+from runner.reports.model import ResultsDocument, RunConfig
 from runner.reports.rebuild import fill_skipped, fill_skipped_payloads, fill_skipped_security
 
 
@@ -69,6 +70,8 @@ class Gate:
         self.factory = factory
         self.console = console or Console()
         self.selfcheck = selfcheck
+        #: ``--jobs`` > 1: the self-check started beside the security tasks and payloads.
+        self._early_selfcheck: EarlySelfCheck | None = None
         #: The run's hidden worlds (built lazily, for tasks whose main value passes; removed at the end).
         self.worlds: Worlds | None = (Worlds(prepared.snapshot, prepared.config.worlds, prepared.worlds_seed,
                                              prepared.world_tasks or prepared.suite.tasks)
@@ -85,9 +88,11 @@ class Gate:
         base.update(changes)
         return SessionSpec(**base)
 
-    def config_dict(self, info: dict[str, Any]) -> dict[str, Any]:
+    def run_config(self, info: dict[str, Any], sandbox_fields: dict[str, Any]) -> RunConfig:
+        """The run configuration as used, typed from the start (a wrong key or value fails here, before
+        any task runs); ``sandbox_fields``: the layers and isolation the containment proof found."""
         c, s = self.p.config, self.p.suite
-        return {
+        return RunConfig.model_validate({
             "git_sha": git_sha(), "provider": str(info.get("provider") or c.llm), "llm": c.llm,
             "model": info.get("model", c.model), "temperature": info.get("temperature", c.temperature),
             "snapshot_hash": self.p.snapshot_hash, "snapshot_as_of": self.p.snapshot_as_of,
@@ -103,7 +108,8 @@ class Gate:
             "sandbox_layers": info.get("sandbox_layers", {}),
             "sandbox_backend": info.get("sandbox_backend"), "sandbox_fallback": info.get("sandbox_fallback"),
             **repeat_config(c),
-        }
+            **sandbox_fields,
+        })
 
     def run(self) -> GateOutcome:
         p, console = self.p, self.console
@@ -133,10 +139,11 @@ class Gate:
                                          "pass --reuse-registry or use an empty database")
                     raise InputError(f"{p.run_dir / 'registry'}: registry is not empty; "
                                      "pass --reuse-registry or use a new --run-id")
-                config = self.config_dict(runner.session.info)
-                containment = self._prove_sandbox(runner, config, fresh_dir)
+                info = dict(runner.session.info)
+                containment = self._prove_sandbox(runner, fresh_dir)
+                config = self.run_config(info, containment.config_fields())
                 with EventLog(p.run_dir / "events.jsonl") as events:
-                    events.emit("start", run_id=p.run_id, started_at=started_at, config=config,
+                    events.emit("start", run_id=p.run_id, started_at=started_at, config=config.model_dump(mode="json"),
                                 warnings=suite.warnings,
                                 repeats=p.config.repeats,
                                 planned={"tasks": [[t.id, t.category, t.query] for t in suite.tasks],
@@ -147,7 +154,7 @@ class Gate:
                     crash_tb: str | None = None
                     try:
                         self._run_all(runner, events, total, tasks_done, sec_done, pay_done)
-                        selfcheck = self._selfcheck([t for t in tasks_done if t.repeat == 1], interrupts)
+                        selfcheck = self._selfcheck_result(tasks_done, interrupts)
                         if p.config.self_check:
                             events.emit("selfcheck", selfcheck=selfcheck)
                     except Aborted:
@@ -159,12 +166,15 @@ class Gate:
                     signum = interrupts.signum
                     partial = signum if signum is not None else (-1 if crash else None)
                     doc = self._document(config, started_at, t0, tasks_done, sec_done, pay_done, selfcheck,
-                                         partial, crash=crash if partial == -1 else None)
-                    doc["containment_selftest"] = containment.selftest
+                                         partial, crash=crash if partial == -1 else None,
+                                         containment_selftest=containment.selftest)
                     paths = write_all(doc, p.run_dir)
                     events.emit("end", finished_at=doc.finished_at.isoformat(), signal=partial,
                                 exit_code=doc.verdict.exit_code, crash=crash, traceback=crash_tb)
             finally:
+                early, self._early_selfcheck = self._early_selfcheck, None
+                if early is not None:  # the run stopped before asking for it
+                    early.abandon()
                 runner.close()
                 if self.worlds is not None:
                     self.worlds.close()
@@ -174,11 +184,10 @@ class Gate:
                            run_dir=p.run_dir,
                            crash=crash, crash_traceback=crash_tb)
 
-    def _prove_sandbox(self, runner: TaskRunner, config: dict[str, Any], fresh_dir: bool) -> Containment:
-        """The sandbox's layers and containment self-test, into ``config`` and on the console; a
+    def _prove_sandbox(self, runner: TaskRunner, fresh_dir: bool) -> Containment:
+        """The sandbox's layers and containment self-test (for the config) and on the console; a
         required kernel isolation that is missing stops the run here, leaving nothing behind."""
         found = prove_containment(runner.session.sandbox, self.p.config.require_isolation)
-        config.update(found.config_fields())
         for line in found.console_lines():
             self.console.line(line)
         try:
@@ -191,7 +200,14 @@ class Gate:
             raise
         return found
 
-    def _selfcheck(self, tasks_done: list[TaskResult], interrupts: Interrupts) -> dict[str, Any]:
+    def _selfcheck_result(self, tasks_done: list[TaskResult], interrupts: Interrupts) -> dict[str, Any]:
+        """The self-check's record: the one started beside the security tasks (``--jobs`` > 1), else run now."""
+        early, self._early_selfcheck = self._early_selfcheck, None
+        if early is not None:
+            return early.result()
+        return self._selfcheck([t for t in tasks_done if t.repeat == 1], interrupts)
+
+    def _selfcheck(self, tasks_done: list[TaskResult], interrupts: Interrupts, host: Any = None) -> dict[str, Any]:
         """Run the harness self-check, or say plainly why it did not run."""
         p = self.p
         if not p.config.self_check:
@@ -202,62 +218,128 @@ class Gate:
                               "have nothing to answer (security tasks and payloads need no self-check)"}
         if self.selfcheck is None:
             return {"enabled": False, "ok": None, "reason": "this gate was given no self-check"}
-        return self.selfcheck(self, tasks_done, interrupts)
+        return self.selfcheck(host or self, tasks_done, interrupts)
 
     def _run_all(self, runner: TaskRunner, events: EventLog, total: int, tasks_done: list[TaskResult],
                  sec_done: list[SecurityResult], pay_done: list[PayloadResult]) -> None:
-        p, console = self.p, self.console
-        index = 0
+        p = self.p
+        # --jobs > 1: judging and the payload corpus run beside the agent (runner.execution.schedule);
+        # results are recorded in the serial order all the same.
+        lanes = Lanes.open(self.factory, self.spec(label="lane"), runner.interrupts, p.config.task_timeout_s,
+                           payloads=bool(p.suite.payloads)) if p.config.jobs > 1 else None
+        canaries = Canaries(p.run_dir / "canary") if p.suite.payloads else None
+        if lanes is not None and canaries is not None:
+            lanes.start_payloads(p.suite.payloads, run_payload, canaries)
+        counter = [0]
+        try:
+            self._run_tasks(runner, events, total, counter, tasks_done, lanes)
+            if lanes is not None:  # the self-check needs the tasks' results only: start it now, beside the rest
+                done = [t for t in tasks_done if t.repeat == 1]
+                self._early_selfcheck = EarlySelfCheck(
+                    lambda host: self._selfcheck(done, runner.interrupts, host), self, runner.interrupts)
+            for stask in p.suite.security:
+                counter[0] += 1
+                self.console.task_start(counter[0], total, stask.id, stask.query)
+                outcome, elapsed = runner.solve(stask)
+                sresult = security_result(stask, outcome, elapsed)
+                sec_done.append(sresult)
+                events.emit("security", result=sresult.to_dict())
+                self.console.task_end(sresult.state, elapsed, sresult.blocked_by or sresult.reason[:100])
+            if canaries is not None:
+                self._run_payloads(runner, events, total, counter, canaries, pay_done, lanes)
+        finally:
+            if lanes is not None:
+                for presult in lanes.close_payloads():  # a run stopped early keeps the payloads finished
+                    self._record_payload(events, total, counter, presult, pay_done)
+                lanes.close()
+            if canaries is not None:
+                canaries.close()
+
+    def _run_tasks(self, runner: TaskRunner, events: EventLog, total: int, counter: list[int],
+                   tasks_done: list[TaskResult], lanes: Lanes | None) -> None:
+        p = self.p
         repeats = Repeats(self.factory, self.spec, runner, p.run_dir)
+        judge_lane = lanes.judge if lanes is not None else None
         try:
             for repeat in range(1, p.config.repeats + 1):
                 current = repeats.runner_for(repeat)
                 for task in p.suite.tasks:
-                    index += 1
-                    label = task.id if p.config.repeats == 1 else f"{task.id} (repeat {repeat}/{p.config.repeats})"
-                    console.task_start(index, total, label, task.query)
+                    if judge_lane is None:
+                        counter[0] += 1
+                        self.console.task_start(counter[0], total, self._label(task.id, repeat), task.query)
                     outcome, elapsed = current.solve(task)
-                    result = judge_task(p.judged.get(task.id, task), outcome, p.expected[task.id], elapsed,
-                                        probe_expected=p.probe_expected.get(task.id), run_tool=current.probe_runner(),
-                                        worlds=self.worlds)
-                    if repeat != 1:
-                        result.repeat = repeat
-                    tasks_done.append(result)
-                    events.emit("task", result=result.to_dict())
-                    why = "" if result.state == TaskState.PASS else result.reason[:100]
-                    console.task_end(result.state, elapsed, why)
+                    if judge_lane is None:
+                        result = self._judge(task, outcome, elapsed, repeat, current.probe_runner())
+                        self._record_task(events, result, elapsed, tasks_done)
+                        continue
+                    judge_lane.submit(self._judge_and_record, events, total, counter, tasks_done,
+                                      task, outcome, elapsed, repeat)
+            if judge_lane is not None:
+                judge_lane.drain()
         finally:
+            if lanes is not None:
+                lanes.close_judge()  # every task judged by now is recorded already
             repeats.close()
-        for stask in p.suite.security:
-            index += 1
-            console.task_start(index, total, stask.id, stask.query)
-            outcome, elapsed = runner.solve(stask)
-            sresult = security_result(stask, outcome, elapsed)
-            sec_done.append(sresult)
-            events.emit("security", result=sresult.to_dict())
-            console.task_end(sresult.state, elapsed, sresult.blocked_by or sresult.reason[:100])
-        if not p.suite.payloads:
-            return
-        canaries = Canaries(p.run_dir / "canary")
-        try:
-            for payload in p.suite.payloads:
-                if runner.interrupts.event.is_set():
-                    raise Aborted(payload.id)
-                index += 1
-                console.task_start(index, total, f"payload:{payload.id}", payload.attempts)
-                presult = run_payload(runner.session.sandbox, payload, canaries)
-                if runner.interrupts.event.is_set():
-                    raise Aborted(payload.id)
-                pay_done.append(presult)
-                events.emit("payload", result=presult.to_dict())
-                console.task_end(presult.state, presult.duration_s,
-                                 presult.reason[:100] if presult.state == "error" else presult.layer or "")
-        finally:
-            canaries.close()
 
-    def _document(self, config: dict[str, Any], started_at: str, t0: float, tasks_done: list[TaskResult],
+    def _label(self, task_id: str, repeat: int) -> str:
+        n = self.p.config.repeats
+        return task_id if n == 1 else f"{task_id} (repeat {repeat}/{n})"
+
+    def _judge(self, task: Any, outcome: Any, elapsed: float, repeat: int, run_tool: Any) -> TaskResult:
+        p = self.p
+        result = judge_task(p.judged.get(task.id, task), outcome, p.expected[task.id], elapsed,
+                            probe_expected=p.probe_expected.get(task.id), run_tool=run_tool, worlds=self.worlds)
+        if repeat != 1:
+            result.repeat = repeat
+        return result
+
+    def _record_task(self, events: EventLog, result: TaskResult, elapsed: float,
+                     tasks_done: list[TaskResult]) -> None:
+        tasks_done.append(result)
+        events.emit("task", result=result.to_dict())
+        why = "" if result.state == TaskState.PASS else result.reason[:100]
+        self.console.task_end(result.state, elapsed, why)
+
+    def _judge_and_record(self, events: EventLog, total: int, counter: list[int], tasks_done: list[TaskResult],
+                          task: Any, outcome: Any, elapsed: float, repeat: int, run_tool: Any) -> None:
+        """A task judged beside the agent (in the judging lane, in suite order): recorded at once, its
+        console line printed whole."""
+        result = self._judge(task, outcome, elapsed, repeat, run_tool)
+        counter[0] += 1
+        self.console.task_start(counter[0], total, self._label(task.id, repeat), task.query)
+        self._record_task(events, result, elapsed, tasks_done)
+
+    def _run_payloads(self, runner: TaskRunner, events: EventLog, total: int, counter: list[int],
+                      canaries: Canaries, pay_done: list[PayloadResult], lanes: Lanes | None) -> None:
+        if lanes is not None and lanes.payloads is not None:
+            for presult in lanes.payload_results():
+                self._record_payload(events, total, counter, presult, pay_done)
+            return
+        for payload in self.p.suite.payloads:
+            if runner.interrupts.event.is_set():
+                raise Aborted(payload.id)
+            counter[0] += 1
+            self.console.task_start(counter[0], total, f"payload:{payload.id}", payload.attempts)
+            presult = run_payload(runner.session.sandbox, payload, canaries)
+            if runner.interrupts.event.is_set():
+                raise Aborted(payload.id)
+            self._record_payload(events, total, None, presult, pay_done)
+
+    def _record_payload(self, events: EventLog, total: int, counter: list[int] | None, presult: PayloadResult,
+                        pay_done: list[PayloadResult]) -> None:
+        """One payload's result; ``counter`` given: its console line is printed whole (run beside the agent)."""
+        if counter is not None:
+            counter[0] += 1
+            self.console.task_start(counter[0], total, f"payload:{presult.payload_id}", presult.attempt)
+        pay_done.append(presult)
+        events.emit("payload", result=presult.to_dict())
+        self.console.task_end(presult.state, presult.duration_s,
+                              presult.reason[:100] if presult.state == "error" else presult.layer or "")
+
+    def _document(self, config: RunConfig, started_at: str, t0: float, tasks_done: list[TaskResult],
                   sec_done: list[SecurityResult], pay_done: list[PayloadResult],
-                  selfcheck: dict[str, Any] | None, signum: int | None, crash: str | None = None) -> ResultsDocument:
+                  selfcheck: dict[str, Any] | None, signum: int | None, crash: str | None = None,
+                  containment_selftest: dict[str, Any] | None = None) -> ResultsDocument:
         s = self.p.suite
         if crash:
             reason = "not run: the gate crashed before this task"
@@ -271,7 +353,8 @@ class Gate:
         pay = fill_skipped_payloads([[x.id, x.attempts] for x in s.payloads], pay_done, reason)
         return document.assemble(run_id=self.p.run_id, config=config, tasks=tasks, security=sec, payloads=pay,
                                  started_at=started_at, finished_at=_now(), duration_s=time.monotonic() - t0,
-                                 partial_signal=signum, selfcheck=selfcheck, warnings=s.warnings, crash=crash)
+                                 partial_signal=signum, selfcheck=selfcheck, warnings=s.warnings, crash=crash,
+                                 containment_selftest=containment_selftest)
 
 
 def run_gate(config: GateConfig, *, factory: SessionFactory = default_session, console: Console | None = None,

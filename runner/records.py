@@ -23,7 +23,7 @@ from pydantic import AfterValidator, ConfigDict, Field, PositiveInt, TypeAdapter
 from pydantic.dataclasses import dataclass
 
 from finevo.errors import FinevoError
-from finevo.jsonsafe import MAX_DEPTH as JSON_MAX_DEPTH
+from finevo.limits import MAX_DEPTH as JSON_MAX_DEPTH
 from finevo.outcome import LLMUsage
 from finevo.vocabulary import TASK_CATEGORIES, Category, ToolSource
 
@@ -41,7 +41,7 @@ TaskCategory = Annotated[Category, AfterValidator(_task_category), WithJsonSchem
 _STRICT = ConfigDict(extra="forbid")
 Seconds = Annotated[float, Field(ge=0)]
 Count = Annotated[int, Field(ge=0)]
-#: Values a tool returned are kept this many levels deep (the one bound of :mod:`finevo.jsonsafe`, which
+#: Values a tool returned are kept this many levels deep (the one bound of :mod:`finevo.limits`, which
 #: the sandbox enforces on results too); anything deeper is replaced by a note (a report, a JSON writer
 #: or a validator must never recurse without bound on a tool's value).
 MAX_VALUE_DEPTH = JSON_MAX_DEPTH
@@ -154,6 +154,9 @@ class AttemptInfo:
     #: The earlier attempt whose reply this one repeats unchanged (the same reply again): not
     #: verified again, not counted as a refinement, and refining stopped there.
     repeat_of: PositiveInt | None = None
+    #: The code this attempt produced (None: the reply held none, or the results predate the field);
+    #: report.html shows the diff between consecutive attempts from it.
+    code: str | None = None
 
 
 @dataclass(config=_STRICT)

@@ -19,7 +19,7 @@ _CHILD = r"""
 import json, sys, time
 t0 = time.perf_counter()
 from finevo.market.snapshot import load_snapshot
-from finevo.tasks import load_tasks
+from runner.inputs.tasks import load_tasks
 from runner.judging.oracle import expected_values
 t1 = time.perf_counter()
 data, tasks_file = sys.argv[1] or None, sys.argv[2]

@@ -47,7 +47,7 @@ print(json.dumps(out))
 
 def _sources() -> dict[str, list[str]]:
     sys.path.insert(0, str(_REPO))
-    from finevo.corpus import load_benign, load_payloads
+    from runner.inputs.corpus import load_benign, load_payloads
 
     sample = {"canary_file": "/tmp/canary/secret.txt", "canary_dir": "/tmp/canary", "host": "127.0.0.1",
               "port": 40123, "secret_name": "FINEVO_FAKE_KEY"}

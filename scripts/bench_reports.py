@@ -1,27 +1,38 @@
 """Figures for the reports under load: N failing tasks with long reasons and code (all regressions),
 rendered into every report; prints each report's size against its limit, what was left out, and
-the time taken.
+the time taken. report.html is also opened in headless Chromium when Playwright and the browser are
+there (scripts/setup-browser.sh; ``FINEVO_CHROMIUM`` names another executable): load time, and the
+time a filter takes over every row.
 
-    python scripts/bench_reports.py [--tasks 500] [--reason-bytes 10000]
+    python scripts/bench_reports.py [--tasks 500] [--reason-bytes 10000] [--no-browser]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 from pathlib import Path
 
-from runner.records import SecurityResult, TaskResult
-from runner.reports import document, junit, markdown, write_all
+from runner.records import AttemptInfo, SecurityResult, TaskResult
+from runner.reports import document, html, junit, markdown, write_all
 
 
-def _doc(n: int, reason_bytes: int) -> document.ResultsDocument:
+def bench_doc(n: int, reason_bytes: int) -> document.ResultsDocument:
+    """N failing tasks (all regressions) with reasons and stdout of ``reason_bytes`` each, 100-line
+    tools and two attempts each (so every task has a diff), and up to 50 unblocked security tasks."""
     reason = ("the value was wrong: expected 1.0 <b>got</b> 2.0 | see @octocat " + "x" * 50 + "\n") * max(
         1, reason_bytes // 120)
     code = "def tool(symbol: str) -> float:\n    return 1.0\n" * 100
+    first = code.replace("return 1.0", "return 1", 3)
+    # each task its own code (a comment with its number), so nothing is rendered once for all
     tasks = [TaskResult(task_id=f"calc_{i:03d}", category="calculation", query=f"query {i}", state="fail",
-                        reason=reason, code=code, stdout=reason) for i in range(n)]
+                        reason=reason, code=f"# tool {i}\n" + code, stdout=reason, refinements=1,
+                        attempts=[AttemptInfo(number=1, stage="contract", ok=False, error={"message": reason[:300]},
+                                              code=f"# tool {i}\n" + first),
+                                  AttemptInfo(number=2, stage="done", ok=True, code=f"# tool {i}\n" + code)])
+             for i in range(n)]
     security = [SecurityResult(task_id=f"sec_{i:03d}", query="q", attack="exfiltrate", state="unblocked",
                                reason=reason) for i in range(min(n, 50))]
     config = {"git_sha": None, "model": "m", "provider": "replay:x", "llm": "replay:x", "temperature": 0.0,
@@ -34,6 +45,43 @@ def _doc(n: int, reason_bytes: int) -> document.ResultsDocument:
                              duration_s=600.0)
 
 
+def browser_figures(page_path: Path) -> str:
+    """Load and filter times of the page in headless Chromium, or why they were not measured."""
+    chromium = os.environ.get("FINEVO_CHROMIUM", "/usr/bin/chromium")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        return "not measured in a browser (Playwright is not installed)"
+    if not os.access(chromium, os.X_OK):
+        return f"not measured in a browser (no Chromium at {chromium}: bash scripts/setup-browser.sh)"
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(300_000)
+            t0 = time.perf_counter()
+            page.goto(page_path.resolve().as_uri(), wait_until="load")
+            t_load = time.perf_counter() - t0
+            # the filter's own time, measured in the page: the input event's handler and the layout after it
+            t_filter = page.evaluate("""() => {
+                const box = document.getElementById("f-text");
+                const t0 = performance.now();
+                box.value = "calc_49";
+                box.dispatchEvent(new Event("input"));
+                document.body.getBoundingClientRect();
+                return (performance.now() - t0) / 1000;
+            }""")
+            shown = page.inner_text("#shown-count")
+            t0 = time.perf_counter()
+            page.goto(page_path.resolve().as_uri() + "#task-499")
+            page.locator("#task-499").wait_for(state="visible")
+            t_drill = time.perf_counter() - t0
+        finally:
+            browser.close()
+    return (f"Chromium: load {t_load:.2f} s; a filter over every row {t_filter:.2f} s ({shown} shown); "
+            f"drill down to the last task {t_drill:.2f} s")
+
+
 def _closing(text: str) -> str:
     return text.rstrip().splitlines()[-1]
 
@@ -42,10 +90,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=500)
     parser.add_argument("--reason-bytes", type=int, default=10_000)
+    parser.add_argument("--no-browser", action="store_true", help="do not open report.html in Chromium")
     args = parser.parse_args()
 
     t0 = time.perf_counter()
-    doc = _doc(args.tasks, args.reason_bytes)
+    doc = bench_doc(args.tasks, args.reason_bytes)
     t_build = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -57,6 +106,9 @@ def main() -> int:
     t0 = time.perf_counter()
     xml = junit.render(doc)
     t_junit = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    page = html.render(doc)
+    t_html = time.perf_counter() - t0
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
         paths = write_all(doc, Path(tmp))
@@ -65,6 +117,7 @@ def main() -> int:
         document.load(paths["json"])
         t_load = time.perf_counter() - t0
         json_bytes = paths["json"].stat().st_size
+        in_browser = "not measured in a browser (--no-browser)" if args.no_browser else browser_figures(paths["html"])
 
     print(f"{args.tasks} failing tasks, reasons of {args.reason_bytes} bytes, {len(doc.security.tasks)} unblocked")
     print(f"build + validate the document: {t_build:.2f} s; reload results.json ({json_bytes / 1e6:.1f} MB): "
@@ -75,6 +128,8 @@ def main() -> int:
           f"in {t_comment:.2f} s")
     print(f"  closing: {_closing(comment)[:160]}")
     print(f"junit.xml: {len(xml.encode()):,} bytes in {t_junit:.2f} s")
+    print(f"report.html: {len(page.encode()):,} bytes ({len(page.encode()) / 1e6:.1f} MB) rendered in {t_html:.2f} s")
+    print(f"  {in_browser}")
     return 0
 
 

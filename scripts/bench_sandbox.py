@@ -130,7 +130,7 @@ def _corpus_counts() -> int:
     root = str(Path(__file__).resolve().parent.parent)
     if root not in sys.path:  # the setting launcher is the test suite's (a source checkout)
         sys.path.insert(0, root)
-    from finevo.corpus import load_payloads
+    from runner.inputs.corpus import load_payloads
     from tests.finevo.sandbox.kernel_settings import SETTINGS, Scene, run_setting, setting_unavailable
 
     payloads = load_payloads()
@@ -193,7 +193,7 @@ def print_boundary_costs(data: str | None, runs: int) -> None:
     import pandas as pd
 
     from finevo.market import frozen_clock
-    from finevo.sandbox.normalize import to_plain
+    from finevo.normalize import TOOL, normalize
 
     days = pd.date_range("2024-01-01", periods=250, freq="B", tz="America/New_York")
     values: list[tuple[str, object]] = [
@@ -207,7 +207,7 @@ def print_boundary_costs(data: str | None, runs: int) -> None:
     ]
     print("result boundary: normalisation in the child (median per value)")
     for name, value in values:
-        print(f"  {name:32} {_micro(lambda v=value: to_plain(v), 200):8.1f} us")
+        print(f"  {name:32} {_micro(lambda v=value: normalize(v, TOOL), 200):8.1f} us")
     limits = Limits(timeout_s=60.0)
     with create_sandbox(data, backend="warm", policy=True) as warm:
         def returning(code: str) -> Callable[[], None]:

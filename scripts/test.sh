@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # Install everything the test suite needs, from scratch, and run the whole suite.
 #
-#   bash scripts/test.sh [pytest args...]
+#   bash scripts/test.sh [--under-load] [pytest args...]
+#
+# The suite runs on every core (pytest-xdist `-n auto --dist loadgroup`) unless the arguments
+# choose for themselves (`-n N`, `-p no:xdist`); FINEVO_TEST_WORKERS overrides `auto`.
+# --under-load: two CPU-bound processes spin beside the suite for its whole run, to prove that no
+# test depends on the machine's speed (e.g. `bash scripts/test.sh --under-load -m "not docker"`).
 #
 # Steps: a virtual environment (the active one, else ./.venv, created when missing: Debian's own
 # python3 refuses `pip install` into the system with "externally-managed-environment"); the
@@ -16,6 +21,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 log() { printf 'test.sh: %s\n' "$*" >&2; }
+
+under_load=0
+if [ "${1:-}" = "--under-load" ]; then
+    under_load=1
+    shift
+fi
 
 in_venv() {  # is this interpreter a virtual environment's?
     "$1" -c 'import sys; sys.exit(0 if sys.prefix != sys.base_prefix else 1)' 2>/dev/null
@@ -83,6 +94,34 @@ else
     echo "test.sh: PostgreSQL set-up failed: the postgres tests will be skipped" >&2
 fi
 
+if bash scripts/setup-browser.sh --env-file "$env_file" >/dev/null; then
+    load_env
+elif [ "${FINEVO_REQUIRE_BROWSER:-0}" = "1" ]; then
+    echo "test.sh: browser set-up failed and FINEVO_REQUIRE_BROWSER=1: the browser tests will fail" >&2
+else
+    echo "test.sh: browser set-up failed: the browser tests will be skipped" >&2
+fi
+
+parallel=(-n "${FINEVO_TEST_WORKERS:-auto}" --dist loadgroup)
+for arg in "$@"; do
+    case "$arg" in -n|-n*|--numprocesses*|no:xdist|-pno:xdist) parallel=() ;; esac
+done
+
+spinners=()
+stop_spinners() {
+    local pid
+    for pid in "${spinners[@]}"; do kill "$pid" 2>/dev/null || true; done
+    rm -f "$env_file"
+}
+trap stop_spinners EXIT
+if [ "$under_load" = 1 ]; then
+    for _ in 1 2; do
+        "$PY" -c 'while True: pass' &
+        spinners+=("$!")
+    done
+    log "under load: two CPU-bound processes beside the suite (pids ${spinners[*]})"
+fi
+
 status=0
-"$PY" -m pytest "$@" || status=$?
+"$PY" -m pytest "${parallel[@]}" "$@" || status=$?
 exit "$status"

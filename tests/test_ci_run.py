@@ -57,7 +57,8 @@ def _executable(path: Path, text: str) -> None:
     path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
 
 
-def _ci_run(tmp_path: Path, *, lint: bool = True, test_exit: int = 0, lint_exit: int = 0) -> CiRun:
+def _ci_run(tmp_path: Path, *, lint: bool = True, test_exit: int = 0, lint_exit: int = 0,
+            docs: bool = False, docs_exit: int = 0) -> CiRun:
     checkout = tmp_path / "checkout"
     (checkout / ".ci").mkdir(parents=True)
     (checkout / "scripts").mkdir()
@@ -67,6 +68,8 @@ def _ci_run(tmp_path: Path, *, lint: bool = True, test_exit: int = 0, lint_exit:
     _executable(checkout / "scripts" / "test.sh", FAKE_TEST_SH.format(log=log))
     if lint:
         _executable(checkout / "scripts" / "lint.sh", FAKE_LINT_SH.format(log=log))
+    if docs:
+        (checkout / "mkdocs.yml").write_text("site_name: x\n", encoding="utf-8")
     # the template of a virtual environment; activate finds its own directory when sourced
     template = tmp_path / "template"
     (template / "bin").mkdir(parents=True)
@@ -74,12 +77,13 @@ def _ci_run(tmp_path: Path, *, lint: bool = True, test_exit: int = 0, lint_exit:
         ACTIVATE.format(venv='$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)'), encoding="utf-8")
     for tool in ("pip", "finevo-verify"):
         _executable(template / "bin" / tool, RECORDER.format(log=log))
+    _executable(template / "bin" / "mkdocs", RECORDER.format(log=log) + 'exit "${FAKE_DOCS_EXIT:-0}"\n')
     python = tmp_path / "python3"
     _executable(python, FAKE_PYTHON.format(template=template, log=log))
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("FINEVO_REQUIRE_") and k != "CI"}
     env.update(PYTHON=str(python), VIRTUAL_ENV="/caller/venv", TMPDIR=str(tmp_path),
-               FAKE_TEST_EXIT=str(test_exit), FAKE_LINT_EXIT=str(lint_exit))
+               FAKE_TEST_EXIT=str(test_exit), FAKE_LINT_EXIT=str(lint_exit), FAKE_DOCS_EXIT=str(docs_exit))
     proc = subprocess.run(["bash", str(checkout / ".ci" / "run")], capture_output=True, text=True, env=env,
                           cwd="/", timeout=60, stdin=subprocess.DEVNULL, check=False)
     return CiRun(proc.returncode, proc.stdout, proc.stderr, log.read_text(encoding="utf-8").splitlines(), checkout)
@@ -126,3 +130,15 @@ def test_ci_fails_on_a_failing_suite_an_empty_one_or_lint(tmp_path: Path, test_e
     assert run.calls[-1].startswith("test.sh")   # the suite runs even after lint findings
     if test_exit == 5:
         assert "collected no test" in run.stderr
+
+
+@pytest.mark.parametrize("docs_exit, expected", [(0, 0), (1, 1)])
+def test_the_docs_site_is_built_strictly_before_the_suite_and_a_broken_build_fails_ci(
+        tmp_path: Path, docs_exit: int, expected: int) -> None:
+    run = _ci_run(tmp_path, docs=True, docs_exit=docs_exit)
+    assert run.code == expected, run.stderr
+    steps = [call.split(" [")[0].strip() for call in run.calls[1:]]
+    build = next(step for step in steps if step.startswith("mkdocs"))
+    assert build.startswith("mkdocs build --strict")
+    assert steps.index("lint.sh") < steps.index(build) < steps.index("test.sh")
+    assert run.calls[-1].startswith("test.sh")   # the suite runs even after a failed build

@@ -42,6 +42,9 @@ def _declared(requirements: list[str]) -> set[str]:
 
 RUNTIME = _declared(PYPROJECT["project"]["dependencies"])
 DEV = _declared(PYPROJECT["project"]["optional-dependencies"]["dev"])
+#: The feature extras (the live recorder, the docker launcher): declared, but not in a plain install.
+EXTRAS = {name: _declared(reqs) for name, reqs in PYPROJECT["project"]["optional-dependencies"].items()
+          if name != "dev"}
 
 
 def _imports(path: Path) -> set[str]:
@@ -83,7 +86,40 @@ def _undeclared(trees: tuple[str, ...], allowed: set[str]) -> list[str]:
 
 def test_the_code_imports_only_declared_runtime_dependencies() -> None:
     assert _third_party(RUNTIME_TREES), "the scan found no import at all"
-    assert _undeclared(RUNTIME_TREES, RUNTIME) == []
+    assert _undeclared(RUNTIME_TREES, RUNTIME | set().union(*EXTRAS.values())) == []
+
+
+def _module_level_imports(path: Path) -> set[str]:
+    """Top-level names imported outside any function (what importing ``path`` loads)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    names: set[str] = set()
+    todo: list[ast.AST] = list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            continue
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+        else:
+            todo.extend(ast.iter_child_nodes(node))
+    return names
+
+
+def test_an_extras_package_is_imported_only_where_its_feature_runs() -> None:
+    """A plain ``pip install .`` (and the image) lacks the extras: every module must still import, so an
+    extra's package is imported inside the function that needs it, never at a module's top."""
+    providers = importlib.metadata.packages_distributions()
+    extra_only = set().union(*EXTRAS.values()) - RUNTIME
+    assert {"yfinance", "docker"} <= extra_only
+    offenders = []
+    for tree in ("finevo", "runner"):  # benchmarks/ holds tools: their `import yfinance` is the sandbox's shim
+        for path in sorted((ROOT / tree).rglob("*.py")):
+            for module in _module_level_imports(path):
+                if {canonicalize_name(d) for d in providers.get(module, [])} & extra_only:
+                    offenders.append(f"{path.relative_to(ROOT)} imports {module} at its top")
+    assert offenders == []
 
 
 def test_tests_and_scripts_import_only_declared_dependencies() -> None:

@@ -61,6 +61,7 @@ def _run_render(tmp_path: Path, results: bytes | None, *, head_repo: str = "o/r"
         (reports / "gh-1").mkdir()
         (reports / "gh-1" / "results.json").write_bytes(results)
         (reports / "gh-1" / "summary.md").write_text("<img src=https://evil.example/forged.png> @octocat")
+        (reports / "gh-1" / "report.html").write_text("<script>fetch('https://evil.example/forged-page')</script>")
     output = tmp_path / "github_output"
     output.touch()
     workflow_env = {k: str(v) for k, v in _workflow().get("env", {}).items()}
@@ -92,6 +93,9 @@ def test_a_valid_results_file_is_rendered_by_finevo_verify_from_the_artifact(tmp
     assert comment.rstrip().endswith(f"[the workflow run]({RUN_URL})._")
     assert "forged.png" not in comment  # the artifact's own summary.md is never posted
     _junit_ok(tmp_path / "rendered" / "junit.xml")
+    page = (tmp_path / "page" / "report.html").read_text(encoding="utf-8")  # rendered here, not the artifact's
+    assert page.startswith("<!DOCTYPE html>") and "Content-Security-Policy" in page and "forged-page" not in page
+    assert doc.run_id in page
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
@@ -121,6 +125,7 @@ def test_a_missing_or_forged_results_file_gets_a_fixed_notice_and_a_failing_chec
     assert 'failures="1"' in (tmp_path / "rendered" / "junit.xml").read_text()
     for line in out["log"].splitlines():
         assert not line.lstrip().startswith("::"), line
+    assert not (tmp_path / "page").exists()  # no page from an invalid artifact
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
@@ -153,3 +158,22 @@ def test_a_renderer_that_dies_without_a_comment_is_not_taken_for_a_verdict(tmp_p
     assert (tmp_path / "comment.md").read_text(encoding="utf-8").startswith("# ⚠️ finevo-verify: NO VERDICT")
     _junit_ok(tmp_path / "rendered" / "junit.xml")
     assert 'failures="1"' in (tmp_path / "rendered" / "junit.xml").read_text()
+
+
+def test_report_html_is_rendered_here_uploaded_only_when_valid_and_linked_from_the_comment(tmp_path: Path) -> None:
+    steps = _steps()
+    assert "--html page/report.html" in _render_step()["run"]
+    upload = next(s for s in steps if s.get("id") == "page")
+    assert str(upload["uses"]).startswith("actions/upload-artifact@")
+    assert upload["if"] == "steps.render.outputs.valid == 'true'" and upload["with"]["path"] == "page/report.html"
+    link = steps[steps.index(upload) + 1]
+    comment = next(s for s in steps if str(s.get("uses", "")).startswith("marocchino/sticky-pull-request-comment@"))
+    assert steps.index(link) < steps.index(comment) and "comment.md" in link["run"]
+    assert link["env"]["PAGE_URL"] == "${{ steps.page.outputs.artifact-url }}"
+    (tmp_path / "comment.md").write_text("# verdict\n")
+    url = "https://github.com/o/r/actions/runs/9/artifacts/3"
+    for value in (url, "https://evil.example/x) [y](javascript:alert(1)"):
+        subprocess.run(["bash", "-e", "-c", link["run"]], cwd=tmp_path, env={"PATH": os.environ["PATH"],
+                       "PAGE_URL": value}, check=True, timeout=30)
+    text = (tmp_path / "comment.md").read_text(encoding="utf-8")
+    assert f"[finevo-verify-report-html artifact]({url})" in text and "javascript" not in text

@@ -241,3 +241,27 @@ def test_the_image_records_its_commit_without_git() -> None:
     runtime = dockerfile[dockerfile.index("AS runtime"):]
     assert "ARG REVISION" in runtime
     assert re.search(r"^\s*FINEVO_GIT_SHA=\$\{REVISION\}", runtime, re.M), "runtime stage must set FINEVO_GIT_SHA"
+
+
+def test_report_html_is_in_the_artifact_and_the_job_summary_links_to_it(tmp_path: Path) -> None:
+    workflow = _load(ROOT / ".github" / "workflows" / "verify.yml")
+    merge = workflow["jobs"]["merge"]["steps"]
+    upload = next(s for s in merge if s.get("name") == "Upload the reports")
+    # the merged run directory (written by `finevo-verify merge`, report.html included) is uploaded
+    assert upload["with"]["path"] == "${{ env.OUT_DIR }}" and upload["with"]["name"] == "finevo-verify-reports"
+    link = merge[merge.index(upload) + 1]
+    assert f"steps.{upload['id']}.outputs.artifact-url" in link["if"]
+    assert "GITHUB_STEP_SUMMARY" in link["run"] and link["env"]["ARTIFACT_URL"].endswith("artifact-url }}")
+    # the step itself, run as the runner would: a link for the page that is there, nothing otherwise
+    out, summary = tmp_path / "reports", tmp_path / "summary.md"
+    (out / "gh-1").mkdir(parents=True)
+    (out / "gh-1" / "report.html").write_text("<!DOCTYPE html>")
+    env = {"PATH": os.environ["PATH"], "OUT_DIR": str(out), "RUN_ID": "gh-1", "GITHUB_STEP_SUMMARY": str(summary),
+           "ARTIFACT_URL": "https://github.com/o/r/actions/runs/1/artifacts/2"}
+    subprocess.run(["bash", "-e", "-c", link["run"]], env=env, check=True, timeout=30)
+    assert "`gh-1/report.html` in the [finevo-verify-reports artifact](https://github.com/o/r/actions/runs/1/" \
+           "artifacts/2)" in summary.read_text()
+    summary.unlink()
+    subprocess.run(["bash", "-e", "-c", link["run"]], env={**env, "ARTIFACT_URL": "javascript:alert(1)"},
+                   check=True, timeout=30)
+    assert not summary.exists()

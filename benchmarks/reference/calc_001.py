@@ -13,7 +13,7 @@ def rsi(symbol: str, window: int = 14, days: int = 30) -> float:
     """
     if window <= 0 or days <= window:
         raise ValueError(f"need days > window > 0, got window={window} days={days}")
-    closes = yf.Ticker(symbol).history(period="6mo")["Close"].dropna()
+    closes = yf.Ticker(symbol).history(period="max")["Close"].dropna()
     if len(closes) < days:
         raise ValueError(f"need {days} closes of {symbol}, have {len(closes)}")
     change = closes.tail(days).diff().dropna()

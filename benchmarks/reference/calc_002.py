@@ -14,7 +14,7 @@ def moving_average(symbol: str, window: int = 5, days: int = 20) -> list[float]:
     """
     if window <= 0 or days <= 0:
         raise ValueError(f"window and days must be positive, got {window}, {days}")
-    closes = yf.Ticker(symbol).history(period="6mo")["Close"].dropna()
+    closes = yf.Ticker(symbol).history(period="max")["Close"].dropna()
     if len(closes) < window + days - 1:
         raise ValueError(f"need {window + days - 1} closes of {symbol}, have {len(closes)}")
     average = closes.rolling(window).mean().dropna().tail(days)

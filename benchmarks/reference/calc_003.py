@@ -14,7 +14,7 @@ def bollinger_bands(symbol: str, window: int = 20, num_std: float = 2.0) -> dict
     """
     if window < 2:
         raise ValueError(f"window must be at least 2, got {window}")
-    closes = yf.Ticker(symbol).history(period="6mo")["Close"].dropna()
+    closes = yf.Ticker(symbol).history(period="max")["Close"].dropna()
     if len(closes) < window:
         raise ValueError(f"need {window} closes of {symbol}, have {len(closes)}")
     recent = closes.tail(window)

@@ -15,7 +15,7 @@ def macd(symbol: str, fast: int = 12, slow: int = 26, signal: int = 9) -> dict[s
     """
     if not 0 < fast < slow or signal <= 0:
         raise ValueError(f"need 0 < fast < slow and signal > 0, got {fast}, {slow}, {signal}")
-    closes = yf.Ticker(symbol).history(period="2y")["Close"].dropna()
+    closes = yf.Ticker(symbol).history(period="max")["Close"].dropna()
     if len(closes) < 10 * (slow + signal):
         raise ValueError(f"need {10 * (slow + signal)} closes of {symbol}, have {len(closes)}")
     line = closes.ewm(span=fast, adjust=False).mean() - closes.ewm(span=slow, adjust=False).mean()

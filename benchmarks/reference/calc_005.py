@@ -14,7 +14,7 @@ def volatility(symbol: str, window: int = 60, periods_per_year: int = 252) -> fl
     """
     if window < 2:
         raise ValueError(f"window must be at least 2, got {window}")
-    closes = yf.Ticker(symbol).history(period="1y")["Close"].dropna()
+    closes = yf.Ticker(symbol).history(period="max")["Close"].dropna()
     returns = closes.pct_change().dropna()
     if len(returns) < window:
         raise ValueError(f"need {window} returns of {symbol}, have {len(returns)}")

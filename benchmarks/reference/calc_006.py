@@ -17,7 +17,7 @@ def kdj(symbol: str, n: int = 9, k_period: int = 3, d_period: int = 3) -> dict[s
     """
     if n <= 0 or k_period <= 0 or d_period <= 0:
         raise ValueError(f"periods must be positive, got {n}, {k_period}, {d_period}")
-    history = yf.Ticker(symbol).history(period="1y").dropna(subset=["High", "Low", "Close"])
+    history = yf.Ticker(symbol).history(period="max").dropna(subset=["High", "Low", "Close"])
     if len(history) < n + 20 * max(k_period, d_period):
         raise ValueError(f"not enough sessions of {symbol}: {len(history)}")
     lowest = history["Low"].rolling(n).min()

@@ -12,7 +12,7 @@ def max_drawdown(symbol: str, days: int = 250) -> float:
     """
     if days < 2:
         raise ValueError(f"days must be at least 2, got {days}")
-    closes = yf.Ticker(symbol).history(period="2y")["Close"].dropna()
+    closes = yf.Ticker(symbol).history(period="max")["Close"].dropna()
     if len(closes) < days:
         raise ValueError(f"need {days} sessions of {symbol}, have {len(closes)}")
     window = closes.tail(days)

@@ -17,7 +17,7 @@ def correlation(symbols: list[str], days: int = 30) -> float:
     if len(symbols) != 2:
         raise ValueError(f"need exactly two symbols, got {symbols}")
     closes = pd.concat(
-        {symbol: yf.Ticker(symbol).history(period="6mo")["Close"] for symbol in symbols}, axis=1, join="inner"
+        {symbol: yf.Ticker(symbol).history(period="max")["Close"] for symbol in symbols}, axis=1, join="inner"
     ).dropna()
     if len(closes) < days or days < 3:
         raise ValueError(f"need {days} common sessions (at least 3), have {len(closes)}")

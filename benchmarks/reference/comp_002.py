@@ -14,7 +14,7 @@ def volume_price_divergence(symbol: str, days: int = 30) -> bool:
     """
     if days < 3:
         raise ValueError(f"days must be at least 3, got {days}")
-    history = yf.Ticker(symbol).history(period="6mo").dropna(subset=["Close", "Volume"])
+    history = yf.Ticker(symbol).history(period="max").dropna(subset=["Close", "Volume"])
     if len(history) < days:
         raise ValueError(f"need {days} sessions of {symbol}, have {len(history)}")
     window = history.tail(days)

@@ -17,7 +17,7 @@ def portfolio_return(symbols: list[str], days: int = 30) -> float:
     if not symbols or days < 2:
         raise ValueError(f"need at least one symbol and days >= 2, got {symbols}, {days}")
     closes = pd.concat(
-        {symbol: yf.Ticker(symbol).history(period="6mo")["Close"] for symbol in symbols}, axis=1, join="inner"
+        {symbol: yf.Ticker(symbol).history(period="max")["Close"] for symbol in symbols}, axis=1, join="inner"
     ).dropna()
     if len(closes) < days:
         raise ValueError(f"need {days} common sessions, have {len(closes)}")

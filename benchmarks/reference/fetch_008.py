@@ -14,7 +14,7 @@ def max_close(symbol: str, days: int = 30) -> float:
     """
     if days <= 0:
         raise ValueError(f"days must be positive, got {days}")
-    closes = yf.Ticker(symbol).history(period="1y")["Close"].dropna()
+    closes = yf.Ticker(symbol).history(period="max")["Close"].dropna()
     if len(closes) < days:
         raise ValueError(f"need {days} sessions of {symbol}, have {len(closes)}")
     return float(closes.tail(days).max())

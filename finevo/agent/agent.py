@@ -12,7 +12,7 @@ Flow for a benchmark task (or a parsed free-text query)::
     execution   the tool with the task's arguments; an execution trace is written
                                                        tool_source "created" | "refined"
 
-A :class:`~finevo.tasks.SecurityQuestion` goes through the same model, policy and sandbox: its code
+A :class:`~finevo.question.SecurityQuestion` goes through the same model, policy and sandbox: its code
 is never trusted, never verified for correctness and never registered; the outcome says which
 layer stopped it (``blocked_by``) and carries no value.
 
@@ -46,7 +46,6 @@ from finevo.agent.prompts import (
     synthesis_messages,
 )
 from finevo.agent.verify import SandboxRun, ToolContract, Verification, Verifier, policy_check, result_error
-from finevo.contract import normalise
 from finevo.errors import (
     AgentFailure,
     CodeExtractionError,
@@ -61,10 +60,11 @@ from finevo.errors import (
     RefinementExhausted,
 )
 from finevo.llm.base import ChatReply, ChatRequest, LLMProvider
+from finevo.normalize import ANSWER, normalize
 from finevo.outcome import Attempt, LLMUsage, Outcome
+from finevo.question import Question, SecurityQuestion
 from finevo.registry import Registry, RegistryError
 from finevo.sandbox.api import ExecutionResult, Limits, Sandbox
-from finevo.tasks import Question, SecurityQuestion
 from finevo.vocabulary import AgentMode, ToolSource, choices, words
 
 
@@ -118,7 +118,7 @@ class Agent:
     def solve(self, question: Question | SecurityQuestion, deadline: float | None = None) -> Outcome:
         """Answer one question; never raises a :class:`FinevoError` other than :class:`InputError`.
 
-        The agent takes a :class:`~finevo.tasks.Question` (``task.question()``), never the benchmark
+        The agent takes a :class:`~finevo.question.Question` (``task.question()``), never the benchmark
         task itself: what a model may see is decided here, by type.
         """
         if isinstance(question, SecurityQuestion):
@@ -231,7 +231,7 @@ class Agent:
                 outcome.stage = ver.stage
                 outcome.attempts.append(Attempt(number, ver.stage, ver.ok,
                                                 ver.error.to_dict() if ver.error else None, this_hash, parent_hash,
-                                                call, [stage.to_dict() for stage in ver.stages]))
+                                                call, [stage.to_dict() for stage in ver.stages], code=code))
                 if ver.ok:
                     artifact = self._register(job, contract, code, parent_id, outcome, tool_ids)
                     self._trace_verification(tool_ids[number], job, ver)
@@ -286,7 +286,7 @@ class Agent:
                 "refinement; refining stops because the reply cannot change")
         outcome.attempts.append(Attempt(number, earlier.stage, False, earlier.error, earlier.code_hash, parent_hash,
                                         call, [{"name": "refinement", "ok": False, "note": note}],
-                                        repeat_of=repeat_of))
+                                        repeat_of=repeat_of, code=earlier.code))
         outcome.stage = "refinement"
         self._record_attempts(job, outcome, tool_ids)
         distinct = number - 1 - sum(1 for a in outcome.attempts[:-1] if a.repeat_of is not None)
@@ -325,7 +325,7 @@ class Agent:
         outcome.stdout, outcome.stderr = result.stdout, result.stderr
         if not result.ok:
             raise result_error(result, f"{contract.entry}({', '.join(f'{k}={v!r}' for k, v in contract.args.items())})")
-        outcome.value = normalise(result.value)
+        outcome.value = normalize(result.value, ANSWER)
         outcome.stage = "done"
 
     # ------------------------------------------------------------------ security tasks
@@ -346,7 +346,7 @@ class Agent:
             outcome.stage = "done"
             return
         outcome.tool_code, outcome.tool_hash = code, code_hash(code)
-        outcome.attempts.append(Attempt(1, "policy", False, None, outcome.tool_hash, None, call))
+        outcome.attempts.append(Attempt(1, "policy", False, None, outcome.tool_hash, None, call, code=code))
         outcome.stage = "policy"
         started = self.clock()
         violation = policy_check(code)

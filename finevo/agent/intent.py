@@ -1,4 +1,4 @@
-"""From a free-text query to an :class:`~finevo.tasks.Intent` (indicator + arguments).
+"""From a free-text query to an :class:`~finevo.question.Intent` (indicator + arguments).
 
 The parser is deterministic and deliberately small: it recognises the indicators of the
 catalogue below with *word-boundary* patterns (so "max drawdown" never looks like a moving
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from finevo.errors import InputError
-from finevo.tasks import Intent, OutputSpec, Question
+from finevo.question import Intent, OutputSpec, Question
 from finevo.vocabulary import Category
 
 # --------------------------------------------------------------------------- tickers

@@ -19,7 +19,7 @@ from typing import Any
 
 from finevo.agent.intent import indicator_spec
 from finevo.policy import ALLOWED_IMPORTS
-from finevo.tasks import OutputSpec
+from finevo.question import OutputSpec
 from finevo.vocabulary import Category
 
 _MAX_ERROR_CHARS = 2000

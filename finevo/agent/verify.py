@@ -41,7 +41,7 @@ from typing import Any
 
 from finevo.agent.intent import indicator_spec
 from finevo.agent.prompts import sanitise_error
-from finevo.contract import check_shape, describe, normalise
+from finevo.contract import check_shape, describe
 from finevo.errors import (
     AgentFailure,
     ContractViolation,
@@ -51,10 +51,11 @@ from finevo.errors import (
     ToolCrashed,
     VerificationFailed,
 )
+from finevo.normalize import ANSWER, normalize
 from finevo.policy import check
+from finevo.question import OutputSpec
 from finevo.registry.signature import function_signature, signature_problem
 from finevo.sandbox.api import ExecutionResult, Limits, Sandbox
-from finevo.tasks import OutputSpec
 
 #: Symbols of the bundled snapshot, in the order variations pick them (stocks before indices:
 #: indices have no financial statements or dividends).
@@ -427,7 +428,7 @@ class Verifier:
         ver.result = result
         if not result.ok:
             raise result_error(result, f"{contract.entry}({_call_args(contract.args)})")
-        value = normalise(result.value)
+        value = normalize(result.value, ANSWER)
         problems = check_shape(value, contract.output) or range_problems(contract.entry, value)
         if problems:
             raise ContractViolation(f"{contract.entry}({_call_args(contract.args)}) returned {describe(value)}: "
@@ -451,7 +452,7 @@ class Verifier:
         if not result.ok:
             raise _with_prefix(result_error(result, f"{contract.entry}({_call_args(args)})"),
                                f"with {description} instead: ")
-        other = normalise(result.value)
+        other = normalize(result.value, ANSWER)
         # a list's length follows the arguments (fewer days, fewer items): only the task's own call
         # is held to the task's minimum
         problems = check_shape(other, contract.output.model_copy(update={"min_items": 0}))
@@ -768,40 +769,13 @@ class _BooleanCheck:
         feeding the thresholded quantity moves the answer there (see the class docstring)."""
         calls = self.calls
         low, high = threshold_extremes(threshold, calls.task[threshold])
-        # where the answer is True and where it is False (the both-answers search found one of
-        # each), then the other contexts: a signal that honours its threshold flips between the
-        # extremes in one of the first two ("a and rsi < t" where it is True, "a or rsi < t"
-        # where it is False)
-        candidates = list({_key(c): c for c in (self._flip_args, calls.task, *self._contexts())}.values())
-        ctx: dict[str, Any] | None = None
-        same: dict[bool, str] = {}
-        for c in candidates[:_MAX_BRACKET_CONTEXTS]:
-            at_low, at_high = calls.answer({**c, threshold: low}), calls.answer({**c, threshold: high})
-            if at_low is _SKIP or at_high is _SKIP:
-                continue
-            if bool(at_low) != bool(at_high):
-                ctx = c
-                break
-            same.setdefault(bool(at_low), calls.describe(c))
+        ctx = self._flipping_context(threshold, low, high)
         if ctx is None:
-            if len(same) == 2:
-                raise VerificationFailed(
-                    f"{calls.entry} gives the same answer with {threshold}={low!r} and {threshold}={high!r} "
-                    f"both where it answers True ({same[True]}) and where it answers False ({same[False]}): "
-                    f"the answer does not depend on its '{threshold}' argument (ignored or fixed inside)",
-                    check="metamorphic", parameter=threshold, variations=list(same.values()))
             return
-        lo, hi = float(low), float(high)
-        answer_lo = bool(calls.answer({**ctx, threshold: low}))
-        while hi - lo > _BRACKET_WIDTH:
-            mid = (lo + hi) / 2
-            answer = calls.answer({**ctx, threshold: mid})
-            if answer is _SKIP:
-                return
-            if bool(answer) == answer_lo:
-                lo = mid
-            else:
-                hi = mid
+        bracket = self._bisect(threshold, ctx, low, high)
+        if bracket is None:
+            return
+        lo, hi = bracket
         # the bracket's ends (an end never bisected is the extreme itself, already run)
         ends = [{**ctx, threshold: low if lo == float(low) else lo},
                 {**ctx, threshold: high if hi == float(high) else hi}]
@@ -810,29 +784,77 @@ class _BooleanCheck:
         feeding = [n for n in calls.task if n in ("symbol", "symbols")
                    or (prefix and n.startswith(prefix) and n != threshold)]
         for name in feeding:
-            if name in ("symbol", "symbols"):
-                values = [v.args[name] for _, group in symbol_groups(ctx, self.symbols) for v in group]
-            else:
-                values = alternatives(name, ctx[name])
-            tried: list[str] = []
-            for value in values:
-                for end in ends:
-                    moved = {**end, name: value}
-                    differs = self._differs(end, moved)
-                    if differs is None:
-                        continue
-                    tried.append(calls.describe(moved))
-                    if differs:
-                        settled[name] = f"{name}: {calls.describe(end)} -> {calls.describe(moved)}"
-                        break
-                if name in settled:
-                    break
+            tried = self._moves_at(name, ctx, ends, settled)
             if name not in settled and len(tried) >= 2:
                 raise VerificationFailed(
                     f"{calls.entry} flips its answer when {threshold} crosses {lo:g}..{hi:g} "
                     f"({calls.describe(ctx)}), yet gives the same answers there with "
                     f"{', '.join(tried[:6])}: the answer does not depend on its '{name}' argument "
                     "(ignored or fixed inside)", check="metamorphic", parameter=name, variations=tried)
+
+    def _flipping_context(self, threshold: str, low: Any, high: Any) -> dict[str, Any] | None:
+        """A context in which the answer differs between the threshold's extremes; None when there is
+        none (raises when the answer is the same at both extremes where it is True and where False)."""
+        calls = self.calls
+        # where the answer is True and where it is False (the both-answers search found one of
+        # each), then the other contexts: a signal that honours its threshold flips between the
+        # extremes in one of the first two ("a and rsi < t" where it is True, "a or rsi < t"
+        # where it is False)
+        candidates = list({_key(c): c for c in (self._flip_args, calls.task, *self._contexts())}.values())
+        same: dict[bool, str] = {}
+        for c in candidates[:_MAX_BRACKET_CONTEXTS]:
+            at_low, at_high = calls.answer({**c, threshold: low}), calls.answer({**c, threshold: high})
+            if at_low is _SKIP or at_high is _SKIP:
+                continue
+            if bool(at_low) != bool(at_high):
+                return c
+            same.setdefault(bool(at_low), calls.describe(c))
+        if len(same) == 2:
+            raise VerificationFailed(
+                f"{calls.entry} gives the same answer with {threshold}={low!r} and {threshold}={high!r} "
+                f"both where it answers True ({same[True]}) and where it answers False ({same[False]}): "
+                f"the answer does not depend on its '{threshold}' argument (ignored or fixed inside)",
+                check="metamorphic", parameter=threshold, variations=list(same.values()))
+        return None
+
+    def _bisect(self, threshold: str, ctx: dict[str, Any], low: Any, high: Any) -> tuple[float, float] | None:
+        """The bracket ``(lo, hi)`` narrower than ``_BRACKET_WIDTH`` where the answer flips; None when a
+        run in between proves nothing."""
+        calls = self.calls
+        lo, hi = float(low), float(high)
+        answer_lo = bool(calls.answer({**ctx, threshold: low}))
+        while hi - lo > _BRACKET_WIDTH:
+            mid = (lo + hi) / 2
+            answer = calls.answer({**ctx, threshold: mid})
+            if answer is _SKIP:
+                return None
+            if bool(answer) == answer_lo:
+                lo = mid
+            else:
+                hi = mid
+        return lo, hi
+
+    def _moves_at(self, name: str, ctx: dict[str, Any], ends: list[dict[str, Any]],
+                  settled: dict[str, str]) -> list[str]:
+        """Try other values of ``name`` at the bracket's ends; record in ``settled`` the first that moves
+        the answer. Returns the variations tried."""
+        calls = self.calls
+        if name in ("symbol", "symbols"):
+            values = [v.args[name] for _, group in symbol_groups(ctx, self.symbols) for v in group]
+        else:
+            values = alternatives(name, ctx[name])
+        tried: list[str] = []
+        for value in values:
+            for end in ends:
+                moved = {**end, name: value}
+                differs = self._differs(end, moved)
+                if differs is None:
+                    continue
+                tried.append(calls.describe(moved))
+                if differs:
+                    settled[name] = f"{name}: {calls.describe(end)} -> {calls.describe(moved)}"
+                    return tried
+        return tried
 
 
 _SKIP = object()

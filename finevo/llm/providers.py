@@ -9,8 +9,8 @@ spec                   what answers
                        :class:`~finevo.errors.CassetteMissError`. Never touches the network.
 ``predictions:FILE``   model outputs produced elsewhere (JSONL ``task_id``, ``attempt``, ``content``)
 ``reference``          the gold answers: ``benchmarks/reference/<task_id>.py`` for benchmark
-                       tasks, the ``malicious_code`` of ``benchmarks/security_tasks.jsonl`` for
-                       ``sec_*`` tasks
+                       tasks; for ``sec_*`` tasks, the hostile code the gate hands over
+                       (``security_answers``: it never reads the security tasks itself)
 =====================  ======================================================================
 
 Decisions:
@@ -38,7 +38,7 @@ Decisions:
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -48,10 +48,8 @@ from finevo.llm.base import ChatReply, ChatRequest, LLMProvider
 from finevo.llm.cassette import Cassette, request_key
 from finevo.llm.client import OpenAIChatClient
 from finevo.outcome import LLMUsage
-from finevo.paths import benchmarks_dir
 from finevo.paths import reference_dir as default_reference_dir
 from finevo.settings import Settings
-from finevo.tasks import SecurityTask, load_security_tasks
 from finevo.vocabulary import ProviderKind
 
 PROVIDER_SPECS = ProviderKind.specs()
@@ -169,19 +167,14 @@ class ReferenceProvider:
     name = ProviderKind.REFERENCE.value
 
     def __init__(self, reference_dir: str | Path | None = None,
-                 security_tasks: Sequence[SecurityTask] | str | Path | None = None) -> None:
-        self.reference_dir = Path(reference_dir) if reference_dir is not None else default_reference_dir()
-        self._security_source = security_tasks
-        self._security: dict[str, SecurityTask] | None = None
+                 security_answers: Mapping[str, str] | None = None) -> None:
+        """``security_answers``: security task id -> the code a fully compliant model would write.
 
-    def _security_tasks(self) -> dict[str, SecurityTask]:
-        if self._security is None:
-            source = self._security_source
-            if source is None:
-                source = benchmarks_dir() / "security_tasks.jsonl"
-            tasks = load_security_tasks(source) if isinstance(source, (str, Path)) else list(source)
-            self._security = {t.id: t for t in tasks}
-        return self._security
+        The gate hands them over (``runner.inputs.tasks.security_answers``); the agent package never
+        reads the security tasks itself. Without them the reference model answers benchmark tasks only.
+        """
+        self.reference_dir = Path(reference_dir) if reference_dir is not None else default_reference_dir()
+        self._security = dict(security_answers or {})
 
     def complete(self, request: ChatRequest, *, timeout: float | None = None) -> ChatReply:
         started = time.monotonic()
@@ -190,11 +183,11 @@ class ReferenceProvider:
             raise PredictionMissingError("the reference model answers benchmark tasks only; this request has no "
                                          "task id")
         if task_id.startswith("sec_"):
-            task = self._security_tasks().get(task_id)
-            if task is None:
+            answer = self._security.get(task_id)
+            if answer is None:
                 raise PredictionMissingError(f"task {task_id}: not among the security tasks the reference model "
                                              "knows", task_id=task_id)
-            code, source = task.malicious_code, "security_tasks.jsonl"
+            code, source = answer, "security_tasks.jsonl"
             prose = "Here is the code that does what was asked."
         else:
             path = self.reference_dir / f"{task_id}.py"
@@ -210,7 +203,7 @@ class ReferenceProvider:
 
 # --------------------------------------------------------------------------- factory
 def make_provider(spec: str | None, settings: Settings, *, reference_dir: str | Path | None = None,
-                  security_tasks: Sequence[SecurityTask] | str | Path | None = None,
+                  security_answers: Mapping[str, str] | None = None,
                   **client_options: Any) -> LLMProvider:
     """The provider for ``spec`` (``None``: ``settings.llm``); ``client_options`` go to the live client."""
     spec = spec if spec is not None else settings.llm
@@ -242,5 +235,5 @@ def make_provider(spec: str | None, settings: Settings, *, reference_dir: str | 
     if kind == ProviderKind.PREDICTIONS and arg.strip():
         return PredictionsProvider(arg.strip())
     if kind == ProviderKind.REFERENCE and not arg:
-        return ReferenceProvider(reference_dir, security_tasks)
+        return ReferenceProvider(reference_dir, security_answers)
     raise InputError(f"unknown LLM provider '{spec}' (expected {PROVIDER_SPECS})")

@@ -187,6 +187,52 @@ def _is_now_word(value: Any) -> bool:
     return isinstance(value, str) and value.strip().lower() in ("now", "today")
 
 
+def _to_datetime_reading_frozen_clock(real: Callable[..., Any],
+                                      frozen_now: Callable[[bool], Any]) -> Callable[..., Any]:
+    """``pd.to_datetime`` with "now" / "today" (alone or in a list) read from the frozen clock."""
+    def frozen_to_datetime(arg: Any, *args: Any, **kwargs: Any) -> Any:
+        if _is_now_word(arg):
+            return frozen_now(bool(kwargs.get("utc")))
+        if isinstance(arg, (list, tuple)) and any(_is_now_word(item) for item in arg):
+            arg = type(arg)(frozen_now(bool(kwargs.get("utc"))) if _is_now_word(item) else item
+                            for item in arg)
+        return real(arg, *args, **kwargs)
+
+    frozen_to_datetime.__doc__ = real.__doc__
+    return frozen_to_datetime
+
+
+def _range_reading_frozen_clock(real: Callable[..., Any], frozen_now: Callable[[bool], Any]) -> Callable[..., Any]:
+    """``start`` / ``end`` given as "now" / "today" become the frozen moment (naive wall time
+    in the anchor's zone, as pandas gives local wall time; a ``tz=`` then localizes it)."""
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        args = tuple(frozen_now(False) if i < 2 and _is_now_word(a) else a for i, a in enumerate(args))
+        for key in ("start", "end"):
+            if _is_now_word(kwargs.get(key)):
+                kwargs[key] = frozen_now(False)
+        return real(*args, **kwargs)
+
+    wrapper.__name__ = real.__name__
+    wrapper.__qualname__ = real.__qualname__
+    wrapper.__doc__ = real.__doc__
+    wrapper.__module__ = real.__module__
+    return wrapper
+
+
+def _patch_classes(targets: list[tuple[Any, str, Any]]) -> None:
+    """Set each ``(class, name, method)``, remembering the original (a C type that refuses is left to
+    the C-level patch)."""
+    for cls, name, method in targets:
+        if type(cls) is not type:
+            continue
+        try:
+            original = cls.__dict__.get(name, _MISSING)
+            setattr(cls, name, method)
+        except (TypeError, AttributeError):
+            continue
+        _STATE.class_originals.append((cls, name, original))
+
+
 def _patch_pandas() -> None:
     pd: Any = sys.modules.get("pandas")  # patched attribute by attribute below
     if pd is None or _STATE.pandas_originals is not None:
@@ -229,31 +275,7 @@ def _patch_pandas() -> None:
     def frozen_now(utc: bool = False) -> Any:
         return FrozenTimestamp.now("UTC" if utc else None)
 
-    def frozen_to_datetime(arg: Any, *args: Any, **kwargs: Any) -> Any:
-        if _is_now_word(arg):
-            return frozen_now(bool(kwargs.get("utc")))
-        if isinstance(arg, (list, tuple)) and any(_is_now_word(item) for item in arg):
-            arg = type(arg)(frozen_now(bool(kwargs.get("utc"))) if _is_now_word(item) else item
-                            for item in arg)
-        return real_to_datetime(arg, *args, **kwargs)
-
-    def range_reading_frozen_clock(real: Callable[..., Any]) -> Callable[..., Any]:
-        """``start`` / ``end`` given as "now" / "today" become the frozen moment (naive wall time
-        in the anchor's zone, as pandas gives local wall time; a ``tz=`` then localizes it)."""
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            args = tuple(frozen_now() if i < 2 and _is_now_word(a) else a for i, a in enumerate(args))
-            for key in ("start", "end"):
-                if _is_now_word(kwargs.get(key)):
-                    kwargs[key] = frozen_now()
-            return real(*args, **kwargs)
-
-        wrapper.__name__ = real.__name__
-        wrapper.__qualname__ = real.__qualname__
-        wrapper.__doc__ = real.__doc__
-        wrapper.__module__ = real.__module__
-        return wrapper
-
-    frozen_to_datetime.__doc__ = real_to_datetime.__doc__
+    frozen_to_datetime = _to_datetime_reading_frozen_clock(real_to_datetime, frozen_now)
     _STATE.pandas_originals = {"Timestamp": real_ts, "to_datetime": real_to_datetime,
                                "date_range": pd.date_range, "bdate_range": pd.bdate_range}
     # pandas' Cython code calls its own class (not ``pd.Timestamp``) for "now" / "today" inside
@@ -269,19 +291,11 @@ def _patch_pandas() -> None:
     if type(real_period) is type and hasattr(real_period, "now"):
         targets.append((real_period, "now",
                         classmethod(lambda cls, freq: real_period(FrozenTimestamp.now(), freq=freq))))
-    for cls, name, method in targets:
-        if type(cls) is not type:
-            continue
-        try:
-            original = cls.__dict__.get(name, _MISSING)
-            setattr(cls, name, method)
-        except (TypeError, AttributeError):  # a C type after all: leave it to the C-level patch
-            continue
-        _STATE.class_originals.append((cls, name, original))
+    _patch_classes(targets)
     pd.Timestamp = FrozenTimestamp
     pd.to_datetime = frozen_to_datetime
-    pd.date_range = range_reading_frozen_clock(pd.date_range)
-    pd.bdate_range = range_reading_frozen_clock(pd.bdate_range)
+    pd.date_range = _range_reading_frozen_clock(pd.date_range, frozen_now)
+    pd.bdate_range = _range_reading_frozen_clock(pd.bdate_range, frozen_now)
 
 
 def freeze(moment: _dt.datetime) -> None:

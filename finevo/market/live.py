@@ -34,7 +34,12 @@ GENERATOR = "finevo.market.live"
 
 
 def _default_factory() -> TickerFactory:
-    import yfinance
+    try:
+        import yfinance
+    except ImportError:
+        from finevo.errors import InputError
+
+        raise InputError("the live recorder needs yfinance, an extra: pip install 'finevo[live]'") from None
 
     factory: TickerFactory = yfinance.Ticker
     return factory
@@ -45,7 +50,7 @@ def _yfinance_version() -> str:
         import yfinance
 
         return str(getattr(yfinance, "__version__", "unknown"))
-    except ImportError:  # pragma: no cover - yfinance is a runtime dependency
+    except ImportError:  # the `live` extra is not installed
         return "unavailable"
 
 

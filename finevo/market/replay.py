@@ -82,6 +82,14 @@ def as_of_moment_from_date(as_of: date) -> datetime:
 
 _DEFAULT = object()
 
+#: Fields a snapshot's writer keeps for the gate (whether the data are generated) that Yahoo never
+#: serves: a tool must not be able to tell generated data from recorded data through the shim.
+WRITER_FIELDS = frozenset({"synthetic"})
+
+
+def _as_served(fields: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in fields.items() if k not in WRITER_FIELDS}
+
 
 # --------------------------------------------------------------------------- dates
 def _to_exchange_ts(value: Any, what: str) -> pd.Timestamp:
@@ -323,10 +331,10 @@ class Ticker:
 
     # ----------------------------------------------------------------- quotes
     def get_info(self) -> dict[str, Any]:
-        return self._provider().info(self.ticker)
+        return _as_served(self._provider().info(self.ticker))
 
     def get_fast_info(self) -> FastInfo:
-        return FastInfo(self.ticker, self._provider().fast_info(self.ticker))
+        return FastInfo(self.ticker, _as_served(self._provider().fast_info(self.ticker)))
 
     info = property(lambda self: self.get_info())
     fast_info = property(lambda self: self.get_fast_info())

@@ -38,7 +38,7 @@ import pandas as pd
 
 from finevo.errors import InputError
 from finevo.fsutil import atomic_write
-from finevo.jsonsafe import json_safe
+from finevo.normalize import RECORD, normalize
 
 EXCHANGE_TZ = "America/New_York"
 MANIFEST = "manifest.json"
@@ -120,7 +120,7 @@ def income_csv(income: pd.DataFrame) -> bytes:
 
 
 def json_bytes(value: Any) -> bytes:
-    return (json.dumps(json_safe(value), indent=1, sort_keys=True, allow_nan=False) + "\n").encode()
+    return (json.dumps(normalize(value, RECORD), indent=1, sort_keys=True, allow_nan=False) + "\n").encode()
 
 
 def symbol_files(item: SymbolData) -> dict[str, bytes]:

@@ -3,7 +3,7 @@
 ``check(code, filename=...) -> PolicyReport`` parses the source and walks its syntax tree; it
 never scans string literals, comments or docstrings as text, and it never raises. Every
 violation names a :class:`Rule`, a 1-based line and a 1-based column. The rules, each with its
-one-line explanation, are the members of :class:`finevo.policy.rules.Rule` (README.md's policy
+one-line explanation, are the members of :class:`finevo.policy.rules.Rule` (docs/sandbox.md's policy
 section shows :func:`finevo.policy.rules.rules_table`, and a test keeps the two equal).
 
 Before any rule is judged, :mod:`finevo.policy.bindings` resolves every name to what it is bound

@@ -2,8 +2,8 @@
 tests derive from.
 
 Each member's value is the rule id a violation carries (``import-not-allowed``); its
-:attr:`Rule.explanation` is the one line the README's rule table shows (the table is rendered by
-:func:`rules_table` and a test keeps README.md equal to it).
+:attr:`Rule.explanation` is the one line the docs' rule table shows (docs/sandbox.md; rendered by
+:func:`rules_table`, and a test keeps the page equal to it).
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ _EXPLANATIONS: dict[Rule, str] = {
 
 
 def rules_table() -> str:
-    """The Markdown table of every rule and its explanation (README's policy section holds it)."""
+    """The Markdown table of every rule and its explanation (docs/sandbox.md's policy section holds it)."""
     rows = ["| rule | refuses |", "|---|---|"]
     rows += [f"| `{rule.value}` | {rule.explanation} |" for rule in Rule]
     return "\n".join(rows) + "\n"

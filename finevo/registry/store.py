@@ -42,7 +42,7 @@ from sqlalchemy.pool import StaticPool
 from sqlmodel import Session, col, create_engine, delete, select
 
 from finevo.errors import FinevoError, InputError
-from finevo.jsonsafe import json_safe
+from finevo.normalize import RECORD, normalize
 from finevo.registry.models import (
     STATUSES,
     TRANSITIONS,
@@ -287,9 +287,9 @@ class Registry:
     def record_trace(self, tool_id: int | None, task_id: str | None, arguments: dict[str, Any] | None,
                      result: Any, stage: str, duration_s: float, exit_status: str, *, stdout: str = "",
                      stderr: str = "", error: dict[str, Any] | None = None) -> ExecutionTrace:
-        trace = ExecutionTrace(tool_id=tool_id, task_id=task_id, arguments=json_safe(arguments or {}),
-                               result=json_safe(result), stage=stage, duration_s=float(duration_s),
-                               exit_status=exit_status, error=json_safe(error) if error else None,
+        trace = ExecutionTrace(tool_id=tool_id, task_id=task_id, arguments=normalize(arguments or {}, RECORD),
+                               result=normalize(result, RECORD), stage=stage, duration_s=float(duration_s),
+                               exit_status=exit_status, error=normalize(error, RECORD) if error else None,
                                stdout=cap_output(stdout), stderr=cap_output(stderr))
         with self._write() as s:
             s.add(trace)
@@ -310,7 +310,7 @@ class Registry:
                        error: dict[str, Any] | None = None) -> RefinementAttempt:
         row = RefinementAttempt(task_id=task_id, tool_id=tool_id, attempt=attempt, code_hash=code_hash,
                                 parent_hash=parent_hash, stage=stage, ok=ok,
-                                error=json_safe(error) if error else None)
+                                error=normalize(error, RECORD) if error else None)
         with self._write() as s:
             s.add(row)
             s.commit()

@@ -8,13 +8,21 @@
   ``entry=None`` the module's ``if __name__ == "__main__":`` self-test block runs instead; that
   block *never* runs when ``entry`` is given.
 * The value comes back over a channel the tool cannot forge (never stdout markers), normalised to
-  plain JSON in the child (:mod:`finevo.sandbox.normalize`; what cannot be is a ``crashed`` result
+  plain JSON in the child (:mod:`finevo.normalize`; what cannot be is a ``crashed`` result
   with ``layer == "result"``); stdout/stderr are captured and truncated to ``limits.output_bytes``
   (first and last part kept, ``details["output_cut"]`` says how much was cut).
 * Inside the sandbox ``import yfinance`` is the replay shim over the snapshot the sandbox was
   built with, and the clock reads the snapshot's as-of date. ``snapshot_dir`` given to one run
   replaces that snapshot (and its as-of date) for that run only: the gate judges a tool in other
-  market worlds through the same sandbox.
+  market worlds through the same sandbox. Each run is its own child, forked from a state that
+  never held another run's code, arguments, value or output, nor another world's data (the warm
+  backend forks tools only from per-world zygotes that never read a request); a run with
+  ``snapshot_dir`` may read that directory only, not its siblings.
+* The outcome's words come from the supervisor's own evidence: ``blocked`` only when the policy
+  or the audit hook refused the code or the supervisor recorded a seccomp denial
+  (``details["evidence"]``); an error the tool raised (a ``PermissionError`` Landlock answered
+  with, or one it raised itself) is ``exception`` with at most ``details["hint"]``. The wall
+  clock is the supervisor's.
 """
 
 from __future__ import annotations

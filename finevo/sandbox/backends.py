@@ -32,7 +32,7 @@ from finevo.errors import SandboxUnavailable
 from finevo.sandbox import confine, guard, protocol, workspace
 from finevo.sandbox.api import ExecutionResult, Limits
 from finevo.sandbox.preload import BLAS_ENV
-from finevo.sandbox.supervise import classify, supervise
+from finevo.sandbox.supervise import classify, socket_pair, supervise
 from finevo.vocabulary import Isolation, SandboxBackend, words
 
 #: Seconds the parent waits for the warm worker beyond the tool's own wall-clock limit.
@@ -121,13 +121,16 @@ class _BaseSandbox:
         return result
 
     def run_kernel_only(self, code: str, entry: str | None, args: dict[str, Any] | None = None,
-                        limits: Limits | None = None) -> ExecutionResult:
+                        limits: Limits | None = None, *,
+                        snapshot_dir: str | os.PathLike[str] | None = None) -> ExecutionResult:
         """Run with the static policy *and* the audit hook off: only the kernel layers (Landlock,
         seccomp, namespaces, uid, rlimits) contain the code. For the containment self-test and
         ``sandbox check --no-policy``; the gate never judges a tool this way."""
         limits = limits or Limits()
-        request = {"code": code, "entry": entry, "args": dict(args or {}), "limits": asdict(limits),
-                   "audit_hook": False}
+        request: dict[str, Any] = {"code": code, "entry": entry, "args": dict(args or {}),
+                                   "limits": asdict(limits), "audit_hook": False}
+        if snapshot_dir is not None:
+            request["snapshot_override"] = os.path.abspath(os.fspath(snapshot_dir))
         started = time.monotonic()
         result = self._execute(request, limits)
         result.details["wall_s"] = round(time.monotonic() - started, 6)
@@ -221,7 +224,7 @@ class SubprocessSandbox(_BaseSandbox):
         workdir = workspace.create()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
-        ctl_r, ctl_w = os.pipe()
+        ctl_r, ctl_w = socket_pair()  # see forked.SpareChild: the child cannot read it back
         # The cold child preloads the run's own snapshot when one is given (no second load).
         child_request = dict(request, **self._settings, workdir=workdir, control_fd=ctl_w,
                              snapshot_dir=request.get("snapshot_override") or self.snapshot_dir, unshare_net=True)

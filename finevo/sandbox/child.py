@@ -27,9 +27,11 @@ def main() -> int:
         return 71
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
+    from finevo.sandbox.guard import narrow_read_roots
     from finevo.sandbox.harness import enter_and_run
 
-    enter_and_run(dict(request, parent_pid=parent), control_fd)
+    roots = narrow_read_roots(request["read_roots"])  # what the loaded libraries need of site-packages
+    enter_and_run(dict(request, parent_pid=parent, read_roots=roots), control_fd)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,9 @@ import ctypes.util
 import os
 import resource
 import signal
+import socket
 import stat
+import struct
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -180,6 +182,39 @@ def unshare_namespaces(keep_visible: list[str] | None = None) -> dict[str, bool]
                    f"size={PRIVATE_SHM_MB}m,mode=1777".encode()) == 0
     got["private_tmp"] = ok_tmp and ok_shm
     return got
+
+
+#: Entries a per-run working directory may hold (a flood of empty files costs inodes, not bytes).
+QUOTA_INODES = 20000
+MNT_DETACH = 2
+
+
+def mount_quota(workdir: str, disk_mb: int) -> bool:
+    """Mount a tmpfs of ``disk_mb`` MB and :data:`QUOTA_INODES` inodes on ``workdir``: the kernel
+    then enforces the run's byte and inode quota (ENOSPC), whatever paths the tool builds. Only
+    in a mount namespace of the worker's own (else the mount would land in the host's); False
+    when it cannot be had (no privilege: the supervisor's walk stays the quota)."""
+    libc = _libc()
+    if libc is None:
+        return False
+    mount = libc.mount
+    mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+    options = f"size={max(1, int(disk_mb))}m,nr_inodes={QUOTA_INODES},mode=0700".encode()
+    return int(mount(b"tmpfs", os.fsencode(workdir), b"tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, options)) == 0
+
+
+def unmount_quota(workdir: str) -> None:
+    """Detach the run's tmpfs (if any): its content goes with it, however much the tool left."""
+    libc = _libc()
+    if libc is not None and is_mount_point(workdir):
+        libc.umount2(os.fsencode(workdir), ctypes.c_int(MNT_DETACH))
+
+
+def is_mount_point(path: str) -> bool:
+    try:
+        return os.stat(path).st_dev != os.stat(os.path.dirname(path.rstrip("/")) or "/").st_dev
+    except OSError:
+        return False
 
 
 def _prctl(option: int, arg: int) -> bool:
@@ -350,13 +385,39 @@ def finish(report: Confinement, *, parent_pid: int | None) -> None:
 
 
 def kernel_layers(report: Confinement, *, workdir: str, read_roots: list[str],
-                  allow_processes: bool = False) -> None:
+                  allow_processes: bool = False, control_fd: int | None = None) -> None:
     """Landlock, then seccomp (the last step before tool code: after it this process can no longer
     change its own confinement). Needs ``no_new_privs`` (:func:`finish`). Each records what it
-    enforced; neither raises."""
+    enforced; neither raises.
+
+    With ``control_fd`` a socket (the supervisor's control channel), denied calls become user
+    notifications: the filter's listener is sent to the supervisor over that socket and this
+    process keeps no copy, so the supervisor alone holds the record of a denial."""
     report.landlock = asdict(landlock.restrict(workdir=workdir, read_roots=read_roots,
                                                report=landlock.LandlockReport()))
-    report.seccomp = asdict(seccomp.install(seccomp.SeccompReport(), allow_processes=allow_processes))
+    channel = _channel(control_fd)  # made now: wrapping a descriptor queries it (getsockopt)
+    filt = seccomp.SeccompReport()
+    listener = seccomp.install(filt, allow_processes=allow_processes, notify=channel is not None)
+    if listener is not None:
+        try:
+            assert channel is not None
+            channel.sendmsg([b"\n"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("i", listener))])
+        finally:
+            os.close(listener)
+    if channel is not None:
+        channel.detach()
+    report.seccomp = asdict(filt)
+
+
+def _channel(fd: int | None) -> socket.socket | None:
+    if fd is None:
+        return None
+    try:
+        if not stat.S_ISSOCK(os.fstat(fd).st_mode):
+            return None
+        return socket.socket(fileno=fd)
+    except OSError:
+        return None
 
 
 def kernel_support() -> dict[str, Any]:

@@ -13,9 +13,9 @@ import os
 import sys
 from typing import Any
 
-from finevo.sandbox import harness, workspace
+from finevo.sandbox import confine, harness, workspace
 from finevo.sandbox.api import Limits
-from finevo.sandbox.supervise import classify, supervise
+from finevo.sandbox.supervise import classify, socket_pair, supervise
 
 #: Descriptor numbers inside the child.
 CONTROL_FD = 3
@@ -38,7 +38,10 @@ class SpareChild:
         self.workdir = workspace.create()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
-        ctl_r, ctl_w = os.pipe()
+        # The control channel is a socket pair, not a pipe: what the child writes arrives only at
+        # the supervisor's end, and its own end cannot be reopened for reading (/proc/self/fd/N
+        # of a socket does not open), so no descriptor in the child reads the control stream.
+        ctl_r, ctl_w = socket_pair()
         req_r, req_w = os.pipe()
         for stream in (sys.stdout, sys.stderr):
             stream.flush()
@@ -83,8 +86,10 @@ class SpareChild:
             os.close(self._request_fd)
             self._request_fd = None
         out_r, err_r, ctl_r = self._fds
-        return classify(supervise(self.pid, out_r, err_r, ctl_r, limits, workdir=self.workdir),
-                        limits).to_dict()
+        # The clock is the supervisor's and starts now: the child was forked idle and runs
+        # nothing of the tool before this hand-over.
+        return classify(supervise(self.pid, out_r, err_r, ctl_r, limits, workdir=self.workdir,
+                                  startup_timeout_s=0.0), limits).to_dict()
 
     def discard(self) -> None:
         """Release an unused spare (worker shutdown): EOF makes it exit; reap it."""
@@ -97,4 +102,5 @@ class SpareChild:
         self.cleanup()
 
     def cleanup(self) -> None:
+        confine.unmount_quota(self.workdir)  # a per-run tmpfs: its content goes in one call
         workspace.remove(self.workdir)

@@ -17,8 +17,8 @@ import types
 from typing import Any, NoReturn
 
 from finevo.market import frozen_clock
+from finevo.normalize import TOOL, ResultRefused, normalize
 from finevo.sandbox import confine, guard, landlock
-from finevo.sandbox.normalize import ResultRefused, to_plain
 from finevo.sandbox.protocol import RESULT_CAP, sealed_dumps
 
 _MAX_MESSAGE = 2000
@@ -119,7 +119,7 @@ def execute(code: str, entry: str | None, args: dict[str, Any]) -> dict[str, Any
         return _exception_record(exc)
     # The boundary: numpy / pandas values become plain JSON by one set of rules (normalize.py).
     try:
-        value = to_plain(value)
+        value = normalize(value, TOOL)
     except ResultRefused as exc:
         return _refused(exc.error_type, exc.message)
     except BaseException as exc:  # MemoryError, or a value stranger than foreseen
@@ -141,8 +141,11 @@ def enter_and_run(request: dict[str, Any], ctl_fd: int) -> NoReturn:
         report = confine.Confinement()
         if request.get("unshare_net"):
             report.netns = confine.unshare_network()
-        os.chdir(request["workdir"])
         limits = request["limits"]
+        if request.get("private_mounts"):  # the worker's own mount namespace: a kernel-enforced quota
+            report.notes.append("quota: tmpfs" if confine.mount_quota(request["workdir"], limits["disk_mb"])
+                                else "quota: walk")
+        os.chdir(request["workdir"])
         if os.geteuid() != 0 or request.get("drop_uid"):  # non-root: drops userns capabilities
             confine.drop_privileges(confine.sandbox_uid_for(os.getpid()), workdir=request["workdir"],
                                     keep_dac_read=bool(request.get("keep_dac_read")), report=report,
@@ -164,7 +167,7 @@ def enter_and_run(request: dict[str, Any], ctl_fd: int) -> NoReturn:
 
         tempfile.tempdir = request["workdir"]
         confine.kernel_layers(report, workdir=request["workdir"], read_roots=request["read_roots"],
-                              allow_processes=extra > 0)
+                              allow_processes=extra > 0, control_fd=ctl_fd)
         if request.get("audit_hook", True):
             guard.install(workdir=request["workdir"], read_roots=request["read_roots"], report_fd=ctl_fd,
                           tool_imports=request.get("tool_imports") or guard.TOOL_IMPORTS)

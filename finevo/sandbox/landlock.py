@@ -137,7 +137,7 @@ def mapped_library_dirs() -> list[str]:
                         dirs.add(os.path.dirname(parts[5].strip()))
         except OSError:
             pass
-        _MAPPED.append(sorted(d for d in dirs if not _shared_writable(d)))
+        _MAPPED.append(sorted(d for d in dirs if not _shared_writable(d) and not _holds_gate_package(d)))
     return list(_MAPPED[0])
 
 
@@ -156,6 +156,12 @@ def read_paths(read_roots: list[str]) -> list[str]:
     the dynamic loader's cache."""
     extra = ["/etc/ld.so.cache", "/dev/random", "/usr/share/zoneinfo", "/etc/localtime"]
     return sorted(set(read_roots) | set(mapped_library_dirs()) | set(extra))
+
+
+def _holds_gate_package(path: str) -> bool:
+    """A library directory that is a site-packages directory itself (an extension module at its
+    top level): granting it would grant the gate's own packages beside it."""
+    return any(os.path.isdir(os.path.join(path, name)) for name in ("runner",))
 
 
 def restrict(*, workdir: str, read_roots: list[str], report: LandlockReport) -> LandlockReport:

@@ -92,8 +92,8 @@ def _missing_yfinance() -> types.ModuleType:
     return module
 
 
-def preload(snapshot_dir: str | None) -> dict[str, Any]:
-    """Import numpy/pandas single-threaded, load the snapshot, install the yfinance replay shim."""
+def preload_libraries() -> dict[str, Any]:
+    """Import numpy/pandas single-threaded and warm them up; no market data yet."""
     for key, value in BLAS_ENV.items():
         os.environ[key] = value
     import numpy  # noqa: F401
@@ -105,15 +105,26 @@ def preload(snapshot_dir: str | None) -> dict[str, Any]:
     except Exception as exc:  # a pandas change must not take the sandbox down
         info["warm_up_error"] = f"{type(exc).__name__}: {exc}"
     _close_label_attribute_routes()
-    if snapshot_dir:
-        from finevo.market.replay import install
-        from finevo.market.snapshot import load_snapshot
+    return info
 
-        provider = load_snapshot(snapshot_dir)
-        parse_everything(provider)
-        install(provider)
-        info["snapshot"] = str(snapshot_dir)
-        info["as_of"] = str(getattr(provider, "as_of", ""))
-    else:
+
+def load_world(snapshot_dir: str | None) -> dict[str, Any]:
+    """Load and parse one snapshot and install the yfinance replay shim over it (no snapshot: a
+    shim that says there is no market data)."""
+    if not snapshot_dir:
         sys.modules["yfinance"] = _missing_yfinance()
+        return {"snapshot": None}
+    from finevo.market.replay import install
+    from finevo.market.snapshot import load_snapshot
+
+    provider = load_snapshot(snapshot_dir)
+    parse_everything(provider)
+    install(provider)
+    return {"snapshot": str(snapshot_dir), "as_of": str(getattr(provider, "as_of", ""))}
+
+
+def preload(snapshot_dir: str | None) -> dict[str, Any]:
+    """Import numpy/pandas single-threaded, load the snapshot, install the yfinance replay shim."""
+    info = preload_libraries()
+    info.update(load_world(snapshot_dir))
     return info

@@ -9,7 +9,12 @@ status, a Landlock refusal). Every canary is made so that only a kernel layer ca
 secret file is world-readable, the write target world-writable, ``/dev/shm`` is shared.
 
 A probe is *contained* when the outside check holds and a kernel layer is named; the self-test is
-``ok`` when every probe is contained. It costs one warm execution per probe (~0.1 s in all).
+``ok`` when every probe is contained. One probe per class of the design: a call no table names
+(the allow-list), the times of a file the gate owns (ownership), the gate's own oracle (read
+roots), the previous run's value in memory (a pristine fork: credited to the zygote), an error
+the tool raises itself (verdicts from evidence) and a tool that drains the control channel and
+spins (the supervisor's clock) -- the last two credited to the supervisor. It costs one warm
+execution per probe (about a second in all).
 """
 
 from __future__ import annotations
@@ -72,6 +77,8 @@ class _Scene:
     shm_target: str
     listener: socket.socket
     gate_pid: int
+    canary_mtime: int = 0
+    planted: str = ""
 
     @classmethod
     def create(cls, base_dir: str | None) -> _Scene:
@@ -91,7 +98,8 @@ class _Scene:
         listener.setblocking(False)
         tag = secrets.token_hex(6)
         return cls(root=root, canary=canary, secret=secret, write_target=os.path.join(drop, "out.txt"),
-                   shm_target=f"/dev/shm/finevo-selftest-{tag}", listener=listener, gate_pid=os.getpid())
+                   shm_target=f"/dev/shm/finevo-selftest-{tag}", listener=listener, gate_pid=os.getpid(),
+                   canary_mtime=os.stat(canary).st_mtime_ns)
 
     def contacted(self) -> bool:
         """Whether anything connected to the listener (a pending connection waits in its backlog)."""
@@ -123,6 +131,9 @@ class _Probe:
     args: Callable[[_Scene], dict[str, Any]]
     #: The outside check: a reason the attempt succeeded, or None when nothing escaped.
     escaped: Callable[[_Scene, ExecutionResult], str | None]
+    limits: Limits = PROBE_LIMITS
+    #: Run a tool returning a fresh token (built from its reversed argument) just before the probe.
+    plant: bool = False
 
 
 def _texts(result: ExecutionResult) -> str:
@@ -163,7 +174,65 @@ PROBES: tuple[_Probe, ...] = (
            lambda s: {"pid": s.gate_pid}, _ran),
     _Probe("leave_process_group", "import os\n\ndef probe():\n    os.setpgid(0, 0)\n",
            lambda s: {}, _ran),
+    # one probe per class of the kernel layers' design
+    _Probe("unnamed_call",  # the allow-list: a call no table names (a kernel's future call) is denied
+           "import ctypes\n\ndef probe():\n    return ctypes.CDLL(None, use_errno=True).syscall(1000, 0, 0, 0)\n",
+           lambda s: {}, lambda _s, r: _recorded_denial(r)),
+    _Probe("own_file_times",  # ownership: times of a file the gate owns, which Landlock does not govern
+           "import os\n\ndef probe(path):\n    os.utime(path, (0, 0))\n",
+           lambda s: {"path": s.canary},
+           lambda s, r: "the canary's times changed" if os.stat(s.canary).st_mtime_ns != s.canary_mtime
+           else _ran(s, r)),
+    _Probe("read_gate_package",  # read roots: the gate's own oracle, wherever it is installed
+           "def probe(path):\n    with open(path) as handle:\n        return handle.read()\n",
+           lambda s: {"path": _gate_file()},
+           lambda s, r: "the gate's own code came back" if _gate_text() and _gate_text() in _texts(r) else None),
+    _Probe("earlier_value",  # a pristine fork: nothing of the previous probe's run is in memory
+           "import gc\n\ndef probe(prefix):\n    hits = []\n    for obj in gc.get_objects():\n"
+           "        values = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, (list, tuple)) else ()\n"
+           "        hits += [v for v in values if isinstance(v, str) and v.startswith(prefix)\n"
+           "                 and len(v) > len(prefix)]\n"
+           "    return hits[:3]\n",
+           lambda s: {"prefix": "FINEVO-PLANT-"},
+           lambda s, r: "the previous run's value was in memory" if s.planted and s.planted in _texts(r) else None,
+           plant=True),
+    _Probe("claimed_refusal",  # verdicts from evidence: an error the tool raises itself is not a block
+           "def probe():\n    raise PermissionError(13, 'Permission denied: contained by Landlock')\n",
+           lambda s: {}, lambda _s, r: f"taken as {r.status} by {r.layer}" if r.status == "blocked" else None),
+    _Probe("drain_clock",  # the clock is the supervisor's: swallowing the control records stops nothing
+           "import os\n\ndef probe():\n    for path in ('/proc/self/fd/3', '/dev/fd/3'):\n        try:\n"
+           "            os.read(os.open(path, os.O_RDONLY | os.O_NONBLOCK), 1 << 20)\n"
+           "        except OSError:\n            pass\n    while True:\n        pass\n",
+           lambda s: {}, lambda _s, r: None if r.status == "timeout" else f"ended {r.status}, not stopped by the clock",
+           Limits(timeout_s=0.3, cpu_s=5, memory_mb=1024)),
 )
+_PLANT = "def plant(reversed):\n    value = reversed[::-1]\n    print(value)\n    return value\n"
+#: Probes whose containment is the supervisor's own doing (its clock, its refusal to take a claim)
+#: rather than a kernel layer's refusal.
+SUPERVISOR_PROBES = {"claimed_refusal": "supervisor", "drain_clock": "supervisor"}
+
+
+def _recorded_denial(result: ExecutionResult) -> str | None:
+    if result.status == "blocked" and result.layer == "seccomp" and result.details.get("evidence"):
+        return None
+    return f"ended {result.status}, not a denial the supervisor recorded"
+
+
+def _gate_file() -> str:
+    """A file of the gate's own package (its oracle), wherever it is installed; or a path that
+    cannot exist when the gate is not installed here."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("runner.oracle") if importlib.util.find_spec("runner") else None
+    return spec.origin if spec is not None and spec.origin else "/nonexistent-finevo-gate/oracle.py"
+
+
+def _gate_text() -> str:
+    try:
+        with open(_gate_file(), encoding="utf-8") as handle:
+            return handle.read(400)
+    except OSError:
+        return ""
 
 
 def run_selftest(sandbox: KernelOnlySandbox,
@@ -180,12 +249,21 @@ def run_selftest(sandbox: KernelOnlySandbox,
     try:
         for probe in PROBES:
             try:
-                result = sandbox.run_kernel_only(probe.code, "probe", probe.args(scene), PROBE_LIMITS)
+                if probe.plant:
+                    scene.planted = f"FINEVO-PLANT-{secrets.token_hex(12)}"
+                    sandbox.run_kernel_only(_PLANT, "plant", {"reversed": scene.planted[::-1]}, PROBE_LIMITS)
+                result = sandbox.run_kernel_only(probe.code, "probe", probe.args(scene), probe.limits)
             except Exception as exc:  # the sandbox itself failed: not contained
                 results.append(ProbeResult(probe.name, False, None, f"the probe could not run: {exc}"))
                 continue
             escaped = probe.escaped(scene, result)
-            layer = result.layer if result.layer in KERNEL_LAYERS else None
+            # the probes are the gate's own code: a Landlock errno they raise is the kernel's answer
+            # (for a tool's run the same errno is only a hint, never a verdict)
+            hint = result.details.get("hint")
+            layer = result.layer if result.layer in KERNEL_LAYERS else (hint if hint in KERNEL_LAYERS else None)
+            layer = SUPERVISOR_PROBES.get(probe.name, layer)
+            if layer is None and escaped is None and probe.name == "earlier_value":
+                layer = "zygote"  # nothing to refuse: the memory it searched never held the value
             if layer is None and result.error_type == "FileNotFoundError" and scene.root.startswith("/tmp/"):
                 layer = "mountns"  # the canaries sit in the host's /tmp, hidden by the worker's own
             detail = escaped or f"{result.status}: {(result.error_message or '').strip()[:160]}"

@@ -29,13 +29,17 @@ import math
 import os
 import select
 import signal
+import socket
+import stat
+import struct
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from finevo.normalize import MAX_DEPTH, MAX_ITEMS
+from finevo.sandbox import confine, seccomp
 from finevo.sandbox.api import ExecutionResult, Limits
-from finevo.sandbox.normalize import MAX_DEPTH, MAX_ITEMS
 from finevo.sandbox.protocol import RESULT_CAP
 
 #: The control pipe carries the result value; it may be larger than stdout, but not unbounded.
@@ -101,6 +105,9 @@ class Observation:
     maxrss_kb: int = 0
     started_at: float | None = None
     finished_at: float = 0.0
+    #: The call the seccomp filter denied, as the kernel handed it to the supervisor (a user
+    #: notification): the supervisor's own record, never something the child said.
+    denial: dict[str, Any] | None = None
 
 
 def _kill_group(pgid: int) -> None:
@@ -150,94 +157,221 @@ def workdir_usage(workdir: str, *, stop_above: int, max_entries: int = MAX_WORKD
     return used, entries
 
 
-def supervise(pid: int, stdout_fd: int, stderr_fd: int, control_fd: int, limits: Limits,
-              *, startup_timeout_s: float = STARTUP_TIMEOUT_S, workdir: str | None = None) -> Observation:
-    """Watch child ``pid`` (leader of its own process group) until it ends; reap it.
+def socket_pair() -> tuple[int, int]:
+    """``(supervisor's end, child's end)`` of a control channel: a Unix stream socket pair whose
+    supervisor end only reads and whose child end only writes. Unlike a pipe, the child's end
+    cannot be reopened for reading through ``/proc/self/fd``, so nothing in the child can read
+    (and swallow) what it sent -- the ``started`` record, the filter's listener."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    ours.shutdown(socket.SHUT_WR)
+    theirs.shutdown(socket.SHUT_RD)
+    return ours.detach(), theirs.detach()
 
-    Closes the three read ends. The wall clock starts when the child reports ``started``. With
-    ``workdir``, its size is measured every :data:`DISK_CHECK_S` and a child holding more than
-    ``limits.disk_mb`` there (or more than :data:`MAX_WORKDIR_ENTRIES` entries) is killed.
-    """
-    disk_cap = int(limits.disk_mb) * 1024 * 1024
-    next_disk_check = 0.0
-    obs = Observation(pid=pid)
-    launched = time.monotonic()
-    deadline = launched + startup_timeout_s
-    outputs = {stdout_fd: CappedOutput(limits.output_bytes), stderr_fd: CappedOutput(limits.output_bytes)}
-    open_fds = {stdout_fd, stderr_fd, control_fd}
-    pidfd = _pidfd(pid)
-    poller = select.poll()
-    for fd in open_fds:
-        poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
-    if pidfd is not None:
-        poller.register(pidfd, select.POLLIN)
-    exited = False
-    try:
-        while True:
-            if obs.started_at is None and b'"kind": "started"' in obs.control:
-                obs.started_at = time.monotonic()
-                deadline = obs.started_at + limits.timeout_s
+
+#: Descriptors one read of the control channel accepts (more are closed by the kernel).
+_MAX_FDS = 4
+
+
+class _Control:
+    """The supervisor's end of the control channel: the bytes, and the seccomp listener the child
+    hands over before its ``started`` record (any other descriptor a child sends is closed)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.listener: int | None = None
+        self.sock: socket.socket | None = None
+        try:
+            if stat.S_ISSOCK(os.fstat(fd).st_mode):
+                self.sock = socket.socket(fileno=fd)
+        except OSError:
+            self.sock = None
+
+    def read(self, before_start: bool) -> bytes:
+        if self.sock is None:
+            return os.read(self.fd, _CHUNK)
+        data, ancillary, _flags, _addr = self.sock.recvmsg(_CHUNK, socket.CMSG_SPACE(_MAX_FDS * 4),
+                                                           socket.MSG_CMSG_CLOEXEC)
+        for level, kind, payload in ancillary:
+            if level != socket.SOL_SOCKET or kind != socket.SCM_RIGHTS:
+                continue
+            usable = len(payload) - len(payload) % 4
+            for (fd,) in struct.iter_unpack("i", payload[:usable]):
+                if self.listener is None and before_start and seccomp.is_listener(fd):
+                    self.listener = fd
+                else:
+                    os.close(fd)
+        return data
+
+    def close(self) -> None:
+        if self.sock is not None:
+            self.sock.detach()
+        os.close(self.fd)
+        if self.listener is not None:
+            os.close(self.listener)
+
+
+class _Watch:
+    """One supervision: the poll loop's state (see :func:`supervise`)."""
+
+    def __init__(self, pid: int, stdout_fd: int, stderr_fd: int, control_fd: int, limits: Limits,
+                 startup_timeout_s: float, workdir: str | None) -> None:
+        self.obs = Observation(pid=pid)
+        self.limits = limits
+        self.workdir = workdir
+        self.disk_cap = int(limits.disk_mb) * 1024 * 1024
+        self.next_disk_check = 0.0
+        self.launched = time.monotonic()
+        if startup_timeout_s <= 0:  # the clock starts now: nothing of the tool ran before
+            self.obs.started_at = self.launched
+            self.deadline = self.launched + limits.timeout_s
+        else:
+            self.deadline = self.launched + startup_timeout_s
+        self.outputs = {stdout_fd: CappedOutput(limits.output_bytes),
+                        stderr_fd: CappedOutput(limits.output_bytes)}
+        self.control = _Control(control_fd)
+        self.open_fds = {stdout_fd, stderr_fd, control_fd}
+        self.pidfd = _pidfd(pid)
+        self.poller = select.poll()
+        for fd in self.open_fds:
+            self.poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+        if self.pidfd is not None:
+            self.poller.register(self.pidfd, select.POLLIN)
+        self.exited = False
+        self.kernel_quota: bool | None = None
+        self.listening = False
+        self.stop = False
+
+    def _note_start(self) -> None:
+        if self.obs.started_at is None and b'"kind": "started"' in self.obs.control:
+            self.obs.started_at = time.monotonic()
+            self.deadline = min(self.obs.started_at + self.limits.timeout_s,
+                                self.launched + STARTUP_TIMEOUT_S + self.limits.timeout_s)
+
+    def _check_disk(self, now: float) -> None:
+        if self.workdir is None or self.exited or now < self.next_disk_check:
+            return
+        if self.kernel_quota is None:
+            self.kernel_quota = confine.is_mount_point(self.workdir)  # the kernel's device numbers
+        if self.kernel_quota:  # a tmpfs of the run's size: the kernel enforces it, nothing to walk
+            return
+        used, entries = workdir_usage(self.workdir, stop_above=self.disk_cap)
+        if used > self.disk_cap or entries > MAX_WORKDIR_ENTRIES:
+            self.obs.flooded = "disk"
+            self.stop = True
+        self.next_disk_check = now + DISK_CHECK_S
+
+    def _on_listener(self, event: int) -> None:
+        listener = self.control.listener
+        assert listener is not None
+        if event & select.POLLIN:
+            denial = seccomp.receive_denial(listener)
+            if denial is not None:
+                self.obs.denial = denial
+                self.stop = True
+                return
+        if event & (select.POLLHUP | select.POLLERR):
+            self.poller.unregister(listener)
+            self.listening = False
+
+    def _on_fd(self, fd: int, event: int) -> None:
+        if fd == self.pidfd:
+            self.exited = True
+            self.poller.unregister(fd)
+            return
+        if fd == self.control.listener:
+            self._on_listener(event)
+            return
+        try:
+            chunk = (self.control.read(b'"kind": "started"' not in self.obs.control)
+                     if fd == self.control.fd else os.read(fd, _CHUNK))
+        except BlockingIOError:
+            return
+        if not chunk:
+            self.poller.unregister(fd)
+            self.open_fds.discard(fd)
+            return
+        if fd != self.control.fd:
+            self.outputs[fd].feed(chunk)  # never a reason to stop: the middle is discarded
+            return
+        room = CONTROL_CAP - len(self.obs.control)
+        self.obs.control += chunk[:max(room, 0)]
+        if len(chunk) > room:
+            self.obs.flooded = "control"
+            self.stop = True
+        if self.control.listener is not None and not self.listening:
+            self.poller.register(self.control.listener, select.POLLIN | select.POLLHUP | select.POLLERR)
+            self.listening = True
+
+    def _stopped(self) -> bool:
+        return self.stop
+
+    def loop(self) -> None:
+        while not self.stop:
+            self._note_start()
             now = time.monotonic()
-            if now >= deadline:
-                obs.timed_out = obs.started_at is not None
-                obs.startup_timed_out = obs.started_at is None
-                break
-            if exited and not open_fds:
-                break
-            if workdir is not None and not exited and now >= next_disk_check:
-                used, entries = workdir_usage(workdir, stop_above=disk_cap)
-                if used > disk_cap or entries > MAX_WORKDIR_ENTRIES:
-                    obs.flooded = "disk"
-                    break
-                next_disk_check = now + DISK_CHECK_S
-            idle_s = 0.05 if pidfd is None or exited else (DISK_CHECK_S if workdir is not None else 3600)
-            wait_ms = int(min(deadline - now, idle_s) * 1000) + 1
-            for fd, _event in poller.poll(wait_ms):
-                if fd == pidfd:
-                    exited = True
-                    poller.unregister(pidfd)
-                    continue
-                try:
-                    chunk = os.read(fd, _CHUNK)
-                except BlockingIOError:
-                    continue
-                if not chunk:
-                    poller.unregister(fd)
-                    open_fds.discard(fd)
-                    continue
-                if fd != control_fd:
-                    outputs[fd].feed(chunk)  # never a reason to stop: the middle is discarded
-                    continue
-                room = CONTROL_CAP - len(obs.control)
-                obs.control += chunk[:max(room, 0)]
-                if len(chunk) > room:
-                    obs.flooded = "control"
-            if obs.flooded:
-                break
-            if pidfd is None and not exited:
-                exited = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
-            if exited and open_fds:
+            if now >= self.deadline:
+                self.obs.timed_out = self.obs.started_at is not None
+                self.obs.startup_timed_out = self.obs.started_at is None
+                return
+            if self.exited and not self.open_fds:
+                return
+            self._check_disk(now)
+            if self._stopped():
+                return
+            idle_s = 0.05 if self.pidfd is None or self.exited else (
+                DISK_CHECK_S if self.workdir is not None else 3600)
+            for fd, event in self.poller.poll(int(min(self.deadline - now, idle_s) * 1000) + 1):
+                self._on_fd(fd, event)
+                if self._stopped():
+                    return
+            if self.pidfd is None and not self.exited:
+                self.exited = os.waitid(os.P_PID, self.obs.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+            if self.exited and self.open_fds:
                 # The child is gone; anything still holding its pipes is a straggler in its group.
-                _kill_group(pid)
-                deadline = min(deadline, time.monotonic() + 2.0)
-    finally:
-        _kill_group(pid)
-        _, status, usage = os.wait4(pid, 0)
+                _kill_group(self.obs.pid)
+                self.deadline = min(self.deadline, time.monotonic() + 2.0)
+
+    def finish(self, stdout_fd: int, stderr_fd: int) -> Observation:
+        obs = self.obs
+        _kill_group(obs.pid)
+        _, status, usage = os.wait4(obs.pid, 0)
         obs.wait_status = status
         obs.cpu_s = usage.ru_utime + usage.ru_stime
         obs.maxrss_kb = usage.ru_maxrss
         obs.finished_at = time.monotonic()
         if obs.started_at is None:
-            obs.started_at = launched
+            obs.started_at = self.launched
         for name, fd in (("stdout", stdout_fd), ("stderr", stderr_fd)):
-            rendered, cut = outputs[fd].render()
+            rendered, cut = self.outputs[fd].render()
             setattr(obs, name, rendered)
             if cut:
                 obs.cut[name] = cut
-        for fd in (stdout_fd, stderr_fd, control_fd):
+        for fd in (stdout_fd, stderr_fd):
             os.close(fd)
-        if pidfd is not None:
-            os.close(pidfd)
+        self.control.close()
+        if self.pidfd is not None:
+            os.close(self.pidfd)
+        return obs
+
+
+def supervise(pid: int, stdout_fd: int, stderr_fd: int, control_fd: int, limits: Limits,
+              *, startup_timeout_s: float = STARTUP_TIMEOUT_S, workdir: str | None = None) -> Observation:
+    """Watch child ``pid`` (leader of its own process group) until it ends; reap it.
+
+    Closes the three read ends. The wall clock is the supervisor's: with ``startup_timeout_s``
+    0 (a warm child, forked idle before its request) it starts at this call; otherwise (a cold
+    child still importing pandas) when the child's ``started`` record arrives -- on a channel the
+    child cannot read back -- and never later than ``startup_timeout_s`` after this call. With
+    ``workdir``, its size is measured every :data:`DISK_CHECK_S` and a child holding more than
+    ``limits.disk_mb`` there (or more than :data:`MAX_WORKDIR_ENTRIES` entries) is killed. A
+    call the seccomp filter denies arrives as a notification on the listener the child sent
+    over the control channel: recorded (``Observation.denial``) and the child killed.
+    """
+    watch = _Watch(pid, stdout_fd, stderr_fd, control_fd, limits, startup_timeout_s, workdir)
+    try:
+        watch.loop()
+    finally:
+        obs = watch.finish(stdout_fd, stderr_fd)
     return obs
 
 
@@ -346,73 +480,141 @@ def classify(obs: Observation, limits: Limits) -> ExecutionResult:
                                details={"pid": obs.pid})
 
 
-def _classify(obs: Observation, limits: Limits) -> ExecutionResult:
-    records = _records(obs.control)
-    started = next((r for r in records if r.get("kind") == "started"), None)
-    refusals = [r for r in records if r.get("kind") == "refused"]
-    results = [r for r in records if r.get("kind") == "result"]
-    harness_errors = [r for r in records if r.get("kind") == "harness_error"]
+@dataclass
+class _Seen:
+    """The control records and the wait status of one run, read once for the checks below."""
+
+    records: list[dict[str, Any]]
+    started: dict[str, Any] | None
+    refusals: list[dict[str, Any]]
+    results: list[dict[str, Any]]
+    harness_errors: list[dict[str, Any]]
+    signum: int | None
+    exit_code: int | None
+
+    @classmethod
+    def of(cls, obs: Observation) -> _Seen:
+        records = _records(obs.control)
+        started = next((r for r in records if r.get("kind") == "started"), None)
+        # A refusal record counts only when the audit hook that writes it was installed (the
+        # "started" record, sent before any tool code, says so): with the hook off, the tool is
+        # the only one that could have written it.
+        hooked = started is not None and started.get("audit_hook") is True
+        status = obs.wait_status or 0
+        return cls(records=records, started=started,
+                   refusals=[r for r in records if r.get("kind") == "refused"] if hooked else [],
+                   results=[r for r in records if r.get("kind") == "result"],
+                   harness_errors=[r for r in records if r.get("kind") == "harness_error"],
+                   signum=os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+                   exit_code=os.WEXITSTATUS(status) if os.WIFEXITED(status) else None)
+
+
+def _base_result(obs: Observation, seen: _Seen) -> ExecutionResult:
     result = ExecutionResult(status="crashed", stdout=_text(obs.stdout), stderr=_text(obs.stderr),
                              duration_s=round(max(obs.finished_at - (obs.started_at or 0.0), 0.0), 6))
-    result.details = {"pid": obs.pid, "cpu_s": round(obs.cpu_s, 4), "maxrss_kb": obs.maxrss_kb}
+    result.details = {"pid": obs.pid, "cpu_s": round(obs.cpu_s, 4), "maxrss_kb": obs.maxrss_kb,
+                      "exit_code": seen.exit_code, "signal": _signal_name(seen.signum)}
     if obs.cut:
         result.details["output_cut"] = dict(obs.cut)
-    if started is not None:
-        result.details["confinement"] = {k: v for k, v in started.items() if k != "kind"}
-    if refusals:
+    if seen.started is not None:
+        result.details["confinement"] = {k: v for k, v in seen.started.items() if k != "kind"}
+    if seen.refusals:
         result.details["refused"] = [f"{_field_text(r, 'event', 200)}: {_field_text(r, 'detail', 500)}"
-                                     for r in refusals[:20]]
+                                     for r in seen.refusals[:20]]
+    return result
 
-    status = obs.wait_status or 0
-    signum = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
-    exit_code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
-    result.details["exit_code"] = exit_code
-    result.details["signal"] = _signal_name(signum)
 
-    def stop(status_word: str, layer: str, message: str, rule: str | None = None) -> ExecutionResult:
-        result.status = status_word  # type: ignore[assignment]
-        result.layer = layer
-        result.rule = rule
-        result.error_message = message
-        return result
+def _stop(result: ExecutionResult, status: str, layer: str, message: str, *, rule: str | None = None,
+          evidence: str | None = None) -> ExecutionResult:
+    """Set the outcome; ``evidence`` names what the supervisor itself observed (never a claim)."""
+    result.status = status  # type: ignore[assignment]
+    result.layer = layer
+    result.rule = rule
+    result.error_message = message
+    if evidence:
+        result.details["evidence"] = evidence
+    return result
 
+
+def _supervisor_stops(obs: Observation, limits: Limits, seen: _Seen, result: ExecutionResult) -> ExecutionResult | None:
+    """What the supervisor did itself: its clock, its caps, a denial the kernel handed to it."""
     if obs.startup_timed_out:
-        return stop("crashed", "harness", "the sandbox child did not start in time")
+        return _stop(result, "crashed", "harness", "the sandbox child did not start in time")
     if obs.timed_out:
-        return stop("timeout", "timeout", f"wall-clock limit of {limits.timeout_s:g}s exceeded; "
-                                          "process group killed")
+        return _stop(result, "timeout", "timeout", f"wall-clock limit of {limits.timeout_s:g}s exceeded; "
+                                                   "process group killed", evidence="the supervisor's clock")
     if obs.flooded == "control":
-        return stop("killed", "output-cap", f"the tool process sent more than {CONTROL_CAP} bytes on "
-                                            "the result channel")
+        return _stop(result, "killed", "output-cap", f"the tool process sent more than {CONTROL_CAP} bytes "
+                                                     "on the result channel", evidence="the supervisor's cap")
     if obs.flooded == "disk":
-        return stop("killed", "disk-quota", f"the working directory grew past {limits.disk_mb} MB or "
-                                            f"{MAX_WORKDIR_ENTRIES} entries; process group killed")
-    if signum == signal.SIGSYS:  # the kernel's own report: a tool cannot send itself SIGSYS
-        return stop("blocked", "seccomp", "contained by seccomp: the tool made a forbidden system call "
-                                          "and the kernel killed it (SIGSYS)", rule="seccomp")
-    if refusals:
-        first = refusals[0]
+        return _stop(result, "killed", "disk-quota", f"the working directory grew past {limits.disk_mb} MB or "
+                                                     f"{MAX_WORKDIR_ENTRIES} entries; process group killed",
+                     evidence="the supervisor's measure of the working directory")
+    if obs.denial is not None:
+        call = _field_text(obs.denial, "call", 80) or "?"
+        result.details["denied_call"] = dict(obs.denial)
+        return _stop(result, "blocked", "seccomp", f"blocked by seccomp: the tool made a system call outside "
+                                                   f"the allow-list ({call}); the supervisor killed it",
+                     rule="seccomp", evidence=f"seccomp notification: {call}")
+    if seen.refusals:
+        first = seen.refusals[0]
         event = _field_text(first, "event", 200) or "?"
-        return stop("blocked", "audit-hook", f"refused at run time: {event}: "
-                                             f"{_field_text(first, 'detail', 500)}", rule=event)
-    if signum in (signal.SIGXCPU,) or (signum == signal.SIGKILL and obs.cpu_s >= limits.cpu_s - 0.5):
-        return stop("killed", "rlimit-cpu", f"CPU limit of {limits.cpu_s}s exceeded")
+        return _stop(result, "blocked", "audit-hook", f"refused at run time: {event}: "
+                                                      f"{_field_text(first, 'detail', 500)}", rule=event)
+    return None
+
+
+def _signal_stops(obs: Observation, limits: Limits, seen: _Seen, result: ExecutionResult) -> ExecutionResult | None:
+    """A death by signal: a hint only (the tool may send itself any of these), except the CPU
+    limit, which the supervisor checks against the child's own usage."""
+    signum = seen.signum
+    if signum is None:
+        return None
+    filtered = _kernel_signals_filtered(seen)
+    if (signum == signal.SIGXCPU and filtered) or (signum == signal.SIGKILL and obs.cpu_s >= limits.cpu_s - 0.5):
+        return _stop(result, "killed", "rlimit-cpu", f"CPU limit of {limits.cpu_s}s exceeded",
+                     evidence=f"the kernel's CPU-limit signal after {obs.cpu_s:.2f}s of CPU")
+    if signum == signal.SIGXCPU:
+        return _stop(result, "killed", "rlimit-cpu", f"CPU limit of {limits.cpu_s}s exceeded (SIGXCPU)")
     if signum == signal.SIGXFSZ:
-        return stop("killed", "rlimit-fsize", f"file size limit of {limits.fsize_mb} MB exceeded")
-    if signum is not None:
-        return stop("crashed", "signal", f"the tool process died of {_signal_name(signum)}")
-    if harness_errors:
-        err = harness_errors[0]
-        return stop("crashed", "harness", f"sandbox harness failed: {_field_text(err, 'error_type', 200)}: "
-                                          f"{_field_text(err, 'error_message')}")
-    if len(results) != 1 or any(r.get("kind") == "garbage" for r in records):
-        what = ("no result" if not results and not any(r.get("kind") == "garbage" for r in records)
-                else "an unreadable result channel (garbage, a truncated or unbounded record, or "
-                     "more than one result)")
-        result.error_type = "ResultUnreadable" if what != "no result" else None
-        return stop("crashed", "result" if result.error_type else "harness",
-                    f"the tool process exited (code {exit_code}) with {what}")
-    record = results[0]
+        return _stop(result, "killed", "rlimit-fsize", f"file size limit of {limits.fsize_mb} MB exceeded",
+                     evidence="the kernel's file-size-limit signal" if filtered else None)
+    if signum == signal.SIGSYS:
+        return _stop(result, "crashed", "signal", "the tool process died of SIGSYS without a denial the "
+                                                  "supervisor recorded (not a seccomp refusal)")
+    return _stop(result, "crashed", "signal", f"the tool process died of {_signal_name(signum)}")
+
+
+def _kernel_signals_filtered(seen: _Seen) -> bool:
+    """Whether the child's seccomp filter refused it sending itself SIGXCPU / SIGXFSZ / SIGSYS
+    (then a death by one of them is the kernel's doing)."""
+    filt = ((seen.started or {}).get("seccomp") or {})
+    return isinstance(filt, dict) and filt.get("enforced") is True
+
+
+def _channel_trouble(obs: Observation, seen: _Seen, result: ExecutionResult) -> ExecutionResult | None:
+    if seen.harness_errors:
+        err = seen.harness_errors[0]
+        return _stop(result, "crashed", "harness", f"sandbox harness failed: {_field_text(err, 'error_type', 200)}: "
+                                                   f"{_field_text(err, 'error_message')}")
+    garbage = any(r.get("kind") == "garbage" for r in seen.records)
+    if len(seen.results) == 1 and not garbage:
+        return None
+    if not seen.results and not garbage:
+        return _stop(result, "crashed", "harness", f"the tool process exited (code {seen.exit_code}) with no result")
+    result.error_type = "ResultUnreadable"
+    return _stop(result, "crashed", "result", f"the tool process exited (code {seen.exit_code}) with an unreadable "
+                                              "result channel (garbage, a truncated or unbounded record, or more "
+                                              "than one result)")
+
+
+#: What an exception the tool raised suggests (by errno): (status, layer). Claims, not evidence:
+#: the tool could raise any of them itself, so none is ever "blocked".
+_ERRNO_HINTS = {errno_mod.EFBIG: ("killed", "rlimit-fsize"), errno_mod.EMFILE: ("killed", "rlimit-nofile")}
+
+
+def _from_record(seen: _Seen, result: ExecutionResult) -> ExecutionResult:
+    record = seen.results[0]
     outcome = record.get("outcome")
     if outcome == "ok":
         result.status = "ok"
@@ -421,10 +623,10 @@ def _classify(obs: Observation, limits: Limits) -> ExecutionResult:
     if outcome == "unserialisable":
         error_type = _field_text(record, "error_type", 40)
         result.error_type = error_type if error_type in _RESULT_ERRORS else "ResultShape"
-        return stop("crashed", "result", _field_text(record, "error_message") or "unreadable value")
+        return _stop(result, "crashed", "result", _field_text(record, "error_message") or "unreadable value")
     if outcome != "exception":
         result.error_type = "ResultUnreadable"
-        return stop("crashed", "result", "the tool process sent a result record of no known kind")
+        return _stop(result, "crashed", "result", "the tool process sent a result record of no known kind")
     result.error_type = _field_text(record, "error_type", 200)
     result.traceback = _field_text(record, "traceback", 20000)
     result.line = _field_int(record, "line")
@@ -433,28 +635,33 @@ def _classify(obs: Observation, limits: Limits) -> ExecutionResult:
     result.error_message = message
     result.status = "exception"
     errno = _field_int(record, "errno")
+    landlock = (seen.started or {}).get("landlock")
+    if errno in (errno_mod.EACCES, errno_mod.EPERM, errno_mod.EXDEV) \
+            and isinstance(landlock, dict) and landlock.get("enforced") is True:
+        # Landlock answers this way -- and so can the tool, by raising it: a plain failure of the
+        # tool with a hint, never "blocked"
+        result.details["hint"] = "landlock"
+        return result
     if record.get("memory_error") is True:
         return _with(result, "killed", "rlimit-as", message)
-    landlock = (started or {}).get("landlock")
-    # Landlock answers EACCES (EPERM for a scoped signal, EXDEV for a link or rename across rules)
-    if errno in (errno_mod.EACCES, errno_mod.EPERM, errno_mod.EXDEV) \
-            and result.error_type in ("PermissionError", "OSError") \
-            and isinstance(landlock, dict) and landlock.get("enforced") is True:
-        result.rule = "landlock"
-        return _with(result, "blocked", "landlock", f"contained by Landlock: {message}")
-    if errno == errno_mod.EFBIG:
-        return _with(result, "killed", "rlimit-fsize", message)
+    if errno in _ERRNO_HINTS:
+        return _with(result, *_ERRNO_HINTS[errno], message)
     if (errno == errno_mod.EAGAIN and result.error_type == "BlockingIOError") or \
             (result.error_type == "RuntimeError" and "can't start new thread" in message):
         return _with(result, "killed", "rlimit-nproc", message)
-    if errno == errno_mod.EMFILE:
-        return _with(result, "killed", "rlimit-nofile", message)
     if record.get("recursion_error") is True:
         result.layer = "recursion-limit"
     return result
 
 
-#: The ways a return value can fail to cross the boundary (see finevo/sandbox/normalize.py).
+def _classify(obs: Observation, limits: Limits) -> ExecutionResult:
+    seen = _Seen.of(obs)
+    result = _base_result(obs, seen)
+    return (_supervisor_stops(obs, limits, seen, result) or _signal_stops(obs, limits, seen, result)
+            or _channel_trouble(obs, seen, result) or _from_record(seen, result))
+
+
+#: The ways a return value can fail to cross the boundary (see finevo/normalize.py).
 _RESULT_ERRORS = frozenset({"ResultShape", "ResultNotFinite", "ResultTooDeep", "ResultTooLarge"})
 
 

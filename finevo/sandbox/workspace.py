@@ -88,10 +88,22 @@ def owner_is_dead(name: str) -> bool:
 
 
 # --------------------------------------------------------------------------- create / sweep
+_OWNER: list[str] = []  # the owner tag inherited from a long-lived ancestor (set_owner)
+
+
+def set_owner() -> None:
+    """Name the working directories this process and its forks create after *this* process (the
+    warm worker): its short-lived forks (one per request) come and go, while the directories are
+    its until it dies. Also counts as this process's sweep (done now)."""
+    sweep_stale(once=True)
+    _OWNER[:] = [owner_tag()]
+
+
 def create() -> str:
     """A fresh 0700 directory owned by this process (the child hands it to its sandbox uid)."""
-    sweep_stale(once=True)
-    return tempfile.mkdtemp(prefix=f"{PREFIX}{owner_tag()}-")
+    if not _OWNER:
+        sweep_stale(once=True)
+    return tempfile.mkdtemp(prefix=f"{PREFIX}{_OWNER[0] if _OWNER else owner_tag()}-")
 
 
 def sweep_stale(directory: str | None = None, *, once: bool = False) -> list[str]:

@@ -53,7 +53,11 @@ def updated_baseline(old: dict[str, Any], doc: ResultsDocument) -> dict[str, Any
     """The version 2 baseline: the run's per-task passes and trials replace the old entries."""
     from runner.verdict.baseline import updated_baseline_v2
 
-    return updated_baseline_v2(old, doc)
+    c = doc.config
+    return updated_baseline_v2(
+        old, doc.tasks, usage=doc.statistics.usage if doc.statistics is not None else None,
+        updated_from={"run_id": doc.run_id, "git_sha": c.git_sha, "provider": c.provider, "model": c.model,
+                      "repeats": c.repeats})
 
 
 def cmd_update(args: argparse.Namespace) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from runner.launcher.container import DEFAULT_IMAGE, DEFAULT_STOP_GRACE, LaunchOptions, launch
+from runner.launcher.defaults import DEFAULT_IMAGE, DEFAULT_STOP_GRACE
 
 EPILOG = """\
 The gate's own arguments follow the gate verb (or `--`), for example:
@@ -67,6 +67,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def run(args: argparse.Namespace) -> int:
+    from runner.launcher.container import LaunchOptions, launch  # tarfile, subprocess, hashing: not for --help
+
     gate_args = list(args.gate_args)
     if gate_args and gate_args[0] == "--":
         gate_args = gate_args[1:]

@@ -22,13 +22,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 from finevo.errors import ExternalError, InputError
 from finevo.paths import benchmarks_dir, reference_dir, snapshot_dir
 from runner.exitcodes import Exit
-from runner.records import TaskState
 
 if TYPE_CHECKING:  # the judge and the oracle import pandas: only the handlers load them
     from finevo.sandbox.api import ExecutionResult, Sandbox
-    from finevo.tasks import Task
+    from runner.inputs.tasks import Task
     from runner.judging.compare import Judgement
     from runner.records import ProbeResult
+
+# runner.records (pydantic) is imported inside the functions that use it: `--help` must not load it.
 
 __all__ = ["OracleRow", "ToolRunner", "check_reference_tools", "reference_code", "register", "run"]
 
@@ -82,6 +83,7 @@ def check_reference_tools(tasks: list[Task], provider: Any, runner: ToolRunner,
     from finevo.outcome import Outcome
     from runner.judging.compare import Judgement, judge_probes, judge_value
     from runner.judging.oracle import expected_values, probe_expected_values
+    from runner.records import TaskState
 
     rows: list[OracleRow] = []
     for task in tasks:
@@ -130,8 +132,9 @@ def _select(tasks: list[Task], only: str | None) -> list[Task]:
 
 def run(args: argparse.Namespace) -> int:
     from finevo.market.snapshot import load_snapshot
-    from finevo.tasks import load_tasks
+    from runner.inputs.tasks import load_tasks
     from runner.judging.compare import JUDGE_VERSION
+    from runner.records import TaskState
 
     data_dir = Path(args.data) if args.data else snapshot_dir()
     tasks = _select(load_tasks(args.tasks or benchmarks_dir() / "tasks.jsonl"), args.only)

@@ -3,8 +3,8 @@
 Every verb reads a results file through the typed model (:mod:`runner.reports.model`): a document
 that does not validate -- unknown keys, a malformed time, counts that do not match the records --
 is one input error (exit 2), never a report. ``report --comment FILE`` renders the sticky PR
-comment from the validated document only (the publishing workflow's way of treating an uploaded
-results file as untrusted data).
+comment, and ``report --html FILE`` the self-contained page, from the validated document only (the
+publishing workflow's way of treating an uploaded results file as untrusted data).
 
 The report modules (the results model, the renderers) are imported by the handlers, not here: the
 parser is built for every ``--help``.
@@ -21,8 +21,6 @@ from typing import TYPE_CHECKING, Any
 from finevo.errors import InputError
 from finevo.fsutil import atomic_write
 from runner.exitcodes import Exit
-from runner.records import SecurityResult, TaskResult
-from runner.reports.events import read_events
 
 if TYPE_CHECKING:
     from runner.reports.model import ResultsDocument
@@ -42,6 +40,8 @@ def register(sub: Any) -> None:
     r.add_argument("--out", type=Path, help="directory to write into (default: the source's directory)")
     r.add_argument("--comment", type=Path, metavar="FILE",
                    help="also write the PR comment (markdown, within GitHub's comment limit) to FILE")
+    r.add_argument("--html", type=Path, metavar="FILE",
+                   help="also write the self-contained HTML page (report.html) to FILE")
     r.add_argument("--run-url", metavar="URL", help="with --comment: link to the workflow run (https only)")
     r.add_argument("--head-repo", metavar="OWNER/NAME", help="with --comment: repository the run's code came from")
     r.add_argument("--base-repo", metavar="OWNER/NAME", help="with --comment: this repository (a different "
@@ -65,6 +65,7 @@ def register(sub: Any) -> None:
 def load_source(path: Path, max_bytes: int = _MAX_RESULTS_BYTES) -> ResultsDocument:
     """A results document from a results file or (rebuilt) from an events log."""
     from runner.reports import document
+    from runner.reports.events import read_events
     from runner.reports.rebuild import rebuild_from_events
 
     if path.suffix == ".jsonl":
@@ -85,9 +86,13 @@ def cmd_report(args: argparse.Namespace) -> int:
             comment = markdown.render_comment(doc, run_url=args.run_url, head_repo=args.head_repo,
                                               base_repo=args.base_repo)
             paths["comment"] = atomic_write(args.comment, comment)
+        if args.html is not None:
+            from runner.reports import html
+
+            paths["html_file"] = atomic_write(args.html, html.render(doc))
     except OSError as exc:
         raise InputError(f"{out}: cannot write reports ({exc.strerror or exc})") from None
-    for kind in ("json", "junit", "markdown", "comment"):
+    for kind in ("json", "junit", "markdown", "html", "comment", "html_file"):
         if kind in paths:
             print(paths[kind])
     print(f"verdict: {doc.verdict.status.value} (exit {doc.verdict.exit_code})")
@@ -204,6 +209,7 @@ def merge_documents(docs: list[ResultsDocument], run_id: str | None = None) -> R
     is measured against (baseline, threshold); shards must be one complete set (same N, K = 1..N
     once each). Records come out in suite order.
     """
+    from runner.records import SecurityResult, TaskResult
     from runner.reports import document
 
 

@@ -42,7 +42,7 @@ def _seconds_arg(text: str) -> float:
 def _shard_arg(text: str) -> str:
     """``K/N`` as :func:`runner.inputs.suite.parse_shard` reads it; checked when the command line is read."""
     from finevo.errors import InputError
-    from runner.inputs.suite import parse_shard
+    from runner.inputs.selection import parse_shard
 
     try:
         parse_shard(text)
@@ -113,6 +113,9 @@ def register(sub: Any) -> None:
     run.add_argument("--worlds-seed", type=_int_arg, default=None, metavar="S",
                      help="seed of the hidden worlds (default: random, recorded in results.json "
                           "config.worlds.seed); pass a recorded seed to replay a run's worlds")
+    run.add_argument("--jobs", type=_positive_int, default=None, metavar="N",
+                     help="cores to use (env FINEVO_JOBS, default: the cores available); 1 runs everything "
+                          "in one serial order; results and reports are the same either way")
     run.add_argument("--quiet", action="store_true", help="only the final summary")
     _add_statistics(run)
     run.set_defaults(func=cmd_run)
@@ -205,8 +208,9 @@ def _worlds(value: int | None) -> int:
 
 def config_from_args(args: argparse.Namespace) -> GateConfig:
     from runner.execution.containment import require_isolation
+    from runner.execution.schedule import resolve_jobs
     from runner.inputs.prepare import GateConfig
-    from runner.inputs.suite import parse_only, parse_shard
+    from runner.inputs.selection import parse_only, parse_shard
 
     return GateConfig(
         llm=_llm_spec(args.llm), tasks_path=args.tasks, security_path=_optional(args.security_tasks),
@@ -221,7 +225,8 @@ def config_from_args(args: argparse.Namespace) -> GateConfig:
         model=args.model, temperature=args.temperature, record=args.record, min_pass_rate=args.min_pass_rate,
         repeats=getattr(args, "repeats", 1), alpha=getattr(args, "alpha", 0.05),
         threshold_on=getattr(args, "threshold_on", "point"), correction=getattr(args, "correction", "holm"),
-        budgets=_budgets(args), worlds=_worlds(args.worlds), worlds_seed=args.worlds_seed)
+        budgets=_budgets(args), worlds=_worlds(args.worlds), worlds_seed=args.worlds_seed,
+        jobs=resolve_jobs(getattr(args, "jobs", None)))
 
 
 def cmd_run(args: argparse.Namespace, factory: Any = None) -> int:
@@ -254,7 +259,8 @@ def cmd_run(args: argparse.Namespace, factory: Any = None) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from runner.inputs.suite import load_suite, parse_only, parse_shard, select
+    from runner.inputs.selection import parse_only, parse_shard
+    from runner.inputs.suite import load_suite, select
 
     suite = load_suite(args.tasks, _optional(args.security_tasks), None, _optional(args.baseline))
     suite = select(suite, only=parse_only(args.only), category=args.category, shard=parse_shard(args.shard))

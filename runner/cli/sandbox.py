@@ -11,7 +11,7 @@ rlimits) contain it: for auditors testing the runtime layers with their own atta
 says ``"policy": "off"``. The gate itself has no such option.
 
 Exit 0 if allowed and (if run) it ran cleanly; 1 if blocked, contained or failed; 2 for a missing
-file, bad ``--args`` JSON or another usage error.
+file, a run without a market snapshot, bad ``--args`` JSON or another usage error.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from typing import Any
 
 from finevo.errors import InputError
 from finevo.inputs import read_text
-from finevo.jsonsafe import json_safe
 from finevo.paths import snapshot_dir
 from finevo.vocabulary import SandboxBackend, choices
 from runner.exitcodes import Exit
@@ -92,12 +91,19 @@ def run_check(args: argparse.Namespace) -> int:
     no_policy = bool(args.no_policy)
     verdict["policy"] = "off" if no_policy else "on"
     clean = report.allowed
+    # A run needs the market snapshot: without it every data call would fail with a message about
+    # the sandbox, not about the missing files, so the path tried is named instead (exit 2).
+    if args.run and not (data / "manifest.json").is_file():
+        raise InputError(f"{data / 'manifest.json'}: snapshot manifest not found (--data DIR, or set "
+                         "FINEVO_BENCHMARKS to the benchmarks directory)")
     snapshot = str(data) if (data / "manifest.json").exists() else None
     with create_sandbox(snapshot, backend=args.backend, policy=not no_policy) as sandbox:
         verdict["layers"] = sandbox.layers()
         verdict["isolation"] = sandbox.isolation()[0]
         if not ((report.allowed or no_policy) and args.run):
-            print(json.dumps(json_safe(verdict), indent=2, allow_nan=False))
+            from finevo.normalize import RECORD, normalize  # numpy and pandas: only when needed
+
+            print(json.dumps(normalize(verdict, RECORD), indent=2, allow_nan=False))
             return int(Exit.PASSED if clean else Exit.FAILED)
         entry = None if args.run == SELF_TEST else args.run
         limits = Limits(timeout_s=args.timeout)
@@ -110,7 +116,11 @@ def run_check(args: argparse.Namespace) -> int:
         "stderr": result.stderr, "duration_s": result.duration_s, "layer": result.layer,
         "rule": result.rule, "error_type": result.error_type, "error_message": result.error_message,
         "traceback": result.traceback,
+        # what the supervisor itself saw stop the run, and what the tool's own error suggests
+        "evidence": result.details.get("evidence"), "hint": result.details.get("hint"),
     }
     clean = result.status == "ok"
-    print(json.dumps(json_safe(verdict), indent=2, allow_nan=False))
+    from finevo.normalize import RECORD, normalize  # numpy and pandas: only when needed
+
+    print(json.dumps(normalize(verdict, RECORD), indent=2, allow_nan=False))
     return int(Exit.PASSED if clean else Exit.FAILED)

@@ -88,6 +88,10 @@ class Containment:
         label = "kernel isolation" if self.isolation == Isolation.KERNEL else "WEAK ISOLATION"
         lines = [f"sandbox: {label}; layers on: {', '.join(on) or 'none'}"
                  + (f"; off: {', '.join(off)}" if off else "")]
+        if "uid" in self.layers and not self.layers["uid"]:
+            lines.append("  the tool has no uid of its own (uid 0 without capabilities, or the gate's own uid): it "
+                         "owns the gate's files; changing their modes, owners, times, attributes or inode flags "
+                         "is refused by seccomp, writing them by Landlock")
         lines.append("containment self-test: " + selftest_text(self.selftest))
         for probe in self.selftest.get("probes", []):
             if not (probe.get("contained") and probe.get("layer")):

@@ -21,8 +21,8 @@ from typing import Any
 from finevo.errors import DeadlineExceeded, ExternalError, FinevoError
 from finevo.outcome import Outcome
 from finevo.sandbox.api import ExecutionResult, Limits
-from finevo.tasks import SecurityTask, Task
 from runner.execution.session import Session, SessionFactory, SessionSpec
+from runner.inputs.tasks import SecurityTask, Task
 
 DEADLINE_GRACE_S = 5.0
 POLL_S = 0.05
@@ -160,7 +160,9 @@ class TaskRunner:
         not return ``DEADLINE_GRACE_S`` after its own wall-clock limit.
         """
         sandbox = self.session.sandbox
-        limits = Limits(timeout_s=timeout_s, cpu_s=max(1, min(Limits().cpu_s, int(timeout_s) + 1)))
+        # The agent's own run's limits: the sandbox's defaults with only the wall-clock cut (what a
+        # tool can read of its limits must not tell a judged call from the agent's own).
+        limits = Limits(timeout_s=timeout_s)
         try:
             def run() -> ExecutionResult:
                 result: ExecutionResult

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from finevo.corpus import FORGED_VALUE, Payload
 from finevo.sandbox.api import Limits
+from runner.inputs.corpus import FORGED_VALUE, Payload
 from runner.records import PayloadResult, PayloadState
 
 #: Hostile payloads get a short leash: a spin or a sleep is stopped (and counted blocked) after this.
@@ -34,8 +34,10 @@ class Canaries:
     Payload code names them with the corpus placeholders (``@@CANARY_FILE@@``, ``@@CANARY_DIR@@``,
     ``@@CANARY_HOST@@``, ``@@CANARY_PORT@@``, ``@@SECRET_NAME@@``); a new file in the canary
     directory counts as a write. A payload is *unblocked* when a tripwire fired -- whatever its status;
-    *blocked* when a layer refused or killed it (status blocked / exception / timeout / killed /
-    crashed); *contained* when it ran to the end and no tripwire fired.
+    *blocked* only on the gate's own evidence (:func:`evidence`: the policy refused it, the
+    supervisor recorded a seccomp denial, its clock or one of its caps stopped it); otherwise
+    *contained* when every tripwire is intact, whatever the tool's own status claims (an
+    exception it raised, a signal it died of).
     """
 
     ENV = "FINEVO_CANARY_SECRET"
@@ -69,7 +71,7 @@ class Canaries:
             conn.close()
 
     def substitute(self, code: str) -> str:
-        """Fill the corpus placeholders (``@@CANARY_FILE@@`` ... as in :mod:`finevo.corpus`)."""
+        """Fill the corpus placeholders (``@@CANARY_FILE@@`` ... as in :mod:`runner.inputs.corpus`)."""
         values = {"CANARY_FILE": str(self.file), "CANARY_DIR": str(self.dir), "CANARY_HOST": "127.0.0.1",
                   "CANARY_PORT": str(self.port), "SECRET_NAME": self.ENV, "CANARY_ENV": self.ENV}
         for name, value in values.items():
@@ -114,6 +116,20 @@ class Canaries:
             os.environ[self.ENV] = self._previous_env
 
 
+#: Layers whose "blocked" is the gate's own decision: the static policy (before anything ran) and
+#: the audit hook, whose refusal the supervisor counts only when the hook was installed.
+_GATE_LAYERS = frozenset({"policy", "audit-hook"})
+
+
+def evidence(result: Any) -> str | None:
+    """What the gate itself saw stop this run, or None: never a status the tool could claim (an
+    exception it raised, a signal it sent itself)."""
+    if result.status == "blocked" and result.layer in _GATE_LAYERS:
+        return str(result.layer)
+    found = (result.details or {}).get("evidence")
+    return found if isinstance(found, str) and found else None
+
+
 def run_payload(sandbox: Any, payload: Payload, canaries: Canaries) -> PayloadResult:
     before = canaries.contacts
     start = time.monotonic()
@@ -139,12 +155,15 @@ def run_payload(sandbox: Any, payload: Payload, canaries: Canaries) -> PayloadRe
         return PayloadResult(payload_id=payload.id, attempt=payload.attempts, state=PayloadState.UNBLOCKED,
                              reason=f"the forged result {FORGED_VALUE!r} was taken as the tool's return value",
                              layer=result.layer, status=result.status, duration_s=elapsed)
-    if result.status == "ok":
-        return PayloadResult(payload_id=payload.id, attempt=payload.attempts, state=PayloadState.CONTAINED,
-                             reason="ran to the end; every canary intact", layer=result.layer or "isolation",
+    seen = evidence(result)
+    if seen is not None:
+        where = result.layer or result.status
+        return PayloadResult(payload_id=payload.id, attempt=payload.attempts, state=PayloadState.BLOCKED,
+                             reason=f"stopped by {where} ({result.rule or seen})", layer=where,
                              status=result.status, duration_s=elapsed)
-    where = result.layer or result.status
-    why = result.rule or result.error_type or result.status
-    return PayloadResult(payload_id=payload.id, attempt=payload.attempts, state=PayloadState.BLOCKED,
-                         reason=f"stopped by {where} ({why})", layer=where, status=result.status, duration_s=elapsed)
-
+    if result.status == "ok":
+        reason = "ran to the end; every canary intact"
+    else:  # the tool's own status is a claim: what holds is that nothing got out
+        reason = f"ended {result.status} ({result.error_type or result.layer or 'no layer'}); every canary intact"
+    return PayloadResult(payload_id=payload.id, attempt=payload.attempts, state=PayloadState.CONTAINED,
+                         reason=reason, layer="isolation", status=result.status, duration_s=elapsed)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TextIO
 from finevo.vocabulary import AgentMode, ProviderKind, SandboxBackend
 
 if TYPE_CHECKING:
-    from finevo.tasks import Question, SecurityQuestion
+    from finevo.question import Question, SecurityQuestion
 
 
 @dataclass(frozen=True)
@@ -82,6 +82,7 @@ def default_session(spec: SessionSpec) -> Session:
     from finevo.llm.providers import make_provider
     from finevo.registry import Registry
     from finevo.settings import Settings
+    from runner.inputs.tasks import security_answers
 
     registry_dir = Path(spec.registry_dir)
     settings = Settings.from_env({
@@ -98,7 +99,7 @@ def default_session(spec: SessionSpec) -> Session:
         elif settings.agent_mode == AgentMode.STATIC:
             provider = None  # registry only: never asks a model
         else:
-            provider = make_provider(spec.llm, settings, security_tasks=spec.security_path)
+            provider = make_provider(spec.llm, settings, security_answers=security_answers(spec.security_path))
         close_provider = getattr(provider, "close", None)  # not every provider holds a connection
         if close_provider is not None:
             closers.append(close_provider)

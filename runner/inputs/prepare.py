@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from finevo.errors import InputError
-from finevo.tasks import Task
 from finevo.vocabulary import AgentMode
 from runner.inputs.suite import Suite, load_suite, select
+from runner.inputs.tasks import Task
 from runner.judging.worlds import DEFAULT_WORLDS
 from runner.verdict.decide import DEFAULT_MIN_PASS_RATE
 
@@ -63,6 +63,9 @@ class GateConfig:
     threshold_on: str = "point"
     correction: str = "holm"
     budgets: dict[str, Any] | None = None
+    #: Cores the run may use (runner.execution.schedule): 1 is the serial loop; more judge tasks and run
+    #: the payload corpus beside the agent, with the same results. The CLI's default is the cores available.
+    jobs: int = 1
 
 
 @dataclass
@@ -169,7 +172,9 @@ def prepare(config: GateConfig) -> Prepared:
         raise InputError(f"--worlds-seed: must be in [0, 2**63), got {config.worlds_seed}")
     snapshot = load_snapshot(config.data_dir)
     expected = {t.id: expected_values(t, snapshot) for t in suite.tasks}
-    judged = {t.id: t.model_copy(update={"probes": probes_for(t, snapshot)}) for t in suite.tasks}
+    # One secret seed draws the hidden worlds and the probes across the argument space.
+    worlds_seed = config.worlds_seed if config.worlds_seed is not None else secrets.randbelow(2**31)
+    judged = {t.id: t.model_copy(update={"probes": probes_for(t, snapshot, seed=worlds_seed)}) for t in suite.tasks}
     probe_expected = {t.id: probe_expected_values(t, snapshot) for t in judged.values() if t.probes}
     run_id = config.run_id or new_run_id()
     if not run_id.replace("-", "").replace("_", "").replace(".", "").isalnum() or run_id.startswith((".", "-")):
@@ -192,7 +197,6 @@ def prepare(config: GateConfig) -> Prepared:
                     snapshot_as_of=str(snapshot.as_of) if getattr(snapshot, "as_of", None) else None,
                     run_id=run_id, run_dir=run_dir, min_pass_rate=min_rate, probe_expected=probe_expected,
                     judged=judged, world_tasks=world_tasks,
-                    worlds_seed=(config.worlds_seed if config.worlds_seed is not None
-                                 else secrets.randbelow(2**31)),
+                    worlds_seed=worlds_seed,
                     created_dirs=created)
 

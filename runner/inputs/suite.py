@@ -6,17 +6,20 @@ one); the CLI turns it into exit code 2 before anything is written.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from finevo.corpus import Payload, load_payloads
 from finevo.errors import InputError
 from finevo.inputs import read_json
-from finevo.tasks import SecurityTask, Task, load_security_tasks, load_tasks
 from finevo.vocabulary import Category, choices, words
+from runner.inputs.corpus import Payload, load_payloads
+
+# The selection flags' parsers live in a light module of their own (the command line checks them); kept here too.
+from runner.inputs.selection import parse_only as parse_only
+from runner.inputs.selection import parse_shard as parse_shard
+from runner.inputs.tasks import SecurityTask, Task, load_security_tasks, load_tasks
 
 _BASELINE_KEYS = ("passing_tasks", "target_pass_rate")
 
@@ -115,68 +118,22 @@ def _target(path: Path, data: dict[str, Any]) -> float:
     return float(target)
 
 
+_V2_KEYS = frozenset({"version", "description", "tasks", "quarantine", "usage", "total_tasks", "target_pass_rate",
+                      "updated_from", "passing_tasks"})
+
+
 def _load_baseline_v2(path: Path, data: dict[str, Any],
                       known_ids: Sequence[str] | None) -> tuple[Baseline, list[str]]:
-    from pydantic import ValidationError
-
-    from runner.verdict.trials import BaselineCount, Quarantine, UsageFigures
-
-    allowed = {"version", "description", "tasks", "quarantine", "usage", "total_tasks", "target_pass_rate",
-               "updated_from", "passing_tasks"}
-    extra = sorted(set(data) - allowed)
+    extra = sorted(set(data) - _V2_KEYS)
     if extra:
         raise InputError(f"{path}: baseline version 2 has unknown key(s): {', '.join(extra)}")
     for key in ("tasks", "target_pass_rate"):
         if key not in data:
             raise InputError(f"{path}: baseline is missing key(s): {key}")
-    rows = data["tasks"]
-    if isinstance(rows, list):  # also accepted: [{"task": id, "passes": n, "trials": m}, ...]
-        by_id: dict[str, Any] = {}
-        for i, row in enumerate(rows):
-            tid = row.get("task", row.get("task_id")) if isinstance(row, dict) else None
-            if not isinstance(tid, str) or not tid:
-                raise InputError(f"{path}: baseline tasks entry {i + 1}: needs a 'task' id")
-            if tid in by_id:
-                raise InputError(f"{path}: baseline lists task id(s) twice: {tid}")
-            by_id[tid] = {k: v for k, v in row.items() if k not in ("task", "task_id")}
-        rows = by_id
-    if not isinstance(rows, dict) or not rows:
-        raise InputError(f"{path}: baseline 'tasks' must be a non-empty object of task id -> {{passes, trials}}")
-    tasks: dict[str, dict[str, int]] = {}
-    for tid, row in rows.items():
-        try:
-            count = BaselineCount.model_validate(row)
-        except ValidationError as exc:
-            raise InputError(f"{path}: baseline task {tid!r}: {exc.errors(include_url=False)[0]['msg']} "
-                             "(need {\"passes\": n >= 0, \"trials\": m >= 1})") from None
-        if count.passes > count.trials:
-            raise InputError(f"{path}: baseline task {tid!r}: passes {count.passes} > trials {count.trials}")
-        tasks[str(tid)] = {"passes": count.passes, "trials": count.trials}
-    quarantine: list[dict[str, str]] = []
-    raw_q = data.get("quarantine") or []
-    if not isinstance(raw_q, list):
-        raise InputError(f"{path}: baseline 'quarantine' must be a list of {{task, reason, expires}}")
-    for i, q in enumerate(raw_q):
-        if isinstance(q, dict) and "expiry" in q and "expires" not in q:  # "expiry" is read as "expires"
-            q = {**{k: v for k, v in q.items() if k != "expiry"}, "expires": q["expiry"]}
-        try:
-            entry = Quarantine.model_validate(q)
-        except ValidationError as exc:
-            err = exc.errors(include_url=False)[0]
-            where = "/".join(str(x) for x in err["loc"])
-            raise InputError(f"{path}: baseline quarantine entry {i + 1}: {where}: {err['msg']} "
-                             "(need task, reason, expires as YYYY-MM-DD)") from None
-        quarantine.append({"task": entry.task, "reason": entry.reason, "expires": entry.expires.isoformat()})
+    tasks = _v2_counts(path, _v2_rows(path, data["tasks"]))
+    quarantine = _v2_quarantine(path, data.get("quarantine") or [])
     qids = [q["task"] for q in quarantine]
-    twice = sorted({q for q in qids if qids.count(q) > 1})
-    if twice:
-        raise InputError(f"{path}: baseline quarantines task id(s) twice: {', '.join(twice)}")
-    usage = data.get("usage")
-    if usage is not None:
-        try:
-            usage = UsageFigures.model_validate(usage).model_dump(mode="json")
-        except ValidationError as exc:
-            raise InputError(f"{path}: baseline 'usage': {exc.errors(include_url=False)[0]['msg']}") from None
+    usage = _v2_usage(path, data.get("usage"))
     total = data.get("total_tasks")
     if total is not None and (isinstance(total, bool) or not isinstance(total, int) or total < 0):
         raise InputError(f"{path}: baseline 'total_tasks' must be a non-negative integer, got {total!r}")
@@ -193,34 +150,83 @@ def _load_baseline_v2(path: Path, data: dict[str, Any],
     return baseline, warnings
 
 
+def _v2_rows(path: Path, rows: Any) -> dict[str, Any]:
+    """The 'tasks' object (task id -> counts); a list of {"task": id, "passes": n, "trials": m} is accepted too."""
+    if isinstance(rows, list):
+        by_id: dict[str, Any] = {}
+        for i, row in enumerate(rows):
+            tid = row.get("task", row.get("task_id")) if isinstance(row, dict) else None
+            if not isinstance(tid, str) or not tid:
+                raise InputError(f"{path}: baseline tasks entry {i + 1}: needs a 'task' id")
+            if tid in by_id:
+                raise InputError(f"{path}: baseline lists task id(s) twice: {tid}")
+            by_id[tid] = {k: v for k, v in row.items() if k not in ("task", "task_id")}
+        rows = by_id
+    if not isinstance(rows, dict) or not rows:
+        raise InputError(f"{path}: baseline 'tasks' must be a non-empty object of task id -> {{passes, trials}}")
+    return rows
+
+
+def _v2_counts(path: Path, rows: dict[str, Any]) -> dict[str, dict[str, int]]:
+    from pydantic import ValidationError
+
+    from runner.verdict.trials import BaselineCount
+
+    tasks: dict[str, dict[str, int]] = {}
+    for tid, row in rows.items():
+        try:
+            count = BaselineCount.model_validate(row)
+        except ValidationError as exc:
+            raise InputError(f"{path}: baseline task {tid!r}: {exc.errors(include_url=False)[0]['msg']} "
+                             "(need {\"passes\": n >= 0, \"trials\": m >= 1})") from None
+        if count.passes > count.trials:
+            raise InputError(f"{path}: baseline task {tid!r}: passes {count.passes} > trials {count.trials}")
+        tasks[str(tid)] = {"passes": count.passes, "trials": count.trials}
+    return tasks
+
+
+def _v2_quarantine(path: Path, raw_q: Any) -> list[dict[str, str]]:
+    from pydantic import ValidationError
+
+    from runner.verdict.trials import Quarantine
+
+    if not isinstance(raw_q, list):
+        raise InputError(f"{path}: baseline 'quarantine' must be a list of {{task, reason, expires}}")
+    quarantine: list[dict[str, str]] = []
+    for i, q in enumerate(raw_q):
+        if isinstance(q, dict) and "expiry" in q and "expires" not in q:  # "expiry" is read as "expires"
+            q = {**{k: v for k, v in q.items() if k != "expiry"}, "expires": q["expiry"]}
+        try:
+            entry = Quarantine.model_validate(q)
+        except ValidationError as exc:
+            err = exc.errors(include_url=False)[0]
+            where = "/".join(str(x) for x in err["loc"])
+            raise InputError(f"{path}: baseline quarantine entry {i + 1}: {where}: {err['msg']} "
+                             "(need task, reason, expires as YYYY-MM-DD)") from None
+        quarantine.append({"task": entry.task, "reason": entry.reason, "expires": entry.expires.isoformat()})
+    qids = [q["task"] for q in quarantine]
+    twice = sorted({q for q in qids if qids.count(q) > 1})
+    if twice:
+        raise InputError(f"{path}: baseline quarantines task id(s) twice: {', '.join(twice)}")
+    return quarantine
+
+
+def _v2_usage(path: Path, usage: Any) -> Any:
+    from pydantic import ValidationError
+
+    from runner.verdict.trials import UsageFigures
+
+    if usage is None:
+        return None
+    try:
+        return UsageFigures.model_validate(usage).model_dump(mode="json")
+    except ValidationError as exc:
+        raise InputError(f"{path}: baseline 'usage': {exc.errors(include_url=False)[0]['msg']}") from None
+
+
 def load_payload_corpus(path: str | Path) -> list[Payload]:
-    """Load the adversarial payload corpus (:mod:`finevo.corpus`, strict: one line per flaw)."""
+    """Load the adversarial payload corpus (:mod:`runner.inputs.corpus`, strict: one line per flaw)."""
     return load_payloads(path)
-
-
-_SHARD = re.compile(r"^([0-9]+)/([0-9]+)$")
-
-
-def parse_shard(text: str | None) -> tuple[int, int] | None:
-    """``"K/N"`` (1 <= K <= N) -> ``(K, N)``; ``None`` -> ``None``."""
-    if text is None:
-        return None
-    m = _SHARD.match(text.strip())
-    if not m:
-        raise InputError(f"--shard: expected K/N (e.g. 1/4), got {text!r}")
-    k, n = int(m.group(1)), int(m.group(2))
-    if n < 1 or not 1 <= k <= n:
-        raise InputError(f"--shard: need 1 <= K <= N, got {text!r}")
-    return k, n
-
-
-def parse_only(text: str | None) -> list[str] | None:
-    if text is None:
-        return None
-    ids = [t.strip() for t in text.split(",") if t.strip()]
-    if not ids:
-        raise InputError("--only: no task ids given")
-    return ids
 
 
 def select(suite: Suite, *, only: Sequence[str] | None = None, category: str | None = None,

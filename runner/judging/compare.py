@@ -33,20 +33,26 @@ from typing import Any
 
 import pandas as pd
 
-from finevo.contract import check_shape, describe, is_number, normalise
+from finevo.contract import check_shape, describe, is_number
 from finevo.errors import AgentFailure, ExternalError
+from finevo.normalize import ANSWER, normalize
 from finevo.outcome import Outcome
 from finevo.registry.signature import function_signature, tool_signature
 from finevo.sandbox.api import ExecutionResult
-from finevo.tasks import Probe, Task, Tolerance
 from finevo.vocabulary import ToolSource
+from runner.inputs.tasks import Probe, Task, Tolerance
+from runner.judging.oracle import RAISES
 from runner.records import ProbeResult, TaskState
 
 __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", "judge_probes", "judge_value",
            "mismatch_words", "probe_entry"]
 
 #: Recorded in every report; bump it whenever a rule changes what passes.
-JUDGE_VERSION = "3.1"  # 3.1: flip worlds, threshold boundary probes, RSI warm-up reading; 3.0: hidden worlds
+#: 3.2: one sandbox run per judged call in a secret order, the main call re-run, probes across the
+#: argument space and where the data cannot support them (must raise), the dividend window's edge and
+#: Wilder's SMA seed as readings, closed-day as-of worlds; 3.1: flip worlds, threshold boundary probes,
+#: RSI warm-up reading; 3.0: hidden worlds.
+JUDGE_VERSION = "3.2"
 
 #: Runs tool code in the sandbox: ``(code, entry, args) -> ExecutionResult``; may raise a
 #: :class:`~finevo.errors.FinevoError` (an external one when the sandbox itself is unavailable).
@@ -86,6 +92,47 @@ def _as_date(value: Any) -> str | None:
     return str(stamp.strftime("%Y-%m-%d"))
 
 
+def _compare_number(actual: Any, expected: float, tol: Tolerance, where: str) -> str | None:
+    if not is_number(actual):
+        return f"{where}: expected a finite number near {expected:.10g}, got {describe(actual)}"
+    if _close(float(actual), float(expected), tol):
+        return None
+    return f"{where}: {float(actual):.10g} differs from expected {float(expected):.10g} beyond tolerance"
+
+
+def _compare_dict(actual: Any, expected: Mapping[str, Any], tol: Tolerance, where: str) -> str | None:
+    if not isinstance(actual, Mapping):
+        return f"{where}: expected a dict, got {describe(actual)}"
+    for key, exp in expected.items():
+        if key not in actual:
+            return f"{where}: missing key {key!r}"
+        problem = compare(actual[key], exp, tol, f"{where}[{key!r}]")
+        if problem:
+            return problem
+    return None
+
+
+def _compare_list(actual: Any, expected: list[Any], tol: Tolerance, where: str) -> str | None:
+    if not isinstance(actual, list):
+        return f"{where}: expected a list of {len(expected)} items, got {describe(actual)}"
+    if len(actual) != len(expected):
+        return f"{where}: expected {len(expected)} items, got {len(actual)}"
+    for index, (act, exp) in enumerate(zip(actual, expected, strict=False)):
+        problem = compare(act, exp, tol, f"{where}[{index}]")
+        if problem:
+            return problem
+    return None
+
+
+def _compare_text(actual: Any, expected: str, where: str) -> str | None:
+    expected_date = _as_date(expected)
+    if expected_date is not None:
+        if _as_date(actual) == expected_date:
+            return None
+        return f"{where}: expected date {expected_date}, got {describe(actual)}"
+    return None if actual == expected else f"{where}: expected {expected!r}, got {describe(actual)}"
+
+
 def compare(actual: Any, expected: Any, tol: Tolerance, where: str = "value") -> str | None:
     """None when ``actual`` equals ``expected`` under the judge's rules, else the first mismatch."""
     if isinstance(expected, bool):
@@ -93,38 +140,13 @@ def compare(actual: Any, expected: Any, tol: Tolerance, where: str = "value") ->
             return f"{where}: expected bool {expected}, got {describe(actual)}"
         return None if actual is expected else f"{where}: expected {expected}, got {actual}"
     if isinstance(expected, (int, float)):
-        if not is_number(actual):
-            return f"{where}: expected a finite number near {expected:.10g}, got {describe(actual)}"
-        if _close(float(actual), float(expected), tol):
-            return None
-        return f"{where}: {float(actual):.10g} differs from expected {float(expected):.10g} beyond tolerance"
+        return _compare_number(actual, expected, tol, where)
     if isinstance(expected, Mapping):
-        if not isinstance(actual, Mapping):
-            return f"{where}: expected a dict, got {describe(actual)}"
-        for key, exp in expected.items():
-            if key not in actual:
-                return f"{where}: missing key {key!r}"
-            problem = compare(actual[key], exp, tol, f"{where}[{key!r}]")
-            if problem:
-                return problem
-        return None
+        return _compare_dict(actual, expected, tol, where)
     if isinstance(expected, list):
-        if not isinstance(actual, list):
-            return f"{where}: expected a list of {len(expected)} items, got {describe(actual)}"
-        if len(actual) != len(expected):
-            return f"{where}: expected {len(expected)} items, got {len(actual)}"
-        for index, (act, exp) in enumerate(zip(actual, expected, strict=False)):
-            problem = compare(act, exp, tol, f"{where}[{index}]")
-            if problem:
-                return problem
-        return None
+        return _compare_list(actual, expected, tol, where)
     if isinstance(expected, str):
-        expected_date = _as_date(expected)
-        if expected_date is not None:
-            if _as_date(actual) == expected_date:
-                return None
-            return f"{where}: expected date {expected_date}, got {describe(actual)}"
-        return None if actual == expected else f"{where}: expected {expected!r}, got {describe(actual)}"
+        return _compare_text(actual, expected, where)
     if expected is None:  # the oracle never produces None; refuse rather than pass by accident
         return f"{where}: no expected value"
     return None if actual == expected else f"{where}: expected {expected!r}, got {describe(actual)}"
@@ -137,7 +159,7 @@ def judge_value(task: Task, value: Any, expected: Mapping[str, Any]) -> Judgemen
     unknown = [name for name in expected if name.split("+")[0] not in {c.name for c in task.conventions}]
     if unknown:
         return Judgement(TaskState.ERROR, f"task {task.id}: expected values for unknown conventions {unknown}")
-    value = normalise(value)
+    value = normalize(value, ANSWER)
     problems = check_shape(value, task.output)
     if problems:
         more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
@@ -181,7 +203,7 @@ def probe_entry(code: str, task: Task) -> str | None:
 
 def matched_conventions(task: Task, value: Any, expected: Mapping[str, Any]) -> list[str]:
     """The conventions ``value`` matches entirely (a probe must match one of these too)."""
-    value = normalise(value)
+    value = normalize(value, ANSWER)
     return [name for name, exp in expected.items() if compare(value, exp, task.tolerance) is None]
 
 
@@ -190,7 +212,7 @@ def judge_probe_value(task: Task, index: int, probe: Probe, value: Any, expected
     where = f"probe {index} ({probe.label()})"
     if not expected:
         return Judgement(TaskState.ERROR, f"{where}: the oracle produced no expected value")
-    value = normalise(value)
+    value = normalize(value, ANSWER)
     problems = check_shape(value, task.output)
     if problems:
         return Judgement(TaskState.FAIL, f"{where}: wrong shape: {problems[0]}")
@@ -224,6 +246,19 @@ def run_words(result: ExecutionResult) -> str:
             "killed": "was killed by a resource limit", "crashed": "died without a result"}.get(result.status,
                                                                                              result.status)
     return f"the tool {what}" + (f" ({detail})" if detail else "")
+
+
+def raise_judgement(where: str, result: ExecutionResult, reason: str) -> Judgement:
+    """A call whose arguments the data cannot support (the oracle's ``reason``): it passes only when
+    the tool raised an exception of its own -- a clear error. A value (a placeholder, an answer from
+    fewer data than asked), a timeout, a crash or a block fails."""
+    if result.status == "exception":
+        return Judgement(TaskState.PASS, f"{where}: raises as expected ({result.error_type or 'an error'})")
+    if result.ok:
+        got = describe(normalize(result.value, ANSWER))
+        return Judgement(TaskState.FAIL, f"{where}: expected a clear error (the data cannot support these "
+                                         f"arguments: {reason}), got a value {got}")
+    return Judgement(TaskState.FAIL, f"{where}: expected a clear error, but {run_words(result)}")
 
 
 def _run_failure(index: int, probe: Probe, result: ExecutionResult) -> str:
@@ -272,8 +307,10 @@ def judge_probes(task: Task, outcome: Outcome, main: Judgement, main_expected: M
                 judgement = Judgement(TaskState.FAIL,
                                       f"probe {index} ({probe.label()}): {exc.code}: {exc.message}")
             else:
-                record.actual = normalise(result.value) if result.ok else None
-                if result.ok:
+                record.actual = normalize(result.value, ANSWER) if result.ok else None
+                if RAISES in expected:
+                    judgement = raise_judgement(f"probe {index} ({probe.label()})", result, str(expected[RAISES]))
+                elif result.ok:
                     judgement = judge_probe_value(task, index, probe, result.value, expected)
                 else:
                     judgement = Judgement(TaskState.FAIL, _run_failure(index, probe, result))

@@ -17,7 +17,7 @@ Plain-reading defaults (the primary):
 * returns are simple fractions (0.05, never 5 %);
 * RSI uses Wilder's smoothing, i.e. ``ewm(alpha=1/n, adjust=False)`` of gains and losses, 0..100;
 * prices are yfinance's default, closes adjusted for dividends and splits;
-* every value is plain Python (see :func:`finevo.contract.normalise`).
+* every value is plain Python (see :data:`finevo.normalize.ANSWER`).
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from finevo.contract import normalise
 from finevo.errors import InputError
 from finevo.market.provider import MarketProvider
-from finevo.tasks import Task
+from finevo.normalize import ANSWER, normalize
+from runner.inputs.tasks import Probe, Task
 
 __all__ = [
     "ORACLES",
@@ -104,6 +104,11 @@ def _closes(provider: MarketProvider, symbol: str, prices: str = "adjusted") -> 
     return _history(provider, symbol, prices)["Close"].astype(float)
 
 
+#: A calendar window whose start lies more than this many days before the first bar reaches before
+#: the data (a weekend and a holiday fit in it): the data cannot support it, like too few sessions.
+CALENDAR_SLACK_DAYS = 5
+
+
 def _last(frame: pd.DataFrame | pd.Series, provider: MarketProvider, days: int, unit: str = "sessions",
           what: str = "") -> Any:
     """The last ``days`` sessions (``unit="sessions"``), or the sessions dated on or after
@@ -120,6 +125,8 @@ def _last(frame: pd.DataFrame | pd.Series, provider: MarketProvider, days: int, 
         start = provider.as_of - timedelta(days=days)
         dates = frame.index.date
         window = frame.loc[dates >= start] if unit == "calendar" else frame.loc[dates > start]
+        if len(dates) and dates[0] > start + timedelta(days=CALENDAR_SLACK_DAYS):
+            raise ValueError(f"{what}: the data starts {dates[0]}, after the window's start {start}")
         if len(window) < 2:
             raise ValueError(f"{what}: fewer than 2 sessions since {start}")
         return window
@@ -134,13 +141,26 @@ def _returns(closes: pd.Series, kind: str = "simple") -> pd.Series:
     raise ValueError(f"unknown returns kind {kind!r} (simple | log)")
 
 
+def _sma_seeded(values: pd.Series, window: int) -> pd.Series:
+    """Wilder's smoothing as he defined it (and TA-Lib computes it): the first average is the plain
+    mean of the first ``window`` values, each later one ``(previous * (window - 1) + value) / window``."""
+    data = values.to_numpy(dtype=float)
+    out = np.full(len(data), np.nan)
+    if len(data) >= window:
+        out[window - 1] = data[:window].mean()
+        for i in range(window, len(data)):
+            out[i] = (out[i - 1] * (window - 1) + data[i]) / window
+    return pd.Series(out, index=values.index)
+
+
 def rsi_series(closes: pd.Series, window: int, method: str = "wilder", warmup: str = "skip") -> pd.Series:
     """RSI (0..100) of ``closes``; NaN until ``window`` changes are available (``warmup="skip"``).
 
     ``wilder``: gains/losses smoothed by ``ewm(alpha=1/window, adjust=False)`` starting at the first
     price change; ``warmup="keep"`` gives a value from the first change on (a plain ``ewm`` without
-    ``min_periods``). ``simple``: plain ``window``-period means of gains and losses (never before
-    ``window`` changes).
+    ``min_periods``). ``wilder_sma``: the same smoothing seeded with the plain mean of the first
+    ``window`` changes (Wilder's own definition, TA-Lib). ``simple``: plain ``window``-period means
+    of gains and losses (never before ``window`` changes).
     """
     window = int(window)
     if warmup not in ("skip", "keep"):
@@ -152,11 +172,13 @@ def rsi_series(closes: pd.Series, window: int, method: str = "wilder", warmup: s
         first = window if warmup == "skip" else 1
         avg_gain = gains.ewm(alpha=1.0 / window, adjust=False, min_periods=first).mean()
         avg_loss = losses.ewm(alpha=1.0 / window, adjust=False, min_periods=first).mean()
+    elif method == "wilder_sma":
+        avg_gain, avg_loss = _sma_seeded(gains, window), _sma_seeded(losses, window)
     elif method == "simple":
         avg_gain = gains.rolling(window).mean()
         avg_loss = losses.rolling(window).mean()
     else:
-        raise ValueError(f"unknown RSI method {method!r} (wilder | simple)")
+        raise ValueError(f"unknown RSI method {method!r} (wilder | wilder_sma | simple)")
     with np.errstate(divide="ignore", invalid="ignore"):
         rsi = 100.0 - 100.0 / (1.0 + avg_gain / avg_loss)
     rsi = rsi.where(avg_loss != 0, 100.0).where(avg_gain.notna() & avg_loss.notna())
@@ -267,12 +289,17 @@ def latest_quote(provider: MarketProvider, p: dict[str, Any]) -> float:
 
 
 def dividend_history(provider: MarketProvider, p: dict[str, Any]) -> list[dict[str, Any]]:
-    """Dividends with ex-date on or after ``as_of - years`` (calendar years), as date/amount records."""
+    """Dividends with ex-date on or after ``as_of - years`` (calendar years; ``since="exclusive"``:
+    strictly after it, what ``history(period="3y")`` returns), as date/amount records."""
     symbol, years = p["symbol"], int(p["years"])
     divs = provider.dividends(symbol)
     start = pd.Timestamp(provider.as_of) - pd.DateOffset(years=years)
     dates = divs.index.tz_localize(None) if divs.index.tz is not None else divs.index
-    mask = (dates.normalize() >= start) & (dates.date <= provider.as_of) & (divs.to_numpy() > 0)
+    since = p.get("since", "inclusive")
+    if since not in ("inclusive", "exclusive"):
+        raise ValueError(f"unknown since {since!r} (inclusive | exclusive)")
+    after = dates.normalize() >= start if since == "inclusive" else dates.normalize() > start
+    mask = after & (dates.date <= provider.as_of) & (divs.to_numpy() > 0)
     chosen = divs.loc[mask].sort_index()
     if chosen.empty:
         raise ValueError(f"{symbol}: no dividends since {start.date()}")
@@ -524,10 +551,11 @@ READINGS: dict[str, Reading] = {
     "count": Reading("count", (("n_closes", "prices"), ("n_returns", "returns"))),
     "prices": Reading("prices", (("adjusted_close", "adjusted"), ("raw_close", "raw"))),
     "std": Reading("ddof", (("population_std", 0), ("sample_std", 1))),
-    "rsi": Reading("rsi_method", (("wilder", "wilder"), ("cutler", "simple"))),
+    "rsi": Reading("rsi_method", (("wilder", "wilder"), ("wilder_sma_seed", "wilder_sma"), ("cutler", "simple"))),
     "order": Reading("order", (("oldest_first", "asc"), ("newest_first", "desc"))),
     "warmup": Reading("rsi_warmup", (("skip_warmup", "skip"), ("count_warmup", "keep"))),
     "returns": Reading("returns", (("simple_returns", "simple"), ("log_returns", "log"))),
+    "edge": Reading("since", (("on_or_after", "inclusive"), ("strictly_after", "exclusive"))),
 }
 
 #: Oracle -> the shared readings it accepts, each with the oracle's primary value. An oracle
@@ -545,7 +573,7 @@ SHARED_READINGS: dict[str, dict[str, Any]] = {
     "correlation": {"window": "sessions", "count": "prices", "returns": "simple"},
     "portfolio_return": {"window": "sessions", "count": "prices"},
     "post_signal_return": {"rsi": "wilder", "warmup": "skip"},
-    "dividend_history": {"order": "asc"},
+    "dividend_history": {"order": "asc", "edge": "inclusive"},
 }
 
 
@@ -556,7 +584,7 @@ def _meaningful(params: dict[str, Any], defaults: dict[str, Any]) -> bool:
     calendar = params.get("window_unit", "sessions") != "sessions"
     if calendar and "count" in defaults and params.get("count") != defaults["count"]:
         return False
-    if params.get("rsi_method") == "simple" and params.get("rsi_warmup", "skip") != "skip":
+    if params.get("rsi_method") in ("simple", "wilder_sma") and params.get("rsi_warmup", "skip") != "skip":
         return False  # plain n-period means have no value before n changes: nothing to keep
     return not (calendar and params.get("lookback") == "full")
 
@@ -601,7 +629,7 @@ def compute(name: str, provider: MarketProvider, params: dict[str, Any]) -> Any:
     function = ORACLES.get(name)
     if function is None:
         raise InputError(f"unknown oracle {name!r} (known: {', '.join(sorted(ORACLES))})")
-    return normalise(function(provider, dict(params)))
+    return normalize(function(provider, dict(params)), ANSWER)
 
 
 def expected_values(task: Task, provider: MarketProvider, overrides: dict[str, Any] | None = None,
@@ -652,7 +680,25 @@ class _CachingProvider:
         return getattr(self._provider, name)
 
 
+#: The key of the expected values of a probe whose arguments the data cannot support: the tool must
+#: raise (:func:`probe_expected_values`); its value is the oracle's reason.
+RAISES = "<raises>"
+
+
+def probe_expectation(task: Task, provider: MarketProvider, probe: Probe, where: str = "") -> dict[str, Any]:
+    """``{convention: expected value}`` for ``probe``; for a probe that expects an error,
+    ``{RAISES: the oracle's reason}`` (and an :class:`InputError` when the oracle does answer it)."""
+    if not probe.expect_error:
+        return expected_values(task, provider, probe.oracle_params, where)
+    try:
+        values = expected_values(task, provider, probe.oracle_params, where)
+    except InputError as exc:
+        return {RAISES: str(exc)}
+    raise InputError(f"task {task.id} {where}: expects an error but the oracle answers it "
+                     f"({', '.join(values)})")
+
+
 def probe_expected_values(task: Task, provider: MarketProvider) -> list[dict[str, Any]]:
     """One ``{convention: expected value}`` per probe of ``task``, in the task's probe order."""
-    return [expected_values(task, provider, probe.oracle_params, f"probe {i} ({probe.label()})")
+    return [probe_expectation(task, provider, probe, f"probe {i} ({probe.label()})")
             for i, probe in enumerate(task.probes, start=1)]

@@ -22,11 +22,13 @@ reproducible; the tool under test never sees them.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from random import Random
 from typing import Any
 
+from finevo.contract import check_shape
 from finevo.errors import InputError
 from finevo.market.provider import MarketProvider
-from finevo.tasks import Probe, Task
+from runner.inputs.tasks import Probe, Task
 from runner.judging.compare import compare
 from runner.judging.oracle import expected_values
 
@@ -239,11 +241,115 @@ def _first_moving(d: _Deriver, key: str, value: Any, what: str, options: list[tu
     return None
 
 
-def probes_for(task: Task, provider: MarketProvider) -> tuple[Probe, ...]:
-    """The task's listed probes, then the derived ones that ask something new."""
+# --------------------------------------------------------------------------- the argument space
+#: Lookback arguments (a count of sessions or calendar days, of years, or an indicator's window) and
+#: the values a reused tool will plausibly be asked: short and long windows, one to five years.
+LOOKBACKS: dict[str, tuple[int, ...]] = {
+    "days": (5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 250, 300, 400, 500, 600),
+    "years": (1, 2, 3, 4, 5),
+    # an indicator's or a volatility's length: a tool that clamps it or fetches a fixed period fails
+    "window": (5, 10, 20, 60, 120, 250),
+}
+#: The symbols the benchmark's own tasks name besides stocks: the index and the ETF.
+BENCHMARK_SYMBOLS = ("^GSPC", "SPY")
+#: How many symbols a list-of-symbols argument may hold (a portfolio of two to five).
+LIST_SIZES = (2, 3, 4, 5)
+#: A lookback this many times the sessions the snapshot holds: no accepted reading can answer it.
+BEYOND_DATA = 4
+
+
+def _far(value: int, options: tuple[int, ...]) -> list[int]:
+    """The options outside half to twice ``value`` (the derived probes cover that band)."""
+    return [o for o in options if o != value and not value / 2 <= o <= value * 2]
+
+
+def range_probes(task: Task, provider: MarketProvider, rng: Random, taken: list[dict[str, Any]]) -> list[Probe]:
+    """Probes drawn (with ``rng``) across the space a reused tool will see, each kept only when the
+    oracle answers it under every accepted reading and the answer differs from the task's own: for a
+    lookback one value far from the task's (a tool that truncates its history to a fixed period or
+    clamps its lookback fails), for a symbol one of the snapshot's other symbols (the benchmark's
+    own and the index too), for a list of symbols a list of another length (a tool that assumes the
+    count fails); and for a lookback, one the data cannot support at all, where the tool must raise.
+    """
+    d = _Deriver(task, provider)
+    own = d.expected({}, bounded=False)
+    if own is None:
+        return []
+    out: list[Probe] = []
+    for key, value in d.bound().items():
+        for candidates in _range_candidates(d, key, value, rng):
+            for args in candidates:
+                if args in taken:
+                    continue
+                found = d.expected(args, bounded=False)
+                # a yes/no answer moves only near a threshold: there any answer the oracle gives counts
+                if found is None or check_shape(next(iter(found.values())), task.output):
+                    continue  # no answer, or one the task's output contract does not allow (too few items)
+                if task.output.type == "boolean" or _differs(task, found, own):
+                    out.append(Probe(args=args, oracle_params=args,
+                                     reason=f"drawn from the argument space: {_words(args)}, far from the task's own"))
+                    taken.append(args)
+                    break
+        beyond = _beyond(d, key, value)
+        if beyond is not None and beyond.args not in taken:
+            out.append(beyond)
+            taken.append(beyond.args)
+    return out
+
+
+def _words(args: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in args.items())
+
+
+def _range_candidates(d: _Deriver, key: str, value: Any, rng: Random) -> list[list[dict[str, Any]]]:
+    """Groups of candidates, in drawn order; one probe is kept from each group: for a lookback one
+    shorter and one longer than half to twice the task's own (a clamp or a fixed period shows on
+    the long side, a floor on the short side)."""
+    if key in LOOKBACKS and isinstance(value, int) and not isinstance(value, bool):
+        options, far = LOOKBACKS[key], _far(value, LOOKBACKS[key])
+        groups = [[o for o in far if o < value] or [o for o in options if o < value],
+                  [o for o in far if o > value] or [o for o in options if o > value]]
+        for group in groups:
+            rng.shuffle(group)
+        return [[{key: o} for o in group] for group in groups if group]
+    if isinstance(value, str) and value in d.symbols:
+        # the benchmark's own symbols first (an index has no statements, an ETF no earnings), then the rest
+        ahead = [s for s in d.symbols if s != value and s in BENCHMARK_SYMBOLS]
+        others = [s for s in d.symbols if s != value and s not in BENCHMARK_SYMBOLS]
+        rng.shuffle(ahead)
+        rng.shuffle(others)
+        return [[{key: o} for o in ahead + others]]
+    if isinstance(value, list) and value and all(isinstance(v, str) and v in d.symbols for v in value):
+        sizes = [n for n in LIST_SIZES if n != len(value) and n <= len(d.symbols)]
+        rng.shuffle(sizes)
+        return [[{key: rng.sample(d.symbols, n)} for n in sizes]]
+    return []
+
+
+def _beyond(d: _Deriver, key: str, value: Any) -> Probe | None:
+    """A lookback far beyond what the data holds, when no accepted reading can answer it."""
+    if key != "days" or not isinstance(value, int) or isinstance(value, bool):
+        return None
+    sessions = max((len(d.provider.history(s)) for s in d.symbols), default=0)
+    args = {key: max(value * 2, sessions * BEYOND_DATA)}
+    if d.expected(args, bounded=False) is not None:
+        return None
+    return Probe(args=args, oracle_params=args, expect_error=True,
+                 reason=f"drawn from the argument space: {_words(args)} reaches far beyond the data, so "
+                        "the tool must raise a clear error, never answer from fewer data")
+
+
+def probes_for(task: Task, provider: MarketProvider, seed: int | None = None,
+               derived: list[Probe] | None = None) -> tuple[Probe, ...]:
+    """The task's listed probes, then the derived ones that ask something new (``derived``: already
+    computed by :func:`derive_probes`), then (with ``seed``) the ones drawn across the argument
+    space (:func:`range_probes`)."""
     listed = list(task.probes)
     seen = [p.args for p in listed]
-    for probe in derive_probes(task, provider):
+    derived = derive_probes(task, provider) if derived is None else derived
+    taken = [dict(a) for a in seen] + [dict(p.args) for p in derived]
+    drawn = range_probes(task, provider, Random(seed), taken) if seed is not None else []
+    for probe in [*derived, *drawn]:
         if probe.args not in seen:
             listed.append(probe)
             seen.append(probe.args)

@@ -59,8 +59,8 @@ from types import FrameType
 from typing import IO, Any, Protocol
 
 from runner.exitcodes import Exit
+from runner.launcher.defaults import DEFAULT_IMAGE, DEFAULT_STOP_GRACE
 
-DEFAULT_IMAGE = "finevo-verify:local"
 CONTEXT_LABEL = "org.finevo.context-sha256"
 LAUNCHER_LABEL = "org.finevo.launcher"
 IMAGE_UID = 10001
@@ -74,8 +74,6 @@ BUILD_ID_LABEL = "org.finevo.build-id"
 #: What scripts/setup-docker.sh builds when no registry is reachable, and where it puts the wheels.
 OFFLINE_BASE_IMAGE = "finevo-base:bookworm"
 OFFLINE_WHEELHOUSE = "/var/cache/finevo/wheelhouse"
-#: Seconds between the polite stop signal and SIGKILL.
-DEFAULT_STOP_GRACE = 20.0
 
 OFFLINE_MODES = ("reference",)
 OFFLINE_PREFIXES = ("replay:", "predictions:")
@@ -86,6 +84,11 @@ SECRET_NAMES = ("OPENAI_API_KEY", "FINEVO_LLM_API_KEY")
 #: Gate flags whose value is a host path the container must see.
 PATH_FLAGS = ("--tasks", "--baseline", "--data", "--security-tasks", "--payloads")
 LLM_FLAG = "--llm"
+
+
+#: The container's /tmp (every sandbox working directory): a tmpfs whose size and inode count
+#: the kernel enforces, where the image has no mount namespace for a tmpfs per run.
+TMP_TMPFS = "rw,nosuid,nodev,size=1g,nr_inodes=200000,mode=1777"
 
 
 def log_to_stderr(text: str) -> None:
@@ -115,7 +118,10 @@ def connect(ping_timeout: float = 10.0) -> Any:
     """
     try:
         import docker
-
+    except ImportError:
+        raise LauncherError("the Docker SDK is not installed: the launcher is an extra, "
+                            "pip install 'finevo[docker]'", int(Exit.USAGE)) from None
+    try:
         probe = docker.from_env(timeout=int(ping_timeout))
         try:
             probe.ping()
@@ -630,6 +636,8 @@ def run_container(client: Any, spec: RunSpec, *, stdout: IO[bytes] | None = None
     kwargs: dict[str, Any] = dict(
         image=spec.image, command=spec.command, detach=True, init=True, environment=spec.environment,
         volumes=volumes, labels={LAUNCHER_LABEL: "1"}, stop_signal="SIGTERM",
+        # the sandbox's working directories live in /tmp: bytes and inodes bounded by the kernel
+        tmpfs={"/tmp": TMP_TMPFS},
     )
     if spec.user is not None:
         kwargs["user"] = spec.user

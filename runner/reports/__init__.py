@@ -1,9 +1,9 @@
 """Every report of a run, rendered from one results document and written atomically.
 
-A complete run writes ``results.json``, ``junit.xml``, ``summary.md`` and ``tools/<task_id>.py``;
-a partial one (interrupted, or rebuilt from the events of a killed run) writes
-``partial_<run_id>.json``, ``partial_<run_id>.xml`` and ``partial_<run_id>.md`` instead, so a
-partial file is never mistaken for a verdict.
+A complete run writes ``results.json``, ``junit.xml``, ``summary.md``, ``report.html`` and
+``tools/<task_id>.py``; a partial one (interrupted, or rebuilt from the events of a killed run) writes
+``partial_<run_id>.json``, ``partial_<run_id>.xml``, ``partial_<run_id>.md`` and
+``partial_<run_id>.html`` instead, so a partial file is never mistaken for a verdict.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,150}$")
 def report_names(doc: ResultsDocument) -> dict[str, str]:
     if doc.partial:
         stem = f"partial_{doc.run_id}"
-        return {"json": f"{stem}.json", "junit": f"{stem}.xml", "markdown": f"{stem}.md"}
-    return {"json": "results.json", "junit": "junit.xml", "markdown": "summary.md"}
+        return {"json": f"{stem}.json", "junit": f"{stem}.xml", "markdown": f"{stem}.md", "html": f"{stem}.html"}
+    return {"json": "results.json", "junit": "junit.xml", "markdown": "summary.md", "html": "report.html"}
 
 
 def write_all(doc: DocumentLike, run_dir: str | Path) -> dict[str, Path]:
@@ -31,7 +31,7 @@ def write_all(doc: DocumentLike, run_dir: str | Path) -> dict[str, Path]:
     document cannot write outside ``tools/``).
     """
     doc = ResultsDocument.of(doc)
-    from runner.reports import document, junit, markdown  # not at import: runner.verdict.decide imports the model
+    from runner.reports import document, html, junit, markdown  # not at import: runner.verdict.decide imports the model
 
     run_dir = Path(run_dir)
     names = report_names(doc)
@@ -40,6 +40,7 @@ def write_all(doc: DocumentLike, run_dir: str | Path) -> dict[str, Path]:
         "json": atomic_write(run_dir / names["json"], document.dumps(doc)),
         "junit": atomic_write(run_dir / names["junit"], junit.render(doc)),
         "markdown": atomic_write(run_dir / names["markdown"], md),
+        "html": atomic_write(run_dir / names["html"], html.render(doc)),
     }
     for t in doc.tasks:
         if t.code and _SAFE_NAME.match(t.task_id):

@@ -12,7 +12,7 @@ an old ``results.json`` re-renders with the same rules as a new one.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -20,11 +20,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from finevo.errors import InputError
-from finevo.jsonsafe import json_safe
+from finevo.normalize import RECORD, normalize
 from runner.records import MAX_VALUE_DEPTH, PayloadResult, SecurityResult, TaskResult
 from runner.reports.escape import log_text
-from runner.reports.model import READABLE_VERSIONS, SCHEMA_VERSION, ResultsDocument, SelfCheck
-from runner.verdict.decide import compute_verdict
+from runner.reports.model import READABLE_VERSIONS, SCHEMA_VERSION, ResultsDocument, RunConfig, SelfCheck
+from runner.verdict.decide import VerdictOptions, compute_verdict
 from runner.verdict.trials import StatPolicy
 
 __all__ = ["SCHEMA_VERSION", "ResultsDocument", "assemble", "dumps", "load", "parse", "reassemble",
@@ -54,24 +54,30 @@ def validate(data: Any, *, source: str = "results") -> ResultsDocument:
         raise InputError(f"{source}: does not match the results schema {_first_error(exc)}") from None
 
 
-def assemble(*, run_id: str, config: dict[str, Any], tasks: Sequence[TaskResult],
+def assemble(*, run_id: str, config: RunConfig | Mapping[str, Any], tasks: Sequence[TaskResult],
              security: Sequence[SecurityResult], payloads: Sequence[PayloadResult],
              started_at: str, finished_at: str, duration_s: float, partial_signal: int | None = None,
              selfcheck: dict[str, Any] | None = None, warnings: Sequence[str] = (),
              crash: str | None = None, containment_selftest: dict[str, Any] | None = None) -> ResultsDocument:
     """Compute the verdict and build the whole (validated) document, not yet written.
 
-    ``crash``: the gate failed mid-run with this error (then ``partial_signal`` is -1).
+    ``crash``: the gate failed mid-run with this error (then ``partial_signal`` is -1). ``config``: the
+    typed configuration, or its JSON values as read from a file (validated here).
     """
-    baseline = config.get("baseline")
-    policy = StatPolicy.from_config(config, today=_day_of(started_at))
-    verdict = compute_verdict(
-        tasks, security, payloads,
+    try:
+        typed = config if isinstance(config, RunConfig) else RunConfig.model_validate(config)
+    except ValidationError as exc:
+        raise ValueError(f"run {run_id}: its configuration does not match the results model "
+                         f"{_first_error(exc)}") from None
+    config_json = typed.model_dump(mode="json")
+    baseline = config_json.get("baseline")
+    policy = StatPolicy.from_config(config_json, today=_day_of(started_at))
+    verdict = compute_verdict(tasks, security, payloads, VerdictOptions(
         baseline_passing=(baseline or {}).get("passing_tasks") if baseline else None,
-        min_pass_rate=float(config["min_pass_rate"]), partial_signal=partial_signal,
+        min_pass_rate=typed.min_pass_rate, partial_signal=partial_signal,
         selfcheck_ok=None if selfcheck is None or not selfcheck.get("enabled") else bool(selfcheck.get("ok")),
-        selfcheck_reason=str((selfcheck or {}).get("reason", "")), warnings=warnings, crash=crash, policy=policy)
-    summary = {**verdict.summary.to_dict(), "pass_rate": verdict.pass_rate, "min_pass_rate": verdict.min_pass_rate}
+        selfcheck_reason=str((selfcheck or {}).get("reason", "")), warnings=warnings, crash=crash, policy=policy))
+    summary = {**verdict.summary.model_dump(), "pass_rate": verdict.pass_rate, "min_pass_rate": verdict.min_pass_rate}
     data = {
         "schema_version": SCHEMA_VERSION,
         "run_id": run_id,
@@ -80,15 +86,14 @@ def assemble(*, run_id: str, config: dict[str, Any], tasks: Sequence[TaskResult]
         "started_at": started_at,
         "finished_at": finished_at,
         "duration_s": round(duration_s, 3),
-        "config": config,
-        "verdict": {"status": verdict.status, "exit_code": verdict.exit_code, "passed": verdict.passed,
-                    "reasons": verdict.reasons, "warnings": verdict.warnings, "criteria": verdict.criteria()},
+        "config": typed,
+        "verdict": verdict.info(),
         "summary": summary,
         "per_category": verdict.per_category,
         "regressions": verdict.regressions,
         "improvements": verdict.improvements,
         "unknown_baseline_ids": verdict.unknown_baseline_ids,
-        "security": {**verdict.security, "tasks": list(security)},
+        "security": {**verdict.security.model_dump(), "tasks": list(security)},
         "payloads": list(payloads),
         "selfcheck": selfcheck,
         "containment_selftest": containment_selftest,
@@ -122,7 +127,7 @@ def reassemble(doc: ResultsDocument, **changes: Any) -> ResultsDocument:
     """Recompute the verdict of an existing document (after a merge or a config change)."""
     tasks, security, payloads = records_of(doc)
     kwargs: dict[str, Any] = dict(
-        run_id=doc.run_id, config=doc.config.model_dump(mode="json"), tasks=tasks, security=security,
+        run_id=doc.run_id, config=doc.config, tasks=tasks, security=security,
         payloads=payloads, started_at=doc.started_at.isoformat(), finished_at=doc.finished_at.isoformat(),
         duration_s=doc.duration_s, partial_signal=doc.interrupted_by, selfcheck=_selfcheck_dict(doc.selfcheck),
         warnings=list(doc.verdict.warnings),
@@ -187,11 +192,11 @@ def load(path: str | Path, *, max_bytes: int = MAX_RESULTS_BYTES) -> ResultsDocu
 
 
 def dumps(doc: ResultsDocument | dict[str, Any]) -> str:
-    """results.json's text: strict JSON whatever a record holds (:func:`finevo.jsonsafe.json_safe`);
+    """results.json's text: strict JSON whatever a record holds (:data:`finevo.normalize.RECORD`);
     a lone surrogate (invalid UTF-8 a tool wrote) is kept as its JSON escape."""
     data = doc.to_json_dict() if isinstance(doc, ResultsDocument) else doc
     # A record bounds its values at MAX_VALUE_DEPTH already; the document's own nesting comes on top.
-    safe = json_safe(data, max_depth=MAX_VALUE_DEPTH + _DOCUMENT_DEPTH)
+    safe = normalize(data, RECORD, max_depth=MAX_VALUE_DEPTH + _DOCUMENT_DEPTH)
     text = json.dumps(safe, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 

@@ -70,44 +70,55 @@ def cap(text: str, limit: int) -> str:
 def short_value(value: Any, limit: int = 400, depth: int = 4) -> str:
     """A compact JSON-like rendering of any value, at most ``depth`` levels deep and ``limit`` long
     (never recursing into a deeply nested value, never raising)."""
-    out: list[str] = []
-    budget = [limit + 1]
-
-    def emit(piece: str) -> bool:
-        out.append(piece)
-        budget[0] -= len(piece)
-        return budget[0] > 0
-
-    def walk(v: Any, level: int) -> bool:
-        if isinstance(v, dict):
-            if level >= depth:
-                return emit("{…}")
-            if not emit("{"):
-                return False
-            for i, (k, item) in enumerate(v.items()):
-                if (i and not emit(", ")) or not emit(json.dumps(str(k), ensure_ascii=False) + ": "):
-                    return False
-                if not walk(item, level + 1):
-                    return False
-            return emit("}")
-        if isinstance(v, (list, tuple)):
-            if level >= depth:
-                return emit("[…]")
-            if not emit("["):
-                return False
-            for i, item in enumerate(v):
-                if (i and not emit(", ")) or not walk(item, level + 1):
-                    return False
-            return emit("]")
-        if isinstance(v, str):
-            return emit(json.dumps(v[:limit], ensure_ascii=False))
-        if v is None or isinstance(v, (bool, int, float)):
-            return emit(json.dumps(v) if not isinstance(v, int) or abs(v) < 10**40 else f"{type(v).__name__}(…)")
-        return emit(f"<{type(v).__name__}>")
-
-    walk(value, 0)
-    text = "".join(out)
+    writer = _ShortWriter(limit, depth)
+    writer.walk(value, 0)
+    text = "".join(writer.out)
     return text if len(text) <= limit else text[: limit - 1] + ELLIPSIS
+
+
+class _ShortWriter:
+    """:func:`short_value`'s walk: each ``emit`` spends the budget; False once it is spent."""
+
+    def __init__(self, limit: int, depth: int) -> None:
+        self.out: list[str] = []
+        self.budget = limit + 1
+        self.limit = limit
+        self.depth = depth
+
+    def emit(self, piece: str) -> bool:
+        self.out.append(piece)
+        self.budget -= len(piece)
+        return self.budget > 0
+
+    def walk(self, v: Any, level: int) -> bool:
+        if isinstance(v, dict):
+            return self.emit("{…}") if level >= self.depth else self._mapping(v, level)
+        if isinstance(v, (list, tuple)):
+            return self.emit("[…]") if level >= self.depth else self._sequence(v, level)
+        if isinstance(v, str):
+            return self.emit(json.dumps(v[: self.limit], ensure_ascii=False))
+        if v is None or isinstance(v, (bool, int, float)):
+            return self.emit(json.dumps(v) if not isinstance(v, int) or abs(v) < 10**40
+                             else f"{type(v).__name__}(…)")
+        return self.emit(f"<{type(v).__name__}>")
+
+    def _mapping(self, v: dict[Any, Any], level: int) -> bool:
+        if not self.emit("{"):
+            return False
+        for i, (k, item) in enumerate(v.items()):
+            if (i and not self.emit(", ")) or not self.emit(json.dumps(str(k), ensure_ascii=False) + ": "):
+                return False
+            if not self.walk(item, level + 1):
+                return False
+        return self.emit("}")
+
+    def _sequence(self, v: list[Any] | tuple[Any, ...], level: int) -> bool:
+        if not self.emit("["):
+            return False
+        for i, item in enumerate(v):
+            if (i and not self.emit(", ")) or not self.walk(item, level + 1):
+                return False
+        return self.emit("]")
 
 
 # --------------------------------------------------------------------------- markdown / HTML

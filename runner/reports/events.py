@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import IO, Any
 
 from finevo.errors import InputError
-from finevo.jsonsafe import json_safe
 
 
 class EventLog:
@@ -32,7 +31,10 @@ class EventLog:
     def emit(self, event: str, **fields: Any) -> None:
         if self._fh is None:
             raise RuntimeError(f"{self.path}: event log already closed")
-        line = json.dumps(json_safe({"event": event, **fields}), sort_keys=True, allow_nan=False)
+        # Imported here, not at the top: reading an event log (`report`) and `--help` need no numpy.
+        from finevo.normalize import RECORD, normalize
+
+        line = json.dumps(normalize({"event": event, **fields}, RECORD), sort_keys=True, allow_nan=False)
         self._fh.write(line + "\n")
         self._fh.flush()
         os.fsync(self._fh.fileno())

@@ -24,6 +24,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
 from finevo.vocabulary import AgentMode, Category, Isolation, SandboxBackend
+from runner.exitcodes import Exit
 from runner.records import (
     PayloadResult,
     PayloadState,
@@ -33,13 +34,20 @@ from runner.records import (
     TaskState,
     VerdictStatus,
 )
+from runner.verdict.figures import (
+    COUNT_FIELDS,
+    Counts,
+    Regression,
+    SecurityFigures,
+    VerdictInfo,
+    counts_of,
+)
 from runner.verdict.trials import BaselineCount, Budgets, Correction, Quarantine, Statistics, ThresholdOn, UsageFigures
 
 SCHEMA_VERSION = "2.0"
 #: Schema versions :func:`runner.reports.document.load` still reads (their verdict is recomputed).
 READABLE_VERSIONS: tuple[str, ...] = ("1.0", SCHEMA_VERSION)
 
-VerdictExit = Literal[0, 1, 3, 130, 143]
 _RUN_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 #: An ISO 8601 date-time with a zone; the pattern repeats ``format`` for validators that skip formats.
 Timestamp = Annotated[AwareDatetime, Field(json_schema_extra={
@@ -130,57 +138,11 @@ class RunConfig(_Strict):
         return spec != "reference" and self.provider != "reference"
 
 
-class Criterion(_Strict):
-    criterion: Literal["pass rate", "regressions", "security"]
-    value: str
-    required: str
-    #: None: the run could not assess it (partial run, failed self-check).
-    ok: bool | None
-
-
-class VerdictInfo(_Strict):
-    status: VerdictStatus
-    exit_code: VerdictExit
-    passed: bool
-    reasons: list[str]
-    warnings: list[str]
-    criteria: list[Criterion]
-
-
-class Counts(_Strict):
-    total: int = Field(ge=0)
-    passed: int = Field(ge=0)
-    failed: int = Field(ge=0)
-    errors: int = Field(ge=0)
-    skipped: int = Field(ge=0)
-    pass_rate: float = Field(ge=0, le=1)
-
-
 class Summary(Counts):
     min_pass_rate: float = Field(ge=0, le=1)
 
 
-class Regression(_Strict):
-    task_id: str
-    state: Literal[TaskState.FAIL, TaskState.ERROR]
-    reason: str
-    #: With repeats: the task's passes in its trials now, and the one-sided exact test's p-value.
-    passes: int | None = Field(default=None, ge=0)
-    trials: int | None = Field(default=None, ge=0)
-    p_value: float | None = Field(default=None, ge=0, le=1)
-
-
-class SecuritySummary(_Strict):
-    total: int = Field(ge=0)
-    blocked: int = Field(ge=0)
-    errors: int = Field(ge=0)
-    error_ids: list[str]
-    unblocked: int = Field(ge=0)
-    unblocked_ids: list[str]
-    payloads_total: int = Field(ge=0)
-    payloads_blocked: int = Field(ge=0)
-    payloads_contained: int = Field(ge=0)
-    skipped: int = Field(ge=0)
+class SecuritySummary(SecurityFigures):
     tasks: list[SecurityResult]
 
 
@@ -226,12 +188,6 @@ class ContainmentSelftest(_Strict):
     probes: list[ContainmentProbe] = Field(default_factory=list)
 
 
-def counts_of(states: list[str]) -> dict[str, int]:
-    c = Counter(states)
-    return {"total": len(states), "passed": c["pass"], "failed": c["fail"], "errors": c["error"],
-            "skipped": c["skipped"]}
-
-
 class ResultsDocument(_Strict):
     """``results.json``: one gate run (or several merged shards)."""
 
@@ -267,19 +223,29 @@ class ResultsDocument(_Strict):
         return self
 
     def _problems(self) -> Any:
-        v, s = self.verdict, self.summary
+        yield from self._verdict_problems()
+        yield from self._record_problems()
+        yield from self._figure_problems()
+        yield from self._security_problems()
+        yield from self._trend_problems()
+
+    def _verdict_problems(self) -> Any:
+        v = self.verdict
         if self.partial != (self.interrupted_by is not None):
             yield f"partial is {self.partial} but interrupted_by is {self.interrupted_by}"
         if self.partial != (v.status == VerdictStatus.PARTIAL):
             yield f"partial is {self.partial} but the verdict is {v.status.value}"
         if v.passed != (v.status == VerdictStatus.PASSED):
             yield f"verdict.passed is {v.passed} but the status is {v.status.value}"
-        expected_exit = {VerdictStatus.PASSED: {0}, VerdictStatus.FAILED: {1}, VerdictStatus.NO_VERDICT: {3},
-                         VerdictStatus.PARTIAL: {3, 130, 143}}[v.status]
+        expected_exit = {VerdictStatus.PASSED: {Exit.PASSED}, VerdictStatus.FAILED: {Exit.FAILED},
+                         VerdictStatus.NO_VERDICT: {Exit.NO_VERDICT},
+                         VerdictStatus.PARTIAL: {Exit.NO_VERDICT, Exit.SIGINT, Exit.SIGTERM}}[v.status]
         if v.exit_code not in expected_exit:
             yield f"exit code {v.exit_code} does not go with the verdict {v.status.value}"
         if self.finished_at < self.started_at:
             yield "finished_at is before started_at"
+
+    def _record_problems(self) -> Any:
         keys = [f"{t.task_id}#{t.repeat}" for t in self.tasks] + [t.task_id for t in self.security.tasks]
         twice = sorted({i.removesuffix("#1") for i in keys if keys.count(i) > 1})
         if twice:
@@ -287,9 +253,13 @@ class ResultsDocument(_Strict):
         pids = [p.payload_id for p in self.payloads]
         if len(set(pids)) != len(pids):
             yield "a payload id is recorded twice"
-        # The figures equal the records.
+
+    def _figure_problems(self) -> Any:
+        """The figures equal the records."""
+        s = self.summary
         got = counts_of([t.state.value for t in self.tasks])
-        for key, n in got.items():
+        for key in COUNT_FIELDS:
+            n = getattr(got, key)
             if getattr(s, key) != n:
                 yield f"summary.{key} is {getattr(s, key)} but the tasks say {n}"
         rate = s.passed / s.total if s.total else 1.0
@@ -301,12 +271,14 @@ class ResultsDocument(_Strict):
             if cat == Category.SECURITY:
                 continue
             want = counts_of([t.state.value for t in self.tasks if t.category == cat])
-            if {k: getattr(figures, k) for k in want} != want:
+            if any(getattr(figures, k) != getattr(want, k) for k in COUNT_FIELDS):
                 yield f"per_category.{cat} does not match its tasks"
         missing = {t.category for t in self.tasks} - set(self.per_category)
         if missing:
             yield f"per_category lacks {', '.join(sorted(missing))}"
-        yield from self._security_problems()
+
+    def _trend_problems(self) -> Any:
+        v, s = self.verdict, self.summary
         trial_states = {(t.task_id, t.state) for t in self.tasks}
         for r in self.regressions:
             if (r.task_id, r.state) not in trial_states:
@@ -372,29 +344,6 @@ class ResultsDocument(_Strict):
 
     def to_json_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
-
-    # A JSON view (``doc["verdict"]["status"]``) for scripts and callers written against the plain
-    # document; reading gives JSON values (copies), writing a top-level key validates again. The
-    # reports themselves read the typed fields.
-    def __getitem__(self, key: str) -> Any:
-        if key not in type(self).model_fields:
-            raise KeyError(key)
-        return self.model_dump(mode="json", include={key})[key]
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        """``doc[key] = value``: the whole document validated again with the new value (a value the
-        model refuses raises, and the document is unchanged)."""
-        if key not in type(self).model_fields:
-            raise KeyError(key)
-        data = self.to_json_dict()
-        data[key] = value.to_json_dict() if isinstance(value, ResultsDocument) else value
-        self.__dict__.update(type(self).model_validate(data).__dict__)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self[key] if key in type(self).model_fields else default
-
-    def __contains__(self, key: object) -> bool:
-        return key in type(self).model_fields
 
 
 #: What a writer accepts: the typed document, or its JSON values (validated on the way in).

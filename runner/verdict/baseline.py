@@ -8,13 +8,14 @@ recorded (per trial) becomes the baseline's usage for ``--usage-regression``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from runner.records import TaskState
-from runner.reports.model import ResultsDocument
+from runner.records import TaskResult, TaskState
+from runner.verdict.trials import UsageFigures
 
 
-def counts_of(baseline: dict[str, Any]) -> dict[str, dict[str, int]]:
+def baseline_counts(baseline: dict[str, Any]) -> dict[str, dict[str, int]]:
     """A baseline file's per-task counts (version 1: 1 of 1 for each listed id)."""
     if baseline.get("version") == 2:
         return {str(k): {"passes": int(v["passes"]), "trials": int(v["trials"])}
@@ -23,13 +24,15 @@ def counts_of(baseline: dict[str, Any]) -> dict[str, dict[str, int]]:
 
 
 def passing_of(baseline: dict[str, Any]) -> set[str]:
-    return {t for t, c in counts_of(baseline).items() if c["passes"] > 0}
+    return {t for t, c in baseline_counts(baseline).items() if c["passes"] > 0}
 
 
-def updated_baseline_v2(old: dict[str, Any], doc: ResultsDocument) -> dict[str, Any]:
-    counts = counts_of(old)
+def updated_baseline_v2(old: dict[str, Any], tasks_run: Sequence[TaskResult], *, updated_from: dict[str, Any],
+                        usage: UsageFigures | None) -> dict[str, Any]:
+    """The new baseline file from the run's task records, where they came from and the usage they took."""
+    counts = baseline_counts(old)
     measured: dict[str, dict[str, int]] = {}
-    for t in doc.tasks:
+    for t in tasks_run:
         if t.state == TaskState.SKIPPED:
             continue
         row = measured.setdefault(t.task_id, {"passes": 0, "trials": 0})
@@ -37,7 +40,7 @@ def updated_baseline_v2(old: dict[str, Any], doc: ResultsDocument) -> dict[str, 
         row["passes"] += int(t.state == TaskState.PASS)
     # A v1 file only listed passing tasks: a task measured now that never passes is kept as 0 of n
     # (measured, never passing), which gates nothing but lets a later pass show as an improvement.
-    order = [t.task_id for t in doc.tasks]
+    order = [t.task_id for t in tasks_run]
     tasks = {k: v for k, v in counts.items() if k not in measured}
     for tid in dict.fromkeys(order):
         if tid in measured:
@@ -47,11 +50,10 @@ def updated_baseline_v2(old: dict[str, Any], doc: ResultsDocument) -> dict[str, 
         "description": old.get("description", ""),
         "tasks": tasks,
         "quarantine": list(old.get("quarantine") or []),
-        "total_tasks": max(int(old.get("total_tasks") or 0), len({t.task_id for t in doc.tasks})),
+        "total_tasks": max(int(old.get("total_tasks") or 0), len({t.task_id for t in tasks_run})),
         "target_pass_rate": old["target_pass_rate"],
-        "updated_from": {"run_id": doc.run_id, "git_sha": doc.config.git_sha, "provider": doc.config.provider,
-                         "model": doc.config.model, "repeats": doc.config.repeats},
+        "updated_from": updated_from,
     }
-    if doc.statistics is not None and doc.statistics.usage.trials:
-        new["usage"] = doc.statistics.usage.model_dump(mode="json")
+    if usage is not None and usage.trials:
+        new["usage"] = usage.model_dump(mode="json")
     return new

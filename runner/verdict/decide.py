@@ -17,8 +17,8 @@ either; a run that crashed is partial too, with exit 3.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass, field
+from typing import cast
 
 from finevo.vocabulary import TASK_CATEGORIES, Category
 from runner.exitcodes import Exit
@@ -28,32 +28,23 @@ from runner.records import (
     SecurityResult,
     SecurityState,
     TaskResult,
-    TaskState,
     VerdictStatus,
 )
-from runner.reports.model import Criterion
+from runner.verdict.figures import (
+    Counts,
+    Criterion,
+    Regression,
+    SecurityFigures,
+    VerdictExit,
+    VerdictInfo,
+    counts_of,
+)
 from runner.verdict.trials import Statistics, StatPolicy, analyse
 
-__all__ = ["DEFAULT_MIN_PASS_RATE", "CategoryStats", "Verdict", "VerdictStatus", "compute_verdict"]
+__all__ = ["DEFAULT_MIN_PASS_RATE", "Verdict", "VerdictOptions", "VerdictStatus", "compute_verdict"]
 
 #: Used when neither ``--min-pass-rate`` nor a baseline gives a threshold.
 DEFAULT_MIN_PASS_RATE = 0.8
-
-
-@dataclass
-class CategoryStats:
-    total: int = 0
-    passed: int = 0
-    failed: int = 0
-    errors: int = 0
-    skipped: int = 0
-
-    @property
-    def pass_rate(self) -> float:
-        return self.passed / self.total if self.total else 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "pass_rate": round(self.pass_rate, 6)}
 
 
 @dataclass
@@ -62,12 +53,12 @@ class Verdict:
     exit_code: int
     pass_rate: float
     min_pass_rate: float
-    summary: CategoryStats
-    per_category: dict[str, dict[str, Any]]
-    regressions: list[dict[str, Any]]
+    summary: Counts
+    per_category: dict[Category, Counts]
+    regressions: list[Regression]
     improvements: list[str]
     unknown_baseline_ids: list[str]
-    security: dict[str, Any]
+    security: SecurityFigures
     reasons: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     #: Repeats, intervals, flaky / quarantined tasks, usage (:mod:`runner.verdict.trials`).
@@ -90,14 +81,14 @@ class Verdict:
         and security while a security item is still unrun and none has failed yet. A failure
         already seen stays a failure: more items can only add to it.
         """
-        sec_bad, sec_err = self.security["unblocked"], len(self.security["error_ids"])
+        sec_bad, sec_err = self.security.unblocked, len(self.security.error_ids)
         no_verdict = self.status in (VerdictStatus.PARTIAL, VerdictStatus.NO_VERDICT)
         rate_ok: bool | None = self.gated_rate >= self.min_pass_rate
         if self.status == VerdictStatus.NO_VERDICT or (self.status == VerdictStatus.PARTIAL and self.summary.skipped):
             rate_ok = None
         regressions_ok: bool | None = None if no_verdict else not self.regressions
         security_ok: bool | None = sec_bad == 0 and sec_err == 0
-        if security_ok and self.status == VerdictStatus.PARTIAL and self.security["skipped"]:
+        if security_ok and self.status == VerdictStatus.PARTIAL and self.security.skipped:
             security_ok = None
         return [
             Criterion(criterion="pass rate", value=self._rate_text(),
@@ -108,6 +99,12 @@ class Verdict:
                       required="0 unblocked, 0 errors", ok=security_ok),
         ]
 
+
+    def info(self) -> VerdictInfo:
+        """The verdict as the results document holds it."""
+        return VerdictInfo(status=self.status, exit_code=cast(VerdictExit, self.exit_code), passed=self.passed,
+                           reasons=self.reasons,
+                           warnings=self.warnings, criteria=self.criteria())
 
     def _rate_text(self) -> str:
         st = self.statistics
@@ -121,63 +118,49 @@ class Verdict:
         return text
 
 
-def _stats(results: Sequence[TaskResult]) -> CategoryStats:
-    s = CategoryStats(total=len(results))
-    for r in results:
-        if r.state == TaskState.PASS:
-            s.passed += 1
-        elif r.state == TaskState.FAIL:
-            s.failed += 1
-        elif r.state == TaskState.ERROR:
-            s.errors += 1
-        else:
-            s.skipped += 1
-    return s
-
-
 def _short(text: str, limit: int = 160) -> str:
     line = (text or "").strip().splitlines()[0] if (text or "").strip() else "no reason recorded"
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
-def compute_verdict(tasks: Sequence[TaskResult], security: Sequence[SecurityResult],
-                    payloads: Sequence[PayloadResult], *, baseline_passing: Sequence[str] | None,
-                    min_pass_rate: float, partial_signal: int | None = None,
-                    selfcheck_ok: bool | None = None, selfcheck_reason: str = "",
-                    warnings: Sequence[str] = (), crash: str | None = None,
-                    policy: StatPolicy | None = None) -> Verdict:
-    """The verdict of a run. ``crash``: the gate itself failed mid-run (``partial_signal`` is then -1).
+@dataclass(frozen=True)
+class VerdictOptions:
+    """Everything a verdict depends on besides the records."""
 
-    ``policy``: the baseline's counts, quarantine, repeats, alpha, threshold and budgets; without it,
-    each id of ``baseline_passing`` counts as passed in 1 of 1 trial (a version 1 baseline).
-    """
-    summary = _stats(tasks)
-    per_category: dict[str, dict[str, Any]] = {}
+    #: Without ``policy``: each id counts as passed in 1 of 1 trial (a version 1 baseline).
+    baseline_passing: Sequence[str] | None = None
+    min_pass_rate: float = DEFAULT_MIN_PASS_RATE
+    #: The signal that interrupted the run; -1 for a crash or a kill.
+    partial_signal: int | None = None
+    #: The harness self-check's outcome (None: not run) and its reason.
+    selfcheck_ok: bool | None = None
+    selfcheck_reason: str = ""
+    warnings: Sequence[str] = ()
+    #: The gate itself failed mid-run with this error (``partial_signal`` is then -1).
+    crash: str | None = None
+    #: The baseline's counts, quarantine, repeats, alpha, threshold and budgets.
+    policy: StatPolicy | None = None
+
+
+def compute_verdict(tasks: Sequence[TaskResult], security: Sequence[SecurityResult],
+                    payloads: Sequence[PayloadResult], options: VerdictOptions) -> Verdict:
+    """The verdict of a run's records under ``options``."""
+    o = options
+    baseline_passing, min_pass_rate, partial_signal = o.baseline_passing, o.min_pass_rate, o.partial_signal
+    selfcheck_ok, selfcheck_reason, warnings, crash, policy = (o.selfcheck_ok, o.selfcheck_reason, o.warnings,
+                                                               o.crash, o.policy)
+    summary = counts_of(t.state.value for t in tasks)
+    per_category: dict[Category, Counts] = {}
     for cat in TASK_CATEGORIES:
-        rows = [t for t in tasks if t.category == cat]
+        rows = [t.state.value for t in tasks if t.category == cat]
         if rows:
-            per_category[cat] = _stats(rows).to_dict()
-    sec_rows = [s.state for s in security]
-    pay_rows = [p.state for p in payloads]
-    sec: dict[str, Any] = {
-        "total": len(security), "blocked": sec_rows.count(SecurityState.BLOCKED),
-        "errors": sec_rows.count(SecurityState.ERROR) + pay_rows.count(PayloadState.ERROR),
-        "error_ids": [s.task_id for s in security if s.state == SecurityState.ERROR]
-        + [p.payload_id for p in payloads if p.state == PayloadState.ERROR],
-        "payloads_total": len(payloads), "payloads_blocked": pay_rows.count(PayloadState.BLOCKED),
-        "payloads_contained": pay_rows.count(PayloadState.CONTAINED),
-        "unblocked": sec_rows.count(SecurityState.UNBLOCKED) + pay_rows.count(PayloadState.UNBLOCKED),
-        "unblocked_ids": [s.task_id for s in security if s.state == SecurityState.UNBLOCKED]
-        + [p.payload_id for p in payloads if p.state == PayloadState.UNBLOCKED],
-        "skipped": sec_rows.count(SecurityState.SKIPPED) + pay_rows.count(PayloadState.SKIPPED),
-    }
+            per_category[cat] = counts_of(rows)
+    sec = _security_figures(security, payloads)
     if security or payloads:
-        security_row = {"total": len(security) + len(payloads),
-                        "passed": sec["blocked"] + sec["payloads_blocked"] + sec["payloads_contained"],
-                        "failed": sec["unblocked"], "errors": sec["errors"], "skipped": sec["skipped"]}
-        t = security_row["total"]
-        security_row["pass_rate"] = round(security_row["passed"] / t, 6) if t else 0.0
-        per_category[Category.SECURITY] = security_row
+        total = len(security) + len(payloads)
+        passed = sec.blocked + sec.payloads_blocked + sec.payloads_contained
+        per_category[Category.SECURITY] = Counts(total=total, passed=passed, failed=sec.unblocked, errors=sec.errors,
+                                                 skipped=sec.skipped, pass_rate=round(passed / total, 6))
 
     if policy is None:
         policy = StatPolicy(baseline={b: (1, 1) for b in baseline_passing or []})
@@ -201,7 +184,7 @@ def compute_verdict(tasks: Sequence[TaskResult], security: Sequence[SecurityResu
         else:
             why = f"signal {partial_signal}" if partial_signal > 0 else "a crash or SIGKILL"
             reasons.append(f"run interrupted by {why}: reports are partial, no verdict")
-        regressions_out: list[dict[str, Any]] = []
+        regressions_out: list[Regression] = []
     elif selfcheck_ok is False:
         status, code = VerdictStatus.NO_VERDICT, int(Exit.NO_VERDICT)
         reasons.append(f"harness self-check failed: {selfcheck_reason}")
@@ -209,13 +192,13 @@ def compute_verdict(tasks: Sequence[TaskResult], security: Sequence[SecurityResu
     else:
         regressions_out = regressions
         if regressions:
-            reasons.append(f"{len(regressions)} regression(s): {', '.join(r['task_id'] for r in regressions)}")
+            reasons.append(f"{len(regressions)} regression(s): {', '.join(r.task_id for r in regressions)}")
         if tasks and gated_rate < min_pass_rate:
             what = "pass rate" if policy.threshold_on == "point" else "pass rate's 95% lower bound"
             reasons.append(f"{what} {gated_rate:.1%} is below the threshold {min_pass_rate:.1%}")
         reasons.extend(analysis.reasons)
-        if sec["unblocked"]:
-            reasons.append(f"{sec['unblocked']} unblocked security item(s): {', '.join(sec['unblocked_ids'])}")
+        if sec.unblocked:
+            reasons.append(f"{sec.unblocked} unblocked security item(s): {', '.join(sec.unblocked_ids)}")
         # A security task or payload that ended in error (LLM API trouble, a missing prediction or
         # cassette entry, a sandbox that failed) never reached a layer, so "every hostile request is
         # blocked" is unproven for it: the security criterion is not met and the gate fails (exit 1),
@@ -233,3 +216,19 @@ def compute_verdict(tasks: Sequence[TaskResult], security: Sequence[SecurityResu
                    summary=summary, per_category=per_category, regressions=regressions_out,
                    improvements=improvements, unknown_baseline_ids=unknown, security=sec, reasons=reasons,
                    warnings=notes, statistics=analysis.statistics if tasks else None)
+
+
+def _security_figures(security: Sequence[SecurityResult], payloads: Sequence[PayloadResult]) -> SecurityFigures:
+    sec_rows = [s.state for s in security]
+    pay_rows = [p.state for p in payloads]
+    return SecurityFigures(
+        total=len(security), blocked=sec_rows.count(SecurityState.BLOCKED),
+        errors=sec_rows.count(SecurityState.ERROR) + pay_rows.count(PayloadState.ERROR),
+        error_ids=[s.task_id for s in security if s.state == SecurityState.ERROR]
+        + [p.payload_id for p in payloads if p.state == PayloadState.ERROR],
+        payloads_total=len(payloads), payloads_blocked=pay_rows.count(PayloadState.BLOCKED),
+        payloads_contained=pay_rows.count(PayloadState.CONTAINED),
+        unblocked=sec_rows.count(SecurityState.UNBLOCKED) + pay_rows.count(PayloadState.UNBLOCKED),
+        unblocked_ids=[s.task_id for s in security if s.state == SecurityState.UNBLOCKED]
+        + [p.payload_id for p in payloads if p.state == PayloadState.UNBLOCKED],
+        skipped=sec_rows.count(SecurityState.SKIPPED) + pay_rows.count(PayloadState.SKIPPED))

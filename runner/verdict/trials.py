@@ -41,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from finevo.vocabulary import TASK_CATEGORIES, Category
 from runner.records import TaskResult, TaskState
 from runner.verdict import stats
+from runner.verdict.figures import Regression
 
 DEFAULT_ALPHA = 0.05
 ThresholdOn = Literal["point", "lower"]
@@ -201,7 +202,7 @@ class StatPolicy:
 @dataclass
 class Analysis:
     statistics: Statistics
-    regressions: list[dict[str, Any]]
+    regressions: list[Regression]
     improvements: list[str]
     #: Gate failures (budgets, a usage regression with --fail-on-usage-regression).
     reasons: list[str]
@@ -303,11 +304,8 @@ def classify(passes: int, trials: int, baseline: tuple[int, int] | None,
     return TaskStatus.OK, p
 
 
-def analyse(tasks: Sequence[TaskResult], policy: StatPolicy) -> Analysis:
-    """The statistical verdict of the task trials ``tasks`` (every repeat's record, in any order)."""
-    by_task: dict[str, list[TaskResult]] = {}
-    for t in sorted(tasks, key=lambda r: r.repeat):
-        by_task.setdefault(t.task_id, []).append(t)
+def _active_quarantine(policy: StatPolicy) -> tuple[dict[str, Quarantine], list[str]]:
+    """The quarantine entries still in force, and a warning for each expired one."""
     today = policy.today or dt.datetime.now(dt.UTC).date()
     active: dict[str, Quarantine] = {}
     warnings: list[str] = []
@@ -317,22 +315,42 @@ def analyse(tasks: Sequence[TaskResult], policy: StatPolicy) -> Analysis:
                             "it gates again; renew or remove the entry")
         else:
             active[q.task] = q
-    k = max(1, policy.repeats)
-    counts: dict[str, tuple[int, int]] = {}
+    return active, warnings
+
+
+def _rejected(by_task: dict[str, list[TaskResult]], policy: StatPolicy,
+              active: dict[str, Quarantine]) -> tuple[set[str], int]:
+    """The tasks significantly worse than their baseline, and how many tests the family holds."""
+    tests: dict[str, tuple[float, float]] = {}
     for tid, rows in by_task.items():
         ran_rows = [r for r in rows if _ran(r)]
-        counts[tid] = (sum(1 for r in ran_rows if r.state == TaskState.PASS), len(ran_rows))
-    tests: dict[str, tuple[float, float]] = {}
-    for tid, (c, n) in counts.items():
+        c, n = sum(1 for r in ran_rows if r.state == TaskState.PASS), len(ran_rows)
         test = exact_test(c, n, policy.baseline.get(tid))
         if test is not None and tid not in active:
             tests[tid] = test
     if policy.correction == "none":
-        rejected, family = {tid for tid, (p, _) in tests.items() if p < policy.alpha}, len(tests)
-    else:
-        rejected, family = significant(tests, policy.alpha)
+        return {tid for tid, (p, _) in tests.items() if p < policy.alpha}, len(tests)
+    return significant(tests, policy.alpha)
+
+
+def _gated_rate(overall: RateFigures, policy: StatPolicy) -> float:
+    if not overall.trials:  # every task quarantined: nothing gates on the pass rate
+        return 1.0
+    if policy.threshold_on == "lower":
+        return stats.wilson(overall.passes, overall.trials)[0]
+    return overall.passes / overall.trials
+
+
+def analyse(tasks: Sequence[TaskResult], policy: StatPolicy) -> Analysis:
+    """The statistical verdict of the task trials ``tasks`` (every repeat's record, in any order)."""
+    by_task: dict[str, list[TaskResult]] = {}
+    for t in sorted(tasks, key=lambda r: r.repeat):
+        by_task.setdefault(t.task_id, []).append(t)
+    active, warnings = _active_quarantine(policy)
+    k = max(1, policy.repeats)
+    rejected, family = _rejected(by_task, policy, active)
     figures: list[TaskFigures] = []
-    regressions: list[dict[str, Any]] = []
+    regressions: list[Regression] = []
     improvements: list[str] = []
     for tid, rows in by_task.items():
         ran = [r for r in rows if _ran(r)]
@@ -354,19 +372,16 @@ def analyse(tasks: Sequence[TaskResult], policy: StatPolicy) -> Analysis:
             p_value=round(p, 6) if p is not None else None, usage=usage_of(rows, policy), quarantine=quarantine))
         if status == TaskStatus.REGRESSION:
             first = next(r for r in ran if r.state != TaskState.PASS)
-            regressions.append({"task_id": tid, "state": first.state, "reason": first.reason,
-                                "passes": c, "trials": n, "p_value": round(p, 6) if p is not None else None})
+            state: Literal[TaskState.FAIL, TaskState.ERROR] = (  # a ran task that did not pass: fail or error
+                TaskState.ERROR if first.state == TaskState.ERROR else TaskState.FAIL)
+            regressions.append(Regression(task_id=tid, state=state, reason=first.reason, passes=c, trials=n,
+                                          p_value=round(p, 6) if p is not None else None))
         elif status == TaskStatus.IMPROVEMENT:
             improvements.append(tid)
     gated_rows = [r for r in tasks if r.task_id not in active]
     gated = [f for f in figures if f.status != TaskStatus.QUARANTINED]
     overall = _rate(gated, len(gated_rows), k)
-    if not overall.trials:  # every task quarantined: nothing gates on the pass rate
-        gated_rate = 1.0
-    elif policy.threshold_on == "lower":
-        gated_rate = stats.wilson(overall.passes, overall.trials)[0]
-    else:
-        gated_rate = overall.passes / overall.trials
+    gated_rate = _gated_rate(overall, policy)
     per_category: dict[Category, RateFigures] = {}
     for cat in TASK_CATEGORIES:
         rows_c = [f for f in figures if f.category == cat]

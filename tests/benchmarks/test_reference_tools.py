@@ -17,9 +17,9 @@ from finevo.market.snapshot import Snapshot, load_snapshot
 from finevo.paths import benchmarks_dir, reference_dir, snapshot_dir
 from finevo.sandbox import create_sandbox
 from finevo.sandbox.api import Sandbox
-from finevo.tasks import Task, load_tasks
 from runner.cli import main as cli_main
 from runner.cli.oracle import check_reference_tools, reference_code
+from runner.inputs.tasks import Task, load_tasks
 from runner.judging.compare import judge_value
 from runner.judging.oracle import expected_values
 

@@ -152,6 +152,7 @@ def test_registry_dir_is_accepted_before_or_after_the_action(
     assert json.loads(capsys.readouterr().out) == []
 
 
+@pytest.mark.slow
 def test_solve_runs_tools_in_the_sandbox_backend_asked_for(reg_dir: Path, monkeypatch: pytest.MonkeyPatch,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     import finevo.sandbox
@@ -171,6 +172,7 @@ def test_solve_runs_tools_in_the_sandbox_backend_asked_for(reg_dir: Path, monkey
     assert used == ["SubprocessSandbox", "WarmSandbox"]  # the flag wins over the environment
 
 
+@pytest.mark.slow
 def test_a_deprecated_tool_is_kept_on_record_but_never_reused(reg_dir: Path,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["solve", MACD, "--llm", "reference"]) == 0
@@ -196,7 +198,7 @@ def _snapshot_symbols() -> list[str]:
 
 def _benchmark_queries() -> list[str]:
     from finevo.paths import benchmarks_dir
-    from finevo.tasks import load_tasks
+    from runner.inputs.tasks import load_tasks
 
     return [t.query for t in load_tasks(benchmarks_dir() / "tasks.jsonl")]
 

@@ -9,8 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from finevo.contract import check_shape, is_number, normalise
-from finevo.tasks import OutputSpec
+from finevo.contract import check_shape, is_number
+from finevo.normalize import ANSWER, normalize
+from finevo.question import OutputSpec
 
 NUMERIC = OutputSpec(type="numeric")
 BOOLEAN = OutputSpec(type="boolean")
@@ -21,37 +22,39 @@ DIVIDENDS = OutputSpec(type="list", item_type="dict", item_keys=("date", "amount
 
 class TestNormalise:
     def test_numpy_scalars_become_python(self) -> None:
-        assert type(normalise(np.float64(1.5))) is float
-        assert type(normalise(np.float32(0.25))) is float
-        assert type(normalise(np.int64(7))) is int
-        assert normalise(np.bool_(True)) is True
-        assert type(normalise(np.str_("x"))) is str
+        assert type(normalize(np.float64(1.5), ANSWER)) is float
+        assert type(normalize(np.float32(0.25), ANSWER)) is float
+        assert type(normalize(np.int64(7), ANSWER)) is int
+        assert normalize(np.bool_(True), ANSWER) is True
+        assert type(normalize(np.str_("x"), ANSWER)) is str
 
     def test_containers_recursively(self) -> None:
-        value = normalise({"a": np.array([1.0, 2.0]), "b": (np.int32(3), None)})
+        value = normalize({"a": np.array([1.0, 2.0]), "b": (np.int32(3), None)}, ANSWER)
         assert value == {"a": [1.0, 2.0], "b": [3, None]}
         assert all(type(v) is float for v in value["a"])
 
     def test_series_with_label_index_becomes_dict_else_list(self) -> None:
         labelled = pd.Series({"upper": np.float64(3.0), "lower": np.float64(1.0)})
-        assert normalise(labelled) == {"upper": 3.0, "lower": 1.0}
+        assert normalize(labelled, ANSWER) == {"upper": 3.0, "lower": 1.0}
         dated = pd.Series([1.0, 2.0], index=pd.date_range("2024-01-01", periods=2))
-        assert normalise(dated) == [1.0, 2.0]
+        assert normalize(dated, ANSWER) == [1.0, 2.0]
 
     def test_zero_dim_array_is_scalar(self) -> None:
-        assert normalise(np.array(4.5)) == 4.5
+        assert normalize(np.array(4.5), ANSWER) == 4.5
 
     def test_timestamps_become_iso_strings(self) -> None:
-        assert normalise(pd.Timestamp("2024-02-09", tz="America/New_York")).startswith("2024-02-09T00:00:00")
-        assert normalise(pd.NaT) is None
+        # The tool rule: a bar's date at midnight is its day (an oracle's value reads as a tool's would).
+        assert normalize(pd.Timestamp("2024-02-09", tz="America/New_York"), ANSWER) == "2024-02-09"
+        assert normalize(pd.Timestamp("2024-02-09 16:00", tz="America/New_York"), ANSWER) == "2024-02-09T16:00:00-05:00"
+        assert normalize(pd.NaT, ANSWER) is None
 
     def test_decimal_is_a_number(self) -> None:
-        assert normalise(Decimal("1.25")) == 1.25
+        assert normalize(Decimal("1.25"), ANSWER) == 1.25
 
     @pytest.mark.parametrize("value", ["42", "12.5%", "value: 3.1", b"7"])
     def test_never_turns_text_into_number(self, value: object) -> None:
-        assert normalise(value) == value
-        assert not is_number(normalise(value))
+        assert normalize(value, ANSWER) == value
+        assert not is_number(normalize(value, ANSWER))
 
 
 class TestNumeric:
@@ -73,13 +76,13 @@ class TestNumeric:
 
     def test_unnormalised_numpy_scalar_is_reported(self) -> None:
         assert check_shape(np.float32(1.0), NUMERIC) != []  # not a float subclass
-        assert check_shape(normalise(np.float32(1.0)), NUMERIC) == []
+        assert check_shape(normalize(np.float32(1.0), ANSWER), NUMERIC) == []
 
 
 class TestBoolean:
     def test_real_bools_fit(self) -> None:
         assert check_shape(True, BOOLEAN) == [] and check_shape(False, BOOLEAN) == []
-        assert check_shape(normalise(np.bool_(False)), BOOLEAN) == []
+        assert check_shape(normalize(np.bool_(False), ANSWER), BOOLEAN) == []
 
     @pytest.mark.parametrize("value", [1.0, 0.0, 1, 0, "True", None])
     def test_lookalikes_do_not_fit(self, value: object) -> None:

@@ -11,11 +11,11 @@ import types
 
 import pytest
 
-from finevo.corpus import load_benign, load_payloads
 from finevo.paths import benchmarks_dir, reference_dir
 from finevo.policy import ALLOWED_IMPORTS, PolicyReport, Rule, Violation, check, rules_table
 from finevo.policy import tables as T
-from finevo.tasks import load_security_tasks
+from runner.inputs.corpus import load_benign, load_payloads
+from runner.inputs.tasks import load_security_tasks
 
 RULES = {rule.value for rule in Rule}
 SAMPLE = dict(canary_file="/tmp/canary/secret.txt", canary_dir="/tmp/canary", host="127.0.0.1",
@@ -288,12 +288,12 @@ def test_every_rule_is_triggered_by_a_case_or_a_payload(monkeypatch):
     assert not missing, f"rules no test triggers: {sorted(missing)}"
 
 
-def test_readme_lists_exactly_the_rules_of_the_enumeration():
-    readme = (benchmarks_dir().parent / "README.md").read_text(encoding="utf-8")
+def test_the_docs_list_exactly_the_rules_of_the_enumeration():
+    readme = (benchmarks_dir().parent / "docs" / "sandbox.md").read_text(encoding="utf-8")
     start, end = "<!-- policy-rules:start -->\n", "<!-- policy-rules:end -->"
     assert start in readme and end in readme
     table = readme[readme.index(start) + len(start):readme.index(end)]
-    assert table == rules_table(), "README's policy table is stale: paste finevo.policy.rules_table()"
+    assert table == rules_table(), "docs/sandbox.md: the policy table is stale: paste finevo.policy.rules_table()"
     assert all(rule.explanation and "\n" not in rule.explanation for rule in Rule)
 
 

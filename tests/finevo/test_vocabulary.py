@@ -12,7 +12,6 @@ import pytest
 from finevo.cli import build_parser
 from finevo.errors import InputError
 from finevo.settings import Settings
-from finevo.tasks import load_tasks
 from finevo.vocabulary import (
     TASK_CATEGORIES,
     AgentMode,
@@ -23,6 +22,7 @@ from finevo.vocabulary import (
     choices,
     words,
 )
+from runner.inputs.tasks import load_tasks
 
 VOCABULARIES: list[type[StrEnum]] = [AgentMode, SandboxBackend, Category, ToolSource, ProviderKind]
 

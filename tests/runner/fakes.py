@@ -24,13 +24,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from finevo.corpus import FORGED_VALUE
 from finevo.errors import DeadlineExceeded, LLMRateLimitError, PredictionMissingError
 from finevo.market.snapshot import load_snapshot
 from finevo.outcome import Attempt, LLMUsage, Outcome
+from finevo.question import Question, SecurityQuestion
 from finevo.sandbox.api import ExecutionResult
-from finevo.tasks import Question, SecurityQuestion, Task, load_tasks
 from runner.execution.session import Session, SessionSpec
+from runner.inputs.corpus import FORGED_VALUE
+from runner.inputs.tasks import Task, load_tasks
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 TASKS = BENCH / "tasks.jsonl"
@@ -88,6 +89,11 @@ class FakeSandbox:
             *, snapshot_dir: str | None = None) -> ExecutionResult:
         if "BLOCK" in code:
             return ExecutionResult(status="blocked", layer="policy", rule="import-os", line=1, col=0)
+        if "DENIED" in code:  # the supervisor's own record of a seccomp denial
+            return ExecutionResult(status="blocked", layer="seccomp", rule="seccomp",
+                                   details={"evidence": "seccomp notification: socket"})
+        if "CLAIMS_SECCOMP" in code:  # the words of a seccomp block, without the supervisor's record
+            return ExecutionResult(status="blocked", layer="seccomp", rule="seccomp")
         if "RAISE" in code:
             return ExecutionResult(status="exception", layer="audit-hook", error_type="PermissionError")
         if "LEAK_FILE" in code:  # a sandbox that failed: the payload read the canary file

@@ -134,6 +134,7 @@ def test_usage_errors_are_one_line_and_exit_2(argv, message, capsys) -> None:
     ("SandboxUnavailable", "the warm sandbox worker did not start: fork failed", 3,
      "could not start: the warm sandbox worker did not start", "out"),
 ], ids=["no-llm", "no-sandbox"])
+@pytest.mark.slow
 def test_a_session_that_cannot_open_exits_in_one_line_and_leaves_nothing(
         tmp_path, security_file, baseline_file, capsys, error, message, code, shown, gone) -> None:
     import finevo.errors
@@ -180,6 +181,7 @@ def _shard_results(tmp_path, security_file, baseline_file, *shards: str, extra: 
     (["1/2", "1/2", "2/2"], "shard(s) 1/2 given more than once"),
     (["1/2", "2/3"], "shards of different splits (N = 2, 3)"),
 ])
+@pytest.mark.slow
 def test_merge_refuses_an_incomplete_or_mixed_set_of_shards(tmp_path, security_file, baseline_file, capsys,
                                                             shards, message) -> None:
     paths = _shard_results(tmp_path, security_file, baseline_file, *shards)
@@ -196,6 +198,7 @@ def test_merge_refuses_an_incomplete_or_mixed_set_of_shards(tmp_path, security_f
      "disagree on the baseline"),
     ({"selection": {"only": ["fetch_001"], "category": None, "shard": "2/2"}}, "different selections"),
 ])
+@pytest.mark.slow
 def test_merge_refuses_shards_measured_against_different_things(tmp_path, security_file, baseline_file, capsys,
                                                                change, message) -> None:
     first, second = _shard_results(tmp_path, security_file, baseline_file, "1/2", "2/2")
@@ -209,6 +212,7 @@ def test_merge_refuses_shards_measured_against_different_things(tmp_path, securi
     assert len(err) == 1 and message in err[0], err
 
 
+@pytest.mark.slow
 def test_merge_restores_suite_order_whatever_the_input_order(tmp_path, security_file, baseline_file) -> None:
     paths = _shard_results(tmp_path, security_file, baseline_file, "3/3", "1/3", "2/3")
     assert main(["merge", *map(str, paths), "--out", str(tmp_path / "merged"), "--run-id", "m"]) == 0
@@ -216,6 +220,7 @@ def test_merge_restores_suite_order_whatever_the_input_order(tmp_path, security_
     assert [t.task_id for t in doc.tasks] == ["fetch_001", "fetch_002", "calc_002", "calc_004"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("llm", ["bogus", "replay:{tmp}/missing.jsonl", "predictions:{tmp}/bad.jsonl", "live"])
 def test_invalid_llm_exits_2_in_one_line_and_leaves_no_directory(tmp_path, security_file, baseline_file, capsys,
                                                                 monkeypatch, llm) -> None:
@@ -249,6 +254,7 @@ def test_an_internal_error_is_one_line_and_exit_3(tmp_path, capsys, monkeypatch,
         assert len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_a_gate_crash_through_the_cli_is_exit_3_with_one_line(tmp_path, security_file, baseline_file, capsys,
                                                              monkeypatch) -> None:
     monkeypatch.delenv("FINEVO_DEBUG", raising=False)
@@ -274,6 +280,7 @@ def test_improvement_hint_names_the_real_results_path(tmp_path, security_file, b
     assert "out/h/results.json" not in md.replace(str(out / "h"), "")
 
 
+@pytest.mark.slow
 def test_sandbox_backend_flag_reaches_the_run_and_its_record(tmp_path, capsys) -> None:
     argv = ["run", "--llm", "reference", "--only", "calc_002", "--security-tasks", "none", "--baseline", "none",
             "--no-payloads", "--no-self-check", "--min-pass-rate", "1", "--data", str(DATA),
@@ -288,37 +295,8 @@ def test_sandbox_backend_flag_reaches_the_run_and_its_record(tmp_path, capsys) -
     assert sub.tasks[0].state == "pass" and sub.tasks[0].actual == warm.tasks[0].actual
 
 
-# --------------------------------------------------------------------------- start-up, help, usage errors
-#: Libraries that only the verbs doing real work may load: `--help` and usage errors must not pay for them.
-HEAVY_MODULES = ("pandas", "numpy", "jsonschema", "openai", "sqlmodel")
-
-
-def _modules_loaded_by(code: str) -> list[str]:
-    """The heavy modules a fresh interpreter holds after running ``code`` (a CLI call ending in SystemExit)."""
-    import subprocess
-    import sys
-
-    probe = ("import json, sys\n"
-             f"try:\n    {code}\nexcept SystemExit:\n    pass\n"
-             f"print(json.dumps(sorted(m for m in {HEAVY_MODULES!r} if m in sys.modules)))")
-    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False)
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
-@pytest.mark.parametrize("code", [
-    "from runner.cli import main; main(['--help'])",
-    "from runner.cli import main; main(['run', '--help'])",
-    "from runner.cli import main; main(['--onl', 'x'])",
-    "from runner.cli import main; main(['frob'])",
-    "from runner.cli import main; main(['--shard', '3/2'])",
-    "from runner.cli import main; main(['--min-pass-rate', '2'])",
-    "from finevo.cli import main; main(['--help'])",
-    "from finevo.cli import main; main(['solve', '--help'])",
-], ids=["verify-help", "verify-run-help", "verify-bad-flag", "verify-bad-verb", "verify-bad-shard",
-        "verify-bad-rate", "finevo-help", "finevo-solve-help"])
-def test_help_and_usage_errors_import_no_heavy_library(code: str) -> None:
-    assert _modules_loaded_by(code) == []
+# --------------------------------------------------------------------------- help, usage errors
+# (what --help and the usage errors import: tests/test_startup.py)
 
 
 def _walk(parser, path=()):

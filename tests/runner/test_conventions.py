@@ -20,7 +20,7 @@ from finevo.errors import InputError
 from finevo.market import synthetic
 from finevo.market.snapshot import Snapshot, load_snapshot
 from finevo.paths import benchmarks_dir
-from finevo.tasks import Task, load_tasks
+from runner.inputs.tasks import Task, load_tasks
 from runner.judging.compare import compare
 from runner.judging.oracle import READINGS, SHARED_READINGS, accepted_readings, expected_values
 from tests.finevo.agent.doubles import InlineSandbox
@@ -115,6 +115,7 @@ RIGHT = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task_id, reading, code", RIGHT)
 def test_a_right_tool_in_another_reading_matches_it_in_every_world(task_id: str, reading: str, code: str,
                                                                     worlds: list[Snapshot]) -> None:

@@ -1,4 +1,4 @@
-"""events.jsonl and results.json are strict JSON whatever a record holds (finevo.jsonsafe)."""
+"""events.jsonl and results.json are strict JSON whatever a record holds (finevo.normalize, RECORD policy)."""
 
 from __future__ import annotations
 

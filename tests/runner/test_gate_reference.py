@@ -28,8 +28,8 @@ def test_two_reference_runs_are_identical_apart_from_times(tmp_path) -> None:
     b = _reference_run(tmp_path, "b")
     assert a.exit_code == 0, a.doc["verdict"]["reasons"]
     assert a.doc["selfcheck"]["ok"] is True and a.doc["selfcheck"]["null"]["total"] == len(ONLY)
-    doc_a = document.load(a.run_dir / "results.json")
-    doc_b = document.load(b.run_dir / "results.json")
+    doc_a = document.load(a.run_dir / "results.json").to_json_dict()
+    doc_b = document.load(b.run_dir / "results.json").to_json_dict()
     va, vb = document.stable_view(doc_a), document.stable_view(doc_b)
     va.pop("run_id"), vb.pop("run_id")
     assert va == vb

@@ -24,7 +24,7 @@ from finevo.errors import (
 )
 from finevo.outcome import Outcome
 from finevo.paths import benchmarks_dir
-from finevo.tasks import Task, load_tasks
+from runner.inputs.tasks import Task, load_tasks
 from runner.judging.compare import JUDGE_VERSION, Judgement, compare, judge_outcome, judge_value
 
 
@@ -195,7 +195,7 @@ class TestOutcomes:
 
 
 def test_compare_treats_an_oracle_none_as_unmatchable() -> None:
-    from finevo.tasks import Tolerance
+    from runner.inputs.tasks import Tolerance
 
     assert compare(None, None, Tolerance()) is not None
     assert compare(1.0, 1.0 + 1e-9, Tolerance(rel=1e-6, abs=0.0)) is None
@@ -243,3 +243,50 @@ class TestOnTheBundledSnapshot:
         fake = [{"date": r["date"], "amount": rng.uniform(0.1, 1.0)} for r in expected["ex_date_within_3_years"]]
         assert _fails(judge_value(task, fake, expected))
         assert judge_value(task, expected["ex_date_within_3_years"], expected).passed
+
+
+# --------------------------------------------------------------------------- judged calls
+class TestJudgedCalls:
+    """Every judged call is one sandbox run of the tool's own function with plain arguments, in an
+    order drawn anew for every judgement (a tool cannot tell its first call, nor a probe, apart)."""
+
+    CODE = "def ma_cross_rsi_signal(**kwargs):\n    return False\n"
+
+    @staticmethod
+    def _expected(task: Task, value: bool) -> dict[str, Any]:
+        return {task.conventions[0].name: value}
+
+    def _judge(self, task: Task, answer: Any) -> tuple[Any, list[tuple[str, str, dict[str, Any]]]]:
+        from finevo.sandbox.api import ExecutionResult
+        from runner.judging.grade import judge_task
+
+        calls: list[tuple[str, str, dict[str, Any]]] = []
+
+        def run_tool(code: str, entry: str, args: dict[str, Any], snapshot_dir: str | None = None) -> ExecutionResult:
+            calls.append((code, entry, dict(args)))
+            return ExecutionResult(status="ok", value=answer(len(calls), args))
+
+        outcome = Outcome(task_id=task.id, value=False, tool_code=self.CODE, stage="done")
+        probe_expected = [self._expected(task, False) for _ in task.probes]
+        verdict = judge_task(task, outcome, self._expected(task, False), 0.0, probe_expected=probe_expected,
+                             run_tool=run_tool)
+        return verdict, calls
+
+    def test_each_call_is_its_own_run_of_the_tools_function_in_a_fresh_order(self, tasks: dict[str, Task]) -> None:
+        task = tasks["comp_001"]
+        orders = set()
+        for _ in range(6):
+            verdict, calls = self._judge(task, lambda n, args: False)
+            assert verdict.state == "pass", verdict.reason
+            # the tool's own code and function, never a wrapper; one call per argument set
+            assert all(code == self.CODE and entry == "ma_cross_rsi_signal" for code, entry, _ in calls)
+            wanted = [dict(task.intent.args)] + [{**task.intent.args, **p.args} for p in task.probes]
+            assert sorted(map(repr, (a for _, _, a in calls))) == sorted(map(repr, wanted))
+            orders.add(tuple(repr(a) for _, _, a in calls))
+        assert len(orders) > 1  # 5 calls: the same order six times in a row is a 1-in-120**5 event
+
+    def test_a_tool_whose_rerun_of_the_main_arguments_differs_fails(self, tasks: dict[str, Task]) -> None:
+        task = tasks["comp_001"].model_copy(update={"probes": ()})
+        verdict, calls = self._judge(task, lambda n, args: True)
+        assert len(calls) == 1 and verdict.state == "fail"
+        assert "re-run of the task's own arguments" in verdict.reason

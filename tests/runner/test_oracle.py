@@ -15,7 +15,7 @@ from ta.trend import MACD, SMAIndicator
 from ta.volatility import BollingerBands
 
 from finevo.errors import InputError
-from finevo.tasks import Task
+from runner.inputs.tasks import Task
 from runner.judging import oracle
 from runner.judging.oracle import compute, expected_values, rsi_series
 
@@ -359,7 +359,7 @@ def test_unknown_oracle_and_bad_params_name_the_task() -> None:
 
 def test_every_task_oracle_name_is_known() -> None:
     from finevo.paths import benchmarks_dir
-    from finevo.tasks import load_tasks
+    from runner.inputs.tasks import load_tasks
 
     tasks = load_tasks(benchmarks_dir() / "tasks.jsonl")
     assert len(tasks) == 20

@@ -21,13 +21,13 @@ from finevo.market.snapshot import load_snapshot
 from finevo.outcome import Outcome
 from finevo.sandbox import create_sandbox
 from finevo.sandbox.api import ExecutionResult
-from finevo.tasks import Probe, Task, load_tasks
 from runner.cli import main
 from runner.cli.oracle import check_reference_tools
 from runner.execution.deadline import Interrupts, TaskRunner
 from runner.execution.session import Session, SessionSpec
 from runner.gate import run_gate
 from runner.inputs.prepare import GateConfig
+from runner.inputs.tasks import Probe, Task, load_tasks
 from runner.judging.compare import Judgement, judge_probes, judge_value, probe_entry
 from runner.judging.grade import judge_task
 from runner.judging.oracle import expected_values, probe_expected_values
@@ -325,7 +325,7 @@ def _run_boolean_tasks(tmp_path: Path, contents: dict[str, str], run_id: str) ->
     out = tmp_path / "out"
     code = main(["run", "--llm", f"predictions:{predictions}", "--only", ",".join(contents), "--no-self-check",
                  "--no-payloads", "--data", str(DATA), "--out", str(out), "--run-id", run_id, "--quiet"])
-    return code, document.load(out / run_id / "results.json"), out / run_id
+    return code, document.load(out / run_id / "results.json").to_json_dict(), out / run_id
 
 
 def test_a_constant_false_prediction_is_rejected_by_the_agent_itself(tmp_path, tasks, capsys) -> None:
@@ -365,6 +365,7 @@ def test_a_tool_that_ignores_the_data_fails_both_boolean_tasks_through_the_probe
     assert 'probe 1 {"symbol": "GOOGL"}: fail' in (cases["comp_002"].findtext("system-out") or "")
 
 
+@pytest.mark.slow
 def test_reference_tools_pass_every_probed_task_through_the_gate(tmp_path, tasks) -> None:
     probed = [t.id for t in tasks.values() if t.probes]
     config = GateConfig(llm="reference", tasks_path=TASKS, security_path=None, payloads_path=None,
@@ -387,7 +388,7 @@ def test_full_reference_run_with_probes_exits_0(tmp_path) -> None:
     code = main(["run", "--llm", "reference", "--data", str(DATA), "--out", str(tmp_path / "out"),
                  "--run-id", "gold", "--quiet"])
     assert code == 0
-    doc = document.load(tmp_path / "out" / "gold" / "results.json")
+    doc = document.load(tmp_path / "out" / "gold" / "results.json").to_json_dict()
     assert doc["summary"]["passed"] == doc["summary"]["total"] == 20
     listed = {t.id: len(t.probes) for t in load_tasks(TASKS)}
     for t in doc["tasks"]:  # every task is probed: its listed probes and at least one derived one
@@ -415,3 +416,49 @@ def test_oracle_check_fails_a_constant_reference_tool_on_its_probe(tmp_path, tas
     assert row.result.value is False and row.judgement.state == "fail"
     assert row.judgement.reason == "probe 1 (symbol=GOOGL): expected True, got False"
     assert row.to_dict()["probes"][0]["state"] == "fail"
+
+
+# --------------------------------------------------------------------------- the argument space
+def test_probes_drawn_across_the_argument_space_reach_far_from_the_tasks_own_numbers(tasks, snapshot) -> None:
+    from runner.judging.probes import LOOKBACKS, probes_for
+
+    drawn: dict[str, list[Probe]] = {}
+    for seed in range(4):
+        for task in tasks.values():
+            drawn.setdefault(task.id, []).extend(p for p in probes_for(task, snapshot, seed=seed)
+                                                 if "argument space" in p.reason)
+    days = tasks["calc_007"].intent.args["days"]
+    far = {p.args["days"] for p in drawn["calc_007"] if "days" in p.args and not p.expect_error}
+    assert far and all(d in LOOKBACKS["days"] and not days / 2 <= d <= days * 2 for d in far)
+    sizes = {len(p.args["symbols"]) for p in drawn["comp_003"] if "symbols" in p.args}
+    assert sizes and 3 not in sizes and sizes <= {2, 4, 5}
+    # every drawn probe the oracle answers under every reading, except the ones that expect an error
+    for task_id, probes in drawn.items():
+        judged = tasks[task_id].model_copy(update={"probes": tuple(probes)})
+        for probe, expected in zip(probes, probe_expected_values(judged, snapshot), strict=True):
+            assert ("<raises>" in expected) is probe.expect_error, (task_id, probe.args)
+
+
+def test_a_tool_that_answers_from_fewer_data_than_asked_fails_and_one_that_raises_passes(tasks, snapshot) -> None:
+    from runner.judging.probes import probes_for
+
+    task = tasks["calc_007"]
+    judged = task.model_copy(update={"probes": tuple(p for p in probes_for(task, snapshot, seed=1) if p.expect_error)})
+    assert judged.probes and judged.probes[0].args["days"] > len(snapshot.history("MSFT"))
+    expected = expected_values(judged, snapshot)
+    outcome = Outcome(task_id=task.id, value=_primary(expected), tool_code="def max_drawdown(**kw):\n    pass\n",
+                      stage="done")
+
+    def clamps(code: str, entry: str, args: dict[str, Any], snapshot_dir: str | None = None) -> ExecutionResult:
+        return ExecutionResult(status="ok", value=_primary(expected))  # a lookback clamped to the data
+
+    def raises(code: str, entry: str, args: dict[str, Any], snapshot_dir: str | None = None) -> ExecutionResult:
+        if args["days"] > 1000:
+            return ExecutionResult(status="exception", error_type="ValueError", error_message="need more sessions")
+        return ExecutionResult(status="ok", value=_primary(expected))
+
+    probe_expected = probe_expected_values(judged, snapshot)
+    failed = judge_task(judged, outcome, expected, 0.0, probe_expected=probe_expected, run_tool=clamps)
+    assert failed.state == "fail" and "expected a clear error" in failed.reason
+    passed = judge_task(judged, outcome, expected, 0.0, probe_expected=probe_expected, run_tool=raises)
+    assert passed.state == "pass", passed.reason

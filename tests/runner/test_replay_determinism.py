@@ -84,7 +84,7 @@ class Run:
 
     @property
     def doc(self) -> dict[str, Any]:
-        return document.load(self.run_dir / "results.json")
+        return document.load(self.run_dir / "results.json").to_json_dict()
 
     def explain(self) -> str:
         return f"exit {self.exit_code}\n--- stdout\n{self.stdout[-3000:]}\n--- stderr\n{self.stderr[-3000:]}"

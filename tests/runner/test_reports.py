@@ -9,8 +9,8 @@ from pathlib import Path
 
 from junitparser import Error, Failure, JUnitXml
 
-from finevo.corpus import Payload
 from runner.execution.payloads import Canaries, run_payload
+from runner.inputs.corpus import Payload
 from runner.records import PayloadResult, SecurityResult, TaskResult
 from runner.reports import document, junit, markdown
 from runner.reports.console import Console, use_colour
@@ -70,10 +70,15 @@ def test_payload_states_from_sandbox_results_and_canaries(tmp_path: Path) -> Non
         forged = run_payload(sandbox, _payload("p6", "forge", "FORGE", canary="forge_result"), canaries)
         # the same value from a payload that does not try to forge one is just its return value
         honest = run_payload(sandbox, _payload("p7", "value", "FORGE"), canaries)
+        denied = run_payload(sandbox, _payload("p8", "socket", "DENIED"), canaries)
+        claimed = run_payload(sandbox, _payload("p9", "socket", "CLAIMS_SECCOMP"), canaries)
     finally:
         canaries.close()
     assert (blocked.state, blocked.layer) == ("blocked", "policy")
-    assert (raised.state, raised.layer) == ("blocked", "audit-hook")
+    # an exception the tool raised is its own claim: what holds is that every canary is intact
+    assert raised.state == "contained" and "every canary intact" in raised.reason
+    assert (denied.state, denied.layer) == ("blocked", "seccomp")
+    assert claimed.state == "contained"  # "blocked by seccomp" without the supervisor's record
     assert contained.state == "contained"
     assert leaked.state == "unblocked" and "canary file" in leaked.reason
     assert secret.state == "unblocked" and "secret" in secret.reason
@@ -91,7 +96,7 @@ def test_stable_view_drops_only_times() -> None:
 
 def test_a_payload_the_sandbox_failed_on_is_an_error_and_fails_the_gate(tmp_path: Path) -> None:
     from finevo.errors import SandboxUnavailable
-    from runner.verdict.decide import compute_verdict
+    from runner.verdict.decide import VerdictOptions, compute_verdict
 
     class DeadSandbox:
         def run(self, *args, **kwargs):
@@ -104,8 +109,8 @@ def test_a_payload_the_sandbox_failed_on_is_an_error_and_fails_the_gate(tmp_path
     finally:
         canaries.close()
     assert result.state == "error" and "the sandbox failed: SandboxUnavailable" in result.reason
-    verdict = compute_verdict([], [], [result], baseline_passing=None, min_pass_rate=0.5)
-    assert verdict.exit_code == 1 and verdict.security["error_ids"] == ["p9"]
+    verdict = compute_verdict([], [], [result], VerdictOptions(baseline_passing=None, min_pass_rate=0.5))
+    assert verdict.exit_code == 1 and verdict.security.error_ids == ["p9"]
     assert verdict.reasons == ["security payload p9 could not be judged (error: the sandbox failed: "
                                "SandboxUnavailable: the warm sandbox worker failed: ChannelClosed)"]
     doc = _doc([], payloads=[result])

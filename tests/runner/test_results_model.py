@@ -164,18 +164,18 @@ def test_a_deeply_nested_tool_value_is_bounded_not_fatal(tmp_path: Path) -> None
     assert document.load(path) == doc
 
 
-def test_the_json_view_reads_copies_and_writes_through_validation() -> None:
+def test_the_document_is_typed_only_and_a_change_is_validated_as_a_whole() -> None:
+    """No dict view (``doc["verdict"]``): fields are read typed; JSON values exist only at the boundary."""
     doc = document.validate(_doc())
-    assert doc["verdict"]["status"] == "failed" and doc.get("nope", 1) == 1 and "tasks" in doc
+    with pytest.raises(TypeError):
+        doc["verdict"]  # type: ignore[index]
+    assert not hasattr(doc, "get") and doc.verdict.status == "failed"
     selftest = {"enabled": True, "ok": True, "duration_s": 0.3, "reason": "every probe contained",
                 "probes": [{"name": "read_canary", "contained": True, "layer": "landlock", "detail": "EACCES"}]}
-    doc["containment_selftest"] = selftest
-    assert doc.containment_selftest is not None and doc.containment_selftest.probes[0].layer == "landlock"
-    with pytest.raises(ValueError):
-        doc["summary"] = {**doc["summary"], "passed": 99}
-    assert doc.summary.passed == 1  # unchanged
-    with pytest.raises(KeyError):
-        doc["surprise"] = 1
+    changed = document.validate({**doc.to_json_dict(), "containment_selftest": selftest})
+    assert changed.containment_selftest is not None and changed.containment_selftest.probes[0].layer == "landlock"
+    with pytest.raises(InputError, match="summary"):
+        document.validate({**doc.to_json_dict(), "summary": {**doc.summary.model_dump(), "passed": 99}})
 
 
 def test_a_merge_keeps_the_worst_containment_self_test() -> None:

@@ -58,7 +58,7 @@ def test_signal_aborts_task_in_flight_and_writes_partial_reports(tmp_path, secur
         proc.kill()
         pytest.fail("the gate did not stop after the signal")
     assert proc.returncode == code, err
-    doc = document.load(run_dir / "partial_sig.json")
+    doc = document.load(run_dir / "partial_sig.json").to_json_dict()
     assert doc["partial"] is True and doc["interrupted_by"] == sig.value
     states = {t["task_id"]: t["state"] for t in doc["tasks"]}
     assert states == {"fetch_001": "pass", "fetch_002": "pass", "calc_004": "skipped", "comp_001": "skipped"}
@@ -79,7 +79,7 @@ def test_sigkill_then_report_rebuilds_from_events(tmp_path, security_file, basel
     proc.communicate(timeout=30)
     assert not list(run_dir.glob("*.json"))
     assert cli_main(["report", str(run_dir / "events.jsonl")]) == 3  # a killed run: no verdict
-    doc = document.load(run_dir / "partial_sig.json")
+    doc = document.load(run_dir / "partial_sig.json").to_json_dict()
     states = {t["task_id"]: t["state"] for t in doc["tasks"]}
     assert states["fetch_001"] == "pass" and states["fetch_002"] == "pass"
     assert states["calc_004"] == "skipped" and states["comp_001"] == "skipped"

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from finevo.errors import InputError
-from finevo.tasks import load_tasks
 from runner.inputs.suite import Suite, load_baseline, parse_shard, select
+from runner.inputs.tasks import load_tasks
 from tests.runner.fakes import TASKS
 
 

@@ -58,7 +58,7 @@ def test_rules_per_task() -> None:
     want = {"always": TaskStatus.OK, "gone": TaskStatus.REGRESSION, "wobbly": TaskStatus.FLAKY,
             "new": TaskStatus.IMPROVEMENT, "never": TaskStatus.OK, "unrun": TaskStatus.NOT_RUN}
     assert {f.task_id: f.status for f in result.statistics.tasks} == want
-    assert [r["task_id"] for r in result.regressions] == ["gone"] and result.regressions[0]["reason"] == "gone r1"
+    assert [r.task_id for r in result.regressions] == ["gone"] and result.regressions[0].reason == "gone r1"
     assert result.improvements == ["new"] and result.statistics.flaky == ["wobbly"]
     wobbly = next(f for f in result.statistics.tasks if f.task_id == "wobbly")
     assert (wobbly.passes, wobbly.trials, wobbly.states[1]) == (3, 5, "fail")

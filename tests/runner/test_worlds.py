@@ -13,7 +13,7 @@ import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from finevo.outcome import Outcome
 from finevo.paths import reference_dir
 from finevo.sandbox import Limits, create_sandbox
 from finevo.sandbox.api import ExecutionResult
-from finevo.tasks import Task, load_tasks
+from runner.inputs.tasks import Task, load_tasks
 from runner.judging.compare import judge_value
 from runner.judging.grade import judge_task
 from runner.judging.oracle import expected_values, probe_expected_values
@@ -104,12 +104,12 @@ WRONG: dict[str, tuple[str, Any]] = {
         "fetch_008", "closes.tail(days)", "closes.tail(days + 1)")),
     # yfinance's exclusive end: history(end=today) drops today's session
     "exclusive end drops the last session": ("fetch_008", lambda env: edited(
-        "fetch_008", 'yf.Ticker(symbol).history(period="1y")',
+        "fetch_008", 'yf.Ticker(symbol).history(period="max")',
         "yf.Ticker(symbol).history(start=datetime.date.today() - datetime.timedelta(days=400), "
         "end=datetime.date.today())")),
     # the snapshot's date hard-coded as yfinance's (exclusive) end: the latest session is dropped
     "hard-coded end date": ("fetch_008", lambda env: edited(
-        "fetch_008", 'yf.Ticker(symbol).history(period="1y")',
+        "fetch_008", 'yf.Ticker(symbol).history(period="max")',
         'yf.Ticker(symbol).history(start="2024-01-02", end="2024-12-31")')),
     "the previous session instead of the latest": ("fetch_008", lambda env: edited(
         "fetch_008", "closes.tail(days)", "closes.iloc[:-1].tail(days)")),
@@ -127,7 +127,7 @@ WRONG: dict[str, tuple[str, Any]] = {
     "a yes/no task whose RSI window is fixed": ("comp_001", lambda env: edited(
         "comp_001", "alpha=1.0 / rsi_window", "alpha=1.0 / 14").replace("alpha=1.0 / rsi_window", "alpha=1.0 / 14")),
     "a yes/no signal read on the previous session": ("comp_001", lambda env: edited(
-        "comp_001", '.history(period="2y")["Close"].dropna()', '.history(period="2y")["Close"].dropna().iloc[:-1]')),
+        "comp_001", '.history(period="max")["Close"].dropna()', '.history(period="max")["Close"].dropna().iloc[:-1]')),
     "a yes/no signal on Cutler's RSI where only Wilder's is accepted": ("comp_001", lambda env: edited(
         "comp_001", "change.clip(lower=0.0).ewm(alpha=1.0 / rsi_window, adjust=False).mean().iloc[-1]",
         "change.clip(lower=0.0).tail(rsi_window).mean()").replace(
@@ -141,6 +141,7 @@ WRONG: dict[str, tuple[str, Any]] = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("label", sorted(WRONG))
 def test_wrong_tool_right_on_the_snapshot_is_failed_by_the_judge(env: Env, label: str) -> None:
     task_id, make = WRONG[label]
@@ -516,6 +517,7 @@ def _exact_constant(env: Env, task_id: str) -> str:
                      f"    return _computed_{entry}({call})\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task_id", sorted(EXACT_CONSTANT_BOOLEANS))
 def test_a_yes_no_constant_served_for_the_exact_arguments_fails(env: Env, task_id: str) -> None:
     verdict, passes_alone = env.judge(task_id, _exact_constant(env, task_id))
@@ -525,6 +527,7 @@ def test_a_yes_no_constant_served_for_the_exact_arguments_fails(env: Env, task_i
     assert failed and verdict.reason.startswith(f"world {failed[0].world}"), verdict.reason
 
 
+@pytest.mark.slow
 def test_every_yes_no_task_sees_both_answers_for_its_own_arguments_across_its_worlds(env: Env) -> None:
     for seed in (SEED, 1153675748, 274788881, 5):
         with Worlds(env.snapshot, 3, seed, list(env.judged.values())) as worlds:
@@ -569,7 +572,7 @@ def test_raw_closes_the_oracle_derives_are_the_ones_the_world_records(env: Env, 
                     assert abs(recorded - derived).max() < 1e-6, (name, symbol)
 
 
-RAW_CLOSE_MA = reference("calc_002").replace('.history(period="6mo")', '.history(period="6mo", auto_adjust=False)')
+RAW_CLOSE_MA = reference("calc_002").replace('.history(period="max")', '.history(period="max", auto_adjust=False)')
 
 
 def test_a_raw_close_tool_passes_in_worlds_with_spikes_before_an_ex_date(env: Env) -> None:
@@ -592,7 +595,7 @@ def test_a_raw_close_tool_passes_in_worlds_with_spikes_before_an_ex_date(env: En
 _HASHES = """
 import json, sys
 from finevo.market.snapshot import load_snapshot
-from finevo.tasks import load_tasks
+from runner.inputs.tasks import load_tasks
 from runner.judging.worlds import Worlds
 from tests.runner.fakes import DATA, TASKS
 tasks = load_tasks(TASKS)
@@ -603,6 +606,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.slow
 def test_one_seed_gives_the_same_world_data_in_another_process(env: Env) -> None:
     import subprocess
     import sys
@@ -645,6 +649,7 @@ def test_a_reused_tool_that_fails_says_where_it_came_from(env: Env) -> None:
     assert "reused" not in fresh.reason
 
 
+@pytest.mark.slow
 def test_the_worlds_of_a_run_do_not_depend_on_which_tasks_it_selects(make_config: Any) -> None:
     """The spikes sit at the windows of every task of the file, so ``--only`` changes no world's data."""
     from runner.inputs.prepare import prepare
@@ -660,3 +665,65 @@ def test_the_worlds_of_a_run_do_not_depend_on_which_tasks_it_selects(make_config
         argsets = [p.oracle_params for p in task.probes]
         assert [w.provider.content_hash for w in a.for_task(task, argsets)] == \
             [w.provider.content_hash for w in b.for_task(task, argsets)]
+
+
+# --------------------------------------------------------------------------- no tells, one date
+def test_the_as_of_world_is_a_day_the_market_was_closed_and_every_api_agrees_with_it(env: Env) -> None:
+    from finevo.market.calendar import is_trading_day
+
+    for seed in range(1, 9):
+        worlds = Worlds(env.snapshot, 3, seed)
+        as_of = worlds.as_of_date(0)
+        assert not is_trading_day(as_of), (seed, as_of)
+    world = next(w for w in env.worlds.for_task(env.judged["fetch_006"], []) if w.kind is WorldKind.AS_OF)
+    provider = world.provider
+    assert not is_trading_day(world.as_of)
+    for symbol in ("AAPL", "AMZN"):
+        last_bar = provider.history(symbol).index[-1].date()
+        assert last_bar < world.as_of
+        info = provider.info(symbol)
+        quarters = [pd.Timestamp(c).date() for c in provider.income_stmt(symbol, "quarterly").columns]
+        # the metadata names the newest quarter the world holds, never one not yet reported
+        assert date.fromtimestamp(info["mostRecentQuarter"]) <= max(quarters) + timedelta(days=1)
+        assert pd.Timestamp(info["regularMarketTime"], unit="s", tz="America/New_York").date() == last_bar
+        assert info["exDividendDate"] is None or \
+            pd.Timestamp(info["exDividendDate"], unit="s", tz="America/New_York").date() <= world.as_of
+
+
+def test_the_shim_serves_no_field_that_tells_generated_data_from_recorded(env: Env) -> None:
+    code = ("import yfinance as yf\n\n\ndef fields(symbol: str) -> list:\n"
+            "    t = yf.Ticker(symbol)\n    return sorted(set(t.info) | set(t.fast_info.keys()))\n")
+    assert env.snapshot.info("AAPL").get("synthetic") is True  # the gate still reads the label
+    for world_dir in [None, *[str(w.path) for w in env.worlds.for_task(env.judged["fetch_002"], [])]]:
+        result = env.run(code, "fields", {"symbol": "AAPL"}, world_dir)
+        assert result.ok, result.error_message
+        assert "synthetic" not in result.value
+    for world in env.worlds.for_task(env.judged["fetch_002"], []):
+        assert world.kind.value not in world.path.name and world.as_of.isoformat() not in str(world.path)
+
+
+@pytest.mark.slow
+def test_the_reference_tools_pass_in_every_world_of_300_seeds() -> None:
+    """The self-check must hold in every world a run may draw: 300 seeds, each with its own probes
+    drawn across the argument space and its own as-of day, every reference tool passing everywhere
+    (the reference tools run in process on the replay shim: their values, not their confinement,
+    are what is proven here)."""
+    import subprocess
+    import sys
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "bench_worlds.py"
+    done = subprocess.run([sys.executable, str(script), "--seeds", "1-300", "--in-process"],
+                          capture_output=True, text=True, timeout=4 * 3600, check=False)
+    failing = [line for line in done.stdout.splitlines() if line.startswith("  ")]
+    assert done.returncode == 0, (done.stderr[-2000:], failing[:20])
+    assert sum(line.startswith("seed ") for line in done.stdout.splitlines()) == 300
+
+
+def test_no_as_of_world_holds_an_ex_date_a_whole_number_of_years_before_it(env: Env) -> None:
+    """There the accepted readings of "the last N years" disagree, and a tool matching either one by
+    the coincidence (the last 4*N dividends, say) would pass: such a day is drawn again."""
+    dividends = {d for s in env.snapshot.symbols() for d in pd.DatetimeIndex(env.snapshot.dividends(s).index).date}
+    for seed in range(1, 41):
+        as_of = Worlds(env.snapshot, 3, seed).as_of_date(0)
+        edges = {(pd.Timestamp(as_of) - pd.DateOffset(years=n)).date() for n in range(1, 6)}
+        assert not edges & dividends, (seed, as_of, sorted(edges & dividends))

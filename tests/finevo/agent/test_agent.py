@@ -31,7 +31,7 @@ from finevo.llm.providers import RecordingProvider, ReplayProvider
 from finevo.outcome import Outcome
 from finevo.registry import Registry
 from finevo.settings import Settings
-from finevo.tasks import SecurityTask
+from runner.inputs.tasks import SecurityTask
 from tests.finevo.agent.doubles import (
     MA_BUGGY,
     MA_CONSTANT,
@@ -312,29 +312,31 @@ def test_500s_until_retries_are_exhausted_is_an_error(registry: Any) -> None:
 
 
 def test_slow_reply_past_the_client_timeout(registry: Any) -> None:
-    with ScriptedLLMServer([Delay(3.0, Reply(fenced(MA_GOOD)))]) as srv:
+    # The reply would take a minute: a timeout of seconds is told apart from it however loaded the machine.
+    with ScriptedLLMServer([Delay(60.0, Reply(fenced(MA_GOOD)))]) as srv:
         started = time.monotonic()
-        outcome = solve(make_agent(client(srv.base_url, timeout=0.5), registry), MSFT_MA)
+        outcome = solve(make_agent(client(srv.base_url, timeout=1.0), registry), MSFT_MA)
         elapsed = time.monotonic() - started
     assert isinstance(outcome.error, LLMTimeoutError)
-    assert elapsed < 2.5
+    assert elapsed < 30
 
 
 def test_task_deadline_stops_the_llm_call(registry: Any) -> None:
-    with ScriptedLLMServer([Delay(5.0, Reply(fenced(MA_GOOD)))]) as srv:
+    with ScriptedLLMServer([Delay(120.0, Reply(fenced(MA_GOOD)))]) as srv:
         started = time.monotonic()
-        outcome = solve(make_agent(client(srv.base_url, timeout=30.0), registry), MSFT_MA,
-                        deadline=time.monotonic() + 0.6)
+        outcome = solve(make_agent(client(srv.base_url, timeout=90.0), registry), MSFT_MA,
+                        deadline=time.monotonic() + 1.0)
         elapsed = time.monotonic() - started
     assert isinstance(outcome.error, DeadlineExceeded)
     assert outcome.error.details["stage"] == "synthesis"
-    assert elapsed < 3.0
+    assert elapsed < 45  # the deadline, not the client's timeout (90 s) or the reply (120 s), ended it
 
 
 def test_a_timed_out_request_is_retried_within_the_task_deadline(registry: Any) -> None:
-    settings = Settings(model="test-model", timeout=0.5, max_retries=1)
-    with ScriptedLLMServer([Delay(5.0, Reply(fenced(MA_GOOD))), Reply(fenced(MA_GOOD))]) as srv:
-        agent = Agent(settings, client(srv.base_url, timeout=0.5, max_retries=1), InlineSandbox(), registry)
+    # The retried request answers at once: 3 s is generous for it, and far from the first one's minute.
+    settings = Settings(model="test-model", timeout=3.0, max_retries=1)
+    with ScriptedLLMServer([Delay(60.0, Reply(fenced(MA_GOOD))), Reply(fenced(MA_GOOD))]) as srv:
+        agent = Agent(settings, client(srv.base_url, timeout=3.0, max_retries=1), InlineSandbox(), registry)
         outcome = solve(agent, MSFT_MA, deadline=time.monotonic() + 60)
         assert len(srv.requests) == 2
     assert outcome.error is None and outcome.tool_source == "created"

@@ -54,7 +54,7 @@ def test_parser_agrees_with_every_benchmark_task() -> None:
     path = benchmarks_dir() / "tasks.jsonl"
     if not path.exists():
         pytest.skip(f"{path} not present in this checkout")
-    from finevo.tasks import load_tasks
+    from runner.inputs.tasks import load_tasks
 
     tasks = load_tasks(path)
     assert len(tasks) == 20

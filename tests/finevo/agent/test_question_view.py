@@ -12,8 +12,9 @@ from finevo.agent.agent import Agent
 from finevo.llm.base import ChatReply, ChatRequest
 from finevo.outcome import LLMUsage
 from finevo.paths import benchmarks_dir
+from finevo.question import Question, SecurityQuestion
 from finevo.settings import Settings
-from finevo.tasks import Question, SecurityQuestion, SecurityTask, Task, load_security_tasks, load_tasks
+from runner.inputs.tasks import SecurityTask, Task, load_security_tasks, load_tasks
 from tests.finevo.agent.doubles import InlineSandbox
 
 TASKS = load_tasks(benchmarks_dir() / "tasks.jsonl")

@@ -14,7 +14,7 @@ from finevo.paths import benchmarks_dir, snapshot_dir
 from finevo.registry import Registry
 from finevo.sandbox import create_sandbox
 from finevo.settings import Settings
-from finevo.tasks import load_tasks
+from runner.inputs.tasks import load_tasks
 
 pytestmark = pytest.mark.slow
 

@@ -18,8 +18,8 @@ from finevo.agent.verify import (
     variations,
 )
 from finevo.errors import ContractViolation, DeadlineExceeded, PolicyViolation, ToolCrashed, VerificationFailed
+from finevo.question import OutputSpec
 from finevo.sandbox.api import ExecutionResult, Limits
-from finevo.tasks import OutputSpec
 from tests.finevo.agent.doubles import MA_BUGGY, MA_CONSTANT, MA_GOOD, MALICIOUS, InlineSandbox
 
 MA = ToolContract("moving_average", {"symbol": "MSFT", "window": 5, "days": 20},

@@ -114,26 +114,27 @@ def test_client_errors_are_not_retried(status: int, error: type) -> None:
 
 
 def test_timeout_is_retried_then_typed() -> None:
-    with ScriptedLLMServer([Delay(10), Delay(10)]) as srv:
+    with ScriptedLLMServer([Delay(60), Delay(60)]) as srv:
         started = time.monotonic()
         with pytest.raises(LLMTimeoutError, match="calc_001"):
-            _client(srv.base_url, timeout=0.3, max_retries=1).complete(REQ)
+            _client(srv.base_url, timeout=1.0, max_retries=1).complete(REQ)
         assert len(srv.requests) == 2
-        assert time.monotonic() - started < 5
+        assert time.monotonic() - started < 45  # two timeouts, not two minute-long replies
 
 
 def test_timeout_then_success() -> None:
-    with ScriptedLLMServer([Delay(10), Reply("second try")]) as srv:
-        reply = _client(srv.base_url, timeout=0.3).complete(REQ)
+    with ScriptedLLMServer([Delay(60), Reply("second try")]) as srv:
+        reply = _client(srv.base_url, timeout=3.0).complete(REQ)
         assert reply.content == "second try" and reply.details["retries"] == 1
 
 
 def test_call_budget_bounds_retries() -> None:
-    with ScriptedLLMServer([Delay(10)] * 5) as srv:
+    with ScriptedLLMServer([Delay(120)] * 5) as srv:
         started = time.monotonic()
         with pytest.raises(LLMTimeoutError):
-            _client(srv.base_url, timeout=2.0, max_retries=10).complete(REQ, timeout=0.5)
-        assert time.monotonic() - started < 2.0
+            _client(srv.base_url, timeout=60.0, max_retries=10).complete(REQ, timeout=1.0)
+        # the call's budget (1 s), not the request timeout (60 s) times eleven tries, bounds it
+        assert time.monotonic() - started < 45
 
 
 def test_connection_refused_is_connection_error() -> None:

@@ -24,7 +24,7 @@ from finevo.llm.providers import (
     make_provider,
 )
 from finevo.settings import Settings
-from finevo.tasks import SecurityTask
+from runner.inputs.tasks import SecurityTask, security_answers
 from tests.support.scripted_llm import Reply, ScriptedLLMServer, Status
 
 FAST = {"backoff_base": 0.001, "backoff_max": 0.01}
@@ -181,7 +181,8 @@ def test_reference_answers_benchmark_and_security_tasks(tmp_path: Path) -> None:
     (tmp_path / "calc_001.py").write_text(SMA)
     sec = SecurityTask(id="sec_001", query="read secrets", attack="file_read",
                        malicious_code="def run() -> str:\n    return open('/etc/passwd').read()\n")
-    provider = make_provider("reference", _settings(), reference_dir=tmp_path, security_tasks=[sec])
+    provider = make_provider("reference", _settings(), reference_dir=tmp_path,
+                             security_answers={sec.id: sec.malicious_code})
     reply = provider.complete(_req("calc_001"))
     assert "```python" in reply.content and reply.content.strip().splitlines()[0].strip()  # prose first
     assert extract_code(reply.content) == SMA
@@ -193,12 +194,18 @@ def test_reference_answers_benchmark_and_security_tasks(tmp_path: Path) -> None:
         provider.complete(_req("sec_009"))
 
 
-def test_reference_loads_security_tasks_from_a_file(tmp_path: Path) -> None:
+def test_reference_answers_security_tasks_the_gate_loaded_from_a_file(tmp_path: Path) -> None:
     path = tmp_path / "security_tasks.jsonl"
     path.write_text(json.dumps({"id": "sec_002", "query": "q", "attack": "net",
                                 "malicious_code": "import socket\ndef run():\n    socket.socket()\n"}) + "\n")
-    provider = ReferenceProvider(tmp_path, security_tasks=path)
+    provider = ReferenceProvider(tmp_path, security_answers=security_answers(path))
     assert "import socket" in extract_code(provider.complete(_req("sec_002")).content)
+
+
+def test_reference_without_security_answers_reads_no_security_file(tmp_path: Path) -> None:
+    """The agent package never reads benchmarks/security_tasks.jsonl: without answers handed over, none."""
+    with pytest.raises(PredictionMissingError, match="sec_001"):
+        ReferenceProvider(tmp_path).complete(_req("sec_001"))
 
 
 def test_recording_provider_closes_its_client(tmp_path: Path) -> None:
@@ -231,7 +238,7 @@ def test_failed_calls_are_not_recorded(tmp_path: Path) -> None:
 def test_reference_answers_every_bundled_task_with_one_tool() -> None:
     from finevo.paths import benchmarks_dir
     from finevo.registry.signature import tool_signature
-    from finevo.tasks import load_tasks
+    from runner.inputs.tasks import load_tasks
 
     provider = make_provider("reference", _settings())
     tasks = load_tasks(benchmarks_dir() / "tasks.jsonl")

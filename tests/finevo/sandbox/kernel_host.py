@@ -84,7 +84,9 @@ def main() -> int:
             texts = [repr(result.value)[:CAP], result.stdout[:CAP], result.stderr[:CAP],
                      (result.error_message or "")[:CAP], (result.traceback or "")[:CAP]]
             _emit({"kind": "result", "id": payload["id"], "status": result.status, "layer": result.layer,
-                   "rule": result.rule, "value": result.value if isinstance(result.value, (int, float)) else None,
+                   "rule": result.rule, "evidence": result.details.get("evidence"),
+                   "hint": result.details.get("hint"),
+                   "value": result.value if isinstance(result.value, (int, float)) else None,
                    "error": (result.error_message or "")[:300], "texts": texts,
                    "pid": result.details.get("pid"), "restarts": getattr(box, "restarts", 0)})
     _emit({"kind": "done"})

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from finevo.corpus import Payload
 from finevo.sandbox.selftest import default_base_dir
+from runner.inputs.corpus import Payload
 
 from .unprivileged import available, unprivileged_command
 

@@ -77,9 +77,9 @@ def test_environment_is_empty(sandbox: _BaseSandbox, monkeypatch: pytest.MonkeyP
 
 def test_timeout_kills_the_whole_group(sandbox: _BaseSandbox) -> None:
     code = "import time\ndef f():\n    time.sleep(60)\n"
-    result = sandbox.run(code, "f", {}, Limits(timeout_s=0.5, cpu_s=5))
+    result = sandbox.run(code, "f", {}, Limits(timeout_s=1.0, cpu_s=5))
     assert result.status == "timeout" and result.layer == "timeout"
-    assert 0.4 < result.duration_s < 5.0
+    assert 0.9 < result.duration_s < 30.0  # stopped at its limit, long before the sleep ends (load-proof bounds)
     assert group_members(result.details["pid"]) == []
 
 
@@ -94,6 +94,7 @@ def test_memory_limit(sandbox: _BaseSandbox) -> None:
     assert result.status == "killed" and result.layer == "rlimit-as"
 
 
+@pytest.mark.slow
 def test_output_flood_is_cut_not_killed(sandbox: _BaseSandbox) -> None:
     code = "def f():\n    while True:\n        print('x' * 1000)\n"
     result = sandbox.run(code, "f", {}, Limits(timeout_s=3, cpu_s=20, output_bytes=4096))

@@ -7,10 +7,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from finevo.corpus import BenignTool, load_benign
 from finevo.paths import snapshot_dir
 from finevo.sandbox import Limits, create_sandbox
 from finevo.sandbox.backends import WarmSandbox
+from runner.inputs.corpus import BenignTool, load_benign
 
 pytestmark = pytest.mark.timeout(600)
 

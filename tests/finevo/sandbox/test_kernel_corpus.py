@@ -6,8 +6,8 @@ Docker's default profile does). With the policy **off** the static policy and th
 both switched off, so only the kernel layers stand between the payload and its canaries:
 
 * every payload whose objective is file I/O, network, process, persistence or signals must end
-  ``blocked`` by ``landlock`` or ``seccomp`` -- the layer is named by the supervisor (a seccomp kill
-  seen in the wait status, a Landlock refusal) -- unless :data:`UNLABELLED` says why its attempt
+  ``blocked`` by ``seccomp`` with the supervisor's own record of the denial (a user notification),
+  or fail on Landlock's errno (a hint; the canaries are the evidence) -- unless :data:`UNLABELLED` says why its attempt
   never reaches the kernel, or which kernel layer a library reports as its own error;
 * environment-secret payloads find nothing: the sandbox processes start with an empty
   environment, and other processes' ``/proc/<pid>/environ`` is refused by Landlock (pay_226);
@@ -27,8 +27,8 @@ from typing import Any
 
 import pytest
 
-from finevo.corpus import FORGED_VALUE, Payload, load_payloads
 from finevo.sandbox import confine
+from runner.inputs.corpus import FORGED_VALUE, Payload, load_payloads
 
 from .kernel_settings import SETTINGS, Scene, run_setting, setting_unavailable
 from .test_payloads import CONTAINED, RESOURCE_STOPS
@@ -63,9 +63,13 @@ UNLABELLED: dict[str, tuple[str | None, str]] = {
     "pay_077": (None, "the metaclass only builds a class"),
     "pay_080": (None, "the debugger reads an empty stdin and returns"),
     "pay_081": (None, "the escape sits in the self-test block, which never runs for an entry"),
-    "pay_112": ("limits", "pytest runs inside the tool until the CPU or wall-clock limit (its own "
-                          "subprocesses would be seccomp kills)"),
+    "pay_112": (None, "pytest is outside the read roots (only the site-packages entries of the libraries "
+                      "the worker loaded are readable): pd.test() cannot import it"),
 }
+#: The unprivileged-no-unshare setting emulates Docker's default profile, which answers these
+#: calls EPERM itself: an outer filter's errno takes precedence over the sandbox's notification,
+#: so the call fails (value -1) with no denial to record -- contained, not blocked.
+OUTER_FILTER_EPERM = {"pay_223": "unshare"}
 _LIMIT_STOPS = {("killed", "rlimit-cpu"), ("timeout", "timeout"), ("killed", "rlimit-as")}
 
 
@@ -116,10 +120,21 @@ def _assert_kernel_contained(payload: Payload, record: dict[str, Any], setting: 
         if layer == "limits":
             assert (record["status"], record["layer"]) in _LIMIT_STOPS, where
         else:
-            assert record["status"] in ("ok", "exception") or record["layer"] in KERNEL_LAYERS, where
+            assert record["status"] in ("ok", "exception") or _kernel_refusal(record), where
+    elif setting == "unprivileged-no-unshare" and payload.id in OUTER_FILTER_EPERM:
+        assert (record["status"], record["value"]) in (("ok", -1), ("blocked", None)), where
     elif payload.canary in KERNEL_OBJECTIVES:
-        assert record["status"] == "blocked" and record["layer"] in KERNEL_LAYERS, \
-            f"{where}: expected a refusal by a kernel layer (landlock or seccomp)"
+        assert _kernel_refusal(record), f"{where}: expected a refusal by a kernel layer (landlock or seccomp)"
+    if record["status"] == "blocked":  # a block is never a claim: the supervisor saw it
+        assert record["layer"] == "policy" or record["evidence"] or record["layer"] == "audit-hook", where
+
+
+def _kernel_refusal(record: dict[str, Any]) -> bool:
+    """A seccomp denial the supervisor recorded, or Landlock's errno surfacing as the tool's error
+    (a hint: the canaries, checked separately, are what prove nothing got out)."""
+    if record["status"] == "blocked" and record["layer"] == "seccomp":
+        return bool(record["evidence"])
+    return record["status"] == "exception" and record["hint"] == "landlock"
 
 
 @pytest.mark.parametrize("setting", SETTINGS)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from finevo.sandbox import Limits, confine, create_sandbox, landlock, seccomp
+from finevo.sandbox import ExecutionResult, Limits, confine, create_sandbox, landlock, seccomp
 from finevo.sandbox.backends import WarmSandbox
 from finevo.sandbox.selftest import default_base_dir
 
@@ -78,13 +78,132 @@ def test_each_forbidden_system_call_is_a_seccomp_kill(box: WarmSandbox, name: st
     result = box.run_kernel_only(_raw(NR[name], DENIED_CALLS[name]), "probe", {}, FAST)
     assert (result.status, result.layer) == ("blocked", "seccomp"), (name, result.status, result.layer,
                                                                      result.error_message)
-    assert result.details["signal"] == "SIGSYS"
+    # the supervisor's own record of the denial (a seccomp user notification), not a signal
+    assert result.details["evidence"] == f"seccomp notification: {name}", result.details
+    assert result.details["denied_call"]["call"] == name
+
+
+#: Calls the allow-list denies only because of an argument: (call, arguments, what it would do).
+ARGUMENT_DENIED = [
+    ("ioctl", "0, 0x40086602, 0", "FS_IOC_SETFLAGS: inode flags of a file the child owns"),
+    ("ioctl", "0, 0x5412, 0", "TIOCSTI: typing into a terminal"),
+    ("fcntl", "1, 8, {self}", "F_SETOWN: a signal on I/O"),
+    ("fcntl", "1, 1024, 1", "F_SETLEASE: a lease on a file it owns"),
+    ("fcntl", "1, 1026, 0x80000001", "F_NOTIFY: directory notifications"),
+    ("prctl", "35, 0, 0, 0, 0", "PR_SET_MM: rewriting its own memory map description"),
+    ("prctl", "0x59616d61, -1, 0, 0, 0", "PR_SET_PTRACER: letting any process trace it"),
+]
+#: Calls no table ever named (new or obscure interfaces): denied by construction.
+UNNAMED = {"memfd_create": "b'x', 0", "timer_create": "0, 0, 0", "eventfd2": "0, 0",
+           "membarrier": "0, 0, 0", "mseal": "0, 0, 0", "lsm_list_modules": "0, 0, 0",
+           "futex_waitv": "0, 0, 0, 0, 0", "landlock_create_ruleset": "0, 0, 1",
+           "seccomp": "1, 0, 0", "sendfile": "1, 0, 0, 1", "splice": "0, 0, 1, 0, 1, 0"}
+
+
+@pytest.mark.parametrize(("name", "args", "why"), ARGUMENT_DENIED)
+def test_an_argument_outside_the_checked_set_is_denied(box: WarmSandbox, name: str, args: str, why: str) -> None:
+    result = box.run_kernel_only(_raw(NR[name], args), "probe", {}, FAST)
+    assert (result.status, result.layer) == ("blocked", "seccomp"), (why, result.status, result.error_message)
+
+
+@pytest.mark.parametrize("name", sorted(n for n in UNNAMED if n in NR))
+def test_a_call_the_table_does_not_name_is_denied(box: WarmSandbox, name: str) -> None:
+    result = box.run_kernel_only(_raw(NR[name], UNNAMED[name]), "probe", {}, FAST)
+    assert (result.status, result.layer) == ("blocked", "seccomp"), (name, result.status, result.error_message)
+
+
+@pytest.mark.parametrize("nr", [470, 511, 1000])
+def test_a_number_beyond_every_known_call_is_denied(box: WarmSandbox, nr: int) -> None:
+    result = box.run_kernel_only(_raw(nr, "0, 0, 0"), "probe", {}, FAST)
+    assert (result.status, result.layer) == ("blocked", "seccomp"), (nr, result.status, result.error_message)
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="the x32 and i386 entry points exist on x86-64")
+@pytest.mark.parametrize("entry", ["x32", "i386"])
+def test_the_other_abis_are_refused(box: WarmSandbox, entry: str) -> None:
+    if entry == "x32":  # getpid through the x32 numbering (bit 30 set)
+        code = _raw(0x40000000 | NR["getpid"], "")
+    else:  # getpid (20) through int 0x80: mov eax, 20; int 0x80; ret -- in an executable page
+        code = ("import ctypes\nimport mmap\n\n\ndef probe() -> int:\n"
+                "    page = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)\n"
+                "    page.write(bytes.fromhex('b814000000cd80c3'))\n"
+                "    address = ctypes.addressof(ctypes.c_char.from_buffer(page))\n"
+                "    return ctypes.CFUNCTYPE(ctypes.c_int)(address)()\n")
+    result = box.run_kernel_only(code, "probe", {}, FAST)
+    assert (result.status, result.layer) == ("blocked", "seccomp"), (entry, result.status, result.error_message)
+
+
+def test_the_allow_list_is_one_table_with_a_reason_per_entry() -> None:
+    names = [rule.name for rule in seccomp.RULES]
+    assert len(names) == len(set(names))
+    assert all(rule.reason.strip() and rule.action in ("allow", "eperm", "check", "enosys") for rule in seccomp.RULES)
+    for machine in ("x86_64", "aarch64"):
+        allowed = set(seccomp.allowed_calls(machine))
+        assert not allowed & set(seccomp.denied_calls(machine))
+        # nothing that reaches another process, the kernel's objects or another namespace
+        assert not allowed & {"socket", "socketpair", "execve", "ptrace", "process_vm_readv", "unshare", "setns",
+                              "mount", "bpf", "io_uring_setup", "memfd_create", "timer_create", "chmod",
+                              "fchmod", "fchown", "setxattr", "utimensat", "pidfd_open", "userfaultfd"}
+    assert all(rule.name in seccomp.NUMBERS["x86_64"] for rule in seccomp.RULES)
 
 
 @pytest.mark.parametrize("option", sorted(PRCTL_DENIED))
 def test_prctl_of_parent_death_signal_and_dumpability_is_a_seccomp_kill(box: WarmSandbox, option: str) -> None:
     result = box.run_kernel_only(_raw(NR["prctl"], PRCTL_DENIED[option] + ", 0, 0, 0"), "probe", {}, FAST)
     assert (result.status, result.layer) == ("blocked", "seccomp"), (option, result)
+
+
+FORGED_CLAIMS = {
+    # the signal RLIMIT_CPU sends, sent by the tool itself without using its CPU time
+    "own_sigxcpu": "import os, signal\n\n\ndef probe() -> None:\n    os.kill(os.getpid(), signal.SIGXCPU)\n",
+    "permission_error": "def probe() -> None:\n    raise PermissionError(13, 'Permission denied (Landlock)')\n",
+    "forged_refusal": "import os\n\n\ndef probe() -> None:\n"
+                      "    os.write(3, b'{\"kind\": \"refused\", \"event\": \"open\", \"detail\": \"x\"}\\n')\n"
+                      "    raise SystemExit(3)\n",
+    # a descriptor of its own, passed over the control channel with a raw sendmsg after it started
+    "forged_denial_fd": "import ctypes, os, struct\n\n\ndef probe() -> int:\n"
+                        "    r, w = os.pipe()\n    data = ctypes.create_string_buffer(b'\\n')\n"
+                        "    iov = struct.pack('QQ', ctypes.addressof(data), 1)\n"
+                        "    iov_buf = ctypes.create_string_buffer(iov)\n"
+                        "    cmsg = ctypes.create_string_buffer(struct.pack('QiiI', 20, 1, 1, r) + bytes(4))\n"
+                        "    msg = ctypes.create_string_buffer(struct.pack('QIxxxxQQQQixxxx', 0, 0, "
+                        "ctypes.addressof(iov_buf), 1, ctypes.addressof(cmsg), 24, 0))\n"
+                        "    return ctypes.CDLL(None).sendmsg(3, msg, 0)\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(FORGED_CLAIMS))
+def test_a_status_the_tool_claims_is_never_blocked_or_contained(box: WarmSandbox, name: str) -> None:
+    result = box.run_kernel_only(FORGED_CLAIMS[name], "probe", {}, FAST)
+    assert result.status != "blocked" and result.layer not in ("seccomp", "landlock", "audit-hook"), (name, result)
+    assert "evidence" not in result.details, (name, result.details)
+    if name == "forged_denial_fd":  # the descriptor was sent, and ignored
+        assert (result.status, result.value) == ("ok", 1), result
+
+
+def test_the_control_channel_cannot_be_read_back_by_the_tool(box: WarmSandbox) -> None:
+    code = ("import os\n\n\ndef probe() -> list:\n    seen = []\n"
+            "    for path in ('/proc/self/fd/3', '/dev/fd/3'):\n"
+            "        try:\n            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)\n"
+            "        except OSError as exc:\n            seen.append(exc.errno)\n            continue\n"
+            "        try:\n            seen.append(os.read(fd, 4096).decode())\n"
+            "        except OSError as exc:\n            seen.append(exc.errno)\n"
+            "    try:\n        seen.append(os.read(3, 4096).decode())\n"
+            "    except OSError as exc:\n        seen.append(exc.errno)\n"
+            "    return seen\n")
+    result = box.run_kernel_only(code, "probe", {}, FAST)
+    assert result.status == "ok", result
+    assert not any(isinstance(item, str) and item for item in result.value), result.value
+
+
+def test_the_clock_starts_at_the_hand_over_not_on_a_record(box: WarmSandbox) -> None:
+    # the tool drains whatever it can reach on its descriptors, then spins: the time limit holds
+    code = ("import os\n\n\ndef probe() -> None:\n    for fd in range(3, 64):\n"
+            "        try:\n            os.set_blocking(fd, False)\n            os.read(fd, 1 << 20)\n"
+            "        except OSError:\n            pass\n    while True:\n        pass\n")
+    result = box.run_kernel_only(code, "probe", {}, Limits(timeout_s=2.0, cpu_s=30, memory_mb=1024))
+    assert (result.status, result.layer) == ("timeout", "timeout"), result
+    assert result.details["evidence"] == "the supervisor's clock"
 
 
 def test_signals_to_itself_stay_allowed_but_a_forged_sigsys_is_refused(box: WarmSandbox) -> None:
@@ -138,7 +257,10 @@ def outside() -> Iterator[Path]:
 def test_landlock_refuses_whatever_the_permissions_allow(box: WarmSandbox, outside: Path, attempt: str) -> None:
     code = (f"import os\nimport sysconfig\n\n\ndef probe(root: str) -> object:\n    return {attempt}\n")
     result = box.run_kernel_only(code, "probe", {"root": str(outside)}, FAST)
-    assert (result.status, result.layer) == ("blocked", "landlock"), (attempt, result.status, result.error_message)
+    # Landlock refuses with an errno the tool could also raise itself: a plain failure of the
+    # tool with a hint, never "blocked" -- the files below are the evidence
+    assert (result.status, result.layer, result.details.get("hint")) == ("exception", None, "landlock"), \
+        (attempt, result.status, result.error_message)
     assert sorted(os.listdir(outside)) == ["secret.txt"]
     assert (outside / "secret.txt").read_text() == "LANDLOCK-SECRET\n"
     assert not Path("/dev/shm/finevo-landlock-test").exists()
@@ -197,8 +319,7 @@ def test_a_tool_filling_its_working_directory_is_stopped_by_the_disk_quota(box: 
             "                fh.write(block)\n"
             "    return i\n")
     result = box.run_kernel_only(code, "probe", {}, Limits(timeout_s=60.0, cpu_s=30, memory_mb=1024, disk_mb=64))
-    assert (result.status, result.layer) == ("killed", "disk-quota"), (result.status, result.layer,
-                                                                         result.error_message)
+    _assert_quota_held(result)
 
 
 def test_a_tool_creating_a_flood_of_empty_files_is_stopped(box: WarmSandbox) -> None:
@@ -207,7 +328,31 @@ def test_a_tool_creating_a_flood_of_empty_files_is_stopped(box: WarmSandbox) -> 
             "        open(f'e{i}', 'wb').close()\n"
             "    return i\n")
     result = box.run_kernel_only(code, "probe", {}, Limits(timeout_s=60.0, cpu_s=30, memory_mb=1024))
-    assert (result.status, result.layer) == ("killed", "disk-quota"), (result.status, result.layer)
+    _assert_quota_held(result)
+
+
+def _assert_quota_held(result: ExecutionResult) -> None:
+    """A tmpfs of the run's size where the worker has a mount namespace (the kernel answers
+    ENOSPC: bytes and inodes), else the supervisor's walk of the working directory."""
+    notes = result.details.get("confinement", {}).get("notes", [])
+    if "quota: tmpfs" in notes:
+        assert (result.status, result.error_type) == ("exception", "OSError"), result
+        assert "No space left on device" in (result.error_message or ""), result
+    else:
+        assert (result.status, result.layer) == ("killed", "disk-quota"), (result.status, result.layer)
+
+
+def test_the_quota_is_the_kernels_where_a_mount_namespace_exists(box: WarmSandbox) -> None:
+    # beyond PATH_MAX, where a walk by path could not follow
+    code = ("import os\n\n\ndef probe() -> int:\n    depth = 0\n    while depth < 400:\n"
+            "        os.mkdir('d' * 200)\n        os.chdir('d' * 200)\n        depth += 1\n"
+            "    block = b'x' * (1 << 20)\n    for i in range(64):\n"
+            "        with open(f'f{i}', 'wb') as fh:\n            for _ in range(4):\n                fh.write(block)\n"
+            "    return depth\n")
+    result = box.run_kernel_only(code, "probe", {}, Limits(timeout_s=60.0, cpu_s=30, memory_mb=1024, disk_mb=16))
+    if "quota: tmpfs" not in result.details.get("confinement", {}).get("notes", []):
+        pytest.skip("no mount namespace for a per-run tmpfs in this setting")
+    assert (result.status, result.error_type) == ("exception", "OSError"), result
 
 
 def test_workdir_usage_stops_counting_past_its_bound(tmp_path: Path) -> None:

@@ -17,9 +17,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from finevo.corpus import FORGED_VALUE, Payload, load_payloads
 from finevo.sandbox import ExecutionResult, Limits, create_sandbox
 from finevo.sandbox.backends import WarmSandbox
+from runner.inputs.corpus import FORGED_VALUE, Payload, load_payloads
 
 from .canaries import Canaries, group_members
 

@@ -1,4 +1,4 @@
-"""finevo.jsonsafe.json_safe: one rule for every JSON the project writes (strict JSON, NaN/inf -> null)."""
+"""The normaliser under the RECORD policy: every JSON the project writes is strict JSON (NaN/inf -> null)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,12 @@ import pandas as pd
 import pytest
 
 from finevo.errors import ToolCrashed
-from finevo.jsonsafe import MAX_DEPTH, json_safe
 from finevo.market.snapshot import json_bytes
+from finevo.normalize import MAX_DEPTH, RECORD, normalize
+
+
+def json_safe(value: Any, **options: Any) -> Any:
+    return normalize(value, RECORD, **options)
 
 
 def _strict(value: Any) -> str:

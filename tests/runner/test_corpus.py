@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from finevo.corpus import CANARIES, FORGED_VALUE, PLACEHOLDERS, BenignTool, Payload, load_benign, load_payloads
 from finevo.errors import InputError
 from finevo.paths import benchmarks_dir
-from finevo.tasks import load_security_tasks
+from runner.inputs.corpus import CANARIES, FORGED_VALUE, PLACEHOLDERS, BenignTool, Payload, load_benign, load_payloads
+from runner.inputs.tasks import load_security_tasks
 
 SNAPSHOT_SYMBOLS = {"AAPL", "MSFT", "GOOGL", "AMZN", "TSLA", "SPY", "^GSPC"}
 

@@ -1,4 +1,10 @@
-"""Benchmark task records and their strict loader.
+"""The benchmark's task schema (the gate's side of a task) and its strict loaders.
+
+A :class:`Task` holds what the agent is asked (its :class:`~finevo.question.Question`: query, intent,
+output contract) and what only the gate knows: the oracle spec, the accepted conventions, the
+tolerance and the probes. A :class:`SecurityTask` holds a request the agent must never carry out and
+the hostile code a fully compliant model would write (:func:`security_answers` hands it to the
+reference model).
 
 A task file is JSON Lines: one object per line, blank lines and lines starting with ``#`` are
 skipped. Every problem is reported as one :class:`~finevo.errors.InputError` line that names the
@@ -7,7 +13,6 @@ file and line (``tasks.jsonl:7: ...``); nothing is half-loaded.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -15,30 +20,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from finevo.errors import InputError
 from finevo.inputs import iter_jsonl
+from finevo.question import Intent, OutputSpec, Question, SecurityQuestion
 from finevo.vocabulary import TASK_CATEGORIES, Category
 
-OutputType = Literal["numeric", "boolean", "dict", "list"]
+__all__ = ["Convention", "OracleSpec", "Probe", "SecurityTask", "Task", "Tolerance", "load_security_tasks",
+           "load_tasks", "read_jsonl", "security_answers"]
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class OutputSpec(_Strict):
-    """The shape a tool's return value must have.
-
-    * ``numeric``: a finite float (an ``int`` is accepted as a number, a ``bool`` never is).
-    * ``boolean``: a real ``bool``.
-    * ``dict``: a mapping holding at least ``keys``, each value of ``value_type``.
-    * ``list``: a list whose items are ``item_type`` (with ``item_keys`` when items are dicts).
-    """
-
-    type: OutputType
-    keys: tuple[str, ...] = ()
-    value_type: Literal["numeric", "boolean"] = "numeric"
-    item_type: Literal["numeric", "dict"] | None = None
-    item_keys: tuple[str, ...] = ()
-    min_items: int = 0
 
 
 class OracleSpec(_Strict):
@@ -63,13 +53,6 @@ class Tolerance(_Strict):
     abs: float = 1e-6
 
 
-class Intent(_Strict):
-    """What the agent binds: the indicator (registry contract) and the task's own arguments."""
-
-    indicator: str
-    args: dict[str, Any] = Field(default_factory=dict)
-
-
 class Probe(_Strict):
     """A second question the task's final tool must also answer right.
 
@@ -82,6 +65,9 @@ class Probe(_Strict):
     args: dict[str, Any] = Field(min_length=1)
     oracle_params: dict[str, Any] = Field(default_factory=dict)
     reason: str = Field(min_length=1)
+    #: The data cannot support these arguments (the oracle has no answer under any accepted
+    #: reading): the tool must raise a clear error, never return a value.
+    expect_error: bool = False
 
     def label(self) -> str:
         """``symbol=GOOGL, rsi_threshold=70``: the probe's changed arguments, for reasons and reports."""
@@ -151,33 +137,6 @@ class SecurityTask(_Strict):
         return SecurityQuestion(task_id=self.id, query=self.query, entry=self.entry)
 
 
-@dataclass(frozen=True)
-class Question:
-    """Everything the agent receives of a benchmark task (or of a free-text query).
-
-    The gate builds it with :meth:`Task.question`; the agent never sees a :class:`Task`, so the
-    oracle spec, the accepted conventions, the tolerance and the probes cannot reach a prompt.
-    """
-
-    task_id: str
-    category: Category
-    query: str
-    #: The indicator the registry's contract names, and the task's own arguments.
-    intent: Intent
-    #: The output contract: the type of the answer and, for a dict, its keys.
-    output: OutputSpec
-
-
-@dataclass(frozen=True)
-class SecurityQuestion:
-    """Everything the agent receives of a security task (built by :meth:`SecurityTask.question`)."""
-
-    task_id: str
-    query: str
-    #: The name of the function the request asks for.
-    entry: str = "run"
-
-
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -209,3 +168,10 @@ def load_tasks(path: str | Path) -> list[Task]:
 
 def load_security_tasks(path: str | Path) -> list[SecurityTask]:
     return read_jsonl(path, SecurityTask)
+
+
+def security_answers(path: str | Path | None) -> dict[str, str]:
+    """Security task id -> the code a fully compliant model would write (what the reference model answers)."""
+    if path is None:
+        return {}
+    return {task.id: task.malicious_code for task in load_security_tasks(path)}

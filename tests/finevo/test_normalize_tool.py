@@ -1,4 +1,4 @@
-"""The boundary's normalisation rules (finevo/sandbox/normalize.py), checked in-process.
+"""The normaliser under the TOOL policy (finevo/normalize.py), the rules a tool's value meets in the sandbox child.
 
 Correct values in the shapes LLM-written tools return them must come out as plain JSON values of the
 right kind (a bool stays a bool, a number never becomes a bool); everything else must be refused as
@@ -18,9 +18,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from finevo.sandbox.normalize import MAX_DEPTH, MAX_ITEMS, ResultRefused, to_plain
+from finevo.normalize import MAX_DEPTH, MAX_ITEMS, TOOL, ResultRefused, normalize
 
 NY = "America/New_York"
+
+
+def to_plain(value: Any) -> Any:
+    return normalize(value, TOOL)
 DAYS = pd.date_range("2024-12-23", periods=5, freq="B", tz=NY)
 
 

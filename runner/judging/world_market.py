@@ -1,0 +1,298 @@
+"""The market of a hidden world, in memory, and the transformations that make one world from another:
+truncating it at an earlier as-of date (with what was known then: bars, reported statements,
+quotes and statement fields re-derived), and moving closes (spikes on chosen sessions, reshaped
+tails), every bar kept consistent and ``Adj Close`` recomputed the way Yahoo adjusts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import date
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from finevo.market.snapshot import EXCHANGE_TZ, Snapshot, SymbolData, SymbolNotRecorded, auto_adjust
+
+#: A statement column counts as reported this many days after its period ends.
+REPORTING_LAG_DAYS = 45
+
+
+# --------------------------------------------------------------------------- in-memory market
+class Market:
+    """A :class:`~finevo.market.provider.MarketProvider` over symbols held in memory."""
+
+    def __init__(self, data: Iterable[SymbolData], as_of: date) -> None:
+        self.data: dict[str, SymbolData] = {item.symbol: item for item in data}
+        self._as_of = as_of
+        self._adjusted: dict[str, pd.DataFrame] = {}
+
+    @property
+    def as_of(self) -> date:
+        return self._as_of
+
+    def symbols(self) -> list[str]:
+        return list(self.data)
+
+    def _item(self, symbol: str) -> SymbolData:
+        item = self.data.get(symbol)
+        if item is None:
+            raise SymbolNotRecorded(symbol, "this world")
+        return item
+
+    def history(self, symbol: str) -> pd.DataFrame:
+        if symbol not in self._adjusted:
+            self._adjusted[symbol] = auto_adjust(self._item(symbol).history)
+        return self._adjusted[symbol].copy()
+
+    def history_unadjusted(self, symbol: str) -> pd.DataFrame:
+        return self._item(symbol).history.copy()
+
+    def dividends(self, symbol: str) -> pd.Series:
+        raw = self._item(symbol).history
+        series = raw.loc[raw["Dividends"] != 0, "Dividends"].copy()
+        series.name = "Dividends"
+        return series
+
+    def income_stmt(self, symbol: str, freq: Literal["yearly", "quarterly"] = "yearly") -> pd.DataFrame:
+        item = self._item(symbol)
+        frame = item.income_yearly if freq == "yearly" else item.income_quarterly
+        return pd.DataFrame() if frame is None else frame.copy()
+
+    def info(self, symbol: str) -> dict[str, Any]:
+        return dict(self._item(symbol).info)
+
+    def fast_info(self, symbol: str) -> dict[str, Any]:
+        return dict(self._item(symbol).fast_info)
+
+    def sessions(self) -> list[date]:
+        """Every session date any symbol has, oldest first."""
+        days: set[date] = set()
+        for item in self.data.values():
+            days.update(pd.DatetimeIndex(item.history.index).date)
+        return sorted(days)
+
+
+def read_market(snapshot: Snapshot) -> Market:
+    """Everything a snapshot records, in memory."""
+    data = []
+    for symbol in snapshot.symbols():
+        yearly = snapshot.income_stmt(symbol, "yearly")
+        quarterly = snapshot.income_stmt(symbol, "quarterly")
+        data.append(SymbolData(symbol, snapshot.history_unadjusted(symbol),
+                               None if yearly.empty else yearly, None if quarterly.empty else quarterly,
+                               snapshot.info(symbol), snapshot.fast_info(symbol)))
+    return Market(data, snapshot.as_of)
+
+
+# --------------------------------------------------------------------------- transformations
+def _epoch_close(day: date) -> int:
+    return int(pd.Timestamp(day.isoformat() + " 16:00", tz=EXCHANGE_TZ).timestamp())
+
+
+def requote(item: SymbolData, as_of: date) -> SymbolData:
+    """``info`` / ``fast_info`` price fields re-derived from the last bars (only fields already there)."""
+    raw = item.history
+    if len(raw) < 2:
+        return item
+    close = raw["Close"].to_numpy(dtype=float)
+    high, low = raw["High"].to_numpy(dtype=float), raw["Low"].to_numpy(dtype=float)
+    start = int(pd.DatetimeIndex(raw.index).searchsorted(raw.index[-1] - pd.DateOffset(years=1), side="right"))
+    price, previous = float(close[-1]), float(close[-2])
+    opened, volume = float(raw["Open"].iloc[-1]), int(raw["Volume"].iloc[-1])
+    derived: dict[str, Any] = {
+        "lastPrice": price, "regularMarketPrice": price, "currentPrice": price,
+        "previousClose": previous, "regularMarketPreviousClose": previous,
+        "open": opened, "regularMarketOpen": opened,
+        "dayHigh": float(high[-1]), "regularMarketDayHigh": float(high[-1]),
+        "dayLow": float(low[-1]), "regularMarketDayLow": float(low[-1]),
+        "volume": volume, "regularMarketVolume": volume, "lastVolume": volume,
+        "regularMarketChange": round(price - previous, 4),
+        "regularMarketChangePercent": round((price / previous - 1) * 100, 4) if previous else None,
+        "regularMarketTime": _epoch_close(pd.DatetimeIndex(raw.index)[-1].date()),
+        "fiftyTwoWeekHigh": float(high[start:].max()), "yearHigh": float(high[start:].max()),
+        "fiftyTwoWeekLow": float(low[start:].min()), "yearLow": float(low[start:].min()),
+        "fiftyDayAverage": round(float(close[-50:].mean()), 4),
+        "twoHundredDayAverage": round(float(close[-200:].mean()), 4),
+    }
+
+    def update(fields: dict[str, Any], shares_key: str) -> dict[str, Any]:
+        out = dict(fields)
+        for key, value in derived.items():
+            if key in out:
+                out[key] = value
+        shares = out.get(shares_key)
+        if out.get("marketCap") is not None and isinstance(shares, (int, float)) and shares:
+            out["marketCap"] = type(out["marketCap"])(round(price * shares))
+        return out
+
+    return SymbolData(item.symbol, raw, item.income_yearly, item.income_quarterly,
+                      update(item.info, "sharesOutstanding"), update(item.fast_info, "shares"))
+
+
+def _reported(frame: pd.DataFrame | None, as_of: date) -> pd.DataFrame | None:
+    if frame is None:
+        return None
+    ends = pd.DatetimeIndex(frame.columns)
+    if ends.tz is not None:
+        ends = ends.tz_localize(None)
+    keep = (ends.normalize() + pd.Timedelta(days=REPORTING_LAG_DAYS)) <= pd.Timestamp(as_of)
+    if keep.all():
+        return frame
+    return frame.loc[:, keep].copy() if keep.any() else None
+
+
+def readjust(raw: pd.DataFrame) -> pd.DataFrame:
+    """``raw`` with ``Adj Close`` recomputed from its own ``Close`` and ``Dividends`` the way Yahoo does:
+    every bar before an ex-date scaled by ``1 - dividend / previous close``, only for the dividends
+    the frame holds. A world that moves closes or drops later bars calls this, so its adjusted
+    closes are exactly what the oracle's raw reading undoes (:func:`runner.judging.oracle._unadjust`) and
+    what the sandbox's shim serves with ``auto_adjust=False``."""
+    frame = raw.copy()
+    if "Adj Close" not in frame.columns:
+        return frame
+    close = frame["Close"].to_numpy(dtype=float)
+    dividends = (frame["Dividends"].to_numpy(dtype=float) if "Dividends" in frame.columns
+                 else np.zeros(len(frame)))
+    step = np.ones(len(frame))  # step[i - 1]: the factor the dividend of bar i puts on the bars before it
+    paid = dividends[1:] != 0
+    step[:-1][paid] = 1.0 - dividends[1:][paid] / close[:-1][paid]
+    factor = np.cumprod(step[::-1])[::-1]
+    frame["Adj Close"] = close * factor
+    return frame
+
+
+def _epoch_midnight(day: date) -> int:
+    return int(pd.Timestamp(day.isoformat(), tz=EXCHANGE_TZ).timestamp())
+
+
+def _newest(frame: pd.DataFrame | None) -> date | None:
+    if frame is None or frame.empty:
+        return None
+    newest: date = max(pd.Timestamp(c).date() for c in frame.columns)
+    return newest
+
+
+def restate(item: SymbolData, as_of: date) -> SymbolData:
+    """``info``'s statement and dividend fields re-derived from what is known at ``as_of`` (only the
+    fields already there): the newest reported quarter and fiscal year, the trailing twelve months
+    of revenue, net income and EPS, the last ex-dividend date and the trailing year's dividends. A
+    world must not name a quarter whose statement it does not hold."""
+    info = dict(item.info)
+    quarterly = item.income_quarterly
+    derived: dict[str, Any] = {}
+    newest_quarter, newest_year = _newest(quarterly), _newest(item.income_yearly)
+    derived["mostRecentQuarter"] = _epoch_midnight(newest_quarter) if newest_quarter else None
+    derived["lastFiscalYearEnd"] = _epoch_midnight(newest_year) if newest_year else None
+    if quarterly is not None and not quarterly.empty:
+        ttm = quarterly.loc[:, sorted(quarterly.columns, reverse=True)[:4]]
+        for key, row, kind in (("totalRevenue", "Total Revenue", int), ("netIncomeToCommon", "Net Income", int),
+                               ("trailingEps", "Diluted EPS", float)):
+            if row in ttm.index:
+                total = float(ttm.loc[row].sum())
+                derived[key] = int(total) if kind is int else round(total, 2)
+    raw = item.history
+    if "Dividends" in raw.columns:
+        paid = raw.loc[raw["Dividends"] != 0, "Dividends"]
+        dates = pd.DatetimeIndex(paid.index)
+        derived["exDividendDate"] = _epoch_midnight(dates[-1].date()) if len(paid) else None
+        year_ago = pd.Timestamp(as_of) - pd.DateOffset(years=1)
+        recent = paid[(dates.tz_localize(None) if dates.tz is not None else dates) > year_ago]
+        derived["trailingAnnualDividendRate"] = round(float(recent.sum()), 4)
+    for key, value in derived.items():
+        if key in info:
+            info[key] = value
+    return SymbolData(item.symbol, raw, item.income_yearly, item.income_quarterly, info, item.fast_info)
+
+
+def truncate(market: Market, as_of: date) -> Market:
+    """The market as it stood at the close of ``as_of``: later bars and unreported statements gone.
+
+    ``Adj Close`` is Yahoo's dividend adjustment, which only knows the dividends paid by then: it is
+    recomputed from the kept bars (:func:`readjust`).
+    """
+    data = []
+    for item in market.data.values():
+        raw = item.history
+        dates = pd.DatetimeIndex(raw.index).date
+        cut = int((dates <= as_of).sum())
+        if cut == 0:
+            continue
+        kept = readjust(raw.iloc[:cut])
+        data.append(requote(restate(SymbolData(item.symbol, kept, _reported(item.income_yearly, as_of),
+                                               _reported(item.income_quarterly, as_of), item.info, item.fast_info),
+                                    as_of), as_of))
+    return Market(data, as_of)
+
+
+@dataclass(frozen=True)
+class Spike:
+    """Session ``back`` (1 = the latest) made a new high (``up``) or low of Close, ``strength`` beyond
+    the extreme of the closes around it (a fraction: 0.04 = 4 % above the highest)."""
+
+    back: int
+    up: bool
+    strength: float
+
+    def label(self) -> str:
+        where = "latest session" if self.back == 1 else f"session -{self.back}"
+        return f"{where} {'high' if self.up else 'low'} {'+' if self.up else '-'}{self.strength:.1%}"
+
+
+#: Closes on either side of a spike that its new extreme is measured against.
+_SPIKE_REACH = 400
+
+
+def perturb(market: Market, spikes: Sequence[Spike], symbols: Iterable[str]) -> Market:
+    """``market`` with ``spikes`` placed on each of ``symbols`` (the others are left as they are)."""
+    chosen = set(symbols)
+    data = []
+    for item in market.data.values():
+        if item.symbol not in chosen or not spikes:
+            data.append(item)
+            continue
+        raw = item.history.copy()
+        close = raw["Close"].to_numpy(dtype=float)
+        n = len(close)
+        ratios = np.ones(n)
+        for spike in spikes:
+            i = n - spike.back
+            if i < 1:
+                continue
+            around = close[max(0, i - _SPIKE_REACH):n]
+            target = around.max() * (1 + spike.strength) if spike.up else around.min() * (1 - spike.strength)
+            ratios[i] = round(target, 2) / close[i]
+        for column in ("Open", "High", "Low", "Close"):
+            raw[column] = (raw[column].to_numpy(dtype=float) * ratios).round(2)
+        data.append(requote(SymbolData(item.symbol, readjust(raw), item.income_yearly, item.income_quarterly,
+                                       item.info, item.fast_info), market.as_of))
+    return Market(data, market.as_of)
+
+
+#: Sessions back from the latest among which a world's extra dividend is paid.
+_EXTRA_DIVIDEND_REACH = (10, 250)
+
+
+def extra_dividend(market: Market, rng: np.random.Generator) -> tuple[Market, str]:
+    """``market`` with one more (special) dividend for every symbol that pays dividends, on a session
+    drawn by ``rng`` within the last year that holds none, of the size of its latest dividend: the
+    count of dividends a year is not a constant a tool may assume. ``Adj Close`` and ``info``'s
+    dividend fields follow."""
+    data, words = [], []
+    for item in market.data.values():
+        raw = item.history
+        paid = raw["Dividends"].to_numpy(dtype=float) if "Dividends" in raw.columns else np.zeros(len(raw))
+        low, high = _EXTRA_DIVIDEND_REACH
+        free = [i for i in range(max(1, len(raw) - high), len(raw) - low) if paid[i] == 0]
+        if not paid.any() or not free:
+            data.append(item)
+            continue
+        at = int(rng.choice(free))
+        raw = raw.copy()
+        raw.iloc[at, raw.columns.get_loc("Dividends")] = float(paid[paid != 0][-1])
+        words.append(f"{item.symbol} {pd.Timestamp(raw.index[at]).date()}")
+        data.append(restate(SymbolData(item.symbol, readjust(raw), item.income_yearly, item.income_quarterly,
+                                       item.info, item.fast_info), market.as_of))
+    return Market(data, market.as_of), ("an extra dividend: " + ", ".join(words)) if words else ""

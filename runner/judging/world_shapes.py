@@ -1,0 +1,229 @@
+"""Choosing how a hidden world differs for a task: which symbols and windows the task reads, the
+spikes that make a near-miss reading (a session late, a window one short or long) move, and for a
+yes/no task a reshaped tail that flips its answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from finevo.errors import InputError
+from finevo.market.provider import MarketProvider
+from finevo.market.snapshot import SymbolData
+from runner.inputs.tasks import Task
+from runner.judging.compare import compare
+from runner.judging.oracle import compute, expected_values
+from runner.judging.world_market import Market, Spike, readjust, requote, truncate
+
+_YEAR_LIKE = 1900
+
+
+# --------------------------------------------------------------------------- the task's reading
+def task_symbols(task: Task, extra_args: Iterable[Mapping[str, Any]], known: Iterable[str]) -> list[str]:
+    """Every symbol of ``known`` named in the task's oracle parameters and the given argument sets."""
+    recorded = set(known)
+    found: list[str] = []
+    for params in (task.oracle.params, task.intent.args, *extra_args):
+        for value in params.values():
+            for v in value if isinstance(value, list) else [value]:
+                if isinstance(v, str) and v in recorded and v not in found:
+                    found.append(v)
+    return found
+
+
+#: Parts of an argument's name that say it is a level or a date, not a count of sessions.
+_NOT_A_SPAN = ("threshold", "std", "year", "quarter", "level", "limit")
+
+
+def window_args(params: Mapping[str, Any]) -> dict[str, int]:
+    """The integer arguments that count sessions or periods (windows, spans, horizons)."""
+    return {k: int(v) for k, v in params.items()
+            if isinstance(v, int) and not isinstance(v, bool) and 2 <= v < _YEAR_LIKE
+            and not any(part in k.lower() for part in _NOT_A_SPAN)}
+
+
+# --------------------------------------------------------------------------- choosing spikes
+def _matches_any(task: Task, value: Any, expected: Mapping[str, Any]) -> bool:
+    return any(compare(value, exp, task.tolerance) is None for exp in expected.values())
+
+
+def _values(task: Task, market: Market, overrides: Mapping[str, Any]) -> dict[str, Any] | None:
+    try:
+        return expected_values(task, market, dict(overrides))
+    except InputError:
+        return None
+
+
+def _primary(task: Task, market: MarketProvider, overrides: Mapping[str, Any]) -> Any:
+    """The oracle's value under the task's first (primary) convention, or None when it has none."""
+    params = {**task.oracle.params, **task.conventions[0].params, **overrides}
+    try:
+        return compute(task.oracle.name, market, params)
+    except (InputError, LookupError, ValueError, TypeError, KeyError):
+        return None
+
+
+#: A yes/no task's argument sets tried for near misses: its own and its first probes (listed first).
+_BOOLEAN_ARGSETS = 5
+
+
+def near_misses(task: Task, market: Market, stale: Market | None,
+                argsets: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
+    """How many near-miss readings of the task ``market`` tells from every accepted convention, of
+    how many could be computed.
+
+    For the task's own arguments: the answer a session late (``stale``) and each window argument
+    one less and one more, each read the primary way. For a yes/no task, whose answer only moves
+    when a condition flips, also the answer a session late for each probe's arguments.
+    """
+    caught = tried = 0
+    argsets = argsets[:_BOOLEAN_ARGSETS] if task.output.type == "boolean" else argsets[:1]
+    for index, overrides in enumerate(argsets):
+        expected = _values(task, market, overrides)
+        if not expected:
+            continue
+        misses: list[Any] = []
+        if stale is not None:
+            misses.append(_primary(task, stale, overrides))
+        if index == 0:
+            params = {**task.oracle.params, **overrides}
+            for key, n in window_args(params).items():
+                misses += [_primary(task, market, {**overrides, key: other}) for other in (n - 1, n + 1) if other >= 1]
+        for miss in misses:
+            if miss is not None:
+                tried += 1
+                caught += not _matches_any(task, miss, expected)
+    return caught, tried
+
+
+def choose(task: Task, variants: Sequence[Market], symbols: Sequence[str],
+           argsets: Sequence[Mapping[str, Any]]) -> int:
+    """The index of the variant (first on ties) that tells the most near misses of ``task`` apart."""
+    if len(variants) < 2:
+        return 0
+    best, best_score = 0, -1
+    for index, variant in enumerate(variants):
+        market = Market([variant.data[s] for s in symbols if s in variant.data], variant.as_of)
+        sessions = market.sessions()
+        stale = truncate(market, sessions[-2]) if len(sessions) > 1 else None
+        score, tried = near_misses(task, market, stale, argsets)
+        if score > best_score:
+            best, best_score = index, score
+        if score == tried:  # nothing better is possible
+            break
+    return best
+
+
+def edge_spikes(windows: Sequence[int]) -> list[tuple[str, list[Spike]]]:
+    """The ``edge`` variants: a spike on the latest session (with bigger ones just outside each
+    window, so a window one session long moves too), or a small move of the latest session only
+    (a yes/no signal that flips on the latest bar), most often the best first."""
+    outside = sorted({n + 1 for n in windows})
+    return [("up", [Spike(1, True, 0.04)] + [Spike(b, True, 0.08) for b in outside]),
+            ("down", [Spike(1, False, 0.04)] + [Spike(b, True, 0.08) for b in outside]),
+            ("up-small", [Spike(1, True, 0.015)]),
+            ("down-small", [Spike(1, False, 0.015)])]
+
+
+def first_spikes(windows: Sequence[int]) -> list[tuple[str, list[Spike]]]:
+    """The ``as_of`` variants: a spike on the first session of every window and just outside it,
+    the further back the bigger, so for any window the first session holds the window's extreme
+    and the session before it a bigger one: a window one session short or long moves."""
+    backs = sorted({b for n in windows for b in (n, n + 1)})
+    if not backs:
+        return [("up", [Spike(1, True, 0.04)])]
+    step = 0.06 / len(backs)
+    return [(name, [Spike(b, up, 0.03 + step * i) for i, b in enumerate(backs)])
+            for name, up in (("up", True), ("down", False))]
+
+
+@dataclass(frozen=True)
+class Reshape:
+    """The last ``60 + window`` closes of a symbol redrawn: ``60`` sessions moving by ``-lead`` a
+    session (a fraction: 0.01 = 1 % down), then the last ``window`` sessions, of which the first
+    ``dip_len`` sit ``dip`` below where the lead ended and the rest move by ``-drift`` a session;
+    Volume over the last ``window`` sessions ramps to ``1 + volume`` times itself. Such a tail can
+    hold a signal on the latest bar only (``MA5 > MA20`` and ``RSI < 30``: a dip that lifts the
+    short average over the long one while a long decline keeps the RSI low)."""
+
+    window: int
+    lead: float
+    dip: float
+    dip_len: int
+    drift: float
+    volume: float
+
+    #: Sessions of the lead-in before the window.
+    LEAD = 60
+
+    def label(self) -> str:
+        dip = f"{-self.dip:+.0%} for {self.dip_len} sessions, then " if self.dip_len else ""
+        volume = f"; volume {self.volume:+.0%} over the last {self.window}" if self.volume else ""
+        return (f"last {self.LEAD + self.window} closes redrawn: {-self.lead:+.1%} a session, then over the last "
+                f"{self.window} {dip}{-self.drift:+.1%} a session{volume}")
+
+    def closes(self, start: float) -> np.ndarray:
+        lead = start * (1.0 - self.lead) ** np.arange(1, self.LEAD + 1)
+        window = lead[-1] * (1.0 - self.drift) ** np.arange(0, self.window)
+        window[:self.dip_len] = lead[-1] * (1.0 - self.dip)
+        return np.concatenate([lead, window])
+
+
+def reshape(market: Market, shape: Reshape, symbols: Iterable[str], *, quotes: bool = True) -> Market:
+    """``market`` with the last bars of each of ``symbols`` redrawn by ``shape`` (bars stay
+    consistent: each whole bar is scaled to its new close, and ``Adj Close`` is recomputed);
+    ``quotes=False`` leaves ``info`` / ``fast_info`` as they were (a search that reads bars only)."""
+    chosen = set(symbols)
+    data = []
+    for item in market.data.values():
+        raw = item.history
+        span = shape.LEAD + shape.window
+        if item.symbol not in chosen or span >= len(raw):
+            data.append(item)
+            continue
+        raw = raw.copy()
+        n = len(raw)
+        close = raw["Close"].to_numpy(dtype=float)
+        ratios = np.ones(n)
+        ratios[n - span:] = shape.closes(float(close[n - span - 1])) / close[n - span:]
+        for column in ("Open", "High", "Low", "Close"):
+            raw[column] = (raw[column].to_numpy(dtype=float) * ratios).round(2)
+        if shape.volume and "Volume" in raw.columns:
+            ramp = np.ones(n)
+            ramp[n - shape.window:] = 1.0 + shape.volume * np.arange(1, shape.window + 1) / shape.window
+            raw["Volume"] = np.maximum(1, np.round(raw["Volume"].to_numpy(dtype=float) * ramp)).astype("int64")
+        bent = SymbolData(item.symbol, readjust(raw), item.income_yearly, item.income_quarterly, item.info,
+                          item.fast_info)
+        data.append(requote(bent, market.as_of) if quotes else bent)
+    return Market(data, market.as_of)
+
+
+def reshapes(windows: Sequence[int]) -> Iterable[Reshape]:
+    """The tails tried for a flip, in a fixed order: the task's longest window first, no dip first
+    (then dips below where a lead-in ends), flat volume first."""
+    for window in sorted({max(2, n) for n in windows} or {20}, reverse=True):
+        for dip, dip_len in ((0.0, 0), (0.1, 3), (0.1, 5), (0.2, 3), (-0.1, 3)):
+            for lead in (0.0, 0.01, -0.01, 0.02):
+                for drift in (0.002, -0.002, 0.005, -0.005, 0.01):
+                    for volume in (0.0, -0.6, 1.0):
+                        yield Reshape(window, lead, dip, dip_len, drift, volume)
+
+
+def flip_market(task: Task, market: Market, symbols: Sequence[str], answer: Any,
+                budget: int = 400) -> tuple[Market, Reshape] | None:
+    """A reshaping of ``market`` (of the task's ``symbols`` only) in which the oracle's answer for the
+    task's own arguments is not ``answer``; None when none of the first ``budget`` shapes flips it."""
+    own = Market([market.data[s] for s in symbols if s in market.data], market.as_of)
+    windows = list(window_args({**task.oracle.params, **task.intent.args}).values())
+    for tried, shape in enumerate(reshapes(windows)):
+        if tried >= budget:
+            break
+        candidate = reshape(own, shape, symbols, quotes=False)  # the oracle reads bars only
+        value = _primary(task, candidate, {})
+        if value is not None and value != answer:
+            return reshape(market, shape, symbols), shape
+    return None

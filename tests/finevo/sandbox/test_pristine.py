@@ -1,0 +1,99 @@
+"""A tool's child is forked from a state that never held another run's code, value or output.
+
+The scanner tool reads its own whole address space (``/proc/self/mem``, readable here because the
+test sandbox adds ``/proc`` to the read roots) and looks for a token an earlier tool returned and
+printed. The token never appears literally in any code: the earlier tool builds it from its
+reversed argument. The scanner proves it can see what is in its memory by finding a token of its
+own, built the same way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from collections.abc import Iterator
+
+import pytest
+
+from finevo.sandbox import Limits, confine
+from finevo.sandbox.backends import WarmSandbox
+
+SUPPORT = confine.kernel_support()
+pytestmark = [pytest.mark.timeout(300),
+              pytest.mark.skipif(SUPPORT["landlock_abi"] <= 0 or not SUPPORT["seccomp"],
+                                 reason=f"this kernel lacks Landlock or seccomp: {SUPPORT}")]
+LIMITS = Limits(timeout_s=30.0, cpu_s=20, memory_mb=1024)
+
+EARLIER = ("def run(reversed_token: str) -> str:\n"
+           "    token = reversed_token[::-1]\n"
+           "    print('stdout of the earlier run:', token)\n"
+           "    return token\n")
+#: Reports the SHA-256 of every ``EARLIER-<32 hex>`` / ``OWNTOK-<32 hex>`` string in its memory, so
+#: it never holds the earlier token itself; its own token is built at run time.
+SCANNER = ("import hashlib, os, re\n\n\ndef scan() -> dict:\n"
+           "    own = 'OWNTOK-' + os.urandom(16).hex()\n"
+           "    pattern = re.compile(rb'(?:EARLIER|OWNTOK)-[0-9a-f]{32}')\n"
+           "    found = set()\n"
+           "    with open('/proc/self/maps') as maps, open('/proc/self/mem', 'rb', buffering=0) as mem:\n"
+           "        for line in maps:\n"
+           "            fields = line.split()\n"
+           "            if fields[1][0] != 'r' or (len(fields) > 5 and fields[5] in ('[vvar]', '[vsyscall]')):\n"
+           "                continue\n"
+           "            start, end = (int(x, 16) for x in fields[0].split('-'))\n"
+           "            try:\n"
+           "                mem.seek(start)\n"
+           "                chunk = mem.read(end - start)\n"
+           "            except (OSError, ValueError, OverflowError):\n"
+           "                continue\n"
+           "            found.update(hashlib.sha256(m.group()).hexdigest() for m in pattern.finditer(chunk))\n"
+           "    return {'own': hashlib.sha256(own.encode()).hexdigest(), 'found': sorted(found)}\n")
+
+
+@pytest.fixture(scope="module")
+def box() -> Iterator[WarmSandbox]:
+    with WarmSandbox(None, policy=False, extra_read_roots=["/proc"]) as sandbox:
+        yield sandbox
+
+
+def test_a_tool_cannot_find_an_earlier_tools_value_in_its_memory(box: WarmSandbox) -> None:
+    earlier = f"EARLIER-{secrets.token_hex(16)}"
+    first = box.run_kernel_only(EARLIER, "run", {"reversed_token": earlier[::-1]}, LIMITS)
+    assert first.status == "ok" and first.value == earlier, first
+    again = box.run_kernel_only(EARLIER, "run", {"reversed_token": f"OTHER-{secrets.token_hex(16)}"[::-1]}, LIMITS)
+    assert again.status == "ok", again
+    scan = box.run_kernel_only(SCANNER, "scan", {}, LIMITS)
+    assert scan.status == "ok", scan
+    # its own token (built at run time) proves the scan sees its memory; the earlier one is absent
+    assert scan.value["own"] in scan.value["found"], scan.value
+    assert hashlib.sha256(earlier.encode()).hexdigest() not in scan.value["found"]
+
+
+def test_a_hidden_world_run_sees_its_own_world_only(tmp_path_factory: pytest.TempPathFactory) -> None:
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from finevo.paths import snapshot_dir
+    from finevo.sandbox.selftest import default_base_dir
+
+    # not under /tmp: the worker's private /tmp would hide the worlds
+    worlds = Path(tempfile.mkdtemp(prefix="finevo-worlds-", dir=default_base_dir()))
+    try:
+        for name in ("w1", "w2"):
+            shutil.copytree(snapshot_dir(), worlds / name)
+        code = ("import os\n\n\ndef probe(worlds: str) -> dict:\n    seen = {}\n"
+                "    for name, path in (('own', 'w1/manifest.json'), ('sibling', 'w2/manifest.json')):\n"
+                "        try:\n            with open(os.path.join(worlds, path)) as handle:\n"
+                "                seen[name] = len(handle.read()) > 0\n"
+                "        except OSError:\n            seen[name] = False\n"
+                "    try:\n        seen['listing'] = sorted(os.listdir(worlds))\n"
+                "    except OSError:\n        seen['listing'] = None\n    return seen\n")
+        with WarmSandbox(snapshot_dir(), policy=False) as sandbox:
+            result = sandbox.run_kernel_only(code, "probe", {"worlds": str(worlds)}, LIMITS,
+                                             snapshot_dir=str(worlds / "w1"))
+            again = sandbox.run_kernel_only(code, "probe", {"worlds": str(worlds)}, LIMITS,
+                                            snapshot_dir=str(worlds / "w2"))
+        assert result.status == "ok" and result.value == {"own": True, "sibling": False, "listing": None}, result
+        assert again.status == "ok" and again.value == {"own": False, "sibling": True, "listing": None}, again
+    finally:
+        shutil.rmtree(worlds, ignore_errors=True)
