@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from finevo.errors import DeadlineExceeded, LLMRateLimitError, PredictionMissingError
+from finevo.errors import DeadlineExceeded, InputError, LLMRateLimitError, PredictionMissingError
 from finevo.market.snapshot import load_snapshot
 from finevo.outcome import Attempt, LLMUsage, Outcome
 from finevo.question import Question, SecurityQuestion
@@ -81,6 +81,15 @@ def wrong_value(value: Any) -> Any:
     return None
 
 
+def _right(task_id: str, args: dict[str, Any], snapshot_dir: str | None) -> ExecutionResult:
+    """What a right tool returns for ``args``: the oracle's value, or, where the oracle has none (a
+    lookback beyond the data), a clear error, as a right tool raises."""
+    try:
+        return ExecutionResult(status="ok", value=answer_for(task_id, args, snapshot_dir))
+    except InputError as exc:
+        return ExecutionResult(status="exception", error_type="ValueError", error_message=str(exc).split(": ")[-1])
+
+
 class FakeSandbox:
     def __init__(self) -> None:
         self.closed = threading.Event()
@@ -100,10 +109,9 @@ class FakeSandbox:
             path = code.split("LEAK_FILE:")[1].split()[0]
             return ExecutionResult(status="ok", value=Path(path).read_text())
         if "# base-only " in code and args is not None:  # right on the bundled snapshot only
-            return ExecutionResult(status="ok", value=answer_for(code.split("# base-only ")[1].split()[0], args))
+            return _right(code.split("# base-only ")[1].split()[0], args, None)
         if "# answers " in code and args is not None:  # a right tool re-run on a probe
-            return ExecutionResult(status="ok", value=answer_for(code.split("# answers ")[1].split()[0], args,
-                                                                 snapshot_dir))
+            return _right(code.split("# answers ")[1].split()[0], args, snapshot_dir)
         if "FORGE" in code:  # a sandbox that failed: the tool's forged record was taken as its result
             return ExecutionResult(status="ok", value=FORGED_VALUE)
         if "LEAK_ENV" in code:
