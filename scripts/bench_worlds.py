@@ -56,9 +56,8 @@ class _InProcess:
 
     def run(self, code: str, entry: str, call: dict[str, Any], limits: Limits,
             snapshot_dir: str | None = None) -> ExecutionResult:
-        from finevo.sandbox.normalize import to_plain
-
         from finevo.market import replay
+        from finevo.normalize import TOOL, normalize
 
         where = str(snapshot_dir or self.data)
         if where not in self._loaded:
@@ -73,10 +72,10 @@ class _InProcess:
         try:
             namespace: dict[str, Any] = {"__name__": "tool"}
             exec(compile(code, "<tool>", "exec"), namespace)  # the repository's own reference tools
-            value = namespace[entry](**call)
+            value = normalize(namespace[entry](**call), TOOL)  # as the sandbox's harness does
         except Exception as exc:
             return ExecutionResult(status="exception", error_type=type(exc).__name__, error_message=str(exc)[:500])
-        return ExecutionResult(status="ok", value=to_plain(value))
+        return ExecutionResult(status="ok", value=value)
 
     def close(self) -> None:
         from finevo.market import replay

@@ -223,7 +223,7 @@ def _gate_file() -> str:
     cannot exist when the gate is not installed here."""
     import importlib.util
 
-    spec = importlib.util.find_spec("runner.oracle") if importlib.util.find_spec("runner") else None
+    spec = importlib.util.find_spec("runner.judging.oracle") if importlib.util.find_spec("runner") else None
     return spec.origin if spec is not None and spec.origin else "/nonexistent-finevo-gate/oracle.py"
 
 

@@ -24,8 +24,9 @@ Canary = Literal["env_secret", "file_read", "file_write", "file_delete", "networ
                  "resource", "forge_result", "signal", "persistence", "none"]
 Expect = Literal["policy", "runtime"]
 CANARIES: tuple[str, ...] = get_args(Canary)
-#: The value every ``forge_result`` payload tries to pass off as its result (each really returns
-#: something else): a run that reports it has accepted a forged record.
+#: The value a ``forge_result`` payload tries to pass off as its result (each really returns
+#: something else): a run that reports it has accepted a forged record. The other forges
+#: (technique ``claim-*``) fake a containment layer's signs instead: an exception's words, a signal.
 FORGED_VALUE = 123.45
 EXPECTS: tuple[str, ...] = get_args(Expect)
 

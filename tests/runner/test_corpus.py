@@ -130,10 +130,12 @@ def test_payload_defines_its_entry_and_uses_only_known_placeholders(payload: Pay
     assert payload.entry in names
 
 
-def test_forge_payloads_all_forge_the_value_the_sandbox_test_looks_for() -> None:
+def test_forge_payloads_all_forge_what_the_sandbox_test_looks_for() -> None:
+    # A forge either passes off FORGED_VALUE as its result or claims a containment layer it was
+    # not stopped by (technique ``claim-*``: the sandbox tests check no such layer is reported).
     for p in PAYLOADS:
         if p.canary == "forge_result":
-            assert repr(FORGED_VALUE) in p.code, p.id
+            assert repr(FORGED_VALUE) in p.code or p.technique.startswith("claim-"), p.id
 
 
 def test_runtime_payloads_target_runtime_canaries() -> None:

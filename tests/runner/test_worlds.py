@@ -703,20 +703,22 @@ def test_the_shim_serves_no_field_that_tells_generated_data_from_recorded(env: E
 
 
 @pytest.mark.slow
-def test_the_reference_tools_pass_in_every_world_of_300_seeds() -> None:
-    """The self-check must hold in every world a run may draw: 300 seeds, each with its own probes
-    drawn across the argument space and its own as-of day, every reference tool passing everywhere
-    (the reference tools run in process on the replay shim: their values, not their confinement,
-    are what is proven here)."""
+@pytest.mark.timeout(1800)
+def test_the_reference_tools_pass_in_every_world_of_20_seeds() -> None:
+    """The self-check must hold in every world a run may draw: 20 seeds here (about 5 s each), each
+    with its own probes drawn across the argument space and its own as-of day, every reference tool
+    passing everywhere (the reference tools run in process on the replay shim: their values, not
+    their confinement, are what is proven here). The wider sweep is a bench, not a test:
+    ``python scripts/bench_worlds.py --seeds 1-300 --in-process`` (about 25 minutes on 2 cores)."""
     import subprocess
     import sys
 
     script = Path(__file__).resolve().parents[2] / "scripts" / "bench_worlds.py"
-    done = subprocess.run([sys.executable, str(script), "--seeds", "1-300", "--in-process"],
-                          capture_output=True, text=True, timeout=4 * 3600, check=False)
+    done = subprocess.run([sys.executable, str(script), "--seeds", "1-20", "--in-process"],
+                          capture_output=True, text=True, timeout=3600, check=False)
     failing = [line for line in done.stdout.splitlines() if line.startswith("  ")]
     assert done.returncode == 0, (done.stderr[-2000:], failing[:20])
-    assert sum(line.startswith("seed ") for line in done.stdout.splitlines()) == 300
+    assert sum(line.startswith("seed ") for line in done.stdout.splitlines()) == 20
 
 
 def test_no_as_of_world_holds_an_ex_date_a_whole_number_of_years_before_it(env: Env) -> None:
