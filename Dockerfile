@@ -57,12 +57,15 @@ RUN /opt/build/bin/pip wheel --no-deps --no-build-isolation --no-index --wheel-d
  && /opt/venv/bin/pip check \
  && /opt/venv/bin/finevo-verify --help >/dev/null
 
-# Lean venv: no installer, no bundled test suites of numpy/pandas. Bytecode stays: every
-# sandboxed tool run imports pandas afresh, and the venv is read-only at run time.
+# Lean venv: no installer, no bundled test suites of numpy/pandas. Bytecode stays (the venv is
+# read-only at run time) except openai's (14 MB): only a live run imports the SDK, once per
+# process, where compiling it (about 0.6 s) is small against the LLM calls; reference, replay and
+# predictions runs and every sandboxed tool never import it (finevo/llm/providers.py).
 RUN /opt/venv/bin/pip uninstall --yes --quiet setuptools wheel pip \
  && for pkg in numpy pandas; do \
         find /opt/venv/lib -path "*/site-packages/$pkg/*" -type d -name tests -prune -exec rm -rf {} + ; \
-    done
+    done \
+ && find /opt/venv/lib -path "*/site-packages/openai/*" -type d -name __pycache__ -prune -exec rm -rf {} +
 
 # Last, so that a new id never invalidates the layers above.
 ARG FINEVO_BUILD_ID=""

@@ -46,7 +46,6 @@ from finevo.errors import CassetteMissError, InputError, PredictionMissingError,
 from finevo.inputs import iter_jsonl
 from finevo.llm.base import ChatReply, ChatRequest, LLMProvider
 from finevo.llm.cassette import Cassette, request_key
-from finevo.llm.client import OpenAIChatClient
 from finevo.outcome import LLMUsage
 from finevo.paths import reference_dir as default_reference_dir
 from finevo.settings import Settings
@@ -223,6 +222,10 @@ def make_provider(spec: str | None, settings: Settings, *, reference_dir: str | 
             raise ProviderNotConfigured(
                 "--llm live needs an endpoint: set FINEVO_LLM_API_KEY / OPENAI_API_KEY for a hosted API, or "
                 f"FINEVO_LLM_BASE_URL / OPENAI_BASE_URL for a local OpenAI-compatible server; {OFFLINE_HINT}")
+        # Imported here: only a live run needs the openai SDK (a reference, replay or predictions run
+        # never pays for importing it, and the image ships it without bytecode: see Dockerfile).
+        from finevo.llm.client import OpenAIChatClient
+
         client: LLMProvider = OpenAIChatClient(
             base_url=settings.base_url, api_key=settings.api_key, model=settings.model,
             temperature=settings.temperature, timeout=settings.timeout, max_retries=settings.max_retries,
