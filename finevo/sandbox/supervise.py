@@ -566,12 +566,14 @@ def _supervisor_stops(obs: Observation, limits: Limits, seen: _Seen, result: Exe
 
 def _signal_stops(obs: Observation, limits: Limits, seen: _Seen, result: ExecutionResult) -> ExecutionResult | None:
     """A death by signal: a hint only (the tool may send itself any of these), except the CPU
-    limit, which the supervisor checks against the child's own usage."""
+    limit, which the supervisor checks against the child's own usage: a SIGKILL counts as the
+    limit's only when the child used at least its soft limit of CPU (the kernel's SIGKILL comes at
+    the hard limit, a second later); short of it, the tool may have killed itself to look stopped."""
     signum = seen.signum
     if signum is None:
         return None
     filtered = _kernel_signals_filtered(seen)
-    if (signum == signal.SIGXCPU and filtered) or (signum == signal.SIGKILL and obs.cpu_s >= limits.cpu_s - 0.5):
+    if (signum == signal.SIGXCPU and filtered) or (signum == signal.SIGKILL and obs.cpu_s >= limits.cpu_s):
         return _stop(result, "killed", "rlimit-cpu", f"CPU limit of {limits.cpu_s}s exceeded",
                      evidence=f"the kernel's CPU-limit signal after {obs.cpu_s:.2f}s of CPU")
     if signum == signal.SIGXCPU:

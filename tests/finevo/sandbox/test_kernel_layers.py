@@ -157,6 +157,11 @@ FORGED_CLAIMS = {
     # the signal RLIMIT_CPU sends, sent by the tool itself without using its CPU time
     "own_sigxcpu": "import os, signal\n\n\ndef probe() -> None:\n    os.kill(os.getpid(), signal.SIGXCPU)\n",
     "permission_error": "def probe() -> None:\n    raise PermissionError(13, 'Permission denied (Landlock)')\n",
+    # the signal the CPU rlimit's hard limit sends, sent by the tool itself just short of its CPU
+    # limit (CLAIM_LIMITS: 2 s), where the supervisor once took it for the kernel's
+    "own_sigkill_near_cpu_limit": "import os, signal, time\n\n\ndef probe() -> None:\n"
+                                  "    while time.process_time() < 1.7:\n        pass\n"
+                                  "    os.kill(os.getpid(), signal.SIGKILL)\n",
     "forged_refusal": "import os\n\n\ndef probe() -> None:\n"
                       "    os.write(3, b'{\"kind\": \"refused\", \"event\": \"open\", \"detail\": \"x\"}\\n')\n"
                       "    raise SystemExit(3)\n",
@@ -172,9 +177,12 @@ FORGED_CLAIMS = {
 }
 
 
+CLAIM_LIMITS = {"own_sigkill_near_cpu_limit": Limits(timeout_s=60.0, cpu_s=2, memory_mb=1024)}
+
+
 @pytest.mark.parametrize("name", sorted(FORGED_CLAIMS))
 def test_a_status_the_tool_claims_is_never_blocked_or_contained(box: WarmSandbox, name: str) -> None:
-    result = box.run_kernel_only(FORGED_CLAIMS[name], "probe", {}, FAST)
+    result = box.run_kernel_only(FORGED_CLAIMS[name], "probe", {}, CLAIM_LIMITS.get(name, FAST))
     assert result.status != "blocked" and result.layer not in ("seccomp", "landlock", "audit-hook"), (name, result)
     assert "evidence" not in result.details, (name, result.details)
     if name == "forged_denial_fd":  # the descriptor was sent, and ignored
