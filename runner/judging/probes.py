@@ -290,10 +290,10 @@ def range_probes(task: Task, provider: MarketProvider, rng: Random, taken: list[
                                      reason=f"drawn from the argument space: {_words(args)}, far from the task's own"))
                     taken.append(args)
                     break
-        beyond = _beyond(d, key, value)
-        if beyond is not None and beyond.args not in taken:
-            out.append(beyond)
-            taken.append(beyond.args)
+        for refused in (_beyond(d, key, value), _edge(d, key, value), _other_length(d, key, value)):
+            if refused is not None and refused.args not in taken:
+                out.append(refused)
+                taken.append(refused.args)
     return out
 
 
@@ -326,17 +326,58 @@ def _range_candidates(d: _Deriver, key: str, value: Any, rng: Random) -> list[li
     return []
 
 
+#: Sessions in a year, to turn the data's length into a lookback counted in years.
+_SESSIONS_PER_YEAR = 252
+
+
 def _beyond(d: _Deriver, key: str, value: Any) -> Probe | None:
-    """A lookback far beyond what the data holds, when no accepted reading can answer it."""
-    if key != "days" or not isinstance(value, int) or isinstance(value, bool):
+    """A lookback (sessions, days, an indicator's window or years) far beyond what the data holds,
+    when no accepted reading can answer it: a tool that answers from fewer data than asked fails."""
+    if key not in LOOKBACKS or not isinstance(value, int) or isinstance(value, bool):
         return None
     sessions = max((len(d.provider.history(s)) for s in d.symbols), default=0)
-    args = {key: max(value * 2, sessions * BEYOND_DATA)}
+    span = -(-sessions // _SESSIONS_PER_YEAR) if key == "years" else sessions
+    args = {key: max(value * 2, span * BEYOND_DATA)}
     if d.expected(args, bounded=False) is not None:
         return None
     return Probe(args=args, oracle_params=args, expect_error=True,
                  reason=f"drawn from the argument space: {_words(args)} reaches far beyond the data, so "
                         "the tool must raise a clear error, never answer from fewer data")
+
+
+#: How many years back from the task's own :func:`_edge` looks for the first the data cannot answer.
+EDGE_YEARS = 10
+
+
+def _edge(d: _Deriver, key: str, value: Any) -> Probe | None:
+    """For a year: the latest earlier one no accepted reading can answer (the data's edge, where a
+    year may hold only some of its quarters): a tool that answers there from another period, or
+    from whatever columns the year has, fails; it must raise."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < _YEAR_LIKE:
+        return None
+    for year in range(value - 1, value - EDGE_YEARS - 1, -1):
+        args = {key: year}
+        if d.expected(args, bounded=False) is None:
+            return Probe(args=args, oracle_params=args, expect_error=True,
+                         reason=f"the data's edge: {_words(args)} is the latest earlier year the data cannot "
+                                "answer, so the tool must raise a clear error, never answer from another period")
+    return None
+
+
+def _other_length(d: _Deriver, key: str, value: Any) -> Probe | None:
+    """For a list of symbols: one of another length no accepted reading can answer (a pair measure
+    asked of three): a tool that silently uses the first items fails; it must raise."""
+    if not (isinstance(value, list) and value and all(isinstance(v, str) and v in d.symbols for v in value)):
+        return None
+    extra = [s for s in d.symbols if s not in value]
+    if not extra:
+        return None
+    args = {key: [*value, extra[0]]}
+    if d.expected(args, bounded=False) is not None:
+        return None
+    return Probe(args=args, oracle_params=args, expect_error=True,
+                 reason=f"drawn from the argument space: {_words(args)} is a list the task's measure does not "
+                        "take, so the tool must raise a clear error, never answer from part of it")
 
 
 def probes_for(task: Task, provider: MarketProvider, seed: int | None = None,
