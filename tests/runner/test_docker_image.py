@@ -20,6 +20,7 @@ import pytest
 from junitparser import Error, Failure, JUnitXml
 
 from runner.cli import main
+from runner.inputs.corpus import load_payloads
 from runner.launcher import container as dl
 from runner.reports import document
 from tests.support import docker_env as de
@@ -200,6 +201,64 @@ def test_kernel_layers_are_active_inside_the_container(image: Any, tmp_path: Pat
     else:  # the supervisor's record of the seccomp denial: evidence the tool cannot fake
         assert run["status"] == "blocked" and run["layer"] == layer and run["evidence"], run
     assert "root:x:0:0" not in proc.stdout
+
+
+#: Run inside the image: every payload of the corpus with the policy off (the kernel layers alone),
+#: judged by the gate's own tripwires (runner.execution.payloads: the secret in the gate's
+#: environment, a canary file and directory, a listener on 127.0.0.1). One JSON line a payload.
+CORPUS_OFF = """
+import dataclasses, json, tempfile
+from pathlib import Path
+
+from finevo.sandbox import create_sandbox
+from finevo.sandbox.selftest import default_base_dir
+from runner.execution.payloads import Canaries, run_payload
+from runner.inputs.corpus import load_payloads
+
+
+class KernelOnly:
+    def __init__(self, box):
+        self.box = box
+
+    def run(self, code, entry, args=None, limits=None, **_):
+        return self.box.run_kernel_only(code, entry, args or {}, limits)
+
+
+canaries = Canaries(Path(tempfile.mkdtemp(dir=default_base_dir())) / "canary")
+with create_sandbox(None, backend="warm") as box:
+    print(json.dumps({"layers": box.layers()}), flush=True)
+    for payload in load_payloads():
+        result = run_payload(KernelOnly(box), payload, canaries)
+        print(json.dumps({k: str(v) for k, v in dataclasses.asdict(result).items()}), flush=True)
+canaries.close()
+"""
+
+
+def test_policy_off_the_kernel_layers_contain_every_payload_inside_the_image(image: Any, tmp_path: Path) -> None:
+    # The image as documented (its own user, Docker's default seccomp profile, no network): the
+    # fourth setting of the corpus, beside root, unprivileged and unprivileged-no-unshare on the host.
+    script = tmp_path / "scripts" / "corpus_off.py"
+    script.parent.mkdir()
+    script.write_text(CORPUS_OFF, encoding="utf-8")
+    script.parent.chmod(0o755)
+    script.chmod(0o644)
+    proc = de.docker_cli("run", "--rm", "--init", "--network", "none", "-v", f"{script.parent}:/scripts:ro",
+                         "--entrypoint", "/opt/venv/bin/python", de.TEST_IMAGE, "/scripts/corpus_off.py",
+                         timeout=1500)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    layers = lines[0]["layers"]
+    assert layers["landlock"] and layers["seccomp"], layers
+    results = lines[1:]
+    assert [r["payload_id"] for r in results] == [p.id for p in load_payloads()]
+    # With the policy off the tool shares its process with the harness, so the value it returns is
+    # its own to choose (a forged value is no breach there, as on the host); every tripwire must hold.
+    forges = {p.id for p in load_payloads() if p.canary == "forge_result"}
+    failed = [(r["payload_id"], r["state"], r["reason"]) for r in results
+              if r["state"] not in ("blocked", "contained")
+              and not (r["payload_id"] in forges and r["reason"].startswith("the forged result"))]
+    assert not failed, failed
+    assert "seccomp" in {r["layer"] for r in results if r["state"] == "blocked"}   # refused on evidence, not idle
 
 
 def _wrong_prediction(preds: Path) -> Path:
