@@ -32,7 +32,7 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=_usage(parser))
 
     info = verbs.add_parser("info", help="describe and verify a snapshot")
-    info.add_argument("--data", metavar="DIR", help=f"snapshot directory (default {snapshot_dir()})")
+    info.add_argument("--data", metavar="DIR", help="snapshot directory (default: the bundled snapshot)")
     info.set_defaults(func=run_info)
 
     refresh = verbs.add_parser("refresh", help="record a real snapshot through yfinance (needs network)")

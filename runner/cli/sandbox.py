@@ -45,7 +45,7 @@ def register(subparsers: Any) -> None:
     check.add_argument("file", metavar="FILE", help="the tool module (.py)")
     check.add_argument("--run", metavar="ENTRY", help=f"function to call ({SELF_TEST} = self-test block)")
     check.add_argument("--args", metavar="JSON", default="{}", help="keyword arguments as a JSON object")
-    check.add_argument("--data", metavar="DIR", help=f"market snapshot (default {snapshot_dir()})")
+    check.add_argument("--data", metavar="DIR", help="market snapshot directory (default: the bundled snapshot)")
     check.add_argument("--backend", choices=choices(SandboxBackend), default=SandboxBackend.WARM.value,
                        help=f"sandbox backend (default {SandboxBackend.WARM})")
     check.add_argument("--timeout", metavar="S", type=float, default=30.0, help="wall-clock limit in seconds")

@@ -19,6 +19,7 @@ def _script():  # type: ignore[no-untyped-def]
 def test_the_cli_reference_page_is_what_the_parsers_print() -> None:
     page = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
     assert page == _script().render(), "docs/cli.md is stale: run python scripts/cli_reference.py"
+    assert str(ROOT) not in page  # the same page from every checkout: no help text names a local path
 
 
 def test_the_page_lists_every_verb_and_every_run_flag() -> None:
