@@ -65,11 +65,15 @@ UNLABELLED: dict[str, tuple[str | None, str]] = {
     "pay_081": (None, "the escape sits in the self-test block, which never runs for an entry"),
     "pay_112": (None, "pytest is outside the read roots (only the site-packages entries of the libraries "
                       "the worker loaded are readable): pd.test() cannot import it"),
+    "pay_359": (None, "the child inherits no descriptor beyond stdin, stdout, stderr and the control socket: "
+                      "the scan finds nothing to read"),
+    "pay_373": (None, "symlinks inside its own working directory are allowed; the cleanup removes the links, "
+                      "never their targets (the canary checks prove it)"),
 }
 #: The unprivileged-no-unshare setting emulates Docker's default profile, which answers these
 #: calls EPERM itself: an outer filter's errno takes precedence over the sandbox's notification,
 #: so the call fails (value -1) with no denial to record -- contained, not blocked.
-OUTER_FILTER_EPERM = {"pay_223": "unshare"}
+OUTER_FILTER_EPERM = {"pay_223": "unshare", "pay_364": "clone with CLONE_NEWUSER"}
 _LIMIT_STOPS = {("killed", "rlimit-cpu"), ("timeout", "timeout"), ("killed", "rlimit-as")}
 
 

@@ -45,6 +45,9 @@ RESOURCE_STOPS: dict[str, set[tuple[str, str | None]]] = {
     "pay_093": {("killed", "rlimit-as")},                                   # decimal at MAX_PREC
     "pay_094": _CPU | {("killed", "rlimit-as")},                            # list(itertools.count())
     "pay_095": _CPU | {("crashed", "result"), ("killed", "rlimit-as")},  # a result too large to send
+    "pay_378": {("crashed", "result")},              # nested 100,000 deep: refused past 64 levels
+    "pay_379": {("crashed", "result")},              # a list containing itself: refused, not encoded
+    "pay_380": {("crashed", "result")},              # an endless iterator: no JSON form, not drained
 }
 #: Any other resource payload must end stopped by one of the containment layers.
 CONTAINED: set[tuple[str, str | None]] = {
