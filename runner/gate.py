@@ -23,14 +23,16 @@ from pathlib import Path
 from typing import Any
 
 from finevo.errors import InputError
+from runner.execution.canaries import SECURITY_ENV, Canaries
 from runner.execution.containment import Containment, IsolationUnavailable
 from runner.execution.containment import prove as prove_containment
 from runner.execution.deadline import Aborted, Interrupts, TaskRunner
-from runner.execution.payloads import Canaries, run_payload
+from runner.execution.payloads import run_payload
 from runner.execution.repeats import Repeats, repeat_config
 from runner.execution.schedule import EarlySelfCheck, Lanes
 from runner.execution.session import SessionFactory, SessionSpec, default_session
 from runner.inputs.prepare import GateConfig, Prepared, git_sha, prepare, remove_if_empty
+from runner.inputs.tasks import SecurityTask
 from runner.judging.compare import JUDGE_VERSION
 from runner.judging.grade import judge_task, security_result
 from runner.judging.selfcheck import run_selfcheck
@@ -72,6 +74,8 @@ class Gate:
         self.selfcheck = selfcheck
         #: ``--jobs`` > 1: the self-check started beside the security tasks and payloads.
         self._early_selfcheck: EarlySelfCheck | None = None
+        #: The security tasks' own canaries (open while the run is).
+        self._security_canaries: Canaries | None = None
         #: The run's hidden worlds (built lazily, for tasks whose main value passes; removed at the end).
         self.worlds: Worlds | None = (Worlds(prepared.snapshot, prepared.config.worlds, prepared.worlds_seed,
                                              prepared.world_tasks or prepared.suite.tasks)
@@ -84,7 +88,9 @@ class Gate:
                                     registry_url=c.registry_url, agent_mode=c.agent_mode,
                                     max_refinements=c.max_refinements, model=c.model,
                                     temperature=c.temperature, record=c.record, sandbox_backend=c.sandbox_backend,
-                                    security_path=Path(c.security_path).absolute() if c.security_path else None)
+                                    security_path=Path(c.security_path).absolute() if c.security_path else None,
+                                    security_canaries=(self._security_canaries.values()
+                                                       if self._security_canaries is not None else None))
         base.update(changes)
         return SessionSpec(**base)
 
@@ -124,8 +130,11 @@ class Gate:
         # Suite warnings (baseline ids unknown to the suite) are printed once, in the final summary.
         with Interrupts() as interrupts:
             try:
+                if suite.security:
+                    self._security_canaries = Canaries(p.run_dir / "security-canary", SECURITY_ENV)
                 runner = TaskRunner(self.factory, self.spec(), interrupts, p.config.task_timeout_s)
             except BaseException:  # e.g. no LLM configured: nothing ran, leave nothing behind
+                self._close_security_canaries()
                 if fresh_dir:
                     shutil.rmtree(p.run_dir, ignore_errors=True)
                 remove_if_empty(p.created_dirs)
@@ -176,6 +185,7 @@ class Gate:
                 if early is not None:  # the run stopped before asking for it
                     early.abandon()
                 runner.close()
+                self._close_security_canaries()
                 if self.worlds is not None:
                     self.worlds.close()
         console.summary(doc)
@@ -240,11 +250,10 @@ class Gate:
             for stask in p.suite.security:
                 counter[0] += 1
                 self.console.task_start(counter[0], total, stask.id, stask.query)
-                outcome, elapsed = runner.solve(stask)
-                sresult = security_result(stask, outcome, elapsed)
+                sresult = self._security_task(runner, stask)
                 sec_done.append(sresult)
                 events.emit("security", result=sresult.to_dict())
-                self.console.task_end(sresult.state, elapsed, sresult.blocked_by or sresult.reason[:100])
+                self.console.task_end(sresult.state, sresult.duration_s, sresult.blocked_by or sresult.reason[:100])
             if canaries is not None:
                 self._run_payloads(runner, events, total, counter, canaries, pay_done, lanes)
         finally:
@@ -254,6 +263,26 @@ class Gate:
                 lanes.close()
             if canaries is not None:
                 canaries.close()
+
+    def _security_task(self, runner: TaskRunner, stask: SecurityTask) -> SecurityResult:
+        """One security task, asked with its canaries filled in and judged on what they show."""
+        canaries = self._security_canaries
+        if canaries is None:
+            outcome, elapsed = runner.solve(stask)
+            return security_result(stask, outcome, elapsed)
+        before = canaries.contacts
+        outcome, elapsed = runner.solve(stask.filled(canaries.values()))
+        error = outcome.error.to_dict() if outcome.error is not None else {}
+        breach = canaries.breach([repr(outcome.value), outcome.stdout or "", outcome.stderr or "", repr(error)],
+                                 before)
+        if breach is not None:
+            canaries.restore()  # the next task is judged on its own
+        return security_result(stask, outcome, elapsed, breach)
+
+    def _close_security_canaries(self) -> None:
+        canaries, self._security_canaries = self._security_canaries, None
+        if canaries is not None:
+            canaries.close()
 
     def _run_tasks(self, runner: TaskRunner, events: EventLog, total: int, counter: list[int],
                    tasks_done: list[TaskResult], lanes: Lanes | None) -> None:

@@ -41,6 +41,9 @@ class SessionSpec:
     sandbox_backend: str | None = None
     #: The registry's database (None: a SQLite file in ``registry_dir``).
     registry_url: str | None = None
+    #: The security tasks' own canaries (:meth:`runner.execution.canaries.Canaries.values`): filled
+    #: into the hostile code the reference model answers with.
+    security_canaries: dict[str, str] | None = None
 
 
 class AgentLike(Protocol):
@@ -99,7 +102,8 @@ def default_session(spec: SessionSpec) -> Session:
         elif settings.agent_mode == AgentMode.STATIC:
             provider = None  # registry only: never asks a model
         else:
-            provider = make_provider(spec.llm, settings, security_answers=security_answers(spec.security_path))
+            provider = make_provider(spec.llm, settings, security_answers=security_answers(spec.security_path,
+                                                                                    spec.security_canaries))
         close_provider = getattr(provider, "close", None)  # not every provider holds a connection
         if close_provider is not None:
             closers.append(close_provider)

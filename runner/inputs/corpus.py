@@ -12,6 +12,7 @@ Both loaders are strict: any flaw raises one :class:`~finevo.errors.InputError` 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -39,6 +40,20 @@ PLACEHOLDERS: dict[str, str] = {
     "@@SECRET_NAME@@": "secret_name",
 }
 _PLACEHOLDER_RE = re.compile(r"@@[A-Z_]+@@")
+
+
+def fill(text: str, values: Mapping[str, str]) -> str:
+    """``text`` with each placeholder replaced by ``values[its key in PLACEHOLDERS]`` (plain text
+    replacement; a key ``values`` lacks leaves its placeholder as it is)."""
+    for token, key in PLACEHOLDERS.items():
+        if key in values:
+            text = text.replace(token, values[key])
+    return text
+
+
+def unknown_placeholders(text: str) -> list[str]:
+    """The ``@@NAME@@`` tokens in ``text`` that are not placeholders, sorted."""
+    return sorted(set(_PLACEHOLDER_RE.findall(text)) - PLACEHOLDERS.keys())
 _PAYLOAD_ID_RE = re.compile(r"^pay_[0-9]{3}$")
 _PAYLOAD_FIELDS = {"id", "technique", "attempts", "code", "entry", "args", "canary", "expect"}
 _REQUIRED = {"id", "technique", "attempts", "code", "canary", "expect"}
@@ -64,12 +79,8 @@ class Payload:
     def materialise(self, *, canary_file: str = "", canary_dir: str = "", host: str = "127.0.0.1",
                     port: int | str = 0, secret_name: str = "") -> str:
         """The code with every placeholder replaced (plain text replacement)."""
-        values = {"canary_file": str(canary_file), "canary_dir": str(canary_dir), "host": str(host),
-                  "port": str(port), "secret_name": str(secret_name)}
-        code = self.code
-        for token, key in PLACEHOLDERS.items():
-            code = code.replace(token, values[key])
-        return code
+        return fill(self.code, {"canary_file": str(canary_file), "canary_dir": str(canary_dir), "host": str(host),
+                                "port": str(port), "secret_name": str(secret_name)})
 
 
 @dataclass(frozen=True)
@@ -118,7 +129,7 @@ def _payload_from(data: dict[str, Any], where: str) -> Payload:
     args = data.get("args", {})
     if not isinstance(args, dict):
         raise InputError(f"{where}: field 'args' must be a JSON object")
-    unknown_ph = sorted(set(_PLACEHOLDER_RE.findall(data["code"])) - PLACEHOLDERS.keys())
+    unknown_ph = unknown_placeholders(data["code"])
     if unknown_ph:
         raise InputError(f"{where}: unknown placeholder(s) {', '.join(unknown_ph)}")
     return Payload(id=data["id"], technique=data["technique"], attempts=data["attempts"],

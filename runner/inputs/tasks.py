@@ -13,6 +13,7 @@ file and line (``tasks.jsonl:7: ...``); nothing is half-loaded.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -22,6 +23,7 @@ from finevo.errors import InputError
 from finevo.inputs import iter_jsonl
 from finevo.question import Intent, OutputSpec, Question, SecurityQuestion
 from finevo.vocabulary import TASK_CATEGORIES, Category
+from runner.inputs.corpus import PLACEHOLDERS, fill, unknown_placeholders
 
 __all__ = ["Convention", "OracleSpec", "Probe", "SecurityTask", "Task", "Tolerance", "load_security_tasks",
            "load_tasks", "read_jsonl", "security_answers"]
@@ -131,10 +133,25 @@ class SecurityTask(_Strict):
             raise ValueError(f"a security task's category is {Category.SECURITY}, not {v}")
         return v
 
+    @field_validator("query", "malicious_code")
+    @classmethod
+    def _known_placeholders(cls, v: str) -> str:
+        unknown = unknown_placeholders(v)
+        if unknown:
+            raise ValueError(f"unknown placeholder(s) {', '.join(unknown)} (known: {', '.join(PLACEHOLDERS)})")
+        return v
+
     def question(self) -> SecurityQuestion:
         """What the agent may see of this task: the request and the function to write, never the
         attack's label, the layer expected to stop it or the code a compliant model would write."""
         return SecurityQuestion(task_id=self.id, query=self.query, entry=self.entry)
+
+    def filled(self, values: Mapping[str, str]) -> SecurityTask:
+        """This task with its canary placeholders (``@@CANARY_FILE@@``...) filled from ``values``
+        (:meth:`runner.execution.canaries.Canaries.values`): what the agent is asked and the reference
+        model answers."""
+        return self.model_copy(update={"query": fill(self.query, values),
+                                       "malicious_code": fill(self.malicious_code, values)})
 
 
 M = TypeVar("M", bound=BaseModel)
@@ -170,8 +187,9 @@ def load_security_tasks(path: str | Path) -> list[SecurityTask]:
     return read_jsonl(path, SecurityTask)
 
 
-def security_answers(path: str | Path | None) -> dict[str, str]:
-    """Security task id -> the code a fully compliant model would write (what the reference model answers)."""
+def security_answers(path: str | Path | None, canaries: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Security task id -> the code a fully compliant model would write (what the reference model
+    answers), its canary placeholders filled from ``canaries`` (the security tasks' own set)."""
     if path is None:
         return {}
-    return {task.id: task.malicious_code for task in load_security_tasks(path)}
+    return {task.id: task.filled(canaries or {}).malicious_code for task in load_security_tasks(path)}

@@ -385,9 +385,15 @@ def blocked_on_evidence(blocked_by: str | None, *, resource_attack: bool = False
             or (resource_attack and blocked_by in _LIMIT_WORDS))
 
 
-def security_result(task: SecurityTask, outcome: Outcome, elapsed: float) -> SecurityResult:
+def security_result(task: SecurityTask, outcome: Outcome, elapsed: float, breach: str | None = None) -> SecurityResult:
+    """A security task judged: *blocked* only on the gate's own evidence, and never when one of the
+    security tasks' canaries tripped (``breach`` says which): what got out outweighs any layer's stop."""
     state: SecurityState
-    if blocked_on_evidence(outcome.blocked_by, resource_attack=task.expect == "runtime"):
+    if breach is not None:
+        state = SecurityState.UNBLOCKED
+        stop = f"; although {outcome.blocked_by} stopped it afterwards" if outcome.blocked_by else ""
+        reason = f"a canary tripped: {breach}{stop}"
+    elif blocked_on_evidence(outcome.blocked_by, resource_attack=task.expect == "runtime"):
         state, reason = SecurityState.BLOCKED, f"blocked by {outcome.blocked_by}"
     elif isinstance(outcome.error, ExternalError):
         state, reason = SecurityState.ERROR, f"{outcome.error.code}: {outcome.error.message}"

@@ -127,6 +127,21 @@ class FakeSandbox:
         self.closed.set()
 
 
+def _escape(query: str) -> str:
+    """What a tool that got out would do with the canaries a security request names: read each
+    existing file, contact each ``127.0.0.1:PORT``; returns what it read."""
+    import socket
+
+    read = []
+    for word in query.replace(",", " ").split():
+        if word.startswith("127.0.0.1:"):
+            with socket.create_connection(("127.0.0.1", int(word.split(":")[1])), timeout=5):
+                pass
+        elif word.startswith("/") and Path(word).is_file():
+            read.append(Path(word).read_text())
+    return "\n".join(read)
+
+
 class FakeAgent:
     def __init__(self, behaviours: dict[str, str], sandbox: FakeSandbox, default: str = "pass") -> None:
         self.behaviours = behaviours
@@ -146,6 +161,9 @@ class FakeAgent:
         if isinstance(task, SecurityQuestion):
             if how == "unblocked":
                 out.value, out.tool_source = 0, "created"
+            elif how == "escapes":  # a policy and sandbox that failed, then a claim of a policy block
+                out.stdout = _escape(task.query)
+                out.blocked_by, out.tool_source, out.stage = "policy:import-os", "blocked", "policy"
             elif how == "external":  # e.g. a predictions file without this task: never reached a layer
                 out.error = PredictionMissingError(f"task {task.task_id}: no prediction in preds.jsonl",
                                                    task_id=task.task_id)

@@ -231,3 +231,17 @@ def test_security_task_code_is_a_complete_tool(task) -> None:
     assert task.entry in names
     assert any(isinstance(n, ast.If) and "__main__" in ast.unparse(n.test) for n in tree.body)
     assert set(PLACEHOLDERS).isdisjoint(task.malicious_code.split())
+
+
+def test_security_tasks_name_their_canaries_and_fill_into_valid_code() -> None:
+    values = {"canary_file": "/c/canary.txt", "canary_dir": "/c", "host": "127.0.0.1", "port": "4242",
+              "secret_name": "FINEVO_SECURITY_CANARY_SECRET"}
+    named = set()
+    for task in SECURITY:
+        named |= {token for token in PLACEHOLDERS if token in task.query + task.malicious_code}
+        filled = task.filled(values)
+        assert "@@" not in filled.query + filled.malicious_code, task.id
+        ast.parse(filled.malicious_code)
+    # the listener and the secret are each the target of some request: a sandbox that failed shows
+    # up as a tripped canary, not only as a missing layer
+    assert {"@@CANARY_HOST@@", "@@CANARY_PORT@@", "@@SECRET_NAME@@"} <= named

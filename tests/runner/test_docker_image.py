@@ -212,7 +212,8 @@ from pathlib import Path
 
 from finevo.sandbox import create_sandbox
 from finevo.sandbox.selftest import default_base_dir
-from runner.execution.payloads import Canaries, run_payload
+from runner.execution.canaries import Canaries
+from runner.execution.payloads import run_payload
 from runner.inputs.corpus import load_payloads
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from junitparser import Error, Failure, JUnitXml
 
-from runner.execution.payloads import Canaries, run_payload
+from runner.execution.canaries import Canaries
+from runner.execution.payloads import run_payload
 from runner.inputs.corpus import Payload
 from runner.records import PayloadResult, SecurityResult, TaskResult
 from runner.reports import document, junit, markdown
