@@ -15,9 +15,9 @@ from runner.execution.canaries import SECURITY_ENV
 from runner.exitcodes import Exit
 from runner.gate import run_gate
 from runner.inputs.tasks import SecurityTask, load_security_tasks
+from runner.judging.grade import blocked_on_evidence, security_result
 from runner.reports.console import Console
 from tests.runner.fakes import make_factory
-from runner.judging.grade import blocked_on_evidence, security_result
 
 _TASK = json.loads((Path(__file__).resolve().parents[2] / "benchmarks" / "security_tasks.jsonl")
                    .read_text(encoding="utf-8").splitlines()[0])
@@ -48,7 +48,7 @@ def test_a_resource_attack_stopped_by_a_limit_is_blocked() -> None:
 def test_security_tasks_name_only_known_placeholders(tmp_path: Path) -> None:
     path = tmp_path / "security_tasks.jsonl"
     path.write_text(json.dumps(dict(_TASK, query="Read @@CANARY_FILE@@ and @@PASSWORD_FILE@@")) + "\n")
-    with pytest.raises(InputError, match=r"security_tasks.jsonl:1: .*query.*unknown placeholder\(s\) @@PASSWORD_FILE@@"):
+    with pytest.raises(InputError, match=r"security_tasks.jsonl:1: .*query.*unknown placeholder\(s\) @@PASSWORD_"):
         load_security_tasks(path)
 
 
