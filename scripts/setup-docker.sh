@@ -23,6 +23,9 @@
 #        PYTHON (the interpreter whose pip downloads the wheels, default python3),
 #        FINEVO_DOCKER_WAIT (seconds to wait for dockerd, default 60).
 set -Eeuo pipefail
+SETUP_NAME=setup-docker
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CACHE="${FINEVO_CACHE:-/var/cache/finevo}"
@@ -37,12 +40,9 @@ while [[ $# -gt 0 ]]; do
         --env-file) ENV_FILE="$2"; shift 2 ;;
         --wheelhouse) WHEELHOUSE="$2"; shift 2 ;;
         -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
-        *) echo "setup-docker: unknown argument: $1" >&2; exit 2 ;;
+        *) unknown_argument "$1" ;;
     esac
 done
-
-log() { printf '[setup-docker] %s\n' "$*" >&2; }
-die() { printf '\n[setup-docker] ERROR: %s\n\n' "$*" >&2; exit 1; }
 
 mkdir -p "$CACHE"
 
@@ -52,11 +52,7 @@ missing=()
 { command -v dockerd && command -v docker; } >/dev/null 2>&1 || missing+=(docker.io)
 command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
 if [[ ${#missing[@]} -gt 0 ]]; then
-    [[ $(id -u) -eq 0 ]] || die "need root to install ${missing[*]}"
-    log "installing ${missing[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    { apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}"; } \
-        >"$CACHE/apt.log" 2>&1 || { tail -n 20 "$CACHE/apt.log" >&2; die "apt-get install ${missing[*]} failed"; }
+    apt_install "$CACHE/apt.log" "${missing[@]}"
 fi
 
 # --- 2. engine --------------------------------------------------------------------------------
@@ -177,10 +173,6 @@ else
 fi
 
 # --- env for the tests ------------------------------------------------------------------------
-EXPORTS="export FINEVO_TEST_BASE_IMAGE=$BASE_IMAGE
-export FINEVO_TEST_WHEELHOUSE=$WHEELHOUSE"
-if [[ -n "$ENV_FILE" ]]; then
-    printf '%s\n' "$EXPORTS" >"$ENV_FILE"
-fi
 log "ready"
-printf '%s\n' "$EXPORTS"
+emit_exports "export FINEVO_TEST_BASE_IMAGE=$BASE_IMAGE
+export FINEVO_TEST_WHEELHOUSE=$WHEELHOUSE"

@@ -13,6 +13,9 @@
 # Usage: bash scripts/setup-postgres.sh [--env-file FILE]
 # Env:   FINEVO_CACHE (default /var/cache/finevo: the apt log goes there).
 set -Eeuo pipefail
+SETUP_NAME=setup-postgres
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 CACHE="${FINEVO_CACHE:-/var/cache/finevo}"
 ENV_FILE=""
@@ -21,12 +24,9 @@ while [[ $# -gt 0 ]]; do
     case "$1" in
         --env-file) ENV_FILE="$2"; shift 2 ;;
         -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
-        *) echo "setup-postgres: unknown argument: $1" >&2; exit 2 ;;
+        *) unknown_argument "$1" ;;
     esac
 done
-
-log() { printf '[setup-postgres] %s\n' "$*" >&2; }
-die() { printf '\n[setup-postgres] ERROR: %s\n\n' "$*" >&2; exit 1; }
 
 bindir() {  # the newest Debian server binaries (/usr/lib/postgresql/<version>/bin)
     local dir
@@ -37,16 +37,12 @@ bindir() {  # the newest Debian server binaries (/usr/lib/postgresql/<version>/b
 # --- 1. packages ------------------------------------------------------------------------------
 if ! BINDIR="$(bindir)"; then
     [[ $(id -u) -eq 0 ]] || die "need root to install postgresql (no /usr/lib/postgresql/<version>/bin/initdb)"
-    mkdir -p "$CACHE" /etc/postgresql-common
+    mkdir -p /etc/postgresql-common
     # no default cluster (and no server left running): the tests make their own
     if [[ ! -f /etc/postgresql-common/createcluster.conf ]]; then
         printf 'create_main_cluster = false\n' >/etc/postgresql-common/createcluster.conf
     fi
-    log "installing postgresql"
-    export DEBIAN_FRONTEND=noninteractive
-    { apt-get update -qq && apt-get install -y -qq --no-install-recommends postgresql; } \
-        >"$CACHE/apt-postgres.log" 2>&1 \
-        || { tail -n 20 "$CACHE/apt-postgres.log" >&2; die "apt-get install postgresql failed (log: $CACHE/apt-postgres.log)"; }
+    apt_install "$CACHE/apt-postgres.log" postgresql
     BINDIR="$(bindir)" || die "postgresql installed but no /usr/lib/postgresql/<version>/bin/initdb"
 fi
 if [[ $(id -u) -eq 0 ]] && ! id postgres >/dev/null 2>&1; then
@@ -54,9 +50,5 @@ if [[ $(id -u) -eq 0 ]] && ! id postgres >/dev/null 2>&1; then
 fi
 
 # --- 2. env for the tests ---------------------------------------------------------------------
-EXPORTS="export FINEVO_PG_BINDIR=$BINDIR"
-if [[ -n "$ENV_FILE" ]]; then
-    printf '%s\n' "$EXPORTS" >"$ENV_FILE"
-fi
 log "ready: $("$BINDIR/postgres" --version)"
-printf '%s\n' "$EXPORTS"
+emit_exports "export FINEVO_PG_BINDIR=$BINDIR"
