@@ -134,6 +134,10 @@ class _Probe:
     limits: Limits = PROBE_LIMITS
     #: Run a tool returning a fresh token (built from its reversed argument) just before the probe.
     plant: bool = False
+    #: For a probe no kernel layer has anything to refuse in: the part of the design that holds when
+    #: its outside check does (``supervisor``: the verdict or the clock is the supervisor's own;
+    #: ``zygote``: the memory searched never held the value), credited as its layer.
+    credit: str | None = None
 
 
 def _texts(result: ExecutionResult) -> str:
@@ -200,21 +204,19 @@ PROBES: tuple[_Probe, ...] = (
            "    return hits[:3]\n",
            lambda s: {"prefix": "FINEVO-PLANT-"},
            lambda s, r: "the previous run's value was in memory" if s.planted and s.planted in _texts(r) else None,
-           plant=True),
+           plant=True, credit="zygote"),
     _Probe("claimed_refusal",  # verdicts from evidence: an error the tool raises itself is not a block
            "def probe():\n    raise PermissionError(13, 'Permission denied: contained by Landlock')\n",
-           lambda s: {}, lambda _s, r: f"taken as {r.status} by {r.layer}" if r.status == "blocked" else None),
+           lambda s: {}, lambda _s, r: f"taken as {r.status} by {r.layer}" if r.status == "blocked" else None,
+           credit="supervisor"),
     _Probe("drain_clock",  # the clock is the supervisor's: swallowing the control records stops nothing
            "import os\n\ndef probe():\n    for path in ('/proc/self/fd/3', '/dev/fd/3'):\n        try:\n"
            "            os.read(os.open(path, os.O_RDONLY | os.O_NONBLOCK), 1 << 20)\n"
            "        except OSError:\n            pass\n    while True:\n        pass\n",
            lambda s: {}, lambda _s, r: None if r.status == "timeout" else f"ended {r.status}, not stopped by the clock",
-           Limits(timeout_s=0.3, cpu_s=5, memory_mb=1024)),
+           Limits(timeout_s=0.3, cpu_s=5, memory_mb=1024), credit="supervisor"),
 )
 _PLANT = "def plant(reversed):\n    value = reversed[::-1]\n    print(value)\n    return value\n"
-#: Probes whose containment is the supervisor's own doing (its clock, its refusal to take a claim)
-#: rather than a kernel layer's refusal.
-SUPERVISOR_PROBES = {"claimed_refusal": "supervisor", "drain_clock": "supervisor"}
 
 
 def _recorded_denial(result: ExecutionResult) -> str | None:
@@ -266,9 +268,7 @@ def run_selftest(sandbox: KernelOnlySandbox,
             # (for a tool's run the same errno is only a hint, never a verdict)
             hint = result.details.get("hint")
             layer = result.layer if result.layer in KERNEL_LAYERS else (hint if hint in KERNEL_LAYERS else None)
-            layer = SUPERVISOR_PROBES.get(probe.name, layer)
-            if layer is None and escaped is None and probe.name == "earlier_value":
-                layer = "zygote"  # nothing to refuse: the memory it searched never held the value
+            layer = probe.credit or layer
             if layer is None and result.error_type == "FileNotFoundError" and scene.root.startswith("/tmp/"):
                 layer = "mountns"  # the canaries sit in the host's /tmp, hidden by the worker's own
             detail = escaped or f"{result.status}: {(result.error_message or '').strip()[:160]}"
