@@ -224,6 +224,21 @@ def _nonneg_int(raw: Any) -> int:
     return value
 
 
+def env_whole_number(name: str, default: int, *, minimum: int = 0, env: Mapping[str, str] | None = None) -> int:
+    """The whole number in environment variable ``name`` (``default`` when unset or blank); raises
+    :class:`~finevo.errors.InputError` naming the variable for anything else or a value below ``minimum``."""
+    text = (os.environ if env is None else env).get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise InputError(f"{name}: expected a whole number >= {minimum}, got {text!r}") from None
+    if value < minimum:
+        raise InputError(f"{name}: expected a whole number >= {minimum}, got {value}")
+    return value
+
+
 def _agent_mode(raw: Any) -> AgentMode:
     text = str(raw).strip()
     if text not in choices(AgentMode):

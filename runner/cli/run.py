@@ -187,23 +187,10 @@ def _llm_spec(value: str | None) -> str:
 
 def _worlds(value: int | None) -> int:
     """``--worlds``, else ``FINEVO_WORLDS``, else the default."""
-    import os
-
-    from finevo.errors import InputError
+    from finevo.settings import env_whole_number
     from runner.judging.worlds import DEFAULT_WORLDS
 
-    if value is not None:
-        return value
-    text = os.environ.get("FINEVO_WORLDS", "").strip()
-    if not text:
-        return DEFAULT_WORLDS
-    try:
-        count = int(text)
-    except ValueError:
-        raise InputError(f"FINEVO_WORLDS: expected a whole number, got {text!r}") from None
-    if count < 0:
-        raise InputError(f"FINEVO_WORLDS: expected 0 or more, got {count}")
-    return count
+    return value if value is not None else env_whole_number("FINEVO_WORLDS", DEFAULT_WORLDS)
 
 
 def config_from_args(args: argparse.Namespace) -> GateConfig:

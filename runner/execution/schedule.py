@@ -55,21 +55,13 @@ def available_cores() -> int:
 def resolve_jobs(flag: int | None, env: dict[str, str] | None = None) -> int:
     """``--jobs``, else ``FINEVO_JOBS``, else the cores available. Raises ``InputError`` on a bad value."""
     from finevo.errors import InputError
+    from finevo.settings import env_whole_number
 
     if flag is not None:
         if flag < 1:
             raise InputError(f"--jobs: expected a whole number >= 1, got {flag}")
         return flag
-    text = (os.environ if env is None else env).get(JOBS_ENV, "").strip()
-    if not text:
-        return available_cores()
-    try:
-        jobs = int(text)
-    except ValueError:
-        raise InputError(f"{JOBS_ENV}: expected a whole number >= 1, got {text!r}") from None
-    if jobs < 1:
-        raise InputError(f"{JOBS_ENV}: expected a whole number >= 1, got {jobs}")
-    return jobs
+    return env_whole_number(JOBS_ENV, available_cores(), minimum=1, env=env)
 
 
 # --------------------------------------------------------------------------- one parse at a time

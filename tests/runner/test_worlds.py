@@ -394,7 +394,7 @@ def test_a_bad_worlds_setting_is_one_line_and_exit_2(tmp_path: Path, monkeypatch
 
     monkeypatch.setenv("FINEVO_WORLDS", "many")
     assert main(["run", "--llm", "reference", "--only", "fetch_002", "--out", str(tmp_path / "out")]) == 2
-    assert "FINEVO_WORLDS: expected a whole number, got 'many'" in capsys.readouterr().err
+    assert "FINEVO_WORLDS: expected a whole number >= 0, got 'many'" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
     with pytest.raises(InputError, match="--worlds: must be 0 or more, got -1"):
         prepare(make_config(worlds=-1))
