@@ -29,8 +29,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import timedelta
-from typing import Any, Generic, TypeVar
+from datetime import date, timedelta
+from typing import Any, Generic, TypedDict, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -317,7 +317,14 @@ def latest_quote(provider: MarketProvider, p: LatestQuoteParams) -> float:
     raise ValueError(f"{symbol}: info has no regularMarketPrice/currentPrice")
 
 
-def dividend_history(provider: MarketProvider, p: DividendHistoryParams) -> list[dict[str, Any]]:
+class Dividend(TypedDict):
+    """One dividend of :func:`dividend_history`'s answer."""
+
+    date: str
+    amount: float
+
+
+def dividend_history(provider: MarketProvider, p: DividendHistoryParams) -> list[Dividend]:
     """Dividends with ex-date on or after ``as_of - years`` (calendar years; ``since="exclusive"``:
     strictly after it, what ``history(period="3y")`` returns), as date/amount records."""
     symbol, years = p.symbol, p.years
@@ -329,8 +336,7 @@ def dividend_history(provider: MarketProvider, p: DividendHistoryParams) -> list
     chosen = divs.loc[mask].sort_index()
     if chosen.empty:
         raise ValueError(f"{symbol}: no dividends since {start.date()}")
-    return _ordered([{"date": ts.strftime("%Y-%m-%d"), "amount": float(v)} for ts, v in chosen.items()],
-                    p.order)
+    return _ordered([Dividend(date=ts.strftime("%Y-%m-%d"), amount=float(v)) for ts, v in chosen.items()], p.order)
 
 
 def max_close(provider: MarketProvider, p: MaxCloseParams) -> float:
@@ -347,7 +353,10 @@ def moving_average(provider: MarketProvider, p: MovingAverageParams) -> list[flo
     return _ordered(values, p.order)
 
 
-def _ordered(values: list[Any], order: str) -> list[Any]:
+T = TypeVar("T")
+
+
+def _ordered(values: list[T], order: str) -> list[T]:
     if order not in ("asc", "desc"):
         raise ValueError(f"unknown order {order!r} (asc | desc)")
     return values if order == "asc" else values[::-1]
@@ -539,11 +548,12 @@ class Oracle(Generic[P]):
     function: Callable[[MarketProvider, P], Any]
     params: type[P]
 
-    def __call__(self, provider: MarketProvider, params: OracleParams) -> Any:
+    def __call__(self, provider: MarketProvider, params: OracleParams) -> JSONValue:
         """The function's value on ``params`` (already parsed: :func:`parse_params`), as plain Python."""
         if not isinstance(params, self.params):
             raise TypeError(f"{self.function.__name__} takes {self.params.__name__}, not {type(params).__name__}")
-        return normalize(self.function(provider, params), ANSWER)
+        value: JSONValue = normalize(self.function(provider, params), ANSWER)
+        return value
 
 
 #: Oracle name -> its function and parameter model (the models are
@@ -577,7 +587,7 @@ def _oracle(name: str) -> Oracle[Any]:
     return found
 
 
-def compute(name: str, provider: MarketProvider, params: Mapping[str, JSONValue]) -> Any:
+def compute(name: str, provider: MarketProvider, params: Mapping[str, JSONValue]) -> JSONValue:
     """Run one oracle function by name on JSON ``params`` and return its value as plain Python.
 
     :class:`InputError` for an unknown oracle, :class:`OracleParamsError` (an ``InputError``) for a
@@ -588,7 +598,7 @@ def compute(name: str, provider: MarketProvider, params: Mapping[str, JSONValue]
 
 
 def expected_values(task: Task, provider: MarketProvider, overrides: Mapping[str, JSONValue] | None = None,
-                    where: str = "") -> dict[str, Any]:
+                    where: str = "") -> dict[str, JSONValue]:
     """``{convention name: expected value}`` for every accepted reading of ``task``
     (:func:`accepted_readings`), primary first.
 
@@ -603,7 +613,7 @@ def expected_values(task: Task, provider: MarketProvider, overrides: Mapping[str
     oracle = ORACLES[task.oracle.name]
     label = f"task {task.id}{' ' + where if where else ''}"
     cached = _CachingProvider(provider)
-    results: dict[str, Any] = {}
+    results: dict[str, JSONValue] = {}
     for name, reading in accepted_readings(task):
         merged: JSONObject = {**reading, **(overrides or {})}
         try:
@@ -624,7 +634,7 @@ class _CachingProvider:
         self._bars: dict[tuple[str, str], pd.DataFrame] = {}
 
     @property
-    def as_of(self) -> Any:
+    def as_of(self) -> date:
         return self._provider.as_of
 
     def bars(self, symbol: str, prices: str) -> pd.DataFrame:
@@ -641,7 +651,7 @@ class _CachingProvider:
 RAISES = "<raises>"
 
 
-def probe_expectation(task: Task, provider: MarketProvider, probe: Probe, where: str = "") -> dict[str, Any]:
+def probe_expectation(task: Task, provider: MarketProvider, probe: Probe, where: str = "") -> dict[str, JSONValue]:
     """``{convention: expected value}`` for ``probe``; for a probe that expects an error,
     ``{RAISES: the oracle's reason}`` (and an :class:`InputError` when the oracle does answer it)."""
     if not probe.expect_error:
@@ -654,7 +664,7 @@ def probe_expectation(task: Task, provider: MarketProvider, probe: Probe, where:
                      f"({', '.join(values)})")
 
 
-def probe_expected_values(task: Task, provider: MarketProvider) -> list[dict[str, Any]]:
+def probe_expected_values(task: Task, provider: MarketProvider) -> list[dict[str, JSONValue]]:
     """One ``{convention: expected value}`` per probe of ``task``, in the task's probe order."""
     return [probe_expectation(task, provider, probe, f"probe {i} ({probe.label()})")
             for i, probe in enumerate(task.probes, start=1)]
