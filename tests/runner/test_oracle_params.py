@@ -6,6 +6,7 @@ anything runs."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import typing
@@ -69,6 +70,25 @@ def test_every_benchmark_reading_and_probe_parses() -> None:
             for probe in (None, *task.probes):
                 merged = params if probe is None else {**params, **probe.oracle_params}
                 assert isinstance(parse_params(task.oracle.name, merged), PARAMS[task.oracle.name]), convention
+
+
+def test_the_readme_table_lists_every_oracle_s_parameters() -> None:
+    """benchmarks/README.md, "Oracle parameters": one row per oracle, its required and optional keys."""
+    text = (benchmarks_dir() / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Oracle parameters", 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[0].startswith("`"):
+            rows[cells[0].strip("`")] = (re.findall(r"`(\w+)`", cells[1]),
+                                         dict(re.findall(r"`(\w+)` \(`([^`]*)`\)", cells[2])))
+    assert list(rows) == list(PARAMS)
+    for name, model in PARAMS.items():
+        fields = model.model_fields
+        required = [k for k, f in fields.items() if f.is_required()]
+        optional = {k: "none" if f.default is None else str(f.default).lower()
+                    for k, f in fields.items() if not f.is_required()}
+        assert rows[name] == (required, optional), name
 
 
 # --------------------------------------------------------------------------- the models
