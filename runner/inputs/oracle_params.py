@@ -323,6 +323,10 @@ def _known(name: str, who: str = "") -> type[OracleParams]:
     return model
 
 
+#: How much of a refused value an error shows.
+_SHOWN = 60
+
+
 def _describe(model: type[OracleParams], exc: ValidationError) -> str:
     """One line for the first problem: the parameter and what is wrong with it."""
     first = exc.errors(include_url=False)[0]
@@ -333,7 +337,10 @@ def _describe(model: type[OracleParams], exc: ValidationError) -> str:
         return f"parameter {field!r} is required"
     if first["type"] == "extra_forbidden":
         return f"unknown parameter {field!r} (it takes {', '.join(model.model_fields)})"
-    return f"parameter {field!r}: {first['msg']}, got {first['input']!r}"
+    given = repr(first["input"])
+    if len(given) > _SHOWN:  # the line stays one short line, whatever the task file holds
+        given = given[: _SHOWN - 3] + "..."
+    return f"parameter {field!r}: {first['msg']}, got {given}"
 
 
 def parse_params(name: str, params: Mapping[str, JSONValue]) -> OracleParams:

@@ -124,6 +124,10 @@ def test_the_models_read_json_as_the_oracle_needs_it() -> None:
         parse_params("net_income", {"symbol": "AAPL", "year": 2023})
     with pytest.raises(OracleParamsError, match=r"parameter 'quarter': Input should be less than or equal to 4"):
         parse_params("net_income", {"symbol": "AAPL", "year": 2023, "quarter": 5})
+    with pytest.raises(OracleParamsError, match=r"parameter 'symbol': Input should be a valid string, "
+                                                r"got \['A', 'A', [^\n]*\.\.\.$") as caught:
+        parse_params("latest_close", {"symbol": ["A"] * 10_000})
+    assert len(caught.value.message) < 150  # one short line, whatever the task file holds
     with pytest.raises(InputError, match=r"^unknown oracle 'highest_close' \(known: bollinger_bands, "):
         parse_params("highest_close", {"symbol": "AAPL"})
 
