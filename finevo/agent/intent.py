@@ -9,7 +9,9 @@ the numbers that parametrise an indicator (``RSI-14``, ``Bollinger Bands(20,2)``
 
 Benchmark tasks carry their intent already; the parser serves ``finevo solve "free text"``.
 Each indicator also declares its category and output contract, so an ad hoc query can be
-verified exactly like a benchmark task.
+verified exactly like a benchmark task. What the parser binds is an :class:`IntentArgs` record (the
+argument names the benchmark's intents use); it becomes the intent's arguments, the tool's JSON keyword
+arguments, only in :func:`parse_query`.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 from finevo.errors import InputError
 from finevo.question import Intent, OutputSpec, Question
@@ -119,8 +121,37 @@ def _paren_numbers(query: str, after: re.Pattern[str] | None = None) -> list[int
     return [_num(p.strip()) for p in m.group(1).split(",")] if m else []
 
 
-def _year_quarter(query: str) -> dict[str, int]:
-    out: dict[str, int] = {}
+# --------------------------------------------------------------------------- arguments
+class IntentArgs(TypedDict, total=False):
+    """Every argument the parser can bind, by the name the benchmark's intents (and the oracle) use; an
+    indicator binds the ones its catalogue entry lists (:attr:`IndicatorSpec.params`), in that order."""
+
+    symbol: str
+    #: The symbols of a multi-symbol indicator, in the order the query names them.
+    symbols: list[str]
+    #: "last N days" (or an "N-day" period): the lookback of the indicator.
+    days: int
+    years: int
+    year: int
+    quarter: int
+    #: The window of an indicator; a parenthesised number may be a decimal (``Bollinger Bands(20.5, 2)``).
+    window: int | float
+    num_std: int | float
+    fast: int | float
+    slow: int | float
+    signal: int | float
+    n: int | float
+    k_period: int | float
+    d_period: int | float
+    short_window: int
+    long_window: int
+    rsi_window: int
+    rsi_threshold: int | float
+    horizon: int
+
+
+def _year_quarter(query: str) -> IntentArgs:
+    out: IntentArgs = {}
     year = _YEAR_RE.search(query)
     if year:
         out["year"] = int(year.group(1))
@@ -131,7 +162,8 @@ def _year_quarter(query: str) -> dict[str, int]:
 
 
 # --------------------------------------------------------------------------- catalogue
-Extractor = Callable[[str, list[str]], dict[str, Any] | None]
+#: ``(query, its symbols) -> the indicator's arguments``, or None when the query lacks one it needs.
+Extractor = Callable[[str, list[str]], IntentArgs | None]
 
 
 @dataclass(frozen=True)
@@ -154,28 +186,24 @@ def _w(*alternatives: str) -> re.Pattern[str]:
     return re.compile(r"(?<!\w)(?:" + "|".join(alternatives) + r")(?!\w)", re.IGNORECASE)
 
 
-def _one(symbols: list[str]) -> dict[str, Any] | None:
+def _one(symbols: list[str]) -> IntentArgs | None:
     return {"symbol": symbols[0]} if symbols else None
 
 
-def _x_net_income(q: str, s: list[str]) -> dict[str, Any] | None:
+def _x_net_income(q: str, s: list[str]) -> IntentArgs | None:
     base = _one(s)
     return None if base is None else {**base, **_year_quarter(q)}
 
 
-def _x_total_revenue(q: str, s: list[str]) -> dict[str, Any] | None:
-    base = _one(s)
-    if base is None:
-        return None
-    yq = _year_quarter(q)
-    return {**base, **{k: v for k, v in yq.items() if k in ("year", "quarter")}}
+def _x_total_revenue(q: str, s: list[str]) -> IntentArgs | None:
+    return _x_net_income(q, s)  # the same arguments: the symbol, and the year (and quarter) it names
 
 
-def _x_symbol_only(q: str, s: list[str]) -> dict[str, Any] | None:
+def _x_symbol_only(q: str, s: list[str]) -> IntentArgs | None:
     return _one(s)
 
 
-def _x_dividends(q: str, s: list[str]) -> dict[str, Any] | None:
+def _x_dividends(q: str, s: list[str]) -> IntentArgs | None:
     base = _one(s)
     if base is None:
         return None
@@ -183,7 +211,7 @@ def _x_dividends(q: str, s: list[str]) -> dict[str, Any] | None:
     return {**base, "years": years} if years is not None else base
 
 
-def _x_days(q: str, s: list[str]) -> dict[str, Any] | None:
+def _x_days(q: str, s: list[str]) -> IntentArgs | None:
     """``symbol`` + ``days`` from "last N days" or else "N-day"."""
     base = _one(s)
     if base is None:
@@ -198,23 +226,23 @@ def _x_days(q: str, s: list[str]) -> dict[str, Any] | None:
 _RSI_WINDOW_RE = re.compile(r"\brsi\s*[-(]?\s*(\d+)\s*\)?(?!\s*[<>=])", re.IGNORECASE)
 
 
-def _x_rsi(q: str, s: list[str]) -> dict[str, Any] | None:
+def _x_rsi(q: str, s: list[str]) -> IntentArgs | None:
     base = _one(s)
     if base is None:
         return None
     m = _RSI_WINDOW_RE.search(q)
-    out: dict[str, Any] = {**base, "window": int(m.group(1)) if m else 14}
+    out: IntentArgs = {**base, "window": int(m.group(1)) if m else 14}
     days = _last_period(q, "day")
     if days is not None:
         out["days"] = days
     return out
 
 
-def _x_moving_average(q: str, s: list[str]) -> dict[str, Any] | None:
+def _x_moving_average(q: str, s: list[str]) -> IntentArgs | None:
     base = _one(s)
     if base is None:
         return None
-    out: dict[str, Any] = dict(base)
+    out: IntentArgs = {**base}
     m = re.search(r"\b(?:s?ma)\s*-?\s*(\d+)\b", q, re.IGNORECASE)
     spans = _n_day_spans(q)
     if spans:
@@ -227,18 +255,43 @@ def _x_moving_average(q: str, s: list[str]) -> dict[str, Any] | None:
     return out
 
 
-def _x_positional(names: tuple[str, ...], defaults: tuple[int | float, ...], keyword: re.Pattern[str]) -> Extractor:
-    def extract(q: str, s: list[str]) -> dict[str, Any] | None:
-        base = _one(s)
-        if base is None:
-            return None
-        given = _paren_numbers(q, keyword) or _paren_numbers(q)
-        values = list(given[: len(names)]) + list(defaults[len(given):])
-        return {**base, **dict(zip(names, values, strict=False))}
-    return extract
+def _positional(q: str, keyword: re.Pattern[str], defaults: tuple[int | float, ...]) -> list[int | float]:
+    """The parenthesised numbers after ``keyword`` (else the first ones in the query), one per default;
+    a number the query does not give is its default."""
+    given = _paren_numbers(q, keyword) or _paren_numbers(q)
+    return list(given[: len(defaults)]) + list(defaults[len(given):])
 
 
-def _x_volatility(q: str, s: list[str]) -> dict[str, Any] | None:
+_BOLLINGER_RE = _w(r"bollinger(?:\s+bands?)?")
+_MACD_RE = _w("macd")
+_KDJ_RE = _w("kdj")
+
+
+def _x_bollinger(q: str, s: list[str]) -> IntentArgs | None:
+    base = _one(s)
+    if base is None:
+        return None
+    window, num_std = _positional(q, _BOLLINGER_RE, (20, 2))
+    return {**base, "window": window, "num_std": num_std}
+
+
+def _x_macd(q: str, s: list[str]) -> IntentArgs | None:
+    base = _one(s)
+    if base is None:
+        return None
+    fast, slow, signal = _positional(q, _MACD_RE, (12, 26, 9))
+    return {**base, "fast": fast, "slow": slow, "signal": signal}
+
+
+def _x_kdj(q: str, s: list[str]) -> IntentArgs | None:
+    base = _one(s)
+    if base is None:
+        return None
+    n, k_period, d_period = _positional(q, _KDJ_RE, (9, 3, 3))
+    return {**base, "n": n, "k_period": k_period, "d_period": d_period}
+
+
+def _x_volatility(q: str, s: list[str]) -> IntentArgs | None:
     base = _one(s)
     if base is None:
         return None
@@ -247,10 +300,10 @@ def _x_volatility(q: str, s: list[str]) -> dict[str, Any] | None:
     return {**base, "window": window} if window is not None else base
 
 
-def _x_symbols_days(q: str, s: list[str]) -> dict[str, Any] | None:
+def _x_symbols_days(q: str, s: list[str]) -> IntentArgs | None:
     if len(s) < 2:
         return None
-    out: dict[str, Any] = {"symbols": list(s)}
+    out: IntentArgs = {"symbols": list(s)}
     days = _last_period(q, "day")
     if days is not None:
         out["days"] = days
@@ -261,7 +314,7 @@ _MA_CROSS_RE = re.compile(r"\bs?MA\s*(\d+)\s*([<>])\s*s?MA\s*(\d+)\b", re.IGNORE
 _RSI_CMP_RE = re.compile(r"\bRSI(?:\s*[-(]?\s*(\d+)\s*\)?)?\s*([<>])=?\s*(\d+(?:\.\d+)?)", re.IGNORECASE)
 
 
-def _x_ma_cross_rsi(q: str, s: list[str]) -> dict[str, Any] | None:
+def _x_ma_cross_rsi(q: str, s: list[str]) -> IntentArgs | None:
     base = _one(s)
     cross = _MA_CROSS_RE.search(q)
     rsi = _RSI_CMP_RE.search(q)
@@ -272,20 +325,20 @@ def _x_ma_cross_rsi(q: str, s: list[str]) -> dict[str, Any] | None:
             "rsi_window": int(rsi.group(1)) if rsi.group(1) else 14, "rsi_threshold": _num(rsi.group(3))}
 
 
-def _x_post_signal(q: str, s: list[str]) -> dict[str, Any] | None:
+def _x_post_signal(q: str, s: list[str]) -> IntentArgs | None:
     base = _one(s)
     rsi = _RSI_CMP_RE.search(q)
     if base is None or not rsi:
         return None
     spans = _n_day_spans(q)
-    out: dict[str, Any] = {**base, "rsi_window": int(rsi.group(1)) if rsi.group(1) else 14,
-                           "rsi_threshold": _num(rsi.group(3))}
+    out: IntentArgs = {**base, "rsi_window": int(rsi.group(1)) if rsi.group(1) else 14,
+                       "rsi_threshold": _num(rsi.group(3))}
     if spans:
         out["horizon"] = spans[0][1]
     return out
 
 
-def _x_divergence(q: str, s: list[str]) -> dict[str, Any] | None:
+def _x_divergence(q: str, s: list[str]) -> IntentArgs | None:
     return _x_days(q, s)
 
 
@@ -321,17 +374,16 @@ CATALOGUE: tuple[IndicatorSpec, ...] = (
                   description="correlation of daily returns between two symbols",
                   params=("symbols", "days")),
     IndicatorSpec("bollinger_bands", Category.CALCULATION,
-                  OutputSpec(type="dict", keys=("upper", "middle", "lower")), _w(r"bollinger(?:\s+bands?)?"),
-                  _x_positional(("window", "num_std"), (20, 2), _w(r"bollinger(?:\s+bands?)?")),
+                  OutputSpec(type="dict", keys=("upper", "middle", "lower")), _BOLLINGER_RE, _x_bollinger,
                   value_range=(0.0, None), description="latest upper/middle/lower Bollinger band",
                   params=("symbol", "window", "num_std")),
     IndicatorSpec("macd", Category.CALCULATION, OutputSpec(type="dict", keys=("macd", "signal", "histogram")),
-                  _w("macd"), _x_positional(("fast", "slow", "signal"), (12, 26, 9), _w("macd")),
+                  _MACD_RE, _x_macd,
                   description="latest MACD line, signal line and histogram",
                   params=("symbol", "fast", "slow", "signal")),
     IndicatorSpec("kdj", Category.CALCULATION, OutputSpec(type="dict", keys=("k", "d", "j")),
                   _w("kdj", r"stochastic\s+oscillator"),
-                  _x_positional(("n", "k_period", "d_period"), (9, 3, 3), _w("kdj")),
+                  _x_kdj,
                   description="latest K, D and J values of the KDJ indicator",
                   params=("symbol", "n", "k_period", "d_period")),
     IndicatorSpec("rsi", Category.CALCULATION, _NUM, _w("rsi", r"relative\s+strength\s+index"), _x_rsi,
@@ -386,7 +438,7 @@ def parse_query(query: str) -> Intent | None:
         args = spec.extract(query, symbols)
         if args is None:
             continue
-        return Intent(indicator=spec.name, args=args)
+        return Intent(indicator=spec.name, args=dict(args))
     return None
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from finevo.errors import ExternalError, InputError
+from finevo.jsontypes import JSONObject, JSONValue
 from finevo.paths import benchmarks_dir, reference_dir, snapshot_dir
 from runner.exitcodes import Exit
 
@@ -37,7 +38,7 @@ __all__ = ["OracleRow", "ToolRunner", "check_reference_tools", "reference_code",
 class ToolRunner(Protocol):
     """What runs a reference tool: the sandbox (``finevo.sandbox.api.Sandbox``) or a test double."""
 
-    def run(self, code: str, entry: str | None, args: dict[str, Any] | None = None) -> ExecutionResult: ...
+    def run(self, code: str, entry: str | None, args: JSONObject | None = None) -> ExecutionResult: ...
 
 
 def create_sandbox(data_dir: Path) -> Sandbox:
@@ -51,17 +52,18 @@ def create_sandbox(data_dir: Path) -> Sandbox:
 @dataclass
 class OracleRow:
     task: Task
-    expected: dict[str, Any]
+    #: The oracle's value per accepted reading (:func:`runner.judging.oracle.expected_values`).
+    expected: dict[str, JSONValue]
     result: ExecutionResult
     #: The verdict on the task: its main value and every probe.
     judgement: Judgement
     probes: list[ProbeResult] = field(default_factory=list)
 
     @property
-    def primary(self) -> Any:
+    def primary(self) -> JSONValue:
         return next(iter(self.expected.values()))
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         from runner.judging.compare import JUDGE_VERSION
 
         return {"task_id": self.task.id, "expected": self.expected, "tool_status": self.result.status,

@@ -263,7 +263,12 @@ def select(suite: Suite, *, only: Sequence[str] | None = None, category: str | N
 
 def load_suite(tasks_path: str | Path, security_path: str | Path | None, payloads_path: str | Path | None,
                baseline_path: str | Path | None) -> Suite:
-    """Load every input file; ``None`` paths are simply not used."""
+    """Load every input file; ``None`` paths are simply not used.
+
+    Every task's oracle parameters are checked, under each accepted reading and each probe, as the task
+    file is read (:func:`runner.inputs.oracle_params.check_task`): before :func:`select`, so a wrong
+    parameter stops every run of that file, whatever ``--only`` picks.
+    """
     tasks = load_tasks(tasks_path)
     security = load_security_tasks(security_path) if security_path is not None else []
     clash = sorted({t.id for t in tasks} & {s.id for s in security})

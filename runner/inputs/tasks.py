@@ -8,7 +8,9 @@ reference model).
 
 A task file is JSON Lines: one object per line, blank lines and lines starting with ``#`` are
 skipped. Every problem is reported as one :class:`~finevo.errors.InputError` line that names the
-file and line (``tasks.jsonl:7: ...``); nothing is half-loaded.
+file and line (``tasks.jsonl:7: ...``); nothing is half-loaded. A task's oracle parameters are read
+into the oracle's typed model under every accepted reading and every probe when the task is built
+(:func:`runner.inputs.oracle_params.check_task`): a wrong one fails the load, naming the task and the parameter.
 """
 
 from __future__ import annotations
@@ -17,13 +19,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from finevo.errors import InputError
 from finevo.inputs import iter_jsonl
+from finevo.jsontypes import JSONObject
 from finevo.question import Intent, OutputSpec, Question, SecurityQuestion
 from finevo.vocabulary import TASK_CATEGORIES, Category
 from runner.inputs.corpus import PLACEHOLDERS, fill, unknown_placeholders
+from runner.inputs.oracle_params import check_task
 
 __all__ = ["Convention", "OracleSpec", "Probe", "SecurityTask", "Task", "Tolerance", "load_security_tasks",
            "load_tasks", "read_jsonl", "security_answers"]
@@ -34,17 +38,21 @@ class _Strict(BaseModel):
 
 
 class OracleSpec(_Strict):
-    """Which trusted oracle function computes the expected value, and with what parameters."""
+    """Which trusted oracle function computes the expected value, and with what parameters.
+
+    ``params`` is JSON as the task file gives it; the oracle reads it into its typed model
+    (:mod:`runner.inputs.oracle_params`), which the task checks when it is built.
+    """
 
     name: str
-    params: dict[str, Any] = Field(default_factory=dict)
+    params: JSONObject = Field(default_factory=dict)
 
 
 class Convention(_Strict):
     """One accepted reading of an ambiguous task; ``params`` are merged over the oracle's."""
 
     name: str
-    params: dict[str, Any] = Field(default_factory=dict)
+    params: JSONObject = Field(default_factory=dict)
     reason: str
 
 
@@ -64,6 +72,8 @@ class Probe(_Strict):
     whose answer is the other boolean, a numeric task a probe on another symbol.
     """
 
+    # Open JSON, typed loosely for the code that builds probes (runner/judging/probes.py passes plain
+    # dicts of ints or lists); the oracle reads oracle_params through its model like any parameters.
     args: dict[str, Any] = Field(min_length=1)
     oracle_params: dict[str, Any] = Field(default_factory=dict)
     reason: str = Field(min_length=1)
@@ -107,6 +117,15 @@ class Task(_Strict):
         if len(set(names)) != len(names):
             raise ValueError(f"duplicate convention names: {names}")
         return v
+
+    @model_validator(mode="after")
+    def _oracle_params(self) -> Task:
+        """Every accepted reading, alone and under each probe, is parameters the oracle takes."""
+        try:
+            check_task(self)
+        except InputError as exc:
+            raise ValueError(exc.message) from None
+        return self
 
 
 class SecurityTask(_Strict):
@@ -167,7 +186,9 @@ def read_jsonl(path: str | Path, model: type[M], *, id_field: str = "id") -> lis
             record = model.model_validate(data)
         except ValidationError as exc:
             first = exc.errors()[0]
-            field = ".".join(str(p) for p in first.get("loc", ())) or "record"
+            field = ".".join(str(p) for p in first.get("loc", ()))
+            if not field:  # a check of the whole record: its message names what is wrong
+                raise InputError(f"{where}: {str(first.get('msg')).removeprefix('Value error, ')}") from None
             raise InputError(f"{where}: invalid {model.__name__} field '{field}': {first.get('msg')}") from None
         key = str(getattr(record, id_field))
         if key in seen:

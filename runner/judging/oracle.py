@@ -11,6 +11,10 @@ for every task it applies to, or for none. They are written once, with the reaso
 (:func:`accepted_readings`). A combined reading is named ``<task convention>+<reading>``, e.g.
 ``negative_fraction+calendar_days``.
 
+Each oracle is a function and the typed model of its parameters (:data:`ORACLES`; the models, the
+shared readings and :func:`~runner.inputs.oracle_params.parse_params`, the one place a reading's JSON
+parameters become the model, are in :mod:`runner.inputs.oracle_params`): a function reads only its model.
+
 Plain-reading defaults (the primary):
 
 * "last N days" is the last N trading sessions ending on the as-of date (N closing prices);
@@ -23,36 +27,61 @@ Plain-reading defaults (the primary):
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import timedelta
-from typing import Any
+from datetime import date, timedelta
+from typing import Any, Generic, TypedDict, TypeVar
 
 import numpy as np
 import pandas as pd
 
 from finevo.errors import InputError
+from finevo.jsontypes import JSONObject, JSONValue
 from finevo.market.provider import MarketProvider
 from finevo.normalize import ANSWER, normalize
+from runner.inputs.oracle_params import (
+    READINGS,
+    SHARED_READINGS,
+    BollingerBandsParams,
+    CorrelationParams,
+    DividendHistoryParams,
+    KdjParams,
+    LatestCloseParams,
+    LatestQuoteParams,
+    MacdParams,
+    MaCrossRsiSignalParams,
+    MaxCloseParams,
+    MaxDrawdownParams,
+    MovingAverageParams,
+    NetIncomeParams,
+    OracleParams,
+    OracleParamsError,
+    PortfolioReturnParams,
+    PostSignalReturnParams,
+    Reading,
+    RsiParams,
+    TotalRevenueParams,
+    VolatilityParams,
+    VolumePriceDivergenceParams,
+    accepted_readings,
+    parse_params,
+)
 from runner.inputs.tasks import Probe, Task
 
 __all__ = [
     "ORACLES",
+    "RAISES",
     "READINGS",
     "SHARED_READINGS",
-    "OracleFunction",
+    "Oracle",
     "Reading",
     "accepted_readings",
     "compute",
     "expected_values",
+    "probe_expectation",
     "probe_expected_values",
     "rsi_series",
 ]
-
-OracleFunction = Callable[[MarketProvider, dict[str, Any]], Any]
-
-TRADING_DAYS_PER_YEAR = 252
-
 
 # --------------------------------------------------------------------------- series helpers
 def _history(provider: MarketProvider, symbol: str, prices: str = "adjusted") -> pd.DataFrame:
@@ -227,25 +256,23 @@ def _fiscal_year_end_month(provider: MarketProvider, symbol: str) -> int | None:
     return months.pop() if len(months) == 1 else None
 
 
-def net_income(provider: MarketProvider, p: dict[str, Any]) -> float:
+def net_income(provider: MarketProvider, p: NetIncomeParams) -> float:
     """Quarterly Net Income; year/quarter omitted = the latest reported quarter.
 
     ``basis="calendar"``: the quarter ending in calendar quarter ``quarter`` of ``year``.
     ``basis="fiscal"``: fiscal quarter of the fiscal year ending in ``year``, in the month the company's
     annual statements end (``fiscal_year_end_month`` when the statements do not say).
     """
-    symbol = p["symbol"]
+    symbol = p.symbol
     row = _line_item(provider, symbol, "quarterly", "Net Income")
-    year, quarter = p.get("year"), p.get("quarter")
-    if year is None and quarter is None:
+    year, quarter = p.year, p.quarter
+    if year is None or quarter is None:  # the model holds both or neither
         return _latest(row.sort_index(), f"{symbol} Net Income")
-    if year is None or quarter is None or not 1 <= int(quarter) <= 4:
-        raise ValueError(f"net_income needs both year and quarter 1..4, got year={year} quarter={quarter}")
-    if p.get("basis", "calendar") == "calendar":
-        end = _quarter_end(int(year), 3 * int(quarter))
+    if p.basis == "calendar":
+        end = _quarter_end(year, 3 * quarter)
     else:
-        fy_end = _fiscal_year_end_month(provider, symbol) or int(p.get("fiscal_year_end_month", 12))
-        months = (int(year) - 1) * 12 + (fy_end - 1) + 3 * int(quarter)
+        fy_end = _fiscal_year_end_month(provider, symbol) or p.fiscal_year_end_month
+        months = (year - 1) * 12 + (fy_end - 1) + 3 * quarter
         end = _quarter_end(months // 12, months % 12 + 1)
     value = row[_statement_column(row.to_frame().T, end, f"{symbol} Net Income")]
     if not math.isfinite(float(value)):
@@ -253,9 +280,9 @@ def net_income(provider: MarketProvider, p: dict[str, Any]) -> float:
     return float(value)
 
 
-def total_revenue(provider: MarketProvider, p: dict[str, Any]) -> float:
+def total_revenue(provider: MarketProvider, p: TotalRevenueParams) -> float:
     """Annual Total Revenue of the fiscal year ending in ``year``."""
-    symbol, year = p["symbol"], int(p["year"])
+    symbol, year = p.symbol, p.year
     row = _line_item(provider, symbol, "yearly", "Total Revenue")
     matches = [c for c in row.index if pd.Timestamp(c).year == year and math.isfinite(float(row[c]))]
     if len(matches) != 1:
@@ -264,95 +291,103 @@ def total_revenue(provider: MarketProvider, p: dict[str, Any]) -> float:
 
 
 # --------------------------------------------------------------------------- prices
-def latest_close(provider: MarketProvider, p: dict[str, Any]) -> float:
-    return float(_closes(provider, p["symbol"]).iloc[-1])
+def latest_close(provider: MarketProvider, p: LatestCloseParams) -> float:
+    return _last_close(provider, p.symbol)
 
 
-def latest_quote(provider: MarketProvider, p: dict[str, Any]) -> float:
+def _last_close(provider: MarketProvider, symbol: str) -> float:
+    return float(_closes(provider, symbol).iloc[-1])
+
+
+def latest_quote(provider: MarketProvider, p: LatestQuoteParams) -> float:
     """The last traded price: ``fast_info['lastPrice']`` (``source="fast_info"``), ``info`` price, or last close."""
-    symbol, source = p["symbol"], p.get("source", "fast_info")
-    if source == "history":
-        return latest_close(provider, p)
-    if source == "fast_info":
+    symbol = p.symbol
+    if p.source == "history":
+        return _last_close(provider, symbol)
+    if p.source == "fast_info":
         fields = provider.fast_info(symbol)
         for key in ("lastPrice", "last_price"):
             if fields.get(key) is not None:
                 return float(fields[key])
         raise ValueError(f"{symbol}: fast_info has no lastPrice")
-    if source == "info":
-        fields = provider.info(symbol)
-        for key in ("regularMarketPrice", "currentPrice"):
-            if fields.get(key) is not None:
-                return float(fields[key])
-        raise ValueError(f"{symbol}: info has no regularMarketPrice/currentPrice")
-    raise ValueError(f"unknown quote source {source!r} (fast_info | info | history)")
+    fields = provider.info(symbol)
+    for key in ("regularMarketPrice", "currentPrice"):
+        if fields.get(key) is not None:
+            return float(fields[key])
+    raise ValueError(f"{symbol}: info has no regularMarketPrice/currentPrice")
 
 
-def dividend_history(provider: MarketProvider, p: dict[str, Any]) -> list[dict[str, Any]]:
+class Dividend(TypedDict):
+    """One dividend of :func:`dividend_history`'s answer."""
+
+    date: str
+    amount: float
+
+
+def dividend_history(provider: MarketProvider, p: DividendHistoryParams) -> list[Dividend]:
     """Dividends with ex-date on or after ``as_of - years`` (calendar years; ``since="exclusive"``:
     strictly after it, what ``history(period="3y")`` returns), as date/amount records."""
-    symbol, years = p["symbol"], int(p["years"])
+    symbol, years = p.symbol, p.years
     divs = provider.dividends(symbol)
     start = pd.Timestamp(provider.as_of) - pd.DateOffset(years=years)
     dates = divs.index.tz_localize(None) if divs.index.tz is not None else divs.index
-    since = p.get("since", "inclusive")
-    if since not in ("inclusive", "exclusive"):
-        raise ValueError(f"unknown since {since!r} (inclusive | exclusive)")
-    after = dates.normalize() >= start if since == "inclusive" else dates.normalize() > start
+    after = dates.normalize() >= start if p.since == "inclusive" else dates.normalize() > start
     mask = after & (dates.date <= provider.as_of) & (divs.to_numpy() > 0)
     chosen = divs.loc[mask].sort_index()
     if chosen.empty:
         raise ValueError(f"{symbol}: no dividends since {start.date()}")
-    return _ordered([{"date": ts.strftime("%Y-%m-%d"), "amount": float(v)} for ts, v in chosen.items()],
-                    p.get("order", "asc"))
+    return _ordered([Dividend(date=ts.strftime("%Y-%m-%d"), amount=float(v)) for ts, v in chosen.items()], p.order)
 
 
-def max_close(provider: MarketProvider, p: dict[str, Any]) -> float:
-    closes = _last(_closes(provider, p["symbol"], p.get("prices", "adjusted")), provider, p["days"],
-                   p.get("window_unit", "sessions"), "max_close")
+def max_close(provider: MarketProvider, p: MaxCloseParams) -> float:
+    closes = _last(_closes(provider, p.symbol, p.prices), provider, p.days, p.window_unit, "max_close")
     return float(closes.max())
 
 
-def moving_average(provider: MarketProvider, p: dict[str, Any]) -> list[float]:
+def moving_average(provider: MarketProvider, p: MovingAverageParams) -> list[float]:
     """The last ``days`` values of the ``window``-session simple moving average of Close, oldest
     first (``order="desc"``: newest first)."""
-    closes = _closes(provider, p["symbol"], p.get("prices", "adjusted"))
-    sma = closes.rolling(int(p["window"])).mean().dropna()
-    values = [float(v) for v in _last(sma, provider, p["days"], "sessions", "moving_average")]
-    return _ordered(values, p.get("order", "asc"))
+    closes = _closes(provider, p.symbol, p.prices)
+    sma = closes.rolling(p.window).mean().dropna()
+    values = [float(v) for v in _last(sma, provider, p.days, "sessions", "moving_average")]
+    return _ordered(values, p.order)
 
 
-def _ordered(values: list[Any], order: str) -> list[Any]:
+T = TypeVar("T")
+
+
+def _ordered(values: list[T], order: str) -> list[T]:
     if order not in ("asc", "desc"):
         raise ValueError(f"unknown order {order!r} (asc | desc)")
     return values if order == "asc" else values[::-1]
 
 
 # --------------------------------------------------------------------------- indicators
-def rsi(provider: MarketProvider, p: dict[str, Any]) -> float:
+def rsi(provider: MarketProvider, p: RsiParams) -> float:
     """Latest RSI; ``lookback="window"`` computes it from the last ``days`` closes only."""
-    closes = _closes(provider, p["symbol"], p.get("prices", "adjusted"))
-    if p.get("lookback", "window") == "window":
-        closes = _last(closes, provider, p["days"], p.get("window_unit", "sessions"), "rsi")
-    return _latest(rsi_series(closes, p["window"], p.get("rsi_method", "wilder")), "rsi")
+    closes = _closes(provider, p.symbol, p.prices)
+    if p.lookback == "window":
+        assert p.days is not None  # the model requires days with a window lookback
+        closes = _last(closes, provider, p.days, p.window_unit, "rsi")
+    return _latest(rsi_series(closes, p.window, p.rsi_method), "rsi")
 
 
-def bollinger_bands(provider: MarketProvider, p: dict[str, Any]) -> dict[str, float]:
-    closes = _closes(provider, p["symbol"], p.get("prices", "adjusted"))
-    window = int(p["window"])
+def bollinger_bands(provider: MarketProvider, p: BollingerBandsParams) -> dict[str, float]:
+    closes = _closes(provider, p.symbol, p.prices)
+    window = p.window
     if len(closes) < window:
         raise ValueError(f"bollinger_bands: need {window} closes, have {len(closes)}")
     tail = closes.iloc[-window:].to_numpy()
     middle = float(tail.mean())
-    std = float(tail.std(ddof=int(p.get("ddof", 0))))
-    k = float(p["num_std"])
+    std = float(tail.std(ddof=p.ddof))
+    k = p.num_std
     return {"upper": middle + k * std, "middle": middle, "lower": middle - k * std}
 
 
-def macd(provider: MarketProvider, p: dict[str, Any]) -> dict[str, float]:
+def macd(provider: MarketProvider, p: MacdParams) -> dict[str, float]:
     """MACD = EMA(fast) - EMA(slow) of Close, signal = EMA(signal) of MACD, all ``adjust=False``."""
-    closes = _closes(provider, p["symbol"], p.get("prices", "adjusted"))
-    fast, slow, signal = int(p["fast"]), int(p["slow"]), int(p["signal"])
+    closes = _closes(provider, p.symbol, p.prices)
+    fast, slow, signal = p.fast, p.slow, p.signal
     if len(closes) < slow + signal:
         raise ValueError(f"macd: need {slow + signal} closes, have {len(closes)}")
     line = closes.ewm(span=fast, adjust=False).mean() - closes.ewm(span=slow, adjust=False).mean()
@@ -361,19 +396,19 @@ def macd(provider: MarketProvider, p: dict[str, Any]) -> dict[str, float]:
     return {"macd": m, "signal": s, "histogram": m - s}
 
 
-def volatility(provider: MarketProvider, p: dict[str, Any]) -> float:
+def volatility(provider: MarketProvider, p: VolatilityParams) -> float:
     """Std (``ddof``, default 1: sample) of the last ``window`` daily returns (``count="prices"``:
-    of the returns of the last ``window`` closes), times sqrt(252) when annualised."""
-    closes = _closes(provider, p["symbol"])
-    window = int(p["window"])
-    returns = _returns(closes, p.get("returns", "simple"))
-    if p.get("count", "returns") == "prices":
+    of the returns of the last ``window`` closes), times sqrt(``periods_per_year``, default 252) when annualised."""
+    closes = _closes(provider, p.symbol)
+    window = p.window
+    returns = _returns(closes, p.returns)
+    if p.count == "prices":
         window -= 1
     if window < 2 or len(returns) < window:
         raise ValueError(f"volatility: need {window} returns, have {len(returns)}")
-    std = float(returns.iloc[-window:].std(ddof=int(p.get("ddof", 1))))
-    if p.get("annualise", True):
-        std *= math.sqrt(float(p.get("periods_per_year", TRADING_DAYS_PER_YEAR)))
+    std = float(returns.iloc[-window:].std(ddof=p.ddof))
+    if p.annualise:
+        std *= math.sqrt(p.periods_per_year)
     return std
 
 
@@ -402,37 +437,35 @@ def kdj_frame(history: pd.DataFrame, n: int, k_period: int, d_period: int,
     return pd.DataFrame({"k": k, "d": d, "j": 3 * k - 2 * d}).dropna()
 
 
-def kdj(provider: MarketProvider, p: dict[str, Any]) -> dict[str, float]:
-    history = _history(provider, p["symbol"], p.get("prices", "adjusted"))
-    n = int(p["n"])
-    if len(history) < n + int(p["k_period"]) + int(p["d_period"]):
+def kdj(provider: MarketProvider, p: KdjParams) -> dict[str, float]:
+    history = _history(provider, p.symbol, p.prices)
+    n = p.n
+    if len(history) < n + p.k_period + p.d_period:
         raise ValueError(f"kdj: not enough sessions ({len(history)})")
-    frame = kdj_frame(history, n, int(p["k_period"]), int(p["d_period"]), p.get("smoothing", "recursive"))
+    frame = kdj_frame(history, n, p.k_period, p.d_period, p.smoothing)
     last = frame.iloc[-1]
     return {"k": float(last["k"]), "d": float(last["d"]), "j": float(last["j"])}
 
 
-def max_drawdown(provider: MarketProvider, p: dict[str, Any]) -> float:
+def max_drawdown(provider: MarketProvider, p: MaxDrawdownParams) -> float:
     """Largest peak-to-trough fall of Close within the window: a negative fraction (or its magnitude)."""
-    closes = _last(_closes(provider, p["symbol"]), provider, p["days"], p.get("window_unit", "sessions"),
-                   "max_drawdown")
+    closes = _last(_closes(provider, p.symbol), provider, p.days, p.window_unit, "max_drawdown")
     drawdown = float((closes / closes.cummax() - 1.0).min())
-    return -drawdown if p.get("sign", "negative") == "positive" else drawdown
+    return -drawdown if p.sign == "positive" else drawdown
 
 
-def correlation(provider: MarketProvider, p: dict[str, Any]) -> float:
+def correlation(provider: MarketProvider, p: CorrelationParams) -> float:
     """Pearson correlation of the two symbols' daily returns over the window (dates aligned).
 
     ``count="prices"``: the window holds ``days`` closes (days-1 returns); ``"returns"``: ``days`` returns.
     """
-    symbols = list(p["symbols"])
+    symbols = list(p.symbols)
     if len(symbols) != 2:
         raise ValueError(f"correlation needs exactly two symbols, got {symbols}")
     frame = pd.concat([_closes(provider, s) for s in symbols], axis=1, keys=symbols, join="inner")
-    days = int(p["days"]) + (1 if p.get("count", "prices") == "returns" else 0)
-    window = _last(frame, provider, days, p.get("window_unit", "sessions"), "correlation")
-    kind = p.get("returns", "simple")
-    a, b = _returns(window[symbols[0]], kind), _returns(window[symbols[1]], kind)
+    days = p.days + (1 if p.count == "returns" else 0)
+    window = _last(frame, provider, days, p.window_unit, "correlation")
+    a, b = _returns(window[symbols[0]], p.returns), _returns(window[symbols[1]], p.returns)
     value = float(np.corrcoef(a.to_numpy(), b.to_numpy())[0, 1])
     if not math.isfinite(value):
         raise ValueError("correlation undefined (a constant series)")
@@ -440,69 +473,63 @@ def correlation(provider: MarketProvider, p: dict[str, Any]) -> float:
 
 
 # --------------------------------------------------------------------------- composites
-def ma_cross_rsi_signal(provider: MarketProvider, p: dict[str, Any]) -> bool:
+def ma_cross_rsi_signal(provider: MarketProvider, p: MaCrossRsiSignalParams) -> bool:
     """True when SMA(short) > SMA(long) on the latest session and RSI(rsi_window) < threshold."""
-    closes = _closes(provider, p["symbol"])
-    short, long_ = int(p["short_window"]), int(p["long_window"])
-    if len(closes) < max(long_, int(p["rsi_window"]) + 1):
+    closes = _closes(provider, p.symbol)
+    short, long_ = p.short_window, p.long_window
+    if len(closes) < max(long_, p.rsi_window + 1):
         raise ValueError("ma_cross_rsi_signal: not enough closes")
     ma_short = float(closes.iloc[-short:].mean())
     ma_long = float(closes.iloc[-long_:].mean())
-    rsi_value = _latest(rsi_series(closes, p["rsi_window"], p.get("rsi_method", "wilder")), "rsi")
-    return bool(ma_short > ma_long and rsi_value < float(p["rsi_threshold"]))
+    rsi_value = _latest(rsi_series(closes, p.rsi_window, p.rsi_method), "rsi")
+    return bool(ma_short > ma_long and rsi_value < p.rsi_threshold)
 
 
-def volume_price_divergence(provider: MarketProvider, p: dict[str, Any]) -> bool:
+def volume_price_divergence(provider: MarketProvider, p: VolumePriceDivergenceParams) -> bool:
     """True when Close rose over the window (last > first) while Volume trended down.
 
     ``volume_trend="slope"``: least-squares slope of Volume over the sessions is negative;
     ``"halves"``: mean Volume of the later half is below that of the earlier half.
     """
-    window = _last(_history(provider, p["symbol"]), provider, p["days"], p.get("window_unit", "sessions"),
-                   "volume_price_divergence")
+    window = _last(_history(provider, p.symbol), provider, p.days, p.window_unit, "volume_price_divergence")
     closes = window["Close"].to_numpy(dtype=float)
     volume = window["Volume"].to_numpy(dtype=float)
     price_up = closes[-1] > closes[0]
-    trend = p.get("volume_trend", "slope")
-    if trend == "slope":
+    if p.volume_trend == "slope":
         volume_down = float(np.polyfit(np.arange(len(volume), dtype=float), volume, 1)[0]) < 0
-    elif trend == "halves":
+    else:
         half = len(volume) // 2
         volume_down = float(volume[-half:].mean()) < float(volume[:half].mean())
-    else:
-        raise ValueError(f"unknown volume_trend {trend!r} (slope | halves)")
     return bool(price_up and volume_down)
 
 
-def portfolio_return(provider: MarketProvider, p: dict[str, Any]) -> float:
+def portfolio_return(provider: MarketProvider, p: PortfolioReturnParams) -> float:
     """Equal-weight return over the window: buy-and-hold (``rebalance="none"``) or rebalanced daily.
 
     ``count="prices"``: the window holds ``days`` closes; ``"returns"``: ``days`` daily returns.
     """
-    symbols = list(p["symbols"])
-    if not symbols:
-        raise ValueError("portfolio_return needs at least one symbol")
+    symbols = list(p.symbols)
     frame = pd.concat([_closes(provider, s) for s in symbols], axis=1, keys=symbols, join="inner")
-    days = int(p["days"]) + (1 if p.get("count", "prices") == "returns" else 0)
-    window = _last(frame, provider, days, p.get("window_unit", "sessions"), "portfolio_return")
-    if p.get("rebalance", "none") == "daily":
+    days = p.days + (1 if p.count == "returns" else 0)
+    window = _last(frame, provider, days, p.window_unit, "portfolio_return")
+    if p.rebalance == "daily":
         daily = window.pct_change().dropna().mean(axis=1)
         return float((1.0 + daily).prod() - 1.0)
     return float((window.iloc[-1] / window.iloc[0] - 1.0).mean())
 
 
-def post_signal_return(provider: MarketProvider, p: dict[str, Any]) -> float:
+def post_signal_return(provider: MarketProvider, p: PostSignalReturnParams) -> float:
     """Mean ``horizon``-session forward return after sessions whose RSI exceeds the threshold.
 
     ``signal="every_day"``: every session with RSI > threshold; ``"cross"``: only sessions where RSI
     moves above the threshold (the previous one was at or below). Signals without ``horizon``
     later sessions are skipped.
     """
-    closes = _closes(provider, p["symbol"])
-    horizon = int(p["horizon"])
-    rsi_values = rsi_series(closes, p["rsi_window"], p.get("rsi_method", "wilder"), p.get("rsi_warmup", "skip"))
-    above = rsi_values > float(p["rsi_threshold"])
-    if p.get("signal", "every_day") == "cross":
+    closes = _closes(provider, p.symbol)
+    horizon = p.horizon
+    rsi_values = rsi_series(closes, p.rsi_window, p.rsi_method, p.rsi_warmup)
+    above = rsi_values > p.rsi_threshold
+    if p.signal == "cross":
         above = above & ~above.shift(1, fill_value=False) & rsi_values.shift(1).notna()
     forward = closes.shift(-horizon) / closes - 1.0
     chosen = forward[above & forward.notna()]
@@ -511,149 +538,88 @@ def post_signal_return(provider: MarketProvider, p: dict[str, Any]) -> float:
     return float(chosen.mean())
 
 
-ORACLES: dict[str, OracleFunction] = {
-    "net_income": net_income,
-    "total_revenue": total_revenue,
-    "latest_quote": latest_quote,
-    "latest_close": latest_close,
-    "dividend_history": dividend_history,
-    "max_close": max_close,
-    "rsi": rsi,
-    "moving_average": moving_average,
-    "bollinger_bands": bollinger_bands,
-    "macd": macd,
-    "volatility": volatility,
-    "kdj": kdj,
-    "max_drawdown": max_drawdown,
-    "correlation": correlation,
-    "ma_cross_rsi_signal": ma_cross_rsi_signal,
-    "volume_price_divergence": volume_price_divergence,
-    "portfolio_return": portfolio_return,
-    "post_signal_return": post_signal_return,
-}
+P = TypeVar("P", bound=OracleParams)
 
 
-# --------------------------------------------------------------------------- shared readings
 @dataclass(frozen=True)
-class Reading:
-    """One choice a careful analyst may make the same way on every task it applies to: the
-    oracle parameter it sets and its accepted values, each with the label that names it in a
-    convention (the first value of a task's oracle is its primary, unlabelled)."""
+class Oracle(Generic[P]):
+    """One trusted oracle: its function and the model of the parameters the function reads."""
 
-    key: str
-    values: tuple[tuple[str, Any], ...]
+    function: Callable[[MarketProvider, P], Any]
+    params: type[P]
+
+    def __call__(self, provider: MarketProvider, params: OracleParams) -> JSONValue:
+        """The function's value on ``params`` (already parsed: :func:`parse_params`), as plain Python."""
+        if not isinstance(params, self.params):
+            raise TypeError(f"{self.function.__name__} takes {self.params.__name__}, not {type(params).__name__}")
+        value: JSONValue = normalize(self.function(provider, params), ANSWER)
+        return value
 
 
-#: The shared readings (reasons in benchmarks/README.md, "Shared readings").
-READINGS: dict[str, Reading] = {
-    "window": Reading("window_unit", (("sessions", "sessions"), ("calendar_days", "calendar"),
-                                      ("calendar_days_after", "calendar_after"))),
-    "count": Reading("count", (("n_closes", "prices"), ("n_returns", "returns"))),
-    "prices": Reading("prices", (("adjusted_close", "adjusted"), ("raw_close", "raw"))),
-    "std": Reading("ddof", (("population_std", 0), ("sample_std", 1))),
-    "rsi": Reading("rsi_method", (("wilder", "wilder"), ("wilder_sma_seed", "wilder_sma"), ("cutler", "simple"))),
-    "order": Reading("order", (("oldest_first", "asc"), ("newest_first", "desc"))),
-    "warmup": Reading("rsi_warmup", (("skip_warmup", "skip"), ("count_warmup", "keep"))),
-    "returns": Reading("returns", (("simple_returns", "simple"), ("log_returns", "log"))),
-    "edge": Reading("since", (("on_or_after", "inclusive"), ("strictly_after", "exclusive"))),
-}
-
-#: Oracle -> the shared readings it accepts, each with the oracle's primary value. An oracle
-#: absent here (fundamentals, quotes, the boolean signals) accepts no shared reading: its task's
-#: own conventions are all there is.
-SHARED_READINGS: dict[str, dict[str, Any]] = {
-    "max_close": {"window": "sessions", "prices": "adjusted"},
-    "moving_average": {"prices": "adjusted", "order": "asc"},
-    "rsi": {"window": "sessions", "prices": "adjusted", "rsi": "wilder"},
-    "bollinger_bands": {"prices": "adjusted", "std": 0},
-    "macd": {"prices": "adjusted"},
-    "kdj": {"prices": "adjusted"},
-    "volatility": {"count": "returns", "std": 1, "returns": "simple"},
-    "max_drawdown": {"window": "sessions"},
-    "correlation": {"window": "sessions", "count": "prices", "returns": "simple"},
-    "portfolio_return": {"window": "sessions", "count": "prices"},
-    "post_signal_return": {"rsi": "wilder", "warmup": "skip"},
-    "dividend_history": {"order": "asc", "edge": "inclusive"},
+#: Oracle name -> its function and parameter model (the models are
+#: :data:`runner.inputs.oracle_params.PARAMS`, which the task loader checks against).
+ORACLES: dict[str, Oracle[Any]] = {
+    "net_income": Oracle(net_income, NetIncomeParams),
+    "total_revenue": Oracle(total_revenue, TotalRevenueParams),
+    "latest_quote": Oracle(latest_quote, LatestQuoteParams),
+    "latest_close": Oracle(latest_close, LatestCloseParams),
+    "dividend_history": Oracle(dividend_history, DividendHistoryParams),
+    "max_close": Oracle(max_close, MaxCloseParams),
+    "rsi": Oracle(rsi, RsiParams),
+    "moving_average": Oracle(moving_average, MovingAverageParams),
+    "bollinger_bands": Oracle(bollinger_bands, BollingerBandsParams),
+    "macd": Oracle(macd, MacdParams),
+    "volatility": Oracle(volatility, VolatilityParams),
+    "kdj": Oracle(kdj, KdjParams),
+    "max_drawdown": Oracle(max_drawdown, MaxDrawdownParams),
+    "correlation": Oracle(correlation, CorrelationParams),
+    "ma_cross_rsi_signal": Oracle(ma_cross_rsi_signal, MaCrossRsiSignalParams),
+    "volume_price_divergence": Oracle(volume_price_divergence, VolumePriceDivergenceParams),
+    "portfolio_return": Oracle(portfolio_return, PortfolioReturnParams),
+    "post_signal_return": Oracle(post_signal_return, PostSignalReturnParams),
 }
 
 
-def _meaningful(params: dict[str, Any], defaults: dict[str, Any]) -> bool:
-    """False for a combination one of whose readings changes nothing (it would only repeat
-    another convention): a calendar window fixes the closes itself (no N closes / N returns), a
-    full-history RSI has no window to read in days, and Cutler's RSI has no warm-up values to keep."""
-    calendar = params.get("window_unit", "sessions") != "sessions"
-    if calendar and "count" in defaults and params.get("count") != defaults["count"]:
-        return False
-    if params.get("rsi_method") in ("simple", "wilder_sma") and params.get("rsi_warmup", "skip") != "skip":
-        return False  # plain n-period means have no value before n changes: nothing to keep
-    return not (calendar and params.get("lookback") == "full")
-
-
-def accepted_readings(task: Task) -> list[tuple[str, dict[str, Any]]]:
-    """``(convention name, oracle params)`` for every accepted reading of ``task``, primary first.
-
-    Each of the task's conventions is crossed with every shared reading of its oracle
-    (:data:`SHARED_READINGS`; none for a boolean answer, where each extra reading could make the
-    other answer pass). A task whose conventions or oracle parameters set a shared reading
-    themselves are refused with :class:`InputError`: the shared readings are decided once.
-    """
-    shared = {} if task.output.type == "boolean" else SHARED_READINGS.get(task.oracle.name, {})
-    defaults = {READINGS[axis].key: primary for axis, primary in shared.items()}
-    for key, value in task.oracle.params.items():
-        if key in defaults and value != defaults[key]:
-            raise InputError(f"task {task.id}: oracle parameter {key}={value!r} is a shared reading whose primary "
-                             f"is {defaults[key]!r} (benchmarks/README.md, Shared readings)")
-    for convention in task.conventions:
-        owned = sorted(set(convention.params) & set(defaults))
-        if owned:
-            raise InputError(f"task {task.id}: convention {convention.name!r} sets {', '.join(owned)}, a shared "
-                             "reading the oracle adds to every task it applies to (benchmarks/README.md, "
-                             "Shared readings)")
-    readings = [(c.name, {**task.oracle.params, **defaults, **c.params}) for c in task.conventions]
-    for axis in shared:
-        reading = READINGS[axis]
-        crossed: list[tuple[str, dict[str, Any]]] = []
-        for name, params in readings:
-            crossed.append((name, params))
-            for label, value in reading.values:
-                if value != defaults[reading.key]:
-                    combined = {**params, reading.key: value}
-                    if _meaningful(combined, defaults):
-                        crossed.append((f"{name}+{label}", combined))
-        readings = crossed
-    return readings
-
-
-def compute(name: str, provider: MarketProvider, params: dict[str, Any]) -> Any:
-    """Run one oracle function by name and return its value as plain Python."""
-    function = ORACLES.get(name)
-    if function is None:
+def _oracle(name: str) -> Oracle[Any]:
+    found = ORACLES.get(name)
+    if found is None:
         raise InputError(f"unknown oracle {name!r} (known: {', '.join(sorted(ORACLES))})")
-    return normalize(function(provider, dict(params)), ANSWER)
+    return found
 
 
-def expected_values(task: Task, provider: MarketProvider, overrides: dict[str, Any] | None = None,
-                    where: str = "") -> dict[str, Any]:
+def compute(name: str, provider: MarketProvider, params: Mapping[str, JSONValue]) -> JSONValue:
+    """Run one oracle function by name on JSON ``params`` and return its value as plain Python.
+
+    :class:`InputError` for an unknown oracle, :class:`OracleParamsError` (an ``InputError``) for a
+    parameter its model refuses; the function's own errors (data too short, an unknown symbol) pass through.
+    """
+    oracle = _oracle(name)
+    return oracle(provider, parse_params(name, params))
+
+
+def expected_values(task: Task, provider: MarketProvider, overrides: Mapping[str, JSONValue] | None = None,
+                    where: str = "") -> dict[str, JSONValue]:
     """``{convention name: expected value}`` for every accepted reading of ``task``
     (:func:`accepted_readings`), primary first.
 
     ``overrides`` (a probe's ``oracle_params``) are merged last, over each reading's params. An
-    unknown oracle name, a missing parameter or data too short for the task raise
-    :class:`InputError` naming the task (and ``where``, e.g. ``probe 2``) and convention.
+    unknown oracle name, a parameter the oracle's model refuses (missing, unknown, mistyped) or data
+    too short for the task raise :class:`InputError` naming the task (and ``where``, e.g. ``probe 2``)
+    and convention.
     """
     if task.oracle.name not in ORACLES:
         raise InputError(f"task {task.id}: unknown oracle {task.oracle.name!r} "
                          f"(known: {', '.join(sorted(ORACLES))})")
+    oracle = ORACLES[task.oracle.name]
     label = f"task {task.id}{' ' + where if where else ''}"
     cached = _CachingProvider(provider)
-    results: dict[str, Any] = {}
+    results: dict[str, JSONValue] = {}
     for name, reading in accepted_readings(task):
-        params = {**reading, **(overrides or {})}
+        merged: JSONObject = {**reading, **(overrides or {})}
         try:
-            results[name] = compute(task.oracle.name, cached, params)
-        except KeyError as exc:
-            raise InputError(f"{label}: oracle {task.oracle.name!r} convention {name!r} "
-                             f"is missing parameter {exc.args[0]!r}") from None
+            results[name] = oracle(cached, parse_params(task.oracle.name, merged))
+        except OracleParamsError as exc:
+            raise InputError(f"{label}: oracle {task.oracle.name!r} convention {name!r}: {exc.detail}") from None
         except (LookupError, ValueError, TypeError) as exc:  # e.g. a symbol the snapshot does not hold
             raise InputError(f"{label}: oracle {task.oracle.name!r} convention {name!r}: {exc}") from None
     return results
@@ -668,7 +634,7 @@ class _CachingProvider:
         self._bars: dict[tuple[str, str], pd.DataFrame] = {}
 
     @property
-    def as_of(self) -> Any:
+    def as_of(self) -> date:
         return self._provider.as_of
 
     def bars(self, symbol: str, prices: str) -> pd.DataFrame:
@@ -685,7 +651,7 @@ class _CachingProvider:
 RAISES = "<raises>"
 
 
-def probe_expectation(task: Task, provider: MarketProvider, probe: Probe, where: str = "") -> dict[str, Any]:
+def probe_expectation(task: Task, provider: MarketProvider, probe: Probe, where: str = "") -> dict[str, JSONValue]:
     """``{convention: expected value}`` for ``probe``; for a probe that expects an error,
     ``{RAISES: the oracle's reason}`` (and an :class:`InputError` when the oracle does answer it)."""
     if not probe.expect_error:
@@ -698,7 +664,7 @@ def probe_expectation(task: Task, provider: MarketProvider, probe: Probe, where:
                      f"({', '.join(values)})")
 
 
-def probe_expected_values(task: Task, provider: MarketProvider) -> list[dict[str, Any]]:
+def probe_expected_values(task: Task, provider: MarketProvider) -> list[dict[str, JSONValue]]:
     """One ``{convention: expected value}`` per probe of ``task``, in the task's probe order."""
     return [probe_expectation(task, provider, probe, f"probe {i} ({probe.label()})")
             for i, probe in enumerate(task.probes, start=1)]

@@ -10,6 +10,7 @@ miss every reading in at least one world.
 
 from __future__ import annotations
 
+import json
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from finevo.errors import InputError
 from finevo.market import synthetic
 from finevo.market.snapshot import Snapshot, load_snapshot
 from finevo.paths import benchmarks_dir
-from runner.inputs.tasks import Task, load_tasks
+from runner.inputs.tasks import Convention, Task, load_tasks
 from runner.judging.compare import compare
 from runner.judging.oracle import READINGS, SHARED_READINGS, accepted_readings, expected_values
 from tests.finevo.agent.doubles import InlineSandbox
@@ -179,15 +180,24 @@ def test_boolean_tasks_get_no_shared_reading_and_numeric_ones_get_all_that_fit()
             assert any(label in name.split("+") for name in names for label in labels), (task.id, axis)
 
 
-def test_a_task_that_sets_a_shared_reading_itself_is_refused() -> None:
+def test_a_task_that_sets_a_shared_reading_itself_is_refused(tmp_path: Path) -> None:
+    """Refused when the task file is loaded (exit 2), one line naming the line, the task and the reading;
+    :func:`accepted_readings` refuses such a task too (one built without validation)."""
     line = TASKS["calc_003"].model_dump()
     line["conventions"] = [*line["conventions"], {"name": "sample", "params": {"ddof": 1}, "reason": "pandas"}]
+    bad = tmp_path / "tasks.jsonl"
+    bad.write_text(json.dumps(line) + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"^.*tasks\.jsonl:1: task calc_003: convention 'sample' sets ddof, a shared"):
+        load_tasks(bad)
+    unchecked = TASKS["calc_003"].model_copy(update={"conventions": (
+        *TASKS["calc_003"].conventions, Convention(name="sample", params={"ddof": 1}, reason="pandas"))})
     with pytest.raises(InputError, match=r"calc_003.*'sample' sets ddof"):
-        accepted_readings(Task.model_validate(line))
+        accepted_readings(unchecked)
     line = TASKS["fetch_008"].model_dump()
     line["oracle"]["params"]["window_unit"] = "calendar"
-    with pytest.raises(InputError, match=r"fetch_008.*window_unit='calendar'"):
-        accepted_readings(Task.model_validate(line))
+    bad.write_text(json.dumps(line) + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"tasks\.jsonl:1: task fetch_008: oracle parameter window_unit='calendar'"):
+        load_tasks(bad)
 
 
 def test_the_raw_closes_the_oracle_derives_are_the_recorded_ones() -> None:

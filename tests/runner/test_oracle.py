@@ -10,12 +10,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from pydantic import ValidationError
 from ta.momentum import RSIIndicator, StochasticOscillator
 from ta.trend import MACD, SMAIndicator
 from ta.volatility import BollingerBands
 
 from finevo.errors import InputError
-from runner.inputs.tasks import Task
+from runner.inputs.tasks import OracleSpec, Task
 from runner.judging import oracle
 from runner.judging.oracle import compute, expected_values, rsi_series
 
@@ -299,7 +300,7 @@ def test_net_income_calendar_fiscal_and_latest(fundamentals: FakeProvider) -> No
     assert compute("net_income", fundamentals, {"symbol": "Q"}) == 2e9  # newest *reported* quarter
     with pytest.raises(ValueError, match="no statement period"):
         compute("net_income", fundamentals, {"symbol": "Q", "year": 2021, "quarter": 1})
-    with pytest.raises(ValueError, match="both year and quarter"):
+    with pytest.raises(InputError, match="both year and quarter"):
         compute("net_income", fundamentals, {"symbol": "Q", "year": 2023})
 
 
@@ -348,13 +349,23 @@ def test_expected_values_one_per_convention_in_order() -> None:
 
 
 def test_unknown_oracle_and_bad_params_name_the_task() -> None:
+    """A task cannot be built with an unknown oracle or a parameter its model refuses (the task file
+    fails to load: tests/runner/test_oracle_params.py); the oracle names the task all the same for one
+    built without validation, for a probe's overrides and for data too short."""
     provider = FakeProvider({"X": _frame(np.array([1.0, 2.0, 3.0]))})
+    with pytest.raises(ValidationError, match=r"task calc_099: unknown oracle 'nope'"):
+        _task(oracle={"name": "nope", "params": {}})
+    with pytest.raises(ValidationError, match=r"task calc_099: oracle 'max_drawdown' convention 'negative': "
+                                              r"parameter 'days' is required"):
+        _task(oracle={"name": "max_drawdown", "params": {"symbol": "X"}})
+    unchecked = _task().model_copy(update={"oracle": OracleSpec(name="nope")})
     with pytest.raises(InputError, match=r"task calc_099: unknown oracle 'nope'"):
-        expected_values(_task(oracle={"name": "nope", "params": {}}), provider)
+        expected_values(unchecked, provider)
     with pytest.raises(InputError, match=r"calc_099.*need 6 sessions, have 3"):
         expected_values(_task(), provider)
-    with pytest.raises(InputError, match=r"calc_099.*'days'"):
-        expected_values(_task(oracle={"name": "max_drawdown", "params": {"symbol": "X"}}), provider)
+    with pytest.raises(InputError, match=r"^task calc_099 probe 1: oracle 'max_drawdown' convention 'negative': "
+                                         r"parameter 'days': Input should be a valid integer, got '6'$"):
+        expected_values(_task(), provider, {"days": "6"}, "probe 1")
 
 
 def test_every_task_oracle_name_is_known() -> None:

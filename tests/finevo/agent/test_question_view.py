@@ -14,7 +14,16 @@ from finevo.outcome import LLMUsage
 from finevo.paths import benchmarks_dir
 from finevo.question import Question, SecurityQuestion
 from finevo.settings import Settings
-from runner.inputs.tasks import SecurityTask, Task, load_security_tasks, load_tasks
+from runner.inputs.tasks import (
+    Convention,
+    OracleSpec,
+    Probe,
+    SecurityTask,
+    Task,
+    Tolerance,
+    load_security_tasks,
+    load_tasks,
+)
 from tests.finevo.agent.doubles import InlineSandbox
 
 TASKS = load_tasks(benchmarks_dir() / "tasks.jsonl")
@@ -52,17 +61,15 @@ def _planted(task: Task) -> tuple[Task, list[str]]:
     marks = {name: f"LEAK{name.upper()}{task.id.replace('_', '')}" for name in
              ("oraclename", "oracleparam", "convname", "convparam", "convreason", "probearg", "probeoracle",
               "probereason")}
-    oracle = task.oracle.model_copy(update={"name": marks["oraclename"],
-                                            "params": {**task.oracle.params, "leak": marks["oracleparam"]}})
-    convention = task.conventions[0].model_copy(update={"name": marks["convname"],
-                                                        "params": {"leak": marks["convparam"]},
-                                                        "reason": marks["convreason"]})
-    probe = {"args": {"symbol": marks["probearg"]}, "oracle_params": {"leak": marks["probeoracle"]},
-             "reason": marks["probereason"]}
-    conventions = [convention.model_dump(), *[c.model_dump() for c in task.conventions[1:]]]
-    planted = Task.model_validate({**task.model_dump(), "oracle": oracle.model_dump(), "conventions": conventions,
-                                   "tolerance": {"rel": 0.0987654321, "abs": 0.0123456789},
-                                   "probes": [probe]})
+    oracle = OracleSpec(name=marks["oraclename"], params={**task.oracle.params, "leak": marks["oracleparam"]})
+    convention = Convention(name=marks["convname"], params={"leak": marks["convparam"]}, reason=marks["convreason"])
+    probe = Probe(args={"symbol": marks["probearg"]}, oracle_params={"leak": marks["probeoracle"]},
+                  reason=marks["probereason"])
+    # Copied, not validated: a task file cannot hold an unknown oracle or parameter (the loader checks them
+    # against the oracle's models), but whatever a task holds must stay out of every prompt.
+    planted = task.model_copy(update={"oracle": oracle, "conventions": (convention, *task.conventions[1:]),
+                                      "tolerance": Tolerance(rel=0.0987654321, abs=0.0123456789),
+                                      "probes": (probe,)})
     return planted, [*marks.values(), "0.0987654321", "0.0123456789"]
 
 

@@ -1,0 +1,24 @@
+"""The JSON boundary: the one name for data that is JSON and nothing more specific.
+
+Use :data:`JSONValue` and :data:`JSONObject` only where the data really is open JSON: a tool's
+arguments, an LLM's reply before it is read, a task file's oracle parameters before their typed model
+reads them, a JSON file on its way in or out. A record with fixed keys gets a type of its own (a
+pydantic model, a dataclass, a ``TypedDict``) and is read into it right here, at the boundary.
+
+The alias is pydantic's ``JsonValue``: mypy reads it as the recursive union ``None | bool | int |
+float | str | list[JSONValue] | dict[str, JSONValue]``, and a pydantic field of this type accepts
+exactly that (a tuple, a set or any other object is refused).
+"""
+
+from __future__ import annotations
+
+from typing import TypeAlias
+
+from pydantic import JsonValue
+
+__all__ = ["JSONObject", "JSONValue"]
+
+#: Any JSON value.
+JSONValue: TypeAlias = JsonValue
+#: A JSON object: text keys, JSON values.
+JSONObject: TypeAlias = dict[str, JSONValue]
