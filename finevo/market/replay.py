@@ -269,7 +269,7 @@ class Ticker:
         return unadjusted(self.ticker)
 
     # ----------------------------------------------------------------- prices
-    def history(
+    def history(  # noqa: PLR0913 -- yfinance's own signature (see _PriceQuery)
             self, period: Any = _DEFAULT, interval: str = "1d", start: Any = None, end: Any = None,
             prepost: bool = False, actions: bool = True, auto_adjust: bool = True,
             back_adjust: bool = False, repair: bool = False, keepna: bool = False,
@@ -395,7 +395,7 @@ class Tickers:
         self.symbols = symbols
         self.tickers = {sym: Ticker(sym) for sym in symbols}
 
-    def history(
+    def history(  # noqa: PLR0913 -- yfinance's own signature (see _PriceQuery)
             self, period: Any = _DEFAULT, interval: str = "1d", start: Any = None, end: Any = None,
             actions: bool = True, auto_adjust: bool = True, group_by: str = "column",
             **kwargs: Any) -> pd.DataFrame:
@@ -421,7 +421,7 @@ def _split_symbols(tickers: str | Iterable[str]) -> list[str]:
     return symbols
 
 
-def download(
+def download(  # noqa: PLR0913 -- yfinance's own signature (see _PriceQuery)
         tickers: str | Iterable[str], start: Any = None, end: Any = None, actions: bool = False,
         threads: bool | int = True, ignore_tz: bool | None = None, group_by: str = "column",
         auto_adjust: bool = True, back_adjust: bool = False, repair: bool = False,
