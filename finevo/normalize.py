@@ -558,9 +558,11 @@ def normalize(value: Any, policy: Policy, *, max_depth: int = MAX_DEPTH) -> Any:
         if len(children) > budget:
             raise _too_large(place)
         if keys is None:
-            budget = _push_items(children, target, slot, depth, place, stack, budget)
+            target[slot], placed = _list_node(children, depth, place, stack)
+            budget -= placed
         else:
-            text_budget -= _push_entries(keys, children, target, slot, depth, place, stack, policy)
+            target[slot], key_text = _dict_node(keys, children, depth, place, stack, policy)
+            text_budget -= key_text
             if text_budget < 0:
                 raise _too_large(place)
         if budget < 0:
@@ -570,25 +572,27 @@ def normalize(value: Any, policy: Policy, *, max_depth: int = MAX_DEPTH) -> Any:
     return holder[0]
 
 
-def _push_items(children: list[Any], target: Any, slot: Any, depth: int, place: _Place,
-                stack: list[tuple[Any, Any, Any, int, _Place]], budget: float) -> float:
+def _list_node(children: list[Any], depth: int, place: _Place,
+               stack: list[tuple[Any, Any, Any, int, _Place]]) -> tuple[list[Any], int]:
+    """A new list for a sequence's ``children``, its plain numbers filled in and the rest queued;
+    and how many values were filled in (they count against the item budget)."""
     out: list[Any] = [None] * len(children)
-    target[slot] = out
+    placed = 0
     for i in range(len(children) - 1, -1, -1):
         child = children[i]
         child_cls = type(child)
         if (child_cls is float and math.isfinite(child)) or child_cls is bool or (
                 child_cls is int and child.bit_length() <= 12000):
             out[i] = child  # the common case (a list of numbers), without a stack round trip
-            budget -= 1
+            placed += 1
         else:
             stack.append((child, out, i, depth + 1, _Place(place, i)))
-    return budget
+    return out, placed
 
 
-def _push_entries(keys: list[Any], children: list[Any], target: Any, slot: Any, depth: int, place: _Place,
-                  stack: list[tuple[Any, Any, Any, int, _Place]], policy: Policy) -> int:
-    """Fill a new dict's keys, queue its values; the characters of text its keys hold."""
+def _dict_node(keys: list[Any], children: list[Any], depth: int, place: _Place,
+               stack: list[tuple[Any, Any, Any, int, _Place]], policy: Policy) -> tuple[dict[str, Any], int]:
+    """A new dict with its keys filled in and its values queued; and the characters of text its keys hold."""
     out: dict[str, Any] = {}
     names: list[str] = []
     text = 0
@@ -599,13 +603,12 @@ def _push_entries(keys: list[Any], children: list[Any], target: Any, slot: Any, 
             raise _shape(place, f"has two keys that both read {name[:40]!r}")
         out[name] = None
         names.append(name)
-    target[slot] = out
     last = {name: i for i, name in enumerate(names)}
     for i in range(len(children) - 1, -1, -1):
         if last[names[i]] != i:
             continue  # two keys with the same text (lenient only): the later one wins, as a JSON reader's
         stack.append((children[i], out, names[i], depth + 1, _Place(place, names[i])))
-    return text
+    return out, text
 
 
 def _key(key: Any, place: _Place, policy: Policy) -> str:

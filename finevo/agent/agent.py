@@ -63,7 +63,7 @@ from finevo.llm.base import ChatReply, ChatRequest, LLMProvider
 from finevo.normalize import ANSWER, normalize
 from finevo.outcome import Attempt, LLMUsage, Outcome
 from finevo.question import Question, SecurityQuestion
-from finevo.registry import Registry, RegistryError
+from finevo.registry import Registry, RegistryError, ToolInterface, ToolRun
 from finevo.sandbox.api import ExecutionResult, Limits, Sandbox
 from finevo.vocabulary import AgentMode, ToolSource, choices, words
 
@@ -429,10 +429,9 @@ class Agent:
         each linked to the stored code it produced (``tool_ids`` gains this attempt's id)."""
         outcome.stage = "registration"
         started = self.clock()
-        artifact = self.registry.register(
-            name=contract.entry, code=code, indicator=contract.entry, output_type=contract.output.type,
-            signature=_signature(code, contract.entry), category=job.category, parent_id=parent_id,
-            status="verified", description=job.query)
+        interface = ToolInterface(contract.entry, contract.output.type, category=job.category, description=job.query,
+                                  signature=_signature(code, contract.entry))
+        artifact = self.registry.register(contract.entry, code, interface, parent_id=parent_id, status="verified")
         tool_id = getattr(artifact, "id", None)
         final = code_hash(code)
         for attempt in outcome.attempts:
@@ -445,19 +444,16 @@ class Agent:
     def _register_failed(self, job: Question, contract: ToolContract, code: str, parent_id: Any,
                          ver: Verification) -> Any:
         """Keep a failed attempt's code (status ``failed``), linked to its parent; returns its id."""
-        artifact = self.registry.register(
-            name=contract.entry, code=code, indicator=contract.entry, output_type=contract.output.type,
-            signature=_signature(code, contract.entry), category=job.category, parent_id=parent_id,
-            status="failed", description=job.query)
+        interface = ToolInterface(contract.entry, contract.output.type, category=job.category, description=job.query,
+                                  signature=_signature(code, contract.entry))
+        artifact = self.registry.register(contract.entry, code, interface, parent_id=parent_id, status="failed")
         return getattr(artifact, "id", None)
 
     def _record_attempts(self, job: Question, outcome: Outcome, tool_ids: Mapping[int, Any]) -> None:
         """One record per attempt, linked to the stored tool its code became (none for a reply
         without code, or for blocked code, which is never stored)."""
         for attempt in outcome.attempts:
-            self.registry.record_attempt(job.task_id, attempt.number, attempt.stage, attempt.ok,
-                                         tool_id=tool_ids.get(attempt.number), code_hash=attempt.code_hash,
-                                         parent_hash=attempt.parent_hash, error=attempt.error)
+            self.registry.record_attempt(job.task_id, attempt, tool_id=tool_ids.get(attempt.number))
 
     def _trace_verification(self, tool_id: Any, job: Question, ver: Verification) -> None:
         """An execution trace for every sandbox run the verification made (self-test, contract,
@@ -485,13 +481,13 @@ class Agent:
                      "message": sanitise_error(result.error_message or ""), "layer": result.layer}
             if result.traceback:
                 error["traceback"] = sanitise_error(result.traceback)
-        self.registry.record_trace(
-            tool_id, task_id, dict(run.args or {}),
-            result.value if result is not None and result.ok else None, run.stage,
-            elapsed if elapsed is not None else (result.duration_s if result is not None else 0.0),
-            result.status if result is not None else "interrupted",
+        self.registry.record_trace(tool_id, task_id, ToolRun(
+            stage=run.stage, arguments=dict(run.args or {}),
+            result=result.value if result is not None and result.ok else None,
+            duration_s=elapsed if elapsed is not None else (result.duration_s if result is not None else 0.0),
+            exit_status=result.status if result is not None else "interrupted",
             stdout=result.stdout if result else "", stderr=result.stderr if result else "",
-            error=error)  # the registry caps them, with a marker saying how much was cut
+            error=error))  # the registry caps them, with a marker saying how much was cut
 
     # ------------------------------------------------------------------ bookkeeping
     def _created_for(self, artifact: Any) -> str | None:

@@ -5,7 +5,7 @@ policy, visible, testable): exponential backoff with full jitter on 429, 408, 5x
 connection errors, at most ``max_retries`` extra attempts. A 429 carrying ``Retry-After`` waits
 that long when it is at most ``retry_after_cap`` seconds; a longer one ends the call at once (the
 server has said a quick retry is pointless). 400 / 401 / 403 / 404 / 422 and unreadable replies
-are never retried.
+are never retried. The numbers are a :class:`RetryPolicy`.
 
 Every SDK or transport exception leaves this module as a typed
 :class:`~finevo.errors.LLMAPIError` subclass whose message names the task.
@@ -17,6 +17,7 @@ import json
 import random
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import openai
@@ -48,28 +49,40 @@ class _Retryable(Exception):
         self.retry_after = retry_after
 
 
+@dataclass(frozen=True)
+class RetryPolicy:
+    """When the client tries a call again and how long it waits first: at most ``max_retries``
+    extra attempts; exponential backoff with full jitter from ``backoff_base`` seconds, capped at
+    ``backoff_max``; a server's ``Retry-After`` honoured up to ``retry_after_cap`` seconds; waits
+    spent by ``sleep`` (tests pass a fake)."""
+
+    max_retries: int = 3
+    backoff_base: float = 1.0
+    backoff_max: float = 30.0
+    retry_after_cap: float = 30.0
+    sleep: Callable[[float], None] = time.sleep
+
+    def __post_init__(self) -> None:
+        if self.max_retries < 0:
+            raise ValueError("max_retries must be >= 0")
+
+
 class OpenAIChatClient:
     """A provider answering :class:`ChatRequest` through the chat-completions endpoint."""
 
     name = ProviderKind.LIVE.value
 
     def __init__(self, base_url: str | None, api_key: str | None, model: str, temperature: float = 0.0,
-                 timeout: float = 60.0, max_retries: int = 3, *, backoff_base: float = 1.0,
-                 backoff_max: float = 30.0, retry_after_cap: float = 30.0,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 timeout: float = 60.0, *, retry: RetryPolicy | None = None) -> None:
+        """``timeout`` bounds one HTTP request; ``retry`` (default: :class:`RetryPolicy`'s defaults)
+        says when a failed one is tried again."""
         if timeout <= 0:
             raise ValueError("timeout must be positive")
-        if max_retries < 0:
-            raise ValueError("max_retries must be >= 0")
         self.base_url = (base_url or OPENAI_DEFAULT_BASE_URL).rstrip("/")
         self.model = model
         self.temperature = temperature
         self.timeout = timeout
-        self.max_retries = max_retries
-        self.backoff_base = backoff_base
-        self.backoff_max = backoff_max
-        self.retry_after_cap = retry_after_cap
-        self._sleep = sleep
+        self.retry = retry if retry is not None else RetryPolicy()
         self._sdk = openai.OpenAI(base_url=self.base_url, api_key=api_key or KEYLESS_PLACEHOLDER,
                                   timeout=timeout, max_retries=0)
 
@@ -108,7 +121,7 @@ class OpenAIChatClient:
             stop=self._stop(deadline),
             wait=self._wait,
             retry=retry_if_exception(lambda exc: isinstance(exc, _Retryable)),
-            sleep=self._sleep,
+            sleep=self.retry.sleep,
             reraise=True,
         )
         try:
@@ -125,13 +138,14 @@ class OpenAIChatClient:
 
     # ------------------------------------------------------------------ retry policy
     def _stop(self, deadline: float | None) -> Callable[[RetryCallState], bool]:
-        by_count = stop_after_attempt(self.max_retries + 1)
+        by_count = stop_after_attempt(self.retry.max_retries + 1)
 
         def stop(state: RetryCallState) -> bool:
             if by_count(state):
                 return True
             exc = state.outcome.exception() if state.outcome else None
-            if isinstance(exc, _Retryable) and exc.retry_after is not None and exc.retry_after > self.retry_after_cap:
+            cap = self.retry.retry_after_cap
+            if isinstance(exc, _Retryable) and exc.retry_after is not None and exc.retry_after > cap:
                 return True
             if deadline is not None:  # tenacity computes the wait before asking us
                 return time.monotonic() + state.upcoming_sleep >= deadline
@@ -142,9 +156,9 @@ class OpenAIChatClient:
     def _wait(self, state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
         if isinstance(exc, _Retryable) and exc.retry_after is not None:
-            return min(exc.retry_after, self.retry_after_cap)
+            return min(exc.retry_after, self.retry.retry_after_cap)
         # full jitter: uniform in [0, min(max, base * 2**n)], n = retries so far
-        ceiling = min(self.backoff_max, self.backoff_base * (2 ** max(0, state.attempt_number - 1)))
+        ceiling = min(self.retry.backoff_max, self.retry.backoff_base * (2 ** max(0, state.attempt_number - 1)))
         return random.uniform(0.0, ceiling)
 
     # ------------------------------------------------------------------ one HTTP request

@@ -40,7 +40,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from finevo.errors import CassetteMissError, InputError, PredictionMissingError, ProviderNotConfigured
 from finevo.inputs import iter_jsonl
@@ -53,6 +53,9 @@ from finevo.vocabulary import ProviderKind
 
 PROVIDER_SPECS = ProviderKind.specs()
 #: What to type when no endpoint is configured: the offline gold run needs no key and no network.
+if TYPE_CHECKING:
+    from finevo.llm.client import RetryPolicy
+
 OFFLINE_HINT = "to run offline without a key, add --llm reference (the benchmark's gold answers)"
 
 
@@ -203,8 +206,9 @@ class ReferenceProvider:
 # --------------------------------------------------------------------------- factory
 def make_provider(spec: str | None, settings: Settings, *, reference_dir: str | Path | None = None,
                   security_answers: Mapping[str, str] | None = None,
-                  **client_options: Any) -> LLMProvider:
-    """The provider for ``spec`` (``None``: ``settings.llm``); ``client_options`` go to the live client."""
+                  retry: RetryPolicy | None = None) -> LLMProvider:
+    """The provider for ``spec`` (``None``: ``settings.llm``); ``retry`` is the live client's retry
+    policy (default: ``settings.max_retries`` retries with the standard backoff)."""
     spec = spec if spec is not None else settings.llm
     if spec is None:
         if settings.api_key or settings.base_url:
@@ -224,12 +228,12 @@ def make_provider(spec: str | None, settings: Settings, *, reference_dir: str | 
                 f"FINEVO_LLM_BASE_URL / OPENAI_BASE_URL for a local OpenAI-compatible server; {OFFLINE_HINT}")
         # Imported here: only a live run needs the openai SDK (a reference, replay or predictions run
         # never pays for importing it, and the image ships it without bytecode: see Dockerfile).
-        from finevo.llm.client import OpenAIChatClient
+        from finevo.llm.client import OpenAIChatClient, RetryPolicy
 
         client: LLMProvider = OpenAIChatClient(
             base_url=settings.base_url, api_key=settings.api_key, model=settings.model,
-            temperature=settings.temperature, timeout=settings.timeout, max_retries=settings.max_retries,
-            **client_options)
+            temperature=settings.temperature, timeout=settings.timeout,
+            retry=retry if retry is not None else RetryPolicy(max_retries=settings.max_retries))
         if settings.record is not None:
             return RecordingProvider(client, Cassette(settings.record))
         return client

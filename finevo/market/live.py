@@ -24,6 +24,7 @@ from finevo.market.snapshot import (
     EXCHANGE_TZ,
     INDEX_UNIT,
     RAW_HISTORY_COLUMNS,
+    SnapshotOrigin,
     SymbolData,
     SymbolNotRecorded,
     write_snapshot,
@@ -177,9 +178,10 @@ def record_snapshot(out_dir: str | os.PathLike[str], symbols: Iterable[str], sta
             income_quarterly=None if quarterly.empty else quarterly,
             info=provider.info(symbol), fast_info=provider.fast_info(symbol)))
     version = _yfinance_version()
+    origin = SnapshotOrigin(as_of=provider.as_of, synthetic=False,
+                            label=f"Recorded from Yahoo Finance via yfinance {version}",
+                            generator=GENERATOR, generator_version=version)
     return write_snapshot(
-        out_dir, data, as_of=provider.as_of, synthetic=False,
-        label=f"Recorded from Yahoo Finance via yfinance {version}",
-        generator=GENERATOR, generator_version=version, seed=None,
+        out_dir, data, origin,
         extra={"start": start.isoformat(), "end": end.isoformat(),
                "recorded_at": datetime.now(UTC).replace(microsecond=0).isoformat()})

@@ -27,6 +27,7 @@ import re
 import sys
 import types
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from datetime import date, datetime
 from datetime import time as dtime
 from typing import Any, Literal
@@ -81,6 +82,27 @@ def as_of_moment_from_date(as_of: date) -> datetime:
 
 
 _DEFAULT = object()
+
+
+@dataclass(frozen=True)
+class _PriceQuery:
+    """What a ``history`` / ``download`` call asks of the daily bars; its other arguments (threads,
+    proxies, timeouts, repair, pre/post market) change nothing in replayed data.
+
+    ``Ticker.history``, ``Tickers.history`` and ``download`` keep yfinance's own signatures, more
+    than six parameters each: a tool written for yfinance passes any of them, by keyword or by
+    position, and must run unchanged. Past the signature, the ones that matter travel as this.
+    """
+
+    period: Any = _DEFAULT
+    interval: str = "1d"
+    start: Any = None
+    end: Any = None
+    actions: bool = True
+    auto_adjust: bool = True
+    back_adjust: bool = False
+    rounding: bool = False
+
 
 #: Fields a snapshot's writer keeps for the gate (whether the data are generated) that Yahoo never
 #: serves: a tool must not be able to tell generated data from recorded data through the shim.
@@ -247,16 +269,22 @@ class Ticker:
         return unadjusted(self.ticker)
 
     # ----------------------------------------------------------------- prices
-    def history(self, period: Any = _DEFAULT, interval: str = "1d", start: Any = None, end: Any = None,
-                prepost: bool = False, actions: bool = True, auto_adjust: bool = True,
-                back_adjust: bool = False, repair: bool = False, keepna: bool = False,
-                rounding: bool = False, timeout: float | None = 10, raise_errors: bool = False,
-                **_ignored: Any) -> pd.DataFrame:
-        if interval != "1d":
-            raise ReplayDataError(f"{self.ticker}: only interval='1d' is recorded, not {interval!r}")
+    def history(  # noqa: PLR0913 -- yfinance's own signature (see _PriceQuery)
+            self, period: Any = _DEFAULT, interval: str = "1d", start: Any = None, end: Any = None,
+            prepost: bool = False, actions: bool = True, auto_adjust: bool = True,
+            back_adjust: bool = False, repair: bool = False, keepna: bool = False,
+            rounding: bool = False, timeout: float | None = 10, raise_errors: bool = False,
+            **_ignored: Any) -> pd.DataFrame:
+        return self._prices(_PriceQuery(period=period, interval=interval, start=start, end=end, actions=actions,
+                                        auto_adjust=auto_adjust, back_adjust=back_adjust, rounding=rounding))
+
+    def _prices(self, query: _PriceQuery) -> pd.DataFrame:
+        if query.interval != "1d":
+            raise ReplayDataError(f"{self.ticker}: only interval='1d' is recorded, not {query.interval!r}")
+        auto_adjust, back_adjust = query.auto_adjust, query.back_adjust
         provider = self._provider()
         frame = _select(self._bars(auto_adjust or back_adjust), self.ticker, provider.as_of,
-                        period, start, end).copy()
+                        query.period, query.start, query.end).copy()
         if back_adjust and not auto_adjust:
             raw = self._bars(False).loc[frame.index]
             ratio = raw["Adj Close"] / raw["Close"]
@@ -264,9 +292,9 @@ class Ticker:
             for column in ("Open", "High", "Low"):
                 frame[column] = raw[column] * ratio
             frame = frame.drop(columns=["Adj Close"])
-        if not actions:
+        if not query.actions:
             frame = frame.drop(columns=[c for c in _ACTION_COLUMNS if c in frame.columns])
-        if rounding:
+        if query.rounding:
             prices = [c for c in ("Open", "High", "Low", "Close", "Adj Close") if c in frame.columns]
             frame[prices] = frame[prices].round(2)
         return frame
@@ -367,9 +395,10 @@ class Tickers:
         self.symbols = symbols
         self.tickers = {sym: Ticker(sym) for sym in symbols}
 
-    def history(self, period: Any = _DEFAULT, interval: str = "1d", start: Any = None, end: Any = None,
-                actions: bool = True, auto_adjust: bool = True, group_by: str = "column",
-                **kwargs: Any) -> pd.DataFrame:
+    def history(  # noqa: PLR0913 -- yfinance's own signature (see _PriceQuery)
+            self, period: Any = _DEFAULT, interval: str = "1d", start: Any = None, end: Any = None,
+            actions: bool = True, auto_adjust: bool = True, group_by: str = "column",
+            **kwargs: Any) -> pd.DataFrame:
         return download(self.symbols, start=start, end=end, actions=actions, auto_adjust=auto_adjust,
                         period=period, interval=interval, group_by=group_by, **kwargs)
 
@@ -392,22 +421,23 @@ def _split_symbols(tickers: str | Iterable[str]) -> list[str]:
     return symbols
 
 
-def download(tickers: str | Iterable[str], start: Any = None, end: Any = None, actions: bool = False,
-             threads: bool | int = True, ignore_tz: bool | None = None, group_by: str = "column",
-             auto_adjust: bool = True, back_adjust: bool = False, repair: bool = False,
-             keepna: bool = False, progress: bool = True, period: Any = _DEFAULT, interval: str = "1d",
-             prepost: bool = False, rounding: bool = False, timeout: float | None = 10,
-             session: Any = None, multi_level_index: bool = True, **_ignored: Any) -> pd.DataFrame:
+def download(  # noqa: PLR0913 -- yfinance's own signature (see _PriceQuery)
+        tickers: str | Iterable[str], start: Any = None, end: Any = None, actions: bool = False,
+        threads: bool | int = True, ignore_tz: bool | None = None, group_by: str = "column",
+        auto_adjust: bool = True, back_adjust: bool = False, repair: bool = False,
+        keepna: bool = False, progress: bool = True, period: Any = _DEFAULT, interval: str = "1d",
+        prepost: bool = False, rounding: bool = False, timeout: float | None = 10,
+        session: Any = None, multi_level_index: bool = True, **_ignored: Any) -> pd.DataFrame:
     """``yfinance.download``: columns ``MultiIndex (Price, Ticker)`` (``(Ticker, Price)`` with
     ``group_by="ticker"``); daily index tz-naive unless ``ignore_tz=False``."""
     symbols = _split_symbols(tickers)
     if ignore_tz is None:
         ignore_tz = True
+    query = _PriceQuery(period=period, interval=interval, start=start, end=end, actions=actions,
+                        auto_adjust=auto_adjust, back_adjust=back_adjust, rounding=rounding)
     frames: dict[str, pd.DataFrame] = {}
     for sym in sorted(symbols):
-        frame = Ticker(sym).history(period=period, interval=interval, start=start, end=end,
-                                    actions=actions, auto_adjust=auto_adjust, back_adjust=back_adjust,
-                                    rounding=rounding)
+        frame = Ticker(sym)._prices(query)
         if ignore_tz:
             frame.index = frame.index.tz_localize(None)
         frames[sym] = frame

@@ -135,9 +135,22 @@ def symbol_files(item: SymbolData) -> dict[str, bytes]:
     return files
 
 
-def write_snapshot(out_dir: str | os.PathLike[str], data: list[SymbolData], *, as_of: date,
-                   synthetic: bool, label: str, generator: str, generator_version: str,
-                   seed: int | None = None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class SnapshotOrigin:
+    """Where a snapshot's data come from, as its manifest and README say it: the as-of date,
+    whether the data are generated (``synthetic``) or recorded, a one-line ``label``, the writing
+    ``generator`` and its version, and the generator's ``seed`` (None for recorded data)."""
+
+    as_of: date
+    synthetic: bool
+    label: str
+    generator: str
+    generator_version: str
+    seed: int | None = None
+
+
+def write_snapshot(out_dir: str | os.PathLike[str], data: list[SymbolData], origin: SnapshotOrigin, *,
+                   extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Write a complete snapshot into ``out_dir`` (created if needed) and return its manifest.
 
     Files are written atomically; files of the same layout left over from an earlier snapshot
@@ -146,14 +159,11 @@ def write_snapshot(out_dir: str | os.PathLike[str], data: list[SymbolData], *, a
     files: dict[str, bytes] = {}
     for item in data:
         files.update(symbol_files(item))
-    return write_snapshot_files(out_dir, files, symbols=[item.symbol for item in data], as_of=as_of,
-                                synthetic=synthetic, label=label, generator=generator,
-                                generator_version=generator_version, seed=seed, extra=extra)
+    return write_snapshot_files(out_dir, files, origin, symbols=[item.symbol for item in data], extra=extra)
 
 
-def write_snapshot_files(out_dir: str | os.PathLike[str], symbol_blobs: dict[str, bytes], *, symbols: list[str],
-                         as_of: date, synthetic: bool, label: str, generator: str, generator_version: str,
-                         seed: int | None = None, extra: dict[str, Any] | None = None,
+def write_snapshot_files(out_dir: str | os.PathLike[str], symbol_blobs: dict[str, bytes], origin: SnapshotOrigin, *,
+                         symbols: list[str], extra: dict[str, Any] | None = None,
                          durable: bool = True) -> dict[str, Any]:
     """:func:`write_snapshot` from the symbols' files already serialised (:func:`symbol_files`).
 
@@ -162,15 +172,14 @@ def write_snapshot_files(out_dir: str | os.PathLike[str], symbol_blobs: dict[str
     """
     out = Path(out_dir)
     files = dict(symbol_blobs)
-    files["README.md"] = _readme(label=label, synthetic=synthetic, as_of=as_of, generator=generator,
-                                 generator_version=generator_version, seed=seed, symbols=list(symbols))
+    files["README.md"] = _readme(origin, list(symbols))
     manifest: dict[str, Any] = {
-        "synthetic": synthetic,
-        "label": label,
-        "as_of": as_of.isoformat(),
-        "generator": generator,
-        "generator_version": generator_version,
-        "seed": seed,
+        "synthetic": origin.synthetic,
+        "label": origin.label,
+        "as_of": origin.as_of.isoformat(),
+        "generator": origin.generator,
+        "generator_version": origin.generator_version,
+        "seed": origin.seed,
         "symbols": list(symbols),
         "timezone": EXCHANGE_TZ,
         **(extra or {}),
@@ -191,22 +200,22 @@ def write_snapshot_files(out_dir: str | os.PathLike[str], symbol_blobs: dict[str
     return manifest
 
 
-def _readme(*, label: str, synthetic: bool, as_of: date, generator: str, generator_version: str,
-            seed: int | None, symbols: list[str]) -> bytes:
-    if synthetic:
-        origin = (f"**{label}.** Prices, volumes, statement figures and quotes in this folder are "
-                  "invented by a seeded random model with realistic levels (only the dividend calendar "
-                  "and the stock splits follow the public record); none of it is real market data. "
-                  f"Regenerate byte-for-byte with `python -m {generator} --out <dir>`"
-                  + (f" (seed {seed})." if seed is not None else "."))
+def _readme(origin: SnapshotOrigin, symbols: list[str]) -> bytes:
+    label, as_of, generator, seed = origin.label, origin.as_of, origin.generator, origin.seed
+    if origin.synthetic:
+        intro = (f"**{label}.** Prices, volumes, statement figures and quotes in this folder are "
+                 "invented by a seeded random model with realistic levels (only the dividend calendar "
+                 "and the stock splits follow the public record); none of it is real market data. "
+                 f"Regenerate byte-for-byte with `python -m {generator} --out <dir>`"
+                 + (f" (seed {seed})." if seed is not None else "."))
     else:
-        origin = (f"**{label}.** Recorded with `finevo-verify data refresh`; prices are Yahoo Finance's, "
-                  "subject to Yahoo's terms of use.")
+        intro = (f"**{label}.** Recorded with `finevo-verify data refresh`; prices are Yahoo Finance's, "
+                 "subject to Yahoo's terms of use.")
     text = f"""# Market snapshot (as of {as_of.isoformat()})
 
-{origin}
+{intro}
 
-Generator: `{generator}` {generator_version}. Symbols: {", ".join(symbols)}.
+Generator: `{generator}` {origin.generator_version}. Symbols: {", ".join(symbols)}.
 
 Layout (read it with `finevo.market.snapshot.load_snapshot(<dir>)`, check it with
 `finevo-verify data info --data <dir>`):

@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from finevo.market.calendar import next_trading_day, trading_days
-from finevo.market.snapshot import EXCHANGE_TZ, SymbolData, auto_adjust, write_snapshot
+from finevo.market.snapshot import EXCHANGE_TZ, SnapshotOrigin, SymbolData, auto_adjust, write_snapshot
 
 GENERATOR = "finevo.market.synthetic"
 GENERATOR_VERSION = "1.0"
@@ -516,8 +516,9 @@ def generate(seed: int = SEED, as_of: date | None = None) -> list[SymbolData]:
 def build(out_dir: str | Path, seed: int = SEED, as_of: date | None = None) -> dict[str, Any]:
     """Generate and write the snapshot (truncated at ``as_of``, see :func:`generate`); returns
     its manifest."""
-    return write_snapshot(out_dir, generate(seed, as_of), as_of=as_of or AS_OF, synthetic=True, label=LABEL,
-                          generator=GENERATOR, generator_version=GENERATOR_VERSION, seed=seed,
+    origin = SnapshotOrigin(as_of=as_of or AS_OF, synthetic=True, label=LABEL, generator=GENERATOR,
+                            generator_version=GENERATOR_VERSION, seed=seed)
+    return write_snapshot(out_dir, generate(seed, as_of), origin,
                           extra={"start": START.isoformat(), "calendar": "NYSE"})
 
 

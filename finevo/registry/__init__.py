@@ -15,6 +15,8 @@ from finevo.registry.store import (
     Registry,
     RegistryError,
     RegistryUnavailable,
+    ToolInterface,
+    ToolRun,
     cap_output,
     content_hash,
     migrate_registry,
@@ -23,6 +25,7 @@ from finevo.registry.store import (
 
 __all__ = [
     "STATUSES", "ExecutionTrace", "RefinementAttempt", "Registry", "RegistryError", "RegistrySchemaError",
-    "RegistryUnavailable", "ToolArtifact", "ToolCode", "ToolStatus", "cap_output", "content_hash",
+    "RegistryUnavailable", "ToolArtifact", "ToolCode", "ToolInterface", "ToolRun", "ToolStatus", "cap_output",
+    "content_hash",
     "migrate_registry", "parse_version", "safe_url", "signature_fits", "tool_signature",
 ]

@@ -32,6 +32,7 @@ import re
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,7 @@ from sqlmodel import Session, col, create_engine, delete, select
 
 from finevo.errors import FinevoError, InputError
 from finevo.normalize import RECORD, normalize
+from finevo.outcome import Attempt
 from finevo.registry.models import (
     STATUSES,
     TRANSITIONS,
@@ -84,6 +86,35 @@ class RegistryUnavailable(InputError):
 
 def content_hash(code: str) -> str:
     return hashlib.sha256(code.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class ToolInterface:
+    """What a stored tool computes, as :meth:`Registry.find` looks it up: the ``indicator``, the
+    type of its return value (``output_type``), its ``signature`` (default: read from its code),
+    its ``category`` and a one-line ``description``."""
+
+    indicator: str
+    output_type: str
+    category: str = Category.CALCULATION
+    description: str = ""
+    signature: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class ToolRun:
+    """One sandbox run of a tool as its execution trace records it: the ``stage`` it belonged to
+    (``selftest``, ``contract``, ``metamorphic``, ``execution`` ...), its ``arguments``, its
+    ``result``, its duration, the sandbox's ``exit_status``, its output and its ``error``."""
+
+    stage: str
+    arguments: dict[str, Any] | None
+    result: Any
+    duration_s: float
+    exit_status: str
+    stdout: str = ""
+    stderr: str = ""
+    error: dict[str, Any] | None = None
 
 
 class Registry:
@@ -178,18 +209,15 @@ class Registry:
         with self._session() as s:
             return s.exec(select(ToolArtifact.id).limit(1)).first() is None
 
-    def register(self, name: str, code: str, indicator: str, output_type: str,
-                 signature: dict[str, Any] | None = None, category: str = Category.CALCULATION,
-                 parent_id: int | None = None, status: str = "provisional",
-                 description: str = "") -> ToolArtifact:
+    def register(self, name: str, code: str, interface: ToolInterface, *, parent_id: int | None = None,
+                 status: str = "provisional") -> ToolArtifact:
         """Store ``code`` as tool ``name`` (same content -> the existing row, promoted to ``verified``
         when ``status`` is ``verified``; new content -> next version)."""
         if not _NAME.match(name):
             raise ValueError(f"tool name must be a Python identifier of at most 100 characters: {name!r}")
         if status not in STATUSES:
             raise ValueError(f"unknown tool status {status!r} (expected one of {', '.join(STATUSES)})")
-        if signature is None:
-            signature = tool_signature(code)
+        signature = interface.signature if interface.signature is not None else tool_signature(code)
         digest = content_hash(code)
         for _ in self._retrying(f"register tool {name}"):
             try:
@@ -211,9 +239,10 @@ class Registry:
                     major, minor, patch = (latest.major, latest.minor + 1, 0) if latest else (1, 0, 0)
                     self._store_code(s, digest, code)
                     tool = ToolArtifact(name=name, version=f"{major}.{minor}.{patch}", major=major, minor=minor,
-                                        patch=patch, content_hash=digest, category=category, indicator=indicator,
-                                        output_type=output_type, signature=signature, status=status,
-                                        parent_id=parent_id, description=description)
+                                        patch=patch, content_hash=digest, category=interface.category,
+                                        indicator=interface.indicator, output_type=interface.output_type,
+                                        signature=signature, status=status, parent_id=parent_id,
+                                        description=interface.description)
                     s.add(tool)
                     s.commit()
                     return tool
@@ -284,13 +313,13 @@ class Registry:
         return row.code
 
     # ------------------------------------------------------------------ traces and attempts
-    def record_trace(self, tool_id: int | None, task_id: str | None, arguments: dict[str, Any] | None,
-                     result: Any, stage: str, duration_s: float, exit_status: str, *, stdout: str = "",
-                     stderr: str = "", error: dict[str, Any] | None = None) -> ExecutionTrace:
-        trace = ExecutionTrace(tool_id=tool_id, task_id=task_id, arguments=normalize(arguments or {}, RECORD),
-                               result=normalize(result, RECORD), stage=stage, duration_s=float(duration_s),
-                               exit_status=exit_status, error=normalize(error, RECORD) if error else None,
-                               stdout=cap_output(stdout), stderr=cap_output(stderr))
+    def record_trace(self, tool_id: int | None, task_id: str | None, run: ToolRun) -> ExecutionTrace:
+        """Trace ``run`` of tool ``tool_id`` (None: code never stored, e.g. blocked) for ``task_id``;
+        values cleaned for JSON, stdout and stderr capped (:func:`cap_output`)."""
+        trace = ExecutionTrace(tool_id=tool_id, task_id=task_id, arguments=normalize(run.arguments or {}, RECORD),
+                               result=normalize(run.result, RECORD), stage=run.stage, duration_s=float(run.duration_s),
+                               exit_status=run.exit_status, error=normalize(run.error, RECORD) if run.error else None,
+                               stdout=cap_output(run.stdout), stderr=cap_output(run.stderr))
         with self._write() as s:
             s.add(trace)
             s.commit()
@@ -305,12 +334,12 @@ class Registry:
                 query = query.where(ExecutionTrace.task_id == task_id)
             return list(s.exec(query.order_by(col(ExecutionTrace.id))).all())
 
-    def record_attempt(self, task_id: str | None, attempt: int, stage: str, ok: bool, *,
-                       tool_id: int | None = None, code_hash: str | None = None, parent_hash: str | None = None,
-                       error: dict[str, Any] | None = None) -> RefinementAttempt:
-        row = RefinementAttempt(task_id=task_id, tool_id=tool_id, attempt=attempt, code_hash=code_hash,
-                                parent_hash=parent_hash, stage=stage, ok=ok,
-                                error=normalize(error, RECORD) if error else None)
+    def record_attempt(self, task_id: str | None, attempt: Attempt, *, tool_id: int | None = None) -> RefinementAttempt:
+        """The record of ``attempt`` (its number, stage, outcome, code and parent code, error) for
+        ``task_id``, linked to the stored tool its code became (``tool_id``; None when not stored)."""
+        row = RefinementAttempt(task_id=task_id, tool_id=tool_id, attempt=attempt.number, code_hash=attempt.code_hash,
+                                parent_hash=attempt.parent_hash, stage=attempt.stage, ok=attempt.ok,
+                                error=normalize(attempt.error, RECORD) if attempt.error else None)
         with self._write() as s:
             s.add(row)
             s.commit()

@@ -32,7 +32,7 @@ from finevo.errors import SandboxUnavailable
 from finevo.sandbox import confine, guard, protocol, workspace
 from finevo.sandbox.api import ExecutionResult, Limits
 from finevo.sandbox.preload import BLAS_ENV
-from finevo.sandbox.supervise import classify, socket_pair, supervise
+from finevo.sandbox.supervise import WatchedChild, classify, socket_pair, supervise
 from finevo.vocabulary import Isolation, SandboxBackend, words
 
 #: Seconds the parent waits for the warm worker beyond the tool's own wall-clock limit.
@@ -240,7 +240,7 @@ class SubprocessSandbox(_BaseSandbox):
                 finally:
                     for fd in (out_w, err_w, ctl_w):
                         os.close(fd)
-            observation = supervise(proc.pid, out_r, err_r, ctl_r, limits, workdir=workdir)
+            observation = supervise(WatchedChild(proc.pid, out_r, err_r, ctl_r), limits, workdir=workdir)
             # supervise() reaped the child; tell Popen so it never waits on a recycled pid.
             proc.returncode = observation.wait_status if observation.wait_status is not None else -1
             return classify(observation, limits)

@@ -15,7 +15,7 @@ from typing import Any
 
 from finevo.sandbox import confine, harness, workspace
 from finevo.sandbox.api import Limits
-from finevo.sandbox.supervise import classify, socket_pair, supervise
+from finevo.sandbox.supervise import WatchedChild, classify, socket_pair, supervise
 
 #: Descriptor numbers inside the child.
 CONTROL_FD = 3
@@ -88,7 +88,7 @@ class SpareChild:
         out_r, err_r, ctl_r = self._fds
         # The clock is the supervisor's and starts now: the child was forked idle and runs
         # nothing of the tool before this hand-over.
-        return classify(supervise(self.pid, out_r, err_r, ctl_r, limits, workdir=self.workdir,
+        return classify(supervise(WatchedChild(self.pid, out_r, err_r, ctl_r), limits, workdir=self.workdir,
                                   startup_timeout_s=0.0), limits).to_dict()
 
     def discard(self) -> None:

@@ -210,11 +210,23 @@ class _Control:
             os.close(self.listener)
 
 
+@dataclass(frozen=True)
+class WatchedChild:
+    """A child to supervise: its pid (the leader of its own process group) and the supervisor's
+    read ends of its stdout, stderr and control channel."""
+
+    pid: int
+    stdout_fd: int
+    stderr_fd: int
+    control_fd: int
+
+
 class _Watch:
     """One supervision: the poll loop's state (see :func:`supervise`)."""
 
-    def __init__(self, pid: int, stdout_fd: int, stderr_fd: int, control_fd: int, limits: Limits,
-                 startup_timeout_s: float, workdir: str | None) -> None:
+    def __init__(self, child: WatchedChild, limits: Limits, startup_timeout_s: float, workdir: str | None) -> None:
+        pid, stdout_fd, stderr_fd, control_fd = child.pid, child.stdout_fd, child.stderr_fd, child.control_fd
+        self.child = child
         self.obs = Observation(pid=pid)
         self.limits = limits
         self.workdir = workdir
@@ -331,7 +343,8 @@ class _Watch:
                 _kill_group(self.obs.pid)
                 self.deadline = min(self.deadline, time.monotonic() + 2.0)
 
-    def finish(self, stdout_fd: int, stderr_fd: int) -> Observation:
+    def finish(self) -> Observation:
+        stdout_fd, stderr_fd = self.child.stdout_fd, self.child.stderr_fd
         obs = self.obs
         _kill_group(obs.pid)
         _, status, usage = os.wait4(obs.pid, 0)
@@ -354,9 +367,9 @@ class _Watch:
         return obs
 
 
-def supervise(pid: int, stdout_fd: int, stderr_fd: int, control_fd: int, limits: Limits,
-              *, startup_timeout_s: float = STARTUP_TIMEOUT_S, workdir: str | None = None) -> Observation:
-    """Watch child ``pid`` (leader of its own process group) until it ends; reap it.
+def supervise(child: WatchedChild, limits: Limits, *, startup_timeout_s: float = STARTUP_TIMEOUT_S,
+              workdir: str | None = None) -> Observation:
+    """Watch ``child`` (leader of its own process group) until it ends; reap it.
 
     Closes the three read ends. The wall clock is the supervisor's: with ``startup_timeout_s``
     0 (a warm child, forked idle before its request) it starts at this call; otherwise (a cold
@@ -367,11 +380,11 @@ def supervise(pid: int, stdout_fd: int, stderr_fd: int, control_fd: int, limits:
     call the seccomp filter denies arrives as a notification on the listener the child sent
     over the control channel: recorded (``Observation.denial``) and the child killed.
     """
-    watch = _Watch(pid, stdout_fd, stderr_fd, control_fd, limits, startup_timeout_s, workdir)
+    watch = _Watch(child, limits, startup_timeout_s, workdir)
     try:
         watch.loop()
     finally:
-        obs = watch.finish(stdout_fd, stderr_fd)
+        obs = watch.finish()
     return obs
 
 

@@ -47,7 +47,7 @@ import numpy as np
 import pandas as pd
 
 from finevo.market import synthetic
-from finevo.market.snapshot import Snapshot, load_snapshot, symbol_files, write_snapshot_files
+from finevo.market.snapshot import Snapshot, SnapshotOrigin, load_snapshot, symbol_files, write_snapshot_files
 from runner.inputs.tasks import Task
 from runner.judging.world_dirs import _ROOT_PREFIX, default_root_parent, sweep_orphans
 from runner.judging.world_market import (
@@ -301,8 +301,9 @@ class Worlds:
             blobs.update(base.symbol_blobs(symbol))
         path = self.root / secrets.token_hex(8)  # a name that says nothing about the world
         seed = self._sub_seed(kind, round_) if kind is WorldKind.SEED else None
-        write_snapshot_files(path, blobs, symbols=list(base.market.data), as_of=base.market.as_of, synthetic=True,
-                             label=LABEL, generator=GENERATOR, generator_version=GENERATOR_VERSION, seed=seed,
+        origin = SnapshotOrigin(as_of=base.market.as_of, synthetic=True, label=LABEL, generator=GENERATOR,
+                                generator_version=GENERATOR_VERSION, seed=seed)
+        write_snapshot_files(path, blobs, origin, symbols=list(base.market.data),
                              extra={"world": kind.value, "perturbation": perturbation}, durable=False)
         world = World(name=name, kind=kind, path=path, provider=load_snapshot(path), perturbation=perturbation,
                       round=round_)

@@ -484,21 +484,37 @@ def host_git_sha(env: Mapping[str, str], checkout: Path | None) -> str | None:
     return sha if proc.returncode == 0 and sha else None
 
 
-def plan_run(image: str, gate_args: Sequence[str], out_dir: Path, *, env: Mapping[str, str],
-             cwd: Path, timeout: float | None, host_uid: int, host_gid: int,
-             stop_grace: float = DEFAULT_STOP_GRACE, git_sha: str | None = None) -> RunSpec:
-    """Everything about the container to start, decided without touching the engine.
+@dataclass(frozen=True)
+class Host:
+    """The caller's side of a run, as the container is planned from it: its environment (``env``:
+    the LLM variables passed in), working directory (``cwd``: relative input paths), ``uid`` and
+    ``gid`` (the container's user) and the commit under test (``git_sha``, see :func:`host_git_sha`,
+    passed as ``FINEVO_GIT_SHA``)."""
 
-    ``git_sha``: the commit under test (see :func:`host_git_sha`), passed as ``FINEVO_GIT_SHA``.
-    """
-    args, mounts = map_input_paths(gate_args, cwd)
+    env: Mapping[str, str]
+    cwd: Path
+    uid: int
+    gid: int
+    git_sha: str | None = None
+
+    @classmethod
+    def current(cls, checkout: Path | None) -> Host:
+        """This process: its environment, directory, uid and gid; the commit of ``checkout``."""
+        return cls(env=os.environ, cwd=Path.cwd(), uid=os.getuid(), gid=os.getgid(),
+                   git_sha=host_git_sha(os.environ, checkout))
+
+
+def plan_run(image: str, gate_args: Sequence[str], out_dir: Path, host: Host, *, timeout: float | None,
+             stop_grace: float = DEFAULT_STOP_GRACE) -> RunSpec:
+    """Everything about the container to start, decided without touching the engine."""
+    args, mounts = map_input_paths(gate_args, host.cwd)
     command = container_command(args)
-    mode = llm_mode(args, env) if command is not None else "reference"
+    mode = llm_mode(args, host.env) if command is not None else "reference"
     offline = is_offline(mode)
-    environment = passthrough_env(env, offline=offline)
-    if git_sha:
-        environment["FINEVO_GIT_SHA"] = git_sha
-    user = container_user(host_uid, host_gid)
+    environment = passthrough_env(host.env, offline=offline)
+    if host.git_sha:
+        environment["FINEVO_GIT_SHA"] = host.git_sha
+    user = container_user(host.uid, host.gid)
     environment["HOME"] = "/tmp"  # the caller's uid has no home in the image
     return RunSpec(image=image, command=command, out_dir=out_dir, user=user,
                    network_disabled=offline, environment=environment, mounts=mounts,
@@ -619,17 +635,27 @@ def _stream(client: Any, container: Any, stdout: ByteSink, stderr: ByteSink) -> 
     err_thread.join(timeout=10)
 
 
-def run_container(client: Any, spec: RunSpec, *, stdout: IO[bytes] | None = None,
-                  stderr: IO[bytes] | None = None, log: Callable[[str], None] | None = None,
-                  handle_signals: bool = True, on_start: Callable[[Any], None] | None = None) -> int:
+@dataclass(frozen=True)
+class Console:
+    """Where a run's output goes: the container's ``stdout`` and ``stderr`` (default: this
+    process's) and the launcher's own lines (``log``, default: :func:`log_to_stderr`)."""
+
+    stdout: ByteSink | None = None
+    stderr: ByteSink | None = None
+    log: Callable[[str], None] | None = None
+
+
+def run_container(client: Any, spec: RunSpec, console: Console | None = None, *, handle_signals: bool = True,
+                  on_start: Callable[[Any], None] | None = None) -> int:
     """Run the gate container to completion; return its exit code.
 
     ``on_start`` receives the started container (tests use it to stop it mid-run).
     """
+    console = console if console is not None else Console()
     paths = host_path_map(spec)
-    out_stream = HostPaths(stdout or sys.stdout.buffer, paths)
-    err_stream = HostPaths(stderr or sys.stderr.buffer, paths)
-    emit = log or log_to_stderr
+    out_stream = HostPaths(console.stdout or sys.stdout.buffer, paths)
+    err_stream = HostPaths(console.stderr or sys.stderr.buffer, paths)
+    emit = console.log or log_to_stderr
     volumes = {str(spec.out_dir): {"bind": CONTAINER_OUT, "mode": "rw"}}
     for mount in spec.mounts:
         volumes[str(mount.host)] = {"bind": mount.container, "mode": "ro" if mount.read_only else "rw"}
@@ -723,15 +749,11 @@ def launch(options: LaunchOptions) -> int:
                 checkout: Path | None = find_context_dir(options.context_dir)
             except LauncherError:
                 checkout = Path.cwd()
-            run = plan_run(
-                options.image, options.gate_args, options.out_dir.absolute(),
-                env=os.environ, cwd=Path.cwd(), timeout=options.timeout,
-                host_uid=os.getuid(), host_gid=os.getgid(), stop_grace=options.stop_grace,
-                git_sha=host_git_sha(os.environ, checkout),
-            )
+            run = plan_run(options.image, options.gate_args, options.out_dir.absolute(), Host.current(checkout),
+                           timeout=options.timeout, stop_grace=options.stop_grace)
             prepare_out_dir(run.out_dir, user=run.user)
             log(run.describe() + "\n")
-            return run_container(client, run, log=log)
+            return run_container(client, run, Console(log=log))
         finally:
             client.close()
     except LauncherError as exc:

@@ -129,11 +129,11 @@ def test_no_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None
 @pytest.mark.parametrize("before_action", [False, True])
 def test_registry_dir_is_accepted_before_or_after_the_action(
         reg_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], before_action: bool) -> None:
-    from finevo.registry import Registry
+    from finevo.registry import Registry, ToolInterface
 
     other = tmp_path / "other-registry"
     with Registry(f"sqlite:///{other / 'registry.db'}", other / "tools") as reg:
-        reg.register("moving_average", MA_GOOD, "moving_average", "list", status="verified")
+        reg.register("moving_average", MA_GOOD, ToolInterface("moving_average", "list"), status="verified")
 
     def argv(action: list[str]) -> list[str]:
         flag = ["--registry-dir", str(other)]

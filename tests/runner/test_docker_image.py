@@ -318,9 +318,9 @@ def test_docker_stop_mid_run_exits_143_with_partial_reports(image: Any, client: 
 # --------------------------------------------------------------------------- launcher (SDK)
 
 def _plan(out: Path, gate_args: list[str], timeout: float | None = None) -> dl.RunSpec:
-    return dl.plan_run(de.TEST_IMAGE, gate_args, out, env={"OPENAI_API_KEY": "sk-never-printed", "PATH": "/x"},
-                       cwd=out.parent, timeout=timeout, host_uid=os.getuid(), host_gid=os.getgid(),
-                       stop_grace=60)
+    host = dl.Host(env={"OPENAI_API_KEY": "sk-never-printed", "PATH": "/x"}, cwd=out.parent, uid=os.getuid(),
+                   gid=os.getgid())
+    return dl.plan_run(de.TEST_IMAGE, gate_args, out, host, timeout=timeout, stop_grace=60)
 
 
 class _Sink:
@@ -344,7 +344,8 @@ def test_launcher_runs_offline_streams_output_and_removes_the_container(image: A
     dl.prepare_out_dir(out, user=spec.user)
     seen: dict[str, Any] = {}
     stdout, stderr, log = _Sink(), _Sink(), []
-    code = dl.run_container(client, spec, stdout=stdout, stderr=stderr, log=log.append, handle_signals=False,
+    code = dl.run_container(client, spec, dl.Console(stdout=stdout, stderr=stderr, log=log.append),
+                            handle_signals=False,
                             on_start=lambda c: seen.update(id=c.id, attrs=client.api.inspect_container(c.id)))
     text = (stdout.data + stderr.data).decode(errors="replace")
     assert code == 0, text[-2000:]
@@ -386,7 +387,7 @@ def test_launcher_forwards_sigterm_as_a_stop(image: Any, client: Any, tmp_path: 
     outer = signal.signal(signal.SIGTERM, lambda signum, _frame: stray.append(signum))
     try:
         before = signal.getsignal(signal.SIGTERM)
-        code = dl.run_container(client, spec, stdout=_Sink(), stderr=_Sink(), log=log.append,
+        code = dl.run_container(client, spec, dl.Console(stdout=_Sink(), stderr=_Sink(), log=log.append),
                                 on_start=stop_after_two_tasks)
         assert signal.getsignal(signal.SIGTERM) is before  # handler restored, not left pointing at us
     finally:
@@ -449,8 +450,8 @@ def test_launcher_wall_clock_limit_stops_the_container(image: Any, client: Any, 
         de.wait_for(lambda: (out / "slow" / "events.jsonl").is_file(), 300, "the gate's start event")
         clock["started"] = time.monotonic()
 
-    code = dl.run_container(client, spec, stdout=_Sink(), stderr=_Sink(), log=log.append, handle_signals=False,
-                            on_start=gate_started)
+    code = dl.run_container(client, spec, dl.Console(stdout=_Sink(), stderr=_Sink(), log=log.append),
+                            handle_signals=False, on_start=gate_started)
     assert code == 143, "".join(log)
     assert time.monotonic() - clock["started"] < 10 + 60 + 10   # limit + stop grace + removal
     assert any("wall-clock limit of 10s reached" in line for line in log)

@@ -37,14 +37,14 @@ def test_only_offline_modes_lose_the_network(mode: str | None, offline: bool) ->
 
 
 def test_image_default_command_runs_offline(tmp_path: Path) -> None:
-    spec = dl.plan_run("img", [], tmp_path, env={}, cwd=tmp_path, timeout=None, host_uid=1000, host_gid=1000)
+    spec = dl.plan_run("img", [], tmp_path, dl.Host(env={}, cwd=tmp_path, uid=1000, gid=1000), timeout=None)
     assert spec.command is None
     assert spec.network_disabled
 
 
 def test_live_run_keeps_the_network(tmp_path: Path) -> None:
-    spec = dl.plan_run("img", ["run", "--llm", "live"], tmp_path, env={}, cwd=tmp_path, timeout=None,
-                       host_uid=1000, host_gid=1000)
+    spec = dl.plan_run("img", ["run", "--llm", "live"], tmp_path,
+                       dl.Host(env={}, cwd=tmp_path, uid=1000, gid=1000), timeout=None)
     assert not spec.network_disabled
 
 
@@ -54,8 +54,8 @@ def test_only_llm_variables_pass_and_their_values_are_never_described(tmp_path: 
     env = {"OPENAI_API_KEY": "sk-very-secret", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
            "FINEVO_LLM_MODEL": "m", "AWS_SECRET_ACCESS_KEY": "nope", "GITHUB_TOKEN": "nope",
            "OPENAI_ORG_SECRET": "nope", "PATH": "/usr/bin"}
-    spec = dl.plan_run("img", ["run", "--llm", "live"], tmp_path, env=env, cwd=tmp_path, timeout=None,
-                       host_uid=1000, host_gid=1000)
+    spec = dl.plan_run("img", ["run", "--llm", "live"], tmp_path,
+                       dl.Host(env=env, cwd=tmp_path, uid=1000, gid=1000), timeout=None)
     assert set(spec.environment) == {"OPENAI_API_KEY", "OPENAI_BASE_URL", "FINEVO_LLM_MODEL", "HOME"}
     assert spec.environment["OPENAI_API_KEY"] == "sk-very-secret"
     line = spec.describe()
@@ -67,7 +67,7 @@ def test_offline_runs_get_no_api_keys(tmp_path: Path) -> None:
     env = {"OPENAI_API_KEY": "sk-very-secret", "FINEVO_LLM_API_KEY": "fk-secret", "FINEVO_LLM_MODEL": "m",
            "FINEVO_LLM_PROVIDER": "reference"}
     for args in ([], ["run"], ["run", "--llm", "replay:c.jsonl"], ["run", "--llm", "predictions:p.jsonl"]):
-        spec = dl.plan_run("img", args, tmp_path, env=env, cwd=tmp_path, timeout=None, host_uid=0, host_gid=0)
+        spec = dl.plan_run("img", args, tmp_path, dl.Host(env=env, cwd=tmp_path, uid=0, gid=0), timeout=None)
         assert spec.network_disabled, args
         assert set(spec.environment) == {"FINEVO_LLM_MODEL", "FINEVO_LLM_PROVIDER", "HOME"}, args
 
@@ -108,7 +108,7 @@ def test_missing_host_paths_are_left_for_the_gate_to_report(tmp_path: Path) -> N
 
 @pytest.mark.parametrize("uid, gid", [(1000, 100), (0, 0), (65534, 65534)])
 def test_the_container_runs_as_the_caller_root_included(tmp_path: Path, uid: int, gid: int) -> None:
-    spec = dl.plan_run("img", [], tmp_path, env={}, cwd=tmp_path, timeout=5.0, host_uid=uid, host_gid=gid)
+    spec = dl.plan_run("img", [], tmp_path, dl.Host(env={}, cwd=tmp_path, uid=uid, gid=gid), timeout=5.0)
     assert spec.user == f"{uid}:{gid}"
     assert spec.environment["HOME"] == "/tmp"  # the caller's uid has no home in the image
     assert f"user={uid}:{gid}" in spec.describe()
@@ -289,7 +289,7 @@ class _Bytes(io.BytesIO):
 
 
 def _spec(tmp_path: Path, args: list[str]) -> dl.RunSpec:
-    return dl.plan_run("img", args, tmp_path, env={}, cwd=tmp_path, timeout=None, host_uid=1000, host_gid=1000)
+    return dl.plan_run("img", args, tmp_path, dl.Host(env={}, cwd=tmp_path, uid=1000, gid=1000), timeout=None)
 
 
 def test_streamed_output_names_host_paths_not_the_container_mounts(tmp_path: Path) -> None:
@@ -297,8 +297,8 @@ def test_streamed_output_names_host_paths_not_the_container_mounts(tmp_path: Pat
     preds.parent.mkdir()
     preds.write_text("{}\n")
     out = tmp_path / "reports"
-    spec = dl.plan_run("img", ["run", "--llm", f"predictions:{preds}"], out, env={}, cwd=tmp_path, timeout=None,
-                       host_uid=1000, host_gid=1000)
+    spec = dl.plan_run("img", ["run", "--llm", f"predictions:{preds}"], out,
+                       dl.Host(env={}, cwd=tmp_path, uid=1000, gid=1000), timeout=None)
     sink = _Bytes()
     writer = dl.HostPaths(sink, dl.host_path_map(spec))
     text = (f"reports: /out/run-1\nloaded {spec.mounts[0].container} (3 lines)\n"
@@ -319,8 +319,8 @@ def test_run_returns_the_container_exit_code_streams_and_cleans_up(tmp_path: Pat
     client = _FakeClient(code=1)
     before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     out, err = _Bytes(), _Bytes()
-    code = dl.run_container(client, _spec(tmp_path, ["run", "--llm", "reference"]), stdout=out, stderr=err,
-                            log=lambda _t: None)
+    code = dl.run_container(client, _spec(tmp_path, ["run", "--llm", "reference"]),
+                            dl.Console(stdout=out, stderr=err, log=lambda _t: None))
     assert code == 1
     assert out.getvalue() == b"out line\n" and err.getvalue() == b"err line\n"
     assert client.container.removed
@@ -334,18 +334,18 @@ def test_engine_failure_after_create_is_no_verdict_not_a_traceback(tmp_path: Pat
 
     client = _FakeClient(start_error=APIError("500 Server Error: driver failed\nsecond line"))
     with pytest.raises(dl.LauncherError) as err:
-        dl.run_container(client, _spec(tmp_path, []), stdout=_Bytes(), stderr=_Bytes(), log=lambda _t: None)
+        dl.run_container(client, _spec(tmp_path, []), dl.Console(stdout=_Bytes(), stderr=_Bytes(), log=lambda _t: None))
     assert err.value.exit_code == Exit.NO_VERDICT
     assert err.value.message == f"container {client.container.short_id}: 500 Server Error: driver failed"
     assert client.container.removed
 
 
 def test_the_commit_under_test_is_passed_to_the_container(tmp_path: Path) -> None:
-    spec = dl.plan_run("img", ["run", "--llm", "reference"], tmp_path, env={}, cwd=tmp_path, timeout=None,
-                       host_uid=1000, host_gid=1000, git_sha="0123abcd" * 5)
+    spec = dl.plan_run("img", ["run", "--llm", "reference"], tmp_path,
+                       dl.Host(env={}, cwd=tmp_path, uid=1000, gid=1000, git_sha="0123abcd" * 5), timeout=None)
     assert spec.environment["FINEVO_GIT_SHA"] == "0123abcd" * 5
     assert "FINEVO_GIT_SHA" in spec.describe() and "0123abcd" not in spec.describe()
-    bare = dl.plan_run("img", [], tmp_path, env={}, cwd=tmp_path, timeout=None, host_uid=1000, host_gid=1000)
+    bare = dl.plan_run("img", [], tmp_path, dl.Host(env={}, cwd=tmp_path, uid=1000, gid=1000), timeout=None)
     assert "FINEVO_GIT_SHA" not in bare.environment  # then the image's own REVISION stands
 
 

@@ -434,15 +434,15 @@ def test_the_subprocess_backend_serves_a_world_too(env: Env) -> None:
 
 
 def test_a_world_the_oracle_cannot_answer_is_skipped_with_its_reason(env: Env, tmp_path: Path) -> None:
-    from finevo.market.snapshot import symbol_files, write_snapshot_files
+    from finevo.market.snapshot import SnapshotOrigin, symbol_files, write_snapshot_files
     from runner.judging.worlds import World
 
     early = truncate(read_market(env.snapshot), date(2024, 1, 31))  # 2023's annual figures not reported yet
     blobs: dict[str, bytes] = {}
     for item in early.data.values():
         blobs.update(symbol_files(item))
-    write_snapshot_files(tmp_path, blobs, symbols=early.symbols(), as_of=early.as_of, synthetic=True, label="t",
-                         generator="test", generator_version="1", durable=False)
+    origin = SnapshotOrigin(as_of=early.as_of, synthetic=True, label="t", generator="test", generator_version="1")
+    write_snapshot_files(tmp_path, blobs, origin, symbols=early.symbols(), durable=False)
     world = World("as_of-early", WorldKind.AS_OF, tmp_path, load_snapshot(tmp_path))
 
     class OneWorld:

@@ -14,7 +14,7 @@ answers 500 ``script exhausted`` and counts it in :attr:`ScriptedLLMServer.unexp
 Usage::
 
     with ScriptedLLMServer([Status(429, retry_after=0), Reply("```python\\n...```")]) as srv:
-        client = OpenAIChatClient(base_url=srv.base_url, api_key="k", ...)
+        client = OpenAIChatClient(base_url=srv.base_url, api_key="k", model="m", retry=RetryPolicy(...))
         ...
         assert len(srv.requests) == 2
 """

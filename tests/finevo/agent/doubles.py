@@ -17,7 +17,7 @@ import time
 import traceback
 from typing import Any
 
-from finevo.llm.client import OpenAIChatClient
+from finevo.llm.client import OpenAIChatClient, RetryPolicy
 from finevo.market import replay
 from finevo.market.snapshot import load_snapshot
 from finevo.paths import snapshot_dir
@@ -84,7 +84,7 @@ class InlineSandbox:
 def client(base_url: str, *, timeout: float = 5.0, max_retries: int = 0) -> OpenAIChatClient:
     """The real OpenAI-SDK client against the scripted server, with near-zero backoff."""
     return OpenAIChatClient(base_url=base_url, api_key="test-key", model="test-model", timeout=timeout,
-                            max_retries=max_retries, backoff_base=0.001, backoff_max=0.01)
+                            retry=RetryPolicy(max_retries=max_retries, backoff_base=0.001, backoff_max=0.01))
 
 
 def fenced(code: str) -> str:

@@ -15,7 +15,7 @@ from finevo.errors import (
     LLMTimeoutError,
 )
 from finevo.llm.base import ChatRequest
-from finevo.llm.client import OpenAIChatClient
+from finevo.llm.client import OpenAIChatClient, RetryPolicy
 from tests.support.scripted_llm import Delay, Garbage, Reply, ScriptedLLMServer, Status
 
 REQ = ChatRequest(model="test-model", messages=({"role": "system", "content": "be brief"},
@@ -23,11 +23,11 @@ REQ = ChatRequest(model="test-model", messages=({"role": "system", "content": "b
                   temperature=0.0, task_id="calc_001", attempt=0)
 
 
-def _client(base_url: str, **kw) -> OpenAIChatClient:  # type: ignore[no-untyped-def]
-    opts = dict(api_key="sk-test", model="default-model", timeout=5.0, max_retries=3, backoff_base=0.001,
-                backoff_max=0.01)
-    opts.update(kw)
-    return OpenAIChatClient(base_url, **opts)  # type: ignore[arg-type]
+def _client(base_url: str, *, api_key: str | None = "sk-test", temperature: float = 0.0, timeout: float = 5.0,
+            max_retries: int = 3, retry_after_cap: float = 30.0) -> OpenAIChatClient:
+    retry = RetryPolicy(max_retries=max_retries, backoff_base=0.001, backoff_max=0.01, retry_after_cap=retry_after_cap)
+    return OpenAIChatClient(base_url, api_key=api_key, model="default-model", temperature=temperature,
+                            timeout=timeout, retry=retry)
 
 
 def test_reply_content_usage_and_request_shape() -> None:

@@ -14,7 +14,7 @@ from finevo.errors import (
     ProviderNotConfigured,
 )
 from finevo.llm.base import ChatRequest
-from finevo.llm.client import OpenAIChatClient
+from finevo.llm.client import OpenAIChatClient, RetryPolicy
 from finevo.llm.extract import extract_code
 from finevo.llm.providers import (
     PredictionsProvider,
@@ -27,7 +27,7 @@ from finevo.settings import Settings
 from runner.inputs.tasks import SecurityTask, security_answers
 from tests.support.scripted_llm import Reply, ScriptedLLMServer, Status
 
-FAST = {"backoff_base": 0.001, "backoff_max": 0.01}
+FAST = RetryPolicy(backoff_base=0.001, backoff_max=0.01)
 
 
 def _settings(**kw) -> Settings:  # type: ignore[no-untyped-def]
@@ -82,7 +82,7 @@ def test_live_provider_talks_to_the_configured_endpoint() -> None:
 
 def test_settings_max_retries_reach_the_client() -> None:
     with ScriptedLLMServer([Status(429, retry_after=0)] * 5) as srv:
-        provider = make_provider("live", _settings(base_url=srv.base_url, max_retries=1), **FAST)
+        provider = make_provider("live", _settings(base_url=srv.base_url, max_retries=1))  # Retry-After 0: no wait
         with pytest.raises(LLMRateLimitError):
             provider.complete(_req())
         assert len(srv.requests) == 2
@@ -94,7 +94,7 @@ def test_record_then_replay_round_trip_without_network(tmp_path: Path) -> None:
     answers = ["```python\ndef f(x: float) -> float:\n    return x * 2\n```", "second answer"]
     with ScriptedLLMServer([Reply(answers[0], prompt_tokens=10, completion_tokens=20),
                             Status(500), Reply(answers[1])]) as srv:
-        live = make_provider("live", _settings(base_url=srv.base_url, record=str(cassette)), **FAST)
+        live = make_provider("live", _settings(base_url=srv.base_url, record=str(cassette)), retry=FAST)
         assert isinstance(live, RecordingProvider)
         recorded = [live.complete(_req("calc_001")), live.complete(_req("calc_002", content="other"))]
     assert len(cassette.read_text().splitlines()) == 2  # the 500 was retried, not recorded

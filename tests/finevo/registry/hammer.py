@@ -47,14 +47,14 @@ def workload(proc: int, per_proc: int) -> list[tuple[str, str, str]]:
 
 def _worker(url: str, proc: int, per_proc: int, barrier: Any, out: Any) -> None:
     try:
-        from finevo.registry import Registry
+        from finevo.registry import Registry, ToolInterface
 
         with Registry(url) as reg:
             barrier.wait(timeout=120)
             start = time.monotonic()
             results = []
             for name, _function, code in workload(proc, per_proc):
-                tool = reg.register(name, code, indicator="hammer", output_type="numeric")
+                tool = reg.register(name, code, ToolInterface("hammer", "numeric"))
                 results.append((name, tool.content_hash, tool.version, tool.id))
             out.put(("ok", proc, results, start, time.monotonic()))
     except BaseException:  # reported to the parent, which fails

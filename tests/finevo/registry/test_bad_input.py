@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import create_engine, inspect, text
 
 from finevo.cli import main
-from finevo.registry import Registry, RegistryUnavailable, safe_url
+from finevo.registry import Registry, RegistryUnavailable, ToolInterface, safe_url
 from tests.finevo.registry.pgcluster import PostgresCluster, free_port
 
 SMA = "def sma(symbol: str) -> float:\n    return 1.0\n"
@@ -92,7 +92,7 @@ def _die_mid_registration(url: str) -> None:
         os._exit(9)
 
     reg._store_code = store_then_die  # type: ignore[method-assign]
-    reg.register("sma", SMA, indicator="sma", output_type="numeric")
+    reg.register("sma", SMA, ToolInterface("sma", "numeric"))
 
 
 def test_a_writer_killed_mid_registration_leaves_nothing(registry_url: str) -> None:
@@ -105,7 +105,7 @@ def test_a_writer_killed_mid_registration_leaves_nothing(registry_url: str) -> N
         assert reg.is_empty()
         with reg.engine.connect() as conn:
             assert conn.execute(text("SELECT count(*) FROM tool_code")).scalar_one() == 0
-        tool = reg.register("sma", SMA, indicator="sma", output_type="numeric")  # the lock was released
+        tool = reg.register("sma", SMA, ToolInterface("sma", "numeric"))  # the lock was released
         assert tool.version == "1.0.0" and reg.read_code(tool) == SMA
 
 

@@ -32,7 +32,7 @@ def _open(url: str, barrier: object, out: object) -> None:
 
 
 def test_processes_opening_an_empty_database_at_once_create_the_schema_once(new_url: Callable[[], str]) -> None:
-    from finevo.registry import Registry
+    from finevo.registry import Registry, ToolInterface
 
     url = new_url()
     ctx = multiprocessing.get_context("fork")
@@ -46,4 +46,4 @@ def test_processes_opening_an_empty_database_at_once_create_the_schema_once(new_
     assert outcomes == ["ok"] * PROCS
     with Registry(url) as reg:
         assert reg.is_empty()
-        reg.register("sma", "def sma(symbol: str) -> float:\n    return 1.0\n", indicator="sma", output_type="numeric")
+        reg.register("sma", "def sma(symbol: str) -> float:\n    return 1.0\n", ToolInterface("sma", "numeric"))

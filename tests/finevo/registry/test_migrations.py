@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import create_engine, inspect, text
 
 from finevo.cli import main
-from finevo.registry import Registry, RegistrySchemaError
+from finevo.registry import Registry, RegistrySchemaError, ToolInterface
 from finevo.registry.schema import MIGRATIONS_DIR, base_revision, head_revision, target_metadata
 from tests.finevo.registry.pgcluster import PostgresCluster
 
@@ -94,7 +94,7 @@ def test_an_old_registry_is_refused_then_migrated_and_its_tools_reused(
         assert outcome.tool_version == "1.1.0" and isinstance(outcome.value, list) and len(outcome.value) == 30
         # and the registry keeps evolving: new content under the name takes the next version
         fixed = reg.read_code(tools[1]).replace("dropna()", "dropna() ")
-        again = reg.register("moving_average", fixed, indicator="moving_average", output_type="series")
+        again = reg.register("moving_average", fixed, ToolInterface("moving_average", "series"))
         assert again.version == "1.2.0"
     code, out, _ = _run(capsys, "registry", *old_registry.args(), "show", "moving_average", "--version", "1.1.0")
     assert code == 0 and "def moving_average(" in out

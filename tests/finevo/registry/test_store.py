@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from finevo.registry import Registry, RegistryError, content_hash, parse_version
+from finevo.outcome import Attempt
+from finevo.registry import Registry, RegistryError, ToolInterface, ToolRun, content_hash, parse_version
 
 SMA = '''def sma(symbol: str, window: int = 20) -> float:
     """Simple moving average."""
@@ -27,7 +28,7 @@ def reg(registry_url: str, tmp_path: Path) -> Registry:
 
 
 def _sma(reg: Registry, code: str = SMA, **kw) -> object:  # type: ignore[no-untyped-def]
-    return reg.register("sma", code, indicator="sma", output_type="numeric", category="calculation", **kw)
+    return reg.register("sma", code, ToolInterface("sma", "numeric"), **kw)
 
 
 def _count(reg: Registry, table: str) -> int:
@@ -58,7 +59,7 @@ def test_same_content_is_the_same_tool(reg: Registry) -> None:
     assert len(reg.list()) == 1
     assert _count(reg, "tool_code") == 1
     # the same code under another name is another tool sharing one code row
-    other = reg.register("sma_copy", SMA, indicator="sma", output_type="numeric")
+    other = reg.register("sma_copy", SMA, ToolInterface("sma", "numeric"))
     assert other.version == "1.0.0" and other.content_hash == first.content_hash
     assert _count(reg, "tool_code") == 1 and _count(reg, "tool_artifact") == 2
 
@@ -118,7 +119,7 @@ def test_find_binds_task_arguments_to_the_signature(reg: Registry) -> None:
 
 def test_indicator_match_is_exact_not_substring(reg: Registry) -> None:
     reg.set_status(_sma(reg), "verified")
-    dd = reg.register("max_drawdown", DRAWDOWN, indicator="max_drawdown", output_type="numeric")
+    dd = reg.register("max_drawdown", DRAWDOWN, ToolInterface("max_drawdown", "numeric"))
     reg.set_status(dd, "verified")
     assert [t.name for t in reg.find("max_drawdown", "numeric", {"symbol"})] == ["max_drawdown"]
     assert reg.find("ma", "numeric", {"symbol"}) == []
@@ -145,9 +146,9 @@ def test_status_transitions(reg: Registry) -> None:
 
 def test_register_rejects_bad_names_and_multi_function_code(reg: Registry) -> None:
     with pytest.raises(ValueError, match="identifier"):
-        reg.register("../evil", SMA, indicator="sma", output_type="numeric")
+        reg.register("../evil", SMA, ToolInterface("sma", "numeric"))
     with pytest.raises(ValueError, match="exactly one public function"):
-        reg.register("two", SMA + DRAWDOWN, indicator="x", output_type="numeric")
+        reg.register("two", SMA + DRAWDOWN, ToolInterface("x", "numeric"))
     assert reg.is_empty() and _count(reg, "tool_code") == 0
 
 
@@ -177,11 +178,11 @@ def test_a_row_never_points_at_missing_code(reg: Registry) -> None:
 def test_traces_are_written_and_capped(reg: Registry) -> None:
     tool = _sma(reg)
     big = "x" * (200 * 1024)
-    trace = reg.record_trace(tool.id, "calc_001", {"symbol": "AAPL", "window": 20}, 187.25, "execution", 0.42,
-                             "ok", stdout=big, stderr="warn é")
-    reg.record_trace(tool.id, "calc_002", {"symbol": "MSFT"}, {"a": float("nan")}, "selftest", 0.1, "exception",
-                     error={"type": "ToolCrashed", "message": "boom"})
-    reg.record_trace(None, "sec_001", {}, None, "policy", 0.0, "blocked")
+    trace = reg.record_trace(tool.id, "calc_001", ToolRun("execution", {"symbol": "AAPL", "window": 20}, 187.25, 0.42,
+                                                         "ok", stdout=big, stderr="warn é"))
+    reg.record_trace(tool.id, "calc_002", ToolRun("selftest", {"symbol": "MSFT"}, {"a": float("nan")}, 0.1, "exception",
+                                                  error={"type": "ToolCrashed", "message": "boom"}))
+    reg.record_trace(None, "sec_001", ToolRun("policy", {}, None, 0.0, "blocked"))
     again = reg.traces(tool.id)
     assert [t.task_id for t in again] == ["calc_001", "calc_002"]
     first = again[0]
@@ -198,10 +199,10 @@ def test_traces_are_written_and_capped(reg: Registry) -> None:
 def test_refinement_attempts_and_lineage(reg: Registry) -> None:
     v1 = _sma(reg)
     v2 = _sma(reg, SMA2, parent_id=v1.id)
-    reg.record_attempt("calc_001", 0, "selftest", False, tool_id=v1.id, code_hash=v1.content_hash,
-                       error={"type": "ToolCrashed"})
-    reg.record_attempt("calc_001", 1, "done", True, tool_id=v2.id, code_hash=v2.content_hash,
-                       parent_hash=v1.content_hash)
+    reg.record_attempt("calc_001", Attempt(0, "selftest", False, error={"type": "ToolCrashed"},
+                                           code_hash=v1.content_hash), tool_id=v1.id)
+    reg.record_attempt("calc_001", Attempt(1, "done", True, code_hash=v2.content_hash, parent_hash=v1.content_hash),
+                       tool_id=v2.id)
     attempts = reg.attempts("calc_001")
     assert [(a.attempt, a.ok, a.stage) for a in attempts] == [(0, False, "selftest"), (1, True, "done")]
     assert attempts[1].parent_hash == v1.content_hash
@@ -210,7 +211,7 @@ def test_refinement_attempts_and_lineage(reg: Registry) -> None:
 
 def test_clear_removes_rows_and_code(reg: Registry) -> None:
     tool = _sma(reg)
-    reg.record_trace(tool.id, "calc_001", {}, 1.0, "execution", 0.1, "ok")
+    reg.record_trace(tool.id, "calc_001", ToolRun("execution", {}, 1.0, 0.1, "ok"))
     assert reg.clear() == 1
     assert reg.is_empty() and reg.traces() == [] and _count(reg, "tool_code") == 0
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from finevo.market.snapshot import write_snapshot
+from finevo.market.snapshot import SnapshotOrigin, write_snapshot
 from finevo.market.synthetic import LABEL, generate
 from finevo.paths import snapshot_dir
 from finevo.sandbox import Limits, create_sandbox
@@ -172,8 +172,8 @@ def test_every_today_reads_the_as_of_date(guarded: _BaseSandbox) -> None:
 @pytest.mark.parametrize("backend", ["warm", "subprocess"])
 def test_the_clock_follows_the_snapshot(tmp_path: Path, backend: str) -> None:
     as_of = date(2023, 6, 30)
-    write_snapshot(tmp_path / "snap", generate(), as_of=as_of, synthetic=True, label=LABEL,
-                   generator="test", generator_version="1")
+    write_snapshot(tmp_path / "snap", generate(),
+                   SnapshotOrigin(as_of=as_of, synthetic=True, label=LABEL, generator="test", generator_version="1"))
     with create_sandbox(tmp_path / "snap", backend=backend, policy=True) as box:
         readings = _clock_readings(box)
     assert readings == dict.fromkeys(readings, as_of.isoformat())
