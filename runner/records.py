@@ -22,9 +22,8 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, ConfigDict, Field, PositiveInt, TypeAdapter, WithJsonSchema, field_validator
 from pydantic.dataclasses import dataclass
 
-from finevo.errors import FinevoError
 from finevo.limits import MAX_DEPTH as JSON_MAX_DEPTH
-from finevo.outcome import LLMUsage
+from finevo.outcome import Attempt, ErrorInfo, LLMUsage
 from finevo.vocabulary import TASK_CATEGORIES, Category, ToolSource
 
 
@@ -117,49 +116,6 @@ class ToolInfo:
 
 
 @dataclass(config=_STRICT)
-class ErrorInfo:
-    """A typed error as :meth:`finevo.errors.FinevoError.to_dict` writes it."""
-
-    kind: str
-    code: str
-    type: str
-    message: str
-    details: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, error: FinevoError | None) -> ErrorInfo | None:
-        """The record of a typed error (None for none)."""
-        return None if error is None else TypeAdapter(cls).validate_python(error.to_dict())
-
-
-@dataclass(config=_STRICT)
-class AttemptStage:
-    name: str
-    ok: bool
-    note: str = ""
-
-
-@dataclass(config=_STRICT)
-class AttemptInfo:
-    """One synthesis or refinement attempt (:class:`finevo.outcome.Attempt` as recorded)."""
-
-    number: PositiveInt
-    stage: str
-    ok: bool
-    error: dict[str, Any] | None = None
-    code_hash: str | None = None
-    parent_hash: str | None = None
-    usage: dict[str, Any] | None = None
-    stages: list[AttemptStage] = field(default_factory=list)
-    #: The earlier attempt whose reply this one repeats unchanged (the same reply again): not
-    #: verified again, not counted as a refinement, and refining stopped there.
-    repeat_of: PositiveInt | None = None
-    #: The code this attempt produced (None: the reply held none, or the results predate the field);
-    #: report.html shows the diff between consecutive attempts from it.
-    code: str | None = None
-
-
-@dataclass(config=_STRICT)
 class ProbeResult:
     """One probe of a benchmark task: the final tool re-run with changed arguments, judged."""
 
@@ -229,7 +185,7 @@ class TaskResult:
     tool: ToolInfo = field(default_factory=ToolInfo)
     code: str | None = None
     refinements: Count = 0
-    attempts: list[AttemptInfo] = field(default_factory=list)
+    attempts: list[Attempt] = field(default_factory=list)
     llm: LLMUsage = field(default_factory=LLMUsage)
     duration_s: Seconds = 0.0
     timings: dict[str, float] = field(default_factory=dict)

@@ -52,6 +52,7 @@ from finevo.errors import (
     VerificationFailed,
 )
 from finevo.normalize import ANSWER, normalize
+from finevo.outcome import AttemptStage
 from finevo.policy import check
 from finevo.question import OutputSpec
 from finevo.registry.signature import function_signature, signature_problem
@@ -88,10 +89,10 @@ class StageRecord:
     duration_s: float
     note: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
+    def record(self) -> AttemptStage:
         """The record kept with an attempt: no duration (the outcome's timings hold those), so a
         replayed run's attempts are the recorded run's, byte for byte."""
-        return {"name": self.name, "ok": self.ok, "note": self.note}
+        return AttemptStage(name=self.name, ok=self.ok, note=self.note)
 
 
 @dataclass
