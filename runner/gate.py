@@ -35,7 +35,7 @@ from runner.judging.compare import JUDGE_VERSION
 from runner.judging.grade import judge_task, security_result
 from runner.judging.selfcheck import run_selfcheck
 from runner.judging.worlds import Worlds
-from runner.records import PayloadResult, SecurityResult, TaskResult, TaskState
+from runner.records import ContainmentSelftest, PayloadResult, SecurityResult, SelfCheck, TaskResult, TaskState
 from runner.reports import document, write_all
 from runner.reports.console import Console
 from runner.reports.escape import log_text
@@ -65,7 +65,7 @@ class GateOutcome:
 class Gate:
     def __init__(self, prepared: Prepared, *, factory: SessionFactory = default_session,
                  console: Console | None = None,
-                 selfcheck: Callable[..., dict[str, Any]] | None = None) -> None:
+                 selfcheck: Callable[..., SelfCheck] | None = None) -> None:
         self.p = prepared
         self.factory = factory
         self.console = console or Console()
@@ -120,7 +120,7 @@ class Gate:
         tasks_done: list[TaskResult] = []
         sec_done: list[SecurityResult] = []
         pay_done: list[PayloadResult] = []
-        selfcheck: dict[str, Any] | None = None
+        selfcheck: SelfCheck | None = None
         # Suite warnings (baseline ids unknown to the suite) are printed once, in the final summary.
         with Interrupts() as interrupts:
             try:
@@ -156,7 +156,7 @@ class Gate:
                         self._run_all(runner, events, total, tasks_done, sec_done, pay_done)
                         selfcheck = self._selfcheck_result(tasks_done, interrupts)
                         if p.config.self_check:
-                            events.emit("selfcheck", selfcheck=selfcheck)
+                            events.emit("selfcheck", selfcheck=selfcheck.model_dump(mode="json", exclude_unset=True))
                     except Aborted:
                         console.line(console.paint("INTERRUPTED", "partial"))
                     except Exception as exc:  # the gate's own bug or trouble: keep what ran, no verdict
@@ -200,24 +200,23 @@ class Gate:
             raise
         return found
 
-    def _selfcheck_result(self, tasks_done: list[TaskResult], interrupts: Interrupts) -> dict[str, Any]:
+    def _selfcheck_result(self, tasks_done: list[TaskResult], interrupts: Interrupts) -> SelfCheck:
         """The self-check's record: the one started beside the security tasks (``--jobs`` > 1), else run now."""
         early, self._early_selfcheck = self._early_selfcheck, None
         if early is not None:
             return early.result()
         return self._selfcheck([t for t in tasks_done if t.repeat == 1], interrupts)
 
-    def _selfcheck(self, tasks_done: list[TaskResult], interrupts: Interrupts, host: Any = None) -> dict[str, Any]:
+    def _selfcheck(self, tasks_done: list[TaskResult], interrupts: Interrupts, host: Any = None) -> SelfCheck:
         """Run the harness self-check, or say plainly why it did not run."""
         p = self.p
         if not p.config.self_check:
-            return {"enabled": False, "ok": None, "reason": "skipped (--no-self-check)"}
+            return SelfCheck.not_run("skipped (--no-self-check)")
         if not p.suite.tasks:
-            return {"enabled": False, "ok": None,
-                    "reason": "no benchmark task is selected, so the reference and null models "
-                              "have nothing to answer (security tasks and payloads need no self-check)"}
+            return SelfCheck.not_run("no benchmark task is selected, so the reference and null models have "
+                                     "nothing to answer (security tasks and payloads need no self-check)")
         if self.selfcheck is None:
-            return {"enabled": False, "ok": None, "reason": "this gate was given no self-check"}
+            return SelfCheck.not_run("this gate was given no self-check")
         return self.selfcheck(host or self, tasks_done, interrupts)
 
     def _run_all(self, runner: TaskRunner, events: EventLog, total: int, tasks_done: list[TaskResult],
@@ -338,8 +337,8 @@ class Gate:
 
     def _document(self, config: RunConfig, started_at: str, t0: float, tasks_done: list[TaskResult],
                   sec_done: list[SecurityResult], pay_done: list[PayloadResult],
-                  selfcheck: dict[str, Any] | None, signum: int | None, crash: str | None = None,
-                  containment_selftest: dict[str, Any] | None = None) -> ResultsDocument:
+                  selfcheck: SelfCheck | None, signum: int | None, crash: str | None = None,
+                  containment_selftest: ContainmentSelftest | None = None) -> ResultsDocument:
         s = self.p.suite
         if crash:
             reason = "not run: the gate crashed before this task"
@@ -358,7 +357,7 @@ class Gate:
 
 
 def run_gate(config: GateConfig, *, factory: SessionFactory = default_session, console: Console | None = None,
-             self_check: Callable[..., dict[str, Any]] | None = None) -> GateOutcome:
+             self_check: Callable[..., SelfCheck] | None = None) -> GateOutcome:
     """Prepare (exit 2 on bad input), then run.
 
     ``self_check`` defaults to :func:`runner.judging.selfcheck.run_selfcheck`."""

@@ -19,7 +19,16 @@ from dataclasses import asdict, field
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, ConfigDict, Field, PositiveInt, TypeAdapter, WithJsonSchema, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveInt,
+    TypeAdapter,
+    WithJsonSchema,
+    field_validator,
+)
 from pydantic.dataclasses import dataclass
 
 from finevo.limits import MAX_DEPTH as JSON_MAX_DEPTH
@@ -268,6 +277,57 @@ class PayloadResult:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PayloadResult:
         return TypeAdapter(cls).validate_python(data)
+
+
+class _StrictModel(BaseModel):
+    model_config = _STRICT
+
+
+class SelfCheckReference(_StrictModel):
+    passed: int = Field(ge=0)
+    total: int = Field(ge=0)
+    not_passing: list[str]
+    reused_main_run: bool
+    reasons: dict[str, str] = Field(default_factory=dict)
+
+
+class SelfCheckNull(_StrictModel):
+    passed: int = Field(ge=0)
+    total: int = Field(ge=0)
+    passing: list[str]
+
+
+class SelfCheck(_StrictModel):
+    """The harness self-check: the reference model must pass everything, the null model nothing."""
+
+    enabled: bool
+    ok: bool | None
+    reason: str
+    duration_s: float | None = Field(default=None, ge=0)
+    reference: SelfCheckReference | None = None
+    null: SelfCheckNull | None = None
+
+    @classmethod
+    def not_run(cls, reason: str) -> SelfCheck:
+        """A self-check that did not run, and why."""
+        return cls(enabled=False, ok=None, reason=reason)
+
+
+class ContainmentProbe(_StrictModel):
+    name: str
+    contained: bool
+    layer: str | None
+    detail: str
+
+
+class ContainmentSelftest(_StrictModel):
+    """The sandbox proving its own layers (hostile probes with the policy off) before a verdict."""
+
+    enabled: bool
+    ok: bool | None
+    duration_s: float = Field(ge=0)
+    reason: str
+    probes: list[ContainmentProbe] = Field(default_factory=list)
 
 
 def _plain(record: Any) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from runner.records import PayloadResult, PayloadState, SecurityResult, SecurityState, TaskResult
+from runner.records import PayloadResult, PayloadState, SecurityResult, SecurityState, SelfCheck, TaskResult
 from runner.reports import document
 from runner.reports.model import ResultsDocument
 
@@ -45,13 +45,13 @@ def rebuild_from_events(events: Sequence[dict[str, Any]]) -> ResultsDocument:
     tasks = [TaskResult.from_dict(e["result"]) for e in events if e["event"] == "task"]
     sec = [SecurityResult.from_dict(e["result"]) for e in events if e["event"] == "security"]
     pay = [PayloadResult.from_dict(e["result"]) for e in events if e["event"] == "payload"]
-    selfchecks = [e["selfcheck"] for e in events if e["event"] == "selfcheck"]
+    selfchecks = [SelfCheck.model_validate(e["selfcheck"]) for e in events if e["event"] == "selfcheck"]
     ends = [e for e in events if e["event"] == "end"]
     end = ends[-1] if ends else None
     signum = end.get("signal") if end else -1   # no end event: killed or crashed
-    selfcheck: dict[str, Any] | None
+    selfcheck: SelfCheck | None
     if signum is None and not start["config"].get("self_check", True):
-        selfcheck = {"enabled": False, "ok": None, "reason": "skipped (--no-self-check)"}
+        selfcheck = SelfCheck.not_run("skipped (--no-self-check)")
     else:
         selfcheck = selfchecks[-1] if selfchecks else None
     crash = end.get("crash") if end else None
