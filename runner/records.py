@@ -31,6 +31,7 @@ from pydantic import (
 )
 from pydantic.dataclasses import dataclass
 
+from finevo.jsontypes import JSONObject
 from finevo.limits import MAX_DEPTH as JSON_MAX_DEPTH
 from finevo.outcome import Attempt, ErrorInfo, LLMUsage
 from finevo.vocabulary import TASK_CATEGORIES, Category, ToolSource
@@ -130,11 +131,11 @@ class ProbeResult:
 
     index: PositiveInt
     #: The arguments the probe changes (merged over the task's own when the tool runs).
-    args: dict[str, Any]
+    args: JSONObject
     state: TaskState
     reason: str
     #: ``{convention: expected value}`` the probe value was judged against.
-    expected: dict[str, Any] = field(default_factory=dict)
+    expected: JSONObject = field(default_factory=dict)
     actual: Any = None
     duration_s: Seconds = 0.0
 
@@ -143,11 +144,11 @@ class ProbeResult:
     def _bounded(cls, value: Any) -> Any:
         return bounded(value)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return _plain(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ProbeResult:
+    def from_dict(cls, data: JSONObject) -> ProbeResult:
         return TypeAdapter(cls).validate_python(data)
 
 
@@ -170,11 +171,11 @@ class WorldResult:
     checks: Count = 0
     duration_s: Seconds = 0.0
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return _plain(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> WorldResult:
+    def from_dict(cls, data: JSONObject) -> WorldResult:
         return TypeAdapter(cls).validate_python(data)
 
 
@@ -188,7 +189,7 @@ class TaskResult:
     state: TaskState
     reason: str
     stage: str = "planning"
-    expected: dict[str, Any] = field(default_factory=dict)
+    expected: JSONObject = field(default_factory=dict)
     actual: Any = None
     convention: str | None = None
     tool: ToolInfo = field(default_factory=ToolInfo)
@@ -214,11 +215,11 @@ class TaskResult:
     def _bounded(cls, value: Any) -> Any:
         return bounded(value)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return _plain(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TaskResult:
+    def from_dict(cls, data: JSONObject) -> TaskResult:
         return TypeAdapter(cls).validate_python(data)
 
     @classmethod
@@ -247,11 +248,11 @@ class SecurityResult:
     #: The LLM calls the agent made on this task (results written before it existed have none: zeros).
     llm: LLMUsage = field(default_factory=LLMUsage)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return _plain(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> SecurityResult:
+    def from_dict(cls, data: JSONObject) -> SecurityResult:
         return TypeAdapter(cls).validate_python(data)
 
 
@@ -271,11 +272,11 @@ class PayloadResult:
     status: str | None = None
     duration_s: Seconds = 0.0
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return _plain(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> PayloadResult:
+    def from_dict(cls, data: JSONObject) -> PayloadResult:
         return TypeAdapter(cls).validate_python(data)
 
 
@@ -330,7 +331,7 @@ class ContainmentSelftest(_StrictModel):
     probes: list[ContainmentProbe] = Field(default_factory=list)
 
 
-def _plain(record: Any) -> dict[str, Any]:
+def _plain(record: Any) -> JSONObject:
     """The record as plain JSON values (enum members become their string values)."""
     return _values(asdict(record))  # type: ignore[no-any-return]
 

@@ -58,6 +58,7 @@ from finevo.errors import (
     ProviderNotConfigured,
     RefinementExhausted,
 )
+from finevo.jsontypes import JSONObject
 from finevo.llm.base import ChatReply, ChatRequest, LLMProvider
 from finevo.normalize import ANSWER, normalize
 from finevo.outcome import Attempt, AttemptStage, ErrorInfo, LLMUsage, Outcome
@@ -482,7 +483,7 @@ class Agent:
 
     def _write_trace(self, tool_id: Any, task_id: str, run: SandboxRun, elapsed: float | None = None) -> None:
         result = run.result
-        error: dict[str, Any] | None = None
+        error: JSONObject | None = None
         if result is None:
             error = {"message": "interrupted before the tool returned"}
         elif not result.ok:
@@ -528,7 +529,7 @@ class Agent:
             self._add_time(outcome, stage, seconds)
 
 
-def _signature(code: str, entry: str) -> dict[str, Any]:
+def _signature(code: str, entry: str) -> JSONObject:
     """The registry's signature record for ``entry`` ({} when the code has no such function)."""
     from finevo.registry.signature import tool_signature
 

@@ -70,11 +70,6 @@ class Containment:
                 + "; ".join(reasons) + ". In Docker, run the image as documented (Landlock and seccomp "
                 "work under Docker's default seccomp profile); never with --privileged or seccomp=unconfined.")
 
-    def config_fields(self) -> dict[str, Any]:
-        """What results.json's ``config`` records about the sandbox."""
-        return {"sandbox_layers": dict(self.layers), "isolation": str(self.isolation),
-                "require_isolation": self.require}
-
     def enforce(self) -> None:
         """Raise :class:`IsolationUnavailable` when the required isolation is missing."""
         failure = self.failure()

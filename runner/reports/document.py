@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from finevo.errors import InputError
+from finevo.jsontypes import JSONObject
 from finevo.normalize import RECORD, normalize
 from runner.records import (
     MAX_VALUE_DEPTH,
@@ -140,7 +141,7 @@ def reassemble(doc: ResultsDocument, **changes: Any) -> ResultsDocument:
     return assemble(**kwargs)
 
 
-def _upgrade_v1(data: dict[str, Any], source: str) -> ResultsDocument:
+def _upgrade_v1(data: JSONObject, source: str) -> ResultsDocument:
     """A schema 1.0 document: its records validated as today's, everything computed recomputed."""
     try:
         tasks = [TaskResult.from_dict(t) for t in data.get("tasks") or []]
@@ -195,7 +196,7 @@ def load(path: str | Path, *, max_bytes: int = MAX_RESULTS_BYTES) -> ResultsDocu
     return parse(raw, source=str(path))
 
 
-def dumps(doc: ResultsDocument | dict[str, Any]) -> str:
+def dumps(doc: ResultsDocument | JSONObject) -> str:
     """results.json's text: strict JSON whatever a record holds (:data:`finevo.normalize.RECORD`);
     a lone surrogate (invalid UTF-8 a tool wrote) is kept as its JSON escape."""
     data = doc.to_json_dict() if isinstance(doc, ResultsDocument) else doc
@@ -205,11 +206,11 @@ def dumps(doc: ResultsDocument | dict[str, Any]) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def schema() -> dict[str, Any]:
+def schema() -> JSONObject:
     """The committed results JSON Schema (generated from the model: :mod:`runner.reports.schema`)."""
     from runner.reports.schema import SCHEMA_PATH
 
-    loaded: dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    loaded: JSONObject = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
     return loaded
 
 

@@ -23,6 +23,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
+from finevo.jsontypes import JSONObject
 from finevo.vocabulary import AgentMode, Category, Isolation, SandboxBackend
 from runner.exitcodes import Exit
 from runner.records import (
@@ -302,7 +303,7 @@ class ResultsDocument(_Strict):
     def has_verdict(self) -> bool:
         return self.verdict.status in (VerdictStatus.PASSED, VerdictStatus.FAILED)
 
-    def to_json_dict(self) -> dict[str, Any]:
+    def to_json_dict(self) -> JSONObject:
         return self.model_dump(mode="json")
 
 

@@ -4,8 +4,9 @@ and a run's results document is rebuilt from its ``events.jsonl`` (a killed run:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import cast
 
+from finevo.jsontypes import JSONObject
 from runner.records import PayloadResult, PayloadState, SecurityResult, SecurityState, SelfCheck, TaskResult
 from runner.reports import document
 from runner.reports.model import ResultsDocument
@@ -33,7 +34,7 @@ def fill_skipped_payloads(planned: Sequence[Sequence[str]], done: Sequence[Paylo
             for pid, att in planned]
 
 
-def rebuild_from_events(events: Sequence[dict[str, Any]]) -> ResultsDocument:
+def rebuild_from_events(events: Sequence[JSONObject]) -> ResultsDocument:
     """The results document of a run from its event log (a killed run: partial, unrun tasks skipped).
 
     A run directory reused with ``--reuse-registry`` holds the events of every run in it: only
@@ -61,12 +62,13 @@ def rebuild_from_events(events: Sequence[dict[str, Any]]) -> ResultsDocument:
         reason = "not run: the gate crashed before this task"
     else:
         reason = "not run: interrupted"
+    finished_at = cast(str, (end or events[-1]).get("finished_at", start["started_at"]))
     return document.assemble(
         run_id=start["run_id"], config=start["config"],
         tasks=fill_skipped(planned.get("tasks", []), tasks, reason, repeats=int(start.get("repeats") or 1)),
         security=fill_skipped_security(planned.get("security", []), sec, reason),
         payloads=fill_skipped_payloads(planned.get("payloads", []), pay, reason),
-        started_at=start["started_at"], finished_at=(end or events[-1]).get("finished_at", start["started_at"]),
+        started_at=start["started_at"], finished_at=finished_at,
         duration_s=sum(float(r.duration_s) for group in (tasks, sec, pay) for r in group), partial_signal=signum,
         selfcheck=selfcheck, warnings=start.get("warnings", []), crash=crash)
 
