@@ -128,17 +128,14 @@ def records_of(doc: ResultsDocument) -> tuple[list[TaskResult], list[SecurityRes
     return list(doc.tasks), list(doc.security.tasks), list(doc.payloads)
 
 
-def reassemble(doc: ResultsDocument, **changes: Any) -> ResultsDocument:
-    """Recompute the verdict of an existing document (after a merge or a config change)."""
+def reassemble(doc: ResultsDocument, *, config: RunConfig | Mapping[str, Any] | None = None) -> ResultsDocument:
+    """Recompute the verdict of an existing document (after a merge, or under a changed ``config``)."""
     tasks, security, payloads = records_of(doc)
-    kwargs: dict[str, Any] = dict(
-        run_id=doc.run_id, config=doc.config, tasks=tasks, security=security,
+    return assemble(
+        run_id=doc.run_id, config=doc.config if config is None else config, tasks=tasks, security=security,
         payloads=payloads, started_at=doc.started_at.isoformat(), finished_at=doc.finished_at.isoformat(),
         duration_s=doc.duration_s, partial_signal=doc.interrupted_by, selfcheck=doc.selfcheck,
-        warnings=list(doc.verdict.warnings),
-        containment_selftest=doc.containment_selftest)
-    kwargs.update(changes)
-    return assemble(**kwargs)
+        warnings=list(doc.verdict.warnings), containment_selftest=doc.containment_selftest)
 
 
 def _upgrade_v1(data: JSONObject, source: str) -> ResultsDocument:
