@@ -17,33 +17,39 @@ import signal
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from dataclasses import dataclass, replace
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from finevo.errors import InputError
+from finevo.jsontypes import JSONObject
+from finevo.vocabulary import AgentMode, Category, Isolation, SandboxBackend
 from runner.execution.canaries import SECURITY_ENV, Canaries
 from runner.execution.containment import Containment, IsolationUnavailable
 from runner.execution.containment import prove as prove_containment
 from runner.execution.deadline import Aborted, Interrupts, TaskRunner
 from runner.execution.payloads import run_payload
-from runner.execution.repeats import Repeats, repeat_config
+from runner.execution.repeats import Repeats
 from runner.execution.schedule import EarlySelfCheck, Lanes
-from runner.execution.session import SessionFactory, SessionSpec, default_session
+from runner.execution.session import SessionFactory, SessionInfo, SessionSpec, default_session
+from runner.exitcodes import Exit
 from runner.inputs.prepare import GateConfig, Prepared, git_sha, prepare, remove_if_empty
 from runner.inputs.tasks import SecurityTask
 from runner.judging.compare import JUDGE_VERSION
 from runner.judging.grade import judge_task, security_result
 from runner.judging.selfcheck import run_selfcheck
 from runner.judging.worlds import Worlds
-from runner.records import PayloadResult, SecurityResult, TaskResult, TaskState
+from runner.records import ContainmentSelftest, PayloadResult, SecurityResult, SelfCheck, TaskResult, TaskState
 from runner.reports import document, write_all
 from runner.reports.console import Console
 from runner.reports.escape import log_text
 from runner.reports.events import EventLog
-from runner.reports.model import ResultsDocument, RunConfig
+from runner.reports.model import BaselineInfo, ResultsDocument, RunConfig, Selection, WorldsConfig
 from runner.reports.rebuild import fill_skipped, fill_skipped_payloads, fill_skipped_security
+from runner.verdict.trials import Budgets, Correction, ThresholdOn
 
 
 # --------------------------------------------------------------------------- the run
@@ -53,8 +59,9 @@ def _now() -> str:
 
 @dataclass
 class GateOutcome:
-    exit_code: int
-    doc: dict[str, Any]
+    exit_code: Exit
+    #: The results document as JSON values (``results`` is the typed document).
+    doc: JSONObject
     paths: dict[str, Path]
     run_dir: Path
     #: ``Type: message`` when the gate itself crashed mid-run (then the reports are partial, exit 3).
@@ -67,7 +74,7 @@ class GateOutcome:
 class Gate:
     def __init__(self, prepared: Prepared, *, factory: SessionFactory = default_session,
                  console: Console | None = None,
-                 selfcheck: Callable[..., dict[str, Any]] | None = None) -> None:
+                 selfcheck: Callable[..., SelfCheck] | None = None) -> None:
         self.p = prepared
         self.factory = factory
         self.console = console or Console()
@@ -83,39 +90,43 @@ class Gate:
 
     def spec(self, **changes: Any) -> SessionSpec:
         c = self.p.config
-        base: dict[str, Any] = dict(llm=c.llm, registry_dir=self.p.run_dir / "registry",
-                                    data_dir=Path(c.data_dir).absolute(),
-                                    registry_url=c.registry_url, agent_mode=c.agent_mode,
-                                    max_refinements=c.max_refinements, model=c.model,
-                                    temperature=c.temperature, record=c.record, sandbox_backend=c.sandbox_backend,
-                                    security_path=Path(c.security_path).absolute() if c.security_path else None,
-                                    security_canaries=(self._security_canaries.values()
-                                                       if self._security_canaries is not None else None))
-        base.update(changes)
-        return SessionSpec(**base)
+        base = SessionSpec(llm=c.llm, registry_dir=self.p.run_dir / "registry", data_dir=Path(c.data_dir).absolute(),
+                           registry_url=c.registry_url, agent_mode=c.agent_mode, max_refinements=c.max_refinements,
+                           model=c.model, temperature=c.temperature, record=c.record,
+                           sandbox_backend=c.sandbox_backend,
+                           security_path=Path(c.security_path).absolute() if c.security_path else None,
+                           security_canaries=(self._security_canaries.values()
+                                              if self._security_canaries is not None else None))
+        return replace(base, **changes)
 
-    def run_config(self, info: dict[str, Any], sandbox_fields: dict[str, Any]) -> RunConfig:
-        """The run configuration as used, typed from the start (a wrong key or value fails here, before
-        any task runs); ``sandbox_fields``: the layers and isolation the containment proof found."""
+    def run_config(self, info: SessionInfo | None, containment: Containment) -> RunConfig:
+        """The run configuration as used, typed from the start (a wrong value fails here, before any
+        task runs): the session's own account of what it uses (``info``; None: the configuration's
+        values stand), and the layers and isolation the containment proof found."""
         c, s = self.p.config, self.p.suite
-        return RunConfig.model_validate({
-            "git_sha": git_sha(), "provider": str(info.get("provider") or c.llm), "llm": c.llm,
-            "model": info.get("model", c.model), "temperature": info.get("temperature", c.temperature),
-            "snapshot_hash": self.p.snapshot_hash, "snapshot_as_of": self.p.snapshot_as_of,
-            "snapshot_synthetic": getattr(self.p.snapshot, "synthetic", None),
-            "data_dir": str(c.data_dir), "judge_version": JUDGE_VERSION, "min_pass_rate": self.p.min_pass_rate,
-            "baseline": s.baseline.to_dict() if s.baseline else None, "agent_mode": c.agent_mode,
-            "max_refinements": info.get("max_refinements", c.max_refinements), "task_timeout_s": c.task_timeout_s,
-            "selection": {"only": c.only, "category": c.category,
-                          "shard": f"{c.shard[0]}/{c.shard[1]}" if c.shard else None},
-            "self_check": c.self_check, "payloads": bool(c.run_payloads and c.payloads_path),
-            "worlds": {"count": c.worlds, "seed": self.p.worlds_seed},
-            "tasks_file": str(c.tasks_path), "security_file": str(c.security_path) if c.security_path else None,
-            "sandbox_layers": info.get("sandbox_layers", {}),
-            "sandbox_backend": info.get("sandbox_backend"), "sandbox_fallback": info.get("sandbox_fallback"),
-            **repeat_config(c),
-            **sandbox_fields,
-        })
+        return RunConfig(
+            git_sha=git_sha(), provider=str((info.provider if info else None) or c.llm), llm=c.llm,
+            model=info.model if info else c.model, temperature=info.temperature if info else c.temperature,
+            snapshot_hash=self.p.snapshot_hash,
+            snapshot_as_of=TypeAdapter(date | None).validate_python(self.p.snapshot_as_of),
+            snapshot_synthetic=getattr(self.p.snapshot, "synthetic", None),
+            data_dir=str(c.data_dir), judge_version=JUDGE_VERSION, min_pass_rate=self.p.min_pass_rate,
+            baseline=BaselineInfo.model_validate(s.baseline.to_dict()) if s.baseline else None,
+            agent_mode=AgentMode(c.agent_mode),
+            max_refinements=info.max_refinements if info else c.max_refinements, task_timeout_s=c.task_timeout_s,
+            selection=Selection(only=c.only, category=Category(c.category) if c.category else None,
+                                shard=f"{c.shard[0]}/{c.shard[1]}" if c.shard else None),
+            self_check=c.self_check, payloads=bool(c.run_payloads and c.payloads_path),
+            worlds=WorldsConfig(count=c.worlds, seed=self.p.worlds_seed),
+            tasks_file=str(c.tasks_path), security_file=str(c.security_path) if c.security_path else None,
+            sandbox_backend=SandboxBackend(info.sandbox_backend) if info and info.sandbox_backend else None,
+            sandbox_fallback=info.sandbox_fallback if info else None,
+            repeats=c.repeats, alpha=c.alpha, threshold_on=TypeAdapter(ThresholdOn).validate_python(c.threshold_on),
+            correction=TypeAdapter(Correction).validate_python(c.correction),
+            budgets=Budgets.model_validate(c.budgets) if c.budgets is not None else None,
+            sandbox_layers=dict(containment.layers), isolation=Isolation(containment.isolation),
+            require_isolation=Isolation.KERNEL if containment.require == Isolation.KERNEL else None,
+        )
 
     def run(self) -> GateOutcome:
         p, console = self.p, self.console
@@ -126,7 +137,7 @@ class Gate:
         tasks_done: list[TaskResult] = []
         sec_done: list[SecurityResult] = []
         pay_done: list[PayloadResult] = []
-        selfcheck: dict[str, Any] | None = None
+        selfcheck: SelfCheck | None = None
         # Suite warnings (baseline ids unknown to the suite) are printed once, in the final summary.
         with Interrupts() as interrupts:
             try:
@@ -148,9 +159,8 @@ class Gate:
                                          "pass --reuse-registry or use an empty database")
                     raise InputError(f"{p.run_dir / 'registry'}: registry is not empty; "
                                      "pass --reuse-registry or use a new --run-id")
-                info = dict(runner.session.info)
                 containment = self._prove_sandbox(runner, fresh_dir)
-                config = self.run_config(info, containment.config_fields())
+                config = self.run_config(runner.session.info, containment)
                 with EventLog(p.run_dir / "events.jsonl") as events:
                     events.emit("start", run_id=p.run_id, started_at=started_at, config=config.model_dump(mode="json"),
                                 warnings=suite.warnings,
@@ -165,7 +175,7 @@ class Gate:
                         self._run_all(runner, events, total, tasks_done, sec_done, pay_done)
                         selfcheck = self._selfcheck_result(tasks_done, interrupts)
                         if p.config.self_check:
-                            events.emit("selfcheck", selfcheck=selfcheck)
+                            events.emit("selfcheck", selfcheck=selfcheck.model_dump(mode="json", exclude_unset=True))
                     except Aborted:
                         console.line(console.paint("INTERRUPTED", "partial"))
                     except Exception as exc:  # the gate's own bug or trouble: keep what ran, no verdict
@@ -210,24 +220,23 @@ class Gate:
             raise
         return found
 
-    def _selfcheck_result(self, tasks_done: list[TaskResult], interrupts: Interrupts) -> dict[str, Any]:
+    def _selfcheck_result(self, tasks_done: list[TaskResult], interrupts: Interrupts) -> SelfCheck:
         """The self-check's record: the one started beside the security tasks (``--jobs`` > 1), else run now."""
         early, self._early_selfcheck = self._early_selfcheck, None
         if early is not None:
             return early.result()
         return self._selfcheck([t for t in tasks_done if t.repeat == 1], interrupts)
 
-    def _selfcheck(self, tasks_done: list[TaskResult], interrupts: Interrupts, host: Any = None) -> dict[str, Any]:
+    def _selfcheck(self, tasks_done: list[TaskResult], interrupts: Interrupts, host: Any = None) -> SelfCheck:
         """Run the harness self-check, or say plainly why it did not run."""
         p = self.p
         if not p.config.self_check:
-            return {"enabled": False, "ok": None, "reason": "skipped (--no-self-check)"}
+            return SelfCheck.not_run("skipped (--no-self-check)")
         if not p.suite.tasks:
-            return {"enabled": False, "ok": None,
-                    "reason": "no benchmark task is selected, so the reference and null models "
-                              "have nothing to answer (security tasks and payloads need no self-check)"}
+            return SelfCheck.not_run("no benchmark task is selected, so the reference and null models have "
+                                     "nothing to answer (security tasks and payloads need no self-check)")
         if self.selfcheck is None:
-            return {"enabled": False, "ok": None, "reason": "this gate was given no self-check"}
+            return SelfCheck.not_run("this gate was given no self-check")
         return self.selfcheck(host or self, tasks_done, interrupts)
 
     def _run_all(self, runner: TaskRunner, events: EventLog, total: int, tasks_done: list[TaskResult],
@@ -367,8 +376,8 @@ class Gate:
 
     def _document(self, config: RunConfig, started_at: str, t0: float, tasks_done: list[TaskResult],
                   sec_done: list[SecurityResult], pay_done: list[PayloadResult],
-                  selfcheck: dict[str, Any] | None, signum: int | None, crash: str | None = None,
-                  containment_selftest: dict[str, Any] | None = None) -> ResultsDocument:
+                  selfcheck: SelfCheck | None, signum: int | None, crash: str | None = None,
+                  containment_selftest: ContainmentSelftest | None = None) -> ResultsDocument:
         s = self.p.suite
         if crash:
             reason = "not run: the gate crashed before this task"
@@ -387,7 +396,7 @@ class Gate:
 
 
 def run_gate(config: GateConfig, *, factory: SessionFactory = default_session, console: Console | None = None,
-             self_check: Callable[..., dict[str, Any]] | None = None) -> GateOutcome:
+             self_check: Callable[..., SelfCheck] | None = None) -> GateOutcome:
     """Prepare (exit 2 on bad input), then run.
 
     ``self_check`` defaults to :func:`runner.judging.selfcheck.run_selfcheck`."""

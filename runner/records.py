@@ -19,12 +19,21 @@ from dataclasses import asdict, field
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, ConfigDict, Field, PositiveInt, TypeAdapter, WithJsonSchema, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveInt,
+    TypeAdapter,
+    WithJsonSchema,
+    field_validator,
+)
 from pydantic.dataclasses import dataclass
 
-from finevo.errors import FinevoError
+from finevo.jsontypes import JSONObject
 from finevo.limits import MAX_DEPTH as JSON_MAX_DEPTH
-from finevo.outcome import LLMUsage
+from finevo.outcome import Attempt, ErrorInfo, LLMUsage
 from finevo.vocabulary import TASK_CATEGORIES, Category, ToolSource
 
 
@@ -117,59 +126,16 @@ class ToolInfo:
 
 
 @dataclass(config=_STRICT)
-class ErrorInfo:
-    """A typed error as :meth:`finevo.errors.FinevoError.to_dict` writes it."""
-
-    kind: str
-    code: str
-    type: str
-    message: str
-    details: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, error: FinevoError | None) -> ErrorInfo | None:
-        """The record of a typed error (None for none)."""
-        return None if error is None else TypeAdapter(cls).validate_python(error.to_dict())
-
-
-@dataclass(config=_STRICT)
-class AttemptStage:
-    name: str
-    ok: bool
-    note: str = ""
-
-
-@dataclass(config=_STRICT)
-class AttemptInfo:
-    """One synthesis or refinement attempt (:class:`finevo.outcome.Attempt` as recorded)."""
-
-    number: PositiveInt
-    stage: str
-    ok: bool
-    error: dict[str, Any] | None = None
-    code_hash: str | None = None
-    parent_hash: str | None = None
-    usage: dict[str, Any] | None = None
-    stages: list[AttemptStage] = field(default_factory=list)
-    #: The earlier attempt whose reply this one repeats unchanged (the same reply again): not
-    #: verified again, not counted as a refinement, and refining stopped there.
-    repeat_of: PositiveInt | None = None
-    #: The code this attempt produced (None: the reply held none, or the results predate the field);
-    #: report.html shows the diff between consecutive attempts from it.
-    code: str | None = None
-
-
-@dataclass(config=_STRICT)
 class ProbeResult:
     """One probe of a benchmark task: the final tool re-run with changed arguments, judged."""
 
     index: PositiveInt
     #: The arguments the probe changes (merged over the task's own when the tool runs).
-    args: dict[str, Any]
+    args: JSONObject
     state: TaskState
     reason: str
     #: ``{convention: expected value}`` the probe value was judged against.
-    expected: dict[str, Any] = field(default_factory=dict)
+    expected: JSONObject = field(default_factory=dict)
     actual: Any = None
     duration_s: Seconds = 0.0
 
@@ -178,11 +144,11 @@ class ProbeResult:
     def _bounded(cls, value: Any) -> Any:
         return bounded(value)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return _plain(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ProbeResult:
+    def from_dict(cls, data: JSONObject) -> ProbeResult:
         return TypeAdapter(cls).validate_python(data)
 
 
@@ -205,11 +171,11 @@ class WorldResult:
     checks: Count = 0
     duration_s: Seconds = 0.0
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return _plain(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> WorldResult:
+    def from_dict(cls, data: JSONObject) -> WorldResult:
         return TypeAdapter(cls).validate_python(data)
 
 
@@ -223,13 +189,13 @@ class TaskResult:
     state: TaskState
     reason: str
     stage: str = "planning"
-    expected: dict[str, Any] = field(default_factory=dict)
+    expected: JSONObject = field(default_factory=dict)
     actual: Any = None
     convention: str | None = None
     tool: ToolInfo = field(default_factory=ToolInfo)
     code: str | None = None
     refinements: Count = 0
-    attempts: list[AttemptInfo] = field(default_factory=list)
+    attempts: list[Attempt] = field(default_factory=list)
     llm: LLMUsage = field(default_factory=LLMUsage)
     duration_s: Seconds = 0.0
     timings: dict[str, float] = field(default_factory=dict)
@@ -249,11 +215,11 @@ class TaskResult:
     def _bounded(cls, value: Any) -> Any:
         return bounded(value)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return _plain(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TaskResult:
+    def from_dict(cls, data: JSONObject) -> TaskResult:
         return TypeAdapter(cls).validate_python(data)
 
     @classmethod
@@ -282,11 +248,11 @@ class SecurityResult:
     #: The LLM calls the agent made on this task (results written before it existed have none: zeros).
     llm: LLMUsage = field(default_factory=LLMUsage)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return _plain(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> SecurityResult:
+    def from_dict(cls, data: JSONObject) -> SecurityResult:
         return TypeAdapter(cls).validate_python(data)
 
 
@@ -306,15 +272,66 @@ class PayloadResult:
     status: str | None = None
     duration_s: Seconds = 0.0
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return _plain(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> PayloadResult:
+    def from_dict(cls, data: JSONObject) -> PayloadResult:
         return TypeAdapter(cls).validate_python(data)
 
 
-def _plain(record: Any) -> dict[str, Any]:
+class _StrictModel(BaseModel):
+    model_config = _STRICT
+
+
+class SelfCheckReference(_StrictModel):
+    passed: int = Field(ge=0)
+    total: int = Field(ge=0)
+    not_passing: list[str]
+    reused_main_run: bool
+    reasons: dict[str, str] = Field(default_factory=dict)
+
+
+class SelfCheckNull(_StrictModel):
+    passed: int = Field(ge=0)
+    total: int = Field(ge=0)
+    passing: list[str]
+
+
+class SelfCheck(_StrictModel):
+    """The harness self-check: the reference model must pass everything, the null model nothing."""
+
+    enabled: bool
+    ok: bool | None
+    reason: str
+    duration_s: float | None = Field(default=None, ge=0)
+    reference: SelfCheckReference | None = None
+    null: SelfCheckNull | None = None
+
+    @classmethod
+    def not_run(cls, reason: str) -> SelfCheck:
+        """A self-check that did not run, and why."""
+        return cls(enabled=False, ok=None, reason=reason)
+
+
+class ContainmentProbe(_StrictModel):
+    name: str
+    contained: bool
+    layer: str | None
+    detail: str
+
+
+class ContainmentSelftest(_StrictModel):
+    """The sandbox proving its own layers (hostile probes with the policy off) before a verdict."""
+
+    enabled: bool
+    ok: bool | None
+    duration_s: float = Field(ge=0)
+    reason: str
+    probes: list[ContainmentProbe] = Field(default_factory=list)
+
+
+def _plain(record: Any) -> JSONObject:
     """The record as plain JSON values (enum members become their string values)."""
     return _values(asdict(record))  # type: ignore[no-any-return]
 

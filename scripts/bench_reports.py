@@ -15,7 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from runner.records import AttemptInfo, SecurityResult, TaskResult
+from finevo.outcome import Attempt, ErrorInfo
+from runner.records import SecurityResult, TaskResult
 from runner.reports import document, html, junit, markdown, write_all
 
 
@@ -27,11 +28,12 @@ def bench_doc(n: int, reason_bytes: int) -> document.ResultsDocument:
     code = "def tool(symbol: str) -> float:\n    return 1.0\n" * 100
     first = code.replace("return 1.0", "return 1", 3)
     # each task its own code (a comment with its number), so nothing is rendered once for all
+    wrong = ErrorInfo(kind="agent", code="contract_violation", type="ContractViolation", message=reason[:300])
     tasks = [TaskResult(task_id=f"calc_{i:03d}", category="calculation", query=f"query {i}", state="fail",
                         reason=reason, code=f"# tool {i}\n" + code, stdout=reason, refinements=1,
-                        attempts=[AttemptInfo(number=1, stage="contract", ok=False, error={"message": reason[:300]},
-                                              code=f"# tool {i}\n" + first),
-                                  AttemptInfo(number=2, stage="done", ok=True, code=f"# tool {i}\n" + code)])
+                        attempts=[Attempt(number=1, stage="contract", ok=False, error=wrong,
+                                          code=f"# tool {i}\n" + first),
+                                  Attempt(number=2, stage="done", ok=True, code=f"# tool {i}\n" + code)])
              for i in range(n)]
     security = [SecurityResult(task_id=f"sec_{i:03d}", query="q", attack="exfiltrate", state="unblocked",
                                reason=reason) for i in range(min(n, 50))]

@@ -33,7 +33,6 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -59,9 +58,10 @@ from finevo.errors import (
     ProviderNotConfigured,
     RefinementExhausted,
 )
+from finevo.jsontypes import JSONObject
 from finevo.llm.base import ChatReply, ChatRequest, LLMProvider
 from finevo.normalize import ANSWER, normalize
-from finevo.outcome import Attempt, LLMUsage, Outcome
+from finevo.outcome import Attempt, AttemptStage, ErrorInfo, LLMUsage, Outcome
 from finevo.question import Question, SecurityQuestion
 from finevo.registry import Registry, RegistryError, ToolInterface, ToolRun
 from finevo.sandbox.api import ExecutionResult, Limits, Sandbox
@@ -217,21 +217,24 @@ class Agent:
             try:
                 code = self._extract(reply)
             except ModelRefused as exc:
-                outcome.attempts.append(Attempt(number, "synthesis", False, exc.to_dict(), None, parent_hash, call))
+                outcome.attempts.append(Attempt(number=number, stage="synthesis", ok=False, error=ErrorInfo.of(exc),
+                                                parent_hash=parent_hash, usage=call))
                 outcome.tool_source = ToolSource.REFUSED
                 self._record_attempts(job, outcome, tool_ids)
                 raise
             except CodeExtractionError as exc:
-                outcome.attempts.append(Attempt(number, "synthesis", False, exc.to_dict(), None, parent_hash, call))
+                outcome.attempts.append(Attempt(number=number, stage="synthesis", ok=False, error=ErrorInfo.of(exc),
+                                                parent_hash=parent_hash, usage=call))
                 failed_code, failed_stage, error = reply.content, "synthesis", exc
             else:
                 this_hash = code_hash(code)
                 ver = self.verifier.verify(code, contract, deadline=deadline)
                 self._merge_timings(outcome, ver)
                 outcome.stage = ver.stage
-                outcome.attempts.append(Attempt(number, ver.stage, ver.ok,
-                                                ver.error.to_dict() if ver.error else None, this_hash, parent_hash,
-                                                call, [stage.to_dict() for stage in ver.stages], code=code))
+                outcome.attempts.append(Attempt(number=number, stage=ver.stage, ok=ver.ok,
+                                                error=ErrorInfo.of(ver.error), code_hash=this_hash,
+                                                parent_hash=parent_hash, usage=call,
+                                                stages=[stage.record() for stage in ver.stages], code=code))
                 if ver.ok:
                     artifact = self._register(job, contract, code, parent_id, outcome, tool_ids)
                     self._trace_verification(tool_ids[number], job, ver)
@@ -277,15 +280,16 @@ class Agent:
         return codes.get(code_hash(code))
 
     def _stop_on_repeat(self, job: Question, outcome: Outcome, tool_ids: dict[int, Any], number: int, repeat_of: int,
-                        parent_hash: str | None, call: dict[str, Any], failed_stage: str,
+                        parent_hash: str | None, call: LLMUsage, failed_stage: str,
                         error: FinevoError) -> None:
         """Record ``number`` as the same reply again and stop refining: the model (a prediction
         reused, a cassette reply, a model repeating itself) cannot change its answer."""
         earlier = next(a for a in outcome.attempts if a.number == repeat_of)
         note = (f"the same reply again (as attempt {repeat_of}): not verified again, not counted as a "
                 "refinement; refining stops because the reply cannot change")
-        outcome.attempts.append(Attempt(number, earlier.stage, False, earlier.error, earlier.code_hash, parent_hash,
-                                        call, [{"name": "refinement", "ok": False, "note": note}],
+        outcome.attempts.append(Attempt(number=number, stage=earlier.stage, ok=False, error=earlier.error,
+                                        code_hash=earlier.code_hash, parent_hash=parent_hash, usage=call,
+                                        stages=[AttemptStage(name="refinement", ok=False, note=note)],
                                         repeat_of=repeat_of, code=earlier.code))
         outcome.stage = "refinement"
         self._record_attempts(job, outcome, tool_ids)
@@ -346,7 +350,8 @@ class Agent:
             outcome.stage = "done"
             return
         outcome.tool_code, outcome.tool_hash = code, code_hash(code)
-        outcome.attempts.append(Attempt(1, "policy", False, None, outcome.tool_hash, None, call, code=code))
+        outcome.attempts.append(Attempt(number=1, stage="policy", ok=False, code_hash=outcome.tool_hash, usage=call,
+                                        code=code))
         outcome.stage = "policy"
         started = self.clock()
         violation = policy_check(code)
@@ -372,7 +377,7 @@ class Agent:
 
     # ------------------------------------------------------------------ LLM
     def _complete(self, messages: tuple[dict[str, str], ...], task_id: str, attempt: int, stage: str,
-                  outcome: Outcome, deadline: float | None) -> tuple[ChatReply, dict[str, Any]]:
+                  outcome: Outcome, deadline: float | None) -> tuple[ChatReply, LLMUsage]:
         """The reply and this call's usage (also added to the task's total in ``outcome``)."""
         if self.provider is None:
             raise ProviderNotConfigured(f"{task_id}: no LLM provider configured (mode {self.mode})")
@@ -402,7 +407,7 @@ class Agent:
         call = self._count_call(outcome, reply, self.clock() - started, stage)
         if deadline is not None and self.clock() > deadline:
             raise DeadlineExceeded(f"{task_id}: task deadline passed during the LLM call ({stage})", stage=stage)
-        return reply, asdict(call)
+        return reply, call
 
     def _count_call(self, outcome: Outcome, reply: ChatReply | None, elapsed: float, stage: str) -> LLMUsage:
         # latency at microsecond resolution, as cassettes keep it: a replayed run reports what the
@@ -473,7 +478,7 @@ class Agent:
 
     def _write_trace(self, tool_id: Any, task_id: str, run: SandboxRun, elapsed: float | None = None) -> None:
         result = run.result
-        error: dict[str, Any] | None = None
+        error: JSONObject | None = None
         if result is None:
             error = {"message": "interrupted before the tool returned"}
         elif not result.ok:
@@ -519,7 +524,7 @@ class Agent:
             self._add_time(outcome, stage, seconds)
 
 
-def _signature(code: str, entry: str) -> dict[str, Any]:
+def _signature(code: str, entry: str) -> JSONObject:
     """The registry's signature record for ``entry`` ({} when the code has no such function)."""
     from finevo.registry.signature import tool_signature
 

@@ -51,7 +51,9 @@ from finevo.errors import (
     ToolCrashed,
     VerificationFailed,
 )
+from finevo.jsontypes import JSONObject
 from finevo.normalize import ANSWER, normalize
+from finevo.outcome import AttemptStage
 from finevo.policy import check
 from finevo.question import OutputSpec
 from finevo.registry.signature import function_signature, signature_problem
@@ -88,10 +90,10 @@ class StageRecord:
     duration_s: float
     note: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
+    def record(self) -> AttemptStage:
         """The record kept with an attempt: no duration (the outcome's timings hold those), so a
         replayed run's attempts are the recorded run's, byte for byte."""
-        return {"name": self.name, "ok": self.ok, "note": self.note}
+        return AttemptStage(name=self.name, ok=self.ok, note=self.note)
 
 
 @dataclass
@@ -100,7 +102,7 @@ class SandboxRun:
     self-test), and what came back."""
 
     stage: str
-    args: dict[str, Any] | None
+    args: JSONObject | None
     #: None only for a run cut short before the sandbox answered
     result: ExecutionResult | None
 
@@ -172,7 +174,7 @@ class Variation:
     kind: str  # "symbol" | "param"
     param: str
     description: str
-    args: dict[str, Any]
+    args: JSONObject
 
 
 def symbol_variations(args: Mapping[str, Any], symbols: tuple[str, ...] = DEFAULT_SYMBOLS,
@@ -472,7 +474,7 @@ class _Calls:
         self.verifier, self.code, self.contract, self.deadline, self.ver = verifier, code, contract, deadline, ver
         self.task = dict(contract.args)
         self.entry = contract.entry
-        self._answers: dict[str, Any] = {_key(self.task): ver.value}
+        self._answers: JSONObject = {_key(self.task): ver.value}
 
     def answer(self, args: Mapping[str, Any]) -> Any:
         """The answer for ``args`` (``_SKIP`` when that variation lacks data)."""
@@ -522,7 +524,7 @@ class _ValueCheck:
 
     def run(self) -> str:
         calls = self.calls
-        bases: list[dict[str, Any]] = [calls.task]
+        bases: list[JSONObject] = [calls.task]
         for label, group in symbol_groups(calls.task, self.symbols):
             same: list[str] = []
             change: str | None = None
@@ -561,7 +563,7 @@ class _ValueCheck:
             note += f"; inconclusive for {', '.join(self.inconclusive)} (too little data to compare)"
         return note
 
-    def _parameter(self, name: str, value: Any, bases: list[dict[str, Any]]) -> None:
+    def _parameter(self, name: str, value: Any, bases: list[JSONObject]) -> None:
         calls = self.calls
         alts = alternatives(name, value)
         if not alts:
@@ -611,7 +613,7 @@ class _BooleanCheck:
         self.calls, self.symbols = calls, symbols
         self._rare: bool | None = None
         #: the first variation whose answer differs from the task's
-        self._flip_args: dict[str, Any] = dict(calls.task)
+        self._flip_args: JSONObject = dict(calls.task)
 
     def run(self) -> str:
         calls = self.calls
@@ -663,12 +665,12 @@ class _BooleanCheck:
     def _thresholds(self) -> dict[str, list[Any]]:
         return {n: threshold_extremes(n, v) for n, v in self.calls.task.items() if threshold_extremes(n, v)}
 
-    def _contexts(self) -> list[dict[str, Any]]:
+    def _contexts(self) -> list[JSONObject]:
         """The task's arguments and each other symbol, each with its thresholds as given and at
         either extreme (one threshold at a time)."""
         task = self.calls.task
         symbols = [task, *(v.args for v in symbol_variations(task, self.symbols, limit=len(self.symbols)))]
-        out: list[dict[str, Any]] = []
+        out: list[JSONObject] = []
         for ctx in symbols:
             out.append(ctx)
             for name, extremes in self._thresholds().items():
@@ -733,7 +735,7 @@ class _BooleanCheck:
                     return f"{name}: {calls.describe(ctx)} -> {calls.describe(moved)}"
         return None
 
-    def _informative_contexts(self) -> list[dict[str, Any]]:
+    def _informative_contexts(self) -> list[JSONObject]:
         """:meth:`_contexts`, most informative first: those known to give the rarer answer, then
         other symbols with the same threshold settings, then the rest. In a signal made of
         several conditions (``a and b``) the rare answer is where every condition counts."""
@@ -741,7 +743,7 @@ class _BooleanCheck:
         contexts = self._contexts()
         thresholds = list(self._thresholds())
 
-        def answer(ctx: dict[str, Any]) -> bool | None:
+        def answer(ctx: JSONObject) -> bool | None:
             if not calls.known(ctx) or calls.answer(ctx) is _SKIP:
                 return None
             return bool(calls.answer(ctx))
@@ -754,7 +756,7 @@ class _BooleanCheck:
         rare = self._rare
         rare_settings = {tuple(c.get(n) for n in thresholds) for c in contexts if answer(c) is rare}
 
-        def rank(ctx: dict[str, Any]) -> int:
+        def rank(ctx: JSONObject) -> int:
             got = answer(ctx)
             if got is rare:
                 return 0
@@ -792,7 +794,7 @@ class _BooleanCheck:
                     f"{', '.join(tried[:6])}: the answer does not depend on its '{name}' argument "
                     "(ignored or fixed inside)", check="metamorphic", parameter=name, variations=tried)
 
-    def _flipping_context(self, threshold: str, low: Any, high: Any) -> dict[str, Any] | None:
+    def _flipping_context(self, threshold: str, low: Any, high: Any) -> JSONObject | None:
         """A context in which the answer differs between the threshold's extremes; None when there is
         none (raises when the answer is the same at both extremes where it is True and where False)."""
         calls = self.calls
@@ -817,7 +819,7 @@ class _BooleanCheck:
                 check="metamorphic", parameter=threshold, variations=list(same.values()))
         return None
 
-    def _bisect(self, threshold: str, ctx: dict[str, Any], low: Any, high: Any) -> tuple[float, float] | None:
+    def _bisect(self, threshold: str, ctx: JSONObject, low: Any, high: Any) -> tuple[float, float] | None:
         """The bracket ``(lo, hi)`` narrower than ``_BRACKET_WIDTH`` where the answer flips; None when a
         run in between proves nothing."""
         calls = self.calls
@@ -834,7 +836,7 @@ class _BooleanCheck:
                 hi = mid
         return lo, hi
 
-    def _moves_at(self, name: str, ctx: dict[str, Any], ends: list[dict[str, Any]],
+    def _moves_at(self, name: str, ctx: JSONObject, ends: list[JSONObject],
                   settled: dict[str, str]) -> list[str]:
         """Try other values of ``name`` at the bracket's ends; record in ``settled`` the first that moves
         the answer. Returns the variations tried."""
@@ -881,7 +883,7 @@ def _describe_change(base: Mapping[str, Any], args: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={v!r}" for k, v in args.items() if k not in base or base[k] != v)
 
 
-def _variation_of(base: Mapping[str, Any], args: dict[str, Any]) -> Variation:
+def _variation_of(base: Mapping[str, Any], args: JSONObject) -> Variation:
     changed = [k for k, v in args.items() if k not in base or base[k] != v]
     kind = "symbol" if set(changed) <= {"symbol", "symbols"} else "param"
     return Variation(kind, ",".join(changed), _describe_change(base, args), args)
@@ -899,7 +901,7 @@ def _with_prefix(error: AgentFailure, prefix: str) -> AgentFailure:
 
 def result_error(result: ExecutionResult, what: str) -> AgentFailure:
     """The typed failure for a sandbox run that did not return normally."""
-    details: dict[str, Any] = {"status": result.status, "layer": result.layer}
+    details: JSONObject = {"status": result.status, "layer": result.layer}
     if result.status == "blocked":
         rule = result.rule or result.layer or "unknown"
         if result.line is not None:

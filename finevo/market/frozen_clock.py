@@ -62,7 +62,10 @@ import sys
 import time as _time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, SupportsIndex
+from typing import TYPE_CHECKING, Any, SupportsIndex
+
+if TYPE_CHECKING:
+    from finevo.jsontypes import JSONObject
 
 _REAL_DATETIME = _dt.datetime
 _REAL_DATE = _dt.date
@@ -81,7 +84,7 @@ class _State:
     anchor_epoch: float = 0.0
     last_epoch: float = 0.0                  # the clock stops here: the anchor day's 23:59:59
     started: float = 0.0                     # monotonic reading when frozen
-    pandas_originals: dict[str, Any] | None = None
+    pandas_originals: JSONObject | None = None
     class_originals: list[tuple[type, str, Any]] = field(default_factory=list)
     c_slots: dict[str, tuple[int, int]] = field(default_factory=dict)  # name -> (address, old)
     zone: str | None = None                  # TZ set by freeze()
@@ -280,7 +283,7 @@ def _patch_pandas() -> None:
                                "date_range": pd.date_range, "bdate_range": pd.bdate_range}
     # pandas' Cython code calls its own class (not ``pd.Timestamp``) for "now" / "today" inside
     # arrays: that class gets the frozen methods too (it is an ordinary Python class).
-    frozen_methods: dict[str, Any] = {
+    frozen_methods: JSONObject = {
         "now": classmethod(lambda cls, tz=None: FrozenTimestamp.now(tz)),
         "today": classmethod(lambda cls, tz=None: FrozenTimestamp.now(tz)),
         "utcnow": classmethod(lambda cls: FrozenTimestamp.utcnow()),
@@ -401,7 +404,7 @@ _C_TIME = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.POINTER(ctypes.c_int64))
 _C_SYSTEM_CLOCK = ctypes.CFUNCTYPE(ctypes.c_int64)
 #: ELF machine -> relocation types of GOT entries (GLOB_DAT, JUMP_SLOT): x86-64, AArch64.
 _GOT_RELOCATIONS: dict[int, frozenset[int]] = {62: frozenset({6, 7}), 183: frozenset({1025, 1026})}
-_CALLBACKS: dict[str, Any] = {}
+_CALLBACKS: JSONObject = {}
 
 
 def _c_time(tloc: Any) -> int:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 from datetime import UTC, date, datetime, timedelta
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
 
@@ -29,6 +29,9 @@ from finevo.market.snapshot import (
     SymbolNotRecorded,
     write_snapshot,
 )
+
+if TYPE_CHECKING:
+    from finevo.jsontypes import JSONObject
 
 TickerFactory = Callable[[str], Any]
 GENERATOR = "finevo.market.live"
@@ -83,7 +86,7 @@ class LiveProvider:
         self._symbols = [s.upper() for s in symbols]
         self._as_of = as_of or datetime.now(UTC).date()
         self._factory = ticker_factory or _default_factory()
-        self._tickers: dict[str, Any] = {}
+        self._tickers: JSONObject = {}
 
     @property
     def as_of(self) -> date:
@@ -127,14 +130,14 @@ class LiveProvider:
         frame = _call(symbol, attr, lambda: getattr(ticker, attr))
         return pd.DataFrame() if frame is None else frame.copy()
 
-    def info(self, symbol: str) -> dict[str, Any]:
+    def info(self, symbol: str) -> JSONObject:
         ticker = self._ticker(symbol)
         return dict(_call(symbol, "info", lambda: ticker.info) or {})
 
-    def fast_info(self, symbol: str) -> dict[str, Any]:
+    def fast_info(self, symbol: str) -> JSONObject:
         ticker = self._ticker(symbol)
         fast = _call(symbol, "fast_info", lambda: ticker.fast_info)
-        out: dict[str, Any] = {}
+        out: JSONObject = {}
         for key in list(fast.keys()):
             try:
                 out[key] = fast[key]
@@ -157,7 +160,7 @@ def _raw_for_snapshot(symbol: str, frame: pd.DataFrame, start: date, as_of: date
 
 
 def record_snapshot(out_dir: str | os.PathLike[str], symbols: Iterable[str], start: date, end: date,
-                    as_of: date | None = None, ticker_factory: TickerFactory | None = None) -> dict[str, Any]:
+                    as_of: date | None = None, ticker_factory: TickerFactory | None = None) -> JSONObject:
     """Record real data for ``symbols`` from ``start`` to ``end`` (inclusive) into ``out_dir``.
 
     Everything is fetched before anything is written, so a failure leaves ``out_dir`` untouched.

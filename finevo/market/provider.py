@@ -16,9 +16,12 @@ Frame shapes are exactly yfinance 1.x's:
 from __future__ import annotations
 
 from datetime import date
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import pandas as pd
+
+if TYPE_CHECKING:
+    from finevo.jsontypes import JSONObject
 
 
 class MarketProvider(Protocol):
@@ -33,6 +36,6 @@ class MarketProvider(Protocol):
 
     def income_stmt(self, symbol: str, freq: Literal["yearly", "quarterly"] = "yearly") -> pd.DataFrame: ...
 
-    def info(self, symbol: str) -> dict[str, Any]: ...
+    def info(self, symbol: str) -> JSONObject: ...
 
-    def fast_info(self, symbol: str) -> dict[str, Any]: ...
+    def fast_info(self, symbol: str) -> JSONObject: ...

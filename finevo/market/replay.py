@@ -30,13 +30,16 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
 from datetime import time as dtime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from zoneinfo import ZoneInfo
 
 import pandas as pd
 
 from finevo.market import frozen_clock
 from finevo.market.provider import MarketProvider
+
+if TYPE_CHECKING:
+    from finevo.jsontypes import JSONObject
 
 __version__ = "1.7.0"  # the yfinance API version mirrored
 EXCHANGE_TZ = "America/New_York"
@@ -109,7 +112,7 @@ class _PriceQuery:
 WRITER_FIELDS = frozenset({"synthetic"})
 
 
-def _as_served(fields: dict[str, Any]) -> dict[str, Any]:
+def _as_served(fields: JSONObject) -> JSONObject:
     return {k: v for k, v in fields.items() if k not in WRITER_FIELDS}
 
 
@@ -195,7 +198,7 @@ def _nonempty(frame: pd.DataFrame, symbol: str, what: str) -> pd.DataFrame:
 class FastInfo(Mapping[str, Any]):
     """Like yfinance's FastInfo: camelCase keys, attribute access, snake_case aliases."""
 
-    def __init__(self, symbol: str, values: dict[str, Any]) -> None:
+    def __init__(self, symbol: str, values: JSONObject) -> None:
         self._symbol = symbol
         self._values = dict(values)
 
@@ -358,7 +361,7 @@ class Ticker:
     quarterly_financials = quarterly_income_stmt
 
     # ----------------------------------------------------------------- quotes
-    def get_info(self) -> dict[str, Any]:
+    def get_info(self) -> JSONObject:
         return _as_served(self._provider().info(self.ticker))
 
     def get_fast_info(self) -> FastInfo:
@@ -367,7 +370,7 @@ class Ticker:
     info = property(lambda self: self.get_info())
     fast_info = property(lambda self: self.get_fast_info())
 
-    def get_history_metadata(self) -> dict[str, Any]:
+    def get_history_metadata(self) -> JSONObject:
         provider = self._provider()
         info = provider.info(self.ticker)
         return {"currency": info.get("currency", "USD"), "symbol": self.ticker,

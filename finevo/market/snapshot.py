@@ -31,7 +31,7 @@ import os
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -39,6 +39,9 @@ import pandas as pd
 from finevo.errors import InputError
 from finevo.fsutil import atomic_write
 from finevo.normalize import RECORD, normalize
+
+if TYPE_CHECKING:
+    from finevo.jsontypes import JSONObject
 
 EXCHANGE_TZ = "America/New_York"
 MANIFEST = "manifest.json"
@@ -95,8 +98,8 @@ class SymbolData:
     history: pd.DataFrame
     income_yearly: pd.DataFrame | None = None
     income_quarterly: pd.DataFrame | None = None
-    info: dict[str, Any] = field(default_factory=dict)
-    fast_info: dict[str, Any] = field(default_factory=dict)
+    info: JSONObject = field(default_factory=dict)
+    fast_info: JSONObject = field(default_factory=dict)
 
 
 def history_csv(history: pd.DataFrame) -> bytes:
@@ -150,7 +153,7 @@ class SnapshotOrigin:
 
 
 def write_snapshot(out_dir: str | os.PathLike[str], data: list[SymbolData], origin: SnapshotOrigin, *,
-                   extra: dict[str, Any] | None = None) -> dict[str, Any]:
+                   extra: JSONObject | None = None) -> JSONObject:
     """Write a complete snapshot into ``out_dir`` (created if needed) and return its manifest.
 
     Files are written atomically; files of the same layout left over from an earlier snapshot
@@ -163,8 +166,8 @@ def write_snapshot(out_dir: str | os.PathLike[str], data: list[SymbolData], orig
 
 
 def write_snapshot_files(out_dir: str | os.PathLike[str], symbol_blobs: dict[str, bytes], origin: SnapshotOrigin, *,
-                         symbols: list[str], extra: dict[str, Any] | None = None,
-                         durable: bool = True) -> dict[str, Any]:
+                         symbols: list[str], extra: JSONObject | None = None,
+                         durable: bool = True) -> JSONObject:
     """:func:`write_snapshot` from the symbols' files already serialised (:func:`symbol_files`).
 
     ``durable=False`` skips the atomic, fsync'd writes: for throw-away snapshots in a temporary
@@ -173,7 +176,7 @@ def write_snapshot_files(out_dir: str | os.PathLike[str], symbol_blobs: dict[str
     out = Path(out_dir)
     files = dict(symbol_blobs)
     files["README.md"] = _readme(origin, list(symbols))
-    manifest: dict[str, Any] = {
+    manifest: JSONObject = {
         "synthetic": origin.synthetic,
         "label": origin.label,
         "as_of": origin.as_of.isoformat(),
@@ -265,7 +268,7 @@ class Snapshot:
                 raise TypeError("'files' must be an object and 'symbols' a list")
         except (ValueError, KeyError, TypeError) as exc:
             raise InputError(f"{manifest_path}: invalid snapshot manifest ({type(exc).__name__}: {exc})") from None
-        self.manifest: dict[str, Any] = manifest
+        self.manifest: JSONObject = manifest
         self._as_of = as_of
         self._symbols: list[str] = [str(s) for s in symbols]
         self._blobs: dict[str, bytes] = {}
@@ -288,7 +291,7 @@ class Snapshot:
         self._raw: dict[str, pd.DataFrame] = {}
         self._adjusted: dict[str, pd.DataFrame] = {}
         self._income: dict[tuple[str, str], pd.DataFrame] = {}
-        self._quotes: dict[str, dict[str, Any]] = {}
+        self._quotes: dict[str, JSONObject] = {}
 
     # ----------------------------------------------------------------- descriptive
     @property
@@ -344,10 +347,10 @@ class Snapshot:
             self._income[key] = pd.DataFrame() if blob is None else self._parse_income(rel, blob)
         return self._income[key].copy()
 
-    def info(self, symbol: str) -> dict[str, Any]:
+    def info(self, symbol: str) -> JSONObject:
         return copy.deepcopy(self._quote(symbol)["info"])
 
-    def fast_info(self, symbol: str) -> dict[str, Any]:
+    def fast_info(self, symbol: str) -> JSONObject:
         return copy.deepcopy(self._quote(symbol)["fast_info"])
 
     # ----------------------------------------------------------------- internals
@@ -394,7 +397,7 @@ class Snapshot:
             raise InputError(f"{self.path / rel}: unparsable income statement CSV ({exc})") from None
         return frame
 
-    def _quote(self, symbol: str) -> dict[str, Any]:
+    def _quote(self, symbol: str) -> JSONObject:
         self._require(symbol)
         if symbol not in self._quotes:
             rel = f"quote/{file_stem(symbol)}.json"

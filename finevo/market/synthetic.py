@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from datetime import time as dtime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 import numpy as np
@@ -40,6 +40,9 @@ import pandas as pd
 
 from finevo.market.calendar import next_trading_day, trading_days
 from finevo.market.snapshot import EXCHANGE_TZ, SnapshotOrigin, SymbolData, auto_adjust, write_snapshot
+
+if TYPE_CHECKING:
+    from finevo.jsontypes import JSONObject
 
 GENERATOR = "finevo.market.synthetic"
 GENERATOR_VERSION = "1.0"
@@ -378,7 +381,7 @@ def _epoch(day: date, hour: int = 16) -> int:
 
 def _quote(symbol: str, raw: pd.DataFrame, yearly: pd.DataFrame | None,
            quarterly: pd.DataFrame | None, market_change: float,
-           as_of: date = AS_OF) -> tuple[dict[str, Any], dict[str, Any]]:
+           as_of: date = AS_OF) -> tuple[JSONObject, JSONObject]:
     sec = SECURITIES[symbol]
     last, prev = raw.iloc[-1], raw.iloc[-2]
     adjusted = auto_adjust(raw)
@@ -391,7 +394,7 @@ def _quote(symbol: str, raw: pd.DataFrame, yearly: pd.DataFrame | None,
     two_hundred = float(close.iloc[-200:].mean())
     avg_3m = round(raw["Volume"].iloc[-63:].mean())
     avg_10d = round(raw["Volume"].iloc[-10:].mean())
-    info: dict[str, Any] = {
+    info: JSONObject = {
         "symbol": symbol, "shortName": sec.short_name, "longName": sec.long_name,
         "quoteType": sec.quote_type, "exchange": sec.exchange, "fullExchangeName": sec.full_exchange,
         "currency": "USD", "market": "us_market", "exchangeTimezoneName": EXCHANGE_TZ,
@@ -412,7 +415,7 @@ def _quote(symbol: str, raw: pd.DataFrame, yearly: pd.DataFrame | None,
         "fiftyDayAverage": round(fifty, 4), "twoHundredDayAverage": round(two_hundred, 4),
         "synthetic": True,
     }
-    fast: dict[str, Any] = {
+    fast: JSONObject = {
         "currency": "USD", "exchange": sec.exchange, "quoteType": sec.quote_type,
         "timezone": EXCHANGE_TZ, "lastPrice": price, "previousClose": float(prev["Close"]),
         "regularMarketPreviousClose": float(prev["Close"]), "open": float(last["Open"]),
@@ -513,7 +516,7 @@ def generate(seed: int = SEED, as_of: date | None = None) -> list[SymbolData]:
     return out
 
 
-def build(out_dir: str | Path, seed: int = SEED, as_of: date | None = None) -> dict[str, Any]:
+def build(out_dir: str | Path, seed: int = SEED, as_of: date | None = None) -> JSONObject:
     """Generate and write the snapshot (truncated at ``as_of``, see :func:`generate`); returns
     its manifest."""
     origin = SnapshotOrigin(as_of=as_of or AS_OF, synthetic=True, label=LABEL, generator=GENERATOR,
@@ -554,17 +557,17 @@ def ticker_factory(seed: int = SEED) -> Callable[[str], Any]:
             return pd.DataFrame() if frame is None else frame.copy()
 
         @property
-        def info(self) -> dict[str, Any]:
+        def info(self) -> JSONObject:
             return {**self._data.info, "synthetic": None, "trailingPegRatio": float("nan")}
 
         @property
-        def fast_info(self) -> dict[str, Any]:
+        def fast_info(self) -> JSONObject:
             return dict(self._data.fast_info)
 
     return GeneratedTicker
 
 
-def build_recorded(out_dir: str | Path, seed: int = SEED, as_of: date | None = None) -> dict[str, Any]:
+def build_recorded(out_dir: str | Path, seed: int = SEED, as_of: date | None = None) -> JSONObject:
     """Write the world of ``seed`` through the live recorder (:func:`finevo.market.live.record_snapshot`),
     exactly as ``finevo-verify data refresh`` writes a real one (``synthetic: false``); the
     prices are still invented. Returns the manifest."""

@@ -339,7 +339,7 @@ class Registry:
         ``task_id``, linked to the stored tool its code became (``tool_id``; None when not stored)."""
         row = RefinementAttempt(task_id=task_id, tool_id=tool_id, attempt=attempt.number, code_hash=attempt.code_hash,
                                 parent_hash=attempt.parent_hash, stage=attempt.stage, ok=attempt.ok,
-                                error=normalize(attempt.error, RECORD) if attempt.error else None)
+                                error=normalize(attempt.error.to_dict(), RECORD) if attempt.error else None)
         with self._write() as s:
             s.add(row)
             s.commit()

@@ -28,7 +28,10 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:
+    from finevo.jsontypes import JSONObject
 
 ExecStatus = Literal[
     "ok",         # the entry (or self-test) returned; ``value`` holds the result
@@ -70,18 +73,18 @@ class ExecutionResult:
     rule: str | None = None
     line: int | None = None
     col: int | None = None
-    details: dict[str, Any] = field(default_factory=dict)
+    details: JSONObject = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
         return self.status == "ok"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return asdict(self)
 
 
 class Sandbox(Protocol):
-    def run(self, code: str, entry: str | None, args: dict[str, Any] | None = None,
+    def run(self, code: str, entry: str | None, args: JSONObject | None = None,
             limits: Limits | None = None, *, snapshot_dir: str | None = None) -> ExecutionResult: ...
 
     def layers(self) -> dict[str, bool]:

@@ -26,7 +26,7 @@ import time
 import weakref
 from collections.abc import Sequence
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from finevo.errors import SandboxUnavailable
 from finevo.sandbox import confine, guard, protocol, workspace
@@ -34,6 +34,9 @@ from finevo.sandbox.api import ExecutionResult, Limits
 from finevo.sandbox.preload import BLAS_ENV
 from finevo.sandbox.supervise import WatchedChild, classify, socket_pair, supervise
 from finevo.vocabulary import Isolation, SandboxBackend, words
+
+if TYPE_CHECKING:
+    from finevo.jsontypes import JSONObject
 
 #: Seconds the parent waits for the warm worker beyond the tool's own wall-clock limit.
 WORKER_GRACE_S = 30.0
@@ -84,7 +87,7 @@ class _BaseSandbox:
         self.host_non_dumpable = confine.make_non_dumpable()
         root = os.geteuid() == 0
         extra = ([os.path.realpath(self.snapshot_dir)] if self.snapshot_dir else []) + list(extra_read_roots)
-        self._settings: dict[str, Any] = {
+        self._settings: JSONObject = {
             "read_roots": guard.default_read_roots(extra),
             "keep_dac_read": root and confine.needs_dac_read(_interpreter_paths()),
             "drop_uid": root,
@@ -92,11 +95,11 @@ class _BaseSandbox:
         }
         self._layers: dict[str, bool] | None = None
         #: What the layer probe's child reported about the kernel layers (filled by :meth:`layers`).
-        self.kernel_info: dict[str, Any] = {}
+        self.kernel_info: JSONObject = {}
         self._closed = False
 
     # -- the interface ---------------------------------------------------------------------
-    def run(self, code: str, entry: str | None, args: dict[str, Any] | None = None,
+    def run(self, code: str, entry: str | None, args: JSONObject | None = None,
             limits: Limits | None = None, *, snapshot_dir: str | os.PathLike[str] | None = None) -> ExecutionResult:
         """Run ``entry(**args)`` of ``code``; ``snapshot_dir`` replaces the sandbox's snapshot for this run."""
         if self._closed:
@@ -111,7 +114,7 @@ class _BaseSandbox:
             blocked = _policy_gate(code)
             if blocked is not None:
                 return blocked
-        request: dict[str, Any] = {"code": code, "entry": entry, "args": args, "limits": asdict(limits)}
+        request: JSONObject = {"code": code, "entry": entry, "args": args, "limits": asdict(limits)}
         if snapshot_dir is not None:
             request["snapshot_override"] = os.path.abspath(os.fspath(snapshot_dir))
         started = time.monotonic()
@@ -120,14 +123,14 @@ class _BaseSandbox:
         result.details["backend"] = self.backend
         return result
 
-    def run_kernel_only(self, code: str, entry: str | None, args: dict[str, Any] | None = None,
+    def run_kernel_only(self, code: str, entry: str | None, args: JSONObject | None = None,
                         limits: Limits | None = None, *,
                         snapshot_dir: str | os.PathLike[str] | None = None) -> ExecutionResult:
         """Run with the static policy *and* the audit hook off: only the kernel layers (Landlock,
         seccomp, namespaces, uid, rlimits) contain the code. For the containment self-test and
         ``sandbox check --no-policy``; the gate never judges a tool this way."""
         limits = limits or Limits()
-        request: dict[str, Any] = {"code": code, "entry": entry, "args": dict(args or {}),
+        request: JSONObject = {"code": code, "entry": entry, "args": dict(args or {}),
                                    "limits": asdict(limits), "audit_hook": False}
         if snapshot_dir is not None:
             request["snapshot_override"] = os.path.abspath(os.fspath(snapshot_dir))
@@ -200,7 +203,7 @@ class _BaseSandbox:
         self.close()
 
     # -- backend hooks ---------------------------------------------------------------------
-    def _execute(self, request: dict[str, Any], limits: Limits) -> ExecutionResult:
+    def _execute(self, request: JSONObject, limits: Limits) -> ExecutionResult:
         raise NotImplementedError
 
     def _worker_netns(self) -> bool:
@@ -220,7 +223,7 @@ class SubprocessSandbox(_BaseSandbox):
 
     backend = SandboxBackend.SUBPROCESS.value
 
-    def _execute(self, request: dict[str, Any], limits: Limits) -> ExecutionResult:
+    def _execute(self, request: JSONObject, limits: Limits) -> ExecutionResult:
         workdir = workspace.create()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
@@ -268,7 +271,7 @@ class WarmSandbox(_BaseSandbox):
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
         self._log: Any = None
-        self.worker_info: dict[str, Any] = {}
+        self.worker_info: JSONObject = {}
         self.restarts = 0
         #: A warm sandbox per directory of other snapshots a run asked for (``snapshot_dir=`` of
         #: :meth:`run`: the gate's hidden worlds), least recently used first: a worker sees only its
@@ -333,7 +336,7 @@ class WarmSandbox(_BaseSandbox):
                 self._log.close()
                 self._log = None
 
-    def _execute(self, request: dict[str, Any], limits: Limits) -> ExecutionResult:
+    def _execute(self, request: JSONObject, limits: Limits) -> ExecutionResult:
         """Send one request; a dead worker is restarted and the request retried once.
 
         The worker runs as root outside the tool's reach, so its death is infrastructure trouble,

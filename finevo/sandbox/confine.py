@@ -27,9 +27,12 @@ import socket
 import stat
 import struct
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from finevo.sandbox import landlock, seccomp
+
+if TYPE_CHECKING:
+    from finevo.jsontypes import JSONObject
 
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
@@ -66,11 +69,11 @@ class Confinement:
     caps_dropped: bool = False
     no_new_privs: bool = False
     non_dumpable: bool = False
-    landlock: dict[str, Any] = field(default_factory=dict)
-    seccomp: dict[str, Any] = field(default_factory=dict)
+    landlock: JSONObject = field(default_factory=dict)
+    seccomp: JSONObject = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> JSONObject:
         """The fields the child reports to the supervisor in its "started" record."""
         return {"netns": self.netns, "uid": self.uid, "caps_dropped": self.caps_dropped,
                 "no_new_privs": self.no_new_privs, "non_dumpable": self.non_dumpable,
@@ -420,6 +423,6 @@ def _channel(fd: int | None) -> socket.socket | None:
         return None
 
 
-def kernel_support() -> dict[str, Any]:
+def kernel_support() -> JSONObject:
     """What this host's kernel offers the sandbox, probed without changing anything."""
     return {"landlock_abi": landlock.abi_version(), "seccomp": seccomp.available()}

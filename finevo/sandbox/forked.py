@@ -11,11 +11,14 @@ import contextlib
 import json
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from finevo.sandbox import confine, harness, workspace
 from finevo.sandbox.api import Limits
 from finevo.sandbox.supervise import WatchedChild, classify, socket_pair, supervise
+
+if TYPE_CHECKING:
+    from finevo.jsontypes import JSONObject
 
 #: Descriptor numbers inside the child.
 CONTROL_FD = 3
@@ -34,7 +37,7 @@ def _read_all(fd: int) -> bytes:
 class SpareChild:
     """A forked child waiting for one request; used once."""
 
-    def __init__(self, settings: dict[str, Any]) -> None:
+    def __init__(self, settings: JSONObject) -> None:
         self.workdir = workspace.create()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
@@ -72,7 +75,7 @@ class SpareChild:
         self._fds = (out_r, err_r, ctl_r)
         self._request_fd: int | None = req_w
 
-    def run(self, request: dict[str, Any]) -> dict[str, Any]:
+    def run(self, request: JSONObject) -> JSONObject:
         """Hand the request to the child, supervise it, and return the result as a dict."""
         limits = Limits(**request["limits"])
         assert self._request_fd is not None

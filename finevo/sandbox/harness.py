@@ -14,24 +14,27 @@ import os
 import sys
 import traceback
 import types
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from finevo.market import frozen_clock
 from finevo.normalize import TOOL, ResultRefused, normalize
 from finevo.sandbox import confine, guard, landlock
 from finevo.sandbox.protocol import RESULT_CAP, sealed_dumps
 
+if TYPE_CHECKING:
+    from finevo.jsontypes import JSONObject
+
 _MAX_MESSAGE = 2000
 _MAX_TB_FRAMES = 20
 _write = os.write
 
 
-def send(fd: int, record: dict[str, Any]) -> None:
+def send(fd: int, record: JSONObject) -> None:
     """Write one newline-terminated JSON record to the control pipe."""
     _write_all(fd, (sealed_dumps(record) + "\n").encode("ascii"))
 
 
-def send_result(fd: int, record: dict[str, Any]) -> None:
+def send_result(fd: int, record: JSONObject) -> None:
     """Send the result record; one too large for the supervisor to accept is replaced by a failure."""
     try:
         data = (sealed_dumps(record) + "\n").encode("ascii")
@@ -75,8 +78,8 @@ def _tool_traceback(exc: BaseException) -> str:
     return "".join(lines)
 
 
-def _exception_record(exc: BaseException) -> dict[str, Any]:
-    record: dict[str, Any] = {
+def _exception_record(exc: BaseException) -> JSONObject:
+    record: JSONObject = {
         "kind": "result", "outcome": "exception", "error_type": type(exc).__name__,
         "error_message": _safe_str(exc), "traceback": _tool_traceback(exc),
         "memory_error": isinstance(exc, MemoryError),
@@ -89,7 +92,7 @@ def _exception_record(exc: BaseException) -> dict[str, Any]:
     return record
 
 
-def execute(code: str, entry: str | None, args: dict[str, Any]) -> dict[str, Any]:
+def execute(code: str, entry: str | None, args: JSONObject) -> JSONObject:
     """Run the tool module and build the result record (never raises)."""
     reserve = bytearray(256 * 1024)  # released on MemoryError so reporting still works
     linecache.cache[guard.TOOL_FILENAME] = (len(code), None, code.splitlines(True), guard.TOOL_FILENAME)
@@ -128,13 +131,13 @@ def execute(code: str, entry: str | None, args: dict[str, Any]) -> dict[str, Any
     return {"kind": "result", "outcome": "ok", "value": value}
 
 
-def _refused(error_type: str, message: str) -> dict[str, Any]:
+def _refused(error_type: str, message: str) -> JSONObject:
     """The record of a return value that cannot cross the boundary (a failure of the tool)."""
     return {"kind": "result", "outcome": "unserialisable", "error_type": error_type,
             "error_message": message[:_MAX_MESSAGE]}
 
 
-def enter_and_run(request: dict[str, Any], ctl_fd: int) -> NoReturn:
+def enter_and_run(request: JSONObject, ctl_fd: int) -> NoReturn:
     """Confine this (already separate, own-group) process, then run the tool; never returns."""
     status = 0
     try:

@@ -12,7 +12,10 @@ import io
 import os
 import sys
 import types
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from finevo.jsontypes import JSONObject
 
 #: Set before numpy is imported: one BLAS / OpenMP thread, so RLIMIT_NPROC can stay at zero extra.
 BLAS_ENV: dict[str, str] = {
@@ -92,14 +95,14 @@ def _missing_yfinance() -> types.ModuleType:
     return module
 
 
-def preload_libraries() -> dict[str, Any]:
+def preload_libraries() -> JSONObject:
     """Import numpy/pandas single-threaded and warm them up; no market data yet."""
     for key, value in BLAS_ENV.items():
         os.environ[key] = value
     import numpy  # noqa: F401
     import pandas  # noqa: F401
 
-    info: dict[str, Any] = {"snapshot": None}
+    info: JSONObject = {"snapshot": None}
     try:
         _warm_up_pandas()
     except Exception as exc:  # a pandas change must not take the sandbox down
@@ -108,7 +111,7 @@ def preload_libraries() -> dict[str, Any]:
     return info
 
 
-def load_world(snapshot_dir: str | None) -> dict[str, Any]:
+def load_world(snapshot_dir: str | None) -> JSONObject:
     """Load and parse one snapshot and install the yfinance replay shim over it (no snapshot: a
     shim that says there is no market data)."""
     if not snapshot_dir:
@@ -123,7 +126,7 @@ def load_world(snapshot_dir: str | None) -> dict[str, Any]:
     return {"snapshot": str(snapshot_dir), "as_of": str(getattr(provider, "as_of", ""))}
 
 
-def preload(snapshot_dir: str | None) -> dict[str, Any]:
+def preload(snapshot_dir: str | None) -> JSONObject:
     """Import numpy/pandas single-threaded, load the snapshot, install the yfinance replay shim."""
     info = preload_libraries()
     info.update(load_world(snapshot_dir))

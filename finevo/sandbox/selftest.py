@@ -28,9 +28,12 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from finevo.sandbox.api import ExecutionResult, Limits
+
+if TYPE_CHECKING:
+    from finevo.jsontypes import JSONObject
 
 #: The layers a probe's refusal can be credited to (the kernel's, never the policy's or the hook's).
 KERNEL_LAYERS = frozenset({"landlock", "seccomp", "netns", "pidns", "mountns", "ipcns", "uid"})
@@ -38,7 +41,7 @@ PROBE_LIMITS = Limits(timeout_s=10.0, cpu_s=5, memory_mb=1024)
 
 
 class KernelOnlySandbox(Protocol):
-    def run_kernel_only(self, code: str, entry: str | None, args: dict[str, Any] | None = None,
+    def run_kernel_only(self, code: str, entry: str | None, args: JSONObject | None = None,
                         limits: Limits | None = None) -> ExecutionResult: ...
 
 
@@ -58,7 +61,7 @@ class SelfTestReport:
     reason: str
     probes: list[ProbeResult] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return asdict(self)
 
     @property
@@ -128,7 +131,7 @@ def default_base_dir() -> str:
 class _Probe:
     name: str
     code: str
-    args: Callable[[_Scene], dict[str, Any]]
+    args: Callable[[_Scene], JSONObject]
     #: The outside check: a reason the attempt succeeded, or None when nothing escaped.
     escaped: Callable[[_Scene, ExecutionResult], str | None]
     limits: Limits = PROBE_LIMITS

@@ -35,12 +35,15 @@ import struct
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from finevo.normalize import MAX_DEPTH, MAX_ITEMS
 from finevo.sandbox import confine, seccomp
 from finevo.sandbox.api import ExecutionResult, Limits
 from finevo.sandbox.protocol import RESULT_CAP
+
+if TYPE_CHECKING:
+    from finevo.jsontypes import JSONObject
 
 #: The control pipe carries the result value; it may be larger than stdout, but not unbounded.
 CONTROL_CAP = RESULT_CAP + 1024 * 1024
@@ -107,7 +110,7 @@ class Observation:
     finished_at: float = 0.0
     #: The call the seccomp filter denied, as the kernel handed it to the supervisor (a user
     #: notification): the supervisor's own record, never something the child said.
-    denial: dict[str, Any] | None = None
+    denial: JSONObject | None = None
 
 
 def _kill_group(pgid: int) -> None:
@@ -437,7 +440,7 @@ def _bounded(value: Any) -> Any:
     return holder[0]
 
 
-def decode_record(line: bytes) -> dict[str, Any] | None:
+def decode_record(line: bytes) -> JSONObject | None:
     """One control-pipe line as a record, or None when it is not a well-formed, bounded record."""
     try:
         record = json.loads(line.decode("utf-8"), parse_float=_finite_float,
@@ -450,7 +453,7 @@ def decode_record(line: bytes) -> dict[str, Any] | None:
     return record
 
 
-def _records(control: bytes | bytearray) -> list[dict[str, Any]]:
+def _records(control: bytes | bytearray) -> list[JSONObject]:
     records = []
     for line in bytes(control).split(b"\n"):
         if not line.strip():
@@ -460,7 +463,7 @@ def _records(control: bytes | bytearray) -> list[dict[str, Any]]:
     return records
 
 
-def _field_text(record: dict[str, Any], key: str, limit: int = 2000) -> str | None:
+def _field_text(record: JSONObject, key: str, limit: int = 2000) -> str | None:
     value = record.get(key)
     if value is None:
         return None
@@ -468,7 +471,7 @@ def _field_text(record: dict[str, Any], key: str, limit: int = 2000) -> str | No
     return text[:limit]
 
 
-def _field_int(record: dict[str, Any], key: str) -> int | None:
+def _field_int(record: JSONObject, key: str) -> int | None:
     value = record.get(key)
     return value if type(value) is int and -2**31 <= value < 2**31 else None
 
@@ -497,11 +500,11 @@ def classify(obs: Observation, limits: Limits) -> ExecutionResult:
 class _Seen:
     """The control records and the wait status of one run, read once for the checks below."""
 
-    records: list[dict[str, Any]]
-    started: dict[str, Any] | None
-    refusals: list[dict[str, Any]]
-    results: list[dict[str, Any]]
-    harness_errors: list[dict[str, Any]]
+    records: list[JSONObject]
+    started: JSONObject | None
+    refusals: list[JSONObject]
+    results: list[JSONObject]
+    harness_errors: list[JSONObject]
     signum: int | None
     exit_code: int | None
 

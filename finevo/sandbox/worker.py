@@ -35,10 +35,13 @@ import struct
 import sys
 import tempfile
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from finevo.sandbox import confine, guard, landlock, protocol, workspace
 from finevo.sandbox.preload import load_world, preload_libraries
+
+if TYPE_CHECKING:
+    from finevo.jsontypes import JSONObject
 
 #: World zygotes kept alive at once (the worker's own snapshot and hidden worlds).
 WORLD_ZYGOTES = 8
@@ -53,12 +56,12 @@ def _rss_kb() -> int:
     return 0
 
 
-def _send(sock: socket.socket, command: dict[str, Any], fds: list[int]) -> None:
+def _send(sock: socket.socket, command: JSONObject, fds: list[int]) -> None:
     data = (json.dumps(command) + "\n").encode("utf-8")
     sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack(f"{len(fds)}i", *fds))] if fds else [])
 
 
-def _receive(sock: socket.socket) -> tuple[dict[str, Any] | None, list[int]]:
+def _receive(sock: socket.socket) -> tuple[JSONObject | None, list[int]]:
     """One command line and the descriptors sent with it (None at end of stream)."""
     data, ancillary, _flags, _addr = sock.recvmsg(_CMD_MAX, socket.CMSG_SPACE(4 * 4))
     fds: list[int] = []
@@ -88,7 +91,7 @@ def _reap() -> None:
 SERVER_RUNS = 4
 
 
-def _serve(request_fd: int, reply_fd: int, settings: dict[str, Any]) -> None:
+def _serve(request_fd: int, reply_fd: int, settings: JSONObject) -> None:
     """Fork :data:`SERVER_RUNS` tool children at once, then serve one request with each."""
     from finevo.sandbox.forked import SpareChild
 
@@ -109,7 +112,7 @@ def _serve(request_fd: int, reply_fd: int, settings: dict[str, Any]) -> None:
         _serve_one(request, child, reply_fd)
 
 
-def _serve_one(request: dict[str, Any], child: Any, reply_fd: int) -> None:
+def _serve_one(request: JSONObject, child: Any, reply_fd: int) -> None:
     try:
         if child is None:
             raise OSError("no sandbox child could be forked")
@@ -127,7 +130,7 @@ def _serve_one(request: dict[str, Any], child: Any, reply_fd: int) -> None:
 
 
 # --------------------------------------------------------------------------- zygotes
-def _zygote_loop(sock: socket.socket, settings: dict[str, Any]) -> None:
+def _zygote_loop(sock: socket.socket, settings: JSONObject) -> None:
     """Fork what the router asks for; never read a request."""
     while True:
         command, fds = _receive(sock)
@@ -155,7 +158,7 @@ def _zygote_loop(sock: socket.socket, settings: dict[str, Any]) -> None:
             os.close(fd)
 
 
-def _world_zygote(sock: socket.socket, path: str | None, settings: dict[str, Any], drop_roots: list[str]) -> None:
+def _world_zygote(sock: socket.socket, path: str | None, settings: JSONObject, drop_roots: list[str]) -> None:
     """Load one snapshot, report it, then fork servers for it. A hidden world's children may read
     that world's directory only, not its siblings (``drop_roots``: their common parent, and the
     worker's own snapshot when this is another)."""
@@ -191,13 +194,13 @@ class _World:
             os.close(rep_w)
             self.servers.append([req_w, rep_r, SERVER_RUNS])
 
-    def run(self, request: dict[str, Any]) -> dict[str, Any]:
+    def run(self, request: JSONObject) -> JSONObject:
         self.prepare()
         server = self.servers[0]
         server[2] -= 1
         try:
             protocol.write_frame(server[0], request)
-            reply: dict[str, Any] = protocol.read_frame(server[1])
+            reply: JSONObject = protocol.read_frame(server[1])
         except (OSError, protocol.ChannelClosed) as exc:
             server[2] = 0
             reply = {"status": "crashed", "layer": "harness",
@@ -224,9 +227,9 @@ class _Router:
         self.base = base
         self.worlds: dict[str | None, _World] = {}
 
-    def world(self, path: str | None) -> tuple[_World, dict[str, Any]]:
+    def world(self, path: str | None) -> tuple[_World, JSONObject]:
         found = self.worlds.pop(path, None)
-        info: dict[str, Any] = {}
+        info: JSONObject = {}
         if found is None:
             ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
             # the directory holding the worlds is a read root of a hidden-world sandbox; each
@@ -258,14 +261,14 @@ class _Router:
         with contextlib.suppress(ChildProcessError):
             os.waitpid(self.bare_pid, 0)
 
-    def serve(self, request: dict[str, Any]) -> dict[str, Any]:
+    def serve(self, request: JSONObject) -> JSONObject:
         override = request.pop("snapshot_override", None)
         path = override if override and override != self.base else self.base
         world, _info = self.world(path)
         return world.run(request)
 
 
-def _start(config: dict[str, Any]) -> tuple[_Router, dict[str, Any]]:
+def _start(config: JSONObject) -> tuple[_Router, JSONObject]:
     visible = [*config.get("read_roots", []), *([config["snapshot_dir"]] if config.get("snapshot_dir") else []),
                os.getcwd()]
     namespaces = confine.unshare_namespaces(visible) if config.get("unshare_net", True) else {}
@@ -311,7 +314,7 @@ def main() -> int:
     os.dup2(null, 0)
     os.dup2(2, 1)
     try:
-        config: dict[str, Any] = protocol.read_frame(requests)
+        config: JSONObject = protocol.read_frame(requests)
     except protocol.ChannelClosed:
         return 0
     try:

@@ -209,7 +209,7 @@ def merge_documents(docs: list[ResultsDocument], run_id: str | None = None) -> R
     is measured against (baseline, threshold); shards must be one complete set (same N, K = 1..N
     once each). Records come out in suite order.
     """
-    from runner.records import SecurityResult, TaskResult
+    from runner.records import SecurityResult, SelfCheck, TaskResult
     from runner.reports import document
 
 
@@ -246,17 +246,17 @@ def merge_documents(docs: list[ResultsDocument], run_id: str | None = None) -> R
     security = _suite_order([g[1] for g in groups], round_robin)
     payloads = _suite_order([g[2] for g in groups], round_robin)
     checks = [d.selfcheck for d in docs if d.selfcheck is not None and d.selfcheck.enabled]
-    selfcheck: dict[str, Any] | None = None
+    selfcheck: SelfCheck | None = None
     if checks:
         bad = [c.reason for c in checks if not c.ok]
-        selfcheck = {"enabled": True, "ok": not bad,
-                     "reason": "; ".join(bad) if bad else "every shard: reference 100%, null 0%"}
+        selfcheck = SelfCheck(enabled=True, ok=not bad,
+                              reason="; ".join(bad) if bad else "every shard: reference 100%, null 0%")
     elif any(d.selfcheck is not None for d in docs):
-        selfcheck = {"enabled": False, "ok": None, "reason": "skipped in the shards"}
+        selfcheck = SelfCheck.not_run("skipped in the shards")
     # The shards' containment self-tests: the worst one speaks for the merge (failed, then not judged).
     proofs = [d.containment_selftest for d in docs if d.containment_selftest is not None]
     proofs.sort(key=lambda c: {False: 0, None: 1, True: 2}[c.ok])
-    containment = proofs[0].model_dump(mode="json") if proofs else None
+    containment = proofs[0] if proofs else None
     partial = [d.interrupted_by for d in docs if d.partial]
     config = first.config.model_dump(mode="json")
     config["selection"] = {"merged_from": [d.run_id for d in docs]}

@@ -19,6 +19,7 @@ from typing import Any
 
 from finevo.errors import InputError, SandboxUnavailable
 from finevo.vocabulary import Isolation
+from runner.records import ContainmentSelftest
 
 #: Values of ``--require-isolation`` / ``FINEVO_REQUIRE_ISOLATION`` besides ``none`` (no requirement).
 ISOLATION_LEVELS: tuple[str, ...] = (Isolation.KERNEL.value,)
@@ -53,7 +54,7 @@ class Containment:
     layers: dict[str, bool]
     isolation: str                       # an Isolation word
     require: str | None                  # "kernel" | None
-    selftest: dict[str, Any]
+    selftest: ContainmentSelftest
     missing: list[str] = field(default_factory=list)
 
     def failure(self) -> str | None:
@@ -61,18 +62,13 @@ class Containment:
         if self.require != Isolation.KERNEL or self.isolation == Isolation.KERNEL:
             return None
         reasons = list(self.missing)
-        if self.selftest.get("enabled") and not self.selftest.get("ok"):
-            reasons.append(f"containment self-test failed ({self.selftest.get('reason')})")
-        elif not self.selftest.get("enabled"):
-            reasons.append(f"containment self-test did not run ({self.selftest.get('reason')})")
+        if self.selftest.enabled and not self.selftest.ok:
+            reasons.append(f"containment self-test failed ({self.selftest.reason})")
+        elif not self.selftest.enabled:
+            reasons.append(f"containment self-test did not run ({self.selftest.reason})")
         return ("kernel isolation is required (--require-isolation kernel) but this host cannot provide it: "
                 + "; ".join(reasons) + ". In Docker, run the image as documented (Landlock and seccomp "
                 "work under Docker's default seccomp profile); never with --privileged or seccomp=unconfined.")
-
-    def config_fields(self) -> dict[str, Any]:
-        """What results.json's ``config`` records about the sandbox."""
-        return {"sandbox_layers": dict(self.layers), "isolation": str(self.isolation),
-                "require_isolation": self.require}
 
     def enforce(self) -> None:
         """Raise :class:`IsolationUnavailable` when the required isolation is missing."""
@@ -93,25 +89,25 @@ class Containment:
                          "owns the gate's files; changing their modes, owners, times, attributes or inode flags "
                          "is refused by seccomp, writing them by Landlock")
         lines.append("containment self-test: " + selftest_text(self.selftest))
-        for probe in self.selftest.get("probes", []):
-            if not (probe.get("contained") and probe.get("layer")):
-                lines.append(f"  NOT CONTAINED {probe.get('name')}: {probe.get('detail')}")
+        for probe in self.selftest.probes:
+            if not (probe.contained and probe.layer):
+                lines.append(f"  NOT CONTAINED {probe.name}: {probe.detail}")
         return lines
 
 
-def selftest_text(selftest: dict[str, Any]) -> str:
+def selftest_text(selftest: ContainmentSelftest) -> str:
     """One line about the self-test, for the console."""
-    if not selftest.get("enabled"):
-        return f"not run ({selftest.get('reason')})"
-    probes = selftest.get("probes", [])
-    held = [p for p in probes if p.get("contained") and p.get("layer")]
+    if not selftest.enabled:
+        return f"not run ({selftest.reason})"
+    probes = selftest.probes
+    held = [p for p in probes if p.contained and p.layer]
     by_layer: dict[str, int] = {}
     for probe in held:
-        by_layer[str(probe["layer"])] = by_layer.get(str(probe["layer"]), 0) + 1
+        by_layer[str(probe.layer)] = by_layer.get(str(probe.layer), 0) + 1
     layers = ", ".join(f"{k} {v}" for k, v in sorted(by_layer.items()))
-    state = "ok" if selftest.get("ok") else "FAILED"
+    state = "ok" if selftest.ok else "FAILED"
     return (f"{state}, {len(held)}/{len(probes)} forbidden attempts refused by the kernel"
-            + (f" ({layers})" if layers else "") + f" in {float(selftest.get('duration_s') or 0):.2f} s")
+            + (f" ({layers})" if layers else "") + f" in {selftest.duration_s:.2f} s")
 
 
 def prove(sandbox: Any, require: str | None, base_dir: str | os.PathLike[str] | None = None) -> Containment:
@@ -122,15 +118,16 @@ def prove(sandbox: Any, require: str | None, base_dir: str | os.PathLike[str] | 
     if hasattr(sandbox, "run_kernel_only"):
         from finevo.sandbox.selftest import run_selftest
 
-        selftest = run_selftest(sandbox, base_dir).to_dict()
+        # the sandbox's own report, as the results document records it
+        selftest = ContainmentSelftest.model_validate(run_selftest(sandbox, base_dir), from_attributes=True)
     else:
-        selftest = {"enabled": False, "ok": None, "duration_s": 0.0,
-                    "reason": "this sandbox cannot run code with the policy off", "probes": []}
+        selftest = ContainmentSelftest(enabled=False, ok=None, duration_s=0.0,
+                                       reason="this sandbox cannot run code with the policy off")
     if hasattr(sandbox, "isolation"):
         level, missing = sandbox.isolation()
     else:
         missing = [name for name in ("landlock", "seccomp") if not layers.get(name)]
         level = Isolation.KERNEL if not missing else Isolation.WEAK
-    if level == Isolation.KERNEL and not selftest.get("ok"):
+    if level == Isolation.KERNEL and not selftest.ok:
         level = Isolation.WEAK
     return Containment(layers=layers, isolation=level, require=require, selftest=selftest, missing=list(missing))

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from finevo.errors import DeadlineExceeded, ExternalError, FinevoError
+from finevo.jsontypes import JSONObject
 from finevo.outcome import Outcome
 from finevo.sandbox.api import ExecutionResult, Limits
 from runner.execution.session import Session, SessionFactory, SessionSpec
@@ -151,7 +152,7 @@ class TaskRunner:
         """A tool runner for one task's probes, sharing one budget of the task timeout."""
         return ProbeRunner(self, self.timeout_s)
 
-    def run_tool(self, code: str, entry: str, args: dict[str, Any], timeout_s: float,
+    def run_tool(self, code: str, entry: str, args: JSONObject, timeout_s: float,
                  snapshot_dir: str | None = None) -> ExecutionResult:
         """One sandbox run of ``entry(**args)`` in a worker thread, watching for signals; on the
         market data at ``snapshot_dir`` when given (a hidden world), else the session's own.
@@ -197,7 +198,7 @@ class ProbeRunner:
         self.budget_s = budget_s
         self.spent_s = 0.0
 
-    def __call__(self, code: str, entry: str, args: dict[str, Any], snapshot_dir: str | None = None) -> ExecutionResult:
+    def __call__(self, code: str, entry: str, args: JSONObject, snapshot_dir: str | None = None) -> ExecutionResult:
         remaining = self.budget_s - self.spent_s
         if remaining <= 0:
             return ExecutionResult(status="timeout", layer="timeout",

@@ -10,18 +10,12 @@ a predictions file is told the current repeat (its lines may carry a ``repeat`` 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from runner.execution.deadline import TaskRunner
 from runner.execution.session import SessionFactory, SessionSpec
-
-
-def repeat_config(config: Any) -> dict[str, Any]:
-    """The ``results.json`` config keys of the statistical verdict (:class:`runner.inputs.prepare.GateConfig`)."""
-    return {"repeats": config.repeats, "alpha": config.alpha, "threshold_on": config.threshold_on,
-            "correction": config.correction,
-            "budgets": config.budgets}
 
 
 class _SharedProvider:
@@ -62,11 +56,10 @@ class Repeats:
         if repeat == 1:
             return self.first
         self.close()
-        changes: dict[str, Any] = {"registry_dir": self.run_dir / f"registry-r{repeat}"}
+        spec = self.spec(registry_dir=self.run_dir / f"registry-r{repeat}")
         if provider is not None:
-            changes["provider"] = _SharedProvider(provider)
-        self.current = TaskRunner(self.first.factory, self.spec(**changes), self.first.interrupts,
-                                  self.first.timeout_s)
+            spec = replace(spec, provider=_SharedProvider(provider))
+        self.current = TaskRunner(self.first.factory, spec, self.first.interrupts, self.first.timeout_s)
         return self.current
 
     def close(self) -> None:

@@ -37,6 +37,7 @@ from typing import Any, Generic, TypeVar
 
 from runner.execution.deadline import POLL_S, Aborted, Interrupts, TaskRunner
 from runner.execution.session import Session, SessionFactory, SessionSpec, default_session, open_sandbox
+from runner.records import SelfCheck
 
 #: ``FINEVO_JOBS``: the number of cores the gate may use when ``--jobs`` is not given.
 JOBS_ENV = "FINEVO_JOBS"
@@ -372,7 +373,7 @@ class EarlySelfCheck:
     payload corpus finishes. Its console lines are kept and printed by :meth:`result`, where the
     serial run prints them; its own sessions are its own, as in the serial run."""
 
-    def __init__(self, run: Callable[[Any], dict[str, Any]], gate: Any, interrupts: Interrupts) -> None:
+    def __init__(self, run: Callable[[Any], SelfCheck], gate: Any, interrupts: Interrupts) -> None:
         from runner.reports.console import Console
 
         self.interrupts = interrupts
@@ -380,12 +381,12 @@ class EarlySelfCheck:
         self._buffer = io.StringIO()
         console = Console(self._buffer, colour=gate.console.colour, quiet=gate.console.quiet,
                           env=gate.console.env)
-        self._lane: _Lane[dict[str, Any]] = _Lane("selfcheck-lane", interrupts)
+        self._lane: _Lane[SelfCheck] = _Lane("selfcheck-lane", interrupts)
         view = _HostView(gate, console)
         self._lane.submit(lambda: run(view))
         self._lane.finish()  # one job only
 
-    def result(self) -> dict[str, Any]:
+    def result(self) -> SelfCheck:
         """The self-check record (waiting for it); raises what the self-check raised, ``Aborted`` on a signal."""
         try:
             return self._lane.wait_next()

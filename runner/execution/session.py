@@ -50,11 +50,29 @@ class AgentLike(Protocol):
     def solve(self, question: Question | SecurityQuestion, deadline: float | None = None) -> Any: ...
 
 
+@dataclass(frozen=True)
+class SessionInfo:
+    """What a session really uses (results.json's config records it)."""
+
+    #: The provider's name (``none`` for the static agent).
+    provider: str
+    #: The model asked (None unless a live model).
+    model: str | None
+    temperature: float | None
+    max_refinements: int | None
+    sandbox_backend: str | None = None
+    #: Each containment layer of the sandbox and whether it is active.
+    sandbox_layers: dict[str, bool] = field(default_factory=dict)
+    #: Why the configured sandbox backend was replaced, when it was.
+    sandbox_fallback: str | None = None
+
+
 @dataclass
 class Session:
     agent: AgentLike
     sandbox: Any
-    info: dict[str, Any] = field(default_factory=dict)
+    #: None: a session that does not say (the run's configuration stands for it).
+    info: SessionInfo | None = None
     registry_empty: bool = True
     closers: list[Callable[[], None]] = field(default_factory=list)
 
@@ -115,12 +133,10 @@ def default_session(spec: SessionSpec) -> Session:
         closers.append(sandbox.close)
         agent = Agent(settings, provider, sandbox, registry, spec.agent_mode)
         closers.append(agent.close)
-        info = {"provider": provider.name if provider is not None else "none",
-                "model": session_model(provider, settings), "temperature": settings.temperature,
-                "max_refinements": settings.max_refinements, "sandbox_backend": sandbox.backend,
-                "sandbox_layers": dict(sandbox.layers())}
-        if fallback is not None:
-            info["sandbox_fallback"] = fallback
+        info = SessionInfo(provider=provider.name if provider is not None else "none",
+                           model=session_model(provider, settings), temperature=settings.temperature,
+                           max_refinements=settings.max_refinements, sandbox_backend=sandbox.backend,
+                           sandbox_layers=dict(sandbox.layers()), sandbox_fallback=fallback)
     except BaseException:
         Session(agent=None, sandbox=None, closers=closers).close()  # type: ignore[arg-type]
         raise

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 from finevo.contract import check_shape
 from finevo.errors import DeadlineExceeded, ExternalError, FinevoError, InputError
 from finevo.normalize import ANSWER, RECORD, normalize
-from finevo.outcome import LLMUsage, Outcome
+from finevo.outcome import ErrorInfo, LLMUsage, Outcome
 from finevo.sandbox.api import ExecutionResult
 from finevo.vocabulary import ToolSource
 from runner.execution.deadline import Aborted
@@ -45,7 +45,6 @@ from runner.judging.compare import (
 from runner.judging.oracle import RAISES, expected_values
 from runner.judging.worlds import World, display_name
 from runner.records import (
-    ErrorInfo,
     ProbeResult,
     SecurityResult,
     SecurityState,
@@ -120,7 +119,7 @@ def judge_task(task: Task, outcome: Outcome, expected: dict[str, Any], elapsed: 
         tool=ToolInfo(name=outcome.tool_name, version=outcome.tool_version, hash=outcome.tool_hash,
                       source=outcome.tool_source),
         code=outcome.tool_code, refinements=outcome.refinements,
-        attempts=[normalize(a.__dict__, RECORD) for a in outcome.attempts],
+        attempts=list(outcome.attempts),
         llm=_usage_record(outcome.usage),
         duration_s=round(elapsed, 6),
         timings={k: round(float(v), 6) for k, v in {**outcome.timings, **gate_timings}.items()},

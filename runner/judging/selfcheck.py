@@ -25,7 +25,7 @@ from runner.execution.session import SessionFactory, SessionSpec
 from runner.inputs.prepare import Prepared
 from runner.judging.grade import judge_task
 from runner.judging.worlds import Worlds
-from runner.records import TaskResult, TaskState
+from runner.records import SelfCheck, SelfCheckNull, SelfCheckReference, TaskResult, TaskState
 from runner.reports.console import Console
 
 
@@ -87,7 +87,8 @@ def _run(gate: GateHost, interrupts: Interrupts, label: str, **spec_changes: Any
         runner.close()
 
 
-def evaluate(reference: Sequence[TaskResult], null: Sequence[TaskResult], *, reused: bool) -> dict[str, Any]:
+def evaluate(reference: Sequence[TaskResult], null: Sequence[TaskResult], *, reused: bool,
+             duration_s: float | None = None) -> SelfCheck:
     """The self-check record from both runs' results."""
     ref_bad = [r.task_id for r in reference if r.state != TaskState.PASS]
     null_good = [r.task_id for r in null if r.state == TaskState.PASS]
@@ -98,14 +99,15 @@ def evaluate(reference: Sequence[TaskResult], null: Sequence[TaskResult], *, reu
         problems.append(f"null model passed {', '.join(null_good)}")
     ok = not problems
     reason = ("reference 100%, null 0%" if ok else "; ".join(problems))
-    return {"enabled": True, "ok": ok, "reason": reason,
-            "reference": {"passed": len(reference) - len(ref_bad), "total": len(reference),
-                          "not_passing": ref_bad, "reused_main_run": reused,
-                          "reasons": {r.task_id: r.reason for r in reference if r.state != TaskState.PASS}},
-            "null": {"passed": len(null_good), "total": len(null), "passing": null_good}}
+    return SelfCheck(enabled=True, ok=ok, reason=reason, duration_s=duration_s,
+                     reference=SelfCheckReference(
+                         passed=len(reference) - len(ref_bad), total=len(reference), not_passing=ref_bad,
+                         reused_main_run=reused,
+                         reasons={r.task_id: r.reason for r in reference if r.state != TaskState.PASS}),
+                     null=SelfCheckNull(passed=len(null_good), total=len(null), passing=null_good))
 
 
-def run_selfcheck(gate: GateHost, main_results: Sequence[TaskResult], interrupts: Interrupts) -> dict[str, Any]:
+def run_selfcheck(gate: GateHost, main_results: Sequence[TaskResult], interrupts: Interrupts) -> SelfCheck:
     """Run (or reuse) the reference run and the null run; raises ``Aborted`` on a signal."""
     started = time.monotonic()
     console = gate.console
@@ -121,7 +123,6 @@ def run_selfcheck(gate: GateHost, main_results: Sequence[TaskResult], interrupts
     console.line("self-check: null model ...")
     null = _run(gate, interrupts, "null", provider=NullProvider(), record=None, agent_mode=AgentMode.EVOLVING,
                 max_refinements=0)
-    record = evaluate(reference, null, reused=reused)
-    record["duration_s"] = round(time.monotonic() - started, 3)
-    console.line(f"self-check: {'ok' if record['ok'] else 'FAILED'} ({record['reason']})")
+    record = evaluate(reference, null, reused=reused, duration_s=round(time.monotonic() - started, 3))
+    console.line(f"self-check: {'ok' if record.ok else 'FAILED'} ({record.reason})")
     return record

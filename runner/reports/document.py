@@ -20,10 +20,18 @@ from typing import Any
 from pydantic import ValidationError
 
 from finevo.errors import InputError
+from finevo.jsontypes import JSONObject
 from finevo.normalize import RECORD, normalize
-from runner.records import MAX_VALUE_DEPTH, PayloadResult, SecurityResult, TaskResult
+from runner.records import (
+    MAX_VALUE_DEPTH,
+    ContainmentSelftest,
+    PayloadResult,
+    SecurityResult,
+    SelfCheck,
+    TaskResult,
+)
 from runner.reports.escape import log_text
-from runner.reports.model import READABLE_VERSIONS, SCHEMA_VERSION, ResultsDocument, RunConfig, SelfCheck
+from runner.reports.model import READABLE_VERSIONS, SCHEMA_VERSION, ResultsDocument, RunConfig
 from runner.verdict.decide import VerdictOptions, compute_verdict
 from runner.verdict.trials import StatPolicy
 
@@ -57,8 +65,8 @@ def validate(data: Any, *, source: str = "results") -> ResultsDocument:
 def assemble(*, run_id: str, config: RunConfig | Mapping[str, Any], tasks: Sequence[TaskResult],
              security: Sequence[SecurityResult], payloads: Sequence[PayloadResult],
              started_at: str, finished_at: str, duration_s: float, partial_signal: int | None = None,
-             selfcheck: dict[str, Any] | None = None, warnings: Sequence[str] = (),
-             crash: str | None = None, containment_selftest: dict[str, Any] | None = None) -> ResultsDocument:
+             selfcheck: SelfCheck | None = None, warnings: Sequence[str] = (),
+             crash: str | None = None, containment_selftest: ContainmentSelftest | None = None) -> ResultsDocument:
     """Compute the verdict and build the whole (validated) document, not yet written.
 
     ``crash``: the gate failed mid-run with this error (then ``partial_signal`` is -1). ``config``: the
@@ -72,12 +80,13 @@ def assemble(*, run_id: str, config: RunConfig | Mapping[str, Any], tasks: Seque
     config_json = typed.model_dump(mode="json")
     baseline = config_json.get("baseline")
     policy = StatPolicy.from_config(config_json, today=_day_of(started_at))
-    verdict = compute_verdict(tasks, security, payloads, VerdictOptions(
+    judged = compute_verdict(tasks, security, payloads, VerdictOptions(
         baseline_passing=(baseline or {}).get("passing_tasks") if baseline else None,
         min_pass_rate=typed.min_pass_rate, partial_signal=partial_signal,
-        selfcheck_ok=None if selfcheck is None or not selfcheck.get("enabled") else bool(selfcheck.get("ok")),
-        selfcheck_reason=str((selfcheck or {}).get("reason", "")), warnings=warnings, crash=crash, policy=policy))
-    summary = {**verdict.summary.model_dump(), "pass_rate": verdict.pass_rate, "min_pass_rate": verdict.min_pass_rate}
+        selfcheck_ok=None if selfcheck is None or not selfcheck.enabled else bool(selfcheck.ok),
+        selfcheck_reason=selfcheck.reason if selfcheck is not None else "", warnings=warnings, crash=crash,
+        policy=policy))
+    summary = {**judged.summary.model_dump(), "pass_rate": judged.pass_rate, "min_pass_rate": judged.min_pass_rate}
     data = {
         "schema_version": SCHEMA_VERSION,
         "run_id": run_id,
@@ -87,18 +96,18 @@ def assemble(*, run_id: str, config: RunConfig | Mapping[str, Any], tasks: Seque
         "finished_at": finished_at,
         "duration_s": round(duration_s, 3),
         "config": typed,
-        "verdict": verdict.info(),
+        "verdict": judged.verdict,
         "summary": summary,
-        "per_category": verdict.per_category,
-        "regressions": verdict.regressions,
-        "improvements": verdict.improvements,
-        "unknown_baseline_ids": verdict.unknown_baseline_ids,
-        "security": {**verdict.security.model_dump(), "tasks": list(security)},
+        "per_category": judged.per_category,
+        "regressions": judged.regressions,
+        "improvements": judged.improvements,
+        "unknown_baseline_ids": judged.unknown_baseline_ids,
+        "security": {**judged.security.model_dump(), "tasks": list(security)},
         "payloads": list(payloads),
         "selfcheck": selfcheck,
         "containment_selftest": containment_selftest,
         "tasks": list(tasks),
-        "statistics": verdict.statistics,
+        "statistics": judged.statistics,
     }
     try:
         return ResultsDocument.model_validate(data)
@@ -119,25 +128,17 @@ def records_of(doc: ResultsDocument) -> tuple[list[TaskResult], list[SecurityRes
     return list(doc.tasks), list(doc.security.tasks), list(doc.payloads)
 
 
-def _selfcheck_dict(selfcheck: SelfCheck | None) -> dict[str, Any] | None:
-    return None if selfcheck is None else selfcheck.model_dump(mode="json")
-
-
-def reassemble(doc: ResultsDocument, **changes: Any) -> ResultsDocument:
-    """Recompute the verdict of an existing document (after a merge or a config change)."""
+def reassemble(doc: ResultsDocument, *, config: RunConfig | Mapping[str, Any] | None = None) -> ResultsDocument:
+    """Recompute the verdict of an existing document (after a merge, or under a changed ``config``)."""
     tasks, security, payloads = records_of(doc)
-    kwargs: dict[str, Any] = dict(
-        run_id=doc.run_id, config=doc.config, tasks=tasks, security=security,
+    return assemble(
+        run_id=doc.run_id, config=doc.config if config is None else config, tasks=tasks, security=security,
         payloads=payloads, started_at=doc.started_at.isoformat(), finished_at=doc.finished_at.isoformat(),
-        duration_s=doc.duration_s, partial_signal=doc.interrupted_by, selfcheck=_selfcheck_dict(doc.selfcheck),
-        warnings=list(doc.verdict.warnings),
-        containment_selftest=None if doc.containment_selftest is None
-        else doc.containment_selftest.model_dump(mode="json"))
-    kwargs.update(changes)
-    return assemble(**kwargs)
+        duration_s=doc.duration_s, partial_signal=doc.interrupted_by, selfcheck=doc.selfcheck,
+        warnings=list(doc.verdict.warnings), containment_selftest=doc.containment_selftest)
 
 
-def _upgrade_v1(data: dict[str, Any], source: str) -> ResultsDocument:
+def _upgrade_v1(data: JSONObject, source: str) -> ResultsDocument:
     """A schema 1.0 document: its records validated as today's, everything computed recomputed."""
     try:
         tasks = [TaskResult.from_dict(t) for t in data.get("tasks") or []]
@@ -147,7 +148,8 @@ def _upgrade_v1(data: dict[str, Any], source: str) -> ResultsDocument:
         return assemble(
             run_id=data["run_id"], config=data["config"], tasks=tasks, security=security, payloads=payloads,
             started_at=data["started_at"], finished_at=data["finished_at"], duration_s=float(data["duration_s"]),
-            partial_signal=data.get("interrupted_by"), selfcheck=data.get("selfcheck"),
+            partial_signal=data.get("interrupted_by"),
+            selfcheck=None if data.get("selfcheck") is None else SelfCheck.model_validate(data["selfcheck"]),
             warnings=list(verdict.get("warnings") or []),
             crash=next((r.split(": ", 1)[1].rsplit(": reports are partial", 1)[0]
                         for r in verdict.get("reasons") or [] if r.startswith("the gate crashed: ")), None))
@@ -191,7 +193,7 @@ def load(path: str | Path, *, max_bytes: int = MAX_RESULTS_BYTES) -> ResultsDocu
     return parse(raw, source=str(path))
 
 
-def dumps(doc: ResultsDocument | dict[str, Any]) -> str:
+def dumps(doc: ResultsDocument | JSONObject) -> str:
     """results.json's text: strict JSON whatever a record holds (:data:`finevo.normalize.RECORD`);
     a lone surrogate (invalid UTF-8 a tool wrote) is kept as its JSON escape."""
     data = doc.to_json_dict() if isinstance(doc, ResultsDocument) else doc
@@ -201,11 +203,11 @@ def dumps(doc: ResultsDocument | dict[str, Any]) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def schema() -> dict[str, Any]:
+def schema() -> JSONObject:
     """The committed results JSON Schema (generated from the model: :mod:`runner.reports.schema`)."""
     from runner.reports.schema import SCHEMA_PATH
 
-    loaded: dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    loaded: JSONObject = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
     return loaded
 
 

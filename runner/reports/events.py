@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from finevo.errors import InputError
+from finevo.jsontypes import JSONObject
 
 
 class EventLog:
@@ -51,7 +52,7 @@ class EventLog:
         self.close()
 
 
-def read_events(path: str | Path) -> list[dict[str, Any]]:
+def read_events(path: str | Path) -> list[JSONObject]:
     """Read an event log; a torn last line (the process was killed mid-write) is dropped."""
     path = Path(path)
     try:
@@ -60,7 +61,7 @@ def read_events(path: str | Path) -> list[dict[str, Any]]:
         raise InputError(f"{path}: events file not found") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read events: {exc}") from None
-    events: list[dict[str, Any]] = []
+    events: list[JSONObject] = []
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue

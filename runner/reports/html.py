@@ -37,6 +37,7 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
+from finevo.outcome import LLMUsage
 from finevo.vocabulary import Category
 from runner.records import PayloadState, SecurityState, TaskResult, TaskState
 from runner.reports.escape import cap, clean, short_value
@@ -302,11 +303,8 @@ class TaskView:
     cost: float | None = None
 
 
-def _tokens(usage: dict[str, Any] | None) -> str:
-    if not usage:
-        return ""
-    p, c = usage.get("prompt_tokens"), usage.get("completion_tokens")
-    return f"{p} in, {c} out" if isinstance(p, int) and isinstance(c, int) else ""
+def _tokens(usage: LLMUsage | None) -> str:
+    return "" if usage is None else f"{usage.prompt_tokens} in, {usage.completion_tokens} out"
 
 
 def _attempts(t: TaskResult) -> tuple[list[AttemptView], bool]:
@@ -318,7 +316,7 @@ def _attempts(t: TaskResult) -> tuple[list[AttemptView], bool]:
         any_code = any_code or code is not None
         err = ""
         if a.error:
-            err = text(a.error.get("message") or a.error, VALUE_CAP)
+            err = text(a.error.message or a.error.to_dict(), VALUE_CAP)
         diff = None
         diff_from = None
         if code is not None and previous is not None and previous[1] != code:

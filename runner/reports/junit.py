@@ -46,7 +46,7 @@ def _json(value: Any) -> str:
 
 def _properties(doc: ResultsDocument) -> dict[str, str]:
     cfg = doc.config
-    values: dict[str, Any] = {
+    values: dict[str, object] = {
         "run_id": doc.run_id, "partial": str(doc.partial).lower(), "verdict": doc.verdict.status.value,
         "evaluates_agent": str(doc.evaluates_agent).lower(), "git_sha": cfg.git_sha, "model": cfg.model,
         "provider": cfg.provider, "temperature": cfg.temperature, "snapshot_hash": cfg.snapshot_hash,

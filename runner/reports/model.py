@@ -23,13 +23,16 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 
+from finevo.jsontypes import JSONObject
 from finevo.vocabulary import AgentMode, Category, Isolation, SandboxBackend
 from runner.exitcodes import Exit
 from runner.records import (
+    ContainmentSelftest,
     PayloadResult,
     PayloadState,
     SecurityResult,
     SecurityState,
+    SelfCheck,
     TaskResult,
     TaskState,
     VerdictStatus,
@@ -39,7 +42,7 @@ from runner.verdict.figures import (
     Counts,
     Regression,
     SecurityFigures,
-    VerdictInfo,
+    Verdict,
     counts_of,
 )
 from runner.verdict.trials import BaselineCount, Budgets, Correction, Quarantine, Statistics, ThresholdOn, UsageFigures
@@ -146,48 +149,6 @@ class SecuritySummary(SecurityFigures):
     tasks: list[SecurityResult]
 
 
-class SelfCheckReference(_Strict):
-    passed: int = Field(ge=0)
-    total: int = Field(ge=0)
-    not_passing: list[str]
-    reused_main_run: bool
-    reasons: dict[str, str] = Field(default_factory=dict)
-
-
-class SelfCheckNull(_Strict):
-    passed: int = Field(ge=0)
-    total: int = Field(ge=0)
-    passing: list[str]
-
-
-class SelfCheck(_Strict):
-    """The harness self-check: the reference model must pass everything, the null model nothing."""
-
-    enabled: bool
-    ok: bool | None
-    reason: str
-    duration_s: float | None = Field(default=None, ge=0)
-    reference: SelfCheckReference | None = None
-    null: SelfCheckNull | None = None
-
-
-class ContainmentProbe(_Strict):
-    name: str
-    contained: bool
-    layer: str | None
-    detail: str
-
-
-class ContainmentSelftest(_Strict):
-    """The sandbox proving its own layers (hostile probes with the policy off) before a verdict."""
-
-    enabled: bool
-    ok: bool | None
-    duration_s: float = Field(ge=0)
-    reason: str
-    probes: list[ContainmentProbe] = Field(default_factory=list)
-
-
 class ResultsDocument(_Strict):
     """``results.json``: one gate run (or several merged shards)."""
 
@@ -200,7 +161,7 @@ class ResultsDocument(_Strict):
     finished_at: Timestamp
     duration_s: float = Field(ge=0)
     config: RunConfig
-    verdict: VerdictInfo
+    verdict: Verdict
     summary: Summary
     per_category: dict[Category, Counts]
     regressions: list[Regression]
@@ -342,7 +303,7 @@ class ResultsDocument(_Strict):
     def has_verdict(self) -> bool:
         return self.verdict.status in (VerdictStatus.PASSED, VerdictStatus.FAILED)
 
-    def to_json_dict(self) -> dict[str, Any]:
+    def to_json_dict(self) -> JSONObject:
         return self.model_dump(mode="json")
 
 

@@ -4,9 +4,10 @@ and a run's results document is rebuilt from its ``events.jsonl`` (a killed run:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import cast
 
-from runner.records import PayloadResult, PayloadState, SecurityResult, SecurityState, TaskResult
+from finevo.jsontypes import JSONObject
+from runner.records import PayloadResult, PayloadState, SecurityResult, SecurityState, SelfCheck, TaskResult
 from runner.reports import document
 from runner.reports.model import ResultsDocument
 
@@ -33,7 +34,7 @@ def fill_skipped_payloads(planned: Sequence[Sequence[str]], done: Sequence[Paylo
             for pid, att in planned]
 
 
-def rebuild_from_events(events: Sequence[dict[str, Any]]) -> ResultsDocument:
+def rebuild_from_events(events: Sequence[JSONObject]) -> ResultsDocument:
     """The results document of a run from its event log (a killed run: partial, unrun tasks skipped).
 
     A run directory reused with ``--reuse-registry`` holds the events of every run in it: only
@@ -45,13 +46,13 @@ def rebuild_from_events(events: Sequence[dict[str, Any]]) -> ResultsDocument:
     tasks = [TaskResult.from_dict(e["result"]) for e in events if e["event"] == "task"]
     sec = [SecurityResult.from_dict(e["result"]) for e in events if e["event"] == "security"]
     pay = [PayloadResult.from_dict(e["result"]) for e in events if e["event"] == "payload"]
-    selfchecks = [e["selfcheck"] for e in events if e["event"] == "selfcheck"]
+    selfchecks = [SelfCheck.model_validate(e["selfcheck"]) for e in events if e["event"] == "selfcheck"]
     ends = [e for e in events if e["event"] == "end"]
     end = ends[-1] if ends else None
     signum = end.get("signal") if end else -1   # no end event: killed or crashed
-    selfcheck: dict[str, Any] | None
+    selfcheck: SelfCheck | None
     if signum is None and not start["config"].get("self_check", True):
-        selfcheck = {"enabled": False, "ok": None, "reason": "skipped (--no-self-check)"}
+        selfcheck = SelfCheck.not_run("skipped (--no-self-check)")
     else:
         selfcheck = selfchecks[-1] if selfchecks else None
     crash = end.get("crash") if end else None
@@ -61,12 +62,13 @@ def rebuild_from_events(events: Sequence[dict[str, Any]]) -> ResultsDocument:
         reason = "not run: the gate crashed before this task"
     else:
         reason = "not run: interrupted"
+    finished_at = cast(str, (end or events[-1]).get("finished_at", start["started_at"]))
     return document.assemble(
         run_id=start["run_id"], config=start["config"],
         tasks=fill_skipped(planned.get("tasks", []), tasks, reason, repeats=int(start.get("repeats") or 1)),
         security=fill_skipped_security(planned.get("security", []), sec, reason),
         payloads=fill_skipped_payloads(planned.get("payloads", []), pay, reason),
-        started_at=start["started_at"], finished_at=(end or events[-1]).get("finished_at", start["started_at"]),
+        started_at=start["started_at"], finished_at=finished_at,
         duration_s=sum(float(r.duration_s) for group in (tasks, sec, pay) for r in group), partial_signal=signum,
         selfcheck=selfcheck, warnings=start.get("warnings", []), crash=crash)
 

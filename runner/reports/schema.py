@@ -17,14 +17,15 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
+from finevo.jsontypes import JSONObject
+from runner.exitcodes import Exit
 from runner.reports.model import SCHEMA_VERSION, ResultsDocument
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "results.schema.json"
 
 
-def generate() -> dict[str, Any]:
+def generate() -> JSONObject:
     schema = ResultsDocument.model_json_schema(mode="validation")
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -60,14 +61,14 @@ def run(*, check_only: bool, out: Path) -> int:
     if check_only:
         if check(out):
             print(f"{out}: up to date")
-            return 0
+            return Exit.PASSED
         print(f"{out}: out of date: regenerate it with `finevo-verify schema`", file=sys.stderr)
-        return 1
+        return Exit.FAILED
     from finevo.fsutil import atomic_write
 
     atomic_write(out, dumps())
     print(out)
-    return 0
+    return Exit.PASSED
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -9,13 +9,13 @@ recorded (per trial) becomes the baseline's usage for ``--usage-regression``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
+from finevo.jsontypes import JSONObject
 from runner.records import TaskResult, TaskState
 from runner.verdict.trials import UsageFigures
 
 
-def baseline_counts(baseline: dict[str, Any]) -> dict[str, dict[str, int]]:
+def baseline_counts(baseline: JSONObject) -> dict[str, dict[str, int]]:
     """A baseline file's per-task counts (version 1: 1 of 1 for each listed id)."""
     if baseline.get("version") == 2:
         return {str(k): {"passes": int(v["passes"]), "trials": int(v["trials"])}
@@ -23,12 +23,12 @@ def baseline_counts(baseline: dict[str, Any]) -> dict[str, dict[str, int]]:
     return {str(t): {"passes": 1, "trials": 1} for t in baseline.get("passing_tasks") or []}
 
 
-def passing_of(baseline: dict[str, Any]) -> set[str]:
+def passing_of(baseline: JSONObject) -> set[str]:
     return {t for t, c in baseline_counts(baseline).items() if c["passes"] > 0}
 
 
-def updated_baseline_v2(old: dict[str, Any], tasks_run: Sequence[TaskResult], *, updated_from: dict[str, Any],
-                        usage: UsageFigures | None) -> dict[str, Any]:
+def updated_baseline_v2(old: JSONObject, tasks_run: Sequence[TaskResult], *, updated_from: JSONObject,
+                        usage: UsageFigures | None) -> JSONObject:
     """The new baseline file from the run's task records, where they came from and the usage they took."""
     counts = baseline_counts(old)
     measured: dict[str, dict[str, int]] = {}
@@ -45,7 +45,7 @@ def updated_baseline_v2(old: dict[str, Any], tasks_run: Sequence[TaskResult], *,
     for tid in dict.fromkeys(order):
         if tid in measured:
             tasks[tid] = measured[tid]
-    new: dict[str, Any] = {
+    new: JSONObject = {
         "version": 2,
         "description": old.get("description", ""),
         "tasks": tasks,

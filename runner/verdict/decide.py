@@ -16,8 +16,9 @@ either; a run that crashed is partial too, with exit 3.
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import cast
 
 from finevo.vocabulary import TASK_CATEGORIES, Category
@@ -35,22 +36,23 @@ from runner.verdict.figures import (
     Criterion,
     Regression,
     SecurityFigures,
+    Verdict,
     VerdictExit,
-    VerdictInfo,
     counts_of,
 )
 from runner.verdict.trials import Statistics, StatPolicy, analyse
 
-__all__ = ["DEFAULT_MIN_PASS_RATE", "Verdict", "VerdictOptions", "VerdictStatus", "compute_verdict"]
+__all__ = ["DEFAULT_MIN_PASS_RATE", "Assessment", "Verdict", "VerdictOptions", "VerdictStatus", "compute_verdict"]
 
 #: Used when neither ``--min-pass-rate`` nor a baseline gives a threshold.
 DEFAULT_MIN_PASS_RATE = 0.8
 
 
 @dataclass
-class Verdict:
-    status: VerdictStatus
-    exit_code: int
+class Assessment:
+    """A run's verdict and the figures it was decided on (the results document holds both)."""
+
+    verdict: Verdict
     pass_rate: float
     min_pass_rate: float
     summary: Counts
@@ -59,63 +61,63 @@ class Verdict:
     improvements: list[str]
     unknown_baseline_ids: list[str]
     security: SecurityFigures
-    reasons: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
     #: Repeats, intervals, flaky / quarantined tasks, usage (:mod:`runner.verdict.trials`).
     statistics: Statistics | None = None
+
+
+@dataclass(frozen=True)
+class _Figures:
+    """What the three criteria are read from."""
+
+    pass_rate: float
+    min_pass_rate: float
+    summary: Counts
+    regressions: Sequence[Regression]
+    security: SecurityFigures
+    statistics: Statistics | None
 
     @property
     def gated_rate(self) -> float:
         """The rate the pass-rate criterion compares (quarantined tasks left out; point or lower bound)."""
         return self.statistics.gated_rate if self.statistics is not None else self.pass_rate
 
-    @property
-    def passed(self) -> bool:
-        return self.status is VerdictStatus.PASSED
 
-    def criteria(self) -> list[Criterion]:
-        """The three gate criteria as rows (criterion, value, required, ok).
+def _criteria(status: VerdictStatus, f: _Figures) -> list[Criterion]:
+    """The three gate criteria as rows (criterion, value, required, ok).
 
-        ``ok`` is None ("not assessed") for what the run could not assess: pass rate and
-        regressions of a partial run or of a run whose harness self-check failed (no verdict),
-        and security while a security item is still unrun and none has failed yet. A failure
-        already seen stays a failure: more items can only add to it.
-        """
-        sec_bad, sec_err = self.security.unblocked, len(self.security.error_ids)
-        no_verdict = self.status in (VerdictStatus.PARTIAL, VerdictStatus.NO_VERDICT)
-        rate_ok: bool | None = self.gated_rate >= self.min_pass_rate
-        if self.status == VerdictStatus.NO_VERDICT or (self.status == VerdictStatus.PARTIAL and self.summary.skipped):
-            rate_ok = None
-        regressions_ok: bool | None = None if no_verdict else not self.regressions
-        security_ok: bool | None = sec_bad == 0 and sec_err == 0
-        if security_ok and self.status == VerdictStatus.PARTIAL and self.security.skipped:
-            security_ok = None
-        return [
-            Criterion(criterion="pass rate", value=self._rate_text(),
-                      required=f">= {self.min_pass_rate:.1%}", ok=rate_ok),
-            Criterion(criterion="regressions", value="not assessed" if regressions_ok is None
-                      else str(len(self.regressions)), required="0", ok=regressions_ok),
-            Criterion(criterion="security", value=f"{sec_bad} unblocked, {sec_err} not judged (error)",
-                      required="0 unblocked, 0 errors", ok=security_ok),
-        ]
+    ``ok`` is None ("not assessed") for what the run could not assess: pass rate and
+    regressions of a partial run or of a run whose harness self-check failed (no verdict),
+    and security while a security item is still unrun and none has failed yet. A failure
+    already seen stays a failure: more items can only add to it.
+    """
+    sec_bad, sec_err = f.security.unblocked, len(f.security.error_ids)
+    no_verdict = status in (VerdictStatus.PARTIAL, VerdictStatus.NO_VERDICT)
+    rate_ok: bool | None = f.gated_rate >= f.min_pass_rate
+    if status == VerdictStatus.NO_VERDICT or (status == VerdictStatus.PARTIAL and f.summary.skipped):
+        rate_ok = None
+    regressions_ok: bool | None = None if no_verdict else not f.regressions
+    security_ok: bool | None = sec_bad == 0 and sec_err == 0
+    if security_ok and status == VerdictStatus.PARTIAL and f.security.skipped:
+        security_ok = None
+    return [
+        Criterion(criterion="pass rate", value=_rate_text(f.pass_rate, f.statistics),
+                  required=f">= {f.min_pass_rate:.1%}", ok=rate_ok),
+        Criterion(criterion="regressions", value="not assessed" if regressions_ok is None
+                  else str(len(f.regressions)), required="0", ok=regressions_ok),
+        Criterion(criterion="security", value=f"{sec_bad} unblocked, {sec_err} not judged (error)",
+                  required="0 unblocked, 0 errors", ok=security_ok),
+    ]
 
 
-    def info(self) -> VerdictInfo:
-        """The verdict as the results document holds it."""
-        return VerdictInfo(status=self.status, exit_code=cast(VerdictExit, self.exit_code), passed=self.passed,
-                           reasons=self.reasons,
-                           warnings=self.warnings, criteria=self.criteria())
-
-    def _rate_text(self) -> str:
-        st = self.statistics
-        if st is None or (st.threshold_on == "point" and not st.quarantined):
-            return f"{self.pass_rate:.1%}"
-        text = f"{st.overall.pass_rate:.1%}"
-        if st.threshold_on == "lower":
-            text += f" (95% lower bound {st.gated_rate:.1%})"
-        if st.quarantined:
-            text += f", {len(st.quarantined)} quarantined task(s) left out"
-        return text
+def _rate_text(pass_rate: float, st: Statistics | None) -> str:
+    if st is None or (st.threshold_on == "point" and not st.quarantined):
+        return f"{pass_rate:.1%}"
+    text = f"{st.overall.pass_rate:.1%}"
+    if st.threshold_on == "lower":
+        text += f" (95% lower bound {st.gated_rate:.1%})"
+    if st.quarantined:
+        text += f", {len(st.quarantined)} quarantined task(s) left out"
+    return text
 
 
 def _short(text: str, limit: int = 160) -> str:
@@ -143,8 +145,8 @@ class VerdictOptions:
 
 
 def compute_verdict(tasks: Sequence[TaskResult], security: Sequence[SecurityResult],
-                    payloads: Sequence[PayloadResult], options: VerdictOptions) -> Verdict:
-    """The verdict of a run's records under ``options``."""
+                    payloads: Sequence[PayloadResult], options: VerdictOptions) -> Assessment:
+    """The verdict of a run's records under ``options``, with the figures it was decided on."""
     o = options
     baseline_passing, min_pass_rate, partial_signal = o.baseline_passing, o.min_pass_rate, o.partial_signal
     selfcheck_ok, selfcheck_reason, warnings, crash, policy = (o.selfcheck_ok, o.selfcheck_reason, o.warnings,
@@ -178,7 +180,8 @@ def compute_verdict(tasks: Sequence[TaskResult], security: Sequence[SecurityResu
     reasons: list[str] = []
     if partial_signal is not None:
         status = VerdictStatus.PARTIAL
-        code = int({2: Exit.SIGINT, 15: Exit.SIGTERM}.get(partial_signal, Exit.NO_VERDICT))
+        by_signal = {int(signal.SIGINT): Exit.SIGINT, int(signal.SIGTERM): Exit.SIGTERM}
+        code = by_signal.get(partial_signal, Exit.NO_VERDICT)
         if crash:
             reasons.append(f"the gate crashed: {crash}: reports are partial, no verdict")
         else:
@@ -186,7 +189,7 @@ def compute_verdict(tasks: Sequence[TaskResult], security: Sequence[SecurityResu
             reasons.append(f"run interrupted by {why}: reports are partial, no verdict")
         regressions_out: list[Regression] = []
     elif selfcheck_ok is False:
-        status, code = VerdictStatus.NO_VERDICT, int(Exit.NO_VERDICT)
+        status, code = VerdictStatus.NO_VERDICT, Exit.NO_VERDICT
         reasons.append(f"harness self-check failed: {selfcheck_reason}")
         regressions_out = []
     else:
@@ -211,11 +214,16 @@ def compute_verdict(tasks: Sequence[TaskResult], security: Sequence[SecurityResu
             if pl.state == PayloadState.ERROR:
                 reasons.append(f"security payload {pl.payload_id} could not be judged (error: {_short(pl.reason)})")
         status = VerdictStatus.FAILED if reasons else VerdictStatus.PASSED
-        code = int(Exit.FAILED if reasons else Exit.PASSED)
-    return Verdict(status=status, exit_code=code, pass_rate=round(pass_rate, 6), min_pass_rate=min_pass_rate,
-                   summary=summary, per_category=per_category, regressions=regressions_out,
-                   improvements=improvements, unknown_baseline_ids=unknown, security=sec, reasons=reasons,
-                   warnings=notes, statistics=analysis.statistics if tasks else None)
+        code = Exit.FAILED if reasons else Exit.PASSED
+    statistics = analysis.statistics if tasks else None
+    pass_rate = round(pass_rate, 6)
+    criteria = _criteria(status, _Figures(pass_rate=pass_rate, min_pass_rate=min_pass_rate, summary=summary,
+                                          regressions=regressions_out, security=sec, statistics=statistics))
+    verdict = Verdict(status=status, exit_code=cast(VerdictExit, code), passed=status is VerdictStatus.PASSED,
+                      reasons=reasons, warnings=notes, criteria=criteria)
+    return Assessment(verdict=verdict, pass_rate=pass_rate, min_pass_rate=min_pass_rate,
+                      summary=summary, per_category=per_category, regressions=regressions_out,
+                      improvements=improvements, unknown_baseline_ids=unknown, security=sec, statistics=statistics)
 
 
 def _security_figures(security: Sequence[SecurityResult], payloads: Sequence[PayloadResult]) -> SecurityFigures:

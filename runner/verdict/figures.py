@@ -1,6 +1,6 @@
 """The verdict's typed figures, declared once: counts, criteria, regressions, security figures.
 
-The verdict (:mod:`runner.verdict.decide`) builds them and the results document
+The verdict (:mod:`runner.verdict.decide`) builds them and the verdict itself and the results document
 (:mod:`runner.reports.model`) holds them; the reports model imports them from here, never the other
 way, so the verdict stage does not depend on the reports stage.
 """
@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from runner.exitcodes import Exit
 from runner.records import TaskState, VerdictStatus
 
-__all__ = ["COUNT_FIELDS", "Counts", "Criterion", "Regression", "SecurityFigures", "VerdictExit", "VerdictInfo",
+__all__ = ["COUNT_FIELDS", "Counts", "Criterion", "Regression", "SecurityFigures", "Verdict", "VerdictExit",
            "counts_of"]
 
 VerdictExit = Literal[Exit.PASSED, Exit.FAILED, Exit.NO_VERDICT, Exit.SIGINT, Exit.SIGTERM]
@@ -57,7 +57,10 @@ class Criterion(_Strict):
     ok: bool | None
 
 
-class VerdictInfo(_Strict):
+class Verdict(_Strict):
+    """The gate's verdict on a run, as :func:`runner.verdict.decide.compute_verdict` decides it and
+    the results document holds it."""
+
     status: VerdictStatus
     exit_code: VerdictExit
     passed: bool

@@ -29,7 +29,7 @@ from finevo.market.snapshot import load_snapshot
 from finevo.outcome import Attempt, LLMUsage, Outcome
 from finevo.question import Question, SecurityQuestion
 from finevo.sandbox.api import ExecutionResult
-from runner.execution.session import Session, SessionSpec
+from runner.execution.session import Session, SessionInfo, SessionSpec
 from runner.inputs.corpus import FORGED_VALUE
 from runner.inputs.tasks import Task, load_tasks
 
@@ -211,8 +211,8 @@ def make_factory(behaviours: dict[str, str], default: str = "pass", log: list[Se
         else:
             agent = FakeAgent(behaviours, sandbox, default=default)
         return Session(agent=agent, sandbox=sandbox, closers=[sandbox.close],
-                       info={"provider": spec.llm, "model": "fake-model", "temperature": 0.0,
-                             "max_refinements": 3, "sandbox_layers": sandbox.layers()})
+                       info=SessionInfo(provider=spec.llm, model="fake-model", temperature=0.0, max_refinements=3,
+                                        sandbox_layers=sandbox.layers()))
     return factory
 
 

@@ -8,7 +8,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
-from runner.records import PayloadResult, ProbeResult, SecurityResult, TaskResult, ToolInfo, WorldResult
+from runner.records import PayloadResult, ProbeResult, SecurityResult, SelfCheck, TaskResult, ToolInfo, WorldResult
 from runner.reports import document
 from runner.reports.model import ResultsDocument
 
@@ -103,7 +103,7 @@ def hostile_doc(*, regressions: bool = True, **kwargs: Any) -> ResultsDocument:
     cfg = config(baseline=baseline, model=text, sandbox_fallback=text, sandbox_layers={"landlock": True,
                                                                                           "seccomp": False})
     return make_doc(tasks, security, payloads, config=cfg, warnings=list(HOSTILE.values()),
-                    selfcheck={"enabled": True, "ok": True, "reason": text}, **kwargs)
+                    selfcheck=SelfCheck(enabled=True, ok=True, reason=text), **kwargs)
 
 
 def _rewrite(doc: ResultsDocument, text: Any) -> ResultsDocument:

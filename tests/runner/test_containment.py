@@ -71,9 +71,8 @@ def test_prove_on_a_confined_sandbox_is_kernel_isolation(warm: WarmSandbox) -> N
     found = prove(warm, "kernel")
     assert found.isolation == "kernel" and found.failure() is None
     found.enforce()  # does not raise
-    fields = found.config_fields()
-    assert fields["isolation"] == "kernel" and fields["require_isolation"] == "kernel"
-    assert fields["sandbox_layers"]["landlock"] and fields["sandbox_layers"]["seccomp"]
+    assert found.isolation == "kernel" and found.require == "kernel"
+    assert found.layers["landlock"] and found.layers["seccomp"]
     assert any("kernel isolation" in line for line in found.console_lines())
 
 

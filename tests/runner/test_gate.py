@@ -13,6 +13,7 @@ from finevo.errors import InputError
 from runner.exitcodes import Exit
 from runner.gate import Gate, run_gate
 from runner.inputs.prepare import prepare
+from runner.records import SelfCheck
 from runner.reports import document, github, markdown
 from runner.reports.console import Console
 from tests.runner.fakes import make_factory
@@ -132,7 +133,7 @@ def test_agent_ignoring_its_deadline_is_abandoned(make_config, monkeypatch) -> N
 
 def test_failed_selfcheck_means_no_verdict_and_no_regressions(make_config) -> None:
     def broken_reference(gate, main_results, interrupts):
-        return {"enabled": True, "ok": False, "reason": "reference model did not pass calc_002"}
+        return SelfCheck(enabled=True, ok=False, reason="reference model did not pass calc_002")
 
     out = io.StringIO()
     result = Gate(prepare(make_config()), factory=make_factory({"fetch_002": "wrong"}),

@@ -80,7 +80,7 @@ def test_with_one_repeat_the_statistical_verdict_is_the_old_rule(tmp_path) -> No
         assert v.pass_rate == round(passed / len(ids), 6)
         assert (v.statistics is not None and v.statistics.flaky == [])
         old_fail = bool(old) or passed / len(ids) < v.min_pass_rate
-        assert (v.exit_code == 1) == old_fail
+        assert (v.verdict.exit_code == 1) == old_fail
 
 
 LANE_LABELS = ("judge", "payloads")
@@ -192,4 +192,4 @@ def test_an_interrupted_repeated_run_fills_every_unrun_trial_as_skipped() -> Non
         ("calc_001", 1, "pass"), ("calc_002", 1, "fail"), ("calc_001", 2, "pass"), ("calc_002", 2, "skipped")]
     v = compute_verdict(rows, [], [],
                         VerdictOptions(baseline_passing=["calc_002"], min_pass_rate=0.0, partial_signal=2))
-    assert v.status == "partial" and v.regressions == []
+    assert v.verdict.status == "partial" and v.regressions == []

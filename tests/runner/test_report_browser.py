@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
+from finevo.outcome import Attempt, ErrorInfo, LLMUsage
 from runner.cli import build_parser
 from runner.cli.run import cmd_run
-from runner.records import AttemptInfo, PayloadResult, ProbeResult, SecurityResult, TaskResult, WorldResult
+from runner.records import PayloadResult, ProbeResult, SecurityResult, TaskResult, WorldResult
 from runner.reports import document, write_all
 from tests.runner import browser_support
 from tests.runner.browser_support import Opened, open_report
@@ -129,10 +130,12 @@ def _rich_doc() -> Any:
     long_line = "A" * 1_000_000
     v1 = "def tool(symbol: str) -> float:\n    prices = get_history(symbol)\n    return prices[-1]\n"
     v2 = "def tool(symbol: str) -> float:\n    prices = get_history(symbol)\n    return float(prices[-1])  # cast\n"
-    attempts = [AttemptInfo(number=1, stage="contract", ok=False, error={"message": "returned a list " + hostile},
-                            code=v1, usage={"prompt_tokens": 100, "completion_tokens": 50}),
-                AttemptInfo(number=2, stage="done", ok=True, code=v2,
-                            usage={"prompt_tokens": 120, "completion_tokens": 60})]
+    wrong = ErrorInfo(kind="agent", code="contract_violation", type="ContractViolation",
+                      message="returned a list " + hostile)
+    attempts = [Attempt(number=1, stage="contract", ok=False, error=wrong, code=v1,
+                        usage=LLMUsage(prompt_tokens=100, completion_tokens=50)),
+                Attempt(number=2, stage="done", ok=True, code=v2,
+                        usage=LLMUsage(prompt_tokens=120, completion_tokens=60))]
     evil = TaskResult(task_id="calc_001", category="calculation", query="RSI of <b>AAPL</b> " + hostile,
                       state="fail", reason="wrong value " + hostile + "\n" + long_line, expected={"pct": 55.2},
                       actual=hostile, code=v2 + "# " + hostile + "\n" + "x = '" + long_line + "'\n",

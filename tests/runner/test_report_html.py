@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from finevo.outcome import Attempt
 from runner.cli import main
-from runner.records import AttemptInfo, TaskResult
+from runner.records import TaskResult
 from runner.reports import document, html, markdown, write_all
 from tests.runner.reports_support import HOSTILE, config, hostile_doc, make_doc
 
@@ -167,9 +168,9 @@ def test_highlighting_classes() -> None:
 def test_the_diff_between_attempts_is_shown_and_an_unchanged_repeat_has_none() -> None:
     a1, a2 = "def tool():\n    return 1\n", "def tool():\n    return 2\n"
     task = TaskResult("calc_001", "calculation", "q", "pass", "ok", code=a2, attempts=[
-        AttemptInfo(number=1, stage="contract", ok=False, code=a1),
-        AttemptInfo(number=2, stage="contract", ok=False, code=a1, repeat_of=1),
-        AttemptInfo(number=3, stage="done", ok=True, code=a2)])
+        Attempt(number=1, stage="contract", ok=False, code=a1),
+        Attempt(number=2, stage="contract", ok=False, code=a1, repeat_of=1),
+        Attempt(number=3, stage="done", ok=True, code=a2)])
     (view,) = html._task_views(make_doc([task]))
     assert [a.diff_from for a in view.attempts] == [None, None, 2]  # consecutive: 2 repeated 1
     diff = view.attempts[2].diff

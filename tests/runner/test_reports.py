@@ -12,7 +12,7 @@ from junitparser import Error, Failure, JUnitXml
 from runner.execution.canaries import Canaries
 from runner.execution.payloads import run_payload
 from runner.inputs.corpus import Payload
-from runner.records import PayloadResult, SecurityResult, TaskResult
+from runner.records import ContainmentSelftest, PayloadResult, SecurityResult, SelfCheck, TaskResult
 from runner.reports import document, junit, markdown
 from runner.reports.console import Console, use_colour
 from runner.reports.model import ResultsDocument
@@ -111,9 +111,9 @@ def test_a_payload_the_sandbox_failed_on_is_an_error_and_fails_the_gate(tmp_path
         canaries.close()
     assert result.state == "error" and "the sandbox failed: SandboxUnavailable" in result.reason
     verdict = compute_verdict([], [], [result], VerdictOptions(baseline_passing=None, min_pass_rate=0.5))
-    assert verdict.exit_code == 1 and verdict.security.error_ids == ["p9"]
-    assert verdict.reasons == ["security payload p9 could not be judged (error: the sandbox failed: "
-                               "SandboxUnavailable: the warm sandbox worker failed: ChannelClosed)"]
+    assert verdict.verdict.exit_code == 1 and verdict.security.error_ids == ["p9"]
+    assert verdict.verdict.reasons == ["security payload p9 could not be judged (error: the sandbox failed: "
+                                       "SandboxUnavailable: the warm sandbox worker failed: ChannelClosed)"]
     doc = _doc([], payloads=[result])
     assert doc.per_category["security"].errors == 1
     junit_path = tmp_path / "junit.xml"
@@ -212,8 +212,8 @@ def test_the_first_line_is_the_verdict_and_a_reference_run_says_it_did_not_evalu
 def test_weak_isolation_gets_a_banner_and_the_layers_are_listed() -> None:
     cfg = config(isolation="weak", require_isolation=None, sandbox_layers={"landlock": False, "seccomp": True})
     text = markdown.render(_doc([TaskResult("calc_001", "calculation", "q", "pass", "ok")], config=cfg,
-                                containment_selftest={"enabled": True, "ok": True, "duration_s": 0.5,
-                                                      "reason": "every probe contained", "probes": []}))
+                                containment_selftest=ContainmentSelftest(enabled=True, ok=True, duration_s=0.5,
+                                                                         reason="every probe contained")))
     assert "**Weak isolation**" in text
     section = text.split("## Self-checks and isolation", 1)[1].split("\n## ", 1)[0]
     assert "Isolation: **weak**" in section and "on: seccomp; off: landlock" in section
@@ -267,7 +267,7 @@ def test_an_interrupted_or_crashed_run_is_a_failing_junit_check(tmp_path) -> Non
         failures = [(name, r) for name, r in results if isinstance(r, Failure)]
         assert [name for name, _ in failures] == ["the run did not finish"]
         assert "no verdict" in failures[0][1].message
-    doc = _doc(tasks[:1], selfcheck={"enabled": True, "ok": False, "reason": "null model passed calc_001"})
+    doc = _doc(tasks[:1], selfcheck=SelfCheck(enabled=True, ok=False, reason="null model passed calc_001"))
     path.write_text(junit.render(doc))
     failures = [case.name for suite in JUnitXml.fromfile(str(path)) for case in suite
                 for r in case.result if isinstance(r, Failure)]

@@ -12,7 +12,7 @@ import pytest
 
 from finevo.errors import InputError
 from runner.cli import main
-from runner.records import PayloadResult, SecurityResult, TaskResult
+from runner.records import ContainmentSelftest, PayloadResult, SecurityResult, TaskResult
 from runner.reports import document, schema
 from runner.reports.model import SCHEMA_VERSION
 from tests.runner.reports_support import config, make_doc
@@ -181,8 +181,8 @@ def test_the_document_is_typed_only_and_a_change_is_validated_as_a_whole() -> No
 def test_a_merge_keeps_the_worst_containment_self_test() -> None:
     from runner.cli.results import merge_documents
 
-    def proof(ok: bool | None) -> dict[str, Any]:
-        return {"enabled": True, "ok": ok, "duration_s": 0.1, "reason": f"ok={ok}", "probes": []}
+    def proof(ok: bool | None) -> ContainmentSelftest:
+        return ContainmentSelftest(enabled=True, ok=ok, duration_s=0.1, reason=f"ok={ok}")
 
     first = make_doc([TaskResult("calc_001", "calculation", "q", "pass", "ok")], run_id="a",
                      containment_selftest=proof(True))

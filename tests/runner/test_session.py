@@ -60,7 +60,7 @@ def test_static_agent_needs_no_llm_endpoint(tmp_path: Path, calls: list[str]) ->
     session = _open(tmp_path / "static", agent_mode="static")
     try:
         assert session.agent.provider is None  # type: ignore[attr-defined]
-        assert session.info["provider"] == "none" and session.info["model"] is None
+        assert session.info.provider == "none" and session.info.model is None
     finally:
         session.close()
 
@@ -83,9 +83,9 @@ def test_model_is_the_configured_one_only_for_a_live_model(tmp_path: Path, calls
     preds.write_text(json.dumps({"task_id": "t1", "content": "x"}) + "\n", encoding="utf-8")
     predictions = _open(tmp_path / "pred", llm=f"predictions:{preds}")
     try:
-        assert (live.info["provider"], live.info["model"]) == ("live", "qwen-local")
-        assert (reference.info["provider"], reference.info["model"]) == ("reference", "reference")
-        assert predictions.info["model"] == "predictions:preds-run7.jsonl"
+        assert (live.info.provider, live.info.model) == ("live", "qwen-local")
+        assert (reference.info.provider, reference.info.model) == ("reference", "reference")
+        assert predictions.info.model == "predictions:preds-run7.jsonl"
     finally:
         for session in (live, reference, predictions):
             session.close()
@@ -109,7 +109,7 @@ def test_replay_reports_the_model_the_cassette_was_recorded_with(tmp_path: Path,
                 _open(tmp_path / "r3", llm=f"replay:{mixed}", model="m-b"),
                 _open(tmp_path / "r4", llm=f"replay:{empty}")]
     try:
-        assert [s.info["model"] for s in sessions] == ["gpt-4.1", "m-a, m-b", "m-b", "replay:empty.jsonl"]
+        assert [s.info.model for s in sessions] == ["gpt-4.1", "m-a, m-b", "m-b", "replay:empty.jsonl"]
     finally:
         for session in sessions:
             session.close()
@@ -124,8 +124,8 @@ def test_backend_comes_from_the_setting(tmp_path: Path, calls: list[str], monkey
     flagged = _open(tmp_path / "c", llm="reference", sandbox_backend="warm")
     try:
         assert calls == ["warm", "subprocess", "warm"]
-        assert [s.info["sandbox_backend"] for s in (default, configured, flagged)] == calls
-        assert all("sandbox_fallback" not in s.info for s in (default, configured, flagged))
+        assert [s.info.sandbox_backend for s in (default, configured, flagged)] == calls
+        assert all(s.info is not None and s.info.sandbox_fallback is None for s in (default, configured, flagged))
         assert capsys.readouterr().err == ""
     finally:
         for session in (default, configured, flagged):
@@ -145,8 +145,8 @@ def test_warm_failure_falls_back_to_subprocess_with_one_line_notice(
     session = _open(tmp_path, llm="reference")
     try:
         assert calls == ["warm", "subprocess"]
-        assert session.sandbox.backend == "subprocess" and session.info["sandbox_backend"] == "subprocess"
-        assert "did not start" in session.info["sandbox_fallback"]
+        assert session.sandbox.backend == "subprocess" and session.info.sandbox_backend == "subprocess"
+        assert "did not start" in session.info.sandbox_fallback
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "subprocess backend" in err and "did not start" in err
     finally:
@@ -184,9 +184,9 @@ def test_a_worker_that_cannot_start_really_falls_back(tmp_path: Path, monkeypatc
     monkeypatch.setattr(backends, "_python_command", command)
     session = _open(tmp_path, llm="reference")
     try:
-        assert session.info["sandbox_backend"] == "subprocess"
+        assert session.info.sandbox_backend == "subprocess"
         assert "warm sandbox worker did not start" in capsys.readouterr().err
-        assert session.info["sandbox_layers"]["audit_hook"]  # the fallback is fully confined
+        assert session.info.sandbox_layers["audit_hook"]  # the fallback is fully confined
         result = session.sandbox.run("def f() -> int:\n    return 41 + 1\n", "f", {})
         assert result.ok and result.value == 42 and result.details["backend"] == "subprocess"
     finally:

@@ -91,9 +91,9 @@ def test_good_code_is_created_registered_and_run(registry: Any) -> None:
     assert executed[0].result == outcome.value
     # each attempt carries its stages, every one with its result and note
     [attempt] = outcome.attempts
-    assert [(st["name"], st["ok"]) for st in attempt.stages] == [
+    assert [(st.name, st.ok) for st in attempt.stages] == [
         ("policy", True), ("contract", True), ("selftest", True), ("contract", True), ("metamorphic", True)]
-    assert "symbol='AAPL'" in attempt.stages[-1]["note"]
+    assert "symbol='AAPL'" in attempt.stages[-1].note
     # the prompt states the contract the tool is held to
     user = srv.requests[0].messages[1]["content"]
     assert "def moving_average(symbol: str, window: int, days: int) -> list:" in user
@@ -125,7 +125,7 @@ def test_buggy_code_is_fixed_by_refinement_and_the_chain_is_stored(registry: Any
     assert outcome.tool_source == "refined" and outcome.refinements == 1
     first, second = outcome.attempts
     assert (first.ok, first.stage, second.ok) == (False, "selftest", True)
-    assert first.error is not None and first.error["type"] == "ToolCrashed"
+    assert first.error is not None and first.error.type == "ToolCrashed"
     assert second.parent_hash == first.code_hash and first.parent_hash is None
     # the failing stage, the error and the code went back to the model
     assert "selftest" in feedback and "KeyError" in feedback
@@ -140,10 +140,10 @@ def test_buggy_code_is_fixed_by_refinement_and_the_chain_is_stored(registry: Any
     assert [(r.attempt, r.ok, r.parent_hash, r.tool_id) for r in rows] == [
         (1, False, None, failed.id), (2, True, first.code_hash, verified.id)]
     # each attempt says how far it got and why it stopped there
-    assert [(st["name"], st["ok"]) for st in first.stages] == [("policy", True), ("contract", True),
+    assert [(st.name, st.ok) for st in first.stages] == [("policy", True), ("contract", True),
                                                                ("selftest", False)]
-    assert "KeyError" in first.stages[-1]["note"] and first.stages[-1]["note"] == first.error["message"]
-    assert [st["name"] for st in second.stages if st["ok"]][-1] == "metamorphic"
+    assert "KeyError" in first.stages[-1].note and first.stages[-1].note == first.error.message
+    assert [st.name for st in second.stages if st.ok][-1] == "metamorphic"
 
 
 def test_a_failing_self_test_keeps_its_output_in_a_trace(registry: Any) -> None:
@@ -164,12 +164,12 @@ def test_usage_is_recorded_per_call_and_per_task(registry: Any) -> None:
                             Reply(fenced(MA_GOOD), prompt_tokens=300, completion_tokens=60)]) as srv:
         outcome = solve(make_agent(client(srv.base_url), registry), MSFT_MA)
     per_call = [a.usage for a in outcome.attempts]
-    assert [(u["calls"], u["prompt_tokens"], u["completion_tokens"]) for u in per_call] == [(1, 100, 40),
-                                                                                              (1, 300, 60)]
-    assert all(u["latency_s"] > 0 for u in per_call)
+    assert all(u is not None for u in per_call)
+    assert [(u.calls, u.prompt_tokens, u.completion_tokens) for u in per_call if u] == [(1, 100, 40), (1, 300, 60)]
+    assert all(u.latency_s > 0 for u in per_call if u)
     total = outcome.usage
     assert (total.calls, total.prompt_tokens, total.completion_tokens) == (2, 400, 100)
-    assert total.latency_s == pytest.approx(sum(u["latency_s"] for u in per_call))
+    assert total.latency_s == pytest.approx(sum(u.latency_s for u in per_call if u))
     again = Outcome.from_dict(json.loads(json.dumps(outcome.to_dict())))
     assert [a.usage for a in again.attempts] == per_call
 
@@ -211,7 +211,7 @@ def test_the_same_reply_again_is_not_a_refinement_and_stops_refining(registry: A
     first, again = outcome.attempts
     assert again.repeat_of == 1 and first.repeat_of is None and not again.ok
     assert again.code_hash == first.code_hash and again.stage == first.stage == "selftest"
-    assert "the same reply again" in again.stages[0]["note"]
+    assert "the same reply again" in again.stages[0].note
     assert outcome.refinements == 0
     # the record survives a round trip, and the registry keeps one failed tool
     back = Outcome.from_dict(json.loads(json.dumps(outcome.to_dict())))
@@ -279,7 +279,7 @@ def test_prose_without_code_is_fed_back_then_fixed(registry: Any) -> None:
         outcome = solve(make_agent(client(srv.base_url), registry), MSFT_MA)
         assert srv.requests[1].messages[-2]["content"] == "The moving average smooths prices."
     assert outcome.error is None and outcome.tool_source == "refined"
-    assert outcome.attempts[0].error["type"] == CodeExtractionError.__name__
+    assert outcome.attempts[0].error.type == CodeExtractionError.__name__
 
 
 def test_garbage_http_body_is_an_external_error(registry: Any) -> None:
@@ -384,7 +384,7 @@ def test_hard_coded_constant_is_caught_by_the_metamorphic_check(registry: Any) -
         outcome = solve(make_agent(client(srv.base_url), registry), MSFT_MA)
         feedback = srv.requests[1].messages[-1]["content"]
     assert outcome.attempts[0].stage == "metamorphic" and not outcome.attempts[0].ok
-    assert "does not depend on its symbol" in outcome.attempts[0].error["message"]
+    assert "does not depend on its symbol" in outcome.attempts[0].error.message
     assert "metamorphic" in feedback
     assert outcome.error is None and outcome.tool_source == "refined"
 
@@ -394,7 +394,7 @@ def test_wrong_shape_fails_the_contract_stage(registry: Any) -> None:
         outcome = solve(make_agent(client(srv.base_url), registry, max_refinements=0), MSFT_MA)
     assert isinstance(outcome.error, RefinementExhausted)
     assert outcome.attempts[0].stage == "contract"
-    assert outcome.attempts[0].error["type"] == "ContractViolation"
+    assert outcome.attempts[0].error.type == "ContractViolation"
 
 
 def test_static_mode_with_an_empty_registry(registry: Any) -> None:

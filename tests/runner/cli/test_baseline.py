@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from runner.cli import main
-from runner.records import TaskResult
+from runner.records import SelfCheck, TaskResult
 from runner.reports import document
 from tests.runner.reports_support import config, make_doc
 
@@ -34,7 +34,7 @@ def _baseline(tmp_path: Path) -> Path:
     ({"config": config(provider="reference", llm="reference")}, "reference run"),
     ({"partial_signal": 15, "tasks": [TASKS[0], TaskResult("calc_004", "calculation", "q", "skipped", "not run")]},
      "partial run"),
-    ({"selfcheck": {"enabled": True, "ok": False, "reason": "null model passed fetch_001"}}, "no verdict"),
+    ({"selfcheck": SelfCheck(enabled=True, ok=False, reason="null model passed fetch_001")}, "no verdict"),
 ])
 def test_a_run_that_did_not_evaluate_the_agent_is_refused_unless_forced(tmp_path: Path, capsys, kwargs, why) -> None:
     results, baseline = _results(tmp_path, **kwargs), _baseline(tmp_path)
