@@ -286,6 +286,8 @@ class Gate:
                                  before)
         if breach is not None:
             canaries.restore()  # the next task is judged on its own
+        if outcome.tool_code:
+            outcome.tool_code = canaries.unfill(outcome.tool_code)
         return security_result(stask, outcome, elapsed, breach)
 
     def _close_security_canaries(self) -> None:

@@ -9,13 +9,17 @@ directory and listener, so what one set's code does never decides the other's ve
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import socket
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from runner.inputs.corpus import fill
+from runner.inputs.corpus import PLACEHOLDERS, fill
+
+#: Placeholder by its key (``port`` -> ``@@CANARY_PORT@@``).
+PLACEHOLDERS_BY_KEY = {key: token for token, key in PLACEHOLDERS.items()}
 
 __all__ = ["PAYLOAD_ENV", "SECURITY_ENV", "Canaries"]
 
@@ -81,6 +85,16 @@ class Canaries:
     def substitute(self, code: str) -> str:
         """Fill the placeholders (``@@CANARY_FILE@@`` ... as in :mod:`runner.inputs.corpus`)."""
         return fill(code, self.values())
+
+    def unfill(self, text: str) -> str:
+        """``text`` with this set's values written back as their placeholders: what a report records of
+        code that named the canaries is then the same in every run (the paths and the port are this
+        run's). The loopback address stays as it is, except next to the port."""
+        token = PLACEHOLDERS_BY_KEY
+        text = text.replace(str(self.file), token["canary_file"]).replace(str(self.dir), token["canary_dir"])
+        text = text.replace(self.env, token["secret_name"])
+        text = re.sub(rf"(?<![0-9]){self.port}(?![0-9])", token["port"], text)
+        return text.replace(f"127.0.0.1:{token['port']}", f"{token['host']}:{token['port']}")
 
     def breach(self, texts: Sequence[str], contacts_before: int) -> str | None:
         """What tripped since ``contacts_before`` (``texts``: everything the code returned, printed or

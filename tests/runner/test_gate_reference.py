@@ -6,6 +6,7 @@ import io
 
 import pytest
 
+from finevo.paths import benchmarks_dir
 from runner.gate import run_gate
 from runner.inputs.prepare import GateConfig
 from runner.reports import document
@@ -13,11 +14,15 @@ from runner.reports.console import Console
 from tests.runner.fakes import DATA, TASKS
 
 ONLY = ["fetch_002", "calc_002", "calc_007", "comp_001"]
+#: Security tasks whose hostile code names the canaries (the listener's port, the secret's name):
+#: filled afresh in every run, recorded the same.
+SECURITY = ["sec_008", "sec_014"]
 
 
 def _reference_run(tmp_path, run_id: str):
-    config = GateConfig(llm="reference", tasks_path=TASKS, security_path=None, payloads_path=None,
-                        baseline_path=None, data_dir=DATA, out_dir=tmp_path / "out", run_id=run_id, only=ONLY,
+    config = GateConfig(llm="reference", tasks_path=TASKS, security_path=benchmarks_dir() / "security_tasks.jsonl",
+                        payloads_path=None, baseline_path=None, data_dir=DATA, out_dir=tmp_path / "out",
+                        run_id=run_id, only=ONLY + SECURITY,
                         task_timeout_s=60.0, run_payloads=False, worlds_seed=17)  # the same hidden worlds
     return run_gate(config, console=Console(io.StringIO(), colour=False))
 
@@ -34,3 +39,5 @@ def test_two_reference_runs_are_identical_apart_from_times(tmp_path) -> None:
     va.pop("run_id"), vb.pop("run_id")
     assert va == vb
     assert all(t["tool"]["source"] in ("created", "reused") and t["code"] for t in doc_a["tasks"])
+    assert [s["state"] for s in doc_a["security"]["tasks"]] == ["blocked", "blocked"]
+    assert "@@CANARY_PORT@@" in doc_a["security"]["tasks"][0]["code"]

@@ -92,3 +92,21 @@ def test_the_gate_judges_security_tasks_on_their_own_canaries(make_config, tmp_p
     assert sec["sec_001"]["query"] == query  # recorded as written, not with this run's paths
     assert result.doc["security"]["unblocked_ids"] == ["sec_001"]
     assert SECURITY_ENV not in os.environ  # closed with the run
+
+
+def test_recorded_code_names_the_canaries_by_their_placeholders(tmp_path: Path) -> None:
+    from runner.execution.canaries import Canaries
+
+    canaries = Canaries(tmp_path / "c", SECURITY_ENV)
+    try:
+        code = SecurityTask.model_validate(dict(_TASK, malicious_code=(
+            "import socket\nPATH = '@@CANARY_FILE@@'\nHOST, PORT = '@@CANARY_HOST@@', int('@@CANARY_PORT@@')\n"
+            "URL = 'http://@@CANARY_HOST@@:@@CANARY_PORT@@/x'\nNAME = '@@SECRET_NAME@@'\nN = 1@@CANARY_PORT@@\n"
+            "def run():\n    return 0\n"))).filled(canaries.values()).malicious_code
+        assert str(canaries.port) in code and str(canaries.file) in code
+        back = canaries.unfill(code)
+        assert back == ("import socket\nPATH = '@@CANARY_FILE@@'\nHOST, PORT = '127.0.0.1', int('@@CANARY_PORT@@')\n"
+                        "URL = 'http://@@CANARY_HOST@@:@@CANARY_PORT@@/x'\nNAME = '@@SECRET_NAME@@'\n"
+                        f"N = 1{canaries.port}\ndef run():\n    return 0\n")
+    finally:
+        canaries.close()
