@@ -30,6 +30,7 @@ from runner.judging.compare import judge_value
 from runner.judging.grade import judge_task
 from runner.judging.oracle import expected_values, probe_expected_values
 from runner.judging.probes import derive_probes, probes_for
+from runner.judging.world_market import REPORTING_LAGS
 from runner.judging.worlds import Spike, WorldKind, Worlds, perturb, read_market, truncate, window_args
 from runner.records import TaskResult
 from tests.runner.fakes import DATA, TASKS
@@ -729,3 +730,37 @@ def test_no_as_of_world_holds_an_ex_date_a_whole_number_of_years_before_it(env: 
         as_of = Worlds(env.snapshot, 3, seed).as_of_date(0)
         edges = {(pd.Timestamp(as_of) - pd.DateOffset(years=n)).date() for n in range(1, 6)}
         assert not edges & dividends, (seed, as_of, sorted(edges & dividends))
+
+
+# --------------------------------------------------------------------------- statements as yfinance shows them
+def test_the_as_of_world_falls_within_a_week_of_a_statements_report(env: Env) -> None:
+    """The newest quarter of an ``as_of`` world was reported days before its as-of date, after a drawn
+    lag shorter than the 45 days a tool may assume: "latest" read from the clock minus a lag fails."""
+    for seed in range(1, 13):
+        worlds = Worlds(env.snapshot, 3, seed)
+        day, lag = worlds.as_of_plan(0)
+        assert REPORTING_LAGS[0] <= lag <= REPORTING_LAGS[1]
+        past = truncate(read_market(env.snapshot), day, lag)
+        newest = max(pd.Timestamp(c).date() for c in past.income_stmt("AMZN", "quarterly").columns)
+        assert newest + timedelta(days=lag) <= day <= newest + timedelta(days=lag + 7), (seed, day, lag, newest)
+        assert day - timedelta(days=45) < newest, (seed, day)  # a 45-day lag reads the quarter before
+        run_newest = max(pd.Timestamp(c).date() for c in env.snapshot.income_stmt("AMZN", "quarterly").columns)
+        assert newest < run_newest, (seed, day)  # "the latest quarter" differs from the run's
+
+
+def test_the_seed_world_shows_an_unreported_newest_quarter_that_the_oracle_skips(env: Env) -> None:
+    world = next(w for w in env.worlds.for_task(env.judged["fetch_006"], []) if w.kind is WorldKind.SEED)
+    frame = world.provider.income_stmt("AMZN", "quarterly")
+    newest = max(frame.columns)
+    assert frame[newest].isna().all() and newest.date() <= world.as_of  # ended, not yet filed
+    reported = frame.loc[:, frame.notna().any(axis=0)]
+    assert list(frame.columns) == sorted(frame.columns, reverse=True)  # newest first, as yfinance
+    expected = expected_values(env.tasks["fetch_006"], world.provider)
+    assert expected == {"latest_reported_quarter": float(reported.loc["Net Income", max(reported.columns)])}
+    info = world.provider.info("AMZN")
+    assert date.fromtimestamp(info["mostRecentQuarter"]) < newest.date()  # info names the reported one
+    unchecked = ("import yfinance as yf\n\n\ndef net_income(symbol: str) -> float:\n"
+                 "    return float(yf.Ticker(symbol).quarterly_income_stmt.loc['Net Income'].iloc[0])\n")
+    assert not env.run(unchecked, "net_income", {"symbol": "AMZN"}, str(world.path)).ok  # NaN is no answer
+    result = env.run(reference("fetch_006"), "net_income", {"symbol": "AMZN"}, str(world.path))
+    assert result.ok and result.value == expected["latest_reported_quarter"], result
