@@ -31,6 +31,8 @@ KNOWN_FALSE_PASSES = {
         "edge in two worlds, one whose window spans a leap day and one whose window does not",
     49: "comp_002 reads 'price up' as the mean close above the first: agrees with the oracle in "
         "every probe and world of some seeds (seed 2)",
+    64: "calc_007 anchors its calendar window at the last bar, not at today: it differs only on a closed "
+        "as-of day, and only when the two or three sessions it adds hold the window's peak (caught in seed 1)",
     74: "fetch_007 counts 252 sessions a year: its window's first day drifts a few days from the calendar "
         "date, and no world holds an ex-date in those days",
     78: "comp_002 compares the last close with the first session's open: no world puts the window's first "
