@@ -343,3 +343,56 @@ def unfiled_quarter(market: Market) -> tuple[Market, str]:
         words.append(f"{item.symbol} {after}")
         data.append(SymbolData(item.symbol, item.history, item.income_yearly, grown, item.info, item.fast_info))
     return Market(data, market.as_of), ("an unreported newest quarter: " + ", ".join(words)) if words else ""
+
+
+#: Whole years back from the as-of date whose window edges :func:`edge_dividends` crowds.
+EDGE_YEARS = (1, 2, 3)
+#: How far (days) from an edge a dividend may be moved onto the sessions beside it.
+_EDGE_REACH = 60
+
+
+def edge_dividends(market: Market, years: Sequence[int] = EDGE_YEARS) -> tuple[Market, str]:
+    """``market`` with, for every dividend-paying symbol and every window of ``years`` whole years
+    back from the as-of date, the nearest ex-date before the window's first day moved onto the last
+    session before it, and the nearest one after it onto the first session after it (each only when
+    within :data:`_EDGE_REACH` days; never onto the first day itself, where the two accepted readings
+    of "the last N years" disagree). Both accepted readings keep the one and drop the other, so a
+    window that starts a day or two early or late -- 252 sessions a year, 365 days, a month rounded
+    -- answers wrong. Ex-dates drift by days from year to year in recorded data too; the count of
+    dividends stays the same. ``Adj Close`` and ``info``'s dividend fields follow."""
+    data, words = [], []
+    for item in market.data.values():
+        raw = item.history
+        if "Dividends" not in raw.columns or not (raw["Dividends"].to_numpy(dtype=float) != 0).any():
+            data.append(item)
+            continue
+        raw = raw.copy()
+        days = pd.DatetimeIndex(raw.index).date
+        column = raw.columns.get_loc("Dividends")
+        moved = []
+        for n in years:
+            edge = (pd.Timestamp(market.as_of) - pd.DateOffset(years=n)).date()
+            if days[0] >= edge:
+                continue
+            paid = raw["Dividends"].to_numpy(dtype=float) != 0
+            before = [i for i in range(len(days)) if days[i] < edge]
+            after = [i for i in range(len(days)) if days[i] > edge]
+            for side, target in ((before, before[-1] if before else None), (after, after[0] if after else None)):
+                if target is None or paid[target]:
+                    continue
+                near = [i for i in side if paid[i] and abs((days[i] - edge).days) <= _EDGE_REACH]
+                if not near:
+                    continue
+                source = min(near, key=lambda i: abs((days[i] - edge).days))
+                amount = float(raw.iloc[source, column])
+                raw.iloc[source, column] = 0.0
+                raw.iloc[target, column] = amount
+                paid[source], paid[target] = False, True
+                moved.append(f"{days[source]}->{days[target]}")
+        if not moved:
+            data.append(item)
+            continue
+        words.append(f"{item.symbol} " + ", ".join(moved))
+        data.append(restate(SymbolData(item.symbol, readjust(raw), item.income_yearly, item.income_quarterly,
+                                       item.info, item.fast_info), market.as_of))
+    return Market(data, market.as_of), ("ex-dates beside whole-year edges: " + "; ".join(words)) if words else ""

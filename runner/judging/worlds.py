@@ -55,6 +55,7 @@ from runner.judging.world_market import (
     REPORTING_LAGS,
     Market,
     Spike,
+    edge_dividends,
     extra_dividend,
     perturb,
     read_market,
@@ -78,9 +79,9 @@ from runner.judging.world_shapes import (
 )
 
 __all__ = ["AS_OF_BACK_SESSIONS", "DEFAULT_WORLDS", "MIN_SESSIONS_KEPT", "REPORTING_LAG_DAYS", "Market", "Reshape",
-           "Spike", "World", "WorldKind", "Worlds", "choose", "default_root_parent", "display_name", "edge_spikes",
-           "extra_dividend", "first_spikes", "flip_market", "near_misses", "perturb", "read_market", "readjust",
-           "requote", "reshape", "restate", "sweep_orphans", "task_symbols", "truncate", "unfiled_quarter",
+           "Spike", "World", "WorldKind", "Worlds", "choose", "default_root_parent", "display_name", "edge_dividends",
+           "edge_spikes", "extra_dividend", "first_spikes", "flip_market", "near_misses", "perturb", "read_market",
+           "readjust", "requote", "reshape", "restate", "sweep_orphans", "task_symbols", "truncate", "unfiled_quarter",
            "window_args"]
 
 #: The default number of hidden worlds per task (``--worlds`` / ``FINEVO_WORLDS``).
@@ -287,15 +288,18 @@ class Worlds:
             started = time.perf_counter()
             if kind is WorldKind.SEED:
                 seed = self._sub_seed(kind, round_)
-                market, words = unfiled_quarter(Market(synthetic.generate(seed), synthetic.AS_OF))
+                market, unfiled = unfiled_quarter(Market(synthetic.generate(seed), synthetic.AS_OF))
+                market, moved = edge_dividends(market)
+                words = "; ".join(w for w in (unfiled, moved) if w)
                 self._markets[key] = [(f"seed-{seed}", words, _Base(market))]
             else:
                 base = self._base_market()
                 extra = ""
                 if kind is WorldKind.AS_OF:
                     day, lag = self.as_of_plan(round_)
-                    past, extra = extra_dividend(truncate(base.market, day, lag),
-                                                 np.random.default_rng([self._sub_seed(kind, round_), 1]))
+                    past, moved = edge_dividends(truncate(base.market, day, lag))
+                    past, extra = extra_dividend(past, np.random.default_rng([self._sub_seed(kind, round_), 1]))
+                    extra = "; ".join(w for w in (moved, extra) if w)
                     base = _Base(past)
                 plans = first_spikes(self.windows) if kind is WorldKind.AS_OF else edge_spikes(self.windows)
                 everything = list(base.market.data)

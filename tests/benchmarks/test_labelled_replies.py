@@ -1,12 +1,12 @@
 """Labelled replies through the judge: wrong-but-plausible tools must fail, right variants must pass.
 
 ``labelled_replies.jsonl`` holds 83 final tools for the 20 tasks, written without reading the judge's
-tests (67 ``wrong``: each gives the right number on the task's own arguments but is wrong in general
+tests (69 ``wrong``: each gives the right number on the task's own arguments but is wrong in general
 -- a hard-coded argument, a clamp, an off-by-one window, answering from fewer data than asked, part
-of a list, a reporting lag or a year length assumed, a calendar window anchored at the last bar...;
-16 ``correct``: other accepted conventions or equivalent implementations). Lines 71-83 were added
-later, of classes the first 70 do not cover. They are judged as the gate judges a final tool
-(``scripts/judge_replies.py``), in five seeds' probes and hidden worlds.
+of a list, a reporting lag or a year length assumed, a window anchored at the last bar instead of
+today...; 14 ``correct``: other accepted conventions or equivalent implementations). Lines 71-83
+were added later, of classes the first 70 do not cover. They are judged as the gate judges a final
+tool (``scripts/judge_replies.py``), in five seeds' probes and hidden worlds.
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ KNOWN_FALSE_PASSES = {
         "edge in two worlds, one whose window spans a leap day and one whose window does not",
     49: "comp_002 reads 'price up' as the mean close above the first: agrees with the oracle in "
         "every probe and world of some seeds (seed 2)",
+    67: "fetch_007 anchors its years at the last bar, not at today: it differs only on a closed as-of day "
+        "whose edge has an ex-date on the days it adds (caught in seed 1)",
     64: "calc_007 anchors its calendar window at the last bar, not at today: it differs only on a closed "
         "as-of day, and only when the two or three sessions it adds hold the window's peak (caught in seed 1)",
-    74: "fetch_007 counts 252 sessions a year: its window's first day drifts a few days from the calendar "
-        "date, and no world holds an ex-date in those days",
     78: "comp_002 compares the last close with the first session's open: no world puts the window's first "
         "open and close on opposite sides of the last close (seeds 1, 2, 3, 5)",
 }

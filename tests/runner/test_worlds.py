@@ -30,7 +30,7 @@ from runner.judging.compare import judge_value
 from runner.judging.grade import judge_task
 from runner.judging.oracle import expected_values, probe_expected_values
 from runner.judging.probes import derive_probes, probes_for
-from runner.judging.world_market import REPORTING_LAGS
+from runner.judging.world_market import REPORTING_LAGS, edge_dividends
 from runner.judging.worlds import Spike, WorldKind, Worlds, perturb, read_market, truncate, window_args
 from runner.records import TaskResult
 from tests.runner.fakes import DATA, TASKS
@@ -764,3 +764,27 @@ def test_the_seed_world_shows_an_unreported_newest_quarter_that_the_oracle_skips
     assert not env.run(unchecked, "net_income", {"symbol": "AMZN"}, str(world.path)).ok  # NaN is no answer
     result = env.run(reference("fetch_006"), "net_income", {"symbol": "AMZN"}, str(world.path))
     assert result.ok and result.value == expected["latest_reported_quarter"], result
+
+
+def test_ex_dates_sit_beside_whole_year_edges_never_on_them(env: Env) -> None:
+    """Each world moves the ex-dates nearest to "N years before the as-of date" onto the sessions just
+    before and just after it: both accepted readings keep the one after and drop the one before, so
+    a window a day or two off (252 sessions a year) answers wrong, and the readings still agree."""
+    market = read_market(env.snapshot)
+    moved, words = edge_dividends(market)
+    assert "AAPL" in words
+    sessions = market.sessions()
+    for years in (1, 2):
+        edge = (pd.Timestamp(market.as_of) - pd.DateOffset(years=years)).date()
+        days = set(pd.DatetimeIndex(moved.dividends("AAPL").index).date)
+        assert edge not in days
+        assert max(s for s in sessions if s < edge) in days and min(s for s in sessions if s > edge) in days
+    assert len(moved.dividends("AAPL")) == len(market.dividends("AAPL"))  # moved, none added
+    world = next(w for w in env.worlds.for_task(env.judged["fetch_007"], []) if w.kind is WorldKind.SEED)
+    wrong = ("import yfinance as yf\n\n\ndef dividend_history(symbol: str, years: int = 3) -> list:\n"
+             "    h = yf.Ticker(symbol).history(period='max').tail(252 * years)\n"
+             "    d = h.loc[h['Dividends'] > 0, 'Dividends']\n"
+             "    return [{'date': t.strftime('%Y-%m-%d'), 'amount': float(a)} for t, a in d.items()]\n")
+    expected = [expected_values(env.tasks["fetch_007"], world.provider, {"years": n}) for n in (1, 2)]
+    got = [env.run(wrong, "dividend_history", {"symbol": "AAPL", "years": n}, str(world.path)) for n in (1, 2)]
+    assert any(r.ok and r.value not in e.values() for r, e in zip(got, expected, strict=True))
