@@ -74,6 +74,7 @@ from runner.judging.world_shapes import (
     flip_market,
     near_misses,
     reshape,
+    round_trip_market,
     task_symbols,
     window_args,
 )
@@ -331,6 +332,21 @@ class Worlds:
         name = f"{WorldKind.FLIP.value}-{market.as_of.isoformat()}-{task.id}"
         return self._write(name, WorldKind.FLIP, 0, _Base(market), shape.label())
 
+    def _round_trip_world(self, task: Task, symbols: Sequence[str]) -> World | None:
+        """For a yes/no task, a world of the run's snapshot whose last bars make a round trip over the
+        task's longest window (:func:`round_trip_market`): the last close just past the first, the path
+        and the first open on the other side, volume falling. There an answer read from the window's
+        endpoints parts from one read from its mean or its first open."""
+        started = time.perf_counter()
+        base = self._base_market().market
+        found = round_trip_market(task, base, [s for s in symbols if s in base.data])
+        self.timings["generate"] += time.perf_counter() - started
+        if found is None:
+            return None
+        market, shape = found
+        name = f"{WorldKind.FLIP.value}-{market.as_of.isoformat()}-{task.id}-round-trip"
+        return self._write(name, WorldKind.FLIP, 0, _Base(market), shape.label())
+
     # -- building ----------------------------------------------------------------------------
     def _write(self, name: str, kind: WorldKind, round_: int, base: _Base, perturbation: str) -> World:
         cached = self._written.get(name)
@@ -371,6 +387,9 @@ class Worlds:
             flip = self._flip_world(task, worlds, symbols)
             if flip is not None:
                 worlds.append(flip)
+            trip = self._round_trip_world(task, symbols)
+            if trip is not None:
+                worlds.append(trip)
         self._per_task[task.id] = worlds
         self.build_s += time.perf_counter() - started
         return worlds

@@ -788,3 +788,15 @@ def test_ex_dates_sit_beside_whole_year_edges_never_on_them(env: Env) -> None:
     expected = [expected_values(env.tasks["fetch_007"], world.provider, {"years": n}) for n in (1, 2)]
     got = [env.run(wrong, "dividend_history", {"symbol": "AAPL", "years": n}, str(world.path)) for n in (1, 2)]
     assert any(r.ok and r.value not in e.values() for r, e in zip(got, expected, strict=True))
+
+
+def test_a_yes_no_task_is_judged_in_a_round_trip_world(env: Env) -> None:
+    """comp_002 (price up, volume down over 30 sessions) gets a world whose window ends just above its
+    first close after a dip, opening above where it ends: the oracle says True, a reading of "price up"
+    from the window's mean or its first open says False."""
+    world = next(w for w in env.worlds.for_task(env.judged["comp_002"], [])
+                 if w.kind is WorldKind.FLIP and "round trip" in w.perturbation)
+    assert expected_values(env.tasks["comp_002"], world.provider) == {"price_up_volume_slope_down": True}
+    bars = world.provider.history("MSFT").tail(30)
+    first, last = float(bars["Close"].iloc[0]), float(bars["Close"].iloc[-1])
+    assert last > first and float(bars["Close"].mean()) < first and float(bars["Open"].iloc[0]) > last
