@@ -347,8 +347,9 @@ def unfiled_quarter(market: Market) -> tuple[Market, str]:
 
 #: Whole years back from the as-of date whose window edges :func:`edge_dividends` crowds.
 EDGE_YEARS = (1, 2, 3)
-#: How far (days) from an edge a dividend may be moved onto the sessions beside it.
-_EDGE_REACH = 60
+#: How far (days) from an edge a dividend may be moved onto the sessions beside it (a quarter: a
+#: quarterly payer always has one on each side).
+_EDGE_REACH = 95
 
 
 def edge_dividends(market: Market, years: Sequence[int] = EDGE_YEARS) -> tuple[Market, str]:

@@ -29,8 +29,6 @@ KNOWN_FALSE_PASSES = {
     16: "fetch_007 counts 365 days a year: wherever a window spans one leap day it is exactly the accepted "
         "'strictly after' reading, elsewhere 'on or after'; telling it apart needs ex-dates on a whole-years "
         "edge in two worlds, one whose window spans a leap day and one whose window does not",
-    67: "fetch_007 anchors its years at the last bar, not at today: it differs only on a closed as-of day "
-        "whose edge has an ex-date on the days it adds (caught in seed 1)",
     64: "calc_007 anchors its calendar window at the last bar, not at today: it differs only on a closed "
         "as-of day, and only when the two or three sessions it adds hold the window's peak (caught in seed 1)",
 }

@@ -769,7 +769,8 @@ def test_the_seed_world_shows_an_unreported_newest_quarter_that_the_oracle_skips
 def test_ex_dates_sit_beside_whole_year_edges_never_on_them(env: Env) -> None:
     """Each world moves the ex-dates nearest to "N years before the as-of date" onto the sessions just
     before and just after it: both accepted readings keep the one after and drop the one before, so
-    a window a day or two off (252 sessions a year) answers wrong, and the readings still agree."""
+    a window a day or two off (252 sessions a year, anchored at the last bar) answers wrong, and the
+    readings still agree."""
     market = read_market(env.snapshot)
     moved, words = edge_dividends(market)
     assert "AAPL" in words
