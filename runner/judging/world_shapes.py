@@ -129,11 +129,13 @@ def edge_spikes(windows: Sequence[int]) -> list[tuple[str, list[Spike]]]:
             ("down-small", [Spike(1, False, 0.015)])]
 
 
-def first_spikes(windows: Sequence[int]) -> list[tuple[str, list[Spike]]]:
+def first_spikes(windows: Sequence[int], calendar: Sequence[int] = ()) -> list[tuple[str, list[Spike]]]:
     """The ``as_of`` variants: a spike on the first session of every window and just outside it,
     the further back the bigger, so for any window the first session holds the window's extreme
-    and the session before it a bigger one: a window one session short or long moves."""
-    backs = sorted({b for n in windows for b in (n, n + 1)})
+    and the session before it a bigger one: a window one session short or long moves. ``calendar``:
+    more sessions (counted back) to spike, the last one before each window read in calendar days
+    from the as-of date, so a calendar window that starts a day or two early moves too."""
+    backs = sorted({b for n in windows for b in (n, n + 1)} | set(calendar))
     if not backs:
         return [("up", [Spike(1, True, 0.04)])]
     step = 0.06 / len(backs)

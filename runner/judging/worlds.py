@@ -109,6 +109,20 @@ def _newest_quarter(market: Market, symbol: str) -> date | None:
     return max(pd.Timestamp(c).date() for c in frame.columns) if not frame.empty else None
 
 
+def _calendar_backs(market: Market, windows: Sequence[int]) -> list[int]:
+    """For each window read in calendar days (``as_of - n days``), how many sessions back from the
+    latest the last session before its first day lies (on a closed as-of day, the day a window
+    counted from the last bar instead of from today still holds)."""
+    sessions = market.sessions()
+    backs = []
+    for n in windows:
+        before = int(np.searchsorted(np.array(sessions, dtype="datetime64[D]"),
+                                     np.datetime64(market.as_of - timedelta(days=n)), side="left"))
+        if 1 <= before < len(sessions):
+            backs.append(len(sessions) - before + 1)
+    return backs
+
+
 def _on_an_edge(day: date, events: set[date]) -> bool:
     """Whether an event (an ex-dividend date) lies exactly a whole number of years before ``day``:
     there the accepted readings of "the last N years" (on or after, strictly after) disagree, and
@@ -302,7 +316,8 @@ class Worlds:
                     past, extra = extra_dividend(past, np.random.default_rng([self._sub_seed(kind, round_), 1]))
                     extra = "; ".join(w for w in (moved, extra) if w)
                     base = _Base(past)
-                plans = first_spikes(self.windows) if kind is WorldKind.AS_OF else edge_spikes(self.windows)
+                plans = (first_spikes(self.windows, _calendar_backs(base.market, self.windows))
+                         if kind is WorldKind.AS_OF else edge_spikes(self.windows))
                 everything = list(base.market.data)
                 out = []
                 for label, spikes in plans:

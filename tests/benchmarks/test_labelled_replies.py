@@ -30,7 +30,8 @@ KNOWN_FALSE_PASSES = {
         "'strictly after' reading, elsewhere 'on or after'; telling it apart needs ex-dates on a whole-years "
         "edge in two worlds, one whose window spans a leap day and one whose window does not",
     64: "calc_007 anchors its calendar window at the last bar, not at today: it differs only on a closed "
-        "as-of day, and only when the two or three sessions it adds hold the window's peak (caught in seed 1)",
+        "as-of day, where the as_of world spikes the session it adds; the spike holds the peak of some "
+        "windows only (caught in seeds 1-4 of 5)",
 }
 
 

@@ -31,7 +31,8 @@ from runner.judging.grade import judge_task
 from runner.judging.oracle import expected_values, probe_expected_values
 from runner.judging.probes import derive_probes, probes_for
 from runner.judging.world_market import REPORTING_LAGS, edge_dividends
-from runner.judging.worlds import Spike, WorldKind, Worlds, perturb, read_market, truncate, window_args
+from runner.judging.world_shapes import first_spikes
+from runner.judging.worlds import Spike, WorldKind, Worlds, _calendar_backs, perturb, read_market, truncate, window_args
 from runner.records import TaskResult
 from tests.runner.fakes import DATA, TASKS
 
@@ -801,3 +802,13 @@ def test_a_yes_no_task_is_judged_in_a_round_trip_world(env: Env) -> None:
     bars = world.provider.history("MSFT").tail(30)
     first, last = float(bars["Close"].iloc[0]), float(bars["Close"].iloc[-1])
     assert last > first and float(bars["Close"].mean()) < first and float(bars["Open"].iloc[0]) > last
+
+
+def test_the_as_of_world_spikes_the_session_before_each_calendar_window(env: Env) -> None:
+    """On a closed as-of day a calendar window counted from the last bar starts a session or two
+    early; the ``as_of`` world spikes the last session before ``as_of - n days`` so such a window moves."""
+    past = truncate(read_market(env.snapshot), date(2024, 5, 11))
+    sessions = past.sessions()
+    backs = _calendar_backs(past, [30, 250])
+    assert [sessions[len(sessions) - b] for b in backs] == [date(2024, 4, 10), date(2023, 9, 1)]
+    assert set(backs) <= {s.back for _, spikes in first_spikes([5], backs) for s in spikes}
