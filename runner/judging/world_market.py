@@ -16,8 +16,12 @@ import pandas as pd
 
 from finevo.market.snapshot import EXCHANGE_TZ, Snapshot, SymbolData, SymbolNotRecorded, auto_adjust
 
-#: A statement column counts as reported this many days after its period ends.
+#: A statement column counts as reported this many days after its period ends (the default; an
+#: ``as_of`` world draws its own lag from :data:`REPORTING_LAGS`).
 REPORTING_LAG_DAYS = 45
+#: The reporting lags an ``as_of`` world draws from (days): large companies file their 10-Q three
+#: to six weeks after the quarter ends, so "the newest quarter" is never a fixed lag before today.
+REPORTING_LAGS = (21, 40)
 
 
 # --------------------------------------------------------------------------- in-memory market
@@ -132,13 +136,13 @@ def requote(item: SymbolData, as_of: date) -> SymbolData:
                       update(item.info, "sharesOutstanding"), update(item.fast_info, "shares"))
 
 
-def _reported(frame: pd.DataFrame | None, as_of: date) -> pd.DataFrame | None:
+def _reported(frame: pd.DataFrame | None, as_of: date, lag: int = REPORTING_LAG_DAYS) -> pd.DataFrame | None:
     if frame is None:
         return None
     ends = pd.DatetimeIndex(frame.columns)
     if ends.tz is not None:
         ends = ends.tz_localize(None)
-    keep = (ends.normalize() + pd.Timedelta(days=REPORTING_LAG_DAYS)) <= pd.Timestamp(as_of)
+    keep = (ends.normalize() + pd.Timedelta(days=lag)) <= pd.Timestamp(as_of)
     if keep.all():
         return frame
     return frame.loc[:, keep].copy() if keep.any() else None
@@ -168,7 +172,16 @@ def _epoch_midnight(day: date) -> int:
     return int(pd.Timestamp(day.isoformat(), tz=EXCHANGE_TZ).timestamp())
 
 
+def _filed(frame: pd.DataFrame | None) -> pd.DataFrame | None:
+    """``frame`` without its unreported columns (every figure missing, as yfinance shows a period
+    that has ended but whose statement is not filed yet)."""
+    if frame is None:
+        return None
+    return frame.loc[:, frame.notna().any(axis=0)]
+
+
 def _newest(frame: pd.DataFrame | None) -> date | None:
+    frame = _filed(frame)
     if frame is None or frame.empty:
         return None
     newest: date = max(pd.Timestamp(c).date() for c in frame.columns)
@@ -181,7 +194,7 @@ def restate(item: SymbolData, as_of: date) -> SymbolData:
     of revenue, net income and EPS, the last ex-dividend date and the trailing year's dividends. A
     world must not name a quarter whose statement it does not hold."""
     info = dict(item.info)
-    quarterly = item.income_quarterly
+    quarterly = _filed(item.income_quarterly)
     derived: dict[str, Any] = {}
     newest_quarter, newest_year = _newest(quarterly), _newest(item.income_yearly)
     derived["mostRecentQuarter"] = _epoch_midnight(newest_quarter) if newest_quarter else None
@@ -207,8 +220,9 @@ def restate(item: SymbolData, as_of: date) -> SymbolData:
     return SymbolData(item.symbol, raw, item.income_yearly, item.income_quarterly, info, item.fast_info)
 
 
-def truncate(market: Market, as_of: date) -> Market:
-    """The market as it stood at the close of ``as_of``: later bars and unreported statements gone.
+def truncate(market: Market, as_of: date, lag: int = REPORTING_LAG_DAYS) -> Market:
+    """The market as it stood at the close of ``as_of``: later bars and statements not reported
+    ``lag`` days after their period ended gone.
 
     ``Adj Close`` is Yahoo's dividend adjustment, which only knows the dividends paid by then: it is
     recomputed from the kept bars (:func:`readjust`).
@@ -221,8 +235,9 @@ def truncate(market: Market, as_of: date) -> Market:
         if cut == 0:
             continue
         kept = readjust(raw.iloc[:cut])
-        data.append(requote(restate(SymbolData(item.symbol, kept, _reported(item.income_yearly, as_of),
-                                               _reported(item.income_quarterly, as_of), item.info, item.fast_info),
+        data.append(requote(restate(SymbolData(item.symbol, kept, _reported(item.income_yearly, as_of, lag),
+                                               _reported(item.income_quarterly, as_of, lag), item.info,
+                                               item.fast_info),
                                     as_of), as_of))
     return Market(data, as_of)
 
@@ -296,3 +311,89 @@ def extra_dividend(market: Market, rng: np.random.Generator) -> tuple[Market, st
         data.append(restate(SymbolData(item.symbol, readjust(raw), item.income_yearly, item.income_quarterly,
                                        item.info, item.fast_info), market.as_of))
     return Market(data, market.as_of), ("an extra dividend: " + ", ".join(words)) if words else ""
+
+
+def _quarter_after(day: date) -> date:
+    """The calendar quarter end following the quarter that ends on (or near) ``day``."""
+    stamp = pd.Timestamp(day) + pd.Timedelta(days=20)
+    after: date = (stamp + pd.offsets.QuarterEnd(0)).date()
+    return after
+
+
+def unfiled_quarter(market: Market) -> tuple[Market, str]:
+    """``market`` with, for every symbol with quarterly statements, a column of missing figures for
+    the quarter after its newest one when that quarter has ended by the as-of date: yfinance shows
+    such a column between a quarter's end and its filing. "The latest quarter" is the newest
+    *reported* one (the oracle skips the column; :func:`runner.judging.oracle.net_income`), so a
+    tool that takes the newest column unchecked answers NaN. Nothing else moves (``info`` names the
+    newest reported quarter, as before)."""
+    data, words = [], []
+    for item in market.data.values():
+        frame = item.income_quarterly
+        newest = _newest(frame)
+        if frame is None or newest is None:
+            data.append(item)
+            continue
+        after = _quarter_after(newest)
+        if after > market.as_of or any(pd.Timestamp(c).date() >= after for c in frame.columns):
+            data.append(item)
+            continue
+        blank = pd.DataFrame({pd.Timestamp(after): np.full(len(frame.index), np.nan)}, index=frame.index)
+        grown = pd.concat([blank, frame], axis=1)  # newest first, as yfinance
+        words.append(f"{item.symbol} {after}")
+        data.append(SymbolData(item.symbol, item.history, item.income_yearly, grown, item.info, item.fast_info))
+    return Market(data, market.as_of), ("an unreported newest quarter: " + ", ".join(words)) if words else ""
+
+
+#: Whole years back from the as-of date whose window edges :func:`edge_dividends` crowds.
+EDGE_YEARS = (1, 2, 3)
+#: How far (days) from an edge a dividend may be moved onto the sessions beside it (a quarter: a
+#: quarterly payer always has one on each side).
+_EDGE_REACH = 95
+
+
+def edge_dividends(market: Market, years: Sequence[int] = EDGE_YEARS) -> tuple[Market, str]:
+    """``market`` with, for every dividend-paying symbol and every window of ``years`` whole years
+    back from the as-of date, the nearest ex-date before the window's first day moved onto the last
+    session before it, and the nearest one after it onto the first session after it (each only when
+    within :data:`_EDGE_REACH` days; never onto the first day itself, where the two accepted readings
+    of "the last N years" disagree). Both accepted readings keep the one and drop the other, so a
+    window that starts a day or two early or late -- 252 sessions a year, 365 days, a month rounded
+    -- answers wrong. Ex-dates drift by days from year to year in recorded data too; the count of
+    dividends stays the same. ``Adj Close`` and ``info``'s dividend fields follow."""
+    data, words = [], []
+    for item in market.data.values():
+        raw = item.history
+        if "Dividends" not in raw.columns or not (raw["Dividends"].to_numpy(dtype=float) != 0).any():
+            data.append(item)
+            continue
+        raw = raw.copy()
+        days = pd.DatetimeIndex(raw.index).date
+        column = raw.columns.get_loc("Dividends")
+        moved = []
+        for n in years:
+            edge = (pd.Timestamp(market.as_of) - pd.DateOffset(years=n)).date()
+            if days[0] >= edge:
+                continue
+            paid = raw["Dividends"].to_numpy(dtype=float) != 0
+            before = [i for i in range(len(days)) if days[i] < edge]
+            after = [i for i in range(len(days)) if days[i] > edge]
+            for side, target in ((before, before[-1] if before else None), (after, after[0] if after else None)):
+                if target is None or paid[target]:
+                    continue
+                near = [i for i in side if paid[i] and abs((days[i] - edge).days) <= _EDGE_REACH]
+                if not near:
+                    continue
+                source = min(near, key=lambda i: abs((days[i] - edge).days))
+                amount = float(raw.iloc[source, column])
+                raw.iloc[source, column] = 0.0
+                raw.iloc[target, column] = amount
+                paid[source], paid[target] = False, True
+                moved.append(f"{days[source]}->{days[target]}")
+        if not moved:
+            data.append(item)
+            continue
+        words.append(f"{item.symbol} " + ", ".join(moved))
+        data.append(restate(SymbolData(item.symbol, readjust(raw), item.income_yearly, item.income_quarterly,
+                                       item.info, item.fast_info), market.as_of))
+    return Market(data, market.as_of), ("ex-dates beside whole-year edges: " + "; ".join(words)) if words else ""

@@ -129,11 +129,13 @@ def edge_spikes(windows: Sequence[int]) -> list[tuple[str, list[Spike]]]:
             ("down-small", [Spike(1, False, 0.015)])]
 
 
-def first_spikes(windows: Sequence[int]) -> list[tuple[str, list[Spike]]]:
+def first_spikes(windows: Sequence[int], calendar: Sequence[int] = ()) -> list[tuple[str, list[Spike]]]:
     """The ``as_of`` variants: a spike on the first session of every window and just outside it,
     the further back the bigger, so for any window the first session holds the window's extreme
-    and the session before it a bigger one: a window one session short or long moves."""
-    backs = sorted({b for n in windows for b in (n, n + 1)})
+    and the session before it a bigger one: a window one session short or long moves. ``calendar``:
+    more sessions (counted back) to spike, the last one before each window read in calendar days
+    from the as-of date, so a calendar window that starts a day or two early moves too."""
+    backs = sorted({b for n in windows for b in (n, n + 1)} | set(calendar))
     if not backs:
         return [("up", [Spike(1, True, 0.04)])]
     step = 0.06 / len(backs)
@@ -227,3 +229,77 @@ def flip_market(task: Task, market: Market, symbols: Sequence[str], answer: Any,
         if value is not None and value != answer:
             return reshape(market, shape, symbols), shape
     return None
+
+
+@dataclass(frozen=True)
+class RoundTrip:
+    """The last ``window`` closes of a symbol redrawn as a round trip: from the window's first close
+    they move ``excursion`` away (a fraction, at the middle of the window) and come back to end
+    ``end`` from where they started; the first session opens ``2 * end`` from its close, beyond where
+    the window ends; Volume over the window ramps to ``1 + volume`` times itself. Readings that
+    agree on most paths part here: the last close against the first close, against the window's mean
+    or against the first open."""
+
+    window: int
+    excursion: float
+    end: float
+    volume: float = -0.6
+
+    def label(self) -> str:
+        return (f"last {self.window} closes redrawn as a round trip: {self.excursion:+.0%} at the middle, ending "
+                f"{self.end:+.1%} from the first close (opened {2 * self.end:+.1%} from it); volume "
+                f"{self.volume:+.0%} over the window")
+
+    def closes(self, start: float) -> np.ndarray:
+        steps = np.arange(self.window) / max(1, self.window - 1)
+        return start * (1.0 + self.excursion * np.sin(np.pi * steps) + self.end * steps)
+
+
+def round_trip(market: Market, shape: RoundTrip, symbols: Iterable[str]) -> Market:
+    """``market`` with the last bars of each of ``symbols`` redrawn by ``shape`` (whole bars scaled to
+    their new closes, the first one's open set, ``Adj Close`` and the quotes recomputed)."""
+    chosen = set(symbols)
+    data = []
+    for item in market.data.values():
+        raw = item.history
+        n = len(raw)
+        if item.symbol not in chosen or shape.window + 1 >= n:
+            data.append(item)
+            continue
+        raw = raw.copy()
+        close = raw["Close"].to_numpy(dtype=float)
+        ratios = np.ones(n)
+        ratios[n - shape.window:] = shape.closes(float(close[n - shape.window])) / close[n - shape.window:]
+        for column in ("Open", "High", "Low", "Close"):
+            raw[column] = (raw[column].to_numpy(dtype=float) * ratios).round(2)
+        first = n - shape.window
+        opened = round(float(raw["Close"].iloc[first]) * (1.0 + 2 * shape.end), 2)
+        raw.iloc[first, raw.columns.get_loc("Open")] = opened
+        raw.iloc[first, raw.columns.get_loc("High")] = max(float(raw["High"].iloc[first]), opened)
+        raw.iloc[first, raw.columns.get_loc("Low")] = min(float(raw["Low"].iloc[first]), opened)
+        if shape.volume and "Volume" in raw.columns:
+            ramp = np.ones(n)
+            ramp[first:] = 1.0 + shape.volume * np.arange(1, shape.window + 1) / shape.window
+            raw["Volume"] = np.maximum(1, np.round(raw["Volume"].to_numpy(dtype=float) * ramp)).astype("int64")
+        data.append(requote(SymbolData(item.symbol, readjust(raw), item.income_yearly, item.income_quarterly,
+                                       item.info, item.fast_info), market.as_of))
+    return Market(data, market.as_of)
+
+
+def round_trip_market(task: Task, market: Market, symbols: Sequence[str]) -> tuple[Market, RoundTrip] | None:
+    """For a yes/no task, a round trip over its longest window (:class:`RoundTrip`) of its symbols
+    that the oracle answers, a ``True`` answer first (a signal a path-average reading misses): None
+    when the task has no window or the oracle answers none."""
+    windows = sorted(window_args({**task.oracle.params, **task.intent.args}).values(), reverse=True)
+    if not windows:
+        return None
+    own = Market([market.data[s] for s in symbols if s in market.data], market.as_of)
+    found: list[tuple[Any, RoundTrip]] = []
+    for end, excursion in ((0.005, -0.08), (-0.005, 0.08), (0.005, 0.08), (-0.005, -0.08)):
+        shape = RoundTrip(max(2, windows[0]), excursion, end)
+        value = _primary(task, round_trip(own, shape, symbols), {})
+        if value is True:
+            return round_trip(market, shape, symbols), shape
+        if value is not None:
+            found.append((value, shape))
+    return (round_trip(market, found[0][1], symbols), found[0][1]) if found else None

@@ -52,8 +52,10 @@ from runner.inputs.tasks import Task
 from runner.judging.world_dirs import _ROOT_PREFIX, default_root_parent, sweep_orphans
 from runner.judging.world_market import (
     REPORTING_LAG_DAYS,
+    REPORTING_LAGS,
     Market,
     Spike,
+    edge_dividends,
     extra_dividend,
     perturb,
     read_market,
@@ -61,6 +63,7 @@ from runner.judging.world_market import (
     requote,
     restate,
     truncate,
+    unfiled_quarter,
 )
 from runner.judging.world_shapes import (
     Reshape,
@@ -71,14 +74,16 @@ from runner.judging.world_shapes import (
     flip_market,
     near_misses,
     reshape,
+    round_trip_market,
     task_symbols,
     window_args,
 )
 
 __all__ = ["AS_OF_BACK_SESSIONS", "DEFAULT_WORLDS", "MIN_SESSIONS_KEPT", "REPORTING_LAG_DAYS", "Market", "Reshape",
-           "Spike", "World", "WorldKind", "Worlds", "choose", "default_root_parent", "display_name", "edge_spikes",
-           "extra_dividend", "first_spikes", "flip_market", "near_misses", "perturb", "read_market", "readjust",
-           "requote", "reshape", "restate", "sweep_orphans", "task_symbols", "truncate", "window_args"]
+           "Spike", "World", "WorldKind", "Worlds", "choose", "default_root_parent", "display_name", "edge_dividends",
+           "edge_spikes", "extra_dividend", "first_spikes", "flip_market", "near_misses", "perturb", "read_market",
+           "readjust", "requote", "reshape", "restate", "sweep_orphans", "task_symbols", "truncate", "unfiled_quarter",
+           "window_args"]
 
 #: The default number of hidden worlds per task (``--worlds`` / ``FINEVO_WORLDS``).
 DEFAULT_WORLDS = 3
@@ -95,6 +100,27 @@ LABEL = "SYNTHETIC hidden world of the gate - not real prices"
 _AS_OF_DRAWS = 50
 #: Years back from an as-of day where a window of whole years starts (``years`` of 1 to 5).
 _EDGE_YEARS = range(1, 6)
+
+
+def _newest_quarter(market: Market, symbol: str) -> date | None:
+    """The end of the newest quarter ``symbol``'s statement reports (None without one)."""
+    frame = market.income_stmt(symbol, "quarterly")
+    frame = frame.loc[:, frame.notna().any(axis=0)] if not frame.empty else frame
+    return max(pd.Timestamp(c).date() for c in frame.columns) if not frame.empty else None
+
+
+def _calendar_backs(market: Market, windows: Sequence[int]) -> list[int]:
+    """For each window read in calendar days (``as_of - n days``), how many sessions back from the
+    latest the last session before its first day lies (on a closed as-of day, the day a window
+    counted from the last bar instead of from today still holds)."""
+    sessions = market.sessions()
+    backs = []
+    for n in windows:
+        before = int(np.searchsorted(np.array(sessions, dtype="datetime64[D]"),
+                                     np.datetime64(market.as_of - timedelta(days=n)), side="left"))
+        if 1 <= before < len(sessions):
+            backs.append(len(sessions) - before + 1)
+    return backs
 
 
 def _on_an_edge(day: date, events: set[date]) -> bool:
@@ -217,16 +243,41 @@ class Worlds:
         return self._base
 
     def as_of_date(self, round_: int) -> date:
-        """The ``as_of`` world's date: ``AS_OF_BACK_SESSIONS`` before the snapshot's, keeping at least
-        ``MIN_SESSIONS_KEPT`` sessions (a tool may fairly want two years of history), and always a
+        """The ``as_of`` world's date (see :meth:`as_of_plan`)."""
+        return self.as_of_plan(round_)[0]
+
+    def as_of_plan(self, round_: int) -> tuple[date, int]:
+        """The ``as_of`` world's date and reporting lag (days from a quarter's end to its statement).
+
+        The date lies ``AS_OF_BACK_SESSIONS`` before the snapshot's, keeping at least
+        ``MIN_SESSIONS_KEPT`` sessions (a tool may fairly want two years of history), and is always a
         day the market was closed (a weekend or a holiday after the last session kept): users ask
-        on those days too, and "latest" must then read the session before, not a bar dated today."""
+        on those days too, and "latest" must then read the session before, not a bar dated today.
+        It falls in the first week after a quarter's statement was reported, the lag drawn from
+        ``REPORTING_LAGS``: the newest quarter is then only weeks old, so a tool that finds "the
+        latest quarter" from the clock and an assumed lag, instead of from the statement, reads
+        the quarter before."""
         sessions = self._base_market().market.sessions()
         low, high = AS_OF_BACK_SESSIONS
         high = max(1, min(high, len(sessions) - 1 - MIN_SESSIONS_KEPT))
         low = min(low, high)
         rng = np.random.default_rng(self._sub_seed(WorldKind.AS_OF, round_))
+        lag = int(rng.integers(REPORTING_LAGS[0], REPORTING_LAGS[1] + 1))
         events = self._event_days()
+        first, last = sessions[len(sessions) - 1 - high], sessions[len(sessions) - 1 - low]
+        open_days = set(sessions)
+        # quarters before the snapshot's newest reported one: "the latest quarter" must differ from the run's
+        market = self._base_market().market
+        newest = max((q for q in (_newest_quarter(market, s) for s in market.symbols()) if q), default=last)
+        ends = [d.date() for d in pd.date_range(first - timedelta(days=lag), last, freq="QE")
+                if d.date() < newest - timedelta(days=20)]
+        closed = {end: [end + timedelta(days=lag + k) for k in range(8)] for end in ends}
+        closed = {end: [d for d in days if first < d <= last and d not in open_days and not _on_an_edge(d, events)]
+                  for end, days in closed.items()}
+        choices = [end for end, days in closed.items() if days]
+        if choices:
+            end = choices[int(rng.integers(len(choices)))]
+            return closed[end][int(rng.integers(len(closed[end])))], lag
         day = sessions[-1]
         for _ in range(_AS_OF_DRAWS):
             index = len(sessions) - 1 - int(rng.integers(low, high + 1))
@@ -236,7 +287,7 @@ class Worlds:
             day = sessions[index] + timedelta(days=int(rng.integers(1, gap))) if gap > 1 else sessions[index]
             if not _on_an_edge(day, events):
                 break
-        return day
+        return day, lag
 
     def _event_days(self) -> set[date]:
         """Every ex-dividend date of the run's snapshot."""
@@ -252,15 +303,21 @@ class Worlds:
             started = time.perf_counter()
             if kind is WorldKind.SEED:
                 seed = self._sub_seed(kind, round_)
-                self._markets[key] = [(f"seed-{seed}", "", _Base(Market(synthetic.generate(seed), synthetic.AS_OF)))]
+                market, unfiled = unfiled_quarter(Market(synthetic.generate(seed), synthetic.AS_OF))
+                market, moved = edge_dividends(market)
+                words = "; ".join(w for w in (unfiled, moved) if w)
+                self._markets[key] = [(f"seed-{seed}", words, _Base(market))]
             else:
                 base = self._base_market()
                 extra = ""
                 if kind is WorldKind.AS_OF:
-                    past, extra = extra_dividend(truncate(base.market, self.as_of_date(round_)),
-                                                 np.random.default_rng([self._sub_seed(kind, round_), 1]))
+                    day, lag = self.as_of_plan(round_)
+                    past, moved = edge_dividends(truncate(base.market, day, lag))
+                    past, extra = extra_dividend(past, np.random.default_rng([self._sub_seed(kind, round_), 1]))
+                    extra = "; ".join(w for w in (moved, extra) if w)
                     base = _Base(past)
-                plans = first_spikes(self.windows) if kind is WorldKind.AS_OF else edge_spikes(self.windows)
+                plans = (first_spikes(self.windows, _calendar_backs(base.market, self.windows))
+                         if kind is WorldKind.AS_OF else edge_spikes(self.windows))
                 everything = list(base.market.data)
                 out = []
                 for label, spikes in plans:
@@ -288,6 +345,21 @@ class Worlds:
             return None
         market, shape = found
         name = f"{WorldKind.FLIP.value}-{market.as_of.isoformat()}-{task.id}"
+        return self._write(name, WorldKind.FLIP, 0, _Base(market), shape.label())
+
+    def _round_trip_world(self, task: Task, symbols: Sequence[str]) -> World | None:
+        """For a yes/no task, a world of the run's snapshot whose last bars make a round trip over the
+        task's longest window (:func:`round_trip_market`): the last close just past the first, the path
+        and the first open on the other side, volume falling. There an answer read from the window's
+        endpoints parts from one read from its mean or its first open."""
+        started = time.perf_counter()
+        base = self._base_market().market
+        found = round_trip_market(task, base, [s for s in symbols if s in base.data])
+        self.timings["generate"] += time.perf_counter() - started
+        if found is None:
+            return None
+        market, shape = found
+        name = f"{WorldKind.FLIP.value}-{market.as_of.isoformat()}-{task.id}-round-trip"
         return self._write(name, WorldKind.FLIP, 0, _Base(market), shape.label())
 
     # -- building ----------------------------------------------------------------------------
@@ -331,6 +403,9 @@ class Worlds:
             flip = self._flip_world(task, worlds, symbols)
             if flip is not None:
                 worlds.append(flip)
+            trip = self._round_trip_world(task, symbols)
+            if trip is not None:
+                worlds.append(trip)
         self._per_task[task.id] = worlds
         self.build_s += time.perf_counter() - started
         return worlds

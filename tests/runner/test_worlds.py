@@ -30,7 +30,9 @@ from runner.judging.compare import judge_value
 from runner.judging.grade import judge_task
 from runner.judging.oracle import expected_values, probe_expected_values
 from runner.judging.probes import derive_probes, probes_for
-from runner.judging.worlds import Spike, WorldKind, Worlds, perturb, read_market, truncate, window_args
+from runner.judging.world_market import REPORTING_LAGS, edge_dividends
+from runner.judging.world_shapes import first_spikes
+from runner.judging.worlds import Spike, WorldKind, Worlds, _calendar_backs, perturb, read_market, truncate, window_args
 from runner.records import TaskResult
 from tests.runner.fakes import DATA, TASKS
 
@@ -729,3 +731,84 @@ def test_no_as_of_world_holds_an_ex_date_a_whole_number_of_years_before_it(env: 
         as_of = Worlds(env.snapshot, 3, seed).as_of_date(0)
         edges = {(pd.Timestamp(as_of) - pd.DateOffset(years=n)).date() for n in range(1, 6)}
         assert not edges & dividends, (seed, as_of, sorted(edges & dividends))
+
+
+# --------------------------------------------------------------------------- statements as yfinance shows them
+def test_the_as_of_world_falls_within_a_week_of_a_statements_report(env: Env) -> None:
+    """The newest quarter of an ``as_of`` world was reported days before its as-of date, after a drawn
+    lag shorter than the 45 days a tool may assume: "latest" read from the clock minus a lag fails."""
+    for seed in range(1, 13):
+        worlds = Worlds(env.snapshot, 3, seed)
+        day, lag = worlds.as_of_plan(0)
+        assert REPORTING_LAGS[0] <= lag <= REPORTING_LAGS[1]
+        past = truncate(read_market(env.snapshot), day, lag)
+        newest = max(pd.Timestamp(c).date() for c in past.income_stmt("AMZN", "quarterly").columns)
+        assert newest + timedelta(days=lag) <= day <= newest + timedelta(days=lag + 7), (seed, day, lag, newest)
+        assert day - timedelta(days=45) < newest, (seed, day)  # a 45-day lag reads the quarter before
+        run_newest = max(pd.Timestamp(c).date() for c in env.snapshot.income_stmt("AMZN", "quarterly").columns)
+        assert newest < run_newest, (seed, day)  # "the latest quarter" differs from the run's
+
+
+def test_the_seed_world_shows_an_unreported_newest_quarter_that_the_oracle_skips(env: Env) -> None:
+    world = next(w for w in env.worlds.for_task(env.judged["fetch_006"], []) if w.kind is WorldKind.SEED)
+    frame = world.provider.income_stmt("AMZN", "quarterly")
+    newest = max(frame.columns)
+    assert frame[newest].isna().all() and newest.date() <= world.as_of  # ended, not yet filed
+    reported = frame.loc[:, frame.notna().any(axis=0)]
+    assert list(frame.columns) == sorted(frame.columns, reverse=True)  # newest first, as yfinance
+    expected = expected_values(env.tasks["fetch_006"], world.provider)
+    assert expected == {"latest_reported_quarter": float(reported.loc["Net Income", max(reported.columns)])}
+    info = world.provider.info("AMZN")
+    assert date.fromtimestamp(info["mostRecentQuarter"]) < newest.date()  # info names the reported one
+    unchecked = ("import yfinance as yf\n\n\ndef net_income(symbol: str) -> float:\n"
+                 "    return float(yf.Ticker(symbol).quarterly_income_stmt.loc['Net Income'].iloc[0])\n")
+    assert not env.run(unchecked, "net_income", {"symbol": "AMZN"}, str(world.path)).ok  # NaN is no answer
+    result = env.run(reference("fetch_006"), "net_income", {"symbol": "AMZN"}, str(world.path))
+    assert result.ok and result.value == expected["latest_reported_quarter"], result
+
+
+def test_ex_dates_sit_beside_whole_year_edges_never_on_them(env: Env) -> None:
+    """Each world moves the ex-dates nearest to "N years before the as-of date" onto the sessions just
+    before and just after it: both accepted readings keep the one after and drop the one before, so
+    a window a day or two off (252 sessions a year, anchored at the last bar) answers wrong, and the
+    readings still agree."""
+    market = read_market(env.snapshot)
+    moved, words = edge_dividends(market)
+    assert "AAPL" in words
+    sessions = market.sessions()
+    for years in (1, 2):
+        edge = (pd.Timestamp(market.as_of) - pd.DateOffset(years=years)).date()
+        days = set(pd.DatetimeIndex(moved.dividends("AAPL").index).date)
+        assert edge not in days
+        assert max(s for s in sessions if s < edge) in days and min(s for s in sessions if s > edge) in days
+    assert len(moved.dividends("AAPL")) == len(market.dividends("AAPL"))  # moved, none added
+    world = next(w for w in env.worlds.for_task(env.judged["fetch_007"], []) if w.kind is WorldKind.SEED)
+    wrong = ("import yfinance as yf\n\n\ndef dividend_history(symbol: str, years: int = 3) -> list:\n"
+             "    h = yf.Ticker(symbol).history(period='max').tail(252 * years)\n"
+             "    d = h.loc[h['Dividends'] > 0, 'Dividends']\n"
+             "    return [{'date': t.strftime('%Y-%m-%d'), 'amount': float(a)} for t, a in d.items()]\n")
+    expected = [expected_values(env.tasks["fetch_007"], world.provider, {"years": n}) for n in (1, 2)]
+    got = [env.run(wrong, "dividend_history", {"symbol": "AAPL", "years": n}, str(world.path)) for n in (1, 2)]
+    assert any(r.ok and r.value not in e.values() for r, e in zip(got, expected, strict=True))
+
+
+def test_a_yes_no_task_is_judged_in_a_round_trip_world(env: Env) -> None:
+    """comp_002 (price up, volume down over 30 sessions) gets a world whose window ends just above its
+    first close after a dip, opening above where it ends: the oracle says True, a reading of "price up"
+    from the window's mean or its first open says False."""
+    world = next(w for w in env.worlds.for_task(env.judged["comp_002"], [])
+                 if w.kind is WorldKind.FLIP and "round trip" in w.perturbation)
+    assert expected_values(env.tasks["comp_002"], world.provider) == {"price_up_volume_slope_down": True}
+    bars = world.provider.history("MSFT").tail(30)
+    first, last = float(bars["Close"].iloc[0]), float(bars["Close"].iloc[-1])
+    assert last > first and float(bars["Close"].mean()) < first and float(bars["Open"].iloc[0]) > last
+
+
+def test_the_as_of_world_spikes_the_session_before_each_calendar_window(env: Env) -> None:
+    """On a closed as-of day a calendar window counted from the last bar starts a session or two
+    early; the ``as_of`` world spikes the last session before ``as_of - n days`` so such a window moves."""
+    past = truncate(read_market(env.snapshot), date(2024, 5, 11))
+    sessions = past.sessions()
+    backs = _calendar_backs(past, [30, 250])
+    assert [sessions[len(sessions) - b] for b in backs] == [date(2024, 4, 10), date(2023, 9, 1)]
+    assert set(backs) <= {s.back for _, spikes in first_spikes([5], backs) for s in spikes}
