@@ -173,6 +173,8 @@ def test_every_anchor_is_frozen_first_in_a_fresh_interpreter_in_some_zone() -> N
     assert firsts == set(ANCHORS)
 
 
+# one worker reads the module fixture's four interpreters for all twelve (split, both workers ran them)
+@pytest.mark.xdist_group("frozen-clock-c-readings")
 @pytest.mark.parametrize("anchor", ANCHORS)
 @pytest.mark.parametrize("host_zone", HOST_ZONES)
 def test_c_code_reads_the_frozen_clock(c_readings: dict[str, dict[str, dict]], anchor: tuple[int, int, int],
