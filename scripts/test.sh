@@ -61,7 +61,57 @@ VENV_BIN="$(dirname "$PY")"
 export PATH="$VENV_BIN:$PATH"   # the set-up scripts' python3/pip are the environment's too
 log "using $PY"
 
-"$PY" -m pip install --disable-pip-version-check -q -e '.[dev]'
+installed_as_declared() {
+    # Is this checkout installed (editable, from here) with its console scripts, and is every
+    # dependency of the package and of its dev extras installed at a version pyproject.toml allows?
+    # Then `pip install -e '.[dev]'` would change nothing (it costs ~30 s all the same, and .ci/run
+    # has just run it for lint): skip it. Any doubt (an error included) means "install".
+    "$PY" -I - <<'PYEOF' >/dev/null 2>&1  # -I: not the checkout's own finevo.egg-info
+import json
+import sys
+import tomllib
+from importlib import metadata
+from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+project = tomllib.loads(Path("pyproject.toml").read_text(encoding="utf-8"))["project"]
+dist = metadata.distribution(project["name"])
+url = json.loads(dist.read_text("direct_url.json") or "{}")
+if dist.version != project["version"] or not url.get("dir_info", {}).get("editable") \
+        or url.get("url") != Path.cwd().resolve().as_uri():
+    sys.exit(1)
+scripts = {ep.name for ep in dist.entry_points if ep.group == "console_scripts"}
+if not set(project.get("scripts", {})) <= scripts:
+    sys.exit(1)
+extras = project.get("optional-dependencies", {})
+pending, seen = [*project.get("dependencies", []), *extras.get("dev", [])], set()
+while pending:
+    req = Requirement(pending.pop())
+    if str(req) in seen or (req.marker is not None and not req.marker.evaluate({"extra": ""})):
+        continue
+    seen.add(str(req))
+    if canonicalize_name(req.name) == canonicalize_name(project["name"]):  # finevo[live,...]
+        pending += [r for extra in req.extras for r in extras.get(extra, [])]
+        continue
+    if not req.specifier.contains(metadata.version(req.name), prereleases=True):
+        sys.exit(1)
+    for extra in req.extras:
+        extra_reqs = [Requirement(r) for r in metadata.requires(req.name) or []]
+        for sub in extra_reqs:
+            if sub.marker is not None and sub.marker.evaluate({"extra": extra}) \
+                    and not sub.marker.evaluate({"extra": ""}):
+                if not sub.specifier.contains(metadata.version(sub.name), prereleases=True):
+                    sys.exit(1)
+PYEOF
+}
+
+if installed_as_declared; then
+    log "the package and its dev extras are installed as pyproject.toml declares: no pip install"
+else
+    "$PY" -m pip install --disable-pip-version-check -q -e '.[dev]'
+fi
 
 # Each set-up script writes `export NAME=value` lines for the tests into the env file.
 env_file="$(mktemp)"

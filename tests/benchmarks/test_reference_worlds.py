@@ -2,14 +2,23 @@
 
 Worlds: other seeds of the synthetic generator, the bundled seed truncated at earlier as-of
 dates, and a snapshot written through the live recorder (``data refresh``'s code path). In each,
-the gate's reference run with its self-check (reference 100 %, null 0 %) must pass: a verdict
-tuned to one data set would fail here. ``scripts/reference_worlds.py`` prints the same per world.
+every reference tool must pass as the gate judges it (the task's value, its probes drawn from the
+run's seed, every hidden world): a verdict tuned to one data set would fail here.
+
+One world of each kind (another seed, the earliest as-of date, the recorded format cut at an as-of
+date) runs the whole gate -- sandbox, reference run, self-check (reference 100 %, null 0 %),
+verdict. The other worlds judge the same reference tools in the same hidden worlds in process
+(``scripts/bench_worlds.py --data DIR --in-process``, about a fifth of a gate run): what differs
+between worlds is the data, and the values are what a world can break; the confinement and the
+null run do not depend on it. ``scripts/reference_worlds.py`` runs the whole gate in every world.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import subprocess
+import sys
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -35,28 +44,53 @@ def _world(tmp_path: Path, seed: int, as_of: date | None, recorded: bool) -> Pat
     return data
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("seed, as_of, recorded", [
+#: the worlds whose whole gate runs: one of each kind
+GATE_WORLDS = [(7, None, False), (synthetic.SEED, AS_OF[0], False), (synthetic.SEED, date(2024, 11, 15), True)]
+#: every other world: the reference tools judged in process, in the same hidden worlds
+JUDGED_WORLDS = [w for w in [
     *((s, None, False) for s in SEEDS),
     *((synthetic.SEED, d, False) for d in AS_OF),
     (11, None, True),
-    (synthetic.SEED, date(2024, 11, 15), True),
-], ids=lambda v: str(v))
+] if w not in GATE_WORLDS]
+#: the hidden worlds pinned: the test is about the data world, and a drawn seed would make a
+#: failure unreproducible
+WORLDS_SEED = 20261123
+BENCH_WORLDS = Path(__file__).resolve().parents[2] / "scripts" / "bench_worlds.py"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed, as_of, recorded", GATE_WORLDS, ids=lambda v: str(v))
 def test_reference_self_check_passes_in_another_world(tmp_path: Path, seed: int, as_of: date | None,
                                                      recorded: bool) -> None:
     data = _world(tmp_path, seed, as_of, recorded)
     config = GateConfig(llm="reference", tasks_path=benchmarks_dir() / "tasks.jsonl", security_path=None,
                         payloads_path=None, baseline_path=None, data_dir=data, out_dir=tmp_path / "out",
-                        run_id="world", run_payloads=False, task_timeout_s=120.0,
-                        # the hidden worlds pinned: the test is about the data world, and a drawn
-                        # seed would make a failure unreproducible
-                        worlds_seed=20261123)
+                        run_id="world", run_payloads=False, task_timeout_s=120.0, worlds_seed=WORLDS_SEED)
     result = run_gate(config, console=Console(io.StringIO(), colour=False))
     check = result.doc["selfcheck"]
     assert check["ok"], (check["reason"], check["reference"].get("reasons"))
     assert result.exit_code == 0, result.doc["verdict"]["reasons"]
     assert {t["task_id"] for t in result.doc["tasks"] if t["state"] == "pass"} == {
         json.loads(line)["id"] for line in (benchmarks_dir() / "tasks.jsonl").read_text().splitlines()}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed, as_of, recorded", JUDGED_WORLDS, ids=lambda v: str(v))
+def test_every_reference_tool_passes_as_judged_in_another_world(tmp_path: Path, seed: int, as_of: date | None,
+                                                                recorded: bool) -> None:
+    data = _world(tmp_path, seed, as_of, recorded)
+    done = subprocess.run([sys.executable, str(BENCH_WORLDS), "--data", str(data), "--seeds", str(WORLDS_SEED),
+                           "--in-process"], capture_output=True, text=True, timeout=600, check=False)
+    tasks = len((benchmarks_dir() / "tasks.jsonl").read_text().splitlines())
+    failing = [line for line in done.stdout.splitlines() if line.startswith("  ")]
+    assert done.returncode == 0, (done.stderr[-2000:], failing)
+    assert f"{tasks}/{tasks} reference tools pass" in done.stdout, done.stdout[-2000:]
+
+
+def test_the_worlds_split_between_gate_and_judge_covers_every_world_once() -> None:
+    assert len(GATE_WORLDS) + len(JUDGED_WORLDS) == len(SEEDS) + len(AS_OF) + 2
+    assert len(set(GATE_WORLDS) | set(JUDGED_WORLDS)) == len(GATE_WORLDS) + len(JUDGED_WORLDS)
+    assert {recorded for _, _, recorded in GATE_WORLDS} == {True, False}
 
 
 def test_an_earlier_as_of_world_is_the_same_world_cut_short(tmp_path: Path) -> None:

@@ -328,6 +328,7 @@ def _run_boolean_tasks(tmp_path: Path, contents: dict[str, str], run_id: str) ->
     return code, document.load(out / run_id / "results.json").to_json_dict(), out / run_id
 
 
+@pytest.mark.slow  # 7-15 s at load 8 (-n 2)
 def test_a_constant_false_prediction_is_rejected_by_the_agent_itself(tmp_path, tasks, capsys) -> None:
     code, doc, _ = _run_boolean_tasks(tmp_path, {i: _constant(tasks[i], False) for i in ("comp_001", "comp_002")},
                                       "constant")
@@ -340,6 +341,7 @@ def test_a_constant_false_prediction_is_rejected_by_the_agent_itself(tmp_path, t
     assert doc["summary"]["passed"] == 0
 
 
+@pytest.mark.slow  # 7-15 s at load 8 (-n 2)
 def test_a_tool_that_ignores_the_data_fails_both_boolean_tasks_through_the_probes(tmp_path, tasks, capsys) -> None:
     # Each answer moves with an argument the agent varies (so the tool is verified and registered)
     # and is right for the task's own arguments (False): only the probes can tell it is wrong.
@@ -419,6 +421,7 @@ def test_oracle_check_fails_a_constant_reference_tool_on_its_probe(tmp_path, tas
 
 
 # --------------------------------------------------------------------------- the argument space
+@pytest.mark.slow  # 7-15 s at load 8 (-n 2)
 def test_probes_drawn_across_the_argument_space_reach_far_from_the_tasks_own_numbers(tasks, snapshot) -> None:
     from runner.judging.probes import LOOKBACKS, probes_for
 

@@ -24,6 +24,10 @@ import pytest
 from runner.reports import document
 from tests.support.scripted_llm import RecordedRequest, Reply, ScriptedLLMServer
 
+# the recorded live run and its two replays (a module fixture) serve every test here: one worker,
+# so the three gate runs happen once, not once per worker
+pytestmark = pytest.mark.xdist_group("replay-determinism")
+
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "benchmarks"
 TASKS = BENCH / "tasks.jsonl"

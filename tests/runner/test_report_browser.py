@@ -24,7 +24,8 @@ from tests.runner.fakes import DATA, TASKS
 from tests.runner.reports_support import config, make_doc
 from tests.runner.test_repeats import _by_repeat
 
-pytestmark = pytest.mark.browser
+# slow: Chromium and the runs it loads take 14-18 s a test at load 8 (-n 2)
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 browser = browser_support.browser  # the fixture: headless Chromium, or a skip (a failure in CI) with the reason
 
 ONLY = "fetch_001,fetch_002,fetch_003,calc_001,calc_002,calc_003,comp_001,sec_001,sec_002"

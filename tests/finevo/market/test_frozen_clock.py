@@ -1,6 +1,7 @@
 """frozen_clock: freezing, ticking, isinstance compatibility, and a clean unfreeze.
 
-Each case runs in a fresh interpreter so the patched modules never leak into other tests.
+Each case runs in a fresh interpreter so the patched modules never leak into other tests (the C-clock
+readings: one interpreter per host time zone, for the three anchors in turn).
 """
 
 from __future__ import annotations
@@ -125,36 +126,63 @@ def test_pandas_now_and_today_words_read_the_frozen_clock() -> None:
 
 _C_READINGS = """
         import numpy as np
-        fc.freeze(dt.datetime(*ANCHOR_PARTS, 16, 0, tzinfo=ZoneInfo("America/New_York")))
-        day = lambda x: str(x)[:10]
-        out["patched"] = fc.c_clock_patched()
-        out["days"] = {
-            "np_today": day(np.datetime64("today")),
-            "np_now": day(np.datetime64("now")),
-            "np_array": day(np.array(["today", "now"], dtype="datetime64[s]")[0]),
-            "np_array_now": day(np.array(["today", "now"], dtype="datetime64[s]")[1]),
-            "np_astype": day(np.array(["today"]).astype("datetime64[D]")[0]),
-            "pd_index": day(pd.DatetimeIndex(["today"])[0]),
-            "pd_index_utc": day(pd.DatetimeIndex(["now"], tz="UTC")[0]),
-            "pd_series": day(pd.to_datetime(pd.Series(["today"]))[0]),
-            "pd_astype": day(pd.Series(["now"]).astype("datetime64[ns]")[0]),
-            "pd_astype_tz": day(pd.Series(["now"]).astype("datetime64[ns, UTC]")[0]),
-            "pd_period": str(pd.Period.now("D")),
-            "real_timestamp_class": day(type(pd.Timestamp(0)).now()),
-            "real_datetime_class": day(pd.Timestamp.__mro__[-3].now()),
-            "fromtimestamp_local": day(dt.datetime.fromtimestamp(time.time())),
-        }
-        out["now_hour_utc"] = str(np.datetime64("now"))[11:13]
+        out["by_anchor"] = {}
+        for ANCHOR_PARTS in ANCHORS_IN_ORDER:
+            fc.freeze(dt.datetime(*ANCHOR_PARTS, 16, 0, tzinfo=ZoneInfo("America/New_York")))
+            day = lambda x: str(x)[:10]
+            one = out["by_anchor"][str(ANCHOR_PARTS)] = {}
+            one["patched"] = fc.c_clock_patched()
+            one["days"] = {
+                "np_today": day(np.datetime64("today")),
+                "np_now": day(np.datetime64("now")),
+                "np_array": day(np.array(["today", "now"], dtype="datetime64[s]")[0]),
+                "np_array_now": day(np.array(["today", "now"], dtype="datetime64[s]")[1]),
+                "np_astype": day(np.array(["today"]).astype("datetime64[D]")[0]),
+                "pd_index": day(pd.DatetimeIndex(["today"])[0]),
+                "pd_index_utc": day(pd.DatetimeIndex(["now"], tz="UTC")[0]),
+                "pd_series": day(pd.to_datetime(pd.Series(["today"]))[0]),
+                "pd_astype": day(pd.Series(["now"]).astype("datetime64[ns]")[0]),
+                "pd_astype_tz": day(pd.Series(["now"]).astype("datetime64[ns, UTC]")[0]),
+                "pd_period": str(pd.Period.now("D")),
+                "real_timestamp_class": day(type(pd.Timestamp(0)).now()),
+                "real_datetime_class": day(pd.Timestamp.__mro__[-3].now()),
+                "fromtimestamp_local": day(dt.datetime.fromtimestamp(time.time())),
+            }
+            one["now_hour_utc"] = str(np.datetime64("now"))[11:13]
+            fc.unfreeze()
 """
 
+ANCHORS = [(2024, 12, 31), (2021, 3, 15), (2019, 7, 1)]
+HOST_ZONES = ["UTC", "Asia/Tokyo", "Pacific/Kiritimati", "America/Los_Angeles"]
 
-@pytest.mark.parametrize("anchor", [(2024, 12, 31), (2021, 3, 15), (2019, 7, 1)])
-@pytest.mark.parametrize("host_zone", ["UTC", "Asia/Tokyo", "Pacific/Kiritimati", "America/Los_Angeles"])
-def test_c_code_reads_the_frozen_clock(anchor: tuple[int, int, int], host_zone: str) -> None:
+
+@pytest.fixture(scope="module")
+def c_readings() -> dict[str, dict[str, dict]]:
+    """host zone -> anchor -> the readings: one interpreter per host zone (the zone is the process's
+    own), freezing each anchor in turn and unfreezing between them. Each anchor is the first one
+    frozen in some zone, so every anchor is read from a fresh interpreter too."""
+    readings: dict[str, dict[str, dict]] = {}
+    for i, zone in enumerate(HOST_ZONES):
+        order = ANCHORS[i % len(ANCHORS):] + ANCHORS[:i % len(ANCHORS)]
+        readings[zone] = _run(f"        ANCHORS_IN_ORDER = {order!r}\n" + _C_READINGS, env={"TZ": zone})["by_anchor"]
+    return readings
+
+
+def test_every_anchor_is_frozen_first_in_a_fresh_interpreter_in_some_zone() -> None:
+    firsts = {(ANCHORS[i % len(ANCHORS):] + ANCHORS[:i % len(ANCHORS)])[0] for i in range(len(HOST_ZONES))}
+    assert firsts == set(ANCHORS)
+
+
+# one worker reads the module fixture's four interpreters for all twelve (split, both workers ran them)
+@pytest.mark.xdist_group("frozen-clock-c-readings")
+@pytest.mark.parametrize("anchor", ANCHORS)
+@pytest.mark.parametrize("host_zone", HOST_ZONES)
+def test_c_code_reads_the_frozen_clock(c_readings: dict[str, dict[str, dict]], anchor: tuple[int, int, int],
+                                       host_zone: str) -> None:
     """numpy's datetime parser and CPython's datetime.now() run in C: they read the anchor's date
     too, whatever the anchor and whatever the host's time zone (Kiritimati is UTC+14, where the
     anchor's 16:00 in New York is already the next day)."""
-    out = _run(f"        ANCHOR_PARTS = {anchor!r}\n" + _C_READINGS, env={"TZ": host_zone})
+    out = c_readings[host_zone][str(anchor)]
     expected = dt.date(*anchor).isoformat()
     assert out["patched"] == {"numpy": True, "datetime": True, "interpreter": True}
     assert out["days"] == dict.fromkeys(out["days"], expected)

@@ -76,6 +76,12 @@ UNLABELLED: dict[str, tuple[str | None, str]] = {
 OUTER_FILTER_EPERM = {"pay_223": "unshare", "pay_364": "clone with CLONE_NEWUSER"}
 _LIMIT_STOPS = {("killed", "rlimit-cpu"), ("timeout", "timeout"), ("killed", "rlimit-as")}
 
+#: One corpus run per (setting, policy) serves every test of that setting (``_RUNS``): the tests of
+#: one setting share an xdist group, so one worker runs them and the corpus once (split between
+#: workers, each worker ran the whole corpus again for its share of the tests); the three settings
+#: are three groups, so the two workers still share them.
+SETTING_PARAMS = [pytest.param(s, marks=pytest.mark.xdist_group(f"kernel-corpus-{s}")) for s in SETTINGS]
+
 
 @pytest.fixture(scope="module")
 def scene() -> Iterator[Scene]:
@@ -141,7 +147,7 @@ def _kernel_refusal(record: dict[str, Any]) -> bool:
     return record["status"] == "exception" and record["hint"] == "landlock"
 
 
-@pytest.mark.parametrize("setting", SETTINGS)
+@pytest.mark.parametrize("setting", SETTING_PARAMS)
 def test_kernel_layers_are_active_in_every_setting(setting: str, scene: Scene) -> None:
     layers_record, _ = _run(setting, "off", scene)
     layers = layers_record["layers"]
@@ -161,7 +167,7 @@ def test_kernel_layers_are_active_in_every_setting(setting: str, scene: Scene) -
             assert layers["private_tmp"], layers
 
 
-@pytest.mark.parametrize("setting", SETTINGS)
+@pytest.mark.parametrize("setting", SETTING_PARAMS)
 @pytest.mark.parametrize("payload", PAYLOADS, ids=[p.id for p in PAYLOADS])
 def test_policy_off_kernel_layers_contain_every_payload(setting: str, payload: Payload, scene: Scene) -> None:
     layers_record, results = _run(setting, "off", scene)
@@ -172,7 +178,7 @@ def test_policy_off_kernel_layers_contain_every_payload(setting: str, payload: P
     _assert_kernel_contained(payload, record, setting)
 
 
-@pytest.mark.parametrize("setting", SETTINGS)
+@pytest.mark.parametrize("setting", SETTING_PARAMS)
 @pytest.mark.parametrize("payload", PAYLOADS, ids=[p.id for p in PAYLOADS])
 def test_policy_on_every_payload_is_blocked_or_contained(setting: str, payload: Payload, scene: Scene) -> None:
     _, results = _run(setting, "on", scene)
