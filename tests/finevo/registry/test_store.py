@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from finevo.outcome import Attempt
+from finevo.outcome import Attempt, ErrorInfo
 from finevo.registry import Registry, RegistryError, ToolInterface, ToolRun, content_hash, parse_version
 
 SMA = '''def sma(symbol: str, window: int = 20) -> float:
@@ -199,12 +199,14 @@ def test_traces_are_written_and_capped(reg: Registry) -> None:
 def test_refinement_attempts_and_lineage(reg: Registry) -> None:
     v1 = _sma(reg)
     v2 = _sma(reg, SMA2, parent_id=v1.id)
-    reg.record_attempt("calc_001", Attempt(0, "selftest", False, error={"type": "ToolCrashed"},
-                                           code_hash=v1.content_hash), tool_id=v1.id)
-    reg.record_attempt("calc_001", Attempt(1, "done", True, code_hash=v2.content_hash, parent_hash=v1.content_hash),
+    crashed = ErrorInfo(kind="tool", code="tool_crashed", type="ToolCrashed", message="the self-test crashed")
+    reg.record_attempt("calc_001", Attempt(1, "selftest", False, error=crashed, code_hash=v1.content_hash),
+                       tool_id=v1.id)
+    reg.record_attempt("calc_001", Attempt(2, "done", True, code_hash=v2.content_hash, parent_hash=v1.content_hash),
                        tool_id=v2.id)
     attempts = reg.attempts("calc_001")
-    assert [(a.attempt, a.ok, a.stage) for a in attempts] == [(0, False, "selftest"), (1, True, "done")]
+    assert [(a.attempt, a.ok, a.stage) for a in attempts] == [(1, False, "selftest"), (2, True, "done")]
+    assert attempts[0].error is not None and attempts[0].error["type"] == "ToolCrashed"
     assert attempts[1].parent_hash == v1.content_hash
     assert [t.version for t in reg.lineage(v2)] == ["1.1.0", "1.0.0"]
 
