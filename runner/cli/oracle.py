@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from finevo.errors import ExternalError, InputError
-from finevo.jsontypes import JSONObject, JSONValue
 from finevo.paths import benchmarks_dir, reference_dir, snapshot_dir
 from runner.exitcodes import Exit
 
-if TYPE_CHECKING:  # the judge and the oracle import pandas: only the handlers load them
+if TYPE_CHECKING:  # the judge and the oracle import pandas, the JSON alias pydantic: only the handlers load them
+    from finevo.jsontypes import JSONObject, JSONValue
     from finevo.sandbox.api import ExecutionResult, Sandbox
     from runner.inputs.tasks import Task
     from runner.judging.compare import Judgement

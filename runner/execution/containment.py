@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from finevo.errors import InputError, SandboxUnavailable
 from finevo.vocabulary import Isolation
-from runner.records import ContainmentSelftest
+
+if TYPE_CHECKING:  # the records (pydantic) load with the run, never for the CLI's help and usage errors
+    from runner.records import ContainmentSelftest
 
 #: Values of ``--require-isolation`` / ``FINEVO_REQUIRE_ISOLATION`` besides ``none`` (no requirement).
 ISOLATION_LEVELS: tuple[str, ...] = (Isolation.KERNEL.value,)
@@ -114,6 +116,8 @@ def prove(sandbox: Any, require: str | None, base_dir: str | os.PathLike[str] | 
     """Layers, isolation level and the self-test of ``sandbox`` (never raises for a weak host; see
     :meth:`Containment.enforce`). The self-test's canaries go in a fresh directory under
     ``base_dir`` (the gate passes its run directory)."""
+    from runner.records import ContainmentSelftest
+
     layers = dict(sandbox.layers()) if hasattr(sandbox, "layers") else {}
     if hasattr(sandbox, "run_kernel_only"):
         from finevo.sandbox.selftest import run_selftest
