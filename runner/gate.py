@@ -389,10 +389,12 @@ class Gate:
                              repeats=self.p.config.repeats)
         sec = fill_skipped_security([[x.id, x.query, x.attack] for x in s.security], sec_done, reason)
         pay = fill_skipped_payloads([[x.id, x.attempts] for x in s.payloads], pay_done, reason)
-        return document.assemble(run_id=self.p.run_id, config=config, tasks=tasks, security=sec, payloads=pay,
-                                 started_at=started_at, finished_at=_now(), duration_s=time.monotonic() - t0,
-                                 partial_signal=signum, selfcheck=selfcheck, warnings=s.warnings, crash=crash,
-                                 containment_selftest=containment_selftest)
+        return document.assemble(
+            run_id=self.p.run_id, config=config,
+            records=document.RunRecords(tasks, sec, pay, selfcheck=selfcheck,
+                                        containment_selftest=containment_selftest),
+            span=document.RunSpan(started_at, _now(), time.monotonic() - t0, partial_signal=signum, crash=crash),
+            warnings=s.warnings)
 
 
 def run_gate(config: GateConfig, *, factory: SessionFactory = default_session, console: Console | None = None,
