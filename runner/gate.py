@@ -39,7 +39,7 @@ from runner.exitcodes import Exit
 from runner.inputs.prepare import GateConfig, Prepared, git_sha, prepare, remove_if_empty
 from runner.inputs.tasks import SecurityTask
 from runner.judging.compare import JUDGE_VERSION
-from runner.judging.grade import judge_task, security_result
+from runner.judging.grade import Reruns, judge_task, security_result
 from runner.judging.selfcheck import run_selfcheck
 from runner.judging.worlds import Worlds
 from runner.records import PayloadResult, SecurityResult, SelfCheck, TaskResult, TaskState
@@ -337,7 +337,7 @@ class Gate:
     def _judge(self, task: Any, outcome: Any, elapsed: float, repeat: int, run_tool: Any) -> TaskResult:
         p = self.p
         result = judge_task(p.judged.get(task.id, task), outcome, p.expected[task.id], elapsed,
-                            probe_expected=p.probe_expected.get(task.id), run_tool=run_tool, worlds=self.worlds)
+                            Reruns(run_tool, probe_expected=p.probe_expected.get(task.id), worlds=self.worlds))
         if repeat != 1:
             result.repeat = repeat
         return result
