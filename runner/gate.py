@@ -39,10 +39,10 @@ from runner.exitcodes import Exit
 from runner.inputs.prepare import GateConfig, Prepared, git_sha, prepare, remove_if_empty
 from runner.inputs.tasks import SecurityTask
 from runner.judging.compare import JUDGE_VERSION
-from runner.judging.grade import judge_task, security_result
+from runner.judging.grade import Reruns, judge_task, security_result
 from runner.judging.selfcheck import run_selfcheck
 from runner.judging.worlds import Worlds
-from runner.records import ContainmentSelftest, PayloadResult, SecurityResult, SelfCheck, TaskResult, TaskState
+from runner.records import PayloadResult, SecurityResult, SelfCheck, TaskResult, TaskState
 from runner.reports import document, write_all
 from runner.reports.console import Console
 from runner.reports.escape import log_text
@@ -69,6 +69,19 @@ class GateOutcome:
     crash_traceback: str | None = None
     #: The typed results document (``doc`` is the same as JSON values).
     results: ResultsDocument | None = None
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A run under way: its event log, how many items it runs (``total``), how many it has started
+    (``counter``, shared with the judging lane), and the results recorded so far, in order."""
+
+    events: EventLog
+    total: int
+    counter: list[int]
+    tasks: list[TaskResult]
+    security: list[SecurityResult]
+    payloads: list[PayloadResult]
 
 
 class Gate:
@@ -172,7 +185,7 @@ class Gate:
                     crash: str | None = None
                     crash_tb: str | None = None
                     try:
-                        self._run_all(runner, events, total, tasks_done, sec_done, pay_done)
+                        self._run_all(runner, Progress(events, total, [0], tasks_done, sec_done, pay_done))
                         selfcheck = self._selfcheck_result(tasks_done, interrupts)
                         if p.config.self_check:
                             events.emit("selfcheck", selfcheck=selfcheck.model_dump(mode="json", exclude_unset=True))
@@ -184,9 +197,10 @@ class Gate:
                         console.line(console.paint(f"CRASHED: {log_text(crash)}", "error"))
                     signum = interrupts.signum
                     partial = signum if signum is not None else (-1 if crash else None)
-                    doc = self._document(config, started_at, t0, tasks_done, sec_done, pay_done, selfcheck,
-                                         partial, crash=crash if partial == -1 else None,
-                                         containment_selftest=containment.selftest)
+                    done = document.RunRecords(tasks_done, sec_done, pay_done, selfcheck=selfcheck,
+                                               containment_selftest=containment.selftest)
+                    doc = self._document(config, done, started_at, t0, partial,
+                                         crash=crash if partial == -1 else None)
                     paths = write_all(doc, p.run_dir)
                     events.emit("end", finished_at=doc.finished_at.isoformat(), signal=partial,
                                 exit_code=doc.verdict.exit_code, crash=crash, traceback=crash_tb)
@@ -239,8 +253,7 @@ class Gate:
             return SelfCheck.not_run("this gate was given no self-check")
         return self.selfcheck(host or self, tasks_done, interrupts)
 
-    def _run_all(self, runner: TaskRunner, events: EventLog, total: int, tasks_done: list[TaskResult],
-                 sec_done: list[SecurityResult], pay_done: list[PayloadResult]) -> None:
+    def _run_all(self, runner: TaskRunner, progress: Progress) -> None:
         p = self.p
         # --jobs > 1: judging and the payload corpus run beside the agent (runner.execution.schedule);
         # results are recorded in the serial order all the same.
@@ -249,26 +262,25 @@ class Gate:
         canaries = Canaries(p.run_dir / "canary") if p.suite.payloads else None
         if lanes is not None and canaries is not None:
             lanes.start_payloads(p.suite.payloads, run_payload, canaries)
-        counter = [0]
         try:
-            self._run_tasks(runner, events, total, counter, tasks_done, lanes)
+            self._run_tasks(runner, progress, lanes)
             if lanes is not None:  # the self-check needs the tasks' results only: start it now, beside the rest
-                done = [t for t in tasks_done if t.repeat == 1]
+                done = [t for t in progress.tasks if t.repeat == 1]
                 self._early_selfcheck = EarlySelfCheck(
                     lambda host: self._selfcheck(done, runner.interrupts, host), self, runner.interrupts)
             for stask in p.suite.security:
-                counter[0] += 1
-                self.console.task_start(counter[0], total, stask.id, stask.query)
+                progress.counter[0] += 1
+                self.console.task_start(progress.counter[0], progress.total, stask.id, stask.query)
                 sresult = self._security_task(runner, stask)
-                sec_done.append(sresult)
-                events.emit("security", result=sresult.to_dict())
+                progress.security.append(sresult)
+                progress.events.emit("security", result=sresult.to_dict())
                 self.console.task_end(sresult.state, sresult.duration_s, sresult.blocked_by or sresult.reason[:100])
             if canaries is not None:
-                self._run_payloads(runner, events, total, counter, canaries, pay_done, lanes)
+                self._run_payloads(runner, progress, canaries, lanes)
         finally:
             if lanes is not None:
                 for presult in lanes.close_payloads():  # a run stopped early keeps the payloads finished
-                    self._record_payload(events, total, counter, presult, pay_done)
+                    self._record_payload(progress, presult, counted=False)
                 lanes.close()
             if canaries is not None:
                 canaries.close()
@@ -295,8 +307,7 @@ class Gate:
         if canaries is not None:
             canaries.close()
 
-    def _run_tasks(self, runner: TaskRunner, events: EventLog, total: int, counter: list[int],
-                   tasks_done: list[TaskResult], lanes: Lanes | None) -> None:
+    def _run_tasks(self, runner: TaskRunner, progress: Progress, lanes: Lanes | None) -> None:
         p = self.p
         repeats = Repeats(self.factory, self.spec, runner, p.run_dir)
         judge_lane = lanes.judge if lanes is not None else None
@@ -305,15 +316,15 @@ class Gate:
                 current = repeats.runner_for(repeat)
                 for task in p.suite.tasks:
                     if judge_lane is None:
-                        counter[0] += 1
-                        self.console.task_start(counter[0], total, self._label(task.id, repeat), task.query)
+                        progress.counter[0] += 1
+                        self.console.task_start(progress.counter[0], progress.total, self._label(task.id, repeat),
+                                                task.query)
                     outcome, elapsed = current.solve(task)
                     if judge_lane is None:
                         result = self._judge(task, outcome, elapsed, repeat, current.probe_runner())
-                        self._record_task(events, result, elapsed, tasks_done)
+                        self._record_task(progress, result, elapsed)
                         continue
-                    judge_lane.submit(self._judge_and_record, events, total, counter, tasks_done,
-                                      task, outcome, elapsed, repeat)
+                    judge_lane.submit(self._judge_and_record, progress, task, outcome, elapsed, repeat)
             if judge_lane is not None:
                 judge_lane.drain()
         finally:
@@ -328,58 +339,57 @@ class Gate:
     def _judge(self, task: Any, outcome: Any, elapsed: float, repeat: int, run_tool: Any) -> TaskResult:
         p = self.p
         result = judge_task(p.judged.get(task.id, task), outcome, p.expected[task.id], elapsed,
-                            probe_expected=p.probe_expected.get(task.id), run_tool=run_tool, worlds=self.worlds)
+                            Reruns(run_tool, probe_expected=p.probe_expected.get(task.id), worlds=self.worlds))
         if repeat != 1:
             result.repeat = repeat
         return result
 
-    def _record_task(self, events: EventLog, result: TaskResult, elapsed: float,
-                     tasks_done: list[TaskResult]) -> None:
-        tasks_done.append(result)
-        events.emit("task", result=result.to_dict())
+    def _record_task(self, progress: Progress, result: TaskResult, elapsed: float) -> None:
+        progress.tasks.append(result)
+        progress.events.emit("task", result=result.to_dict())
         why = "" if result.state == TaskState.PASS else result.reason[:100]
         self.console.task_end(result.state, elapsed, why)
 
-    def _judge_and_record(self, events: EventLog, total: int, counter: list[int], tasks_done: list[TaskResult],
-                          task: Any, outcome: Any, elapsed: float, repeat: int, run_tool: Any) -> None:
+    def _judge_and_record(self, progress: Progress, task: Any, outcome: Any, elapsed: float, repeat: int,
+                          run_tool: Any) -> None:
         """A task judged beside the agent (in the judging lane, in suite order): recorded at once, its
         console line printed whole."""
         result = self._judge(task, outcome, elapsed, repeat, run_tool)
-        counter[0] += 1
-        self.console.task_start(counter[0], total, self._label(task.id, repeat), task.query)
-        self._record_task(events, result, elapsed, tasks_done)
+        progress.counter[0] += 1
+        self.console.task_start(progress.counter[0], progress.total, self._label(task.id, repeat), task.query)
+        self._record_task(progress, result, elapsed)
 
-    def _run_payloads(self, runner: TaskRunner, events: EventLog, total: int, counter: list[int],
-                      canaries: Canaries, pay_done: list[PayloadResult], lanes: Lanes | None) -> None:
+    def _run_payloads(self, runner: TaskRunner, progress: Progress, canaries: Canaries,
+                      lanes: Lanes | None) -> None:
         if lanes is not None and lanes.payloads is not None:
             for presult in lanes.payload_results():
-                self._record_payload(events, total, counter, presult, pay_done)
+                self._record_payload(progress, presult, counted=False)
             return
         for payload in self.p.suite.payloads:
             if runner.interrupts.event.is_set():
                 raise Aborted(payload.id)
-            counter[0] += 1
-            self.console.task_start(counter[0], total, f"payload:{payload.id}", payload.attempts)
+            progress.counter[0] += 1
+            self.console.task_start(progress.counter[0], progress.total, f"payload:{payload.id}", payload.attempts)
             presult = run_payload(runner.session.sandbox, payload, canaries)
             if runner.interrupts.event.is_set():
                 raise Aborted(payload.id)
-            self._record_payload(events, total, None, presult, pay_done)
+            self._record_payload(progress, presult, counted=True)
 
-    def _record_payload(self, events: EventLog, total: int, counter: list[int] | None, presult: PayloadResult,
-                        pay_done: list[PayloadResult]) -> None:
-        """One payload's result; ``counter`` given: its console line is printed whole (run beside the agent)."""
-        if counter is not None:
-            counter[0] += 1
-            self.console.task_start(counter[0], total, f"payload:{presult.payload_id}", presult.attempt)
-        pay_done.append(presult)
-        events.emit("payload", result=presult.to_dict())
+    def _record_payload(self, progress: Progress, presult: PayloadResult, *, counted: bool) -> None:
+        """One payload's result; not ``counted`` yet (run beside the agent): its console line is printed
+        whole here."""
+        if not counted:
+            progress.counter[0] += 1
+            self.console.task_start(progress.counter[0], progress.total, f"payload:{presult.payload_id}",
+                                    presult.attempt)
+        progress.payloads.append(presult)
+        progress.events.emit("payload", result=presult.to_dict())
         self.console.task_end(presult.state, presult.duration_s,
                               presult.reason[:100] if presult.state == "error" else presult.layer or "")
 
-    def _document(self, config: RunConfig, started_at: str, t0: float, tasks_done: list[TaskResult],
-                  sec_done: list[SecurityResult], pay_done: list[PayloadResult],
-                  selfcheck: SelfCheck | None, signum: int | None, crash: str | None = None,
-                  containment_selftest: ContainmentSelftest | None = None) -> ResultsDocument:
+    def _document(self, config: RunConfig, done: document.RunRecords, started_at: str, t0: float,
+                  signum: int | None, crash: str | None = None) -> ResultsDocument:
+        """The results document: the records ``done`` with every item that did not run filled in."""
         s = self.p.suite
         if crash:
             reason = "not run: the gate crashed before this task"
@@ -387,14 +397,14 @@ class Gate:
             reason = f"not run: interrupted by {signal.Signals(signum).name}"
         else:
             reason = "not run"
-        tasks = fill_skipped([[t.id, t.category, t.query] for t in s.tasks], tasks_done, reason,
+        tasks = fill_skipped([[t.id, t.category, t.query] for t in s.tasks], list(done.tasks), reason,
                              repeats=self.p.config.repeats)
-        sec = fill_skipped_security([[x.id, x.query, x.attack] for x in s.security], sec_done, reason)
-        pay = fill_skipped_payloads([[x.id, x.attempts] for x in s.payloads], pay_done, reason)
-        return document.assemble(run_id=self.p.run_id, config=config, tasks=tasks, security=sec, payloads=pay,
-                                 started_at=started_at, finished_at=_now(), duration_s=time.monotonic() - t0,
-                                 partial_signal=signum, selfcheck=selfcheck, warnings=s.warnings, crash=crash,
-                                 containment_selftest=containment_selftest)
+        sec = fill_skipped_security([[x.id, x.query, x.attack] for x in s.security], list(done.security), reason)
+        pay = fill_skipped_payloads([[x.id, x.attempts] for x in s.payloads], list(done.payloads), reason)
+        return document.assemble(
+            run_id=self.p.run_id, config=config, records=replace(done, tasks=tasks, security=sec, payloads=pay),
+            span=document.RunSpan(started_at, _now(), time.monotonic() - t0, partial_signal=signum, crash=crash),
+            warnings=s.warnings)
 
 
 def run_gate(config: GateConfig, *, factory: SessionFactory = default_session, console: Console | None = None,

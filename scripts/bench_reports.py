@@ -42,9 +42,8 @@ def bench_doc(n: int, reason_bytes: int) -> document.ResultsDocument:
               "agent_mode": "evolving", "max_refinements": 3, "task_timeout_s": 120.0, "selection": {},
               "self_check": False,
               "baseline": {"path": "b.json", "passing_tasks": [t.task_id for t in tasks], "target_pass_rate": 0.8}}
-    return document.assemble(run_id="bench", config=config, tasks=tasks, security=security, payloads=[],
-                             started_at="2025-01-01T00:00:00+00:00", finished_at="2025-01-01T00:10:00+00:00",
-                             duration_s=600.0)
+    return document.assemble(run_id="bench", config=config, records=document.RunRecords(tasks, security, []),
+                             span=document.RunSpan("2025-01-01T00:00:00+00:00", "2025-01-01T00:10:00+00:00", 600.0))
 
 
 def browser_figures(page_path: Path) -> str:

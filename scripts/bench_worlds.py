@@ -29,7 +29,7 @@ from finevo.sandbox import Limits, create_sandbox
 from finevo.sandbox.api import ExecutionResult
 from runner.cli.oracle import reference_code
 from runner.inputs.tasks import load_tasks
-from runner.judging.grade import judge_task
+from runner.judging.grade import Reruns, judge_task
 from runner.judging.oracle import expected_values, probe_expected_values
 from runner.judging.probes import derive_probes, probes_for
 from runner.judging.worlds import WorldKind, Worlds
@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
                 for task in tasks:
                     t0 = time.perf_counter()
                     result = judge_task(judged[task.id], outcomes[task.id], expected[task.id], 0.0,
-                                        probe_expected=probe_expected[task.id], run_tool=run_tool, worlds=worlds)
+                                        Reruns(run_tool, probe_expected=probe_expected[task.id], worlds=worlds))
                     per_task.append(time.perf_counter() - t0 - result.timings.get("probes", 0.0))
                     if result.state != "pass":
                         bad.append(f"{task.id}: {result.reason}")

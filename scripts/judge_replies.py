@@ -28,7 +28,7 @@ from finevo.paths import benchmarks_dir, snapshot_dir
 from finevo.sandbox import Limits, create_sandbox
 from finevo.sandbox.api import ExecutionResult
 from runner.inputs.tasks import load_tasks
-from runner.judging.grade import judge_task
+from runner.judging.grade import Reruns, judge_task
 from runner.judging.oracle import expected_values, probe_expected_values
 from runner.judging.probes import derive_probes, probes_for
 from runner.judging.worlds import Worlds
@@ -103,8 +103,8 @@ def main(argv: list[str] | None = None) -> int:
                     main_run = run_tool(reply["code"], reply["entry"], dict(task.intent.args))
                     outcome = Outcome(task_id=task.id, value=main_run.value if main_run.ok else None,
                                       tool_code=reply["code"], stage="done")
-                    result = judge_task(task, outcome, expected[task.id], 0.0, probe_expected=probe_expected[task.id],
-                                        run_tool=run_tool, worlds=worlds)
+                    result = judge_task(task, outcome, expected[task.id], 0.0,
+                                        Reruns(run_tool, probe_expected=probe_expected[task.id], worlds=worlds))
                     costs.append(time.perf_counter() - started)
                     passed = result.state == "pass"
                     kind = ("false pass" if passed else "caught") if reply["label"] == "wrong" else \

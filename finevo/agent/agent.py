@@ -28,15 +28,16 @@ the rule that fired is never fed back to the model, which would teach it to evad
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 import tempfile
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from finevo.agent.intent import question_for_query
+from finevo.agent.ledger import Ledger, code_hash
 from finevo.agent.prompts import (
     ToolRequest,
     refinement_messages,
@@ -44,7 +45,7 @@ from finevo.agent.prompts import (
     security_messages,
     synthesis_messages,
 )
-from finevo.agent.verify import SandboxRun, ToolContract, Verification, Verifier, policy_check, result_error
+from finevo.agent.verify import ToolContract, Verification, Verifier, policy_check, result_error
 from finevo.errors import (
     AgentFailure,
     CodeExtractionError,
@@ -58,12 +59,11 @@ from finevo.errors import (
     ProviderNotConfigured,
     RefinementExhausted,
 )
-from finevo.jsontypes import JSONObject
 from finevo.llm.base import ChatReply, ChatRequest, LLMProvider
 from finevo.normalize import ANSWER, normalize
 from finevo.outcome import Attempt, AttemptStage, ErrorInfo, LLMUsage, Outcome
 from finevo.question import Question, SecurityQuestion
-from finevo.registry import Registry, RegistryError, ToolInterface, ToolRun
+from finevo.registry import Registry, RegistryError
 from finevo.sandbox.api import ExecutionResult, Limits, Sandbox
 from finevo.vocabulary import AgentMode, ToolSource, choices, words
 
@@ -73,16 +73,39 @@ def tool_contract(question: Question) -> ToolContract:
     return ToolContract(entry=question.intent.indicator, args=dict(question.intent.args), output=question.output)
 
 
-def code_hash(code: str) -> str:
-    return hashlib.sha256(code.encode("utf-8")).hexdigest()
+@dataclass(frozen=True)
+class RunBounds:
+    """How the agent's sandbox runs are bounded: their resource ``limits`` (the sandbox's defaults
+    when None) and the ``clock`` their deadlines and timings are read on."""
+
+    limits: Limits | None = None
+    clock: Callable[[], float] = time.monotonic
+
+
+@dataclass(frozen=True)
+class VerifiedTool:
+    """A tool ready to answer a task: its ``code``, the registry row it is stored as (None when
+    never stored) and the verification it passed (None when none ran)."""
+
+    code: str
+    artifact: Any
+    verification: Verification | None = None
+
+
+@dataclass(frozen=True)
+class LastFailure:
+    """The last failed attempt: its reply or code, the stage it failed at, and why."""
+
+    code: str
+    stage: str
+    error: AgentFailure
 
 
 class Agent:
     """One agent: settings, an LLM provider, a sandbox, a registry and a mode."""
 
     def __init__(self, settings: Any, provider: LLMProvider | None, sandbox: Sandbox, registry: Any,
-                 mode: str | None = None, *, limits: Limits | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 mode: str | None = None, *, bounds: RunBounds = RunBounds()) -> None:
         raw_mode = mode or getattr(settings, "agent_mode", AgentMode.EVOLVING)
         if raw_mode not in choices(AgentMode):
             raise InputError(f"unknown agent mode {raw_mode!r}: expected one of {words(AgentMode)}")
@@ -91,14 +114,15 @@ class Agent:
         self.provider = provider
         self.sandbox = sandbox
         self.mode = mode
-        self.clock = clock
+        self.clock = bounds.clock
         self.max_refinements = int(getattr(settings, "max_refinements", 3))
-        self.verifier = Verifier(sandbox, limits=limits, clock=clock)
+        self.verifier = Verifier(sandbox, limits=bounds.limits, clock=bounds.clock)
         self._scratch: Path | None = None
         if mode is AgentMode.MEMORY_ONLY:
             self.registry = self._memory_registry()
         else:
             self.registry = registry
+        self.ledger = Ledger(self.registry)
 
     # ------------------------------------------------------------------ lifecycle
     def _memory_registry(self) -> Any:
@@ -156,8 +180,7 @@ class Agent:
             raise NoToolAvailable(f"{job.task_id}: no verified tool in the registry fits "
                                   f"{contract.entry}({', '.join(contract.args)}) -> {contract.output.type} "
                                   "(static mode never writes tools)", indicator=contract.entry)
-        code, artifact, ver = self._synthesize(job, contract, outcome, deadline)
-        self._execute(job, contract, code, artifact, outcome, deadline, ver)
+        self._execute(job, contract, self._synthesize(job, contract, outcome, deadline), outcome, deadline)
 
     def _reuse(self, job: Question, contract: ToolContract, outcome: Outcome, deadline: float | None,
                started: float) -> bool:
@@ -171,7 +194,7 @@ class Agent:
                 continue  # its file went missing or was edited: not a tool to trust
             ver = self.verifier.verify(code, contract, deadline=deadline)
             self._merge_timings(outcome, ver)
-            self._trace_verification(getattr(artifact, "id", None), job, ver)
+            self.ledger.trace_verification(getattr(artifact, "id", None), job, ver)
             if not ver.ok:
                 assert isinstance(ver.error, AgentFailure)
                 last_error = ver.error
@@ -181,8 +204,8 @@ class Agent:
                 continue
             outcome.tool_source = ToolSource.REUSED
             self._describe_tool(outcome, artifact, code)
-            outcome.tool_created_for = self._created_for(artifact)
-            self._execute(job, contract, code, artifact, outcome, deadline, ver)
+            outcome.tool_created_for = self.ledger.created_for(artifact)
+            self._execute(job, contract, VerifiedTool(code, artifact, ver), outcome, deadline)
             return True
         if last_error is not None and self.mode is AgentMode.STATIC:
             raise last_error
@@ -193,7 +216,7 @@ class Agent:
         return list(self.registry.find(contract.entry, contract.output.type, list(contract.args)))
 
     def _synthesize(self, job: Question, contract: ToolContract, outcome: Outcome,
-                    deadline: float | None) -> tuple[str, Any, Verification]:
+                    deadline: float | None) -> VerifiedTool:
         req = ToolRequest(job.query, job.category, contract.entry, contract.args, contract.output)
         messages = synthesis_messages(req)
         parent_hash: str | None = None
@@ -202,17 +225,15 @@ class Agent:
         # what each failed attempt replied and what code it gave, by hash -> its attempt number
         replies: dict[str, int] = {}
         codes: dict[str, int] = {}
-        # the last failed attempt: its reply or code, the stage it failed at, and why
-        failed_code, failed_stage = "", "synthesis"
-        error: AgentFailure = CodeExtractionError("no attempt yet")
+        failed = LastFailure("", "synthesis", CodeExtractionError("no attempt yet"))
         for number in range(1, self.max_refinements + 2):
             stage = "synthesis" if number == 1 else "refinement"
             outcome.stage = stage
             reply, call = self._complete(messages, job.task_id, number - 1, stage, outcome, deadline)
             repeat_of = self._repeat_of(reply, replies, codes)
             if repeat_of is not None:
-                self._stop_on_repeat(job, outcome, tool_ids, number, repeat_of, parent_hash, call,
-                                     failed_stage, error)
+                outcome.attempts.append(_repeated(outcome, number, repeat_of, parent_hash, call))
+                self._stop_on_repeat(job, outcome, tool_ids, failed)
             replies[code_hash(reply.content)] = number
             try:
                 code = self._extract(reply)
@@ -220,12 +241,12 @@ class Agent:
                 outcome.attempts.append(Attempt(number=number, stage="synthesis", ok=False, error=ErrorInfo.of(exc),
                                                 parent_hash=parent_hash, usage=call))
                 outcome.tool_source = ToolSource.REFUSED
-                self._record_attempts(job, outcome, tool_ids)
+                self.ledger.record_attempts(job, outcome, tool_ids)
                 raise
             except CodeExtractionError as exc:
                 outcome.attempts.append(Attempt(number=number, stage="synthesis", ok=False, error=ErrorInfo.of(exc),
                                                 parent_hash=parent_hash, usage=call))
-                failed_code, failed_stage, error = reply.content, "synthesis", exc
+                failed = LastFailure(reply.content, "synthesis", exc)
             else:
                 this_hash = code_hash(code)
                 ver = self.verifier.verify(code, contract, deadline=deadline)
@@ -236,34 +257,38 @@ class Agent:
                                                 parent_hash=parent_hash, usage=call,
                                                 stages=[stage.record() for stage in ver.stages], code=code))
                 if ver.ok:
-                    artifact = self._register(job, contract, code, parent_id, outcome, tool_ids)
-                    self._trace_verification(tool_ids[number], job, ver)
+                    outcome.stage = "registration"
+                    started = self.clock()
+                    artifact = self.ledger.register(job, contract, code, parent_id, outcome, tool_ids)
+                    self._add_time(outcome, "registration", self.clock() - started)
+                    self.ledger.trace_verification(tool_ids[number], job, ver)
                     outcome.tool_source = ToolSource.REFINED if number > 1 else ToolSource.CREATED
                     self._describe_tool(outcome, artifact, code)
-                    return code, artifact, ver
+                    return VerifiedTool(code, artifact, ver)
                 assert isinstance(ver.error, AgentFailure)
                 if isinstance(ver.error, PolicyViolation):
                     outcome.tool_source = ToolSource.BLOCKED
                     outcome.tool_code = code
                     outcome.tool_hash = this_hash
                     outcome.blocked_by = _blocked_by(ver.error)
-                    self._trace_verification(None, job, ver)  # never registered: kept by task only
-                    self._record_attempts(job, outcome, tool_ids)
+                    self.ledger.trace_verification(None, job, ver)  # never registered: kept by task only
+                    self.ledger.record_attempts(job, outcome, tool_ids)
                     raise ver.error
                 codes.setdefault(this_hash, number)
-                parent_id = self._register_failed(job, contract, code, parent_id, ver)
+                parent_id = self.ledger.register_failed(job, contract, code, parent_id)
                 tool_ids[number] = parent_id
-                self._trace_verification(parent_id, job, ver)
+                self.ledger.trace_verification(parent_id, job, ver)
                 parent_hash = this_hash
-                failed_code, failed_stage, error = code, ver.stage, ver.error
+                failed = LastFailure(code, ver.stage, ver.error)
                 outcome.tool_code, outcome.tool_hash = code, this_hash
             if number > self.max_refinements:
-                self._record_attempts(job, outcome, tool_ids)
+                self.ledger.record_attempts(job, outcome, tool_ids)
                 raise RefinementExhausted(
                     f"{job.task_id}: no tool passed verification after {number} attempt(s) "
-                    f"({self.max_refinements} refinement(s)); last failure at {failed_stage}: {error.message}",
-                    attempts=number, last_stage=failed_stage, last_error=error.to_dict())
-            messages = refinement_messages(req, failed_code, failed_stage, _feedback(error))
+                    f"({self.max_refinements} refinement(s)); last failure at {failed.stage}: "
+                    f"{failed.error.message}",
+                    attempts=number, last_stage=failed.stage, last_error=failed.error.to_dict())
+            messages = refinement_messages(req, failed.code, failed.stage, _feedback(failed.error))
         raise AssertionError("unreachable")  # pragma: no cover
 
     @staticmethod
@@ -279,30 +304,23 @@ class Agent:
             return None
         return codes.get(code_hash(code))
 
-    def _stop_on_repeat(self, job: Question, outcome: Outcome, tool_ids: dict[int, Any], number: int, repeat_of: int,
-                        parent_hash: str | None, call: LLMUsage, failed_stage: str,
-                        error: FinevoError) -> None:
-        """Record ``number`` as the same reply again and stop refining: the model (a prediction
-        reused, a cassette reply, a model repeating itself) cannot change its answer."""
-        earlier = next(a for a in outcome.attempts if a.number == repeat_of)
-        note = (f"the same reply again (as attempt {repeat_of}): not verified again, not counted as a "
-                "refinement; refining stops because the reply cannot change")
-        outcome.attempts.append(Attempt(number=number, stage=earlier.stage, ok=False, error=earlier.error,
-                                        code_hash=earlier.code_hash, parent_hash=parent_hash, usage=call,
-                                        stages=[AttemptStage(name="refinement", ok=False, note=note)],
-                                        repeat_of=repeat_of, code=earlier.code))
+    def _stop_on_repeat(self, job: Question, outcome: Outcome, tool_ids: dict[int, Any], failed: LastFailure) -> None:
+        """Stop refining after the last attempt, the same reply again (:func:`_repeated`): the model (a
+        prediction reused, a cassette reply, a model repeating itself) cannot change its answer."""
+        repeat = outcome.attempts[-1]
+        number, repeat_of = repeat.number, repeat.repeat_of
         outcome.stage = "refinement"
-        self._record_attempts(job, outcome, tool_ids)
+        self.ledger.record_attempts(job, outcome, tool_ids)
         distinct = number - 1 - sum(1 for a in outcome.attempts[:-1] if a.repeat_of is not None)
         raise RefinementExhausted(
             f"{job.task_id}: no tool passed verification after {distinct} distinct attempt(s) "
             f"({outcome.refinements} refinement(s)); attempt {number} was the same reply again (as attempt "
-            f"{repeat_of}), so refining stopped; last failure at {failed_stage}: {error.message}",
+            f"{repeat_of}), so refining stopped; last failure at {failed.stage}: {failed.error.message}",
             attempts=number, distinct_attempts=distinct, stopped="same_reply", repeat_of=repeat_of,
-            last_stage=failed_stage, last_error=error.to_dict())
+            last_stage=failed.stage, last_error=failed.error.to_dict())
 
-    def _execute(self, job: Question, contract: ToolContract, code: str, artifact: Any, outcome: Outcome,
-                 deadline: float | None, verified: Verification | None = None) -> None:
+    def _execute(self, job: Question, contract: ToolContract, tool: VerifiedTool, outcome: Outcome,
+                 deadline: float | None) -> None:
         """Run the tool with the task's arguments and write the execution trace.
 
         The contract stage of a verification that just passed already called this very code with
@@ -313,19 +331,20 @@ class Agent:
         started = self.clock()
         result: ExecutionResult | None = None
         elapsed = 0.0
+        verified = tool.verification
         try:
             if verified is not None and verified.ok and verified.result is not None and verified.result.ok:
                 result = verified.result
                 elapsed = result.duration_s
             else:
-                result = self.verifier.run(code, contract.entry, contract.args, stage="execution",
+                result = self.verifier.run(tool.code, contract.entry, contract.args, stage="execution",
                                            deadline=deadline)
                 elapsed = self.clock() - started
         finally:
             if result is None:
                 elapsed = self.clock() - started
             self._add_time(outcome, "execution", self.clock() - started)
-            self._trace(artifact, job, contract, result, elapsed)
+            self.ledger.trace_execution(tool.artifact, job, contract, result, elapsed)
         outcome.stdout, outcome.stderr = result.stdout, result.stderr
         if not result.ok:
             raise result_error(result, f"{contract.entry}({', '.join(f'{k}={v!r}' for k, v in contract.args.items())})")
@@ -427,86 +446,7 @@ class Agent:
 
         return extract_code(reply.content)
 
-    # ------------------------------------------------------------------ registry
-    def _register(self, job: Question, contract: ToolContract, code: str, parent_id: Any, outcome: Outcome,
-                  tool_ids: dict[int, Any]) -> Any:
-        """Store the verified tool (linked to its last failed attempt) and every attempt's record,
-        each linked to the stored code it produced (``tool_ids`` gains this attempt's id)."""
-        outcome.stage = "registration"
-        started = self.clock()
-        interface = ToolInterface(contract.entry, contract.output.type, category=job.category, description=job.query,
-                                  signature=_signature(code, contract.entry))
-        artifact = self.registry.register(contract.entry, code, interface, parent_id=parent_id, status="verified")
-        tool_id = getattr(artifact, "id", None)
-        final = code_hash(code)
-        for attempt in outcome.attempts:
-            if attempt.code_hash == final:
-                tool_ids[attempt.number] = tool_id
-        self._record_attempts(job, outcome, tool_ids)
-        self._add_time(outcome, "registration", self.clock() - started)
-        return artifact
-
-    def _register_failed(self, job: Question, contract: ToolContract, code: str, parent_id: Any,
-                         ver: Verification) -> Any:
-        """Keep a failed attempt's code (status ``failed``), linked to its parent; returns its id."""
-        interface = ToolInterface(contract.entry, contract.output.type, category=job.category, description=job.query,
-                                  signature=_signature(code, contract.entry))
-        artifact = self.registry.register(contract.entry, code, interface, parent_id=parent_id, status="failed")
-        return getattr(artifact, "id", None)
-
-    def _record_attempts(self, job: Question, outcome: Outcome, tool_ids: Mapping[int, Any]) -> None:
-        """One record per attempt, linked to the stored tool its code became (none for a reply
-        without code, or for blocked code, which is never stored)."""
-        for attempt in outcome.attempts:
-            self.registry.record_attempt(job.task_id, attempt, tool_id=tool_ids.get(attempt.number))
-
-    def _trace_verification(self, tool_id: Any, job: Question, ver: Verification) -> None:
-        """An execution trace for every sandbox run the verification made (self-test, contract,
-        metamorphic), with its stage. The contract run of a passed verification is the task's
-        execution (see :meth:`_execute`), which writes its trace as such."""
-        for run in ver.runs:
-            if ver.ok and run.result is ver.result:
-                continue
-            self._write_trace(tool_id, job.task_id, run)
-
-    def _trace(self, artifact: Any, job: Question, contract: ToolContract, result: ExecutionResult | None,
-               elapsed: float) -> None:
-        if artifact is None:
-            return
-        self._write_trace(getattr(artifact, "id", None), job.task_id,
-                          SandboxRun("execution", dict(contract.args), result), elapsed)
-
-    def _write_trace(self, tool_id: Any, task_id: str, run: SandboxRun, elapsed: float | None = None) -> None:
-        result = run.result
-        error: JSONObject | None = None
-        if result is None:
-            error = {"message": "interrupted before the tool returned"}
-        elif not result.ok:
-            error = {"status": result.status, "error_type": result.error_type,
-                     "message": sanitise_error(result.error_message or ""), "layer": result.layer}
-            if result.traceback:
-                error["traceback"] = sanitise_error(result.traceback)
-        self.registry.record_trace(tool_id, task_id, ToolRun(
-            stage=run.stage, arguments=dict(run.args or {}),
-            result=result.value if result is not None and result.ok else None,
-            duration_s=elapsed if elapsed is not None else (result.duration_s if result is not None else 0.0),
-            exit_status=result.status if result is not None else "interrupted",
-            stdout=result.stdout if result else "", stderr=result.stderr if result else "",
-            error=error))  # the registry caps them, with a marker saying how much was cut
-
     # ------------------------------------------------------------------ bookkeeping
-    def _created_for(self, artifact: Any) -> str | None:
-        """The task whose attempt first produced ``artifact`` (None when the registry cannot say)."""
-        tool_id = getattr(artifact, "id", None)
-        attempts = getattr(self.registry, "attempts", None)
-        if tool_id is None or attempts is None:
-            return None
-        try:
-            rows = attempts(tool_id=tool_id)
-        except Exception:  # a reason's detail: never worth failing the task over
-            return None
-        return next((str(row.task_id) for row in rows if getattr(row, "task_id", None)), None)
-
     @staticmethod
     def _describe_tool(outcome: Outcome, artifact: Any, code: str) -> None:
         outcome.tool_name = str(getattr(artifact, "name", None) or outcome.tool_name)
@@ -524,14 +464,15 @@ class Agent:
             self._add_time(outcome, stage, seconds)
 
 
-def _signature(code: str, entry: str) -> JSONObject:
-    """The registry's signature record for ``entry`` ({} when the code has no such function)."""
-    from finevo.registry.signature import tool_signature
-
-    try:
-        return tool_signature(code, entry)
-    except ValueError:
-        return {}
+def _repeated(outcome: Outcome, number: int, repeat_of: int, parent_hash: str | None, call: LLMUsage) -> Attempt:
+    """Attempt ``number``'s record as the same reply again as attempt ``repeat_of``: neither verified
+    again nor counted as a refinement."""
+    earlier = next(a for a in outcome.attempts if a.number == repeat_of)
+    note = (f"the same reply again (as attempt {repeat_of}): not verified again, not counted as a "
+            "refinement; refining stops because the reply cannot change")
+    return Attempt(number=number, stage=earlier.stage, ok=False, error=earlier.error, code_hash=earlier.code_hash,
+                   parent_hash=parent_hash, usage=call, stages=[AttemptStage(name="refinement", ok=False, note=note)],
+                   repeat_of=repeat_of, code=earlier.code)
 
 
 def _feedback(error: FinevoError) -> str:

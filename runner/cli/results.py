@@ -262,11 +262,12 @@ def merge_documents(docs: list[ResultsDocument], run_id: str | None = None) -> R
     config["selection"] = {"merged_from": [d.run_id for d in docs]}
     warnings = list(dict.fromkeys(w for d in docs for w in d.verdict.warnings))
     return document.assemble(
-        run_id=run_id or first.run_id, config=config, tasks=tasks, security=security, payloads=payloads,
-        started_at=min(d.started_at for d in docs).isoformat(),
-        finished_at=max(d.finished_at for d in docs).isoformat(),
-        duration_s=max(d.duration_s for d in docs), partial_signal=partial[0] if partial else None,
-        selfcheck=selfcheck, warnings=warnings, containment_selftest=containment)
+        run_id=run_id or first.run_id, config=config,
+        records=document.RunRecords(tasks, security, payloads, selfcheck=selfcheck, containment_selftest=containment),
+        span=document.RunSpan(min(d.started_at for d in docs).isoformat(),
+                              max(d.finished_at for d in docs).isoformat(),
+                              max(d.duration_s for d in docs), partial_signal=partial[0] if partial else None),
+        warnings=warnings)
 
 
 def cmd_merge(args: argparse.Namespace) -> int:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from finevo.contract import check_shape
@@ -68,23 +69,42 @@ class WorldToolRun(Protocol):
                  snapshot_dir: str | None = None) -> ExecutionResult: ...
 
 
+@dataclass(frozen=True)
+class Reruns:
+    """What re-running a tool whose main value passed takes: ``run_tool`` (the session's sandbox), the
+    oracle's values for each of the task's probes (``probe_expected``) and the run's hidden ``worlds``."""
+
+    run_tool: Callable[..., ExecutionResult] | None
+    probe_expected: Sequence[dict[str, Any]] | None = None
+    worlds: WorldsLike | None = None
+
+
+@dataclass(frozen=True)
+class Case:
+    """One task under judgement: the task as the gate judges it, the agent's outcome and the
+    oracle's values for the task's own arguments."""
+
+    task: Task
+    outcome: Outcome
+    expected: dict[str, Any]
+
+
 def _stage_of(outcome: Outcome) -> str:
     if isinstance(outcome.error, DeadlineExceeded) and outcome.error.details.get("stage"):
         return str(outcome.error.details["stage"])
     return outcome.stage
 
 
-def judge_task(task: Task, outcome: Outcome, expected: dict[str, Any], elapsed: float, *,
-               probe_expected: Sequence[dict[str, Any]] | None = None,
-               run_tool: Callable[..., ExecutionResult] | None = None,
-               worlds: WorldsLike | None = None) -> TaskResult:
-    """Judge one task's outcome; with ``run_tool``, its re-run, with ``probe_expected`` too its
-    probes, and with ``worlds`` every hidden world.
+def judge_task(task: Task, outcome: Outcome, expected: dict[str, Any], elapsed: float,
+               reruns: Reruns | None = None) -> TaskResult:
+    """Judge one task's outcome; with ``reruns.run_tool``, its re-run, with ``reruns.probe_expected``
+    too its probes, and with ``reruns.worlds`` every hidden world.
 
     ``task`` is the task as the gate judges it (its probes may include derived ones the agent
     never saw). Without ``run_tool`` a task's probes are recorded ``skipped`` (the main value alone
     decides): only callers that have no sandbox at hand do that.
     """
+    reruns = reruns if reruns is not None else Reruns(run_tool=None)
     probes: list[ProbeResult] = []
     world_results: list[WorldResult] = []
     #: The gate's own time on this task, next to the agent's stage timings: ``judge`` (comparing the
@@ -95,9 +115,9 @@ def judge_task(task: Task, outcome: Outcome, expected: dict[str, Any], elapsed: 
     try:
         judgement = judge_outcome(task, outcome, expected)
         gate_timings["judge"] = time.perf_counter() - started_judge
-        if judgement.passed and run_tool is not None:
-            judgement, probes, world_results = _judge_reruns(task, outcome, judgement, expected, probe_expected,
-                                                             run_tool, worlds, gate_timings)
+        if judgement.passed and reruns.run_tool is not None:
+            judgement, probes, world_results = _judge_reruns(Case(task, outcome, expected), judgement,
+                                                             reruns.run_tool, reruns, gate_timings)
             elapsed += sum(gate_timings.get(k, 0.0) for k in ("calls", "probes", "worlds"))
         elif judgement.passed and task.probes:
             probes = [ProbeResult(index=i, args=dict(p.args), state=TaskState.SKIPPED,
@@ -131,13 +151,14 @@ def judge_task(task: Task, outcome: Outcome, expected: dict[str, Any], elapsed: 
         worlds=world_results)
 
 
-def _judge_reruns(task: Task, outcome: Outcome, main: Judgement, expected: dict[str, Any],
-                  probe_expected: Sequence[dict[str, Any]] | None, run_tool: Callable[..., ExecutionResult],
-                  worlds: WorldsLike | None, timings: dict[str, float]
-                  ) -> tuple[Judgement, list[ProbeResult], list[WorldResult]]:
+def _judge_reruns(case: Case, main: Judgement, run_tool: Callable[..., ExecutionResult], reruns: Reruns,
+                  timings: dict[str, float]) -> tuple[Judgement, list[ProbeResult], list[WorldResult]]:
     """Every judged call of a task whose main value passed, run first (one sandbox run each, in an
     order the tool cannot predict: :mod:`runner.judging.calls`), then judged in a fixed order: the
-    re-run of the task's own arguments, the probes on the run's snapshot, each hidden world."""
+    re-run of the task's own arguments, the probes on the run's snapshot, each hidden world
+    (``run_tool``: ``reruns.run_tool``, known to be given)."""
+    task, outcome, expected = case.task, case.outcome, case.expected
+    probe_expected, worlds = reruns.probe_expected, reruns.worlds
     code = outcome.tool_code
     entry = probe_entry(code, task) if code else None
     argsets = [dict(task.intent.args)] + [{**task.intent.args, **p.args} for p in task.probes]
@@ -169,8 +190,8 @@ def _judge_reruns(task: Task, outcome: Outcome, main: Judgement, expected: dict[
     results: list[WorldResult] = []
     if judgement.passed and plan:
         started = time.monotonic()
-        judgement, results = judge_worlds(task, outcome, judgement, expected, probes, probe_expected or [],
-                                          plan, oracle, answers)
+        judgement, results = judge_worlds(case, judgement, probes, probe_expected or [], WorldPlan(plan, oracle),
+                                          answers)
         timings["worlds"] = time.monotonic() - started
     return judgement, probes, results
 
@@ -257,6 +278,15 @@ def _label(args: dict[str, Any]) -> str:
 WorldAnswer = tuple[int, dict[str, Any]] | str
 
 
+@dataclass(frozen=True)
+class WorldPlan:
+    """The hidden worlds a task is judged in and, world by world, the oracle's answers there
+    (``oracle[i]``: world ``i``'s :func:`world_answers`)."""
+
+    worlds: Sequence[World]
+    oracle: Sequence[list[WorldAnswer]]
+
+
 def world_answers(task: Task, world: World) -> list[WorldAnswer]:
     """Per argument set of ``task`` (its own, then each probe's), the oracle's values in ``world``,
     or the oracle's reason it has no answer; stops after the task's own arguments when those have none."""
@@ -290,11 +320,11 @@ def _call_judgement(task: Task, where: str, answer: Answer | None, expected: dic
     return _judge_one(task, where, answer.value, expected, allowed)
 
 
-def _judge_world(task: Task, index: int, world: World, oracle: list[WorldAnswer],
-                 answers: Mapping[tuple[int, int], Answer], missing: str | None, allowed: list[str]
-                 ) -> tuple[WorldResult, Judgement | None, list[str]]:
-    """One world: its record, the judgement that failed it (None when it passed or was not judged)
-    and the conventions still allowed."""
+def _judge_world(task: Task, plan: WorldPlan, index: int, answers: Mapping[tuple[int, int], Answer],
+                 missing: str | None, allowed: list[str]) -> tuple[WorldResult, Judgement | None, list[str]]:
+    """World ``index`` of ``plan``: its record, the judgement that failed it (None when it passed or
+    was not judged) and the conventions still allowed."""
+    world, oracle = plan.worlds[index], plan.oracle[index]
     name = display_name(world)
     record = WorldResult(world=name, kind=world.kind.value, as_of=world.as_of.isoformat(), state=TaskState.SKIPPED,
                          reason="", perturbation=world.perturbation)
@@ -324,13 +354,11 @@ def _judge_world(task: Task, index: int, world: World, oracle: list[WorldAnswer]
     return record, None, allowed
 
 
-def judge_worlds(task: Task, outcome: Outcome, main: Judgement, main_expected: dict[str, Any],
-                 probe_results: Sequence[ProbeResult], probe_expected: Sequence[dict[str, Any]],
-                 plan: Sequence[World], oracle: Sequence[list[WorldAnswer]],
+def judge_worlds(case: Case, main: Judgement, probe_results: Sequence[ProbeResult],
+                 probe_expected: Sequence[dict[str, Any]], plan: WorldPlan,
                  answers: Mapping[tuple[int, int], Answer]) -> tuple[Judgement, list[WorldResult]]:
     """Judge the final tool's answers in every hidden world of ``plan``, for the task's arguments and
-    each probe's (``answers``, already run: :func:`_judge_reruns`; ``oracle[i]``: world ``i``'s
-    :func:`world_answers`).
+    each probe's (``answers``, already run: :func:`_judge_reruns`).
 
     Every value is judged against the oracle's in that world, restricted to the conventions every
     earlier value matched (the main value and the probes on the run's own snapshot first). The
@@ -338,27 +366,28 @@ def judge_worlds(task: Task, outcome: Outcome, main: Judgement, main_expected: d
     which the oracle has no answer for the task's own arguments is ``skipped`` with the oracle's
     reason.
     """
+    task, outcome = case.task, case.outcome
     code = outcome.tool_code
     missing = ("no tool code to re-run" if code is None else None if probe_entry(code, task) is not None
                else f"the tool defines no function {task.intent.indicator!r}")
-    allowed = matched_conventions(task, outcome.value, main_expected)
+    allowed = matched_conventions(task, outcome.value, case.expected)
     for probe_result, expected_all in zip(probe_results, probe_expected, strict=False):
         if probe_result.state is TaskState.PASS:
             allowed = _consistent(task, normalize(probe_result.actual, ANSWER), expected_all, allowed) or allowed
     results: list[WorldResult] = []
     verdict: Judgement | None = None
-    for index, world in enumerate(plan):
+    for index, world in enumerate(plan.worlds):
         if verdict is not None:
             results.append(WorldResult(world=display_name(world), kind=world.kind.value, as_of=world.as_of.isoformat(),
                                        state=TaskState.SKIPPED, reason="not run: an earlier check did not pass",
                                        perturbation=world.perturbation))
             continue
-        record, verdict, allowed = _judge_world(task, index, world, oracle[index], answers, missing, allowed)
+        record, verdict, allowed = _judge_world(task, plan, index, answers, missing, allowed)
         results.append(record)
     if verdict is not None:
         return Judgement(verdict.state, verdict.reason, convention=None), results
     judged = [r for r in results if r.state is TaskState.PASS]
-    reason = f"{main.reason}; {len(judged)} hidden world(s) pass" if plan else main.reason
+    reason = f"{main.reason}; {len(judged)} hidden world(s) pass" if plan.worlds else main.reason
     convention = main.convention if main.convention in allowed else allowed[0]
     return Judgement(TaskState.PASS, reason, convention=convention), results
 

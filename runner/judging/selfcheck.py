@@ -23,7 +23,7 @@ from finevo.vocabulary import AgentMode, ProviderKind
 from runner.execution.deadline import Interrupts, TaskRunner
 from runner.execution.session import SessionFactory, SessionSpec
 from runner.inputs.prepare import Prepared
-from runner.judging.grade import judge_task
+from runner.judging.grade import Reruns, judge_task
 from runner.judging.worlds import Worlds
 from runner.records import SelfCheck, SelfCheckNull, SelfCheckReference, TaskResult, TaskState
 from runner.reports.console import Console
@@ -80,8 +80,8 @@ def _run(gate: GateHost, interrupts: Interrupts, label: str, **spec_changes: Any
         for task in p.suite.tasks:
             outcome, elapsed = runner.solve(task)
             results.append(judge_task(p.judged.get(task.id, task), outcome, p.expected[task.id], elapsed,
-                                      probe_expected=p.probe_expected.get(task.id),
-                                      run_tool=runner.probe_runner(), worlds=gate.worlds))
+                                      Reruns(runner.probe_runner(), probe_expected=p.probe_expected.get(task.id),
+                                             worlds=gate.worlds)))
         return results
     finally:
         runner.close()

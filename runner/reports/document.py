@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -35,8 +36,8 @@ from runner.reports.model import READABLE_VERSIONS, SCHEMA_VERSION, ResultsDocum
 from runner.verdict.decide import VerdictOptions, compute_verdict
 from runner.verdict.trials import StatPolicy
 
-__all__ = ["SCHEMA_VERSION", "ResultsDocument", "assemble", "dumps", "load", "parse", "reassemble",
-           "records_of", "schema", "stable_view", "validate"]
+__all__ = ["SCHEMA_VERSION", "ResultsDocument", "RunRecords", "RunSpan", "assemble", "dumps", "load", "parse",
+           "reassemble", "records_of", "schema", "stable_view", "validate"]
 
 #: A results file larger than this is refused before it is parsed (a real run writes a few MiB).
 MAX_RESULTS_BYTES = 256 * 1024 * 1024
@@ -62,16 +63,37 @@ def validate(data: Any, *, source: str = "results") -> ResultsDocument:
         raise InputError(f"{source}: does not match the results schema {_first_error(exc)}") from None
 
 
-def assemble(*, run_id: str, config: RunConfig | Mapping[str, Any], tasks: Sequence[TaskResult],
-             security: Sequence[SecurityResult], payloads: Sequence[PayloadResult],
-             started_at: str, finished_at: str, duration_s: float, partial_signal: int | None = None,
-             selfcheck: SelfCheck | None = None, warnings: Sequence[str] = (),
-             crash: str | None = None, containment_selftest: ContainmentSelftest | None = None) -> ResultsDocument:
+@dataclass(frozen=True)
+class RunRecords:
+    """What a run recorded: its task, security and payload results and its two self-tests."""
+
+    tasks: Sequence[TaskResult]
+    security: Sequence[SecurityResult]
+    payloads: Sequence[PayloadResult]
+    selfcheck: SelfCheck | None = None
+    containment_selftest: ContainmentSelftest | None = None
+
+
+@dataclass(frozen=True)
+class RunSpan:
+    """When a run started and finished, and how it ended: ``partial_signal`` the signal that cut it
+    short (-1: killed or crashed), ``crash`` the error it failed with mid-run."""
+
+    started_at: str
+    finished_at: str
+    duration_s: float
+    partial_signal: int | None = None
+    crash: str | None = None
+
+
+def assemble(*, run_id: str, config: RunConfig | Mapping[str, Any], records: RunRecords, span: RunSpan,
+             warnings: Sequence[str] = ()) -> ResultsDocument:
     """Compute the verdict and build the whole (validated) document, not yet written.
 
-    ``crash``: the gate failed mid-run with this error (then ``partial_signal`` is -1). ``config``: the
-    typed configuration, or its JSON values as read from a file (validated here).
+    ``span.crash``: the gate failed mid-run with this error (then ``span.partial_signal`` is -1).
+    ``config``: the typed configuration, or its JSON values as read from a file (validated here).
     """
+    tasks, security, payloads, selfcheck = records.tasks, records.security, records.payloads, records.selfcheck
     try:
         typed = config if isinstance(config, RunConfig) else RunConfig.model_validate(config)
     except ValidationError as exc:
@@ -79,22 +101,22 @@ def assemble(*, run_id: str, config: RunConfig | Mapping[str, Any], tasks: Seque
                          f"{_first_error(exc)}") from None
     config_json = typed.model_dump(mode="json")
     baseline = config_json.get("baseline")
-    policy = StatPolicy.from_config(config_json, today=_day_of(started_at))
+    policy = StatPolicy.from_config(config_json, today=_day_of(span.started_at))
     judged = compute_verdict(tasks, security, payloads, VerdictOptions(
         baseline_passing=(baseline or {}).get("passing_tasks") if baseline else None,
-        min_pass_rate=typed.min_pass_rate, partial_signal=partial_signal,
+        min_pass_rate=typed.min_pass_rate, partial_signal=span.partial_signal,
         selfcheck_ok=None if selfcheck is None or not selfcheck.enabled else bool(selfcheck.ok),
-        selfcheck_reason=selfcheck.reason if selfcheck is not None else "", warnings=warnings, crash=crash,
+        selfcheck_reason=selfcheck.reason if selfcheck is not None else "", warnings=warnings, crash=span.crash,
         policy=policy))
     summary = {**judged.summary.model_dump(), "pass_rate": judged.pass_rate, "min_pass_rate": judged.min_pass_rate}
     data = {
         "schema_version": SCHEMA_VERSION,
         "run_id": run_id,
-        "partial": partial_signal is not None,
-        "interrupted_by": partial_signal,
-        "started_at": started_at,
-        "finished_at": finished_at,
-        "duration_s": round(duration_s, 3),
+        "partial": span.partial_signal is not None,
+        "interrupted_by": span.partial_signal,
+        "started_at": span.started_at,
+        "finished_at": span.finished_at,
+        "duration_s": round(span.duration_s, 3),
         "config": typed,
         "verdict": judged.verdict,
         "summary": summary,
@@ -105,7 +127,7 @@ def assemble(*, run_id: str, config: RunConfig | Mapping[str, Any], tasks: Seque
         "security": {**judged.security.model_dump(), "tasks": list(security)},
         "payloads": list(payloads),
         "selfcheck": selfcheck,
-        "containment_selftest": containment_selftest,
+        "containment_selftest": records.containment_selftest,
         "tasks": list(tasks),
         "statistics": judged.statistics,
     }
@@ -132,10 +154,12 @@ def reassemble(doc: ResultsDocument, *, config: RunConfig | Mapping[str, Any] | 
     """Recompute the verdict of an existing document (after a merge, or under a changed ``config``)."""
     tasks, security, payloads = records_of(doc)
     return assemble(
-        run_id=doc.run_id, config=doc.config if config is None else config, tasks=tasks, security=security,
-        payloads=payloads, started_at=doc.started_at.isoformat(), finished_at=doc.finished_at.isoformat(),
-        duration_s=doc.duration_s, partial_signal=doc.interrupted_by, selfcheck=doc.selfcheck,
-        warnings=list(doc.verdict.warnings), containment_selftest=doc.containment_selftest)
+        run_id=doc.run_id, config=doc.config if config is None else config,
+        records=RunRecords(tasks, security, payloads, selfcheck=doc.selfcheck,
+                           containment_selftest=doc.containment_selftest),
+        span=RunSpan(doc.started_at.isoformat(), doc.finished_at.isoformat(), doc.duration_s,
+                     partial_signal=doc.interrupted_by),
+        warnings=list(doc.verdict.warnings))
 
 
 def _upgrade_v1(data: JSONObject, source: str) -> ResultsDocument:
@@ -145,14 +169,15 @@ def _upgrade_v1(data: JSONObject, source: str) -> ResultsDocument:
         security = [SecurityResult.from_dict(s) for s in (data.get("security") or {}).get("tasks") or []]
         payloads = [PayloadResult.from_dict(p) for p in data.get("payloads") or []]
         verdict = data.get("verdict") or {}
+        selfcheck = None if data.get("selfcheck") is None else SelfCheck.model_validate(data["selfcheck"])
+        crash = next((r.split(": ", 1)[1].rsplit(": reports are partial", 1)[0]
+                      for r in verdict.get("reasons") or [] if r.startswith("the gate crashed: ")), None)
         return assemble(
-            run_id=data["run_id"], config=data["config"], tasks=tasks, security=security, payloads=payloads,
-            started_at=data["started_at"], finished_at=data["finished_at"], duration_s=float(data["duration_s"]),
-            partial_signal=data.get("interrupted_by"),
-            selfcheck=None if data.get("selfcheck") is None else SelfCheck.model_validate(data["selfcheck"]),
-            warnings=list(verdict.get("warnings") or []),
-            crash=next((r.split(": ", 1)[1].rsplit(": reports are partial", 1)[0]
-                        for r in verdict.get("reasons") or [] if r.startswith("the gate crashed: ")), None))
+            run_id=data["run_id"], config=data["config"],
+            records=RunRecords(tasks, security, payloads, selfcheck=selfcheck),
+            span=RunSpan(data["started_at"], data["finished_at"], float(data["duration_s"]),
+                         partial_signal=data.get("interrupted_by"), crash=crash),
+            warnings=list(verdict.get("warnings") or []))
     except ValidationError as exc:
         raise InputError(f"{source}: schema 1.0 results do not match today's records {_first_error(exc)}") from None
     except (KeyError, TypeError, ValueError) as exc:

@@ -65,10 +65,13 @@ def rebuild_from_events(events: Sequence[JSONObject]) -> ResultsDocument:
     finished_at = cast(str, (end or events[-1]).get("finished_at", start["started_at"]))
     return document.assemble(
         run_id=start["run_id"], config=start["config"],
-        tasks=fill_skipped(planned.get("tasks", []), tasks, reason, repeats=int(start.get("repeats") or 1)),
-        security=fill_skipped_security(planned.get("security", []), sec, reason),
-        payloads=fill_skipped_payloads(planned.get("payloads", []), pay, reason),
-        started_at=start["started_at"], finished_at=finished_at,
-        duration_s=sum(float(r.duration_s) for group in (tasks, sec, pay) for r in group), partial_signal=signum,
-        selfcheck=selfcheck, warnings=start.get("warnings", []), crash=crash)
+        records=document.RunRecords(
+            fill_skipped(planned.get("tasks", []), tasks, reason, repeats=int(start.get("repeats") or 1)),
+            fill_skipped_security(planned.get("security", []), sec, reason),
+            fill_skipped_payloads(planned.get("payloads", []), pay, reason),
+            selfcheck=selfcheck),
+        span=document.RunSpan(start["started_at"], finished_at,
+                              sum(float(r.duration_s) for group in (tasks, sec, pay) for r in group),
+                              partial_signal=signum, crash=crash),
+        warnings=start.get("warnings", []))
 

@@ -29,8 +29,13 @@ def config(**changes: Any) -> dict[str, Any]:
 def make_doc(tasks: list[TaskResult], security: list[SecurityResult] | None = None,
              payloads: list[PayloadResult] | None = None, **kwargs: Any) -> ResultsDocument:
     cfg = kwargs.pop("config", None) or config()
-    return document.assemble(run_id=kwargs.pop("run_id", "t"), config=cfg, tasks=tasks, security=security or [],
-                             payloads=payloads or [], started_at=T0, finished_at=T1, duration_s=1.0, **kwargs)
+    return document.assemble(run_id=kwargs.pop("run_id", "t"), config=cfg,
+                             records=document.RunRecords(tasks, security or [], payloads or [],
+                                                         selfcheck=kwargs.pop("selfcheck", None),
+                                                         containment_selftest=kwargs.pop("containment_selftest", None)),
+                             span=document.RunSpan(T0, T1, 1.0, partial_signal=kwargs.pop("partial_signal", None),
+                                                   crash=kwargs.pop("crash", None)),
+                             **kwargs)
 
 
 # --------------------------------------------------------------------------- hostile strings

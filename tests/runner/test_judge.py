@@ -258,7 +258,7 @@ class TestJudgedCalls:
 
     def _judge(self, task: Task, answer: Any) -> tuple[Any, list[tuple[str, str, dict[str, Any]]]]:
         from finevo.sandbox.api import ExecutionResult
-        from runner.judging.grade import judge_task
+        from runner.judging.grade import Reruns, judge_task
 
         calls: list[tuple[str, str, dict[str, Any]]] = []
 
@@ -268,8 +268,8 @@ class TestJudgedCalls:
 
         outcome = Outcome(task_id=task.id, value=False, tool_code=self.CODE, stage="done")
         probe_expected = [self._expected(task, False) for _ in task.probes]
-        verdict = judge_task(task, outcome, self._expected(task, False), 0.0, probe_expected=probe_expected,
-                             run_tool=run_tool)
+        verdict = judge_task(task, outcome, self._expected(task, False), 0.0,
+                             Reruns(run_tool, probe_expected=probe_expected))
         return verdict, calls
 
     def test_each_call_is_its_own_run_of_the_tools_function_in_a_fresh_order(self, tasks: dict[str, Task]) -> None:

@@ -29,7 +29,7 @@ from runner.gate import run_gate
 from runner.inputs.prepare import GateConfig
 from runner.inputs.tasks import Probe, Task, load_tasks
 from runner.judging.compare import Judgement, judge_probes, judge_value, probe_entry
-from runner.judging.grade import judge_task
+from runner.judging.grade import Reruns, judge_task
 from runner.judging.oracle import expected_values, probe_expected_values
 from runner.reports import document
 from runner.reports.console import Console
@@ -272,7 +272,7 @@ def _judge_in_sandbox(task: Task, code: str, runner: TaskRunner, snapshot: Any) 
     assert main_run.ok, main_run
     outcome = Outcome(task_id=task.id, value=main_run.value, tool_code=code, tool_source="created", stage="done")
     return judge_task(task, outcome, expected_values(task, snapshot), 0.0,
-                      probe_expected=probe_expected_values(task, snapshot), run_tool=runner.probe_runner())
+                      Reruns(runner.probe_runner(), probe_expected=probe_expected_values(task, snapshot)))
 
 
 @pytest.mark.parametrize("task_id", ["comp_001", "comp_002"])
@@ -461,7 +461,7 @@ def test_a_tool_that_answers_from_fewer_data_than_asked_fails_and_one_that_raise
         return ExecutionResult(status="ok", value=_primary(expected))
 
     probe_expected = probe_expected_values(judged, snapshot)
-    failed = judge_task(judged, outcome, expected, 0.0, probe_expected=probe_expected, run_tool=clamps)
+    failed = judge_task(judged, outcome, expected, 0.0, Reruns(clamps, probe_expected=probe_expected))
     assert failed.state == "fail" and "expected a clear error" in failed.reason
-    passed = judge_task(judged, outcome, expected, 0.0, probe_expected=probe_expected, run_tool=raises)
+    passed = judge_task(judged, outcome, expected, 0.0, Reruns(raises, probe_expected=probe_expected))
     assert passed.state == "pass", passed.reason

@@ -27,7 +27,7 @@ from finevo.sandbox import Limits, create_sandbox
 from finevo.sandbox.api import ExecutionResult
 from runner.inputs.tasks import Task, load_tasks
 from runner.judging.compare import judge_value
-from runner.judging.grade import judge_task
+from runner.judging.grade import Reruns, judge_task
 from runner.judging.oracle import expected_values, probe_expected_values
 from runner.judging.probes import derive_probes, probes_for
 from runner.judging.world_market import REPORTING_LAGS, edge_dividends
@@ -62,8 +62,9 @@ class Env:
         assert result.ok, (task_id, result.status, result.error_type, result.error_message)
         expected = expected_values(task, self.snapshot)
         outcome = Outcome(task_id=task_id, value=result.value, tool_code=code, stage="done")
-        verdict = judge_task(task, outcome, expected, 0.0, probe_expected=probe_expected_values(task, self.snapshot),
-                             run_tool=self.run, worlds=self.worlds)
+        verdict = judge_task(task, outcome, expected, 0.0,
+                             Reruns(self.run, probe_expected=probe_expected_values(task, self.snapshot),
+                                    worlds=self.worlds))
         return verdict, judge_value(task, result.value, expected).passed
 
 
@@ -455,8 +456,7 @@ def test_a_world_the_oracle_cannot_answer_is_skipped_with_its_reason(env: Env, t
     result = env.run(reference("fetch_003"), task.intent.indicator, dict(task.intent.args))
     outcome = Outcome(task_id=task.id, value=result.value, tool_code=reference("fetch_003"), stage="done")
     verdict = judge_task(task, outcome, expected_values(task, env.snapshot), 0.0,
-                         probe_expected=probe_expected_values(task, env.snapshot), run_tool=env.run,
-                         worlds=OneWorld())
+                         Reruns(env.run, probe_expected=probe_expected_values(task, env.snapshot), worlds=OneWorld()))
     assert verdict.state == "pass"
     assert verdict.worlds[0].state == "skipped" and verdict.worlds[0].checks == 0
     assert verdict.worlds[0].reason.startswith("not judged: the oracle has no answer in this world (")
