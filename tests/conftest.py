@@ -42,6 +42,30 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     config._finevo_docker_reason = reason  # type: ignore[attr-defined]
 
 
+class _XdistGroupsForPytest92:
+    """Keep ``xdist_group`` working under pytest 9.2: pytest-xdist 3.8 marks a grouped test for
+    ``--dist loadgroup`` by appending ``@group`` to ``item._nodeid``, which pytest 9.2 no longer reads
+    (the id is ``item._id``), so every group was silently ignored and grouped tests landed on both
+    workers, each building the shared fixture. Last of the hooks, on a worker, for a test that is
+    grouped but whose id lacks the suffix, this sets it as xdist meant to; where xdist's works, nothing."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        if not (os.environ.get("PYTEST_XDIST_WORKER") and config.getvalue("loadgroup")):
+            return
+        for item in items:
+            names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                            for m in item.iter_markers("xdist_group")})
+            if names and item.nodeid.rfind("@") <= item.nodeid.rfind("]"):
+                from _pytest.nodeid import coerce_node_id  # pytest >= 9.2 only: where the suffix is lost
+
+                item._id = coerce_node_id(f"{item.nodeid}@{'_'.join(names)}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(_XdistGroupsForPytest92(), "finevo-xdist-groups")
+
+
 @pytest.fixture
 def _docker_required_but_missing(request: pytest.FixtureRequest) -> None:
     reason = getattr(request.config, "_finevo_docker_reason", "unknown")
