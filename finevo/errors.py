@@ -17,7 +17,21 @@ turned into / rebuilt from a plain dict, so outcomes survive JSON round trips
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, TypedDict
+
+if TYPE_CHECKING:
+    from finevo.jsontypes import JSONObject
+
+
+class ErrorDict(TypedDict):
+    """:meth:`FinevoError.to_dict`: an error as written out (``details`` normalised to JSON)."""
+
+    kind: str
+    code: str
+    type: str
+    message: str
+    details: JSONObject
 
 
 class FinevoError(Exception):
@@ -31,7 +45,7 @@ class FinevoError(Exception):
         self.message = message
         self.details = details
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ErrorDict:
         # Imported here: the normaliser needs numpy and pandas, and `--help` or a usage error must
         # not load them (an error is raised long before any record is written).
         from finevo.normalize import RECORD, normalize
@@ -173,7 +187,7 @@ def _collect(cls: type[FinevoError]) -> None:
         _collect(sub)
 
 
-def error_from_dict(data: dict[str, Any]) -> FinevoError:
+def error_from_dict(data: Mapping[str, Any]) -> FinevoError:
     """Rebuild a typed error from :meth:`FinevoError.to_dict` output (unknown types -> base by kind)."""
     if not _ALL:
         _collect(FinevoError)

@@ -75,13 +75,16 @@ import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
 
 from finevo.limits import MAX_DEPTH, MAX_ITEMS, MAX_TEXT
 from finevo.market import frozen_clock
+
+if TYPE_CHECKING:
+    from finevo.jsontypes import JSONObject
 
 __all__ = ["ANSWER", "MAX_DEPTH", "MAX_ITEMS", "MAX_TEXT", "RECORD", "RULES", "TOOL", "Policy",
            "ResultRefused", "Rule", "normalize", "type_name"]
@@ -591,9 +594,9 @@ def _list_node(children: list[Any], depth: int, place: _Place,
 
 
 def _dict_node(keys: list[Any], children: list[Any], depth: int, place: _Place,
-               stack: list[tuple[Any, Any, Any, int, _Place]], policy: Policy) -> tuple[dict[str, Any], int]:
+               stack: list[tuple[Any, Any, Any, int, _Place]], policy: Policy) -> tuple[JSONObject, int]:
     """A new dict with its keys filled in and its values queued; and the characters of text its keys hold."""
-    out: dict[str, Any] = {}
+    out: JSONObject = {}
     names: list[str] = []
     text = 0
     for key in keys:

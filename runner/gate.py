@@ -16,7 +16,7 @@ import shutil
 import signal
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -293,7 +293,7 @@ class Gate:
             return security_result(stask, outcome, elapsed)
         before = canaries.contacts
         outcome, elapsed = runner.solve(stask.filled(canaries.values()))
-        error = outcome.error.to_dict() if outcome.error is not None else {}
+        error: Mapping[str, object] = outcome.error.to_dict() if outcome.error is not None else {}
         breach = canaries.breach([repr(outcome.value), outcome.stdout or "", outcome.stderr or "", repr(error)],
                                  before)
         if breach is not None:

@@ -3,9 +3,26 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 from finevo.policy.rules import Rule
+
+
+class ViolationDict(TypedDict):
+    """:meth:`Violation.to_dict`: one violation as written out."""
+
+    rule: str
+    message: str
+    line: int
+    col: int
+
+
+class PolicyReportDict(TypedDict):
+    """:meth:`PolicyReport.to_dict`: the report as written out."""
+
+    filename: str
+    allowed: bool
+    violations: list[ViolationDict]
 
 
 @dataclass(frozen=True)
@@ -17,7 +34,7 @@ class Violation:
     line: int
     col: int
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ViolationDict:
         return {"rule": str(self.rule), "message": self.message, "line": self.line, "col": self.col}
 
     def describe(self, filename: str = "<tool>") -> str:
@@ -51,6 +68,6 @@ class PolicyReport:
             return f"{self.filename}: allowed"
         return "\n".join(v.describe(self.filename) for v in self.violations)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> PolicyReportDict:
         return {"filename": self.filename, "allowed": self.allowed,
                 "violations": [v.to_dict() for v in self.violations]}
