@@ -113,6 +113,6 @@ def _signature(code: str, entry: str) -> JSONObject:
     from finevo.registry.signature import tool_signature
 
     try:
-        return tool_signature(code, entry)
+        return dict(tool_signature(code, entry))
     except ValueError:
         return {}

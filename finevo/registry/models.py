@@ -13,6 +13,8 @@ from typing import Any, Literal
 from sqlalchemy import JSON, Column, ForeignKey, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
+from finevo.jsontypes import JSONObject
+
 ToolStatus = Literal["provisional", "verified", "failed", "deprecated"]
 STATUSES: tuple[str, ...] = ("provisional", "verified", "failed", "deprecated")
 #: Allowed status changes; anything else is a programming error.
@@ -70,7 +72,7 @@ class ToolArtifact(SQLModel, table=True):
     indicator: str = Field(index=True)
     output_type: str
     #: ``{"function": name, "params": [{"name", "annotation", "default", "required", "kind"}], "returns"}``
-    signature: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    signature: JSONObject = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     status: str = Field(default="provisional", index=True)
     parent_id: int | None = Field(default=None, foreign_key="tool_artifact.id")
     created_at: datetime = Field(default_factory=utcnow)
@@ -104,14 +106,14 @@ class ExecutionTrace(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     tool_id: int | None = Field(default=None, foreign_key="tool_artifact.id", index=True)
     task_id: str | None = Field(default=None, index=True)
-    arguments: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    arguments: JSONObject = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     result: Any = Field(default=None, sa_column=Column(JSON, nullable=True))
     #: The stage this run belonged to: ``selftest``, ``contract``, ``metamorphic``, ``execution`` ...
     stage: str
     duration_s: float = 0.0
     #: The sandbox status: ``ok`` | ``exception`` | ``blocked`` | ``timeout`` | ``killed`` | ``crashed``.
     exit_status: str
-    error: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    error: JSONObject | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     stdout: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
     stderr: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
     created_at: datetime = Field(default_factory=utcnow)
@@ -131,5 +133,5 @@ class RefinementAttempt(SQLModel, table=True):
     #: The stage the attempt reached (the failing one when ``ok`` is false).
     stage: str
     ok: bool = False
-    error: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    error: JSONObject | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     created_at: datetime = Field(default_factory=utcnow)

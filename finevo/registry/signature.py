@@ -12,7 +12,10 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable, Mapping
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
+
+if TYPE_CHECKING:
+    from finevo.jsontypes import JSONValue
 
 
 class ParamKind(StrEnum):
@@ -25,11 +28,29 @@ class ParamKind(StrEnum):
     VAR_KEYWORD = "var_keyword"
 
 
+class ParamRecord(TypedDict):
+    """One parameter of a :class:`ToolSignature` (``default`` is the literal, or ``{"expr": source}``)."""
+
+    name: str
+    annotation: str | None
+    default: JSONValue
+    required: bool
+    kind: str
+
+
+class ToolSignature(TypedDict):
+    """What :func:`tool_signature` reads: the registry's signature record of a tool."""
+
+    function: str
+    params: list[ParamRecord]
+    returns: str | None
+
+
 #: The kinds a keyword argument binds to.
 _BY_NAME = (ParamKind.POSITIONAL_OR_KEYWORD, ParamKind.KEYWORD_ONLY)
 
 
-def tool_signature(code: str, function: str | None = None) -> dict[str, Any]:
+def tool_signature(code: str, function: str | None = None) -> ToolSignature:
     """The signature of ``function`` (default: the module's only public top-level function)."""
     try:
         tree = ast.parse(code)
@@ -50,7 +71,7 @@ def tool_signature(code: str, function: str | None = None) -> dict[str, Any]:
             "returns": ast.unparse(node.returns) if node.returns is not None else None}
 
 
-def function_signature(code: str, function: str) -> dict[str, Any] | None:
+def function_signature(code: str, function: str) -> ToolSignature | None:
     """:func:`tool_signature` of ``function``, or None when the code has no such function (or does not parse)."""
     try:
         return tool_signature(code, function)
@@ -89,8 +110,8 @@ def signature_fits(signature: Mapping[str, Any], params: Iterable[str]) -> bool:
     return signature_problem(signature, str(signature.get("function", "tool")), params) is None
 
 
-def _params(args: ast.arguments) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+def _params(args: ast.arguments) -> list[ParamRecord]:
+    out: list[ParamRecord] = []
     positional = [*args.posonlyargs, *args.args]
     defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
     for index, (arg, default) in enumerate(zip(positional, defaults, strict=False)):
@@ -105,7 +126,7 @@ def _params(args: ast.arguments) -> list[dict[str, Any]]:
     return out
 
 
-def _param(arg: ast.arg, default: ast.expr | None, kind: ParamKind, required: bool | None = None) -> dict[str, Any]:
+def _param(arg: ast.arg, default: ast.expr | None, kind: ParamKind, required: bool | None = None) -> ParamRecord:
     return {
         "name": arg.arg,
         "annotation": ast.unparse(arg.annotation) if arg.annotation is not None else None,
@@ -115,7 +136,7 @@ def _param(arg: ast.arg, default: ast.expr | None, kind: ParamKind, required: bo
     }
 
 
-def _default(node: ast.expr | None) -> Any:
+def _default(node: ast.expr | None) -> JSONValue:
     if node is None:
         return None
     try:

@@ -34,7 +34,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import event, text
 from sqlalchemy.engine import Engine, make_url
@@ -58,6 +58,10 @@ from finevo.registry.models import (
 from finevo.registry.schema import MigrationResult, ensure_schema, migrate
 from finevo.registry.signature import signature_fits, tool_signature
 from finevo.vocabulary import Category
+
+if TYPE_CHECKING:
+    from finevo.jsontypes import JSONObject
+    from finevo.registry.signature import ToolSignature
 
 #: stdout / stderr kept per trace (bytes of UTF-8), the rest is cut with a marker.
 OUTPUT_CAP_BYTES = 64 * 1024
@@ -98,7 +102,7 @@ class ToolInterface:
     output_type: str
     category: str = Category.CALCULATION
     description: str = ""
-    signature: dict[str, Any] | None = None
+    signature: ToolSignature | JSONObject | None = None
 
 
 @dataclass(frozen=True)
@@ -108,13 +112,13 @@ class ToolRun:
     ``result``, its duration, the sandbox's ``exit_status``, its output and its ``error``."""
 
     stage: str
-    arguments: dict[str, Any] | None
+    arguments: JSONObject | None
     result: Any
     duration_s: float
     exit_status: str
     stdout: str = ""
     stderr: str = ""
-    error: dict[str, Any] | None = None
+    error: JSONObject | None = None
 
 
 class Registry:
@@ -217,7 +221,7 @@ class Registry:
             raise ValueError(f"tool name must be a Python identifier of at most 100 characters: {name!r}")
         if status not in STATUSES:
             raise ValueError(f"unknown tool status {status!r} (expected one of {', '.join(STATUSES)})")
-        signature = interface.signature if interface.signature is not None else tool_signature(code)
+        signature: JSONObject = dict(interface.signature if interface.signature is not None else tool_signature(code))
         digest = content_hash(code)
         for _ in self._retrying(f"register tool {name}"):
             try:
@@ -423,7 +427,7 @@ def make_engine(url: str, *, foreign_keys: bool = True) -> Engine:
     try:
         if parsed.get_backend_name() == "sqlite":
             return _sqlite_engine(url, parsed.database, foreign_keys=foreign_keys)
-        connect_args: dict[str, Any] = {}
+        connect_args: dict[str, object] = {}
         if parsed.get_backend_name() == "postgresql" and "connect_timeout" not in parsed.query:
             connect_args["connect_timeout"] = CONNECT_TIMEOUT_S
         return create_engine(url, connect_args=connect_args, pool_pre_ping=True)
