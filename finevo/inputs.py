@@ -10,9 +10,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from finevo.errors import InputError
+
+if TYPE_CHECKING:
+    from finevo.jsontypes import JSONObject
 
 
 def read_text(path: str | Path, what: str = "file") -> str:
@@ -26,7 +29,7 @@ def read_text(path: str | Path, what: str = "file") -> str:
         raise InputError(f"{path}: cannot read {what}: {exc}") from None
 
 
-def iter_jsonl(path: str | Path, what: str = "file") -> Iterator[tuple[int, str, dict[str, Any]]]:
+def iter_jsonl(path: str | Path, what: str = "file") -> Iterator[tuple[int, str, JSONObject]]:
     """Yield ``(line number, "path:line", object)`` for each JSON object line of a JSON Lines file.
 
     Blank lines and lines starting with ``#`` are skipped; malformed JSON or a line that is not a

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from finevo.errors import InputError
 from finevo.inputs import iter_jsonl
+from finevo.jsontypes import JSONObject
 from finevo.vocabulary import Category
 
 OutputType = Literal["numeric", "boolean", "dict", "list"]
@@ -46,7 +47,7 @@ class Intent(_Strict):
     """What the agent binds: the indicator (registry contract) and the task's own arguments."""
 
     indicator: str
-    args: dict[str, Any] = Field(default_factory=dict)
+    args: JSONObject = Field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar
 
 from finevo.errors import InputError
 from finevo.paths import snapshot_dir
@@ -47,6 +47,26 @@ DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_REGISTRY_DIR = "./.finevo/registry"
 
 T = TypeVar("T")
+
+
+class SettingsView(TypedDict):
+    """:meth:`Settings.public_dict`: the settings as logs and reports show them (paths as text, the
+    API key only as set / not set)."""
+
+    llm: str | None
+    base_url: str | None
+    api_key_set: bool
+    model: str
+    temperature: float
+    timeout: float
+    max_retries: int
+    record: str | None
+    registry_dir: str
+    registry_url: str
+    data_dir: str
+    max_refinements: int
+    agent_mode: AgentMode
+    sandbox_backend: SandboxBackend
 
 
 @dataclass(frozen=True)
@@ -87,18 +107,14 @@ class Settings:
         """Where the registry keeps tool code files."""
         return self.registry_dir / "tools"
 
-    def public_dict(self) -> dict[str, Any]:
+    def public_dict(self) -> SettingsView:
         """A JSON-ready view for logs and reports; the API key only appears as set / not set."""
-        out: dict[str, Any] = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name == "api_key":
-                out["api_key_set"] = bool(value)
-            elif isinstance(value, Path):
-                out[f.name] = str(value)
-            else:
-                out[f.name] = value
-        return out
+        return SettingsView(
+            llm=self.llm, base_url=self.base_url, api_key_set=bool(self.api_key), model=self.model,
+            temperature=self.temperature, timeout=self.timeout, max_retries=self.max_retries,
+            record=str(self.record) if self.record is not None else None, registry_dir=str(self.registry_dir),
+            registry_url=self.registry_url, data_dir=str(self.data_dir), max_refinements=self.max_refinements,
+            agent_mode=self.agent_mode, sandbox_backend=self.sandbox_backend)
 
     @classmethod
     def from_env(cls, overrides: Mapping[str, Any] | None = None,

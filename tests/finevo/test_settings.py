@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
@@ -120,6 +121,15 @@ def test_api_key_never_shown() -> None:
     assert secret not in str(s.public_dict())
     assert s.public_dict()["api_key_set"] is True
     assert "api_key" not in s.public_dict()
+
+
+def test_public_view_shows_every_setting_in_order() -> None:
+    # the view is built field by field: a new setting must not be left out of it
+    s = Settings(record=Path("/tmp/cassette.jsonl"), registry_dir=Path("reg"))
+    view = s.public_dict()
+    assert list(view) == ["api_key_set" if f.name == "api_key" else f.name for f in fields(Settings)]
+    assert view["record"] == "/tmp/cassette.jsonl" and view["registry_dir"] == "reg"
+    assert Settings().public_dict()["record"] is None
 
 
 def test_invalid_api_key_error_does_not_echo_it() -> None:
