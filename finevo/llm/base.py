@@ -11,9 +11,12 @@ temperature, tools).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from finevo.outcome import LLMUsage
+
+if TYPE_CHECKING:
+    from finevo.jsontypes import JSONObject
 
 
 @dataclass(frozen=True)
@@ -21,7 +24,8 @@ class ChatRequest:
     model: str
     messages: tuple[dict[str, str], ...]
     temperature: float = 0.0
-    tools: tuple[dict[str, Any], ...] = ()
+    #: Tool (function) definitions as the chat API takes them: open JSON.
+    tools: tuple[JSONObject, ...] = ()
     task_id: str | None = None
     attempt: int = 0
 
@@ -34,7 +38,7 @@ class ChatReply:
     finish_reason: str | None = None
     #: Provider facts worth keeping in the record: ``retries`` (live), ``cassette_key`` (replay),
     #: ``prediction_attempt`` / ``fallback`` (predictions), ``source`` (reference).
-    details: dict[str, Any] = field(default_factory=dict)
+    details: JSONObject = field(default_factory=dict)
 
 
 class LLMProvider(Protocol):

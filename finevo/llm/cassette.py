@@ -30,16 +30,28 @@ import threading
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from finevo.errors import InputError
 from finevo.llm.base import ChatReply, ChatRequest
 from finevo.outcome import LLMUsage
 
+if TYPE_CHECKING:
+    from finevo.jsontypes import JSONObject
+
 CASSETTE_VERSION = 1
 
 
-def canonical_request(request: ChatRequest) -> dict[str, Any]:
+class CanonicalRequest(TypedDict):
+    """What a cassette key is the hash of: the request without who asked (task id, attempt)."""
+
+    model: str
+    messages: list[dict[str, str]]
+    temperature: float
+    tools: list[JSONObject]
+
+
+def canonical_request(request: ChatRequest) -> CanonicalRequest:
     return {
         "model": request.model,
         "messages": [dict(m) for m in request.messages],
@@ -59,7 +71,7 @@ class Cassette:
     def __init__(self, path: str | Path, *, must_exist: bool = False) -> None:
         self.path = Path(path)
         #: key -> its entries in recording order (all from the last session that recorded the key)
-        self._entries: dict[str, list[dict[str, Any]]] = {}
+        self._entries: dict[str, list[JSONObject]] = {}
         #: key -> how many of its entries this cassette has served
         self._served: dict[str, int] = {}
         self._session = uuid.uuid4().hex[:16]
@@ -112,7 +124,7 @@ class Cassette:
                 raise InputError(f"{where}: 'reply.usage' must map names to numbers")
             self._keep(key, entry)
 
-    def _keep(self, key: str, entry: dict[str, Any]) -> None:
+    def _keep(self, key: str, entry: JSONObject) -> None:
         """Add ``entry`` to its key's replies, or start them over when it comes from a newer session."""
         replies = self._entries.get(key)
         if replies and replies[-1].get("session") == entry.get("session"):

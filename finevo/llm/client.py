@@ -18,7 +18,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import openai
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
@@ -33,6 +33,9 @@ from finevo.errors import (
 from finevo.llm.base import ChatReply, ChatRequest
 from finevo.outcome import LLMUsage
 from finevo.vocabulary import ProviderKind
+
+if TYPE_CHECKING:
+    from finevo.jsontypes import JSONObject
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 #: Sent when the endpoint needs no key (a local vLLM / Ollama / llama.cpp server); the SDK wants one.
@@ -163,7 +166,7 @@ class OpenAIChatClient:
 
     # ------------------------------------------------------------------ one HTTP request
     def _send(self, request: ChatRequest, timeout: float, tries: int) -> Any:
-        kwargs: dict[str, Any] = {
+        kwargs: JSONObject = {  # the request body: open JSON for the SDK
             "model": request.model or self.model,
             "messages": [dict(m) for m in request.messages],
             "temperature": request.temperature,
