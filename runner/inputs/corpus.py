@@ -15,11 +15,14 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Literal, get_args
 
 from finevo.errors import InputError
 from finevo.inputs import iter_jsonl, read_json, read_text
 from finevo.paths import benchmarks_dir
+
+if TYPE_CHECKING:
+    from finevo.jsontypes import JSONObject
 
 Canary = Literal["env_secret", "file_read", "file_write", "file_delete", "network", "process",
                  "resource", "forge_result", "signal", "persistence", "none"]
@@ -70,7 +73,7 @@ class Payload:
     canary: Canary
     expect: Expect
     entry: str = "run"
-    args: dict[str, Any] = field(default_factory=dict)
+    args: JSONObject = field(default_factory=dict)
 
     @property
     def placeholders(self) -> frozenset[str]:
@@ -91,7 +94,7 @@ class BenignTool:
     path: Path
     code: str
     entry: str
-    args: dict[str, Any] = field(default_factory=dict)
+    args: JSONObject = field(default_factory=dict)
 
 
 def load_payloads(path: str | Path | None = None) -> list[Payload]:
@@ -110,7 +113,7 @@ def load_payloads(path: str | Path | None = None) -> list[Payload]:
     return payloads
 
 
-def _payload_from(data: dict[str, Any], where: str) -> Payload:
+def _payload_from(data: JSONObject, where: str) -> Payload:
     missing = sorted(_REQUIRED - data.keys())
     if missing:
         raise InputError(f"{where}: missing field(s) {', '.join(missing)}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from finevo.errors import InputError
 from finevo.inputs import read_json
@@ -21,7 +21,24 @@ from runner.inputs.selection import parse_only as parse_only
 from runner.inputs.selection import parse_shard as parse_shard
 from runner.inputs.tasks import SecurityTask, Task, load_security_tasks, load_tasks
 
+if TYPE_CHECKING:
+    from finevo.jsontypes import JSONObject
+
 _BASELINE_KEYS = ("passing_tasks", "target_pass_rate")
+
+
+class BaselineDict(TypedDict):
+    """:meth:`Baseline.to_dict`: the baseline as a run's results record it (the last three: version 2)."""
+
+    path: str
+    version: str
+    description: str
+    passing_tasks: list[str]
+    total_tasks: int | None
+    target_pass_rate: float
+    tasks: NotRequired[dict[str, dict[str, int]]]
+    quarantine: NotRequired[list[dict[str, str]]]
+    usage: NotRequired[JSONObject | None]
 
 
 @dataclass(frozen=True)
@@ -43,25 +60,18 @@ class Baseline:
     #: Version 2: task id -> {"passes": int, "trials": int}.
     tasks: dict[str, dict[str, int]] | None = None
     quarantine: tuple[dict[str, str], ...] = ()
-    usage: dict[str, Any] | None = None
+    #: Version 2: the usage figures, as ``UsageFigures`` read them, dumped to JSON.
+    usage: JSONObject | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"path": self.path, "version": self.version, "description": self.description,
-                               "passing_tasks": list(self.passing_tasks), "total_tasks": self.total_tasks,
-                               "target_pass_rate": self.target_pass_rate}
+    def to_dict(self) -> BaselineDict:
+        out: BaselineDict = {"path": self.path, "version": self.version, "description": self.description,
+                             "passing_tasks": list(self.passing_tasks), "total_tasks": self.total_tasks,
+                             "target_pass_rate": self.target_pass_rate}
         if self.tasks is not None:
             out["tasks"] = {k: dict(v) for k, v in self.tasks.items()}
             out["quarantine"] = [dict(q) for q in self.quarantine]
             out["usage"] = self.usage
         return out
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Baseline:
-        return cls(path=str(data.get("path", "")), passing_tasks=tuple(data.get("passing_tasks") or ()),
-                   target_pass_rate=float(data.get("target_pass_rate", 0.0)),
-                   version=str(data.get("version", "")), description=str(data.get("description", "")),
-                   total_tasks=data.get("total_tasks"), tasks=data.get("tasks"),
-                   quarantine=tuple(data.get("quarantine") or ()), usage=data.get("usage"))
 
 
 @dataclass
@@ -111,7 +121,7 @@ def load_baseline(path: str | Path, known_ids: Sequence[str] | None = None) -> t
     return baseline, warnings
 
 
-def _target(path: Path, data: dict[str, Any]) -> float:
+def _target(path: Path, data: JSONObject) -> float:
     target = data.get("target_pass_rate")
     if isinstance(target, bool) or not isinstance(target, (int, float)) or not 0.0 <= float(target) <= 1.0:
         raise InputError(f"{path}: baseline 'target_pass_rate' must be a number in [0, 1], got {target!r}")
@@ -122,7 +132,7 @@ _V2_KEYS = frozenset({"version", "description", "tasks", "quarantine", "usage", 
                       "updated_from", "passing_tasks"})
 
 
-def _load_baseline_v2(path: Path, data: dict[str, Any],
+def _load_baseline_v2(path: Path, data: JSONObject,
                       known_ids: Sequence[str] | None) -> tuple[Baseline, list[str]]:
     extra = sorted(set(data) - _V2_KEYS)
     if extra:
@@ -150,10 +160,10 @@ def _load_baseline_v2(path: Path, data: dict[str, Any],
     return baseline, warnings
 
 
-def _v2_rows(path: Path, rows: Any) -> dict[str, Any]:
+def _v2_rows(path: Path, rows: Any) -> JSONObject:
     """The 'tasks' object (task id -> counts); a list of {"task": id, "passes": n, "trials": m} is accepted too."""
     if isinstance(rows, list):
-        by_id: dict[str, Any] = {}
+        by_id: JSONObject = {}
         for i, row in enumerate(rows):
             tid = row.get("task", row.get("task_id")) if isinstance(row, dict) else None
             if not isinstance(tid, str) or not tid:
@@ -167,7 +177,7 @@ def _v2_rows(path: Path, rows: Any) -> dict[str, Any]:
     return rows
 
 
-def _v2_counts(path: Path, rows: dict[str, Any]) -> dict[str, dict[str, int]]:
+def _v2_counts(path: Path, rows: JSONObject) -> dict[str, dict[str, int]]:
     from pydantic import ValidationError
 
     from runner.verdict.trials import BaselineCount
@@ -211,7 +221,7 @@ def _v2_quarantine(path: Path, raw_q: Any) -> list[dict[str, str]]:
     return quarantine
 
 
-def _v2_usage(path: Path, usage: Any) -> Any:
+def _v2_usage(path: Path, usage: Any) -> JSONObject | None:
     from pydantic import ValidationError
 
     from runner.verdict.trials import UsageFigures

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -72,10 +72,10 @@ class Probe(_Strict):
     whose answer is the other boolean, a numeric task a probe on another symbol.
     """
 
-    # Open JSON, typed loosely for the code that builds probes (runner/judging/probes.py passes plain
-    # dicts of ints or lists); the oracle reads oracle_params through its model like any parameters.
-    args: dict[str, Any] = Field(min_length=1)
-    oracle_params: dict[str, Any] = Field(default_factory=dict)
+    # Open JSON (values narrowed where read: the tool's call takes the arguments, the oracle reads
+    # oracle_params through its model like any parameters).
+    args: JSONObject = Field(min_length=1)
+    oracle_params: JSONObject = Field(default_factory=dict)
     reason: str = Field(min_length=1)
     #: The data cannot support these arguments (the oracle has no answer under any accepted
     #: reading): the tool must raise a clear error, never return a value.
