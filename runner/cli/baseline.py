@@ -24,6 +24,7 @@ from finevo.paths import benchmarks_dir
 from runner.exitcodes import Exit
 
 if TYPE_CHECKING:
+    from finevo.jsontypes import JSONObject
     from runner.reports.model import ResultsDocument
 
 
@@ -49,7 +50,7 @@ def refusal(doc: ResultsDocument) -> str | None:
     return None
 
 
-def updated_baseline(old: dict[str, Any], doc: ResultsDocument) -> dict[str, Any]:
+def updated_baseline(old: JSONObject, doc: ResultsDocument) -> JSONObject:
     """The version 2 baseline: the run's per-task passes and trials replace the old entries."""
     from runner.verdict.baseline import updated_baseline_v2
 

@@ -14,7 +14,7 @@ from runner.execution.containment import ISOLATION_LEVELS, NO_REQUIREMENT
 from runner.exitcodes import Exit
 
 if TYPE_CHECKING:
-    from runner.inputs.prepare import GateConfig
+    from runner.inputs.prepare import BudgetFlags, GateConfig
 
 
 def _float_arg(text: str) -> float:
@@ -155,7 +155,7 @@ def _add_statistics(run: argparse.ArgumentParser) -> None:
                    help="a usage regression fails the gate instead of being a warning")
 
 
-def _budgets(args: argparse.Namespace) -> dict[str, Any] | None:
+def _budgets(args: argparse.Namespace) -> BudgetFlags | None:
     from finevo.errors import InputError
     from runner.inputs.prices import load_price_table
 
@@ -166,10 +166,11 @@ def _budgets(args: argparse.Namespace) -> dict[str, Any] | None:
         raise InputError(f"--usage-regression: must be non-negative, got {args.usage_regression}")
     if getattr(args, "fail_on_usage_regression", False) and getattr(args, "usage_regression", None) is None:
         raise InputError("--fail-on-usage-regression needs --usage-regression PCT")
-    budgets = {"max_tokens": getattr(args, "max_tokens", None), "max_cost": getattr(args, "max_cost", None),
-               "usage_regression_pct": getattr(args, "usage_regression", None),
-               "fail_on_usage_regression": bool(getattr(args, "fail_on_usage_regression", False)),
-               "prices": prices}
+    budgets: BudgetFlags = {
+        "max_tokens": getattr(args, "max_tokens", None), "max_cost": getattr(args, "max_cost", None),
+        "usage_regression_pct": getattr(args, "usage_regression", None),
+        "fail_on_usage_regression": bool(getattr(args, "fail_on_usage_regression", False)),
+        "prices": prices}
     if all(v in (None, False) for v in budgets.values()):
         return None
     return budgets

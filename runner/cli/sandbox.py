@@ -20,7 +20,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from finevo.errors import InputError
 from finevo.inputs import read_text
@@ -28,7 +28,44 @@ from finevo.paths import snapshot_dir
 from finevo.vocabulary import SandboxBackend, choices
 from runner.exitcodes import Exit
 
+if TYPE_CHECKING:
+    from finevo.jsontypes import JSONObject, JSONValue
+
 SELF_TEST = "__main__"
+
+
+class RunVerdict(TypedDict):
+    """What ``--run`` did, in the printed verdict."""
+
+    entry: str
+    status: str
+    value: JSONValue  # the tool's value, as the sandbox returned it (normalised when printed)
+    stdout: str
+    stderr: str
+    duration_s: float
+    layer: str | None
+    rule: str | None
+    error_type: str | None
+    error_message: str | None
+    traceback: str | None
+    evidence: JSONValue  # the supervisor's own evidence of what stopped the run
+    hint: JSONValue  # what the tool's own error suggests
+
+
+class CheckVerdict(TypedDict):
+    """The one JSON verdict ``sandbox check`` prints, keys in printed order."""
+
+    file: str
+    allowed: bool
+    verdict: str
+    rule: str | None
+    message: str | None
+    line: int | None
+    col: int | None
+    policy: str
+    layers: NotRequired[dict[str, bool]]
+    isolation: NotRequired[str]
+    run: NotRequired[RunVerdict]
 
 
 def register(subparsers: Any) -> None:
@@ -54,7 +91,7 @@ def register(subparsers: Any) -> None:
     check.set_defaults(func=run_check)
 
 
-def _load_inputs(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
+def _load_inputs(args: argparse.Namespace) -> tuple[str, JSONObject]:
     path = Path(args.file)
     code = read_text(path)
     try:
@@ -83,13 +120,13 @@ def run_check(args: argparse.Namespace) -> int:
 
     report = check(code, filename=args.file)
     first = report.first
-    verdict: dict[str, Any] = {
+    no_policy = bool(args.no_policy)
+    verdict: CheckVerdict = {
         "file": args.file, "allowed": report.allowed, "verdict": "allowed" if report.allowed else "blocked",
         "rule": first.rule if first else None, "message": first.message if first else None,
         "line": first.line if first else None, "col": first.col if first else None,
+        "policy": "off" if no_policy else "on",
     }
-    no_policy = bool(args.no_policy)
-    verdict["policy"] = "off" if no_policy else "on"
     clean = report.allowed
     # A run needs the market snapshot: without it every data call would fail with a message about
     # the sandbox, not about the missing files, so the path tried is named instead (exit 2).

@@ -14,9 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from finevo.errors import InputError
+from finevo.jsontypes import JSONValue
 from finevo.vocabulary import AgentMode
 from runner.inputs.suite import Suite, load_suite, select
 from runner.inputs.tasks import Task
@@ -24,6 +25,18 @@ from runner.judging.worlds import DEFAULT_WORLDS
 from runner.verdict.decide import DEFAULT_MIN_PASS_RATE
 
 DEFAULT_TASK_TIMEOUT_S = 120.0
+
+
+class BudgetFlags(TypedDict):
+    """The usage budgets as the command line gives them (``--max-tokens`` ...), checked into
+    :class:`runner.verdict.trials.Budgets` when the verdict is made."""
+
+    max_tokens: int | None
+    max_cost: float | None
+    usage_regression_pct: float | None
+    fail_on_usage_regression: bool
+    #: Model name -> {"input": $ per million tokens, "output": $ per million tokens} (``--price-table``).
+    prices: dict[str, dict[str, float]] | None
 
 
 @dataclass
@@ -62,7 +75,7 @@ class GateConfig:
     alpha: float = 0.05
     threshold_on: str = "point"
     correction: str = "holm"
-    budgets: dict[str, Any] | None = None
+    budgets: BudgetFlags | None = None
     #: Cores the run may use (runner.execution.schedule): 1 is the serial loop; more judge tasks and run
     #: the payload corpus beside the agent, with the same results. The CLI's default is the cores available.
     jobs: int = 1
@@ -72,7 +85,7 @@ class GateConfig:
 class Prepared:
     config: GateConfig
     suite: Suite
-    expected: dict[str, dict[str, Any]]
+    expected: dict[str, dict[str, JSONValue]]
     snapshot_hash: str | None
     snapshot_as_of: str | None
     snapshot: Any
@@ -80,7 +93,7 @@ class Prepared:
     run_dir: Path
     min_pass_rate: float
     #: Per task id, the oracle's ``{convention: value}`` for each of the task's probes, in order.
-    probe_expected: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    probe_expected: dict[str, list[dict[str, JSONValue]]] = field(default_factory=dict)
     #: Per task id, the task as the gate judges it: its listed probes and those derived from its
     #: arguments (:mod:`runner.judging.probes`; the agent is given the task as listed).
     judged: dict[str, Task] = field(default_factory=dict)

@@ -21,6 +21,7 @@ from random import Random
 from typing import Any
 
 from finevo.errors import FinevoError
+from finevo.jsontypes import JSONObject
 from finevo.sandbox.api import ExecutionResult
 
 #: ``Call.world`` of a call on the run's own snapshot.
@@ -46,7 +47,7 @@ class Call:
 Answer = ExecutionResult | FinevoError
 
 
-def plan_calls(argsets: list[dict[str, Any]], world_dirs: Iterable[str], *, own_probes: bool = True) -> list[Call]:
+def plan_calls(argsets: list[JSONObject], world_dirs: Iterable[str], *, own_probes: bool = True) -> list[Call]:
     """Every call of one task: each argument set on the run's own snapshot (only the task's own
     arguments when ``own_probes`` is false), then each argument set in each world."""
     calls = [Call(OWN, i, args) for i, args in enumerate(argsets) if own_probes or i == 0]
@@ -76,13 +77,13 @@ def run_calls(code: str, entry: str, calls: list[Call], run_tool: Callable[..., 
     return answers
 
 
-def served(answers: Mapping[tuple[int, int], Answer], world: int, argsets: list[dict[str, Any]],
+def served(answers: Mapping[tuple[int, int], Answer], world: int, argsets: list[JSONObject],
            run_tool: Callable[..., ExecutionResult]) -> Callable[..., ExecutionResult]:
     """A ``run_tool`` that hands out the answers already computed for ``world`` (matched by
     arguments), and runs anything else for real."""
     by_args = {json.dumps(args, sort_keys=True, default=str): (world, i) for i, args in enumerate(argsets)}
 
-    def run(code: str, entry: str, args: dict[str, Any], snapshot_dir: str | None = None) -> ExecutionResult:
+    def run(code: str, entry: str, args: JSONObject, snapshot_dir: str | None = None) -> ExecutionResult:
         key = by_args.get(json.dumps(args, sort_keys=True, default=str))
         answer = answers.get(key) if key is not None and snapshot_dir is None else None
         if answer is None:

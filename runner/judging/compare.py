@@ -28,13 +28,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypedDict
 
 import pandas as pd
 
 from finevo.contract import check_shape, describe, is_number
 from finevo.errors import AgentFailure, ExternalError
+from finevo.jsontypes import JSONObject
 from finevo.normalize import ANSWER, normalize
 from finevo.outcome import Outcome
 from finevo.registry.signature import function_signature, tool_signature
@@ -56,7 +57,15 @@ JUDGE_VERSION = "3.2"
 
 #: Runs tool code in the sandbox: ``(code, entry, args) -> ExecutionResult``; may raise a
 #: :class:`~finevo.errors.FinevoError` (an external one when the sandbox itself is unavailable).
-ToolRun = Callable[[str, str, dict[str, Any]], ExecutionResult]
+ToolRun = Callable[[str, str, JSONObject], ExecutionResult]
+
+class JudgementDict(TypedDict):
+    """A :class:`Judgement` as written out (``finevo-verify oracle --json``)."""
+
+    state: TaskState
+    reason: str
+    convention: str | None
+
 
 @dataclass(frozen=True)
 class Judgement:
@@ -70,8 +79,8 @@ class Judgement:
     def passed(self) -> bool:
         return self.state is TaskState.PASS
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> JudgementDict:
+        return JudgementDict(state=self.state, reason=self.reason, convention=self.convention)
 
 
 def _close(actual: float, expected: float, tol: Tolerance) -> bool:

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from finevo.contract import check_shape
 from finevo.errors import DeadlineExceeded, ExternalError, FinevoError, InputError
+from finevo.jsontypes import JSONObject, JSONValue
 from finevo.normalize import ANSWER, RECORD, normalize
 from finevo.outcome import ErrorInfo, LLMUsage, Outcome
 from finevo.sandbox.api import ExecutionResult
@@ -59,13 +60,13 @@ from runner.records import (
 class WorldsLike(Protocol):
     """The hidden worlds of a run, as the judge needs them (:class:`runner.judging.worlds.Worlds`)."""
 
-    def for_task(self, task: Task, argsets: Sequence[dict[str, Any]]) -> list[World]: ...
+    def for_task(self, task: Task, argsets: Sequence[JSONObject]) -> list[World]: ...
 
 
 class WorldToolRun(Protocol):
     """Runs tool code in the sandbox, on the market data at ``snapshot_dir`` when given."""
 
-    def __call__(self, code: str, entry: str, args: dict[str, Any],
+    def __call__(self, code: str, entry: str, args: JSONObject,
                  snapshot_dir: str | None = None) -> ExecutionResult: ...
 
 
@@ -75,7 +76,7 @@ class Reruns:
     oracle's values for each of the task's probes (``probe_expected``) and the run's hidden ``worlds``."""
 
     run_tool: Callable[..., ExecutionResult] | None
-    probe_expected: Sequence[dict[str, Any]] | None = None
+    probe_expected: Sequence[dict[str, JSONValue]] | None = None
     worlds: WorldsLike | None = None
 
 
@@ -86,7 +87,7 @@ class Case:
 
     task: Task
     outcome: Outcome
-    expected: dict[str, Any]
+    expected: dict[str, JSONValue]
 
 
 def _stage_of(outcome: Outcome) -> str:
@@ -95,7 +96,7 @@ def _stage_of(outcome: Outcome) -> str:
     return outcome.stage
 
 
-def judge_task(task: Task, outcome: Outcome, expected: dict[str, Any], elapsed: float,
+def judge_task(task: Task, outcome: Outcome, expected: dict[str, JSONValue], elapsed: float,
                reruns: Reruns | None = None) -> TaskResult:
     """Judge one task's outcome; with ``reruns.run_tool``, its re-run, with ``reruns.probe_expected``
     too its probes, and with ``reruns.worlds`` every hidden world.
@@ -196,7 +197,7 @@ def _judge_reruns(case: Case, main: Judgement, run_tool: Callable[..., Execution
     return judgement, probes, results
 
 
-def _judge_rerun(task: Task, outcome: Outcome, main: Judgement, expected: dict[str, Any],
+def _judge_rerun(task: Task, outcome: Outcome, main: Judgement, expected: dict[str, JSONValue],
                  answers: Mapping[tuple[int, int], Answer]) -> Judgement:
     """The main value, unless the re-run of the task's own arguments (one of the shuffled calls)
     does not match a convention the main value matched: a tool must answer the same question the
@@ -217,12 +218,12 @@ def _judge_rerun(task: Task, outcome: Outcome, main: Judgement, expected: dict[s
 
 
 # --------------------------------------------------------------------------- hidden worlds
-def _consistent(task: Task, value: Any, expected: dict[str, Any], allowed: Sequence[str]) -> list[str]:
+def _consistent(task: Task, value: Any, expected: dict[str, JSONValue], allowed: Sequence[str]) -> list[str]:
     """The conventions of ``allowed`` whose expected value ``value`` matches."""
     return [c for c in allowed if c in expected and compare(value, expected[c], task.tolerance) is None]
 
 
-def _judge_one(task: Task, where: str, value: Any, expected: dict[str, Any],
+def _judge_one(task: Task, where: str, value: Any, expected: dict[str, JSONValue],
                allowed: list[str]) -> tuple[Judgement, list[str]]:
     """One value in one world: pass narrows ``allowed`` to the conventions it matches."""
     value = normalize(value, ANSWER)
@@ -249,8 +250,8 @@ def reuse_words(outcome: Outcome) -> str:
     return f"reused tool {outcome.tool_name or '?'}{version}{origin}"
 
 
-def _one_reading(task: Task, outcome: Outcome, judgement: Judgement, expected: dict[str, Any],
-                 probes: Sequence[ProbeResult], probe_expected: Sequence[dict[str, Any]]) -> Judgement:
+def _one_reading(task: Task, outcome: Outcome, judgement: Judgement, expected: dict[str, JSONValue],
+                 probes: Sequence[ProbeResult], probe_expected: Sequence[dict[str, JSONValue]]) -> Judgement:
     """``judgement`` unless the main value and the probes that passed only agree on no convention
     (each matched some accepted reading, but not the same one)."""
     if not judgement.passed:
@@ -269,13 +270,13 @@ def _one_reading(task: Task, outcome: Outcome, judgement: Judgement, expected: d
     return judgement
 
 
-def _label(args: dict[str, Any]) -> str:
+def _label(args: JSONObject) -> str:
     return ", ".join(f"{k}={v}" for k, v in args.items())
 
 
 #: The oracle's answer for one argument set in one world: ``(argset index, expected values)``, or
 #: the oracle's reason it has none (a string).
-WorldAnswer = tuple[int, dict[str, Any]] | str
+WorldAnswer = tuple[int, dict[str, JSONValue]] | str
 
 
 @dataclass(frozen=True)
@@ -304,7 +305,7 @@ def world_answers(task: Task, world: World) -> list[WorldAnswer]:
     return out
 
 
-def _call_judgement(task: Task, where: str, answer: Answer | None, expected: dict[str, Any],
+def _call_judgement(task: Task, where: str, answer: Answer | None, expected: dict[str, JSONValue],
                     allowed: list[str]) -> tuple[Judgement, list[str]]:
     """One call's answer in one world, judged (``allowed`` narrowed on a pass)."""
     if answer is None:
@@ -355,7 +356,7 @@ def _judge_world(task: Task, plan: WorldPlan, index: int, answers: Mapping[tuple
 
 
 def judge_worlds(case: Case, main: Judgement, probe_results: Sequence[ProbeResult],
-                 probe_expected: Sequence[dict[str, Any]], plan: WorldPlan,
+                 probe_expected: Sequence[dict[str, JSONValue]], plan: WorldPlan,
                  answers: Mapping[tuple[int, int], Answer]) -> tuple[Judgement, list[WorldResult]]:
     """Judge the final tool's answers in every hidden world of ``plan``, for the task's arguments and
     each probe's (``answers``, already run: :func:`_judge_reruns`).

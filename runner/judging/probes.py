@@ -22,11 +22,13 @@ reproducible; the tool under test never sees them.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from random import Random
 from typing import Any
 
 from finevo.contract import check_shape
 from finevo.errors import InputError
+from finevo.jsontypes import JSONObject, JSONValue
 from finevo.market.provider import MarketProvider
 from runner.inputs.tasks import Probe, Task
 from runner.judging.compare import compare
@@ -72,9 +74,9 @@ class _Deriver:
         self.provider = provider
         self.symbols = list(provider.symbols())
         self.evaluations = 0
-        self._memo: dict[str, dict[str, Any] | None] = {}
+        self._memo: dict[str, dict[str, JSONValue] | None] = {}
 
-    def expected(self, overrides: Mapping[str, Any], *, bounded: bool = True) -> dict[str, Any] | None:
+    def expected(self, overrides: Mapping[str, Any], *, bounded: bool = True) -> dict[str, JSONValue] | None:
         key = repr(sorted(overrides.items()))
         if key not in self._memo:
             if bounded and self.evaluations >= MAX_EVALUATIONS:
@@ -86,7 +88,7 @@ class _Deriver:
                 self._memo[key] = None
         return self._memo[key]
 
-    def bound(self) -> dict[str, Any]:
+    def bound(self) -> JSONObject:
         """Intent arguments that are oracle parameters of the same name and value (the ones a
         probe can move on both sides)."""
         params = self.task.oracle.params
@@ -112,7 +114,7 @@ class _Deriver:
                 changed[position] = other
                 yield changed, f"{key}[{position}]={other}"
 
-    def moves(self, overrides: dict[str, Any], key: str, original: Any) -> bool:
+    def moves(self, overrides: JSONObject, key: str, original: Any) -> bool:
         """Whether the answer with ``overrides`` differs from the same with ``key`` put back."""
         probe = self.expected(overrides)
         reset = self.expected({**overrides, key: original}) if len(overrides) > 1 else self.expected({})
@@ -132,7 +134,7 @@ def derive_probes(task: Task, provider: MarketProvider) -> list[Probe]:
     """The derived probes of ``task`` on ``provider`` (see the module doc), in argument order."""
     d = _Deriver(task, provider)
     args = d.bound()
-    contexts: list[dict[str, Any]] = [dict(p.args) for p in task.probes]
+    contexts: list[JSONObject] = [dict(p.args) for p in task.probes]
     probes: list[Probe] = []
     for key, value in args.items():
         targets: list[tuple[str, list[tuple[Any, str]]]]
@@ -142,7 +144,7 @@ def derive_probes(task: Task, provider: MarketProvider) -> list[Probe]:
         else:
             targets = [(key, list(d.candidates(key, value)))]
         for what, options in targets:
-            probe = _first_moving(d, key, value, what, options, args, contexts)
+            probe = _first_moving(d, _Target(key, value, what, options), contexts)
             if probe is not None:
                 probes.append(probe)
                 contexts.append(dict(probe.args))
@@ -165,7 +167,7 @@ def _is_threshold(key: str, value: Any) -> bool:
         and not isinstance(value, bool) and value > 0
 
 
-def boundary_probes(d: _Deriver, key: str, value: int | float, contexts: list[dict[str, Any]]) -> list[Probe]:
+def boundary_probes(d: _Deriver, key: str, value: int | float, contexts: list[JSONObject]) -> list[Probe]:
     """Two probes just either side of the level of ``key`` at which the oracle's answer flips (for the
     task's own arguments, else for another probe's): there the answer says which side of the level
     the indicator lies, so a tool whose indicator differs materially (Cutler's RSI where Wilder's is
@@ -173,7 +175,7 @@ def boundary_probes(d: _Deriver, key: str, value: int | float, contexts: list[di
     bisecting the oracle between the task's value and another value of a different answer (within
     the values the other probes already ask), so the probes stay within sane ranges; none when no
     such pair exists."""
-    settings: list[dict[str, Any]] = [{}]
+    settings: list[JSONObject] = [{}]
     for context in contexts:
         rest = {k: v for k, v in context.items() if k != key}
         if rest not in settings:
@@ -211,17 +213,29 @@ def boundary_probes(d: _Deriver, key: str, value: int | float, contexts: list[di
     return []
 
 
-def _first_moving(d: _Deriver, key: str, value: Any, what: str, options: list[tuple[Any, str]],
-                  args: Mapping[str, Any], contexts: list[dict[str, Any]]) -> Probe | None:
+@dataclass(frozen=True)
+class _Target:
+    """One argument (or one position of a list argument) a derived probe moves."""
+
+    key: str  # the argument's name
+    value: Any  # the task's own value of it
+    what: str  # the words naming it in a probe's reason (``symbols[1]``)
+    options: list[tuple[Any, str]]  # ``(new value, words)`` candidates, in order
+
+
+def _first_moving(d: _Deriver, target: _Target, contexts: list[JSONObject]) -> Probe | None:
     """The first candidate that moves the answer: alone; for a yes/no task also on top of another
-    probe's arguments, then together with one other argument moved; else the first candidate the
-    oracle can answer (it may still move the answer in the hidden worlds)."""
+    probe's arguments, then together with one other argument moved (of the task's bound ones,
+    :meth:`_Deriver.bound`); else the first candidate the oracle can answer (it may still move the
+    answer in the hidden worlds)."""
+    key, value, what, options = target.key, target.value, target.what, target.options
+    args = d.bound()
     for new, words in options:
         if d.moves({key: new}, key, value):
             return Probe(args={key: new}, oracle_params={key: new},
                          reason=f"derived: {words} changes the answer, so a tool that ignores {what} fails")
     if d.task.output.type == "boolean":
-        pairs: list[tuple[dict[str, Any], str]] = [(c, ", ".join(f"{k}={v}" for k, v in c.items()))
+        pairs: list[tuple[JSONObject, str]] = [(c, ", ".join(f"{k}={v}" for k, v in c.items()))
                                                    for c in contexts if key not in c]
         for other, other_value in args.items():
             if other != key and not isinstance(other_value, list):
@@ -263,7 +277,7 @@ def _far(value: int, options: tuple[int, ...]) -> list[int]:
     return [o for o in options if o != value and not value / 2 <= o <= value * 2]
 
 
-def range_probes(task: Task, provider: MarketProvider, rng: Random, taken: list[dict[str, Any]]) -> list[Probe]:
+def range_probes(task: Task, provider: MarketProvider, rng: Random, taken: list[JSONObject]) -> list[Probe]:
     """Probes drawn (with ``rng``) across the space a reused tool will see, each kept only when the
     oracle answers it under every accepted reading and the answer differs from the task's own: for a
     lookback one value far from the task's (a tool that truncates its history to a fixed period or
@@ -301,7 +315,7 @@ def _words(args: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in args.items())
 
 
-def _range_candidates(d: _Deriver, key: str, value: Any, rng: Random) -> list[list[dict[str, Any]]]:
+def _range_candidates(d: _Deriver, key: str, value: Any, rng: Random) -> list[list[JSONObject]]:
     """Groups of candidates, in drawn order; one probe is kept from each group: for a lookback one
     shorter and one longer than half to twice the task's own (a clamp or a fixed period shows on
     the long side, a floor on the short side)."""

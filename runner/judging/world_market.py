@@ -9,11 +9,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 import pandas as pd
 
+from finevo.jsontypes import JSONObject, JSONValue
 from finevo.market.snapshot import EXCHANGE_TZ, Snapshot, SymbolData, SymbolNotRecorded, auto_adjust
 
 #: A statement column counts as reported this many days after its period ends (the default; an
@@ -65,10 +66,10 @@ class Market:
         frame = item.income_yearly if freq == "yearly" else item.income_quarterly
         return pd.DataFrame() if frame is None else frame.copy()
 
-    def info(self, symbol: str) -> dict[str, Any]:
+    def info(self, symbol: str) -> JSONObject:
         return dict(self._item(symbol).info)
 
-    def fast_info(self, symbol: str) -> dict[str, Any]:
+    def fast_info(self, symbol: str) -> JSONObject:
         return dict(self._item(symbol).fast_info)
 
     def sessions(self) -> list[date]:
@@ -106,7 +107,7 @@ def requote(item: SymbolData, as_of: date) -> SymbolData:
     start = int(pd.DatetimeIndex(raw.index).searchsorted(raw.index[-1] - pd.DateOffset(years=1), side="right"))
     price, previous = float(close[-1]), float(close[-2])
     opened, volume = float(raw["Open"].iloc[-1]), int(raw["Volume"].iloc[-1])
-    derived: dict[str, Any] = {
+    derived: dict[str, JSONValue] = {
         "lastPrice": price, "regularMarketPrice": price, "currentPrice": price,
         "previousClose": previous, "regularMarketPreviousClose": previous,
         "open": opened, "regularMarketOpen": opened,
@@ -122,7 +123,7 @@ def requote(item: SymbolData, as_of: date) -> SymbolData:
         "twoHundredDayAverage": round(float(close[-200:].mean()), 4),
     }
 
-    def update(fields: dict[str, Any], shares_key: str) -> dict[str, Any]:
+    def update(fields: JSONObject, shares_key: str) -> JSONObject:
         out = dict(fields)
         for key, value in derived.items():
             if key in out:
@@ -195,7 +196,7 @@ def restate(item: SymbolData, as_of: date) -> SymbolData:
     world must not name a quarter whose statement it does not hold."""
     info = dict(item.info)
     quarterly = _filed(item.income_quarterly)
-    derived: dict[str, Any] = {}
+    derived: dict[str, JSONValue] = {}
     newest_quarter, newest_year = _newest(quarterly), _newest(item.income_yearly)
     derived["mostRecentQuarter"] = _epoch_midnight(newest_quarter) if newest_quarter else None
     derived["lastFiscalYearEnd"] = _epoch_midnight(newest_year) if newest_year else None

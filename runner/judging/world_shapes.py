@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from finevo.errors import InputError
+from finevo.jsontypes import JSONValue
 from finevo.market.provider import MarketProvider
 from finevo.market.snapshot import SymbolData
 from runner.inputs.tasks import Task
@@ -51,7 +52,7 @@ def _matches_any(task: Task, value: Any, expected: Mapping[str, Any]) -> bool:
     return any(compare(value, exp, task.tolerance) is None for exp in expected.values())
 
 
-def _values(task: Task, market: Market, overrides: Mapping[str, Any]) -> dict[str, Any] | None:
+def _values(task: Task, market: Market, overrides: Mapping[str, Any]) -> dict[str, JSONValue] | None:
     try:
         return expected_values(task, market, dict(overrides))
     except InputError:

@@ -56,7 +56,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import IO, Any, Protocol
+from typing import IO, Any, NotRequired, Protocol, TypedDict
 
 from runner.exitcodes import Exit
 from runner.launcher.defaults import DEFAULT_IMAGE, DEFAULT_STOP_GRACE
@@ -645,6 +645,22 @@ class Console:
     log: Callable[[str], None] | None = None
 
 
+class _CreateArgs(TypedDict):
+    """The keyword arguments of docker's ``containers.create`` the launcher passes."""
+
+    image: str
+    command: list[str] | None
+    detach: bool
+    init: bool
+    environment: dict[str, str]
+    volumes: dict[str, dict[str, str]]
+    labels: dict[str, str]
+    stop_signal: str
+    tmpfs: dict[str, str]
+    user: NotRequired[str]
+    network_mode: NotRequired[str]
+
+
 def run_container(client: Any, spec: RunSpec, console: Console | None = None, *, handle_signals: bool = True,
                   on_start: Callable[[Any], None] | None = None) -> int:
     """Run the gate container to completion; return its exit code.
@@ -659,7 +675,7 @@ def run_container(client: Any, spec: RunSpec, console: Console | None = None, *,
     volumes = {str(spec.out_dir): {"bind": CONTAINER_OUT, "mode": "rw"}}
     for mount in spec.mounts:
         volumes[str(mount.host)] = {"bind": mount.container, "mode": "ro" if mount.read_only else "rw"}
-    kwargs: dict[str, Any] = dict(
+    kwargs = _CreateArgs(
         image=spec.image, command=spec.command, detach=True, init=True, environment=spec.environment,
         volumes=volumes, labels={LAUNCHER_LABEL: "1"}, stop_signal="SIGTERM",
         # the sandbox's working directories live in /tmp: bytes and inodes bounded by the kernel
