@@ -108,12 +108,18 @@ class Settings:
         return self.registry_dir / "tools"
 
     def public_dict(self) -> SettingsView:
-        """A JSON-ready view for logs and reports; the API key only appears as set / not set."""
+        """A JSON-ready view for logs and reports; the API key only appears as set / not set, the
+        registry URL without its password (as :meth:`__repr__` shows it)."""
+        registry_url = self.registry_url
+        if registry_url:
+            from finevo.registry.store import safe_url  # late: sqlalchemy only when shown
+
+            registry_url = safe_url(registry_url)
         return SettingsView(
             llm=self.llm, base_url=self.base_url, api_key_set=bool(self.api_key), model=self.model,
             temperature=self.temperature, timeout=self.timeout, max_retries=self.max_retries,
             record=str(self.record) if self.record is not None else None, registry_dir=str(self.registry_dir),
-            registry_url=self.registry_url, data_dir=str(self.data_dir), max_refinements=self.max_refinements,
+            registry_url=registry_url, data_dir=str(self.data_dir), max_refinements=self.max_refinements,
             agent_mode=self.agent_mode, sandbox_backend=self.sandbox_backend)
 
     @classmethod

@@ -136,3 +136,9 @@ def test_invalid_api_key_error_does_not_echo_it() -> None:
     with pytest.raises(InputError) as info:
         Settings.from_env({"api_key": "   "}, env={})
     assert "--api-key" in str(info.value)
+
+
+def test_registry_password_never_shown() -> None:
+    s = Settings.from_env({}, env={"FINEVO_REGISTRY_URL": "postgresql+psycopg://finevo:pg-s3cret@db:5432/reg"})
+    assert "pg-s3cret" not in repr(s) and "pg-s3cret" not in str(s.public_dict())
+    assert s.public_dict()["registry_url"].startswith("postgresql+psycopg://finevo:")
