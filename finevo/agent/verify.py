@@ -55,6 +55,7 @@ from finevo.jsontypes import JSONObject
 from finevo.normalize import ANSWER, normalize
 from finevo.outcome import AttemptStage
 from finevo.policy import check
+from finevo.pysource import parse
 from finevo.question import OutputSpec
 from finevo.registry.signature import function_signature, signature_problem
 from finevo.sandbox.api import ExecutionResult, Limits, Sandbox
@@ -146,7 +147,7 @@ def policy_check(code: str) -> PolicyViolation | None:
 def has_selftest(code: str) -> bool:
     """True when the module has a top-level ``if __name__ == "__main__":`` block."""
     try:
-        tree = ast.parse(code)
+        tree = parse(code)
     except SyntaxError:
         return False
     for node in tree.body:

@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass
 
 from finevo.errors import CodeExtractionError, ModelRefused
+from finevo.pysource import parse
 
 _REASONING_TAGS = ("think", "thinking", "reasoning", "reflection")
 _CLOSED_REASONING = re.compile(
@@ -121,7 +122,7 @@ def _unfenced_candidates(text: str) -> list[str]:
 
 def _parse(code: str) -> ast.Module | None:
     try:
-        return ast.parse(code)
+        return parse(code)
     except (SyntaxError, ValueError):
         return None
 
@@ -140,7 +141,7 @@ def _why_not(text: str, blocks: list[_Block]) -> str:
         return "reply ends inside an unterminated code block (truncated output?)"
     for block in pythonish:
         try:
-            ast.parse(block.code)
+            parse(block.code)
         except SyntaxError as exc:
             return f"code block does not parse: line {exc.lineno}: {exc.msg}"
     if pythonish:
@@ -151,7 +152,7 @@ def _why_not(text: str, blocks: list[_Block]) -> str:
     if _CODE_START.search(text):
         tree_error = None
         try:
-            ast.parse(text[_CODE_START.search(text).start():])  # type: ignore[union-attr]
+            parse(text[_CODE_START.search(text).start():])  # type: ignore[union-attr]
         except SyntaxError as exc:
             tree_error = f"line {exc.lineno}: {exc.msg}"
         if tree_error:

@@ -19,6 +19,7 @@ from finevo.policy.visitor import (
     _dunder_in_text,
     is_dunder,
 )
+from finevo.pysource import parse
 
 
 def check_source(code: object) -> list[Violation]:
@@ -34,7 +35,7 @@ def check_source(code: object) -> list[Violation]:
         return found
     found += _check_encoding_declaration(code)
     try:
-        tree = ast.parse(code, type_comments=False)
+        tree = parse(code, type_comments=False)
     except SyntaxError as exc:
         line = exc.lineno or 1
         col = exc.offset or 1

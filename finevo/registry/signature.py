@@ -14,6 +14,8 @@ from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from finevo.pysource import parse
+
 if TYPE_CHECKING:
     from finevo.jsontypes import JSONValue
 
@@ -53,7 +55,7 @@ _BY_NAME = (ParamKind.POSITIONAL_OR_KEYWORD, ParamKind.KEYWORD_ONLY)
 def tool_signature(code: str, function: str | None = None) -> ToolSignature:
     """The signature of ``function`` (default: the module's only public top-level function)."""
     try:
-        tree = ast.parse(code)
+        tree = parse(code)
     except SyntaxError as exc:
         raise ValueError(f"tool code does not parse: line {exc.lineno}: {exc.msg}") from None
     funcs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]

@@ -1,0 +1,23 @@
+"""Parsing Python source into an AST, safe from any thread.
+
+CPython 3.11 keeps the recursion depth of its AST-to-object conversion in per-interpreter state, so
+two threads calling :func:`ast.parse` at once can fail with ``SystemError: AST constructor recursion
+depth mismatch`` (seen under the gate's ``--jobs`` > 1, where the self-check's agent and the main
+agent check and register code side by side). Every parse in the project goes through :func:`parse`,
+which holds one lock for the conversion; a parse takes well under a millisecond for a tool.
+"""
+
+from __future__ import annotations
+
+import ast
+import threading
+
+__all__ = ["parse"]
+
+_LOCK = threading.Lock()
+
+
+def parse(source: str, *, type_comments: bool = False) -> ast.Module:
+    """:func:`ast.parse` of ``source`` (raises :class:`SyntaxError` as it does), one thread at a time."""
+    with _LOCK:
+        return ast.parse(source, type_comments=type_comments)
