@@ -27,7 +27,7 @@ from pydantic import TypeAdapter
 from finevo.errors import InputError
 from finevo.jsontypes import JSONObject
 from finevo.vocabulary import AgentMode, Category, Isolation, SandboxBackend
-from runner.execution.canaries import SECURITY_ENV, Canaries
+from runner.execution.canaries import SECURITY_ENV, Canaries, shown
 from runner.execution.containment import Containment, IsolationUnavailable
 from runner.execution.containment import prove as prove_containment
 from runner.execution.deadline import Aborted, Interrupts, TaskRunner
@@ -294,8 +294,7 @@ class Gate:
         before = canaries.contacts
         outcome, elapsed = runner.solve(stask.filled(canaries.values()))
         error: Mapping[str, object] = outcome.error.to_dict() if outcome.error is not None else {}
-        breach = canaries.breach([repr(outcome.value), outcome.stdout or "", outcome.stderr or "", repr(error)],
-                                 before)
+        breach = canaries.breach(shown(outcome.value, outcome.stdout, outcome.stderr, repr(error)), before)
         if breach is not None:
             canaries.restore()  # the next task is judged on its own
         if outcome.tool_code:

@@ -22,7 +22,7 @@ from runner.inputs.corpus import PLACEHOLDERS, fill
 #: Placeholder by its key (``port`` -> ``@@CANARY_PORT@@``).
 PLACEHOLDERS_BY_KEY = {key: token for token, key in PLACEHOLDERS.items()}
 
-__all__ = ["PAYLOAD_ENV", "SECURITY_ENV", "Canaries"]
+__all__ = ["PAYLOAD_ENV", "SECURITY_ENV", "Canaries", "shown"]
 
 #: How often the canary listener checks for its stop flag.
 _ACCEPT_POLL_S = 0.05
@@ -30,6 +30,12 @@ _ACCEPT_POLL_S = 0.05
 PAYLOAD_ENV = "FINEVO_CANARY_SECRET"
 #: The environment variable holding the security tasks' secret.
 SECURITY_ENV = "FINEVO_SECURITY_CANARY_SECRET"
+
+
+def shown(value: object, *texts: str | None) -> list[str]:
+    """Everything code showed, for :meth:`Canaries.breach`: its return value's repr and every text it
+    printed or raised (None for a text it did not produce)."""
+    return [repr(value), *(text or "" for text in texts)]
 
 
 class Canaries:
@@ -46,8 +52,6 @@ class Canaries:
     ``@@SECRET_NAME@@``), filled by :meth:`substitute`. A tripped canary is the gate's own evidence
     that the code got out: it decides the verdict whatever a layer's status says.
     """
-
-    ENV = PAYLOAD_ENV
 
     def __init__(self, root: Path, env: str = PAYLOAD_ENV) -> None:
         root.mkdir(parents=True, exist_ok=True)
@@ -72,26 +76,24 @@ class Canaries:
 
     def _accept(self) -> None:
         while not self._stop.is_set():
-            try:
-                conn, _ = self._server.accept()
-            except (TimeoutError, OSError):
-                continue
-            with self._lock:
-                self.contacts += 1
-            conn.close()
+            self._take_one()
 
     def _take_pending(self) -> None:
         """Count the connections already queued on the listener: a tool's connect() has returned by
         the time its run ends, so its contact is in the queue even when the listener thread has not
         been scheduled yet (a loaded machine)."""
         while select.select([self._server], [], [], 0)[0]:
-            try:
-                conn, _ = self._server.accept()
-            except (TimeoutError, OSError):  # the listener thread took it first
-                continue
-            with self._lock:
-                self.contacts += 1
-            conn.close()
+            self._take_one()
+
+    def _take_one(self) -> None:
+        """Accept one contact (waiting at most the poll interval), count it and hang up."""
+        try:
+            conn, _ = self._server.accept()
+        except (TimeoutError, OSError):  # nothing came, or the other taker got it first
+            return
+        with self._lock:
+            self.contacts += 1
+        conn.close()
 
     def values(self) -> dict[str, str]:
         """This set's value for each placeholder (keyed as :data:`runner.inputs.corpus.PLACEHOLDERS`)."""

@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 from finevo.sandbox.api import Limits
-from runner.execution.canaries import Canaries
+from runner.execution.canaries import Canaries, shown
 from runner.inputs.corpus import FORGED_VALUE, Payload
 from runner.records import PayloadResult, PayloadState
 
@@ -41,9 +41,8 @@ def run_payload(sandbox: Any, payload: Payload, canaries: Canaries) -> PayloadRe
                              reason=f"the sandbox failed: {type(exc).__name__}: {exc}", layer=None,
                              status="crashed", duration_s=round(time.monotonic() - start, 6))
     elapsed = round(time.monotonic() - start, 6)
-    texts = [repr(result.value), result.stdout or "", result.stderr or "", result.error_message or "",
-             result.traceback or ""]
-    breach = canaries.breach(texts, before)
+    breach = canaries.breach(shown(result.value, result.stdout, result.stderr, result.error_message,
+                                   result.traceback), before)
     if breach:
         canaries.restore()
         return PayloadResult(payload_id=payload.id, attempt=payload.attempts, state=PayloadState.UNBLOCKED,

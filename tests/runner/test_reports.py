@@ -9,7 +9,7 @@ from pathlib import Path
 
 from junitparser import Error, Failure, JUnitXml
 
-from runner.execution.canaries import Canaries
+from runner.execution.canaries import PAYLOAD_ENV, Canaries
 from runner.execution.payloads import run_payload
 from runner.inputs.corpus import Payload
 from runner.records import ContainmentSelftest, PayloadResult, SecurityResult, SelfCheck, TaskResult
@@ -85,7 +85,7 @@ def test_payload_states_from_sandbox_results_and_canaries(tmp_path: Path) -> Non
     assert secret.state == "unblocked" and "secret" in secret.reason
     assert forged.state == "unblocked" and "forged result" in forged.reason
     assert honest.state == "contained"
-    assert Canaries.ENV not in os.environ
+    assert PAYLOAD_ENV not in os.environ
 
 
 def test_stable_view_drops_only_times() -> None:
