@@ -22,9 +22,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Literal, TypeAlias
+from typing import TYPE_CHECKING, Annotated, Literal, TypeAlias, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, model_validator
+from pydantic.fields import FieldInfo
 
 from finevo.errors import InputError
 from finevo.jsontypes import JSONObject, JSONValue
@@ -59,6 +60,7 @@ __all__ = [
     "VolumePriceDivergenceParams",
     "accepted_readings",
     "check_task",
+    "param_kind",
     "parse_params",
 ]
 
@@ -407,6 +409,27 @@ def _meaningful(params: JSONObject, defaults: JSONObject) -> bool:
     if params.get("rsi_method") in ("simple", "wilder_sma") and params.get("rsi_warmup", "skip") != "skip":
         return False  # plain n-period means have no value before n changes: nothing to keep
     return not (calendar and params.get("lookback") == "full")
+
+
+#: What a parameter measures, for the judge's probes: a count (a window, a lookback, a horizon) or a
+#: real number (a multiplier, a threshold).
+ParamKind: TypeAlias = Literal["count", "number"]
+
+
+def _is(field: FieldInfo, alias: object) -> bool:
+    """Whether ``field`` is declared as ``alias`` (:data:`Count`, :data:`Number`), optional or not."""
+    ref = FieldInfo.from_annotation(alias)  # type: ignore[arg-type]
+    declared = [field] + [FieldInfo.from_annotation(a) for a in get_args(field.annotation) if a is not type(None)]
+    return any(f.annotation is ref.annotation and f.metadata == ref.metadata for f in declared)
+
+
+def param_kind(oracle: str, key: str) -> ParamKind | None:
+    """``"count"`` or ``"number"`` for a parameter of ``oracle`` declared as one, else None."""
+    model = PARAMS.get(oracle)
+    field = model.model_fields.get(key) if model is not None else None
+    if field is None:
+        return None
+    return "count" if _is(field, Count) else "number" if _is(field, Number) else None
 
 
 def accepted_readings(task: Task) -> list[tuple[str, JSONObject]]:

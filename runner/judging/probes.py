@@ -30,6 +30,7 @@ from finevo.contract import check_shape
 from finevo.errors import InputError
 from finevo.jsontypes import JSONObject, JSONValue
 from finevo.market.provider import MarketProvider
+from runner.inputs.oracle_params import param_kind
 from runner.inputs.tasks import Probe, Task
 from runner.judging.compare import compare
 from runner.judging.oracle import expected_values
@@ -308,7 +309,58 @@ def range_probes(task: Task, provider: MarketProvider, rng: Random, taken: list[
             if refused is not None and refused.args not in taken:
                 out.append(refused)
                 taken.append(refused.args)
+    scaled = _scaled(d, own, taken)
+    if scaled is not None:
+        out.append(scaled)
+        taken.append(dict(scaled.args))
     return out
+
+
+def _answers(d: _Deriver, args: JSONObject, own: Mapping[str, Any]) -> bool:
+    """Whether the oracle answers ``args`` under every accepted reading, in the task's output shape,
+    and (a yes/no answer aside: it moves only near a threshold) differently from the task's own."""
+    found = d.expected(args, bounded=False)
+    if found is None or check_shape(next(iter(found.values())), d.task.output):
+        return False
+    return d.task.output.type == "boolean" or _differs(d.task, found, own)
+
+
+#: Factors by which :func:`_scaled` multiplies every count of a task at once, the largest tried first.
+SCALES = (10, 5, 3)
+#: Sessions of history per session of the scaled counts' sum a scaled probe leaves: recursive
+#: indicators (EMA, Wilder's RSI) differ by their seed until about ten times their window, where
+#: accepted readings (a first-close seed, a mean seed, ``adjust=True``) would disagree and a careful
+#: tool may rightly refuse; the probe stays where they all agree.
+WARM_UP = 10
+
+
+def _counts(d: _Deriver) -> dict[str, int]:
+    """The task's bound arguments that are counts (windows, lookbacks, periods, horizons)."""
+    return {k: v for k, v in d.bound().items() if isinstance(v, int) and not isinstance(v, bool)
+            and (k in LOOKBACKS or param_kind(d.task.oracle.name, k) == "count")}
+
+
+def _scaled(d: _Deriver, own: Mapping[str, Any], taken: list[JSONObject]) -> Probe | None:
+    """Every count of the task multiplied by the same factor (the largest of :data:`SCALES` the data
+    hold with :data:`WARM_UP` to spare and the oracle answers): the task asked at another scale keeps
+    the relations between its counts (fast < slow, a window within its lookback), so no accepted
+    reading refuses it. A tool that fetches a fixed period, clamps a window or assumes the task's
+    own scale fails here whatever the seed, where moving one count alone is refused (a window longer
+    than its lookback) or stays within what such a tool gets right."""
+    counts = _counts(d)
+    if len(counts) < 2:
+        return None  # one count alone is drawn across its range by range_probes
+    symbols = [s for s in _all_symbols(d.task) if s in d.symbols]
+    sessions = min((len(d.provider.history(s)) for s in symbols), default=0)
+    for factor in SCALES:
+        args: JSONObject = {k: v * factor for k, v in counts.items()}
+        if WARM_UP * factor * sum(counts.values()) > sessions or args in taken:
+            continue
+        if _answers(d, args, own):
+            return Probe(args=args, oracle_params=args,
+                         reason=f"drawn from the argument space: every count x{factor} ({_words(args)}), "
+                                "the task asked at a longer scale")
+    return None
 
 
 def _words(args: Mapping[str, Any]) -> str:
@@ -326,6 +378,11 @@ def _range_candidates(d: _Deriver, key: str, value: Any, rng: Random) -> list[li
         for group in groups:
             rng.shuffle(group)
         return [[{key: o} for o in group] for group in groups if group]
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 \
+            and param_kind(d.task.oracle.name, key) == "number" and not _is_threshold(key, value):
+        # a real multiplier given as a whole number (2 standard deviations): a tool that truncates it
+        # to an int, or fits it to a table of whole values, fails on a fractional one
+        return [[{key: v} for v in _fractions(value)]]
     if isinstance(value, str) and value in d.symbols:
         # the benchmark's own symbols first (an index has no statements, an ETF no earnings), then the rest
         ahead = [s for s in d.symbols if s != value and s in BENCHMARK_SYMBOLS]
@@ -338,6 +395,16 @@ def _range_candidates(d: _Deriver, key: str, value: Any, rng: Random) -> list[li
         rng.shuffle(sizes)
         return [[{key: rng.sample(d.symbols, n)} for n in sizes]]
     return []
+
+
+def _fractions(value: float) -> list[float]:
+    """Fractional values near a real parameter's (a quarter more or less, a half more), in a fixed order."""
+    out: list[float] = []
+    for v in (value * 1.25, value * 0.75, value + 0.5, value - 0.5):
+        v = round(v, 4)
+        if v > 0 and v != int(v) and v not in out:
+            out.append(v)
+    return out
 
 
 #: Sessions in a year, to turn the data's length into a lookback counted in years.

@@ -465,3 +465,76 @@ def test_a_tool_that_answers_from_fewer_data_than_asked_fails_and_one_that_raise
     assert failed.state == "fail" and "expected a clear error" in failed.reason
     passed = judge_task(judged, outcome, expected, 0.0, Reruns(raises, probe_expected=probe_expected))
     assert passed.state == "pass", passed.reason
+
+
+# --------------------------------------------------------------------------- counts at another scale, real numbers
+def test_parameters_are_classed_by_their_declared_type_not_their_name() -> None:
+    from runner.inputs.oracle_params import param_kind
+
+    assert param_kind("macd", "fast") == param_kind("kdj", "k_period") == param_kind("rsi", "days") == "count"
+    assert param_kind("bollinger_bands", "num_std") == param_kind("post_signal_return", "rsi_threshold") == "number"
+    assert param_kind("net_income", "year") is None  # a year is a date, not a count
+    assert param_kind("volatility", "periods_per_year") is None  # a positive constant, not a free number
+    assert param_kind("macd", "symbol") is None and param_kind("no_such_oracle", "window") is None
+
+
+def test_a_task_with_several_counts_is_probed_with_all_of_them_scaled_together(tasks, snapshot) -> None:
+    from runner.judging.probes import SCALES, WARM_UP, _all_symbols, _counts, _Deriver, probes_for
+
+    scaled_tasks = 0
+    for task in tasks.values():
+        counts = _counts(_Deriver(task, snapshot))
+        scaled = [p for p in probes_for(task, snapshot, seed=1) if "every count" in p.reason]
+        if len(counts) < 2:
+            assert not scaled, task.id
+            continue
+        if not scaled:
+            continue  # no scale the oracle answers (checked below for the tasks where one exists)
+        scaled_tasks += 1
+        [probe] = scaled
+        factors = {probe.args[k] / v for k, v in counts.items()}
+        assert len(factors) == 1 and factors <= set(SCALES), (task.id, probe.args)
+        # within the history with the warm-up to spare, where accepted seeds of a recursive indicator agree
+        sessions = min(len(snapshot.history(s)) for s in _all_symbols(task) if s in snapshot.symbols())
+        assert WARM_UP * sum(probe.args.values()) <= sessions, (task.id, probe.args)
+        # the relations between the counts hold at the new scale (fast < slow, window < days ...)
+        for a in counts:
+            for b in counts:
+                assert (counts[a] < counts[b]) == (probe.args[a] < probe.args[b]), (task.id, a, b)
+        judged = task.model_copy(update={"probes": (probe,)})
+        [expected] = probe_expected_values(judged, snapshot)
+        assert "<raises>" not in expected, (task.id, probe.args)
+    assert scaled_tasks >= 3  # the moving average, KDJ, the RSI signal's horizon
+
+
+def test_a_tool_that_caps_a_smoothing_period_fails_when_every_count_is_scaled(tasks, snapshot, task_runner) -> None:
+    from runner.judging.probes import probes_for
+
+    task = tasks["calc_006"]  # KDJ(9, 3, 3): no probe moving one period alone reaches past 9
+    judged = task.model_copy(update={"probes": probes_for(task, snapshot, seed=1)})
+    capped = _reference("calc_006").replace(
+        "    if n <= 0 or k_period <= 0", "    k_period, d_period = min(k_period, 9), min(d_period, 9)\n"
+        "    if n <= 0 or k_period <= 0")
+    assert "min(k_period, 9)" in capped
+    single = [p for p in judged.probes if "every count" not in p.reason]
+    assert all(p.args.get(k, 0) <= 9 for p in single for k in ("k_period", "d_period"))
+    result = _judge_in_sandbox(judged, capped, task_runner, snapshot)
+    assert result.state == "fail"
+    failed = [p for p in result.probes if p.state == "fail"]
+    assert failed and set(failed[0].args) == {"n", "k_period", "d_period"}, result.reason
+    assert _judge_in_sandbox(judged, _reference("calc_006"), task_runner, snapshot).state == "pass"
+
+
+def test_a_real_parameter_given_as_a_whole_number_is_probed_with_a_fraction(tasks, snapshot, task_runner) -> None:
+    from runner.judging.probes import probes_for
+
+    task = tasks["calc_003"]  # Bollinger bands, num_std=2
+    judged = task.model_copy(update={"probes": probes_for(task, snapshot, seed=1)})
+    fractions = [p.args["num_std"] for p in judged.probes if "num_std" in p.args and p.args["num_std"] % 1]
+    assert fractions
+    truncating = _reference("calc_003").replace("num_std", "int(num_std)").replace(
+        "int(num_std): float", "num_std: float")
+    assert "int(num_std)" in truncating
+    result = _judge_in_sandbox(judged, truncating, task_runner, snapshot)
+    assert result.state == "fail" and "num_std=" in result.reason, result.reason
+    assert _judge_in_sandbox(judged, _reference("calc_003"), task_runner, snapshot).state == "pass"
