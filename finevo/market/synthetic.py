@@ -11,7 +11,8 @@ Model, in short:
   SPY tracks the index with a tiny tracking error. Every path is then tied, by a constant drift
   per calendar year, to realistic year-end levels, so levels look like the real 2022-2024 ones
   while the day-to-day path is invented.
-* Opens gap from the previous close, highs/lows extend beyond open/close, all rounded to cents,
+* Opens gap from the previous close, highs/lows extend beyond open/close, all rounded to cents
+  (``cents=False``: full float precision, for the gate's hidden worlds),
   so ``Low <= Open, Close <= High`` always holds. Volumes scale with the size of the move.
 * Dividends on a realistic quarterly schedule (AAPL, MSFT, SPY; GOOGL from June 2024) and the
   real 2022 stock splits (AMZN, GOOGL 20:1, TSLA 3:1) as events; prices are split-adjusted, as

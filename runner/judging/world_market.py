@@ -1,7 +1,9 @@
 """The market of a hidden world, in memory, and the transformations that make one world from another:
 truncating it at an earlier as-of date (with what was known then: bars, reported statements,
 quotes and statement fields re-derived), and moving closes (spikes on chosen sessions, reshaped
-tails), every bar kept consistent and ``Adj Close`` recomputed the way Yahoo adjusts.
+tails), every bar kept consistent and ``Adj Close`` recomputed the way Yahoo adjusts; and the shapes
+recorded data have that every world carries (:func:`recorded_shapes`: prices beyond cents, a missing
+session, a trading halt of flat bars, a recent split).
 """
 
 from __future__ import annotations
