@@ -502,10 +502,10 @@ def halts(market: Market, rng: np.random.Generator, avoid: Iterable[int] = ()) -
     for item in market.data.values():
         raw = item.history
         length = int(rng.integers(HALT_SESSIONS[0], HALT_SESSIONS[1] + 1))
-        n = len(raw)
+        n, events = len(raw), _events(raw)
         ends = [b for b in range(HALT_BACK[0], HALT_BACK[1] + 1)
-                if b + length < n and not (set(range(b, b + length + 1)) & skip)
-                and not _events(raw)[n - b - length:n - b + 1].any()]
+                if b + length < n and not skip.intersection(range(b, b + length + 1))
+                and not events[n - b - length:n - b + 1].any()]
         if item.symbol not in _equities(market) or not ends:
             data.append(item)
             continue
