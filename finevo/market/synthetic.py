@@ -11,7 +11,8 @@ Model, in short:
   SPY tracks the index with a tiny tracking error. Every path is then tied, by a constant drift
   per calendar year, to realistic year-end levels, so levels look like the real 2022-2024 ones
   while the day-to-day path is invented.
-* Opens gap from the previous close, highs/lows extend beyond open/close, all rounded to cents,
+* Opens gap from the previous close, highs/lows extend beyond open/close, all rounded to cents
+  (``cents=False``: full float precision, for the gate's hidden worlds),
   so ``Low <= Open, Close <= High`` always holds. Volumes scale with the size of the move.
 * Dividends on a realistic quarterly schedule (AAPL, MSFT, SPY; GOOGL from June 2024) and the
   real 2022 stock splits (AMZN, GOOGL 20:1, TSLA 3:1) as events; prices are split-adjusted, as
@@ -183,7 +184,12 @@ def _tie_to_levels(log_returns: np.ndarray, days: list[date], levels: tuple[floa
     return out
 
 
-def _price_paths(rng: np.random.Generator, days: list[date]) -> dict[str, pd.DataFrame]:
+def _price_paths(rng: np.random.Generator, days: list[date], cents: bool = True) -> dict[str, pd.DataFrame]:
+    """Daily bars of every symbol; ``cents=False`` keeps the prices at full float precision (what an
+    adjusted yfinance history, a sub-dollar stock or a yield shows) instead of rounding them to cents."""
+    def quoted(values: np.ndarray) -> np.ndarray:
+        return np.round(values, 2) if cents else values
+
     n = len(days)
     years = np.array([d.year for d in days])
     daily_vol = np.array([MARKET_VOL[y] for y in years]) / np.sqrt(252)
@@ -206,8 +212,8 @@ def _price_paths(rng: np.random.Generator, days: list[date]) -> dict[str, pd.Dat
         surprise = np.abs(log_r - log_r.mean()) / vol_i
         volume = sec.avg_volume * np.exp(rng.normal(0.0, 0.22, n)) * (0.75 + 0.3 * surprise)
         raw[symbol] = pd.DataFrame({
-            "Open": np.round(open_, 2), "High": np.round(high, 2), "Low": np.round(low, 2),
-            "Close": np.round(close, 2), "Volume": np.round(volume).astype(np.int64),
+            "Open": quoted(open_), "High": quoted(high), "Low": quoted(low),
+            "Close": quoted(close), "Volume": np.round(volume).astype(np.int64),
         }, index=pd.DatetimeIndex(pd.to_datetime(days)).tz_localize(EXCHANGE_TZ).rename("Date"))
     return raw
 
@@ -481,20 +487,22 @@ def _quote(symbol: str, raw: pd.DataFrame, yearly: pd.DataFrame | None,
 REPORTING_LAG_DAYS = 45
 
 
-def generate(seed: int = SEED, as_of: date | None = None) -> list[SymbolData]:
+def generate(seed: int = SEED, as_of: date | None = None, *, cents: bool = True) -> list[SymbolData]:
     """Build the whole synthetic data set in memory.
 
     ``as_of`` (default :data:`AS_OF`, the latest date it may be) truncates the same world: the
     same seed draws the same paths, then bars after ``as_of``, dividends and splits not yet
     ex, and statements not yet reported (:data:`REPORTING_LAG_DAYS` after the period end) are
-    dropped, and the quotes are derived from the last bar on or before ``as_of``.
+    dropped, and the quotes are derived from the last bar on or before ``as_of``. ``cents=False``:
+    prices at full float precision, not rounded to cents (the same paths otherwise; the hidden
+    worlds of the gate draw them so).
     """
     if as_of is not None and not START < as_of <= AS_OF:
         raise ValueError(f"as_of must lie in ({START}, {AS_OF}], got {as_of}")
     cut = as_of or AS_OF
     rng = np.random.default_rng(seed)
     days = trading_days(START, AS_OF)
-    paths = _price_paths(rng, days)
+    paths = _price_paths(rng, days, cents)
     if as_of is not None:
         paths = {sym: frame.loc[[ts.date() <= cut for ts in frame.index]] for sym, frame in paths.items()}
     raw = {sym: _add_actions(sym, frame) for sym, frame in paths.items()}

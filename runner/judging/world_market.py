@@ -1,7 +1,9 @@
 """The market of a hidden world, in memory, and the transformations that make one world from another:
 truncating it at an earlier as-of date (with what was known then: bars, reported statements,
 quotes and statement fields re-derived), and moving closes (spikes on chosen sessions, reshaped
-tails), every bar kept consistent and ``Adj Close`` recomputed the way Yahoo adjusts.
+tails), every bar kept consistent and ``Adj Close`` recomputed the way Yahoo adjusts; and the shapes
+recorded data have that every world carries (:func:`recorded_shapes`: prices beyond cents, a missing
+session, a trading halt of flat bars, a recent split).
 """
 
 from __future__ import annotations
@@ -279,9 +281,9 @@ def perturb(market: Market, spikes: Sequence[Spike], symbols: Iterable[str]) -> 
                 continue
             around = close[max(0, i - _SPIKE_REACH):n]
             target = around.max() * (1 + spike.strength) if spike.up else around.min() * (1 - spike.strength)
-            ratios[i] = round(target, 2) / close[i]
+            ratios[i] = target / close[i]
         for column in ("Open", "High", "Low", "Close"):
-            raw[column] = (raw[column].to_numpy(dtype=float) * ratios).round(2)
+            raw[column] = raw[column].to_numpy(dtype=float) * ratios
         data.append(requote(SymbolData(item.symbol, readjust(raw), item.income_yearly, item.income_quarterly,
                                        item.info, item.fast_info), market.as_of))
     return Market(data, market.as_of)
@@ -398,3 +400,162 @@ def edge_dividends(market: Market, years: Sequence[int] = EDGE_YEARS) -> tuple[M
         data.append(restate(SymbolData(item.symbol, readjust(raw), item.income_yearly, item.income_quarterly,
                                        item.info, item.fast_info), market.as_of))
     return Market(data, market.as_of), ("ex-dates beside whole-year edges: " + "; ".join(words)) if words else ""
+
+
+# --------------------------------------------------------------------------- shapes recorded data have
+#: Sessions a trading halt lasts (flat bars: Open = High = Low = Close at the last traded price, Volume
+#: 0, as Yahoo shows a halted stock): at least as long as any stochastic window a tool is asked for.
+HALT_SESSIONS = (20, 28)
+#: Sessions back from the latest (1 = the latest) where a halt may end: older than the windows read
+#: from the latest session, inside the history any indicator with a warm-up reads.
+HALT_BACK = (62, 150)
+#: Sessions back from the latest among which a symbol's missing session lies.
+GAP_BACK = (3, 25)
+#: Sessions back from the latest among which a split lies (inside the windows a task reads).
+SPLIT_BACK = (2, 12)
+#: Split ratios drawn (new shares per old share).
+SPLIT_RATIOS = (2.0, 3.0, 4.0, 5.0, 10.0, 20.0)
+#: Spread (relative, one standard deviation) of the factor that moves a bar quoted in cents off the
+#: cent grid: a few hundredths of a cent to a few cents, all four prices of a bar alike.
+FINE_SPREAD = 1e-4
+
+
+def _equities(market: Market) -> list[str]:
+    """The symbols quoted as stocks (halts, missing sessions and splits are theirs, not an index's)."""
+    return [s for s, item in market.data.items() if item.info.get("quoteType") == "EQUITY"]
+
+
+def _events(raw: pd.DataFrame) -> np.ndarray:
+    """Whether each bar carries a dividend or a split."""
+    out = np.zeros(len(raw), dtype=bool)
+    for column in ("Dividends", "Stock Splits"):
+        if column in raw.columns:
+            out |= raw[column].to_numpy(dtype=float) != 0
+    return out
+
+
+def _on_cents(raw: pd.DataFrame) -> bool:
+    prices = raw[["Open", "High", "Low", "Close"]].to_numpy(dtype=float)
+    return bool(np.allclose(prices * 100.0, np.round(prices * 100.0), rtol=0.0, atol=1e-6))
+
+
+def fine_prices(market: Market, rng: np.random.Generator) -> tuple[Market, str]:
+    """``market`` with every symbol quoted on the cent grid moved off it: each bar's four prices
+    scaled by one factor near 1 (so ``Low <= Open, Close <= High`` and a flat bar stay as they are).
+    yfinance's prices are floats with many digits (``189.97999572753906``; adjusted closes, yields,
+    currencies and sub-dollar stocks carry more than cents): a value rounded to cents is not the close."""
+    data, words = [], []
+    for item in market.data.values():
+        raw = item.history
+        if len(raw) == 0 or not _on_cents(raw):
+            data.append(item)
+            continue
+        raw = raw.copy()
+        factor = np.exp(rng.normal(0.0, FINE_SPREAD, len(raw)))
+        for column in ("Open", "High", "Low", "Close"):
+            raw[column] = raw[column].to_numpy(dtype=float) * factor
+        words.append(item.symbol)
+        data.append(SymbolData(item.symbol, raw, item.income_yearly, item.income_quarterly, item.info,
+                               item.fast_info))
+    return Market(data, market.as_of), ("prices off the cent grid: " + ", ".join(words)) if words else ""
+
+
+def _free_sessions(raw: pd.DataFrame, backs: range, avoid: set[int]) -> list[int]:
+    """Bar positions ``backs`` sessions back (1 = the latest) holding no dividend or split, not in ``avoid``."""
+    events = _events(raw)
+    n = len(raw)
+    return [n - b for b in backs if 1 <= b < n and not events[n - b] and b not in avoid]
+
+
+def missing_sessions(market: Market, rng: np.random.Generator) -> tuple[Market, str]:
+    """``market`` with one recent session missing from each stock, a different one for each (a stock
+    halted for the day has no bar, a listing on another calendar trades other days): the symbols'
+    dates are not aligned, so a measure of two symbols must join them on their dates."""
+    data, words, taken = [], [], set()
+    for item in market.data.values():
+        raw = item.history
+        if item.symbol not in _equities(market):
+            data.append(item)
+            continue
+        dates = pd.DatetimeIndex(raw.index).date
+        choices = [i for i in _free_sessions(raw, range(GAP_BACK[0], GAP_BACK[1] + 1), set())
+                   if dates[i] not in taken]
+        if not choices:
+            data.append(item)
+            continue
+        at = int(rng.choice(choices))
+        taken.add(dates[at])
+        words.append(f"{item.symbol} {dates[at]}")
+        data.append(SymbolData(item.symbol, raw.drop(raw.index[at]), item.income_yearly, item.income_quarterly,
+                               item.info, item.fast_info))
+    return Market(data, market.as_of), ("a session missing: " + ", ".join(words)) if words else ""
+
+
+def halts(market: Market, rng: np.random.Generator, avoid: Iterable[int] = ()) -> tuple[Market, str]:
+    """``market`` with one trading halt in each stock: :data:`HALT_SESSIONS` flat bars (Open = High =
+    Low = Close at the last traded close, Volume 0) ending :data:`HALT_BACK` sessions back, on no
+    dividend, split or session in ``avoid`` (sessions back where a world places spikes). A range of
+    High - Low of zero is real data (a halted stock, a thin fund quoted once a day); a stochastic
+    oscillator must not divide by it."""
+    skip = set(avoid)
+    data, words = [], []
+    for item in market.data.values():
+        raw = item.history
+        length = int(rng.integers(HALT_SESSIONS[0], HALT_SESSIONS[1] + 1))
+        n, events = len(raw), _events(raw)
+        ends = [b for b in range(HALT_BACK[0], HALT_BACK[1] + 1)
+                if b + length < n and not skip.intersection(range(b, b + length + 1))
+                and not events[n - b - length:n - b + 1].any()]
+        if item.symbol not in _equities(market) or not ends:
+            data.append(item)
+            continue
+        end = n - int(rng.choice(ends))  # position of the last halted bar
+        first = end - length + 1
+        raw = raw.copy()
+        price = float(raw["Close"].iloc[first - 1])
+        for column in ("Open", "High", "Low", "Close"):
+            raw.iloc[first:end + 1, raw.columns.get_loc(column)] = price
+        raw.iloc[first:end + 1, raw.columns.get_loc("Volume")] = 0
+        dates = pd.DatetimeIndex(raw.index).date
+        words.append(f"{item.symbol} {dates[first]}..{dates[end]}")
+        data.append(SymbolData(item.symbol, raw, item.income_yearly, item.income_quarterly, item.info,
+                               item.fast_info))
+    return Market(data, market.as_of), ("a trading halt (flat bars): " + ", ".join(words)) if words else ""
+
+
+def recent_splits(market: Market, rng: np.random.Generator) -> tuple[Market, str]:
+    """``market`` with a stock split in each stock :data:`SPLIT_BACK` sessions back, as yfinance shows
+    one: the history already split-adjusted (prices, volumes and dividends on today's share basis: the
+    bars do not move) and the event in ``Stock Splits`` (so in ``splits`` and ``actions``). A tool that
+    divides the closes before it by the ratio again answers wrong across it."""
+    data, words = [], []
+    for item in market.data.values():
+        raw = item.history
+        choices = _free_sessions(raw, range(SPLIT_BACK[0], SPLIT_BACK[1] + 1), set())
+        if item.symbol not in _equities(market) or "Stock Splits" not in raw.columns or not choices:
+            data.append(item)
+            continue
+        at = int(rng.choice(choices))
+        ratio = float(rng.choice(SPLIT_RATIOS))
+        raw = raw.copy()
+        raw.iloc[at, raw.columns.get_loc("Stock Splits")] = ratio
+        words.append(f"{item.symbol} {pd.Timestamp(raw.index[at]).date()} {ratio:g}:1")
+        data.append(SymbolData(item.symbol, raw, item.income_yearly, item.income_quarterly, item.info,
+                               item.fast_info))
+    return Market(data, market.as_of), ("a split: " + ", ".join(words)) if words else ""
+
+
+def recorded_shapes(market: Market, rng: np.random.Generator, avoid: Iterable[int] = ()) -> tuple[Market, str]:
+    """``market`` with the shapes recorded data have and a generated world would otherwise lack, each in
+    every world: prices off the cent grid (:func:`fine_prices`), one missing session per stock
+    (:func:`missing_sessions`), a trading halt of flat bars (:func:`halts`, clear of the sessions back
+    in ``avoid``) and a recent split (:func:`recent_splits`); ``Adj Close`` and the quotes follow."""
+    words = []
+    for step in (fine_prices, missing_sessions, lambda m, r: halts(m, r, avoid), recent_splits):
+        market, said = step(market, rng)
+        if said:
+            words.append(said)
+    data = [requote(restate(SymbolData(item.symbol, readjust(item.history), item.income_yearly,
+                                       item.income_quarterly, item.info, item.fast_info), market.as_of),
+                    market.as_of) for item in market.data.values()]
+    return Market(data, market.as_of), "; ".join(words)

@@ -176,6 +176,11 @@ class Reshape:
         return np.concatenate([lead, window])
 
 
+def _ramped(volume: np.ndarray, ramp: np.ndarray) -> np.ndarray:
+    """``volume`` times ``ramp``, whole shares, at least 1 where it traded (a halted session's 0 stays 0)."""
+    return np.where(volume > 0, np.maximum(1, np.round(volume * ramp)), 0).astype("int64")
+
+
 def reshape(market: Market, shape: Reshape, symbols: Iterable[str], *, quotes: bool = True) -> Market:
     """``market`` with the last bars of each of ``symbols`` redrawn by ``shape`` (bars stay
     consistent: each whole bar is scaled to its new close, and ``Adj Close`` is recomputed);
@@ -194,11 +199,11 @@ def reshape(market: Market, shape: Reshape, symbols: Iterable[str], *, quotes: b
         ratios = np.ones(n)
         ratios[n - span:] = shape.closes(float(close[n - span - 1])) / close[n - span:]
         for column in ("Open", "High", "Low", "Close"):
-            raw[column] = (raw[column].to_numpy(dtype=float) * ratios).round(2)
+            raw[column] = raw[column].to_numpy(dtype=float) * ratios
         if shape.volume and "Volume" in raw.columns:
             ramp = np.ones(n)
             ramp[n - shape.window:] = 1.0 + shape.volume * np.arange(1, shape.window + 1) / shape.window
-            raw["Volume"] = np.maximum(1, np.round(raw["Volume"].to_numpy(dtype=float) * ramp)).astype("int64")
+            raw["Volume"] = _ramped(raw["Volume"].to_numpy(dtype=float), ramp)
         bent = SymbolData(item.symbol, readjust(raw), item.income_yearly, item.income_quarterly, item.info,
                           item.fast_info)
         data.append(requote(bent, market.as_of) if quotes else bent)
@@ -272,16 +277,16 @@ def round_trip(market: Market, shape: RoundTrip, symbols: Iterable[str]) -> Mark
         ratios = np.ones(n)
         ratios[n - shape.window:] = shape.closes(float(close[n - shape.window])) / close[n - shape.window:]
         for column in ("Open", "High", "Low", "Close"):
-            raw[column] = (raw[column].to_numpy(dtype=float) * ratios).round(2)
+            raw[column] = raw[column].to_numpy(dtype=float) * ratios
         first = n - shape.window
-        opened = round(float(raw["Close"].iloc[first]) * (1.0 + 2 * shape.end), 2)
+        opened = float(raw["Close"].iloc[first]) * (1.0 + 2 * shape.end)
         raw.iloc[first, raw.columns.get_loc("Open")] = opened
         raw.iloc[first, raw.columns.get_loc("High")] = max(float(raw["High"].iloc[first]), opened)
         raw.iloc[first, raw.columns.get_loc("Low")] = min(float(raw["Low"].iloc[first]), opened)
         if shape.volume and "Volume" in raw.columns:
             ramp = np.ones(n)
             ramp[first:] = 1.0 + shape.volume * np.arange(1, shape.window + 1) / shape.window
-            raw["Volume"] = np.maximum(1, np.round(raw["Volume"].to_numpy(dtype=float) * ramp)).astype("int64")
+            raw["Volume"] = _ramped(raw["Volume"].to_numpy(dtype=float), ramp)
         data.append(requote(SymbolData(item.symbol, readjust(raw), item.income_yearly, item.income_quarterly,
                                        item.info, item.fast_info), market.as_of))
     return Market(data, market.as_of)

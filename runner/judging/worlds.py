@@ -60,6 +60,7 @@ from runner.judging.world_market import (
     perturb,
     read_market,
     readjust,
+    recorded_shapes,
     requote,
     restate,
     truncate,
@@ -199,6 +200,7 @@ class Worlds:
         self._root_parent = root if root is not None else default_root_parent()
         self._root: Path | None = None
         self._base: _Base | None = None
+        self._shaped: Market | None = None
         self._markets: dict[tuple[WorldKind, int], list[tuple[str, str, _Base]]] = {}
         self._written: dict[str, World] = {}
         self._per_task: dict[str, list[World]] = {}
@@ -303,9 +305,10 @@ class Worlds:
             started = time.perf_counter()
             if kind is WorldKind.SEED:
                 seed = self._sub_seed(kind, round_)
-                market, unfiled = unfiled_quarter(Market(synthetic.generate(seed), synthetic.AS_OF))
+                market, unfiled = unfiled_quarter(Market(synthetic.generate(seed, cents=False), synthetic.AS_OF))
                 market, moved = edge_dividends(market)
-                words = "; ".join(w for w in (unfiled, moved) if w)
+                market, shapes = self._recorded(market, kind, round_)
+                words = "; ".join(w for w in (unfiled, moved, shapes) if w)
                 self._markets[key] = [(f"seed-{seed}", words, _Base(market))]
             else:
                 base = self._base_market()
@@ -316,6 +319,9 @@ class Worlds:
                     past, extra = extra_dividend(past, np.random.default_rng([self._sub_seed(kind, round_), 1]))
                     extra = "; ".join(w for w in (moved, extra) if w)
                     base = _Base(past)
+                shaped, shapes = self._recorded(base.market, kind, round_)
+                base = _Base(shaped)
+                extra = "; ".join(w for w in (extra, shapes) if w)
                 plans = (first_spikes(self.windows, _calendar_backs(base.market, self.windows))
                          if kind is WorldKind.AS_OF else edge_spikes(self.windows))
                 everything = list(base.market.data)
@@ -329,6 +335,24 @@ class Worlds:
             self.timings["generate"] += time.perf_counter() - started
         return self._markets[key]
 
+    def _recorded(self, market: Market, kind: WorldKind, round_: int) -> tuple[Market, str]:
+        """``market`` with the shapes recorded data have (:func:`recorded_shapes`: prices off the cent
+        grid, a missing session, a trading halt, a recent split), the halt clear of the sessions this
+        kind of world spikes (and the ones beside them)."""
+        rng = np.random.default_rng([self.seed, list(WorldKind).index(kind), round_, 2])
+        avoid: set[int] = set()
+        if kind is not WorldKind.SEED:
+            plans = (first_spikes(self.windows, _calendar_backs(market, self.windows))
+                     if kind is WorldKind.AS_OF else edge_spikes(self.windows))
+            avoid = {b + d for _, spikes in plans for spike in spikes for b in (spike.back,) for d in (-1, 0, 1)}
+        return recorded_shapes(market, rng, avoid)
+
+    def _shaped_base(self) -> Market:
+        """The run's snapshot with the shapes recorded data have, for the ``flip`` worlds (built once)."""
+        if self._shaped is None:
+            self._shaped = self._recorded(self._base_market().market, WorldKind.FLIP, 0)[0]
+        return self._shaped
+
     def _flip_world(self, task: Task, worlds: Sequence[World], symbols: Sequence[str]) -> World | None:
         """For a yes/no task whose worlds all give its own arguments one answer (a constant served for
         exactly those arguments would pass), a world of the run's snapshot whose last bars are
@@ -338,7 +362,7 @@ class Worlds:
         if len(answers) != 1:
             return None
         started = time.perf_counter()
-        base = self._base_market().market
+        base = self._shaped_base()
         found = flip_market(task, base, [s for s in symbols if s in base.data], next(iter(answers)))
         self.timings["generate"] += time.perf_counter() - started
         if found is None:
@@ -353,7 +377,7 @@ class Worlds:
         and the first open on the other side, volume falling. There an answer read from the window's
         endpoints parts from one read from its mean or its first open."""
         started = time.perf_counter()
-        base = self._base_market().market
+        base = self._shaped_base()
         found = round_trip_market(task, base, [s for s in symbols if s in base.data])
         self.timings["generate"] += time.perf_counter() - started
         if found is None:

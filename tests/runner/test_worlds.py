@@ -138,6 +138,21 @@ WRONG: dict[str, tuple[str, Any]] = {
         "(-change).clip(lower=0.0).tail(rsi_window).mean()")),
     "a yes/no signal whose RSI reads the last 30 closes only": ("comp_001", lambda env: edited(
         "comp_001", "    change = closes.diff().dropna()", "    change = closes.tail(30).diff().dropna()")),
+    # the shapes recorded data have (runner.judging.world_market.recorded_shapes), in every world:
+    "a close rounded to cents (prices off the cent grid)": ("fetch_004", lambda env: edited(
+        "fetch_004", 'return float(history["Close"].iloc[-1])', 'return round(float(history["Close"].iloc[-1]), 2)')),
+    "a stochastic that divides by a zero High-Low range (a halt's flat bars)": ("calc_006", lambda env: edited(
+        "calc_006", "span.where(span != 0)", "span").replace(".fillna(50.0)", "")),
+    "a correlation of each symbol's own last closes (a session missing)": ("calc_008", lambda env: edited(
+        "calc_008", "axis=1, join=\"inner\"\n    ).dropna()", "axis=1\n    ).ffill().dropna()").replace(
+        "{symbol: yf.Ticker(symbol).history(period=\"max\")[\"Close\"] for symbol in symbols}",
+        "{symbol: yf.Ticker(symbol).history(period=\"max\")[\"Close\"].tail(days).reset_index(drop=True) "
+        "for symbol in symbols}")),
+    "closes divided by a split ratio again (a recent split)": ("fetch_008", lambda env: edited(
+        "fetch_008", 'closes = yf.Ticker(symbol).history(period="max")["Close"].dropna()',
+        'bars = yf.Ticker(symbol).history(period="max").dropna(subset=["Close"])\n'
+        '    later = bars["Stock Splits"].replace(0, 1.0)[::-1].cumprod()[::-1].shift(-1).fillna(1.0)\n'
+        '    closes = bars["Close"] / later')),
     "a pair whose first symbol is hard-coded": ("calc_008", lambda env: edited(
         "calc_008", "for symbol in symbols}", 'for symbol in ["^GSPC", symbols[1]]}').replace(
         "returns[symbols[0]]", 'returns["^GSPC"]')),
