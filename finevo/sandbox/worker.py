@@ -41,7 +41,7 @@ import tempfile
 import traceback
 from typing import TYPE_CHECKING
 
-from finevo.sandbox import confine, guard, landlock, protocol, workspace
+from finevo.sandbox import confine, guard, landlock, protocol, seccomp, workspace
 from finevo.sandbox.forked import SpareChild
 from finevo.sandbox.preload import load_world, preload_libraries
 from finevo.sandbox.supervise import Reaped
@@ -315,6 +315,7 @@ def _start(config: JSONObject) -> tuple[_Router, JSONObject]:
         tempfile.tempdir = "/tmp"  # the worker's own private tmpfs
     info = preload_libraries()
     landlock.mapped_library_dirs()  # computed once here; every forked child inherits it
+    seccomp.prepare()  # the filter programs, assembled once here; a child only writes its pid in
     from finevo.sandbox import forked  # noqa: F401 - imported once here, not in every zygote
 
     workspace.set_owner()  # working directories are named after this process, which outlives its forks
