@@ -217,6 +217,11 @@ class _BaseSandbox:
     def close(self) -> None:
         self._closed = True
 
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called (then every run raises :class:`SandboxUnavailable`)."""
+        return self._closed
+
     def __enter__(self) -> _BaseSandbox:
         return self
 
