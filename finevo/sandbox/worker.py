@@ -133,10 +133,12 @@ def _world_zygote(sock: socket.socket, path: str | None, settings: JSONObject, d
     roots = [r for r in settings["read_roots"] if r not in drop_roots]
     if path:
         roots.append(os.path.realpath(path))
+    roots = sorted(set(roots))
+    guard.prepare(roots)  # the audit hook's read roots, resolved once here for every child
     gc.collect()
     gc.freeze()
     _send(sock, {"kind": "ready", **info}, [])
-    _world_loop(sock, dict(settings, read_roots=sorted(set(roots))))
+    _world_loop(sock, dict(settings, read_roots=roots))
 
 
 def _world_loop(sock: socket.socket, settings: JSONObject) -> None:
@@ -316,6 +318,7 @@ def _start(config: JSONObject) -> tuple[_Router, JSONObject]:
     info = preload_libraries()
     landlock.mapped_library_dirs()  # computed once here; every forked child inherits it
     seccomp.prepare()  # the filter programs, assembled once here; a child only writes its pid in
+    confine.last_capability()  # read once here: a child drops each capability the kernel has
     from finevo.sandbox import forked  # noqa: F401 - imported once here, not in every zygote
 
     workspace.set_owner()  # working directories are named after this process, which outlives its forks
