@@ -284,7 +284,10 @@ def test_improvement_hint_names_the_real_results_path(tmp_path, security_file, b
 def test_sandbox_backend_flag_reaches_the_run_and_its_record(tmp_path, capsys) -> None:
     argv = ["run", "--llm", "reference", "--only", "calc_002", "--security-tasks", "none", "--baseline", "none",
             "--no-payloads", "--no-self-check", "--min-pass-rate", "1", "--data", str(DATA),
-            "--out", str(tmp_path / "out"), "--quiet"]
+            "--out", str(tmp_path / "out"), "--quiet",
+            # no hidden worlds: what is asserted is the backend and the tool's answer, and with the
+            # subprocess backend every world's re-run of every probe is a cold interpreter (100 s at load 10)
+            "--worlds", "0"]
     assert main([*argv, "--run-id", "sub", "--sandbox-backend", "subprocess"]) == 0
     assert main([*argv, "--run-id", "warm"]) == 0
     sub = document.load(tmp_path / "out" / "sub" / "results.json")
