@@ -62,8 +62,32 @@ class _XdistGroupsForPytest92:
                 item._id = coerce_node_id(f"{item.nodeid}@{'_'.join(names)}")
 
 
+class _LongestFirst:
+    """Under xdist, hand out the long tests first. ``--dist loadgroup`` gives a worker one work unit
+    at a time in collection order (groups first, largest first; then every other test alone), so a
+    test of minutes collected last runs alone at the end while the other worker idles: the 20-seed
+    world sweep's two halves came last and ran one after the other on one worker, 9.7 of the 38
+    minutes of a run at load 10. Tests marked ``slow`` go first, the ones with the longest
+    ``timeout`` mark first among them; everything else keeps its order (a stable sort: a module's
+    slow tests stay together, and so do its others, so a module fixture is built at most once more)."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        if not os.environ.get("PYTEST_XDIST_WORKER"):
+            return
+
+        def key(item: pytest.Item) -> tuple[int, float]:
+            if item.get_closest_marker("slow") is None:
+                return (1, 0.0)
+            timeout = item.get_closest_marker("timeout")
+            return (0, -float(timeout.args[0]) if timeout and timeout.args else 0.0)
+
+        items[:] = sorted(items, key=key)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_XdistGroupsForPytest92(), "finevo-xdist-groups")
+    config.pluginmanager.register(_LongestFirst(), "finevo-longest-first")
 
 
 @pytest.fixture

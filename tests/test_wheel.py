@@ -24,7 +24,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ("pyproject.toml", "README.md", "finevo", "runner", "benchmarks")
 
-pytestmark = pytest.mark.slow
+# the built wheel and its environment (a module fixture) serve every test here: one worker, so it is
+# built once (handed out one at a time, the tests landed on both workers and each built it)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("wheel")]
 
 
 def _run(cmd: list[str], *, cwd: Path, env: dict[str, str], timeout: float = 600) -> subprocess.CompletedProcess[str]:

@@ -14,9 +14,11 @@ from tests.runner.fakes import DATA, TASKS, make_factory
 
 
 def _run_args(tmp_path: Path, security_file: Path, baseline_file: Path, *extra: str) -> list[str]:
+    # --worlds 0: what these verbs read and write does not depend on hidden worlds, and judging each
+    # fake task in the default three was most of each run (tests/runner/test_worlds.py judges in them)
     return ["run", "--llm", "replay:x.jsonl", "--tasks", str(TASKS), "--security-tasks", str(security_file),
             "--baseline", str(baseline_file), "--no-payloads", "--data", str(DATA), "--out", str(tmp_path / "out"),
-            *extra]
+            "--worlds", "0", *extra]
 
 
 def _gate(argv: list[str], behaviours: dict[str, str] | None = None) -> int:
@@ -134,7 +136,6 @@ def test_usage_errors_are_one_line_and_exit_2(argv, message, capsys) -> None:
     ("SandboxUnavailable", "the warm sandbox worker did not start: fork failed", 3,
      "could not start: the warm sandbox worker did not start", "out"),
 ], ids=["no-llm", "no-sandbox"])
-@pytest.mark.slow
 def test_a_session_that_cannot_open_exits_in_one_line_and_leaves_nothing(
         tmp_path, security_file, baseline_file, capsys, error, message, code, shown, gone) -> None:
     import finevo.errors
@@ -142,7 +143,9 @@ def test_a_session_that_cannot_open_exits_in_one_line_and_leaves_nothing(
     def refuse(spec):
         raise getattr(finevo.errors, error)(message)
 
-    args = build_parser().parse_args(_run_args(tmp_path, security_file, baseline_file, "--run-id", "refused"))
+    # one task: the refusal comes before any task, and preparing all 20 (their probes) cost 7-15 s
+    args = build_parser().parse_args(_run_args(tmp_path, security_file, baseline_file, "--run-id", "refused",
+                                               "--only", "fetch_001"))
     assert cmd_run(args, factory=refuse) == code
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and shown in err[0], err
@@ -220,7 +223,6 @@ def test_merge_restores_suite_order_whatever_the_input_order(tmp_path, security_
     assert [t.task_id for t in doc.tasks] == ["fetch_001", "fetch_002", "calc_002", "calc_004"]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("llm", ["bogus", "replay:{tmp}/missing.jsonl", "predictions:{tmp}/bad.jsonl", "live"])
 def test_invalid_llm_exits_2_in_one_line_and_leaves_no_directory(tmp_path, security_file, baseline_file, capsys,
                                                                 monkeypatch, llm) -> None:
@@ -228,7 +230,8 @@ def test_invalid_llm_exits_2_in_one_line_and_leaves_no_directory(tmp_path, secur
         monkeypatch.delenv(name, raising=False)
     (tmp_path / "bad.jsonl").write_text('{"task_id": "fetch_001", "content": 3}\n')
     out = tmp_path / "fresh" / "out"
-    argv = _run_args(tmp_path, security_file, baseline_file, "--run-id", "x")
+    # one task: the session is refused before any task, and preparing all 20 (their probes) cost 6-11 s
+    argv = _run_args(tmp_path, security_file, baseline_file, "--run-id", "x", "--only", "fetch_001")
     argv[argv.index("replay:x.jsonl")] = llm.format(tmp=tmp_path)
     argv[argv.index(str(tmp_path / "out"))] = str(out)
     assert main(argv) == 2  # the real session: the spec and its file are checked for real
@@ -254,7 +257,6 @@ def test_an_internal_error_is_one_line_and_exit_3(tmp_path, capsys, monkeypatch,
         assert len(err.strip().splitlines()) == 1
 
 
-@pytest.mark.slow
 def test_a_gate_crash_through_the_cli_is_exit_3_with_one_line(tmp_path, security_file, baseline_file, capsys,
                                                              monkeypatch) -> None:
     monkeypatch.delenv("FINEVO_DEBUG", raising=False)
@@ -263,10 +265,13 @@ def test_a_gate_crash_through_the_cli_is_exit_3_with_one_line(tmp_path, security
         raise RuntimeError("boom")
 
     monkeypatch.setattr("runner.gate.security_result", broken)
-    assert _gate(_run_args(tmp_path, security_file, baseline_file, "--run-id", "c", "--no-self-check")) == 3
+    # a benchmark task before the security task the crash comes in: its result is in the partial report
+    assert _gate(_run_args(tmp_path, security_file, baseline_file, "--run-id", "c", "--no-self-check",
+                           "--only", "fetch_001,sec_001")) == 3
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("finevo-verify: internal error: RuntimeError: boom (partial reports")
-    assert (tmp_path / "out" / "c" / "partial_c.json").is_file()
+    partial = document.load(tmp_path / "out" / "c" / "partial_c.json")
+    assert [(t.task_id, t.state) for t in partial.tasks] == [("fetch_001", "pass")]
 
 
 def test_improvement_hint_names_the_real_results_path(tmp_path, security_file, baseline_file) -> None:
@@ -284,7 +289,10 @@ def test_improvement_hint_names_the_real_results_path(tmp_path, security_file, b
 def test_sandbox_backend_flag_reaches_the_run_and_its_record(tmp_path, capsys) -> None:
     argv = ["run", "--llm", "reference", "--only", "calc_002", "--security-tasks", "none", "--baseline", "none",
             "--no-payloads", "--no-self-check", "--min-pass-rate", "1", "--data", str(DATA),
-            "--out", str(tmp_path / "out"), "--quiet"]
+            "--out", str(tmp_path / "out"), "--quiet",
+            # no hidden worlds: what is asserted is the backend and the tool's answer, and with the
+            # subprocess backend every world's re-run of every probe is a cold interpreter (100 s at load 10)
+            "--worlds", "0"]
     assert main([*argv, "--run-id", "sub", "--sandbox-backend", "subprocess"]) == 0
     assert main([*argv, "--run-id", "warm"]) == 0
     sub = document.load(tmp_path / "out" / "sub" / "results.json")
@@ -349,7 +357,9 @@ def test_bare_gate_without_an_endpoint_suggests_the_offline_reference_model(tmp_
     for name in ("FINEVO_LLM_PROVIDER", "OPENAI_API_KEY", "OPENAI_BASE_URL", "FINEVO_LLM_API_KEY",
                  "FINEVO_LLM_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
-    assert main(["--out", str(tmp_path / "out")]) == 2  # no verb, no --llm: live by default
+    # no verb, no --llm: live by default (one task: the endpoint is missed before any task is run,
+    # and preparing all 20 cost 8 s)
+    assert main(["--out", str(tmp_path / "out"), "--only", "fetch_001"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--llm reference" in err[0], err
     assert not (tmp_path / "out").exists()

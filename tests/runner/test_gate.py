@@ -44,7 +44,7 @@ def _junit_counts(path: Path) -> dict[str, int]:
 
 
 def test_all_passing_run_passes_and_writes_valid_reports(make_config) -> None:
-    result, console = _run(make_config())
+    result, console = _run(make_config(worlds=1))  # one whole fake run with a hidden world, reported
     assert result.exit_code == Exit.PASSED
     run_dir = result.run_dir
     doc = document.load(run_dir / "results.json").to_json_dict()  # validates against the schema
@@ -160,8 +160,8 @@ def test_reference_run_reuses_its_own_results_for_the_selfcheck(make_config) -> 
 
 
 def test_two_runs_give_identical_results_apart_from_times(make_config) -> None:
-    a, _ = _run(make_config(run_id="a"), {"fetch_002": "wrong"})
-    b, _ = _run(make_config(run_id="b"), {"fetch_002": "wrong"})
+    a, _ = _run(make_config(run_id="a", worlds=1), {"fetch_002": "wrong"})  # the worlds are reproducible too
+    b, _ = _run(make_config(run_id="b", worlds=1), {"fetch_002": "wrong"})
     va, vb = document.stable_view(a.doc), document.stable_view(b.doc)
     va.pop("run_id"), vb.pop("run_id")
     assert va == vb

@@ -25,7 +25,9 @@ from tests.runner.reports_support import config, make_doc
 from tests.runner.test_repeats import _by_repeat
 
 # slow: Chromium and the runs it loads take 14-18 s a test at load 8 (-n 2)
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+# one worker for the module: Chromium and the failing run (module fixtures) are started once, not
+# once per worker (both workers built the run: 38 s and 35 s of setup at load 10)
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("report-browser")]
 browser = browser_support.browser  # the fixture: headless Chromium, or a skip (a failure in CI) with the reason
 
 ONLY = "fetch_001,fetch_002,fetch_003,calc_001,calc_002,calc_003,comp_001,sec_001,sec_002"

@@ -63,7 +63,7 @@ def test_jobs_two_gives_the_serial_results_with_fakes(make_config) -> None:
     for jobs in (1, 2):
         out = io.StringIO()
         log: list = []
-        result = run_gate(make_config(run_id=f"jobs{jobs}", jobs=jobs),
+        result = run_gate(make_config(run_id=f"jobs{jobs}", jobs=jobs, worlds=1),  # a lane judges worlds too
                           factory=make_factory({"fetch_002": "wrong", "calc_002": "external"}, log=log),
                           console=Console(out, colour=False))
         runs[jobs] = (result, out.getvalue(), [s.label for s in log])

@@ -672,8 +672,8 @@ def test_the_worlds_of_a_run_do_not_depend_on_which_tasks_it_selects(make_config
     """The spikes sit at the windows of every task of the file, so ``--only`` changes no world's data."""
     from runner.inputs.prepare import prepare
 
-    everything = prepare(make_config(only=None, run_id="all"))
-    one = prepare(make_config(only=["calc_002"], run_id="one"))
+    everything = prepare(make_config(only=None, run_id="all", worlds=1))
+    one = prepare(make_config(only=["calc_002"], run_id="one", worlds=1))
     assert list(one.judged) == ["calc_002"]
     every_id = [t.id for t in load_tasks(TASKS)]
     assert [t.id for t in one.world_tasks] == [t.id for t in everything.world_tasks] == every_id
