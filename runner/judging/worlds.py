@@ -36,7 +36,7 @@ import secrets
 import shutil
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from enum import StrEnum
@@ -337,29 +337,29 @@ class Worlds:
         answers = _answers(task, worlds)
         if len(answers) != 1:
             return None
-        started = time.perf_counter()
         base = self._base_market().market
-        found = flip_market(task, base, [s for s in symbols if s in base.data], next(iter(answers)))
-        self.timings["generate"] += time.perf_counter() - started
-        if found is None:
-            return None
-        market, shape = found
-        name = f"{WorldKind.FLIP.value}-{market.as_of.isoformat()}-{task.id}"
-        return self._write(name, WorldKind.FLIP, 0, _Base(market), shape.label())
+        return self._shaped_world(task, lambda: flip_market(task, base, [s for s in symbols if s in base.data],
+                                                            next(iter(answers))), "")
 
     def _round_trip_world(self, task: Task, symbols: Sequence[str]) -> World | None:
         """For a yes/no task, a world of the run's snapshot whose last bars make a round trip over the
         task's longest window (:func:`round_trip_market`): the last close just past the first, the path
         and the first open on the other side, volume falling. There an answer read from the window's
         endpoints parts from one read from its mean or its first open."""
-        started = time.perf_counter()
         base = self._base_market().market
-        found = round_trip_market(task, base, [s for s in symbols if s in base.data])
+        return self._shaped_world(task, lambda: round_trip_market(task, base, [s for s in symbols if s in base.data]),
+                                  "-round-trip")
+
+    def _shaped_world(self, task: Task, make: Callable[[], tuple[Market, Any] | None], suffix: str) -> World | None:
+        """A ``flip`` world of ``task``: ``make()`` reshapes the run's snapshot (None: no shape does what
+        is asked), timed as generating; the world is written under the task's name and ``suffix``."""
+        started = time.perf_counter()
+        found = make()
         self.timings["generate"] += time.perf_counter() - started
         if found is None:
             return None
         market, shape = found
-        name = f"{WorldKind.FLIP.value}-{market.as_of.isoformat()}-{task.id}-round-trip"
+        name = f"{WorldKind.FLIP.value}-{market.as_of.isoformat()}-{task.id}{suffix}"
         return self._write(name, WorldKind.FLIP, 0, _Base(market), shape.label())
 
     # -- building ----------------------------------------------------------------------------
