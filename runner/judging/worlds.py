@@ -48,6 +48,7 @@ import pandas as pd
 
 from finevo.market import synthetic
 from finevo.market.snapshot import Snapshot, SnapshotOrigin, load_snapshot, symbol_files, write_snapshot_files
+from runner.inputs.oracle_params import SHARED_READINGS
 from runner.inputs.tasks import Task
 from runner.judging.world_dirs import _ROOT_PREFIX, default_root_parent, sweep_orphans
 from runner.judging.world_market import (
@@ -123,6 +124,32 @@ def _calendar_backs(market: Market, windows: Sequence[int]) -> list[int]:
     return backs
 
 
+def calendar_windows(tasks: Sequence[Task]) -> list[int]:
+    """The ``days`` of every task whose oracle accepts a window read in calendar days (the windows a
+    closed as-of day can tell from a window counted from the last bar)."""
+    return sorted({int(n) for t in tasks for k, n in {**t.oracle.params, **t.intent.args}.items()
+                   if k == "days" and isinstance(n, int) and not isinstance(n, bool)
+                   and "window" in SHARED_READINGS.get(t.oracle.name, {})})
+
+
+def _anchor_moves(day: date, sessions: Sequence[date], windows: Sequence[int]) -> int:
+    """How many of the calendar ``windows`` hold a session strictly between their first day counted
+    back from the last session before ``day`` and their first day counted back from ``day`` itself:
+    on such an as-of day a window anchored at the last bar instead of at today holds one session
+    more, on either accepted reading of its first day (on or after, strictly after)."""
+    marks = np.array(sessions, dtype="datetime64[D]")
+    at = int(np.searchsorted(marks, np.datetime64(day), side="left"))
+    if at == 0:
+        return 0
+    last = sessions[at - 1]
+    count = 0
+    for n in windows:
+        low, high = np.datetime64(last - timedelta(days=n)), np.datetime64(day - timedelta(days=n))
+        inside = int(np.searchsorted(marks, high, side="left")) - int(np.searchsorted(marks, low, side="right"))
+        count += inside > 0
+    return count
+
+
 def _on_an_edge(day: date, events: set[date]) -> bool:
     """Whether an event (an ex-dividend date) lies exactly a whole number of years before ``day``:
     there the accepted readings of "the last N years" (on or after, strictly after) disagree, and
@@ -196,6 +223,7 @@ class Worlds:
         self.count = count
         self.seed = seed
         self.windows = sorted({n for t in tasks for n in window_args({**t.oracle.params, **t.intent.args}).values()})
+        self.calendar_windows = calendar_windows(tasks)
         self._root_parent = root if root is not None else default_root_parent()
         self._root: Path | None = None
         self._base: _Base | None = None
@@ -256,7 +284,11 @@ class Worlds:
         It falls in the first week after a quarter's statement was reported, the lag drawn from
         ``REPORTING_LAGS``: the newest quarter is then only weeks old, so a tool that finds "the
         latest quarter" from the clock and an assumed lag, instead of from the statement, reads
-        the quarter before."""
+        the quarter before. Of those days (and lags) it keeps the ones on which the most calendar
+        windows of the run's tasks (:func:`calendar_windows`) counted back from the last session hold
+        a session the same window counted back from the as-of day does not (:func:`_anchor_moves`: a
+        Sunday rather than the Saturday before it), so a window anchored at the last bar instead of at
+        today moves in every run, not only when the draw happens to fall on a Sunday."""
         sessions = self._base_market().market.sessions()
         low, high = AS_OF_BACK_SESSIONS
         high = max(1, min(high, len(sessions) - 1 - MIN_SESSIONS_KEPT))
@@ -269,15 +301,21 @@ class Worlds:
         # quarters before the snapshot's newest reported one: "the latest quarter" must differ from the run's
         market = self._base_market().market
         newest = max((q for q in (_newest_quarter(market, s) for s in market.symbols()) if q), default=last)
-        ends = [d.date() for d in pd.date_range(first - timedelta(days=lag), last, freq="QE")
+        lags = range(REPORTING_LAGS[0], REPORTING_LAGS[1] + 1)
+        ends = [d.date() for d in pd.date_range(first - timedelta(days=max(lags)), last, freq="QE")
                 if d.date() < newest - timedelta(days=20)]
-        closed = {end: [end + timedelta(days=lag + k) for k in range(8)] for end in ends}
-        closed = {end: [d for d in days if first < d <= last and d not in open_days and not _on_an_edge(d, events)]
-                  for end, days in closed.items()}
-        choices = [end for end, days in closed.items() if days]
-        if choices:
-            end = choices[int(rng.integers(len(choices)))]
-            return closed[end][int(rng.integers(len(closed[end])))], lag
+        # (day, lag): a closed day in the first week after a quarter's statement was reported
+        candidates = sorted({(end + timedelta(days=n + k), n) for end in ends for n in lags for k in range(8)})
+        candidates = [(d, n) for d, n in candidates
+                      if first < d <= last and d not in open_days and not _on_an_edge(d, events)]
+        if candidates:
+            # the days on which a window counted from the last bar parts from one counted from today for
+            # the most calendar windows (a Sunday reaches further than a Saturday, a holiday further still)
+            scores = {d: _anchor_moves(d, sessions, self.calendar_windows) for d, _ in candidates}
+            days = sorted(d for d, score in scores.items() if score == max(scores.values()))
+            day = days[int(rng.integers(len(days)))]
+            fits = [n for d, n in candidates if d == day]
+            return day, fits[int(rng.integers(len(fits)))]
         day = sessions[-1]
         for _ in range(_AS_OF_DRAWS):
             index = len(sessions) - 1 - int(rng.integers(low, high + 1))

@@ -815,3 +815,21 @@ def test_the_as_of_world_spikes_the_session_before_each_calendar_window(env: Env
     backs = _calendar_backs(past, [30, 250])
     assert [sessions[len(sessions) - b] for b in backs] == [date(2024, 4, 10), date(2023, 9, 1)]
     assert set(backs) <= {s.back for _, spikes in first_spikes([5], backs) for s in spikes}
+
+
+def test_the_as_of_day_parts_a_window_counted_from_the_last_bar_from_one_counted_from_today(env: Env) -> None:
+    """On the as-of day of every seed, each calendar window of the benchmark (30 and 250 days) counted
+    back from the last session holds a session that the same window counted back from the as-of date
+    does not hold on either accepted reading of its first day: a tool that anchors at the last bar
+    answers wrong in every run, not only when the drawn day happens to be a Sunday."""
+    sessions = read_market(env.snapshot).sessions()
+    for seed in range(1, 21):
+        worlds = Worlds(env.snapshot, 3, seed, list(env.tasks.values()))
+        assert worlds.calendar_windows == [30, 250]
+        as_of = worlds.as_of_date(0)
+        last = max(s for s in sessions if s <= as_of)
+        assert last < as_of, (seed, as_of)
+        for n in worlds.calendar_windows:
+            from_today = {s for s in sessions if as_of - timedelta(days=n) <= s <= as_of}
+            from_last_bar = {s for s in sessions if last - timedelta(days=n) < s <= last}
+            assert from_last_bar - from_today, (seed, as_of, n)
