@@ -52,12 +52,14 @@ from runner.inputs.oracle_params import SHARED_READINGS
 from runner.inputs.tasks import Task
 from runner.judging.world_dirs import _ROOT_PREFIX, default_root_parent, sweep_orphans
 from runner.judging.world_market import (
+    LEAP_YEARS,
     REPORTING_LAG_DAYS,
     REPORTING_LAGS,
     Market,
     Spike,
     edge_dividends,
     extra_dividend,
+    lengthen,
     perturb,
     read_market,
     readjust,
@@ -101,6 +103,8 @@ LABEL = "SYNTHETIC hidden world of the gate - not real prices"
 _AS_OF_DRAWS = 50
 #: Years back from an as-of day where a window of whole years starts (``years`` of 1 to 5).
 _EDGE_YEARS = range(1, 6)
+#: The whole-year edges the ``leap`` world crowds with ex-dates (:func:`edge_dividends`).
+_LEAP_EDGES = tuple(range(1, LEAP_YEARS + 2))
 
 
 def _newest_quarter(market: Market, symbol: str) -> date | None:
@@ -150,6 +154,26 @@ def _anchor_moves(day: date, sessions: Sequence[date], windows: Sequence[int]) -
     return count
 
 
+def _fixed_count_gaps(day: date) -> int | None:
+    """For an as-of ``day``: None unless a session lies strictly between the first day of a window of
+    :data:`LEAP_YEARS` calendar years and that of :data:`LEAP_YEARS` * 365 days; else how many of
+    the windows of 1 to :data:`LEAP_YEARS` years hold a session strictly between their calendar
+    start and their start at 52 weeks a year (a fixed count of days that the ``leap`` world tells)."""
+    from finevo.market.calendar import is_trading_day
+
+    def gap(years: int, per_year: int) -> bool:
+        edge = (pd.Timestamp(day) - pd.DateOffset(years=years)).date()
+        fixed = day - timedelta(days=per_year * years)
+        try:
+            return any(is_trading_day(edge + timedelta(days=k)) for k in range(1, (fixed - edge).days))
+        except ValueError:  # a day the calendar does not know
+            return False
+
+    if not gap(LEAP_YEARS, 365):
+        return None
+    return sum(gap(n, 364) for n in range(1, LEAP_YEARS + 1))
+
+
 def _on_an_edge(day: date, events: set[date]) -> bool:
     """Whether an event (an ex-dividend date) lies exactly a whole number of years before ``day``:
     there the accepted readings of "the last N years" (on or after, strictly after) disagree, and
@@ -164,6 +188,10 @@ class WorldKind(StrEnum):
     #: A yes/no task's extra world, built only when the others all give its own arguments the same
     #: answer: the last bars reshaped until the answer flips (:func:`flip_market`).
     FLIP = "flip"
+    #: A task with a lookback in years gets one more: the run's snapshot lengthened back to
+    #: :data:`LEAP_YEARS` + 1 years before an as-of day on which such a window spans two Feb 29ths
+    #: (:meth:`Worlds.leap_plan`).
+    LEAP = "leap"
 
 
 KIND_ORDER: tuple[WorldKind, ...] = (WorldKind.SEED, WorldKind.AS_OF, WorldKind.EDGE)
@@ -230,6 +258,7 @@ class Worlds:
         self._markets: dict[tuple[WorldKind, int], list[tuple[str, str, _Base]]] = {}
         self._written: dict[str, World] = {}
         self._per_task: dict[str, list[World]] = {}
+        self._leap: dict[str, tuple[str, str, _Base] | None] = {}
         #: Seconds spent on worlds (reported by the benchmark scripts): in all, and generating (markets
         #: in memory), writing (snapshot files) and choosing (each task's variants).
         self.build_s = 0.0
@@ -326,6 +355,72 @@ class Worlds:
             if not _on_an_edge(day, events):
                 break
         return day, lag
+
+    def _leap_range(self) -> tuple[date, date]:
+        """The days a ``leap`` world's as-of may fall on: the ``as_of`` range of the snapshot."""
+        sessions = self._base_market().market.sessions()
+        reach = min(AS_OF_BACK_SESSIONS[1], len(sessions) - 1)
+        return sessions[len(sessions) - 1 - reach], sessions[-1]
+
+    def _longer_market(self) -> Market:
+        """The run's snapshot lengthened back :data:`LEAP_YEARS` + 1 years before the ``leap`` range."""
+        if "longer" not in self._leap:
+            first, _ = self._leap_range()
+            start = (pd.Timestamp(first) - pd.DateOffset(years=LEAP_YEARS + 1)).date()
+            rng = np.random.default_rng([self.seed, len(KIND_ORDER), 1])
+            longer = lengthen(self._base_market().market, start, rng)
+            self._leap["longer"] = ("", f"history from {start}", _Base(longer))
+        built = self._leap["longer"]
+        assert built is not None
+        return built[2].market
+
+    def leap_plan(self) -> tuple[date, int] | None:
+        """The ``leap`` world's as-of day and reporting lag, drawn from the seed: a day within the
+        ``as_of`` range of the snapshot on which a window of :data:`LEAP_YEARS` whole years spans two
+        Feb 29ths and the day after its first day is a session (a window of 365 days a year starts
+        after it, the calendar's before it) and no ex-date lies on a whole-year edge, preferring days
+        on which a window of 1 to :data:`LEAP_YEARS` years at 52 weeks (364 days a year) parts from the
+        calendar's too. None when no such day exists (a snapshot whose last months follow no leap day)."""
+        first, last = self._leap_range()
+        longer = self._longer_market()
+        events = {d for s in longer.symbols() for d in pd.DatetimeIndex(longer.dividends(s).index).date}
+        scored: list[tuple[int, date]] = []
+        day = first
+        while day <= last:
+            score = _fixed_count_gaps(day)
+            if score is not None and not any((pd.Timestamp(day) - pd.DateOffset(years=n)).date() in events
+                                             for n in _LEAP_EDGES):
+                scored.append((score, day))
+            day += timedelta(days=1)
+        if not scored:
+            return None
+        rng = np.random.default_rng([self.seed, len(KIND_ORDER), 0])
+        best = [d for score, d in scored if score == max(s for s, _ in scored)]
+        return best[int(rng.integers(len(best)))], int(rng.integers(REPORTING_LAGS[0], REPORTING_LAGS[1] + 1))
+
+    def _leap_world(self, task: Task) -> World | None:
+        """For a task with a lookback in years, the run's snapshot lengthened back before an as-of day
+        of :meth:`leap_plan` (:func:`lengthen`), with ex-dates beside every whole-year edge of 1 to
+        :data:`LEAP_YEARS` + 1 years and none on one: a window of 365 days a year (or 52 weeks) drops
+        a dividend the calendar's window holds on either accepted reading of its first day."""
+        if "years" not in task.intent.args:
+            return None
+        if "leap" not in self._leap:
+            started = time.perf_counter()
+            plan = self.leap_plan()
+            found: tuple[str, str, _Base] | None = None
+            if plan is not None:
+                day, lag = plan
+                past, moved = edge_dividends(truncate(self._longer_market(), day, lag), _LEAP_EDGES)
+                words = "; ".join(w for w in (f"history from {self._longer_market().sessions()[0]}", moved) if w)
+                found = (f"{WorldKind.LEAP.value}-{day.isoformat()}", words, _Base(past))
+            self._leap["leap"] = found
+            self.timings["generate"] += time.perf_counter() - started
+        built = self._leap["leap"]
+        if built is None:
+            return None
+        name, words, base = built
+        return self._write(name, WorldKind.LEAP, 0, base, words)
 
     def _event_days(self) -> set[date]:
         """Every ex-dividend date of the run's snapshot."""
@@ -444,6 +539,10 @@ class Worlds:
             trip = self._round_trip_world(task, symbols)
             if trip is not None:
                 worlds.append(trip)
+        if worlds:
+            leap = self._leap_world(task)
+            if leap is not None:
+                worlds.append(leap)
         self._per_task[task.id] = worlds
         self.build_s += time.perf_counter() - started
         return worlds

@@ -833,3 +833,45 @@ def test_the_as_of_day_parts_a_window_counted_from_the_last_bar_from_one_counted
             from_today = {s for s in sessions if as_of - timedelta(days=n) <= s <= as_of}
             from_last_bar = {s for s in sessions if last - timedelta(days=n) < s <= last}
             assert from_last_bar - from_today, (seed, as_of, n)
+
+
+def test_a_task_with_years_is_judged_in_a_leap_world_where_365_days_a_year_parts_from_the_calendar(env: Env) -> None:
+    """Below five years a window of 365 days a year starts at most one day after the calendar's first
+    day, which the accepted readings of the edge (on or after, strictly after) already span. The
+    ``leap`` world reaches back far enough for a window of five years over two Feb 29ths, with an
+    ex-date on the session between the two starts, and never one on a whole-year edge: the years=5
+    probe tells 365 days a year (and 52 weeks) from the calendar's years."""
+    from finevo.market.calendar import is_trading_day
+
+    task = env.tasks["fetch_007"].model_copy(update={"probes": probes_for(env.tasks["fetch_007"], env.snapshot, SEED)})
+    assert {"years": 5} in [dict(p.args) for p in task.probes]  # drawn with the run's seed
+    leap = [w for w in env.worlds.for_task(task, [dict(p.oracle_params) for p in task.probes])
+            if w.kind is WorldKind.LEAP]
+    assert len(leap) == 1
+    world = leap[0].provider
+    as_of = world.as_of
+    history = world.history("AAPL")
+    assert history.index[0].date() < (pd.Timestamp(as_of) - pd.DateOffset(years=6)).date() + timedelta(days=10)
+    bars = world.history_unadjusted("AAPL")
+    assert (bars["High"] >= bars[["Open", "Close"]].max(axis=1)).all()
+    assert (bars["Low"] <= bars[["Open", "Close"]].min(axis=1)).all()
+    assert all(is_trading_day(d) for d in pd.DatetimeIndex(bars.index).date)
+    paid = set(pd.DatetimeIndex(world.dividends("AAPL").index).date)
+    edges = {(pd.Timestamp(as_of) - pd.DateOffset(years=n)).date() for n in range(1, 7)}
+    assert not paid & edges
+    edge = (pd.Timestamp(as_of) - pd.DateOffset(years=5)).date()
+    fixed = as_of - timedelta(days=365 * 5)
+    assert fixed - edge == timedelta(days=2) and (edge + timedelta(days=1)) in paid
+    expected = expected_values(env.tasks["fetch_007"], world, {"years": 5})
+    everything = [d.isoformat() for d in sorted(paid) if d >= edge]
+    assert [item["date"] for item in expected["ex_date_within_3_years"]] == everything
+    fixed_count = ("import datetime\nimport pandas as pd\nimport yfinance as yf\n\n\n"
+                   "def dividend_history(symbol: str, years: int = 3) -> list:\n"
+                   "    d = yf.Ticker(symbol).dividends\n"
+                   "    today = pd.Timestamp(datetime.date.today()).tz_localize(d.index.tz)\n"
+                   "    d = d[d.index >= today - pd.Timedelta(days=365 * years)]\n"
+                   "    return [{'date': t.strftime('%Y-%m-%d'), 'amount': float(a)} for t, a in d.items()]\n")
+    got = env.run(fixed_count, "dividend_history", {"symbol": "AAPL", "years": 5}, str(leap[0].path))
+    assert got.ok and got.value not in expected.values()
+    right = env.run(reference("fetch_007"), "dividend_history", {"symbol": "AAPL", "years": 5}, str(leap[0].path))
+    assert right.ok and right.value in expected.values()
