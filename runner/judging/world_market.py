@@ -291,17 +291,20 @@ def perturb(market: Market, spikes: Sequence[Spike], symbols: Iterable[str]) -> 
 _EXTRA_DIVIDEND_REACH = (10, 250)
 
 
-def extra_dividend(market: Market, rng: np.random.Generator) -> tuple[Market, str]:
+def extra_dividend(market: Market, rng: np.random.Generator, avoid: Iterable[date] = ()) -> tuple[Market, str]:
     """``market`` with one more (special) dividend for every symbol that pays dividends, on a session
-    drawn by ``rng`` within the last year that holds none, of the size of its latest dividend: the
-    count of dividends a year is not a constant a tool may assume. ``Adj Close`` and ``info``'s
-    dividend fields follow."""
+    drawn by ``rng`` within the last year that holds none and is not in ``avoid`` (the whole-year
+    edges, where the accepted readings of "the last N years" disagree), of the size of its latest
+    dividend: the count of dividends a year is not a constant a tool may assume. ``Adj Close`` and
+    ``info``'s dividend fields follow."""
+    shunned = set(avoid)
     data, words = [], []
     for item in market.data.values():
         raw = item.history
         paid = raw["Dividends"].to_numpy(dtype=float) if "Dividends" in raw.columns else np.zeros(len(raw))
         low, high = _EXTRA_DIVIDEND_REACH
-        free = [i for i in range(max(1, len(raw) - high), len(raw) - low) if paid[i] == 0]
+        days = pd.DatetimeIndex(raw.index).date
+        free = [i for i in range(max(1, len(raw) - high), len(raw) - low) if paid[i] == 0 and days[i] not in shunned]
         if not paid.any() or not free:
             data.append(item)
             continue

@@ -398,29 +398,58 @@ class Worlds:
         best = [d for score, d in scored if score == max(s for s, _ in scored)]
         return best[int(rng.integers(len(best)))], int(rng.integers(REPORTING_LAGS[0], REPORTING_LAGS[1] + 1))
 
-    def _leap_world(self, task: Task) -> World | None:
-        """For a task with a lookback in years, the run's snapshot lengthened back before an as-of day
-        of :meth:`leap_plan` (:func:`lengthen`), with ex-dates beside every whole-year edge of 1 to
-        :data:`LEAP_YEARS` + 1 years and none on one: a window of 365 days a year (or 52 weeks) drops
-        a dividend the calendar's window holds on either accepted reading of its first day."""
-        if "years" not in task.intent.args:
-            return None
+    def leap_market(self) -> tuple[str, str, Market] | None:
+        """``(name, perturbation in words, market)`` of the ``leap`` world (built once; None when
+        :meth:`leap_plan` finds no day): the run's snapshot lengthened back before an as-of day of
+        :meth:`leap_plan` (:func:`lengthen`), with ex-dates beside every whole-year edge of 1 to
+        :data:`LEAP_YEARS` + 1 years and none on one: a window of 365 days a year (or 52 weeks)
+        drops a dividend the calendar's window holds on either accepted reading of its first day."""
         if "leap" not in self._leap:
             started = time.perf_counter()
             plan = self.leap_plan()
             found: tuple[str, str, _Base] | None = None
             if plan is not None:
                 day, lag = plan
-                past, moved = edge_dividends(truncate(self._longer_market(), day, lag), _LEAP_EDGES)
-                words = "; ".join(w for w in (f"history from {self._longer_market().sessions()[0]}", moved) if w)
+                longer = self._longer_market()
+                past, moved = edge_dividends(truncate(longer, day, lag), _LEAP_EDGES)
+                words = "; ".join(w for w in (f"history from {longer.sessions()[0]}", moved) if w)
                 found = (f"{WorldKind.LEAP.value}-{day.isoformat()}", words, _Base(past))
             self._leap["leap"] = found
             self.timings["generate"] += time.perf_counter() - started
         built = self._leap["leap"]
-        if built is None:
+        return None if built is None else (built[0], built[1], built[2].market)
+
+    def _leap_world(self, task: Task) -> World | None:
+        """For a task with a lookback in years, the ``leap`` world (:meth:`leap_market`)."""
+        if "years" not in task.intent.args or self.leap_market() is None:
             return None
+        built = self._leap["leap"]
+        assert built is not None
         name, words, base = built
         return self._write(name, WorldKind.LEAP, 0, base, words)
+
+    def edge_day(self, round_: int) -> date | None:
+        """The ``edge`` world's as-of day: an exchange holiday on a weekday, or a weekend day after a
+        Friday holiday, within ``AS_OF_BACK_SESSIONS`` of the snapshot's as-of date and with no
+        ex-date on a whole-year edge (None when the snapshot holds no such day: the world keeps the
+        snapshot's date). "Latest" is then the session before the holiday: a tool that takes today's
+        bar, or rolls weekends back to Friday only, finds none."""
+        sessions = self._base_market().market.sessions()
+        first = sessions[len(sessions) - 1 - min(AS_OF_BACK_SESSIONS[1], len(sessions) - 1)]
+        open_days, events = set(sessions), self._event_days()
+        days = []
+        day = first + timedelta(days=1)
+        while day < sessions[-1]:
+            friday = day - timedelta(days=(day.weekday() - 4) % 7)  # the Friday on or before a weekend day
+            closed_weekday = day.weekday() < 5 and day not in open_days
+            after_friday_holiday = day.weekday() >= 5 and friday not in open_days and friday > first
+            if (closed_weekday or after_friday_holiday) and not _on_an_edge(day, events):
+                days.append(day)
+            day += timedelta(days=1)
+        if not days:
+            return None
+        rng = np.random.default_rng([self._sub_seed(WorldKind.EDGE, round_), 2])
+        return days[int(rng.integers(len(days)))]
 
     def _event_days(self) -> set[date]:
         """Every ex-dividend date of the run's snapshot."""
@@ -443,10 +472,15 @@ class Worlds:
             else:
                 base = self._base_market()
                 extra = ""
+                if kind is WorldKind.EDGE:
+                    holiday = self.edge_day(round_)
+                    if holiday is not None:
+                        base = _Base(truncate(base.market, holiday))
                 if kind is WorldKind.AS_OF:
                     day, lag = self.as_of_plan(round_)
                     past, moved = edge_dividends(truncate(base.market, day, lag))
-                    past, extra = extra_dividend(past, np.random.default_rng([self._sub_seed(kind, round_), 1]))
+                    edges = {(pd.Timestamp(day) - pd.DateOffset(years=n)).date() for n in _EDGE_YEARS}
+                    past, extra = extra_dividend(past, np.random.default_rng([self._sub_seed(kind, round_), 1]), edges)
                     extra = "; ".join(w for w in (moved, extra) if w)
                     base = _Base(past)
                 plans = (first_spikes(self.windows, _calendar_backs(base.market, self.windows))

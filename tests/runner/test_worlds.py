@@ -875,3 +875,67 @@ def test_a_task_with_years_is_judged_in_a_leap_world_where_365_days_a_year_parts
     assert got.ok and got.value not in expected.values()
     right = env.run(reference("fetch_007"), "dividend_history", {"symbol": "AAPL", "years": 5}, str(leap[0].path))
     assert right.ok and right.value in expected.values()
+
+
+@pytest.mark.slow
+def test_every_world_of_300_seeds_is_well_posed_for_the_edges_it_is_built_to_test(env: Env) -> None:
+    """The cheap half of the many-seed self-check (the whole of it, every reference tool judged in
+    every world, is ``python scripts/bench_worlds.py --seeds 1-300 --in-process``): in the worlds of
+    300 seeds, built in memory, no ex-date lies exactly on a whole-year edge of the world's as-of
+    day (there the accepted readings of "the last N years" disagree), the ``as_of`` day is one the
+    market was closed, and on it every calendar window counted from the last bar parts from the
+    same window counted from today; the ``leap`` world's five-year window spans two Feb 29ths with
+    a session between its two starts."""
+    import time
+
+    tasks = list(env.tasks.values())
+    started = time.process_time()
+    base = Worlds(env.snapshot, 3, 1, tasks)
+    sessions = read_market(env.snapshot).sessions()
+
+    def on_edges(market: Any, years: range) -> list[tuple[str, date]]:
+        edges = {(pd.Timestamp(market.as_of) - pd.DateOffset(years=n)).date() for n in years}
+        return [(s, d) for s in market.symbols() for d in pd.DatetimeIndex(market.dividends(s).index).date
+                if d in edges]
+
+    assert not on_edges(base.variants(WorldKind.SEED, 0)[0][2].market, range(1, 7))
+    for seed in range(1, 301):
+        worlds = Worlds(env.snapshot, 3, seed, tasks)
+        worlds._base = base._base_market()  # one read of the snapshot for every seed
+        as_of = worlds.variants(WorldKind.AS_OF, 0)[0][2].market
+        assert not on_edges(as_of, range(1, 6)), (seed, as_of.as_of)
+        last = max(s for s in sessions if s <= as_of.as_of)
+        assert last < as_of.as_of, seed
+        for n in worlds.calendar_windows:
+            assert {s for s in sessions if last - timedelta(days=n) < s <= last} - \
+                {s for s in sessions if as_of.as_of - timedelta(days=n) <= s}, (seed, n)
+        leap = worlds.leap_market()
+        assert leap is not None, seed
+        market = leap[2]
+        assert not on_edges(market, range(1, 7)), (seed, market.as_of)
+        edge = (pd.Timestamp(market.as_of) - pd.DateOffset(years=5)).date()
+        assert market.as_of - timedelta(days=365 * 5) - edge == timedelta(days=2), seed
+    assert time.process_time() - started < 120  # about 0.2 s of CPU a seed
+
+
+def test_the_edge_world_falls_on_an_exchange_holiday(env: Env) -> None:
+    """Users ask on holidays too: the ``edge`` world's as-of day is a weekday the exchange was closed
+    (or a weekend after a Friday holiday), its latest session the one before; a tool that rolls
+    weekends back to Friday, or takes a bar dated today, finds none there."""
+    from finevo.market.calendar import is_trading_day
+
+    for seed in range(1, 9):
+        day = Worlds(env.snapshot, 3, seed).edge_day(0)
+        assert day is not None and not is_trading_day(day), (seed, day)
+        friday = day - timedelta(days=(day.weekday() - 4) % 7)
+        assert day.weekday() < 5 or not is_trading_day(friday), (seed, day)
+    world = next(w for w in env.worlds.for_task(env.judged["fetch_005"], []) if w.kind is WorldKind.EDGE)
+    assert world.as_of == env.worlds.edge_day(0) and world.provider.history("SPY").index[-1].date() < world.as_of
+    rolls_weekends = ("import datetime as dt\nimport yfinance as yf\n\n\ndef latest_close(symbol: str) -> float:\n"
+                      "    day = dt.date.today()\n"
+                      "    day -= dt.timedelta(days=max(0, day.weekday() - 4))\n"
+                      "    h = yf.Ticker(symbol).history(start=day, end=day + dt.timedelta(days=1))\n"
+                      "    return float(h['Close'].iloc[-1])\n")
+    assert not env.run(rolls_weekends, "latest_close", {"symbol": "SPY"}, str(world.path)).ok
+    result = env.run(reference("fetch_005"), "latest_close", {"symbol": "SPY"}, str(world.path))
+    assert result.ok and result.value in expected_values(env.tasks["fetch_005"], world.provider).values()
