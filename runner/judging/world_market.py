@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
 from typing import Literal
 
 import numpy as np
@@ -464,3 +464,36 @@ def lengthen(market: Market, start: date, rng: np.random.Generator) -> Market:
         data.append(SymbolData(symbol, readjust(longer), item.income_yearly, item.income_quarterly,
                                item.info, item.fast_info))
     return Market(data, market.as_of)
+
+
+def _nearest_saturday(day: date) -> date:
+    return day + timedelta(days=(5 - day.weekday() + 3) % 7 - 3)
+
+
+def weekly_fiscal_calendar(market: Market) -> tuple[Market, str]:
+    """``market`` with the statements of every symbol whose fiscal year does not end in December
+    dated as a 52/53-week fiscal calendar dates them (Apple's: 2022-10-01, 2023-04-01, 2024-06-29):
+    each period on the Saturday nearest its month's end, up to three days into the next month. The
+    oracle matches a column within 15 days of a quarter's nominal end (benchmarks/README.md), so a
+    tool that maps a column to its quarter by the column's month, or matches month ends exactly,
+    answers another quarter or none. ``info``'s statement fields follow."""
+    data, words = [], []
+    for item in market.data.values():
+        yearly = _filed(item.income_yearly)
+        months = {pd.Timestamp(c).month for c in yearly.columns} if yearly is not None else set()
+        if not months or months == {12}:
+            data.append(item)
+            continue
+
+        def redate(frame: pd.DataFrame | None) -> pd.DataFrame | None:
+            if frame is None:
+                return None
+            out = frame.copy()
+            out.columns = pd.DatetimeIndex([pd.Timestamp(_nearest_saturday(pd.Timestamp(c).date()))
+                                            for c in frame.columns])
+            return out
+
+        words.append(item.symbol)
+        data.append(restate(SymbolData(item.symbol, item.history, redate(item.income_yearly),
+                                       redate(item.income_quarterly), item.info, item.fast_info), market.as_of))
+    return Market(data, market.as_of), ("52/53-week fiscal dates: " + ", ".join(words)) if words else ""

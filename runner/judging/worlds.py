@@ -67,6 +67,7 @@ from runner.judging.world_market import (
     restate,
     truncate,
     unfiled_quarter,
+    weekly_fiscal_calendar,
 )
 from runner.judging.world_shapes import (
     Reshape,
@@ -465,9 +466,10 @@ class Worlds:
             started = time.perf_counter()
             if kind is WorldKind.SEED:
                 seed = self._sub_seed(kind, round_)
-                market, unfiled = unfiled_quarter(Market(synthetic.generate(seed), synthetic.AS_OF))
+                market, weekly = weekly_fiscal_calendar(Market(synthetic.generate(seed), synthetic.AS_OF))
+                market, unfiled = unfiled_quarter(market)
                 market, moved = edge_dividends(market)
-                words = "; ".join(w for w in (unfiled, moved) if w)
+                words = "; ".join(w for w in (weekly, unfiled, moved) if w)
                 self._markets[key] = [(f"seed-{seed}", words, _Base(market))]
             else:
                 base = self._base_market()

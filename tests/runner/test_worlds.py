@@ -939,3 +939,28 @@ def test_the_edge_world_falls_on_an_exchange_holiday(env: Env) -> None:
     assert not env.run(rolls_weekends, "latest_close", {"symbol": "SPY"}, str(world.path)).ok
     result = env.run(reference("fetch_005"), "latest_close", {"symbol": "SPY"}, str(world.path))
     assert result.ok and result.value in expected_values(env.tasks["fetch_005"], world.provider).values()
+
+
+def test_the_seed_world_dates_statements_as_a_52_53_week_fiscal_calendar_does(env: Env) -> None:
+    """Apple's statements are dated on Saturdays (2023-04-01 ends its quarter of January-March): the
+    ``seed`` world dates every non-December fiscal year's columns so, the oracle still finds the
+    quarter (within 15 days of its nominal end) and the reference tool too, a tool that maps a
+    column to its quarter by the column's month does not."""
+    world = next(w for w in env.worlds.for_task(env.judged["fetch_001"], []) if w.kind is WorldKind.SEED)
+    columns = [pd.Timestamp(c).date() for c in world.provider.income_stmt("AAPL", "quarterly").columns]
+    assert date(2023, 4, 1) in columns and all(d.weekday() == 5 for d in columns if d != world.as_of)
+    yearly = [pd.Timestamp(c).date() for c in world.provider.income_stmt("AAPL", "yearly").columns]
+    assert date(2022, 10, 1) in yearly  # fiscal 2022, ending with September
+    expected = expected_values(env.tasks["fetch_001"], world.provider)
+    by_month = ("import pandas as pd\nimport yfinance as yf\n\n\n"
+                "def net_income(symbol: str, year: int | None = None, quarter: int | None = None) -> float:\n"
+                "    row = yf.Ticker(symbol).quarterly_income_stmt.loc['Net Income']\n"
+                "    for c in row.index:\n"
+                "        if pd.Timestamp(c).year == year and (pd.Timestamp(c).month - 1) // 3 + 1 == quarter:\n"
+                "            return float(row[c])\n"
+                "    raise ValueError('no such quarter')\n")
+    args = {"symbol": "AAPL", "year": 2023, "quarter": 1}
+    wrong = env.run(by_month, "net_income", args, str(world.path))
+    assert not (wrong.ok and wrong.value in expected.values())
+    right = env.run(reference("fetch_001"), "net_income", args, str(world.path))
+    assert right.ok and right.value in expected.values()
