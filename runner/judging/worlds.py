@@ -137,16 +137,16 @@ def calendar_windows(tasks: Sequence[Task]) -> list[int]:
                    and "window" in SHARED_READINGS.get(t.oracle.name, {})})
 
 
-def _anchor_moves(day: date, sessions: Sequence[date], windows: Sequence[int]) -> int:
+def _anchor_moves(day: date, sessions: Sequence[date] | np.ndarray, windows: Sequence[int]) -> int:
     """How many of the calendar ``windows`` hold a session strictly between their first day counted
     back from the last session before ``day`` and their first day counted back from ``day`` itself:
     on such an as-of day a window anchored at the last bar instead of at today holds one session
     more, on either accepted reading of its first day (on or after, strictly after)."""
-    marks = np.array(sessions, dtype="datetime64[D]")
+    marks = sessions if isinstance(sessions, np.ndarray) else np.array(sessions, dtype="datetime64[D]")
     at = int(np.searchsorted(marks, np.datetime64(day), side="left"))
     if at == 0:
         return 0
-    last = sessions[at - 1]
+    last = marks[at - 1].astype(date)
     count = 0
     for n in windows:
         low, high = np.datetime64(last - timedelta(days=n)), np.datetime64(day - timedelta(days=n))
@@ -163,7 +163,7 @@ def _fixed_count_gaps(day: date) -> int | None:
     from finevo.market.calendar import is_trading_day
 
     def gap(years: int, per_year: int) -> bool:
-        edge = (pd.Timestamp(day) - pd.DateOffset(years=years)).date()
+        edge = _years_before(day, years)
         fixed = day - timedelta(days=per_year * years)
         try:
             return any(is_trading_day(edge + timedelta(days=k)) for k in range(1, (fixed - edge).days))
@@ -175,11 +175,19 @@ def _fixed_count_gaps(day: date) -> int | None:
     return sum(gap(n, 364) for n in range(1, LEAP_YEARS + 1))
 
 
+def _years_before(day: date, years: int) -> date:
+    """``day`` ``years`` calendar years earlier (Feb 29 to Feb 28), as ``pd.DateOffset(years=...)``."""
+    try:
+        return day.replace(year=day.year - years)
+    except ValueError:  # Feb 29 in a year without one
+        return day.replace(year=day.year - years, day=28)
+
+
 def _on_an_edge(day: date, events: set[date]) -> bool:
     """Whether an event (an ex-dividend date) lies exactly a whole number of years before ``day``:
     there the accepted readings of "the last N years" (on or after, strictly after) disagree, and
     a tool matching either passes by the coincidence; such an as-of day is drawn again."""
-    return any((pd.Timestamp(day) - pd.DateOffset(years=n)).date() in events for n in _EDGE_YEARS)
+    return any(_years_before(day, n) in events for n in _EDGE_YEARS)
 
 
 class WorldKind(StrEnum):
@@ -341,7 +349,8 @@ class Worlds:
         if candidates:
             # the days on which a window counted from the last bar parts from one counted from today for
             # the most calendar windows (a Sunday reaches further than a Saturday, a holiday further still)
-            scores = {d: _anchor_moves(d, sessions, self.calendar_windows) for d, _ in candidates}
+            marks = np.array(sessions, dtype="datetime64[D]")
+            scores = {d: _anchor_moves(d, marks, self.calendar_windows) for d, _ in candidates}
             days = sorted(d for d, score in scores.items() if score == max(scores.values()))
             day = days[int(rng.integers(len(days)))]
             fits = [n for d, n in candidates if d == day]
@@ -389,8 +398,7 @@ class Worlds:
         day = first
         while day <= last:
             score = _fixed_count_gaps(day)
-            if score is not None and not any((pd.Timestamp(day) - pd.DateOffset(years=n)).date() in events
-                                             for n in _LEAP_EDGES):
+            if score is not None and not any(_years_before(day, n) in events for n in _LEAP_EDGES):
                 scored.append((score, day))
             day += timedelta(days=1)
         if not scored:
@@ -459,6 +467,16 @@ class Worlds:
             days.update(pd.DatetimeIndex(self._base_market().market.dividends(symbol).index).date)
         return days
 
+    def as_of_market(self, round_: int) -> tuple[Market, str]:
+        """The ``as_of`` world's market before its spikes, and its changes in words: the snapshot cut
+        at :meth:`as_of_plan`'s day, ex-dates beside its whole-year edges, one extra dividend."""
+        day, lag = self.as_of_plan(round_)
+        past, moved = edge_dividends(truncate(self._base_market().market, day, lag))
+        edges = {(pd.Timestamp(day) - pd.DateOffset(years=n)).date() for n in _EDGE_YEARS}
+        rng = np.random.default_rng([self._sub_seed(WorldKind.AS_OF, round_), 1])
+        past, extra = extra_dividend(past, rng, edges)
+        return past, "; ".join(w for w in (moved, extra) if w)
+
     def variants(self, kind: WorldKind, round_: int) -> list[tuple[str, str, _Base]]:
         """``(name, perturbation in words, market)`` of each variant of a world, built once."""
         key = (kind, round_)
@@ -479,11 +497,7 @@ class Worlds:
                     if holiday is not None:
                         base = _Base(truncate(base.market, holiday))
                 if kind is WorldKind.AS_OF:
-                    day, lag = self.as_of_plan(round_)
-                    past, moved = edge_dividends(truncate(base.market, day, lag))
-                    edges = {(pd.Timestamp(day) - pd.DateOffset(years=n)).date() for n in _EDGE_YEARS}
-                    past, extra = extra_dividend(past, np.random.default_rng([self._sub_seed(kind, round_), 1]), edges)
-                    extra = "; ".join(w for w in (moved, extra) if w)
+                    past, extra = self.as_of_market(round_)
                     base = _Base(past)
                 plans = (first_spikes(self.windows, _calendar_backs(base.market, self.windows))
                          if kind is WorldKind.AS_OF else edge_spikes(self.windows))
