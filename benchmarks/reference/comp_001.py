@@ -14,7 +14,7 @@ def ma_cross_rsi_signal(symbol: str, short_window: int = 5, long_window: int = 2
     Raises ValueError when there are too few closes.
     """
     if not 0 < short_window < long_window or rsi_window <= 0:
-        raise ValueError(f"need 0 < short_window < long_window and rsi_window > 0")
+        raise ValueError("need 0 < short_window < long_window and rsi_window > 0")
     closes = yf.Ticker(symbol).history(period="max")["Close"].dropna()
     if len(closes) < max(long_window, 10 * rsi_window):
         raise ValueError(f"not enough closes of {symbol}: {len(closes)}")

@@ -1,4 +1,5 @@
-"""NYSE trading days for the span the bundled snapshot covers (2022-2024).
+"""NYSE trading days for the span the bundled snapshot covers (2022-2024) and the years before it
+that the gate's lengthened hidden worlds reach back to (2018-2021).
 
 Full-day closures only; early closes (half days) are still trading days. The list is written
 out by hand rather than derived from rules, because NYSE observance has exceptions (New Year's
@@ -9,8 +10,22 @@ from __future__ import annotations
 
 from datetime import date, timedelta
 
-#: NYSE full-day holidays, 2022-2024.
+#: NYSE full-day holidays, 2018-2024.
 NYSE_HOLIDAYS: frozenset[date] = frozenset({
+    # 2018
+    date(2018, 1, 1), date(2018, 1, 15), date(2018, 2, 19), date(2018, 3, 30), date(2018, 5, 28),
+    date(2018, 7, 4), date(2018, 9, 3), date(2018, 11, 22),
+    date(2018, 12, 5),   # national day of mourning (President George H. W. Bush)
+    date(2018, 12, 25),
+    # 2019
+    date(2019, 1, 1), date(2019, 1, 21), date(2019, 2, 18), date(2019, 4, 19), date(2019, 5, 27),
+    date(2019, 7, 4), date(2019, 9, 2), date(2019, 11, 28), date(2019, 12, 25),
+    # 2020 (Independence Day observed on Friday July 3)
+    date(2020, 1, 1), date(2020, 1, 20), date(2020, 2, 17), date(2020, 4, 10), date(2020, 5, 25),
+    date(2020, 7, 3), date(2020, 9, 7), date(2020, 11, 26), date(2020, 12, 25),
+    # 2021 (Independence Day observed Monday July 5, Christmas Friday December 24)
+    date(2021, 1, 1), date(2021, 1, 18), date(2021, 2, 15), date(2021, 4, 2), date(2021, 5, 31),
+    date(2021, 7, 5), date(2021, 9, 6), date(2021, 11, 25), date(2021, 12, 24),
     # 2022 (New Year's Day fell on a Saturday: no weekday closure)
     date(2022, 1, 17),   # Martin Luther King Jr. Day
     date(2022, 2, 21),   # Washington's Birthday
@@ -45,11 +60,11 @@ NYSE_HOLIDAYS: frozenset[date] = frozenset({
     date(2024, 12, 25),  # Christmas Day
 })
 
-COVERED_YEARS: tuple[int, int] = (2022, 2024)
+COVERED_YEARS: tuple[int, int] = (2018, 2024)
 
 
 def is_trading_day(day: date) -> bool:
-    """True for a weekday that is not an NYSE holiday (only 2022-2024 are known)."""
+    """True for a weekday that is not an NYSE holiday (only 2018-2024 are known)."""
     if not COVERED_YEARS[0] <= day.year <= COVERED_YEARS[1]:
         raise ValueError(f"NYSE calendar only covers {COVERED_YEARS[0]}-{COVERED_YEARS[1]}, not {day}")
     return day.weekday() < 5 and day not in NYSE_HOLIDAYS

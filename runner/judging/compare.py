@@ -49,11 +49,14 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
            "mismatch_words", "probe_entry"]
 
 #: Recorded in every report; bump it whenever a rule changes what passes.
-#: 3.2: one sandbox run per judged call in a secret order, the main call re-run, probes across the
-#: argument space and where the data cannot support them (must raise), the dividend window's edge and
-#: Wilder's SMA seed as readings, closed-day as-of worlds; 3.1: flip worlds, threshold boundary probes,
-#: RSI warm-up reading; 3.0: hidden worlds.
-JUDGE_VERSION = "3.2"
+#: 3.3: a leap world (five years over two Feb 29ths) and a 5-year probe for a lookback in years, the
+#: as-of world on a day that tells a window anchored at the last bar, the edge world on an exchange
+#: holiday, 52/53-week fiscal dates in the seed world; 3.2: one sandbox run per judged call in a
+#: secret order, the main call re-run, probes across the argument space and where the data cannot
+#: support them (must raise), the dividend window's edge and Wilder's SMA seed as readings,
+#: closed-day as-of worlds; 3.1: flip worlds, threshold boundary probes, RSI warm-up reading;
+#: 3.0: hidden worlds.
+JUDGE_VERSION = "3.3"
 
 #: Runs tool code in the sandbox: ``(code, entry, args) -> ExecutionResult``; may raise a
 #: :class:`~finevo.errors.FinevoError` (an external one when the sandbox itself is unavailable).

@@ -252,8 +252,17 @@ def _fiscal_year_end_month(provider: MarketProvider, symbol: str) -> int | None:
         yearly = provider.income_stmt(symbol, "yearly")
     except (LookupError, ValueError):
         return None
-    months = {pd.Timestamp(c).month for c in yearly.columns} if not yearly.empty else set()
+    months = {_nominal_month_end(c).month for c in yearly.columns} if not yearly.empty else set()
     return months.pop() if len(months) == 1 else None
+
+
+def _nominal_month_end(column: Any) -> pd.Timestamp:
+    """The month end nearest a statement column's date: a 52/53-week fiscal year dated 2022-10-01
+    ends in September."""
+    stamp = pd.Timestamp(column).tz_localize(None).normalize() if pd.Timestamp(column).tzinfo else \
+        pd.Timestamp(column).normalize()
+    after, before = stamp + pd.offsets.MonthEnd(0), stamp - pd.offsets.MonthEnd(1)
+    return after if (after - stamp) <= (stamp - before) else before
 
 
 def net_income(provider: MarketProvider, p: NetIncomeParams) -> float:

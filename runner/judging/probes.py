@@ -34,6 +34,7 @@ from runner.inputs.oracle_params import param_kind
 from runner.inputs.tasks import Probe, Task
 from runner.judging.compare import compare
 from runner.judging.oracle import expected_values
+from runner.judging.world_market import LEAP_YEARS
 
 #: Oracle evaluations one task's derivation may spend (a bound on the pair search).
 MAX_EVALUATIONS = 400
@@ -305,6 +306,10 @@ def range_probes(task: Task, provider: MarketProvider, rng: Random, taken: list[
                                      reason=f"drawn from the argument space: {_words(args)}, far from the task's own"))
                     taken.append(args)
                     break
+        leap = _leap(d, key, value, taken)
+        if leap is not None:
+            out.append(leap)
+            taken.append(leap.args)
         for refused in (_beyond(d, key, value), _edge(d, key, value), _other_length(d, key, value)):
             if refused is not None and refused.args not in taken:
                 out.append(refused)
@@ -405,6 +410,20 @@ def _fractions(value: float) -> list[float]:
         if v > 0 and v != int(v) and v not in out:
             out.append(v)
     return out
+
+
+def _leap(d: _Deriver, key: str, value: Any, taken: list[JSONObject]) -> Probe | None:
+    """For a lookback in years: :data:`LEAP_YEARS` years, the shortest window that spans two Feb 29ths
+    (kept even where the run's data give it the task's own answer: the ``leap`` world holds the data),
+    so a window of 365 days (or 52 weeks) a year, right at shorter spans, must show itself."""
+    if key != "years" or not isinstance(value, int) or isinstance(value, bool) or value == LEAP_YEARS:
+        return None
+    args: JSONObject = {key: LEAP_YEARS}
+    if args in taken or d.expected(args, bounded=False) is None:
+        return None
+    return Probe(args=args, oracle_params=args,
+                 reason=f"drawn from the argument space: {_words(args)} spans two Feb 29ths, where a year of 365 "
+                        "days parts from the calendar's")
 
 
 #: Sessions in a year, to turn the data's length into a lookback counted in years.

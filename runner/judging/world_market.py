@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
 from typing import Literal
 
 import numpy as np
@@ -293,17 +293,20 @@ def perturb(market: Market, spikes: Sequence[Spike], symbols: Iterable[str]) -> 
 _EXTRA_DIVIDEND_REACH = (10, 250)
 
 
-def extra_dividend(market: Market, rng: np.random.Generator) -> tuple[Market, str]:
+def extra_dividend(market: Market, rng: np.random.Generator, avoid: Iterable[date] = ()) -> tuple[Market, str]:
     """``market`` with one more (special) dividend for every symbol that pays dividends, on a session
-    drawn by ``rng`` within the last year that holds none, of the size of its latest dividend: the
-    count of dividends a year is not a constant a tool may assume. ``Adj Close`` and ``info``'s
-    dividend fields follow."""
+    drawn by ``rng`` within the last year that holds none and is not in ``avoid`` (the whole-year
+    edges, where the accepted readings of "the last N years" disagree), of the size of its latest
+    dividend: the count of dividends a year is not a constant a tool may assume. ``Adj Close`` and
+    ``info``'s dividend fields follow."""
+    shunned = set(avoid)
     data, words = [], []
     for item in market.data.values():
         raw = item.history
         paid = raw["Dividends"].to_numpy(dtype=float) if "Dividends" in raw.columns else np.zeros(len(raw))
         low, high = _EXTRA_DIVIDEND_REACH
-        free = [i for i in range(max(1, len(raw) - high), len(raw) - low) if paid[i] == 0]
+        days = pd.DatetimeIndex(raw.index).date
+        free = [i for i in range(max(1, len(raw) - high), len(raw) - low) if paid[i] == 0 and days[i] not in shunned]
         if not paid.any() or not free:
             data.append(item)
             continue
@@ -347,6 +350,13 @@ def unfiled_quarter(market: Market) -> tuple[Market, str]:
         data.append(SymbolData(item.symbol, item.history, item.income_yearly, grown, item.info, item.fast_info))
     return Market(data, market.as_of), ("an unreported newest quarter: " + ", ".join(words)) if words else ""
 
+
+#: A window of this many whole years spans two Feb 29ths (from an as-of day in a leap year after
+#: Feb 29): the shortest window where 365 days a year starts two days after the calendar's first
+#: day, with a session strictly between the two (below 5 years they are at most one day apart, the
+#: gap the accepted readings of the edge already span). The probes ask for it, the ``leap`` world
+#: holds the data (:mod:`runner.judging.worlds`).
+LEAP_YEARS = 5
 
 #: Whole years back from the as-of date whose window edges :func:`edge_dividends` crowds.
 EDGE_YEARS = (1, 2, 3)
@@ -559,3 +569,92 @@ def recorded_shapes(market: Market, rng: np.random.Generator, avoid: Iterable[in
                                        item.income_quarterly, item.info, item.fast_info), market.as_of),
                     market.as_of) for item in market.data.values()]
     return Market(data, market.as_of), "; ".join(words)
+
+
+def lengthen(market: Market, start: date, rng: np.random.Generator) -> Market:
+    """``market`` with its history reaching back to ``start``: the NYSE sessions from ``start`` to the
+    day before its first bar prepended to every symbol, each drawn (one draw of a past session for
+    all symbols, so they keep moving together) from the market's own sessions -- the day's return,
+    its open, high and low about its close, its volume --, chained back from the first close; every
+    dividend of a symbol's first year paid again each whole year before, a cent or so less. A snapshot
+    recorded with an earlier ``--start`` looks the same; statements and quotes are left as they are
+    (:func:`truncate` re-derives the quotes)."""
+    from finevo.market.calendar import next_trading_day, trading_days
+
+    firsts = {s: pd.DatetimeIndex(item.history.index) for s, item in market.data.items()}
+    first = min(index[0].date() for index in firsts.values())
+    days = trading_days(start, first - pd.Timedelta(days=1)) if start < first else []
+    if not days:
+        return market
+    shortest = min(len(index) for index in firsts.values())
+    picks = rng.integers(1, shortest, size=len(days))
+    data = []
+    for symbol, item in market.data.items():
+        raw = item.history
+        close = raw["Close"].to_numpy(dtype=float)
+        step = close[picks] / close[picks - 1]
+        closes = np.empty(len(days))
+        level = close[0]
+        for j in range(len(days) - 1, -1, -1):  # walk back from the first recorded close
+            level /= step[(j + 1) % len(days)]  # the move into session j + 1 (step[0]: into the first bar)
+            closes[j] = level
+        index = pd.DatetimeIndex(pd.to_datetime(days)).tz_localize(raw.index.tz).rename(raw.index.name)
+        block = pd.DataFrame(index=index)
+        for column in raw.columns:
+            if column in ("Open", "High", "Low", "Close", "Adj Close"):
+                ratio = raw[column if column != "Adj Close" else "Close"].to_numpy(dtype=float)[picks] / close[picks]
+                block[column] = (closes * ratio).round(2)
+            elif column == "Volume":
+                block[column] = raw[column].to_numpy()[picks]
+            else:
+                block[column] = np.zeros(len(days), dtype=raw[column].dtype)
+        block["High"] = block[["Open", "High", "Low", "Close"]].max(axis=1)
+        block["Low"] = block[["Open", "High", "Low", "Close"]].min(axis=1)
+        if "Dividends" in raw.columns:
+            paid = raw.loc[raw["Dividends"] != 0, "Dividends"]
+            opening = paid[pd.DatetimeIndex(paid.index) < pd.DatetimeIndex(raw.index)[0] + pd.DateOffset(years=1)]
+            for stamp, amount in opening.items():
+                for back in range(1, 1 + (first.year - start.year) + 1):
+                    when = (pd.Timestamp(stamp).tz_localize(None) - pd.DateOffset(years=back)).date()
+                    if when < start:
+                        continue
+                    ex = pd.Timestamp(next_trading_day(when)).tz_localize(raw.index.tz)
+                    if ex in block.index:
+                        block.loc[ex, "Dividends"] = round(float(amount) - 0.01 * back, 4)
+        longer = pd.concat([block.astype(raw.dtypes.to_dict()), raw])
+        data.append(SymbolData(symbol, readjust(longer), item.income_yearly, item.income_quarterly,
+                               item.info, item.fast_info))
+    return Market(data, market.as_of)
+
+
+def _nearest_saturday(day: date) -> date:
+    return day + timedelta(days=(5 - day.weekday() + 3) % 7 - 3)
+
+
+def weekly_fiscal_calendar(market: Market) -> tuple[Market, str]:
+    """``market`` with the statements of every symbol whose fiscal year does not end in December
+    dated as a 52/53-week fiscal calendar dates them (Apple's: 2022-10-01, 2023-04-01, 2024-06-29):
+    each period on the Saturday nearest its month's end, up to three days into the next month. The
+    oracle matches a column within 15 days of a quarter's nominal end (benchmarks/README.md), so a
+    tool that maps a column to its quarter by the column's month, or matches month ends exactly,
+    answers another quarter or none. ``info``'s statement fields follow."""
+    data, words = [], []
+    for item in market.data.values():
+        yearly = _filed(item.income_yearly)
+        months = {pd.Timestamp(c).month for c in yearly.columns} if yearly is not None else set()
+        if not months or months == {12}:
+            data.append(item)
+            continue
+
+        def redate(frame: pd.DataFrame | None) -> pd.DataFrame | None:
+            if frame is None:
+                return None
+            out = frame.copy()
+            out.columns = pd.DatetimeIndex([pd.Timestamp(_nearest_saturday(pd.Timestamp(c).date()))
+                                            for c in frame.columns])
+            return out
+
+        words.append(item.symbol)
+        data.append(restate(SymbolData(item.symbol, item.history, redate(item.income_yearly),
+                                       redate(item.income_quarterly), item.info, item.fast_info), market.as_of))
+    return Market(data, market.as_of), ("52/53-week fiscal dates: " + ", ".join(words)) if words else ""

@@ -36,7 +36,7 @@ import secrets
 import shutil
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from enum import StrEnum
@@ -48,15 +48,18 @@ import pandas as pd
 
 from finevo.market import synthetic
 from finevo.market.snapshot import Snapshot, SnapshotOrigin, load_snapshot, symbol_files, write_snapshot_files
+from runner.inputs.oracle_params import SHARED_READINGS
 from runner.inputs.tasks import Task
 from runner.judging.world_dirs import _ROOT_PREFIX, default_root_parent, sweep_orphans
 from runner.judging.world_market import (
+    LEAP_YEARS,
     REPORTING_LAG_DAYS,
     REPORTING_LAGS,
     Market,
     Spike,
     edge_dividends,
     extra_dividend,
+    lengthen,
     perturb,
     read_market,
     readjust,
@@ -65,6 +68,7 @@ from runner.judging.world_market import (
     restate,
     truncate,
     unfiled_quarter,
+    weekly_fiscal_calendar,
 )
 from runner.judging.world_shapes import (
     Reshape,
@@ -101,6 +105,8 @@ LABEL = "SYNTHETIC hidden world of the gate - not real prices"
 _AS_OF_DRAWS = 50
 #: Years back from an as-of day where a window of whole years starts (``years`` of 1 to 5).
 _EDGE_YEARS = range(1, 6)
+#: The whole-year edges the ``leap`` world crowds with ex-dates (:func:`edge_dividends`).
+_LEAP_EDGES = tuple(range(1, LEAP_YEARS + 2))
 
 
 def _newest_quarter(market: Market, symbol: str) -> date | None:
@@ -124,11 +130,65 @@ def _calendar_backs(market: Market, windows: Sequence[int]) -> list[int]:
     return backs
 
 
+def calendar_windows(tasks: Sequence[Task]) -> list[int]:
+    """The ``days`` of every task whose oracle accepts a window read in calendar days (the windows a
+    closed as-of day can tell from a window counted from the last bar)."""
+    return sorted({int(n) for t in tasks for k, n in {**t.oracle.params, **t.intent.args}.items()
+                   if k == "days" and isinstance(n, int) and not isinstance(n, bool)
+                   and "window" in SHARED_READINGS.get(t.oracle.name, {})})
+
+
+def _anchor_moves(day: date, sessions: Sequence[date] | np.ndarray, windows: Sequence[int]) -> int:
+    """How many of the calendar ``windows`` hold a session strictly between their first day counted
+    back from the last session before ``day`` and their first day counted back from ``day`` itself:
+    on such an as-of day a window anchored at the last bar instead of at today holds one session
+    more, on either accepted reading of its first day (on or after, strictly after)."""
+    marks = sessions if isinstance(sessions, np.ndarray) else np.array(sessions, dtype="datetime64[D]")
+    at = int(np.searchsorted(marks, np.datetime64(day), side="left"))
+    if at == 0:
+        return 0
+    last = marks[at - 1].astype(date)
+    count = 0
+    for n in windows:
+        low, high = np.datetime64(last - timedelta(days=n)), np.datetime64(day - timedelta(days=n))
+        inside = int(np.searchsorted(marks, high, side="left")) - int(np.searchsorted(marks, low, side="right"))
+        count += inside > 0
+    return count
+
+
+def _fixed_count_gaps(day: date) -> int | None:
+    """For an as-of ``day``: None unless a session lies strictly between the first day of a window of
+    :data:`LEAP_YEARS` calendar years and that of :data:`LEAP_YEARS` * 365 days; else how many of
+    the windows of 1 to :data:`LEAP_YEARS` years hold a session strictly between their calendar
+    start and their start at 52 weeks a year (a fixed count of days that the ``leap`` world tells)."""
+    from finevo.market.calendar import is_trading_day
+
+    def gap(years: int, per_year: int) -> bool:
+        edge = _years_before(day, years)
+        fixed = day - timedelta(days=per_year * years)
+        try:
+            return any(is_trading_day(edge + timedelta(days=k)) for k in range(1, (fixed - edge).days))
+        except ValueError:  # a day the calendar does not know
+            return False
+
+    if not gap(LEAP_YEARS, 365):
+        return None
+    return sum(gap(n, 364) for n in range(1, LEAP_YEARS + 1))
+
+
+def _years_before(day: date, years: int) -> date:
+    """``day`` ``years`` calendar years earlier (Feb 29 to Feb 28), as ``pd.DateOffset(years=...)``."""
+    try:
+        return day.replace(year=day.year - years)
+    except ValueError:  # Feb 29 in a year without one
+        return day.replace(year=day.year - years, day=28)
+
+
 def _on_an_edge(day: date, events: set[date]) -> bool:
     """Whether an event (an ex-dividend date) lies exactly a whole number of years before ``day``:
     there the accepted readings of "the last N years" (on or after, strictly after) disagree, and
     a tool matching either passes by the coincidence; such an as-of day is drawn again."""
-    return any((pd.Timestamp(day) - pd.DateOffset(years=n)).date() in events for n in _EDGE_YEARS)
+    return any(_years_before(day, n) in events for n in _EDGE_YEARS)
 
 
 class WorldKind(StrEnum):
@@ -138,6 +198,10 @@ class WorldKind(StrEnum):
     #: A yes/no task's extra world, built only when the others all give its own arguments the same
     #: answer: the last bars reshaped until the answer flips (:func:`flip_market`).
     FLIP = "flip"
+    #: A task with a lookback in years gets one more: the run's snapshot lengthened back to
+    #: :data:`LEAP_YEARS` + 1 years before an as-of day on which such a window spans two Feb 29ths
+    #: (:meth:`Worlds.leap_plan`).
+    LEAP = "leap"
 
 
 KIND_ORDER: tuple[WorldKind, ...] = (WorldKind.SEED, WorldKind.AS_OF, WorldKind.EDGE)
@@ -197,6 +261,7 @@ class Worlds:
         self.count = count
         self.seed = seed
         self.windows = sorted({n for t in tasks for n in window_args({**t.oracle.params, **t.intent.args}).values()})
+        self.calendar_windows = calendar_windows(tasks)
         self._root_parent = root if root is not None else default_root_parent()
         self._root: Path | None = None
         self._base: _Base | None = None
@@ -204,6 +269,7 @@ class Worlds:
         self._markets: dict[tuple[WorldKind, int], list[tuple[str, str, _Base]]] = {}
         self._written: dict[str, World] = {}
         self._per_task: dict[str, list[World]] = {}
+        self._leap: dict[str, tuple[str, str, _Base] | None] = {}
         #: Seconds spent on worlds (reported by the benchmark scripts): in all, and generating (markets
         #: in memory), writing (snapshot files) and choosing (each task's variants).
         self.build_s = 0.0
@@ -258,7 +324,11 @@ class Worlds:
         It falls in the first week after a quarter's statement was reported, the lag drawn from
         ``REPORTING_LAGS``: the newest quarter is then only weeks old, so a tool that finds "the
         latest quarter" from the clock and an assumed lag, instead of from the statement, reads
-        the quarter before."""
+        the quarter before. Of those days (and lags) it keeps the ones on which the most calendar
+        windows of the run's tasks (:func:`calendar_windows`) counted back from the last session hold
+        a session the same window counted back from the as-of day does not (:func:`_anchor_moves`: a
+        Sunday rather than the Saturday before it), so a window anchored at the last bar instead of at
+        today moves in every run, not only when the draw happens to fall on a Sunday."""
         sessions = self._base_market().market.sessions()
         low, high = AS_OF_BACK_SESSIONS
         high = max(1, min(high, len(sessions) - 1 - MIN_SESSIONS_KEPT))
@@ -271,15 +341,22 @@ class Worlds:
         # quarters before the snapshot's newest reported one: "the latest quarter" must differ from the run's
         market = self._base_market().market
         newest = max((q for q in (_newest_quarter(market, s) for s in market.symbols()) if q), default=last)
-        ends = [d.date() for d in pd.date_range(first - timedelta(days=lag), last, freq="QE")
+        lags = range(REPORTING_LAGS[0], REPORTING_LAGS[1] + 1)
+        ends = [d.date() for d in pd.date_range(first - timedelta(days=max(lags)), last, freq="QE")
                 if d.date() < newest - timedelta(days=20)]
-        closed = {end: [end + timedelta(days=lag + k) for k in range(8)] for end in ends}
-        closed = {end: [d for d in days if first < d <= last and d not in open_days and not _on_an_edge(d, events)]
-                  for end, days in closed.items()}
-        choices = [end for end, days in closed.items() if days]
-        if choices:
-            end = choices[int(rng.integers(len(choices)))]
-            return closed[end][int(rng.integers(len(closed[end])))], lag
+        # (day, lag): a closed day in the first week after a quarter's statement was reported
+        candidates = sorted({(end + timedelta(days=n + k), n) for end in ends for n in lags for k in range(8)})
+        candidates = [(d, n) for d, n in candidates
+                      if first < d <= last and d not in open_days and not _on_an_edge(d, events)]
+        if candidates:
+            # the days on which a window counted from the last bar parts from one counted from today for
+            # the most calendar windows (a Sunday reaches further than a Saturday, a holiday further still)
+            marks = np.array(sessions, dtype="datetime64[D]")
+            scores = {d: _anchor_moves(d, marks, self.calendar_windows) for d, _ in candidates}
+            days = sorted(d for d, score in scores.items() if score == max(scores.values()))
+            day = days[int(rng.integers(len(days)))]
+            fits = [n for d, n in candidates if d == day]
+            return day, fits[int(rng.integers(len(fits)))]
         day = sessions[-1]
         for _ in range(_AS_OF_DRAWS):
             index = len(sessions) - 1 - int(rng.integers(low, high + 1))
@@ -291,12 +368,116 @@ class Worlds:
                 break
         return day, lag
 
+    def _leap_range(self) -> tuple[date, date]:
+        """The days a ``leap`` world's as-of may fall on: the ``as_of`` range of the snapshot."""
+        sessions = self._base_market().market.sessions()
+        reach = min(AS_OF_BACK_SESSIONS[1], len(sessions) - 1)
+        return sessions[len(sessions) - 1 - reach], sessions[-1]
+
+    def _longer_market(self) -> Market:
+        """The run's snapshot lengthened back :data:`LEAP_YEARS` + 1 years before the ``leap`` range."""
+        if "longer" not in self._leap:
+            first, _ = self._leap_range()
+            start = (pd.Timestamp(first) - pd.DateOffset(years=LEAP_YEARS + 1)).date()
+            rng = np.random.default_rng([self.seed, len(KIND_ORDER), 1])
+            longer = lengthen(self._base_market().market, start, rng)
+            self._leap["longer"] = ("", f"history from {start}", _Base(longer))
+        built = self._leap["longer"]
+        assert built is not None
+        return built[2].market
+
+    def leap_plan(self) -> tuple[date, int] | None:
+        """The ``leap`` world's as-of day and reporting lag, drawn from the seed: a day within the
+        ``as_of`` range of the snapshot on which a window of :data:`LEAP_YEARS` whole years spans two
+        Feb 29ths and the day after its first day is a session (a window of 365 days a year starts
+        after it, the calendar's before it) and no ex-date lies on a whole-year edge, preferring days
+        on which a window of 1 to :data:`LEAP_YEARS` years at 52 weeks (364 days a year) parts from the
+        calendar's too. None when no such day exists (a snapshot whose last months follow no leap day)."""
+        first, last = self._leap_range()
+        longer = self._longer_market()
+        events = {d for s in longer.symbols() for d in pd.DatetimeIndex(longer.dividends(s).index).date}
+        scored: list[tuple[int, date]] = []
+        day = first
+        while day <= last:
+            score = _fixed_count_gaps(day)
+            if score is not None and not any(_years_before(day, n) in events for n in _LEAP_EDGES):
+                scored.append((score, day))
+            day += timedelta(days=1)
+        if not scored:
+            return None
+        rng = np.random.default_rng([self.seed, len(KIND_ORDER), 0])
+        best = [d for score, d in scored if score == max(s for s, _ in scored)]
+        return best[int(rng.integers(len(best)))], int(rng.integers(REPORTING_LAGS[0], REPORTING_LAGS[1] + 1))
+
+    def leap_market(self) -> tuple[str, str, Market] | None:
+        """``(name, perturbation in words, market)`` of the ``leap`` world (built once; None when
+        :meth:`leap_plan` finds no day): the run's snapshot lengthened back before an as-of day of
+        :meth:`leap_plan` (:func:`lengthen`), with ex-dates beside every whole-year edge of 1 to
+        :data:`LEAP_YEARS` + 1 years and none on one: a window of 365 days a year (or 52 weeks)
+        drops a dividend the calendar's window holds on either accepted reading of its first day."""
+        if "leap" not in self._leap:
+            started = time.perf_counter()
+            plan = self.leap_plan()
+            found: tuple[str, str, _Base] | None = None
+            if plan is not None:
+                day, lag = plan
+                longer = self._longer_market()
+                past, moved = edge_dividends(truncate(longer, day, lag), _LEAP_EDGES)
+                words = "; ".join(w for w in (f"history from {longer.sessions()[0]}", moved) if w)
+                found = (f"{WorldKind.LEAP.value}-{day.isoformat()}", words, _Base(past))
+            self._leap["leap"] = found
+            self.timings["generate"] += time.perf_counter() - started
+        built = self._leap["leap"]
+        return None if built is None else (built[0], built[1], built[2].market)
+
+    def _leap_world(self, task: Task) -> World | None:
+        """For a task with a lookback in years, the ``leap`` world (:meth:`leap_market`)."""
+        if "years" not in task.intent.args or self.leap_market() is None:
+            return None
+        built = self._leap["leap"]
+        assert built is not None
+        name, words, base = built
+        return self._write(name, WorldKind.LEAP, 0, base, words)
+
+    def edge_day(self, round_: int) -> date | None:
+        """The ``edge`` world's as-of day: an exchange holiday on a weekday, or a weekend day after a
+        Friday holiday, within ``AS_OF_BACK_SESSIONS`` of the snapshot's as-of date and with no
+        ex-date on a whole-year edge (None when the snapshot holds no such day: the world keeps the
+        snapshot's date). "Latest" is then the session before the holiday: a tool that takes today's
+        bar, or rolls weekends back to Friday only, finds none."""
+        sessions = self._base_market().market.sessions()
+        first = sessions[len(sessions) - 1 - min(AS_OF_BACK_SESSIONS[1], len(sessions) - 1)]
+        open_days, events = set(sessions), self._event_days()
+        days = []
+        day = first + timedelta(days=1)
+        while day < sessions[-1]:
+            friday = day - timedelta(days=(day.weekday() - 4) % 7)  # the Friday on or before a weekend day
+            closed_weekday = day.weekday() < 5 and day not in open_days
+            after_friday_holiday = day.weekday() >= 5 and friday not in open_days and friday > first
+            if (closed_weekday or after_friday_holiday) and not _on_an_edge(day, events):
+                days.append(day)
+            day += timedelta(days=1)
+        if not days:
+            return None
+        rng = np.random.default_rng([self._sub_seed(WorldKind.EDGE, round_), 2])
+        return days[int(rng.integers(len(days)))]
+
     def _event_days(self) -> set[date]:
         """Every ex-dividend date of the run's snapshot."""
         days: set[date] = set()
         for symbol in self._base_market().market.symbols():
             days.update(pd.DatetimeIndex(self._base_market().market.dividends(symbol).index).date)
         return days
+
+    def as_of_market(self, round_: int) -> tuple[Market, str]:
+        """The ``as_of`` world's market before its spikes, and its changes in words: the snapshot cut
+        at :meth:`as_of_plan`'s day, ex-dates beside its whole-year edges, one extra dividend."""
+        day, lag = self.as_of_plan(round_)
+        past, moved = edge_dividends(truncate(self._base_market().market, day, lag))
+        edges = {(pd.Timestamp(day) - pd.DateOffset(years=n)).date() for n in _EDGE_YEARS}
+        rng = np.random.default_rng([self._sub_seed(WorldKind.AS_OF, round_), 1])
+        past, extra = extra_dividend(past, rng, edges)
+        return past, "; ".join(w for w in (moved, extra) if w)
 
     def variants(self, kind: WorldKind, round_: int) -> list[tuple[str, str, _Base]]:
         """``(name, perturbation in words, market)`` of each variant of a world, built once."""
@@ -305,19 +486,21 @@ class Worlds:
             started = time.perf_counter()
             if kind is WorldKind.SEED:
                 seed = self._sub_seed(kind, round_)
-                market, unfiled = unfiled_quarter(Market(synthetic.generate(seed, cents=False), synthetic.AS_OF))
+                market, weekly = weekly_fiscal_calendar(Market(synthetic.generate(seed, cents=False), synthetic.AS_OF))
+                market, unfiled = unfiled_quarter(market)
                 market, moved = edge_dividends(market)
                 market, shapes = self._recorded(market, kind, round_)
-                words = "; ".join(w for w in (unfiled, moved, shapes) if w)
+                words = "; ".join(w for w in (weekly, unfiled, moved, shapes) if w)
                 self._markets[key] = [(f"seed-{seed}", words, _Base(market))]
             else:
                 base = self._base_market()
                 extra = ""
+                if kind is WorldKind.EDGE:
+                    holiday = self.edge_day(round_)
+                    if holiday is not None:
+                        base = _Base(truncate(base.market, holiday))
                 if kind is WorldKind.AS_OF:
-                    day, lag = self.as_of_plan(round_)
-                    past, moved = edge_dividends(truncate(base.market, day, lag))
-                    past, extra = extra_dividend(past, np.random.default_rng([self._sub_seed(kind, round_), 1]))
-                    extra = "; ".join(w for w in (moved, extra) if w)
+                    past, extra = self.as_of_market(round_)
                     base = _Base(past)
                 shaped, shapes = self._recorded(base.market, kind, round_)
                 base = _Base(shaped)
@@ -361,29 +544,29 @@ class Worlds:
         answers = _answers(task, worlds)
         if len(answers) != 1:
             return None
-        started = time.perf_counter()
         base = self._shaped_base()
-        found = flip_market(task, base, [s for s in symbols if s in base.data], next(iter(answers)))
-        self.timings["generate"] += time.perf_counter() - started
-        if found is None:
-            return None
-        market, shape = found
-        name = f"{WorldKind.FLIP.value}-{market.as_of.isoformat()}-{task.id}"
-        return self._write(name, WorldKind.FLIP, 0, _Base(market), shape.label())
+        return self._shaped_world(task, lambda: flip_market(task, base, [s for s in symbols if s in base.data],
+                                                            next(iter(answers))), "")
 
     def _round_trip_world(self, task: Task, symbols: Sequence[str]) -> World | None:
         """For a yes/no task, a world of the run's snapshot whose last bars make a round trip over the
         task's longest window (:func:`round_trip_market`): the last close just past the first, the path
         and the first open on the other side, volume falling. There an answer read from the window's
         endpoints parts from one read from its mean or its first open."""
-        started = time.perf_counter()
         base = self._shaped_base()
-        found = round_trip_market(task, base, [s for s in symbols if s in base.data])
+        return self._shaped_world(task, lambda: round_trip_market(task, base, [s for s in symbols if s in base.data]),
+                                  "-round-trip")
+
+    def _shaped_world(self, task: Task, make: Callable[[], tuple[Market, Any] | None], suffix: str) -> World | None:
+        """A ``flip`` world of ``task``: ``make()`` reshapes the run's snapshot (None: no shape does what
+        is asked), timed as generating; the world is written under the task's name and ``suffix``."""
+        started = time.perf_counter()
+        found = make()
         self.timings["generate"] += time.perf_counter() - started
         if found is None:
             return None
         market, shape = found
-        name = f"{WorldKind.FLIP.value}-{market.as_of.isoformat()}-{task.id}-round-trip"
+        name = f"{WorldKind.FLIP.value}-{market.as_of.isoformat()}-{task.id}{suffix}"
         return self._write(name, WorldKind.FLIP, 0, _Base(market), shape.label())
 
     # -- building ----------------------------------------------------------------------------
@@ -430,6 +613,10 @@ class Worlds:
             trip = self._round_trip_world(task, symbols)
             if trip is not None:
                 worlds.append(trip)
+        if worlds:
+            leap = self._leap_world(task)
+            if leap is not None:
+                worlds.append(leap)
         self._per_task[task.id] = worlds
         self.build_s += time.perf_counter() - started
         return worlds

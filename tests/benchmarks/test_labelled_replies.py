@@ -1,12 +1,13 @@
 """Labelled replies through the judge: wrong-but-plausible tools must fail, right variants must pass.
 
-``labelled_replies.jsonl`` holds 83 final tools for the 20 tasks, written without reading the judge's
-tests (69 ``wrong``: each gives the right number on the task's own arguments but is wrong in general
+``labelled_replies.jsonl`` holds 120 final tools for the 20 tasks, written without reading the judge's
+tests (96 ``wrong``: each gives the right number on the task's own arguments but is wrong in general
 -- a hard-coded argument, a clamp, an off-by-one window, answering from fewer data than asked, part
 of a list, a reporting lag or a year length assumed, a window anchored at the last bar instead of
-today...; 14 ``correct``: other accepted conventions or equivalent implementations). Lines 71-83
-were added later, of classes the first 70 do not cover. They are judged as the gate judges a final
-tool (``scripts/judge_replies.py``), in five seeds' probes and hidden worlds.
+today...; 24 ``correct``: other accepted conventions or equivalent implementations). Lines 71-83
+were added later, of classes the first 70 do not cover; lines 84-120 are a third batch written blind
+(from the documented readings only), each label checked again when it was added. They are judged as
+the gate judges a final tool (``scripts/judge_replies.py``), in five seeds' probes and hidden worlds.
 """
 
 from __future__ import annotations
@@ -25,14 +26,7 @@ LINE = re.compile(r"^seed (\d+) #(\d+) (\S+) \[.*\]: (FALSE PASS|FALSE FAIL): ")
 #: Wrong replies the judge does not catch yet, by line, with the reason: each needs data the
 #: bundled snapshot and its hidden worlds never hold. A reply missing from this table that passes
 #: is a regression of the judge; one in it that fails is progress (remove it from the table).
-KNOWN_FALSE_PASSES = {
-    16: "fetch_007 counts 365 days a year: wherever a window spans one leap day it is exactly the accepted "
-        "'strictly after' reading, elsewhere 'on or after'; telling it apart needs ex-dates on a whole-years "
-        "edge in two worlds, one whose window spans a leap day and one whose window does not",
-    64: "calc_007 anchors its calendar window at the last bar, not at today: it differs only on a closed "
-        "as-of day, where the as_of world spikes the session it adds; the spike holds the peak of some "
-        "windows only (caught in seeds 1-4 of 5)",
-}
+KNOWN_FALSE_PASSES: dict[int, str] = {}
 
 
 @pytest.mark.slow
@@ -48,4 +42,4 @@ def test_wrong_replies_fail_and_right_ones_pass() -> None:
     unexpected = [f for f in found if f[3] == "FALSE PASS" and int(f[1]) not in KNOWN_FALSE_PASSES]
     assert not unexpected, unexpected
     summary = done.stdout.splitlines()[-1]
-    assert summary.startswith("83 replies x 5 seed(s)"), summary
+    assert summary.startswith("120 replies x 5 seed(s)"), summary

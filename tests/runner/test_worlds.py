@@ -249,9 +249,11 @@ def test_right_tool_in_another_convention_passes_in_every_world(env: Env, label:
     verdict, _ = env.judge(task_id, code)
     assert verdict.state == "pass", (label, verdict.reason)
     assert [w.state for w in verdict.worlds] == ["pass"] * len(verdict.worlds)
-    # A yes/no task may get a world that flips its own answer, and gets a round-trip world.
+    # A yes/no task may get a world that flips its own answer, and gets a round-trip world; a task with
+    # a lookback in years gets a leap world.
     assert {w.kind for w in verdict.worlds[:3]} == {"seed", "as_of", "edge"}
-    assert len(verdict.worlds) == 3 or ({w.kind for w in verdict.worlds[3:]} == {"flip"} and len(verdict.worlds) <= 5)
+    assert len(verdict.worlds) == 3 or ({w.kind for w in verdict.worlds[3:]} <= {"flip", "leap"}
+                                        and len(verdict.worlds) <= 5)
     assert all(p.state == "pass" for p in verdict.probes) and len(verdict.probes) >= 2
 
 
@@ -830,3 +832,153 @@ def test_the_as_of_world_spikes_the_session_before_each_calendar_window(env: Env
     backs = _calendar_backs(past, [30, 250])
     assert [sessions[len(sessions) - b] for b in backs] == [date(2024, 4, 10), date(2023, 9, 1)]
     assert set(backs) <= {s.back for _, spikes in first_spikes([5], backs) for s in spikes}
+
+
+def test_the_as_of_day_parts_a_window_counted_from_the_last_bar_from_one_counted_from_today(env: Env) -> None:
+    """On the as-of day of every seed, each calendar window of the benchmark (30 and 250 days) counted
+    back from the last session holds a session that the same window counted back from the as-of date
+    does not hold on either accepted reading of its first day: a tool that anchors at the last bar
+    answers wrong in every run, not only when the drawn day happens to be a Sunday."""
+    sessions = read_market(env.snapshot).sessions()
+    for seed in range(1, 21):
+        worlds = Worlds(env.snapshot, 3, seed, list(env.tasks.values()))
+        assert worlds.calendar_windows == [30, 250]
+        as_of = worlds.as_of_date(0)
+        last = max(s for s in sessions if s <= as_of)
+        assert last < as_of, (seed, as_of)
+        for n in worlds.calendar_windows:
+            from_today = {s for s in sessions if as_of - timedelta(days=n) <= s <= as_of}
+            from_last_bar = {s for s in sessions if last - timedelta(days=n) < s <= last}
+            assert from_last_bar - from_today, (seed, as_of, n)
+
+
+def test_a_task_with_years_is_judged_in_a_leap_world_where_365_days_a_year_parts_from_the_calendar(env: Env) -> None:
+    """Below five years a window of 365 days a year starts at most one day after the calendar's first
+    day, which the accepted readings of the edge (on or after, strictly after) already span. The
+    ``leap`` world reaches back far enough for a window of five years over two Feb 29ths, with an
+    ex-date on the session between the two starts, and never one on a whole-year edge: the years=5
+    probe tells 365 days a year (and 52 weeks) from the calendar's years."""
+    from finevo.market.calendar import is_trading_day
+
+    task = env.tasks["fetch_007"].model_copy(update={"probes": probes_for(env.tasks["fetch_007"], env.snapshot, SEED)})
+    assert {"years": 5} in [dict(p.args) for p in task.probes]  # drawn with the run's seed
+    leap = [w for w in env.worlds.for_task(task, [dict(p.oracle_params) for p in task.probes])
+            if w.kind is WorldKind.LEAP]
+    assert len(leap) == 1
+    world = leap[0].provider
+    as_of = world.as_of
+    history = world.history("AAPL")
+    assert history.index[0].date() < (pd.Timestamp(as_of) - pd.DateOffset(years=6)).date() + timedelta(days=10)
+    bars = world.history_unadjusted("AAPL")
+    assert (bars["High"] >= bars[["Open", "Close"]].max(axis=1)).all()
+    assert (bars["Low"] <= bars[["Open", "Close"]].min(axis=1)).all()
+    assert all(is_trading_day(d) for d in pd.DatetimeIndex(bars.index).date)
+    paid = set(pd.DatetimeIndex(world.dividends("AAPL").index).date)
+    edges = {(pd.Timestamp(as_of) - pd.DateOffset(years=n)).date() for n in range(1, 7)}
+    assert not paid & edges
+    edge = (pd.Timestamp(as_of) - pd.DateOffset(years=5)).date()
+    fixed = as_of - timedelta(days=365 * 5)
+    assert fixed - edge == timedelta(days=2) and (edge + timedelta(days=1)) in paid
+    expected = expected_values(env.tasks["fetch_007"], world, {"years": 5})
+    everything = [d.isoformat() for d in sorted(paid) if d >= edge]
+    assert [item["date"] for item in expected["ex_date_within_3_years"]] == everything
+    fixed_count = ("import datetime\nimport pandas as pd\nimport yfinance as yf\n\n\n"
+                   "def dividend_history(symbol: str, years: int = 3) -> list:\n"
+                   "    d = yf.Ticker(symbol).dividends\n"
+                   "    today = pd.Timestamp(datetime.date.today()).tz_localize(d.index.tz)\n"
+                   "    d = d[d.index >= today - pd.Timedelta(days=365 * years)]\n"
+                   "    return [{'date': t.strftime('%Y-%m-%d'), 'amount': float(a)} for t, a in d.items()]\n")
+    got = env.run(fixed_count, "dividend_history", {"symbol": "AAPL", "years": 5}, str(leap[0].path))
+    assert got.ok and got.value not in expected.values()
+    right = env.run(reference("fetch_007"), "dividend_history", {"symbol": "AAPL", "years": 5}, str(leap[0].path))
+    assert right.ok and right.value in expected.values()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)  # about 40 s of CPU, far longer on a loaded machine
+def test_every_world_of_300_seeds_is_well_posed_for_the_edges_it_is_built_to_test(env: Env) -> None:
+    """The cheap half of the many-seed self-check (the whole of it, every reference tool judged in
+    every world, is ``python scripts/bench_worlds.py --seeds 1-300 --in-process``): in the worlds of
+    300 seeds, built in memory, no ex-date lies exactly on a whole-year edge of the world's as-of
+    day (there the accepted readings of "the last N years" disagree), the ``as_of`` day is one the
+    market was closed, and on it every calendar window counted from the last bar parts from the
+    same window counted from today; the ``leap`` world's five-year window spans two Feb 29ths with
+    a session between its two starts."""
+    import time
+
+    tasks = list(env.tasks.values())
+    started = time.process_time()
+    base = Worlds(env.snapshot, 3, 1, tasks)
+    sessions = read_market(env.snapshot).sessions()
+
+    def on_edges(market: Any, years: range) -> list[tuple[str, date]]:
+        edges = {(pd.Timestamp(market.as_of) - pd.DateOffset(years=n)).date() for n in years}
+        return [(s, d) for s in market.symbols() for d in pd.DatetimeIndex(market.dividends(s).index).date
+                if d in edges]
+
+    assert not on_edges(base.variants(WorldKind.SEED, 0)[0][2].market, range(1, 7))
+    for seed in range(1, 301):
+        worlds = Worlds(env.snapshot, 3, seed, tasks)
+        worlds._base = base._base_market()  # one read of the snapshot for every seed
+        as_of = worlds.as_of_market(0)[0]  # spikes move closes, never dividends
+        assert not on_edges(as_of, range(1, 6)), (seed, as_of.as_of)
+        last = max(s for s in sessions if s <= as_of.as_of)
+        assert last < as_of.as_of, seed
+        for n in worlds.calendar_windows:
+            assert {s for s in sessions if last - timedelta(days=n) < s <= last} - \
+                {s for s in sessions if as_of.as_of - timedelta(days=n) <= s}, (seed, n)
+        leap = worlds.leap_market()
+        assert leap is not None, seed
+        market = leap[2]
+        assert not on_edges(market, range(1, 7)), (seed, market.as_of)
+        edge = (pd.Timestamp(market.as_of) - pd.DateOffset(years=5)).date()
+        assert market.as_of - timedelta(days=365 * 5) - edge == timedelta(days=2), seed
+    assert time.process_time() - started < 90  # about 0.15 s of CPU a seed
+
+
+def test_the_edge_world_falls_on_an_exchange_holiday(env: Env) -> None:
+    """Users ask on holidays too: the ``edge`` world's as-of day is a weekday the exchange was closed
+    (or a weekend after a Friday holiday), its latest session the one before; a tool that rolls
+    weekends back to Friday, or takes a bar dated today, finds none there."""
+    from finevo.market.calendar import is_trading_day
+
+    for seed in range(1, 9):
+        day = Worlds(env.snapshot, 3, seed).edge_day(0)
+        assert day is not None and not is_trading_day(day), (seed, day)
+        friday = day - timedelta(days=(day.weekday() - 4) % 7)
+        assert day.weekday() < 5 or not is_trading_day(friday), (seed, day)
+    world = next(w for w in env.worlds.for_task(env.judged["fetch_005"], []) if w.kind is WorldKind.EDGE)
+    assert world.as_of == env.worlds.edge_day(0) and world.provider.history("SPY").index[-1].date() < world.as_of
+    rolls_weekends = ("import datetime as dt\nimport yfinance as yf\n\n\ndef latest_close(symbol: str) -> float:\n"
+                      "    day = dt.date.today()\n"
+                      "    day -= dt.timedelta(days=max(0, day.weekday() - 4))\n"
+                      "    h = yf.Ticker(symbol).history(start=day, end=day + dt.timedelta(days=1))\n"
+                      "    return float(h['Close'].iloc[-1])\n")
+    assert not env.run(rolls_weekends, "latest_close", {"symbol": "SPY"}, str(world.path)).ok
+    result = env.run(reference("fetch_005"), "latest_close", {"symbol": "SPY"}, str(world.path))
+    assert result.ok and result.value in expected_values(env.tasks["fetch_005"], world.provider).values()
+
+
+def test_the_seed_world_dates_statements_as_a_52_53_week_fiscal_calendar_does(env: Env) -> None:
+    """Apple's statements are dated on Saturdays (2023-04-01 ends its quarter of January-March): the
+    ``seed`` world dates every non-December fiscal year's columns so, the oracle still finds the
+    quarter (within 15 days of its nominal end) and the reference tool too, a tool that maps a
+    column to its quarter by the column's month does not."""
+    world = next(w for w in env.worlds.for_task(env.judged["fetch_001"], []) if w.kind is WorldKind.SEED)
+    columns = [pd.Timestamp(c).date() for c in world.provider.income_stmt("AAPL", "quarterly").columns]
+    assert date(2023, 4, 1) in columns and all(d.weekday() == 5 for d in columns if d != world.as_of)
+    yearly = [pd.Timestamp(c).date() for c in world.provider.income_stmt("AAPL", "yearly").columns]
+    assert date(2022, 10, 1) in yearly  # fiscal 2022, ending with September
+    expected = expected_values(env.tasks["fetch_001"], world.provider)
+    by_month = ("import pandas as pd\nimport yfinance as yf\n\n\n"
+                "def net_income(symbol: str, year: int | None = None, quarter: int | None = None) -> float:\n"
+                "    row = yf.Ticker(symbol).quarterly_income_stmt.loc['Net Income']\n"
+                "    for c in row.index:\n"
+                "        if pd.Timestamp(c).year == year and (pd.Timestamp(c).month - 1) // 3 + 1 == quarter:\n"
+                "            return float(row[c])\n"
+                "    raise ValueError('no such quarter')\n")
+    args = {"symbol": "AAPL", "year": 2023, "quarter": 1}
+    wrong = env.run(by_month, "net_income", args, str(world.path))
+    assert not (wrong.ok and wrong.value in expected.values())
+    right = env.run(reference("fetch_001"), "net_income", args, str(world.path))
+    assert right.ok and right.value in expected.values()
