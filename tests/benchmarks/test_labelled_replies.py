@@ -26,7 +26,12 @@ LINE = re.compile(r"^seed (\d+) #(\d+) (\S+) \[.*\]: (FALSE PASS|FALSE FAIL): ")
 #: Wrong replies the judge does not catch yet, by line, with the reason: each needs data the
 #: bundled snapshot and its hidden worlds never hold. A reply missing from this table that passes
 #: is a regression of the judge; one in it that fails is progress (remove it from the table).
-KNOWN_FALSE_PASSES: dict[int, str] = {}
+KNOWN_FALSE_PASSES: dict[int, str] = {
+    72: "calc_004 MACD from one year of closes: its EMAs differ from full-history ones beyond the tolerance only at "
+        "spans near the data's warm-up limit; caught in seeds 1, 2 and 4, not in 3 and 5, where the derived probe's "
+        "longer span moves the value by less than the tolerance at that world's price level",
+    95: "calc_004 MACD fetching one year of closes (the same class as line 72, another writer)",
+}
 
 
 @pytest.mark.slow
