@@ -1,5 +1,5 @@
 """NYSE trading days for the span the bundled snapshot covers (2022-2024) and the years before it
-that the gate's lengthened hidden worlds reach back to (2018-2021).
+that the gate's lengthened hidden worlds reach back to (2015-2021).
 
 Full-day closures only; early closes (half days) are still trading days. The list is written
 out by hand rather than derived from rules, because NYSE observance has exceptions (New Year's
@@ -10,8 +10,17 @@ from __future__ import annotations
 
 from datetime import date, timedelta
 
-#: NYSE full-day holidays, 2018-2024.
+#: NYSE full-day holidays, 2015-2024.
 NYSE_HOLIDAYS: frozenset[date] = frozenset({
+    # 2015 (Independence Day observed on Friday 3 July)
+    date(2015, 1, 1), date(2015, 1, 19), date(2015, 2, 16), date(2015, 4, 3), date(2015, 5, 25),
+    date(2015, 7, 3), date(2015, 9, 7), date(2015, 11, 26), date(2015, 12, 25),
+    # 2016 (Christmas observed on Monday 26 December)
+    date(2016, 1, 1), date(2016, 1, 18), date(2016, 2, 15), date(2016, 3, 25), date(2016, 5, 30),
+    date(2016, 7, 4), date(2016, 9, 5), date(2016, 11, 24), date(2016, 12, 26),
+    # 2017 (New Year's Day observed on Monday 2 January)
+    date(2017, 1, 2), date(2017, 1, 16), date(2017, 2, 20), date(2017, 4, 14), date(2017, 5, 29),
+    date(2017, 7, 4), date(2017, 9, 4), date(2017, 11, 23), date(2017, 12, 25),
     # 2018
     date(2018, 1, 1), date(2018, 1, 15), date(2018, 2, 19), date(2018, 3, 30), date(2018, 5, 28),
     date(2018, 7, 4), date(2018, 9, 3), date(2018, 11, 22),
@@ -60,11 +69,11 @@ NYSE_HOLIDAYS: frozenset[date] = frozenset({
     date(2024, 12, 25),  # Christmas Day
 })
 
-COVERED_YEARS: tuple[int, int] = (2018, 2024)
+COVERED_YEARS: tuple[int, int] = (2015, 2024)
 
 
 def is_trading_day(day: date) -> bool:
-    """True for a weekday that is not an NYSE holiday (only 2018-2024 are known)."""
+    """True for a weekday that is not an NYSE holiday (only 2015-2024 are known)."""
     if not COVERED_YEARS[0] <= day.year <= COVERED_YEARS[1]:
         raise ValueError(f"NYSE calendar only covers {COVERED_YEARS[0]}-{COVERED_YEARS[1]}, not {day}")
     return day.weekday() < 5 and day not in NYSE_HOLIDAYS

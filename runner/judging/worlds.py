@@ -47,6 +47,7 @@ import numpy as np
 import pandas as pd
 
 from finevo.market import synthetic
+from finevo.market.calendar import COVERED_YEARS
 from finevo.market.snapshot import Snapshot, SnapshotOrigin, load_snapshot, symbol_files, write_snapshot_files
 from runner.inputs.oracle_params import SHARED_READINGS
 from runner.inputs.tasks import Task
@@ -377,14 +378,19 @@ class Worlds:
     def _longer_market(self) -> Market:
         """The run's snapshot lengthened back :data:`LEAP_YEARS` + 1 years before the ``leap`` range."""
         if "longer" not in self._leap:
-            first, _ = self._leap_range()
-            start = (pd.Timestamp(first) - pd.DateOffset(years=LEAP_YEARS + 1)).date()
+            start = self._longer_start()
             rng = np.random.default_rng([self.seed, len(KIND_ORDER), 1])
             longer = lengthen(self._base_market().market, start, rng)
             self._leap["longer"] = ("", f"history from {start}", _Base(longer))
         built = self._leap["longer"]
         assert built is not None
         return built[2].market
+
+    def _longer_start(self) -> date:
+        """The first day of the lengthened history: :data:`LEAP_YEARS` + 1 years before the ``leap`` range."""
+        first, _ = self._leap_range()
+        start = pd.Timestamp(first) - pd.DateOffset(years=LEAP_YEARS + 1)
+        return date(start.year, start.month, start.day)
 
     def leap_plan(self) -> tuple[date, int] | None:
         """The ``leap`` world's as-of day and reporting lag, drawn from the seed: a day within the
@@ -394,6 +400,8 @@ class Worlds:
         on which a window of 1 to :data:`LEAP_YEARS` years at 52 weeks (364 days a year) parts from the
         calendar's too. None when no such day exists (a snapshot whose last months follow no leap day)."""
         first, last = self._leap_range()
+        if self._longer_start().year < COVERED_YEARS[0]:
+            return None  # a snapshot recorded from further back: the calendar cannot place the sessions before it
         longer = self._longer_market()
         events = {d for s in longer.symbols() for d in pd.DatetimeIndex(longer.dividends(s).index).date}
         scored: list[tuple[int, date]] = []

@@ -982,3 +982,15 @@ def test_the_seed_world_dates_statements_as_a_52_53_week_fiscal_calendar_does(en
     assert not (wrong.ok and wrong.value in expected.values())
     right = env.run(reference("fetch_001"), "net_income", args, str(world.path))
     assert right.ok and right.value in expected.values()
+
+
+def test_no_leap_world_when_the_calendar_cannot_place_the_lengthened_history(env: Env, monkeypatch) -> None:
+    """A snapshot recorded from further back than the NYSE calendar the gate knows: the ``leap``
+    world is left out (no judge crash, exit 3), the other worlds stand."""
+    import runner.judging.worlds as worlds_module
+
+    with Worlds(env.snapshot, 3, 7, list(env.judged.values())) as worlds:
+        assert worlds.leap_plan() is not None  # the bundled snapshot: a leap world exists
+    monkeypatch.setattr(worlds_module, "COVERED_YEARS", (2030, 2035))
+    with Worlds(env.snapshot, 3, 7, list(env.judged.values())) as worlds:
+        assert worlds.leap_plan() is None

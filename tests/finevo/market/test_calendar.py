@@ -10,8 +10,10 @@ def test_trading_day_counts_per_year_match_nyse() -> None:
     assert len(trading_days(date(2022, 1, 1), date(2022, 12, 31))) == 251
     assert len(trading_days(date(2023, 1, 1), date(2023, 12, 31))) == 250
     assert len(trading_days(date(2024, 1, 1), date(2024, 12, 31))) == 252
-    # and before (the gate's lengthened worlds): 251 in 2018, 252 in 2019, 253 in 2020, 252 in 2021
-    assert [len(trading_days(date(y, 1, 1), date(y, 12, 31))) for y in range(2018, 2022)] == [251, 252, 253, 252]
+    # and before (the gate's lengthened worlds): 252 in 2015, 252 in 2016, 251 in 2017, 251 in 2018,
+    # 252 in 2019, 253 in 2020, 252 in 2021 (the NYSE's published session counts)
+    assert [len(trading_days(date(y, 1, 1), date(y, 12, 31))) for y in range(2015, 2022)] == \
+        [252, 252, 251, 251, 252, 253, 252]
 
 
 def test_holidays_and_weekends_are_closed() -> None:
@@ -28,5 +30,5 @@ def test_next_trading_day_skips_closures() -> None:
 
 
 def test_outside_known_years_is_an_error() -> None:
-    with pytest.raises(ValueError, match="2018-2024"):
+    with pytest.raises(ValueError, match="2015-2024"):
         is_trading_day(date(2025, 1, 2))
