@@ -47,7 +47,7 @@ import numpy as np
 import pandas as pd
 
 from finevo.market import synthetic
-from finevo.market.calendar import COVERED_YEARS
+from finevo.market.calendar import COVERED_YEARS, is_trading_day
 from finevo.market.snapshot import Snapshot, SnapshotOrigin, load_snapshot, symbol_files, write_snapshot_files
 from runner.inputs.oracle_params import SHARED_READINGS
 from runner.inputs.tasks import Task
@@ -162,8 +162,6 @@ def _fixed_count_gaps(day: date) -> int | None:
     :data:`LEAP_YEARS` calendar years and that of :data:`LEAP_YEARS` * 365 days; else how many of
     the windows of 1 to :data:`LEAP_YEARS` years hold a session strictly between their calendar
     start and their start at 52 weeks a year (a fixed count of days that the ``leap`` world tells)."""
-    from finevo.market.calendar import is_trading_day
-
     def gap(years: int, per_year: int) -> bool:
         edge = _years_before(day, years)
         fixed = day - timedelta(days=per_year * years)
@@ -388,9 +386,7 @@ class Worlds:
 
     def _longer_start(self) -> date:
         """The first day of the lengthened history: :data:`LEAP_YEARS` + 1 years before the ``leap`` range."""
-        first, _ = self._leap_range()
-        start = pd.Timestamp(first) - pd.DateOffset(years=LEAP_YEARS + 1)
-        return date(start.year, start.month, start.day)
+        return _years_before(self._leap_range()[0], LEAP_YEARS + 1)
 
     def leap_plan(self) -> tuple[date, int] | None:
         """The ``leap`` world's as-of day and reporting lag, drawn from the seed: a day within the
