@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,7 +15,7 @@ import pytest
 from finevo.errors import InputError
 from finevo.sandbox import ExecutionResult, Limits, confine, create_sandbox
 from finevo.sandbox.backends import WarmSandbox
-from finevo.sandbox.selftest import PROBES, run_selftest
+from finevo.sandbox.selftest import PROBES, default_base_dir, run_selftest
 from runner.execution.containment import IsolationUnavailable, prove, require_isolation
 from runner.exitcodes import Exit
 from runner.gate import run_gate
@@ -50,8 +52,16 @@ def warm() -> Iterator[WarmSandbox]:
 
 
 @pytest.mark.skipif(not KERNEL, reason=f"this kernel lacks Landlock or seccomp: {SUPPORT}")
-def test_every_probe_is_refused_by_a_named_kernel_layer(warm: WarmSandbox, tmp_path: Path) -> None:
-    report = run_selftest(warm)
+def test_every_probe_is_refused_by_a_named_kernel_layer(warm: WarmSandbox) -> None:
+    # the canaries go into a directory of this test's own under /var/tmp (the default base, which the
+    # warm worker's private /tmp would hide): other self-tests running beside it on other workers
+    # plant theirs in /var/tmp at the same time, so only this directory can say what was left behind
+    base = Path(tempfile.mkdtemp(prefix="finevo-containment-", dir=default_base_dir()))
+    try:
+        report = run_selftest(warm, base_dir=base)
+        left = list(base.iterdir())
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
     assert report.ok is True, report
     assert [p.name for p in report.probes] == [p.name for p in PROBES]
     assert all(p.contained and p.layer in ("landlock", "seccomp", "supervisor", "zygote")
@@ -63,7 +73,7 @@ def test_every_probe_is_refused_by_a_named_kernel_layer(warm: WarmSandbox, tmp_p
     assert layers["claimed_refusal"] == layers["drain_clock"] == "supervisor"
     assert layers["read_outside"] == layers["write_outside"] == layers["persist_dev_shm"] == "landlock"
     assert report.duration_s < 30  # a figure, not a benchmark: scripts/bench_sandbox.py measures it
-    assert not list(Path("/var/tmp").glob("finevo-selftest-*")), "the canaries were left behind"
+    assert not left, "the canaries were left behind"
 
 
 @pytest.mark.skipif(not KERNEL, reason=f"this kernel lacks Landlock or seccomp: {SUPPORT}")

@@ -388,11 +388,17 @@ def test_a_world_is_a_valid_snapshot_the_sandbox_serves_with_its_own_clock(env: 
 def test_no_world_directory_outlives_the_gate_run(tmp_path: Path, make_config) -> None:
     from tests.runner.test_gate import _run
 
-    before = set(Path(os.environ.get("TMPDIR", "/tmp")).glob("finevo-worlds-*"))
+    from runner.judging.world_dirs import default_root_parent
+
+    # the run writes its worlds where every run does, named by this process's pid: other workers'
+    # runs come and go beside it in the same parent, so only this pid's directories are this run's
+    own = f"finevo-worlds-{os.getpid()}-*"
+    before = set(Path(default_root_parent()).glob(own))
     result, _ = _run(make_config(only=["fetch_002"], worlds=3, worlds_seed=5, baseline_path=None))
     assert result.doc["config"]["worlds"] == {"count": 3, "seed": 5}
     assert [w["kind"] for w in result.doc["tasks"][0]["worlds"]] == ["seed", "as_of", "edge"]
-    assert set(Path(os.environ.get("TMPDIR", "/tmp")).glob("finevo-worlds-*")) == before
+    assert [w["state"] for w in result.doc["tasks"][0]["worlds"]] == ["pass"] * 3  # written and judged
+    assert set(Path(default_root_parent()).glob(own)) == before
 
 
 def test_a_tool_right_only_on_the_snapshot_fails_in_a_world_and_the_reports_say_which(make_config) -> None:
