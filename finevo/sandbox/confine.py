@@ -18,6 +18,7 @@ sandbox can say which layers are active on this platform instead of failing.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import os
@@ -359,9 +360,10 @@ def drop_privileges(uid: int, *, workdir: str, keep_dac_read: bool, report: Conf
     report.caps_dropped = capabilities_empty()
 
 
-def set_limits(*, cpu_s: int, memory_mb: int, fsize_mb: int, nofile: int,
+def set_limits(*, cpu_s: int, memory_mb: int, fsize_mb: int, nofile: int | None,
                nproc: int | None) -> None:
-    """Resource limits; CPU counts from what this process has already used."""
+    """Resource limits; CPU counts from what this process has already used. ``nofile`` None leaves
+    the descriptor limit for :func:`limit_descriptors`, after the listener's hand-over."""
     used = resource.getrusage(resource.RUSAGE_SELF)
     cpu_used = int(used.ru_utime + used.ru_stime)
     cpu = cpu_used + max(1, int(cpu_s))
@@ -370,7 +372,8 @@ def set_limits(*, cpu_s: int, memory_mb: int, fsize_mb: int, nofile: int,
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     fsize = int(fsize_mb) * MB
     resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
-    resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+    if nofile is not None:
+        limit_descriptors(nofile)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     if nproc is not None:
         resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
@@ -385,6 +388,24 @@ def finish(report: Confinement, *, parent_pid: int | None) -> None:
         if os.getppid() != parent_pid:  # the parent died before the signal was armed
             os._exit(70)
     os.environ.clear()
+
+
+def limit_descriptors(nofile: int) -> None:
+    """The tool's descriptor limit, soft and hard."""
+    resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+
+
+def open_descriptor_budget() -> None:
+    """Raise the soft descriptor limit to the hard one for the listener's hand-over.
+
+    The kernel refuses to pass a descriptor (``ETOOMANYREFS``) while the sender's *user* has more
+    descriptors in flight than the sender's soft ``RLIMIT_NOFILE``; a child keeping uid 0, or
+    sharing a non-root gate's uid, shares that count with every process of the user on the
+    machine. So the tool's own, much lower limit (:func:`limit_descriptors`) is set only after
+    the hand-over, before any tool code runs."""
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    with contextlib.suppress(OSError, ValueError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
 def kernel_layers(report: Confinement, *, workdir: str, read_roots: list[str],
