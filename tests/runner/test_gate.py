@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from runner.inputs.prepare import prepare
 from runner.records import SelfCheck
 from runner.reports import document, github, markdown
 from runner.reports.console import Console
+from tests.runner.conftest import config_maker, write_baseline_file, write_security_file
 from tests.runner.fakes import make_factory
 
 
@@ -23,6 +25,20 @@ def _run(config, behaviours=None, default="pass", log=None):
     out = io.StringIO()
     result = run_gate(config, factory=make_factory(behaviours or {}, default, log), console=Console(out, colour=False))
     return result, out.getvalue()
+
+
+#: The tests that only read a passing run's records (or a copy of its directory) share one run on one worker.
+_PASSING_RUN = pytest.mark.xdist_group("gate-passing-run")
+
+
+@pytest.fixture(scope="module")
+def passing_run(tmp_path_factory: pytest.TempPathFactory):
+    """One whole fake run, every task passing, no self-check: the tests below read it (its records, its
+    events, a copy of its run directory) and leave it as it was; each used to make its own."""
+    root = tmp_path_factory.mktemp("passing-run")
+    result, _ = _run(config_maker(root, write_security_file(root), write_baseline_file(root))(self_check=False))
+    assert result.exit_code == Exit.PASSED
+    return result
 
 
 def _junit_counts(path: Path) -> dict[str, int]:
@@ -167,8 +183,9 @@ def test_two_runs_give_identical_results_apart_from_times(make_config) -> None:
     assert va == vb
 
 
-def test_non_empty_registry_is_refused_unless_reused(make_config) -> None:
-    _run(make_config(self_check=False))
+@_PASSING_RUN
+def test_non_empty_registry_is_refused_unless_reused(make_config, passing_run) -> None:
+    shutil.copytree(passing_run.run_dir, Path(make_config().out_dir) / "r1")  # a finished run's directory
     registry = Path(make_config().out_dir) / "r1" / "registry"
     registry.mkdir(parents=True, exist_ok=True)
     (registry / "registry.db").write_text("x")
@@ -207,13 +224,13 @@ def test_a_non_finite_tool_value_still_gives_strict_json(value, tmp_path) -> Non
     assert "Infinity" not in text and "NaN" not in text
 
 
-def test_rebuild_from_events_of_a_reused_run_dir_takes_only_the_last_run(make_config) -> None:
+@_PASSING_RUN
+def test_rebuild_from_events_of_a_reused_run_dir_takes_only_the_last_run(passing_run, tmp_path) -> None:
     from runner.reports.events import read_events
     from runner.reports.rebuild import rebuild_from_events
 
-    first, _ = _run(make_config(self_check=False))
-    assert first.exit_code == Exit.PASSED
-    log = first.run_dir / "events.jsonl"
+    log = tmp_path / "events.jsonl"
+    shutil.copyfile(passing_run.run_dir / "events.jsonl", log)  # a finished run's events
     start = json.loads(log.read_text().splitlines()[0])
     # A second run in the same directory (--reuse-registry) planning one task, killed before finishing it.
     start["planned"] = {"tasks": [["calc_004", "calculation", "q"]], "security": [], "payloads": []}
@@ -252,8 +269,9 @@ def test_security_task_in_error_fails_the_gate(make_config) -> None:
     assert "security task sec_001 could not be judged" in console
 
 
-def test_security_records_carry_their_llm_usage(make_config) -> None:
-    result, _ = _run(make_config(self_check=False))
+@_PASSING_RUN
+def test_security_records_carry_their_llm_usage(passing_run) -> None:
+    result = passing_run
     doc = document.load(result.run_dir / "results.json").to_json_dict()  # the schema admits the field
     for s in doc["security"]["tasks"]:
         assert s["llm"] == {"calls": 1, "prompt_tokens": 10, "completion_tokens": 20, "latency_s": 0.001}
@@ -261,8 +279,9 @@ def test_security_records_carry_their_llm_usage(make_config) -> None:
     assert all(e["result"]["llm"]["calls"] == 1 for e in events if e["event"] == "security")
 
 
-def test_judging_time_is_recorded_per_task(make_config) -> None:
-    result, _ = _run(make_config(self_check=False))
+@_PASSING_RUN
+def test_judging_time_is_recorded_per_task(passing_run) -> None:
+    result = passing_run
     for t in result.doc["tasks"]:
         assert t["timings"]["synthesis"] == 0.001  # the agent's own stages are kept
         assert 0 <= t["timings"]["judge"] < 5
