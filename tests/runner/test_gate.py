@@ -59,8 +59,12 @@ def _junit_counts(path: Path) -> dict[str, int]:
     return counts
 
 
-def test_all_passing_run_passes_and_writes_valid_reports(make_config) -> None:
-    result, console = _run(make_config(worlds=1))  # one whole fake run with a hidden world, reported
+# The inner loop reads a run without hidden worlds (a right tool passing in every world, and the reports
+# naming a world, are test_worlds.py's, in the inner loop too); the whole suite also reads one with a world.
+@pytest.mark.parametrize("worlds", [0, pytest.param(1, marks=pytest.mark.slow)], ids=["no-world", "one-world"])
+def test_all_passing_run_passes_and_writes_valid_reports(make_config, worlds: int) -> None:
+    result, console = _run(make_config(worlds=worlds))  # one whole fake run, reported
+    assert result.doc["config"]["worlds"]["count"] == worlds
     assert result.exit_code == Exit.PASSED
     run_dir = result.run_dir
     doc = document.load(run_dir / "results.json").to_json_dict()  # validates against the schema
