@@ -133,12 +133,15 @@ def test_ci_fails_on_a_failing_suite_an_empty_one_or_lint(tmp_path: Path, test_e
 
 
 @pytest.mark.parametrize("docs_exit, expected", [(0, 0), (1, 1)])
-def test_the_docs_site_is_built_strictly_before_the_suite_and_a_broken_build_fails_ci(
+def test_the_docs_site_is_built_strictly_beside_lint_before_the_suite_and_a_broken_build_fails_ci(
         tmp_path: Path, docs_exit: int, expected: int) -> None:
     run = _ci_run(tmp_path, docs=True, docs_exit=docs_exit)
     assert run.code == expected, run.stderr
     steps = [call.split(" [")[0].strip() for call in run.calls[1:]]
     build = next(step for step in steps if step.startswith("mkdocs"))
     assert build.startswith("mkdocs build --strict")
-    assert steps.index("lint.sh") < steps.index(build) < steps.index("test.sh")
+    # beside lint (the two static checks run at once), both on the dev extras, both before the suite
+    dev = steps.index("pip install -q -e .[dev]")
+    assert dev < steps.index(build) < steps.index("test.sh") and dev < steps.index("lint.sh") < steps.index("test.sh")
+    assert "mkdocs build --strict: exit" in run.stderr
     assert run.calls[-1].startswith("test.sh")   # the suite runs even after a failed build

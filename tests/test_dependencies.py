@@ -34,6 +34,10 @@ IMAGE_ENV = {"python_version": "3.11", "python_full_version": "3.11.2", "sys_pla
              "platform_system": "Linux", "platform_machine": "x86_64", "os_name": "posix",
              "implementation_name": "cpython", "platform_python_implementation": "CPython", "extra": ""}
 
+# The scans share their parsed files and the installed distributions' map (``functools.cache``): on one
+# worker they parse each file once (under xdist they were split, and two workers parsed finevo/ and runner/).
+pytestmark = pytest.mark.xdist_group("dependency-scan")
+
 _PIN = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>[^\s;\\]+)")
 
 

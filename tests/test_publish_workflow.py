@@ -131,9 +131,14 @@ def test_a_missing_or_forged_results_file_gets_a_fixed_notice_and_a_failing_chec
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 @pytest.mark.parametrize("pr_head, expected", [(HEAD_SHA, "12"), ("b" * 40, "")])
 def test_the_pull_request_number_is_digits_and_must_have_the_verified_head(tmp_path: Path, pr_head, expected) -> None:
+    # The number is read and checked before the renderer runs: a stand-in renderer that writes a comment
+    # and exits 0 (the real one renders a valid file in the test above) keeps a finevo-verify process
+    # per case out of it.
     results = document.dumps(make_doc([TaskResult("calc_001", "calculation", "q", "pass", "ok")])).encode()
-    out = _run_render(tmp_path, results, pr="12; rm -rf /", pr_head=pr_head)
+    renderer = '#!/bin/sh\necho "$*" > stand-in-args\necho "# stand-in comment" > comment.md\n'
+    out = _run_render(tmp_path, results, pr="12; rm -rf /", pr_head=pr_head, cli=renderer)
     assert out["pr"] == expected and out["valid"] == "true"
+    assert (tmp_path / "stand-in-args").read_text().startswith("report artifacts/finevo-verify-reports/gh-1/")
 
 
 def test_the_check_and_the_comment_come_from_the_rendered_files_only() -> None:

@@ -20,27 +20,25 @@ SECURITY_LINES = [
 ]
 
 
-@pytest.fixture
-def security_file(tmp_path: Path) -> Path:
-    path = tmp_path / "security_tasks.jsonl"
+def write_security_file(where: Path) -> Path:
+    path = where / "security_tasks.jsonl"
     path.write_text("".join(json.dumps(x) + "\n" for x in SECURITY_LINES))
     return path
 
 
-@pytest.fixture
-def baseline_file(tmp_path: Path) -> Path:
-    path = tmp_path / "baseline.json"
+def write_baseline_file(where: Path) -> Path:
+    path = where / "baseline.json"
     path.write_text(json.dumps({"version": 1, "description": "test", "total_tasks": 20, "target_pass_rate": 0.5,
                                 "passing_tasks": ["fetch_001", "fetch_002", "calc_002"]}))
     return path
 
 
-@pytest.fixture
-def make_config(tmp_path: Path, security_file: Path, baseline_file: Path) -> Callable[..., GateConfig]:
+def config_maker(root: Path, security_file: Path, baseline_file: Path) -> Callable[..., GateConfig]:
+    """``make(**changes)``: the fake gate's config, writing under ``root / "out"``."""
     def make(**changes: Any) -> GateConfig:
         base: dict[str, Any] = dict(
             llm="replay:fake.jsonl", tasks_path=TASKS, security_path=security_file, payloads_path=None,
-            baseline_path=baseline_file, data_dir=DATA, out_dir=tmp_path / "out", run_id="r1",
+            baseline_path=baseline_file, data_dir=DATA, out_dir=root / "out", run_id="r1",
             only=["fetch_001", "fetch_002", "calc_002", "calc_004", "comp_001", "sec_001", "sec_002"],
             task_timeout_s=5.0,
             # No hidden worlds unless a test asks for them: judging a task in a world runs the oracle
@@ -50,3 +48,18 @@ def make_config(tmp_path: Path, security_file: Path, baseline_file: Path) -> Cal
         base.update(changes)
         return GateConfig(**base)
     return make
+
+
+@pytest.fixture
+def security_file(tmp_path: Path) -> Path:
+    return write_security_file(tmp_path)
+
+
+@pytest.fixture
+def baseline_file(tmp_path: Path) -> Path:
+    return write_baseline_file(tmp_path)
+
+
+@pytest.fixture
+def make_config(tmp_path: Path, security_file: Path, baseline_file: Path) -> Callable[..., GateConfig]:
+    return config_maker(tmp_path, security_file, baseline_file)

@@ -31,6 +31,11 @@ WORLDS = [(4, None), (7, None), (10, None), (synthetic.SEED, date(2024, 6, 28)),
           (synthetic.SEED, date(2024, 11, 15))]
 
 
+# The five generated worlds (a module fixture) serve every test that reads them: one worker builds them
+# once (xdist split the module, and both workers built all five).
+pytestmark = pytest.mark.xdist_group("convention-worlds")
+
+
 @pytest.fixture(scope="module")
 def worlds(tmp_path_factory: pytest.TempPathFactory) -> list[Snapshot]:
     out = [load_snapshot()]

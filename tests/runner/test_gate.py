@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from runner.inputs.prepare import prepare
 from runner.records import SelfCheck
 from runner.reports import document, github, markdown
 from runner.reports.console import Console
+from tests.runner.conftest import config_maker, write_baseline_file, write_security_file
 from tests.runner.fakes import make_factory
 
 
@@ -23,6 +25,20 @@ def _run(config, behaviours=None, default="pass", log=None):
     out = io.StringIO()
     result = run_gate(config, factory=make_factory(behaviours or {}, default, log), console=Console(out, colour=False))
     return result, out.getvalue()
+
+
+#: The tests that only read a passing run's records (or a copy of its directory) share one run on one worker.
+_PASSING_RUN = pytest.mark.xdist_group("gate-passing-run")
+
+
+@pytest.fixture(scope="module")
+def passing_run(tmp_path_factory: pytest.TempPathFactory):
+    """One whole fake run, every task passing, no self-check: the tests below read it (its records, its
+    events, a copy of its run directory) and leave it as it was; each used to make its own."""
+    root = tmp_path_factory.mktemp("passing-run")
+    result, _ = _run(config_maker(root, write_security_file(root), write_baseline_file(root))(self_check=False))
+    assert result.exit_code == Exit.PASSED
+    return result
 
 
 def _junit_counts(path: Path) -> dict[str, int]:
@@ -43,8 +59,12 @@ def _junit_counts(path: Path) -> dict[str, int]:
     return counts
 
 
-def test_all_passing_run_passes_and_writes_valid_reports(make_config) -> None:
-    result, console = _run(make_config(worlds=1))  # one whole fake run with a hidden world, reported
+# The inner loop reads a run without hidden worlds (a right tool passing in every world, and the reports
+# naming a world, are test_worlds.py's, in the inner loop too); the whole suite also reads one with a world.
+@pytest.mark.parametrize("worlds", [0, pytest.param(1, marks=pytest.mark.slow)], ids=["no-world", "one-world"])
+def test_all_passing_run_passes_and_writes_valid_reports(make_config, worlds: int) -> None:
+    result, console = _run(make_config(worlds=worlds))  # one whole fake run, reported
+    assert result.doc["config"]["worlds"]["count"] == worlds
     assert result.exit_code == Exit.PASSED
     run_dir = result.run_dir
     doc = document.load(run_dir / "results.json").to_json_dict()  # validates against the schema
@@ -159,16 +179,21 @@ def test_reference_run_reuses_its_own_results_for_the_selfcheck(make_config) -> 
     assert result.doc["selfcheck"]["reference"]["reused_main_run"] is True
 
 
-def test_two_runs_give_identical_results_apart_from_times(make_config) -> None:
-    a, _ = _run(make_config(run_id="a", worlds=1), {"fetch_002": "wrong"})  # the worlds are reproducible too
-    b, _ = _run(make_config(run_id="b", worlds=1), {"fetch_002": "wrong"})
+# Without hidden worlds in the inner loop (two runs in ~2.5 s; the worlds' own reproducibility is
+# test_worlds.py's), with one in the whole suite (two runs in ~9 s): the worlds are reproducible too.
+@pytest.mark.parametrize("worlds", [0, pytest.param(1, marks=pytest.mark.slow)], ids=["no-world", "one-world"])
+def test_two_runs_give_identical_results_apart_from_times(make_config, worlds: int) -> None:
+    a, _ = _run(make_config(run_id="a", worlds=worlds), {"fetch_002": "wrong"})
+    b, _ = _run(make_config(run_id="b", worlds=worlds), {"fetch_002": "wrong"})
+    assert a.doc["config"]["worlds"]["count"] == b.doc["config"]["worlds"]["count"] == worlds
     va, vb = document.stable_view(a.doc), document.stable_view(b.doc)
     va.pop("run_id"), vb.pop("run_id")
     assert va == vb
 
 
-def test_non_empty_registry_is_refused_unless_reused(make_config) -> None:
-    _run(make_config(self_check=False))
+@_PASSING_RUN
+def test_non_empty_registry_is_refused_unless_reused(make_config, passing_run) -> None:
+    shutil.copytree(passing_run.run_dir, Path(make_config().out_dir) / "r1")  # a finished run's directory
     registry = Path(make_config().out_dir) / "r1" / "registry"
     registry.mkdir(parents=True, exist_ok=True)
     (registry / "registry.db").write_text("x")
@@ -207,13 +232,13 @@ def test_a_non_finite_tool_value_still_gives_strict_json(value, tmp_path) -> Non
     assert "Infinity" not in text and "NaN" not in text
 
 
-def test_rebuild_from_events_of_a_reused_run_dir_takes_only_the_last_run(make_config) -> None:
+@_PASSING_RUN
+def test_rebuild_from_events_of_a_reused_run_dir_takes_only_the_last_run(passing_run, tmp_path) -> None:
     from runner.reports.events import read_events
     from runner.reports.rebuild import rebuild_from_events
 
-    first, _ = _run(make_config(self_check=False))
-    assert first.exit_code == Exit.PASSED
-    log = first.run_dir / "events.jsonl"
+    log = tmp_path / "events.jsonl"
+    shutil.copyfile(passing_run.run_dir / "events.jsonl", log)  # a finished run's events
     start = json.loads(log.read_text().splitlines()[0])
     # A second run in the same directory (--reuse-registry) planning one task, killed before finishing it.
     start["planned"] = {"tasks": [["calc_004", "calculation", "q"]], "security": [], "payloads": []}
@@ -252,8 +277,9 @@ def test_security_task_in_error_fails_the_gate(make_config) -> None:
     assert "security task sec_001 could not be judged" in console
 
 
-def test_security_records_carry_their_llm_usage(make_config) -> None:
-    result, _ = _run(make_config(self_check=False))
+@_PASSING_RUN
+def test_security_records_carry_their_llm_usage(passing_run) -> None:
+    result = passing_run
     doc = document.load(result.run_dir / "results.json").to_json_dict()  # the schema admits the field
     for s in doc["security"]["tasks"]:
         assert s["llm"] == {"calls": 1, "prompt_tokens": 10, "completion_tokens": 20, "latency_s": 0.001}
@@ -261,8 +287,9 @@ def test_security_records_carry_their_llm_usage(make_config) -> None:
     assert all(e["result"]["llm"]["calls"] == 1 for e in events if e["event"] == "security")
 
 
-def test_judging_time_is_recorded_per_task(make_config) -> None:
-    result, _ = _run(make_config(self_check=False))
+@_PASSING_RUN
+def test_judging_time_is_recorded_per_task(passing_run) -> None:
+    result = passing_run
     for t in result.doc["tasks"]:
         assert t["timings"]["synthesis"] == 0.001  # the agent's own stages are kept
         assert 0 <= t["timings"]["judge"] < 5
