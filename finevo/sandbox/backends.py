@@ -15,6 +15,7 @@ process, zombie or temporary directory behind.
 from __future__ import annotations
 
 import atexit
+import collections
 import contextlib
 import json
 import os
@@ -59,12 +60,32 @@ def _python_command(module: str) -> list[str]:
     return [sys.executable, "-I", "-B", "-m", module]
 
 
+#: Source texts the static policy allowed, most recently used last (see :func:`_policy_gate`).
+_ALLOWED: collections.OrderedDict[str, None] = collections.OrderedDict()
+_ALLOWED_MAX = 256
+_allowed_lock = threading.Lock()
+
+
 def _policy_gate(code: str) -> ExecutionResult | None:
-    """Run the static policy; a blocked result, or None when the code may run."""
+    """Run the static policy; a blocked result, or None when the code may run.
+
+    The policy is a pure function of the source text, and the gate runs one tool many times
+    (the agent's checks, the judge's re-runs, probes and hidden worlds): a text the policy
+    allowed is remembered (by the exact text, :data:`_ALLOWED_MAX` of them), so it is parsed
+    and walked once. A refusal is never remembered: it is checked again every time (an
+    analysis failure, e.g. out of memory, must not stick to a text)."""
     from finevo.policy import check
 
+    with _allowed_lock:
+        if code in _ALLOWED:
+            _ALLOWED.move_to_end(code)
+            return None
     report = check(code)
     if report.allowed:
+        with _allowed_lock:
+            _ALLOWED[code] = None
+            while len(_ALLOWED) > _ALLOWED_MAX:
+                _ALLOWED.popitem(last=False)
         return None
     first = report.first
     assert first is not None  # a refused report always names its first violation
@@ -196,6 +217,11 @@ class _BaseSandbox:
     def close(self) -> None:
         self._closed = True
 
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called (then every run raises :class:`SandboxUnavailable`)."""
+        return self._closed
+
     def __enter__(self) -> _BaseSandbox:
         return self
 
@@ -279,6 +305,8 @@ class WarmSandbox(_BaseSandbox):
         #: may read their directory.
         self._others: dict[str, WarmSandbox] = {}
         self._extra_roots = list(extra_read_roots)
+        self._real_roots = [os.path.realpath(root) for root in self._extra_roots]
+        self._seen: dict[str, bool] = {}
         with self._lock:
             self._start()
         ref = weakref.ref(self)
@@ -371,9 +399,15 @@ class WarmSandbox(_BaseSandbox):
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _sees(self, snapshot_dir: str) -> bool:
-        """Whether this worker may read ``snapshot_dir`` (under one of its extra read roots)."""
-        real = os.path.realpath(snapshot_dir)
-        return any(real.startswith(os.path.realpath(root) + os.sep) for root in self._extra_roots)
+        """Whether this worker may read ``snapshot_dir`` (under one of its extra read roots).
+
+        Answered once per directory (resolving paths costs a ``lstat`` per component, and the
+        judge asks for every run in a hidden world)."""
+        seen = self._seen.get(snapshot_dir)
+        if seen is None:
+            real = os.path.realpath(snapshot_dir)
+            seen = self._seen[snapshot_dir] = any(real.startswith(root + os.sep) for root in self._real_roots)
+        return seen
 
     def _other(self, snapshot_dir: str) -> WarmSandbox:
         """The warm sandbox serving ``snapshot_dir`` and its sibling snapshots (one worker per

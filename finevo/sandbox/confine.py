@@ -277,6 +277,22 @@ class _CapData(ctypes.Structure):
                 ("inheritable", ctypes.c_uint32)]
 
 
+_LAST_CAP: list[int] = []
+
+
+def last_capability() -> int:
+    """The kernel's highest capability number (read once per process: the warm worker reads it
+    before it forks); 63 when it cannot be read -- numbers past the kernel's last capability fail
+    harmlessly (EINVAL) when dropped."""
+    if not _LAST_CAP:
+        try:
+            with open("/proc/sys/kernel/cap_last_cap", encoding="ascii") as handle:
+                _LAST_CAP.append(min(max(int(handle.read().strip()), 0), 63))
+        except (OSError, ValueError):
+            _LAST_CAP.append(63)
+    return _LAST_CAP[0]
+
+
 def drop_all_capabilities() -> bool:
     """Leave this process with no capability at all, for good: lock the securebits so that uid 0
     means nothing (no capabilities regained by root on execve or kept across a uid change), empty
@@ -286,7 +302,7 @@ def drop_all_capabilities() -> bool:
     if libc is None:
         return False
     _prctl(PR_SET_SECUREBITS, SECUREBITS_LOCKED_NOROOT)
-    for cap in range(64):  # numbers past the kernel's last capability fail harmlessly (EINVAL)
+    for cap in range(last_capability() + 1):
         _prctl(PR_CAPBSET_DROP, cap)
     _prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
     header = _CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)

@@ -214,6 +214,32 @@ class _Control:
 
 
 @dataclass(frozen=True)
+class Reaped:
+    """A child's end as its parent collected it: the wait status, CPU seconds (user + system) and
+    peak resident memory (kB). ``status`` None: the parent could not collect it."""
+
+    status: int | None
+    cpu_s: float
+    maxrss_kb: int
+
+
+def wait_child(pid: int) -> Reaped:
+    """Reap ``pid``, a child of this process (blocking until it has exited)."""
+    _, status, usage = os.wait4(pid, 0)
+    return Reaped(status, usage.ru_utime + usage.ru_stime, usage.ru_maxrss)
+
+
+def _exited(pid: int) -> bool:
+    """Whether ``pid`` (not necessarily a child of this process) has exited: a zombie or gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return True
+    return data[data.rfind(b")") + 2:][:1] in (b"Z", b"X")
+
+
+@dataclass(frozen=True)
 class WatchedChild:
     """A child to supervise: its pid (the leader of its own process group) and the supervisor's
     read ends of its stdout, stderr and control channel."""
@@ -227,9 +253,11 @@ class WatchedChild:
 class _Watch:
     """One supervision: the poll loop's state (see :func:`supervise`)."""
 
-    def __init__(self, child: WatchedChild, limits: Limits, startup_timeout_s: float, workdir: str | None) -> None:
+    def __init__(self, child: WatchedChild, limits: Limits, startup_timeout_s: float, workdir: str | None,
+                 reap: Callable[[int], Reaped] | None = None) -> None:
         pid, stdout_fd, stderr_fd, control_fd = child.pid, child.stdout_fd, child.stderr_fd, child.control_fd
         self.child = child
+        self.reap = reap
         self.obs = Observation(pid=pid)
         self.limits = limits
         self.workdir = workdir
@@ -340,7 +368,8 @@ class _Watch:
                 if self._stopped():
                     return
             if self.pidfd is None and not self.exited:
-                self.exited = os.waitid(os.P_PID, self.obs.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+                self.exited = (_exited(self.obs.pid) if self.reap is not None else
+                               os.waitid(os.P_PID, self.obs.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None)
             if self.exited and self.open_fds:
                 # The child is gone; anything still holding its pipes is a straggler in its group.
                 _kill_group(self.obs.pid)
@@ -350,10 +379,10 @@ class _Watch:
         stdout_fd, stderr_fd = self.child.stdout_fd, self.child.stderr_fd
         obs = self.obs
         _kill_group(obs.pid)
-        _, status, usage = os.wait4(obs.pid, 0)
-        obs.wait_status = status
-        obs.cpu_s = usage.ru_utime + usage.ru_stime
-        obs.maxrss_kb = usage.ru_maxrss
+        reaped = (self.reap or wait_child)(obs.pid)
+        obs.wait_status = reaped.status
+        obs.cpu_s = reaped.cpu_s
+        obs.maxrss_kb = reaped.maxrss_kb
         obs.finished_at = time.monotonic()
         if obs.started_at is None:
             obs.started_at = self.launched
@@ -371,7 +400,7 @@ class _Watch:
 
 
 def supervise(child: WatchedChild, limits: Limits, *, startup_timeout_s: float = STARTUP_TIMEOUT_S,
-              workdir: str | None = None) -> Observation:
+              workdir: str | None = None, reap: Callable[[int], Reaped] | None = None) -> Observation:
     """Watch ``child`` (leader of its own process group) until it ends; reap it.
 
     Closes the three read ends. The wall clock is the supervisor's: with ``startup_timeout_s``
@@ -381,9 +410,11 @@ def supervise(child: WatchedChild, limits: Limits, *, startup_timeout_s: float =
     ``workdir``, its size is measured every :data:`DISK_CHECK_S` and a child holding more than
     ``limits.disk_mb`` there (or more than :data:`MAX_WORKDIR_ENTRIES` entries) is killed. A
     call the seccomp filter denies arrives as a notification on the listener the child sent
-    over the control channel: recorded (``Observation.denial``) and the child killed.
+    over the control channel: recorded (``Observation.denial``) and the child killed. ``reap``
+    collects the child once it is killed (default: :func:`wait_child`, for a child of this
+    process; the warm worker's router supervises children of a zygote, which reaps them).
     """
-    watch = _Watch(child, limits, startup_timeout_s, workdir)
+    watch = _Watch(child, limits, startup_timeout_s, workdir, reap)
     try:
         watch.loop()
     finally:

@@ -299,6 +299,18 @@ def test_filter_and_ruleset_shapes() -> None:
     assert not any(os.stat(d).st_mode & 0o002 for d in landlock.mapped_library_dirs())
 
 
+@pytest.mark.parametrize("machine", ["x86_64", "aarch64"])
+def test_the_filter_assembled_once_is_the_filter_of_each_pid(machine: str) -> None:
+    """A child installs a copy of the program assembled in the worker with its own pid written in:
+    byte for byte the program assembled for that pid."""
+    for allow_processes in (False, True):
+        for action in (seccomp.RET_KILL_PROCESS, seccomp.RET_USER_NOTIF):
+            for pid in (0, 1, 2, 3, 255, 256, 40000, 65537, 4194303, 2**31 - 1):
+                assert seccomp.filter_for(pid, machine, allow_processes=allow_processes, deny_action=action) \
+                    == seccomp.build_filter(pid, machine, allow_processes=allow_processes, deny_action=action), \
+                    (pid, allow_processes, action)
+
+
 @pytest.mark.parametrize("name", sorted(n for n in EPERM_CALLS if n in NR))
 def test_extended_attributes_and_file_watches_are_refused(box: WarmSandbox, name: str) -> None:
     code = _raw(NR[name], EPERM_CALLS[name]).replace(
