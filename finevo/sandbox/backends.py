@@ -33,7 +33,7 @@ from finevo.errors import SandboxUnavailable
 from finevo.sandbox import confine, guard, protocol, workspace
 from finevo.sandbox.api import ExecutionResult, Limits
 from finevo.sandbox.preload import BLAS_ENV
-from finevo.sandbox.supervise import WatchedChild, classify, socket_pair, supervise
+from finevo.sandbox.supervise import SANDBOX_FAILURE, WatchedChild, classify, socket_pair, supervise
 from finevo.vocabulary import Isolation, SandboxBackend, words
 
 if TYPE_CHECKING:
@@ -139,7 +139,7 @@ class _BaseSandbox:
         if snapshot_dir is not None:
             request["snapshot_override"] = os.path.abspath(os.fspath(snapshot_dir))
         started = time.monotonic()
-        result = self._execute(request, limits)
+        result = self._execute_started(request, limits)
         result.details["wall_s"] = round(time.monotonic() - started, 6)
         result.details["backend"] = self.backend
         return result
@@ -156,11 +156,26 @@ class _BaseSandbox:
         if snapshot_dir is not None:
             request["snapshot_override"] = os.path.abspath(os.fspath(snapshot_dir))
         started = time.monotonic()
-        result = self._execute(request, limits)
+        result = self._execute_started(request, limits)
         result.details["wall_s"] = round(time.monotonic() - started, 6)
         result.details["backend"] = self.backend
         result.details["policy"] = "off"
         return result
+
+    def _execute_started(self, request: JSONObject, limits: Limits) -> ExecutionResult:
+        """:meth:`_execute`, where a run the sandbox itself failed (``details["sandbox_failure"]``:
+        its child could not be confined as it must, e.g. the seccomp listener's hand-over failed;
+        decided from evidence sent before any tool code) is tried once more on a fresh child and
+        then raises :class:`SandboxUnavailable`, an external error: never a result of the tool's."""
+        result = self._execute(request, limits)
+        if not result.details.get(SANDBOX_FAILURE):
+            return result
+        first = result.error_message
+        result = self._execute(request, limits)
+        if not result.details.get(SANDBOX_FAILURE):
+            return result
+        raise SandboxUnavailable(f"the {self.backend} sandbox failed twice before the tool ran: {first}; "
+                                 f"then: {result.error_message}")
 
     def layers(self) -> dict[str, bool]:
         """Which containment layers are active here (probed once with a trivial tool).
@@ -168,8 +183,8 @@ class _BaseSandbox:
         The kernel layers are read from what a real child reported after confining itself, never
         assumed from what the host could offer."""
         if self._layers is None:
-            probe = self._execute({"code": _PROBE_CODE, "entry": "probe", "args": {},
-                                   "limits": asdict(Limits(timeout_s=60.0))}, Limits(timeout_s=60.0))
+            probe = self._execute_started({"code": _PROBE_CODE, "entry": "probe", "args": {},
+                                           "limits": asdict(Limits(timeout_s=60.0))}, Limits(timeout_s=60.0))
             seen = probe.details.get("confinement", {}) if probe.ok else {}
             land = seen.get("landlock") or {}
             filt = seen.get("seccomp") or {}

@@ -161,7 +161,7 @@ def enter_and_run(request: JSONObject, ctl_fd: int) -> NoReturn:
         extra = int(limits["nproc"])
         nproc = 1 + extra if dedicated_uid else (0 if extra == 0 else None)
         confine.set_limits(cpu_s=limits["cpu_s"], memory_mb=limits["memory_mb"],
-                           fsize_mb=limits["fsize_mb"], nofile=limits["nofile"], nproc=nproc)
+                           fsize_mb=limits["fsize_mb"], nproc=nproc)
         confine.finish(report, parent_pid=request.get("parent_pid"))
         zone = frozen_clock.zone_for_c()
         if zone:  # the environment is empty now; C code converting to local time keeps the as-of zone
@@ -170,7 +170,7 @@ def enter_and_run(request: JSONObject, ctl_fd: int) -> NoReturn:
 
         tempfile.tempdir = request["workdir"]
         confine.kernel_layers(report, workdir=request["workdir"], read_roots=request["read_roots"],
-                              allow_processes=extra > 0, control_fd=ctl_fd)
+                              nofile=limits["nofile"], allow_processes=extra > 0, control_fd=ctl_fd)
         if request.get("audit_hook", True):
             guard.install(workdir=request["workdir"], read_roots=request["read_roots"], report_fd=ctl_fd,
                           tool_imports=request.get("tool_imports") or guard.TOOL_IMPORTS)

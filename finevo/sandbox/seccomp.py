@@ -17,7 +17,7 @@ Actions:
   attributes, file watches), so it must fail softly;
 * ``check`` -- allowed only with some arguments (``ioctl`` requests, ``fcntl`` commands, ``prctl``
   options, thread-only ``clone``, signals to the child itself, scheduling and limits of the child
-  itself); other arguments are denied;
+  itself, ``sendmsg`` on the listener's hand-over descriptor only); other arguments are denied;
 * everything else (and ``deny`` arguments): the deny action -- ``SECCOMP_RET_KILL_PROCESS``.
 
 Architectures: any audit architecture but the interpreter's own (the i386 entry points on
@@ -96,8 +96,9 @@ _RULES: tuple[Rule, ...] = (
     # -- I/O on descriptors the child holds (its pipes, files Landlock let it open)
     Rule("read", ALLOW, "reading its request, files and pipes it holds"),
     Rule("write", ALLOW, "stdout, stderr, the result record, files in the working directory"),
-    Rule("sendmsg", ALLOW, "handing the filter's listener to the supervisor; the child can create no "
-                           "socket, so its control channel is the only one it holds"),
+    Rule("sendmsg", CHECK, "handing the filter's listener to the supervisor, on HANDOVER_FD only: the "
+                           "harness closes that descriptor before tool code, and RLIMIT_NOFILE keeps a tool "
+                           "below its number, so a tool can never put a descriptor in flight"),
     Rule("futex", ALLOW, "locks of the interpreter, numpy and the C library"),
     Rule("mmap", ALLOW, _MEM + "; mapping a file needs a descriptor Landlock granted"),
     Rule("munmap", ALLOW, _MEM),
@@ -238,6 +239,13 @@ _PID_FIRST = ("prlimit64", "sched_setaffinity", "get_robust_list")
 #: Signal-sending calls: (argument holding the target process, argument holding the signal).
 _SIGNAL_ARGS = {"kill": (0, 1), "tkill": (0, 1), "tgkill": (0, 2), "rt_sigqueueinfo": (0, 1),
                 "rt_tgsigqueueinfo": (0, 2)}
+#: The one descriptor ``sendmsg`` may use: the harness's copy of its control socket, made for the
+#: listener's hand-over and closed before tool code. It lies at or above every ``RLIMIT_NOFILE`` a
+#: tool gets (the harness caps the limit at this number), so no ``dup``, ``open`` or ``pipe`` of
+#: the tool can ever make a descriptor with this number: a tool cannot send descriptors at all (an
+#: ``SCM_RIGHTS`` message puts them in flight, counted against its user, where enough of them would
+#: make another child's hand-over fail).
+HANDOVER_FD = 255
 #: Calls allowed besides the table when the limits give the tool processes (``nproc`` > 0).
 PROCESS_CALLS = ("wait4", "waitid")
 
@@ -375,6 +383,8 @@ def _handlers(a: _Asm, self_pid: int, allow_processes: bool) -> None:
         a.jump(_JEQ, value, 0, 1)
         a.goto("eperm")
     _one_of(a, 0, PRCTL_ALLOWED, "allow", "deny")
+    a.label("chk_sendmsg")
+    _one_of(a, 0, (HANDOVER_FD,), "allow", "deny")
     a.label("chk_clone")
     a.ld(_arg_lo(0))
     a.jump(_JSET, CLONE_NS_FLAGS | CLONE_PARENT, 0, 1)

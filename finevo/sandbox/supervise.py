@@ -111,6 +111,8 @@ class Observation:
     #: The call the seccomp filter denied, as the kernel handed it to the supervisor (a user
     #: notification): the supervisor's own record, never something the child said.
     denial: JSONObject | None = None
+    #: Whether the child's seccomp listener reached the supervisor (before its ``started`` record).
+    listener_received: bool = False
 
 
 def _kill_group(pgid: int) -> None:
@@ -283,6 +285,7 @@ class _Watch:
         self.kernel_quota: bool | None = None
         self.listening = False
         self.stop = False
+        self.start_checked = False
 
     def _note_start(self) -> None:
         if self.obs.started_at is None and b'"kind": "started"' in self.obs.control:
@@ -344,6 +347,12 @@ class _Watch:
         if self.control.listener is not None and not self.listening:
             self.poller.register(self.control.listener, select.POLLIN | select.POLLHUP | select.POLLERR)
             self.listening = True
+        if not self.start_checked and _STARTED in self.obs.control:
+            self.start_checked = True
+            if _expects_listener(_started_record(self.obs.control)) and self.control.listener is None:
+                # The filter notifies, but no one here holds its listener: a denied call would
+                # only fail with ENOSYS, unrecorded. The run is the sandbox's failure; stop it now.
+                self.stop = True
 
     def _stopped(self) -> bool:
         return self.stop
@@ -383,6 +392,7 @@ class _Watch:
         obs.wait_status = reaped.status
         obs.cpu_s = reaped.cpu_s
         obs.maxrss_kb = reaped.maxrss_kb
+        obs.listener_received = self.control.listener is not None
         obs.finished_at = time.monotonic()
         if obs.started_at is None:
             obs.started_at = self.launched
@@ -484,6 +494,25 @@ def decode_record(line: bytes) -> JSONObject | None:
     return record
 
 
+_STARTED = b'"kind": "started"'
+
+
+def _started_record(control: bytes | bytearray) -> JSONObject | None:
+    """The ``started`` record on the control channel (sent by the harness before any tool code)."""
+    for line in bytes(control).split(b"\n"):
+        if _STARTED in line:
+            record = decode_record(line)
+            if record is not None and record.get("kind") == "started":
+                return record
+    return None
+
+
+def _expects_listener(started: JSONObject | None) -> bool:
+    """Whether the child's filter hands denied calls to a listener (``seccomp.notify``)."""
+    filt = (started or {}).get("seccomp")
+    return isinstance(filt, dict) and filt.get("notify") is True
+
+
 def _records(control: bytes | bytearray) -> list[JSONObject]:
     records = []
     for line in bytes(control).split(b"\n"):
@@ -538,6 +567,10 @@ class _Seen:
     harness_errors: list[JSONObject]
     signum: int | None
     exit_code: int | None
+    #: The harness's own failure before tool code: a ``harness_error`` record that no ``started``
+    #: record precedes (the harness sends ``started`` before the tool's first line, so nothing the
+    #: tool writes can come first).
+    setup_error: JSONObject | None = None
 
     @classmethod
     def of(cls, obs: Observation) -> _Seen:
@@ -548,7 +581,14 @@ class _Seen:
         # the only one that could have written it.
         hooked = started is not None and started.get("audit_hook") is True
         status = obs.wait_status or 0
-        return cls(records=records, started=started,
+        setup_error = None
+        for record in records:
+            if record.get("kind") == "started":
+                break
+            if record.get("kind") == "harness_error":
+                setup_error = record
+                break
+        return cls(records=records, started=started, setup_error=setup_error,
                    refusals=[r for r in records if r.get("kind") == "refused"] if hooked else [],
                    results=[r for r in records if r.get("kind") == "result"],
                    harness_errors=[r for r in records if r.get("kind") == "harness_error"],
@@ -581,6 +621,27 @@ def _stop(result: ExecutionResult, status: str, layer: str, message: str, *, rul
     if evidence:
         result.details["evidence"] = evidence
     return result
+
+
+#: ``ExecutionResult.details`` key set when the sandbox, not the tool, failed the run (the backends
+#: try once more on a fresh child, then raise :class:`~finevo.errors.SandboxUnavailable`).
+SANDBOX_FAILURE = "sandbox_failure"
+
+
+def _sandbox_failure(obs: Observation, seen: _Seen, result: ExecutionResult) -> ExecutionResult | None:
+    """The sandbox could not run the tool as it must (evidence from before any tool code): the
+    harness failed to confine the child (e.g. the seccomp listener's hand-over), or the filter
+    notifies and its listener never reached the supervisor. Never the tool's result."""
+    if seen.setup_error is not None:
+        reason = (f"{_field_text(seen.setup_error, 'error_type', 200)}: "
+                  f"{_field_text(seen.setup_error, 'error_message')}")
+    elif _expects_listener(seen.started) and not obs.listener_received:
+        reason = "the seccomp listener never reached the supervisor"
+    else:
+        return None
+    result.details[SANDBOX_FAILURE] = True
+    result.value = None
+    return _stop(result, "crashed", "harness", f"the sandbox could not start the tool: {reason}")
 
 
 def _supervisor_stops(obs: Observation, limits: Limits, seen: _Seen, result: ExecutionResult) -> ExecutionResult | None:
@@ -706,7 +767,8 @@ def _from_record(seen: _Seen, result: ExecutionResult) -> ExecutionResult:
 def _classify(obs: Observation, limits: Limits) -> ExecutionResult:
     seen = _Seen.of(obs)
     result = _base_result(obs, seen)
-    return (_supervisor_stops(obs, limits, seen, result) or _signal_stops(obs, limits, seen, result)
+    return (_sandbox_failure(obs, seen, result) or _supervisor_stops(obs, limits, seen, result)
+            or _signal_stops(obs, limits, seen, result)
             or _channel_trouble(obs, seen, result) or _from_record(seen, result))
 
 

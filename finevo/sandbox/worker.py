@@ -22,7 +22,10 @@ value or output, nor another world's data. So no process that ever read a reques
 A tool's child is therefore a copy of a world zygote (libraries plus one snapshot) plus its own
 pipes. The router keeps up to :data:`WORLD_ZYGOTES` world zygotes (least recently used closed
 first), each with :data:`SPARES_AHEAD` child forked ahead, so forking stays off the request's
-critical path (the next child forks while the gate reads a reply). One fork per run, from a
+critical path (the next child forks while the gate reads a reply), and receives each child's
+descriptors the moment they are sent: none wait in flight while the router does anything else
+(descriptors in flight count against the sending user, whose tool children must still be able to
+hand over their seccomp listeners, see :func:`finevo.sandbox.confine.kernel_layers`). One fork per run, from a
 process that does little between forks: no intermediate server process copies the zygote's
 page tables, and no child is forked only to be thrown away at the end.
 """
@@ -44,7 +47,7 @@ from typing import TYPE_CHECKING
 from finevo.sandbox import confine, guard, landlock, protocol, seccomp, workspace
 from finevo.sandbox.forked import SpareChild
 from finevo.sandbox.preload import load_world, preload_libraries
-from finevo.sandbox.supervise import Reaped
+from finevo.sandbox.supervise import SANDBOX_FAILURE, Reaped
 
 if TYPE_CHECKING:
     from finevo.jsontypes import JSONObject
@@ -164,6 +167,17 @@ def _world_loop(sock: socket.socket, settings: JSONObject) -> None:
                 continue
             try:
                 _send(sock, {"kind": "spare", "pid": pid, "workdir": workdir}, handed)
+            except OSError as exc:  # e.g. ETOOMANYREFS: the child never gets a request; end it here
+                for fd in handed:
+                    os.close(fd)
+                handed = []
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, 0)
+                workspace.remove(workdir)
+                _send(sock, {"kind": "failed", "error": f"the child's descriptors could not be handed to the "
+                                                        f"router: {type(exc).__name__}: {exc}"}, [])
             finally:
                 for fd in handed:
                     os.close(fd)
@@ -183,30 +197,41 @@ def _world_loop(sock: socket.socket, settings: JSONObject) -> None:
 SPARES_AHEAD = 1
 
 
+def _sandbox_failure(exc: BaseException) -> JSONObject:
+    """The reply for a run the worker itself failed: never the tool's doing, so marked as the
+    sandbox's failure (the backend tries once more, then raises ``SandboxUnavailable``)."""
+    return {"status": "crashed", "layer": "harness", "details": {SANDBOX_FAILURE: True},
+            "error_message": f"sandbox worker failed: {type(exc).__name__}: {exc}"}
+
+
 class _World:
-    """The router's handle on one world zygote: the socket to it, and the children it forked ahead
-    (asked for with ``spare``; the replies come back in the order the commands were sent)."""
+    """The router's handle on one world zygote: the socket to it, and the children it forked ahead.
+
+    A child's descriptors are received the moment the zygote sends them (:meth:`refill` waits
+    for the reply): descriptors in flight -- sent, not yet received -- count against the sending
+    user, and a tool's child sharing that user could not hand over its seccomp listener while too
+    many are (see :func:`finevo.sandbox.confine.kernel_layers`). So none of ours wait in a socket
+    while the router does anything else."""
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self.spares: list[SpareChild] = []
-        self.asked = 0  # spares asked for whose reply has not been read yet
         self.broken = False
         self.failure: str | None = None
 
-    def prepare(self) -> None:
-        """Ask for children until :data:`SPARES_AHEAD` are forked or on their way (no waiting)."""
-        while len(self.spares) + self.asked < SPARES_AHEAD:
+    def refill(self) -> None:
+        """Have children forked until :data:`SPARES_AHEAD` wait, each received at once (the fork
+        takes a few milliseconds, while the gate reads the last reply)."""
+        while len(self.spares) < SPARES_AHEAD:
             _send(self.sock, {"op": "spare"}, [])
-            self.asked += 1
+            if self._next().get("kind") != "spare":
+                return  # the zygote could not fork or hand one over: self.failure says why
 
     def _next(self) -> JSONObject:
         """The zygote's next reply (a spare is kept at once)."""
         reply, fds = _receive(self.sock)
         if reply is None:
             raise OSError("the world zygote closed its channel")
-        if reply.get("kind") in ("spare", "failed"):
-            self.asked -= 1
         if reply.get("kind") == "spare" and len(fds) == 4 and type(reply.get("pid")) is int:
             self.spares.append(SpareChild(reply["pid"], fds, str(reply.get("workdir"))))
         else:
@@ -217,9 +242,8 @@ class _World:
         return reply
 
     def _take(self) -> SpareChild:
-        self.prepare()
-        while not self.spares and self.asked:
-            self._next()
+        if not self.spares:
+            self.refill()
         if not self.spares:
             raise OSError(f"no sandbox child could be forked: {self.failure}")
         return self.spares.pop(0)
@@ -238,17 +262,13 @@ class _World:
         try:
             child = self._take()
             reply = child.run(request, self._reap)
-        except BaseException as exc:  # keep the router serving; the gate sees "crashed"
+        except BaseException as exc:  # keep the router serving; the gate sees the sandbox's failure
             if isinstance(exc, OSError):
                 self.broken = True  # a world zygote that cannot fork or answer is replaced
-            reply = {"status": "crashed", "layer": "harness",
-                     "error_message": f"sandbox worker failed: {type(exc).__name__}: {exc}"}
+            reply = _sandbox_failure(exc)
         finally:
             if child is not None:
                 child.cleanup()
-        if not self.broken:
-            with contextlib.suppress(OSError):
-                self.prepare()  # the next child forks while the gate reads this reply
         return reply
 
     def close(self) -> None:
@@ -264,6 +284,7 @@ class _Router:
         self.bare_pid = bare_pid
         self.base = base
         self.worlds: dict[str | None, _World] = {}
+        self.last: _World | None = None
 
     def world(self, path: str | None) -> tuple[_World, JSONObject]:
         found = self.worlds.pop(path, None)
@@ -287,7 +308,7 @@ class _Router:
                 raise OSError(f"the world zygote for {path} failed: {(reply or {}).get('error')}")
             info = reply
             found = _World(ours)
-            found.prepare()  # a tool child waits before the first request
+            found.refill()  # a tool child waits before the first request
         self.worlds[path] = found
         while len(self.worlds) > WORLD_ZYGOTES:
             self.worlds.pop(next(iter(self.worlds))).close()
@@ -305,8 +326,20 @@ class _Router:
     def serve(self, request: JSONObject) -> JSONObject:
         override = request.pop("snapshot_override", None)
         path = override if override and override != self.base else self.base
+        self.last = None
         world, _info = self.world(path)
+        self.last = world
         return world.run(request)
+
+    def refill(self) -> None:
+        """Fork the next child of the world that served the last request (after its reply is
+        written, so the fork overlaps the gate's reading of it)."""
+        world, self.last = self.last, None
+        if world is not None and not world.broken and world in self.worlds.values():
+            try:
+                world.refill()
+            except OSError:
+                world.broken = True
 
 
 def _start(config: JSONObject) -> tuple[_Router, JSONObject]:
@@ -381,14 +414,14 @@ def main() -> int:
             continue
         try:
             reply = router.serve(request)
-        except BaseException as exc:  # keep serving; the parent sees "crashed"
-            reply = {"status": "crashed", "layer": "harness",
-                     "error_message": f"sandbox worker failed: {type(exc).__name__}: {exc}"}
+        except BaseException as exc:  # keep serving; the parent sees the sandbox's failure
+            reply = _sandbox_failure(exc)
         try:
             protocol.write_frame(replies, reply)
         except (TypeError, ValueError, RecursionError) as exc:  # a reply JSON cannot hold: the tool's fail
             protocol.write_frame(replies, {"status": "crashed", "layer": "result", "error_type": "ResultUnreadable",
                                            "error_message": f"the tool's result cannot be sent: {type(exc).__name__}"})
+        router.refill()
 
 
 if __name__ == "__main__":

@@ -92,6 +92,7 @@ ARGUMENT_DENIED = [
     ("fcntl", "1, 1026, 0x80000001", "F_NOTIFY: directory notifications"),
     ("prctl", "35, 0, 0, 0, 0", "PR_SET_MM: rewriting its own memory map description"),
     ("prctl", "0x59616d61, -1, 0, 0, 0", "PR_SET_PTRACER: letting any process trace it"),
+    ("sendmsg", "3, 0, 0", "a message on its control channel, which could carry descriptors"),
 ]
 #: Calls no table ever named (new or obscure interfaces): denied by construction.
 UNNAMED = {"memfd_create": "b'x', 0", "timer_create": "0, 0, 0", "eventfd2": "0, 0",
@@ -165,15 +166,6 @@ FORGED_CLAIMS = {
     "forged_refusal": "import os\n\n\ndef probe() -> None:\n"
                       "    os.write(3, b'{\"kind\": \"refused\", \"event\": \"open\", \"detail\": \"x\"}\\n')\n"
                       "    raise SystemExit(3)\n",
-    # a descriptor of its own, passed over the control channel with a raw sendmsg after it started
-    "forged_denial_fd": "import ctypes, os, struct\n\n\ndef probe() -> int:\n"
-                        "    r, w = os.pipe()\n    data = ctypes.create_string_buffer(b'\\n')\n"
-                        "    iov = struct.pack('QQ', ctypes.addressof(data), 1)\n"
-                        "    iov_buf = ctypes.create_string_buffer(iov)\n"
-                        "    cmsg = ctypes.create_string_buffer(struct.pack('QiiI', 20, 1, 1, r) + bytes(4))\n"
-                        "    msg = ctypes.create_string_buffer(struct.pack('QIxxxxQQQQixxxx', 0, 0, "
-                        "ctypes.addressof(iov_buf), 1, ctypes.addressof(cmsg), 24, 0))\n"
-                        "    return ctypes.CDLL(None).sendmsg(3, msg, 0)\n",
 }
 
 
@@ -185,8 +177,6 @@ def test_a_status_the_tool_claims_is_never_blocked_or_contained(box: WarmSandbox
     result = box.run_kernel_only(FORGED_CLAIMS[name], "probe", {}, CLAIM_LIMITS.get(name, FAST))
     assert result.status != "blocked" and result.layer not in ("seccomp", "landlock", "audit-hook"), (name, result)
     assert "evidence" not in result.details, (name, result.details)
-    if name == "forged_denial_fd":  # the descriptor was sent, and ignored
-        assert (result.status, result.value) == ("ok", 1), result
 
 
 def test_the_control_channel_cannot_be_read_back_by_the_tool(box: WarmSandbox) -> None:
