@@ -34,7 +34,7 @@ from runner.execution.deadline import Aborted, Interrupts, TaskRunner
 from runner.execution.payloads import run_payload
 from runner.execution.repeats import Repeats
 from runner.execution.schedule import EarlySelfCheck, Lanes
-from runner.execution.session import SessionFactory, SessionInfo, SessionSpec, default_session
+from runner.execution.session import SandboxPool, SessionFactory, SessionInfo, SessionSpec, default_session
 from runner.exitcodes import Exit
 from runner.inputs.prepare import GateConfig, Prepared, git_sha, prepare, remove_if_empty
 from runner.inputs.tasks import SecurityTask
@@ -96,6 +96,8 @@ class Gate:
         self._early_selfcheck: EarlySelfCheck | None = None
         #: The security tasks' own canaries (open while the run is).
         self._security_canaries: Canaries | None = None
+        #: The run's warm sandboxes, handed on from session to session (open while the run is).
+        self._sandboxes: SandboxPool | None = None
         #: The run's hidden worlds (built lazily, for tasks whose main value passes; removed at the end).
         self.worlds: Worlds | None = (Worlds(prepared.snapshot, prepared.config.worlds, prepared.worlds_seed,
                                              prepared.world_tasks or prepared.suite.tasks)
@@ -109,7 +111,8 @@ class Gate:
                            sandbox_backend=c.sandbox_backend,
                            security_path=Path(c.security_path).absolute() if c.security_path else None,
                            security_canaries=(self._security_canaries.values()
-                                              if self._security_canaries is not None else None))
+                                              if self._security_canaries is not None else None),
+                           sandboxes=self._sandboxes)
         return replace(base, **changes)
 
     def run_config(self, info: SessionInfo | None, containment: Containment) -> RunConfig:
@@ -152,12 +155,15 @@ class Gate:
         pay_done: list[PayloadResult] = []
         selfcheck: SelfCheck | None = None
         # Suite warnings (baseline ids unknown to the suite) are printed once, in the final summary.
+        self._sandboxes = SandboxPool()
         with Interrupts() as interrupts:
             try:
+                self._prewarm_sandboxes()
                 if suite.security:
                     self._security_canaries = Canaries(p.run_dir / "security-canary", SECURITY_ENV)
                 runner = TaskRunner(self.factory, self.spec(), interrupts, p.config.task_timeout_s)
             except BaseException:  # e.g. no LLM configured: nothing ran, leave nothing behind
+                self._close_sandboxes()
                 self._close_security_canaries()
                 if fresh_dir:
                     shutil.rmtree(p.run_dir, ignore_errors=True)
@@ -209,6 +215,7 @@ class Gate:
                 if early is not None:  # the run stopped before asking for it
                     early.abandon()
                 runner.close()
+                self._close_sandboxes()
                 self._close_security_canaries()
                 if self.worlds is not None:
                     self.worlds.close()
@@ -300,6 +307,24 @@ class Gate:
         if outcome.tool_code:
             outcome.tool_code = canaries.unfill(outcome.tool_code)
         return security_result(stask, outcome, elapsed, breach)
+
+    def _prewarm_sandboxes(self) -> None:
+        """With ``--jobs`` > 1 and the real sessions: start the main session's warm sandbox and the
+        lanes' at once (each a worker process importing pandas), rather than the lanes' only after
+        the main one and its containment self-test."""
+        c = self.p.config
+        if self._sandboxes is None or c.jobs <= 1 or self.factory is not default_session:
+            return
+        from finevo.settings import Settings
+
+        backend = Settings.from_env({"sandbox_backend": c.sandbox_backend}).sandbox_backend
+        lanes = 1 + (1 if self.p.suite.payloads else 0)
+        self._sandboxes.prewarm(Path(c.data_dir).absolute(), backend, 1 + lanes)
+
+    def _close_sandboxes(self) -> None:
+        pool, self._sandboxes = self._sandboxes, None
+        if pool is not None:
+            pool.close()
 
     def _close_security_canaries(self) -> None:
         canaries, self._security_canaries = self._security_canaries, None

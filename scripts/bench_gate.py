@@ -11,13 +11,17 @@ Besides the wall time it prints where the time goes, part by part: start-up (inp
 agent's session, the containment self-test), tasks (the agent solving), judging (value and probes),
 worlds (judging in the hidden worlds, world building included), payloads, self-check and reports.
 Each is that part's own busy time: with ``--jobs`` > 1 judging, worlds and payloads run beside the
-tasks, so the parts add up to more than the wall time.
+tasks, so the parts add up to more than the wall time. The CPU used (user + sys, of the gate process
+and of the sandbox processes) and the machine's load average are printed per run: on a shared
+machine the wall time says little, the CPU time is what to compare.
 """
 
 from __future__ import annotations
 
 import argparse
 import io
+import os
+import resource
 import statistics
 import tempfile
 import time
@@ -80,6 +84,19 @@ def split(doc: dict[str, Any], clock: _Clock, wall: float) -> dict[str, float]:
     }
 
 
+def _cpu() -> dict[str, float]:
+    """CPU seconds used so far by this process and by the children it reaped (every sandbox
+    worker and its forks, once the run has closed them)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return {"gate user": own.ru_utime, "gate sys": own.ru_stime,
+            "sandbox user": children.ru_utime, "sandbox sys": children.ru_stime}
+
+
+def _load() -> str:
+    """The machine's load averages (1, 5, 15 minutes): the machine may be shared."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def _optional(path: Path) -> Path | None:
     return path if path.exists() else None
 
@@ -98,6 +115,7 @@ def main() -> int:
     jobs = args.jobs or available_cores()
     walls = []
     splits = []
+    cpus: list[dict[str, float]] = []
     clock = _Clock()
     clock.install()
     for i in range(args.runs):
@@ -107,12 +125,17 @@ def main() -> int:
                             baseline_path=_optional(bench / "baseline.json"), data_dir=snapshot_dir(),
                             out_dir=out, run_id=f"bench-{i}", worlds=args.worlds, worlds_seed=args.worlds_seed,
                             jobs=jobs)
+        used = _cpu()
         start = clock.started = time.perf_counter()
         result = run_gate(config, console=Console(io.StringIO(), colour=False))
         walls.append(time.perf_counter() - start)
         doc = result.doc
         splits.append(split(doc, clock, walls[-1]))
-        print(f"run {i + 1}/{args.runs}: {walls[-1]:.2f} s", flush=True)
+        cpu = {k: v - used[k] for k, v in _cpu().items()}
+        cpus.append(cpu)
+        print(f"run {i + 1}/{args.runs}: {walls[-1]:.2f} s wall, CPU {sum(cpu.values()):.2f} s "
+              f"(gate {cpu['gate user'] + cpu['gate sys']:.2f} s, sandbox processes "
+              f"{cpu['sandbox user'] + cpu['sandbox sys']:.2f} s), load average {_load()}", flush=True)
     tasks = doc["tasks"]
     per_task = [t["duration_s"] for t in tasks]
     llm = [t["llm"]["latency_s"] for t in tasks]
@@ -128,6 +151,9 @@ def main() -> int:
           f"(target <= {TARGET_S:g} s on 2 cores: {'met' if median <= TARGET_S else 'NOT met'}) with --jobs {jobs}, "
           f"{args.worlds} hidden world(s); tasks {len(tasks)}, security {doc['security']['total']}, "
           f"payloads {doc['security']['payloads_total']}")
+    print("CPU per run (median; user + sys of the gate process and of the sandbox processes it reaped): "
+          + ", ".join(f"{k} {statistics.median(c[k] for c in cpus):.2f} s" for k in cpus[0])
+          + f"; total {statistics.median(sum(c.values()) for c in cpus):.2f} s")
     print("time per part (median over the runs; each part's own busy time -- with --jobs > 1 judging, "
           "worlds and payloads overlap the tasks):")
     for part in splits[0]:

@@ -15,6 +15,7 @@ process, zombie or temporary directory behind.
 from __future__ import annotations
 
 import atexit
+import collections
 import contextlib
 import json
 import os
@@ -32,7 +33,7 @@ from finevo.errors import SandboxUnavailable
 from finevo.sandbox import confine, guard, protocol, workspace
 from finevo.sandbox.api import ExecutionResult, Limits
 from finevo.sandbox.preload import BLAS_ENV
-from finevo.sandbox.supervise import WatchedChild, classify, socket_pair, supervise
+from finevo.sandbox.supervise import SANDBOX_FAILURE, WatchedChild, classify, socket_pair, supervise
 from finevo.vocabulary import Isolation, SandboxBackend, words
 
 if TYPE_CHECKING:
@@ -59,12 +60,32 @@ def _python_command(module: str) -> list[str]:
     return [sys.executable, "-I", "-B", "-m", module]
 
 
+#: Source texts the static policy allowed, most recently used last (see :func:`_policy_gate`).
+_ALLOWED: collections.OrderedDict[str, None] = collections.OrderedDict()
+_ALLOWED_MAX = 256
+_allowed_lock = threading.Lock()
+
+
 def _policy_gate(code: str) -> ExecutionResult | None:
-    """Run the static policy; a blocked result, or None when the code may run."""
+    """Run the static policy; a blocked result, or None when the code may run.
+
+    The policy is a pure function of the source text, and the gate runs one tool many times
+    (the agent's checks, the judge's re-runs, probes and hidden worlds): a text the policy
+    allowed is remembered (by the exact text, :data:`_ALLOWED_MAX` of them), so it is parsed
+    and walked once. A refusal is never remembered: it is checked again every time (an
+    analysis failure, e.g. out of memory, must not stick to a text)."""
     from finevo.policy import check
 
+    with _allowed_lock:
+        if code in _ALLOWED:
+            _ALLOWED.move_to_end(code)
+            return None
     report = check(code)
     if report.allowed:
+        with _allowed_lock:
+            _ALLOWED[code] = None
+            while len(_ALLOWED) > _ALLOWED_MAX:
+                _ALLOWED.popitem(last=False)
         return None
     first = report.first
     assert first is not None  # a refused report always names its first violation
@@ -118,7 +139,7 @@ class _BaseSandbox:
         if snapshot_dir is not None:
             request["snapshot_override"] = os.path.abspath(os.fspath(snapshot_dir))
         started = time.monotonic()
-        result = self._execute(request, limits)
+        result = self._execute_started(request, limits)
         result.details["wall_s"] = round(time.monotonic() - started, 6)
         result.details["backend"] = self.backend
         return result
@@ -135,11 +156,26 @@ class _BaseSandbox:
         if snapshot_dir is not None:
             request["snapshot_override"] = os.path.abspath(os.fspath(snapshot_dir))
         started = time.monotonic()
-        result = self._execute(request, limits)
+        result = self._execute_started(request, limits)
         result.details["wall_s"] = round(time.monotonic() - started, 6)
         result.details["backend"] = self.backend
         result.details["policy"] = "off"
         return result
+
+    def _execute_started(self, request: JSONObject, limits: Limits) -> ExecutionResult:
+        """:meth:`_execute`, where a run the sandbox itself failed (``details["sandbox_failure"]``:
+        its child could not be confined as it must, e.g. the seccomp listener's hand-over failed;
+        decided from evidence sent before any tool code) is tried once more on a fresh child and
+        then raises :class:`SandboxUnavailable`, an external error: never a result of the tool's."""
+        result = self._execute(request, limits)
+        if not result.details.get(SANDBOX_FAILURE):
+            return result
+        first = result.error_message
+        result = self._execute(request, limits)
+        if not result.details.get(SANDBOX_FAILURE):
+            return result
+        raise SandboxUnavailable(f"the {self.backend} sandbox failed twice before the tool ran: {first}; "
+                                 f"then: {result.error_message}")
 
     def layers(self) -> dict[str, bool]:
         """Which containment layers are active here (probed once with a trivial tool).
@@ -147,8 +183,8 @@ class _BaseSandbox:
         The kernel layers are read from what a real child reported after confining itself, never
         assumed from what the host could offer."""
         if self._layers is None:
-            probe = self._execute({"code": _PROBE_CODE, "entry": "probe", "args": {},
-                                   "limits": asdict(Limits(timeout_s=60.0))}, Limits(timeout_s=60.0))
+            probe = self._execute_started({"code": _PROBE_CODE, "entry": "probe", "args": {},
+                                           "limits": asdict(Limits(timeout_s=60.0))}, Limits(timeout_s=60.0))
             seen = probe.details.get("confinement", {}) if probe.ok else {}
             land = seen.get("landlock") or {}
             filt = seen.get("seccomp") or {}
@@ -195,6 +231,11 @@ class _BaseSandbox:
 
     def close(self) -> None:
         self._closed = True
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called (then every run raises :class:`SandboxUnavailable`)."""
+        return self._closed
 
     def __enter__(self) -> _BaseSandbox:
         return self
@@ -279,6 +320,8 @@ class WarmSandbox(_BaseSandbox):
         #: may read their directory.
         self._others: dict[str, WarmSandbox] = {}
         self._extra_roots = list(extra_read_roots)
+        self._real_roots = [os.path.realpath(root) for root in self._extra_roots]
+        self._seen: dict[str, bool] = {}
         with self._lock:
             self._start()
         ref = weakref.ref(self)
@@ -371,9 +414,15 @@ class WarmSandbox(_BaseSandbox):
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _sees(self, snapshot_dir: str) -> bool:
-        """Whether this worker may read ``snapshot_dir`` (under one of its extra read roots)."""
-        real = os.path.realpath(snapshot_dir)
-        return any(real.startswith(os.path.realpath(root) + os.sep) for root in self._extra_roots)
+        """Whether this worker may read ``snapshot_dir`` (under one of its extra read roots).
+
+        Answered once per directory (resolving paths costs a ``lstat`` per component, and the
+        judge asks for every run in a hidden world)."""
+        seen = self._seen.get(snapshot_dir)
+        if seen is None:
+            real = os.path.realpath(snapshot_dir)
+            seen = self._seen[snapshot_dir] = any(real.startswith(root + os.sep) for root in self._real_roots)
+        return seen
 
     def _other(self, snapshot_dir: str) -> WarmSandbox:
         """The warm sandbox serving ``snapshot_dir`` and its sibling snapshots (one worker per

@@ -18,7 +18,6 @@ sandbox can say which layers are active on this platform instead of failing.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import ctypes.util
 import os
@@ -278,6 +277,22 @@ class _CapData(ctypes.Structure):
                 ("inheritable", ctypes.c_uint32)]
 
 
+_LAST_CAP: list[int] = []
+
+
+def last_capability() -> int:
+    """The kernel's highest capability number (read once per process: the warm worker reads it
+    before it forks); 63 when it cannot be read -- numbers past the kernel's last capability fail
+    harmlessly (EINVAL) when dropped."""
+    if not _LAST_CAP:
+        try:
+            with open("/proc/sys/kernel/cap_last_cap", encoding="ascii") as handle:
+                _LAST_CAP.append(min(max(int(handle.read().strip()), 0), 63))
+        except (OSError, ValueError):
+            _LAST_CAP.append(63)
+    return _LAST_CAP[0]
+
+
 def drop_all_capabilities() -> bool:
     """Leave this process with no capability at all, for good: lock the securebits so that uid 0
     means nothing (no capabilities regained by root on execve or kept across a uid change), empty
@@ -287,7 +302,7 @@ def drop_all_capabilities() -> bool:
     if libc is None:
         return False
     _prctl(PR_SET_SECUREBITS, SECUREBITS_LOCKED_NOROOT)
-    for cap in range(64):  # numbers past the kernel's last capability fail harmlessly (EINVAL)
+    for cap in range(last_capability() + 1):
         _prctl(PR_CAPBSET_DROP, cap)
     _prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
     header = _CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)
@@ -360,10 +375,10 @@ def drop_privileges(uid: int, *, workdir: str, keep_dac_read: bool, report: Conf
     report.caps_dropped = capabilities_empty()
 
 
-def set_limits(*, cpu_s: int, memory_mb: int, fsize_mb: int, nofile: int | None,
-               nproc: int | None) -> None:
-    """Resource limits; CPU counts from what this process has already used. ``nofile`` None leaves
-    the descriptor limit for :func:`limit_descriptors`, after the listener's hand-over."""
+def set_limits(*, cpu_s: int, memory_mb: int, fsize_mb: int, nproc: int | None) -> None:
+    """Resource limits; CPU counts from what this process has already used. ``RLIMIT_NOFILE`` is
+    set apart, after the listener's hand-over (:func:`limit_files`): until then the soft limit is
+    raised to the hard one, the hand-over's budget (see :func:`kernel_layers`)."""
     used = resource.getrusage(resource.RUSAGE_SELF)
     cpu_used = int(used.ru_utime + used.ru_stime)
     cpu = cpu_used + max(1, int(cpu_s))
@@ -372,11 +387,20 @@ def set_limits(*, cpu_s: int, memory_mb: int, fsize_mb: int, nofile: int | None,
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     fsize = int(fsize_mb) * MB
     resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
-    if nofile is not None:
-        limit_descriptors(nofile)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     if nproc is not None:
         resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
+
+
+def limit_files(nofile: int) -> int:
+    """Set ``RLIMIT_NOFILE`` (soft and hard) to ``nofile``, capped at
+    :data:`~finevo.sandbox.seccomp.HANDOVER_FD` so no descriptor the tool makes can take that
+    number; returns the limit set. Through ``prlimit`` on itself, which the filter allows."""
+    applied = max(0, min(int(nofile), seccomp.HANDOVER_FD))
+    resource.prlimit(0, resource.RLIMIT_NOFILE, (applied, applied))
+    return applied
 
 
 def finish(report: Confinement, *, parent_pid: int | None) -> None:
@@ -390,58 +414,67 @@ def finish(report: Confinement, *, parent_pid: int | None) -> None:
     os.environ.clear()
 
 
-def limit_descriptors(nofile: int) -> None:
-    """The tool's descriptor limit, soft and hard."""
-    resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+class HandoverFailed(OSError):
+    """The seccomp listener could not be handed to the supervisor: the sandbox's failure, raised
+    before any tool code (the supervisor reports it as such, never as the tool's)."""
 
 
-def open_descriptor_budget() -> None:
-    """Raise the soft descriptor limit to the hard one for the listener's hand-over.
-
-    The kernel refuses to pass a descriptor (``ETOOMANYREFS``) while the sender's *user* has more
-    descriptors in flight than the sender's soft ``RLIMIT_NOFILE``; a child keeping uid 0, or
-    sharing a non-root gate's uid, shares that count with every process of the user on the
-    machine. So the tool's own, much lower limit (:func:`limit_descriptors`) is set only after
-    the hand-over, before any tool code runs."""
-    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    with contextlib.suppress(OSError, ValueError):
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-
-
-def kernel_layers(report: Confinement, *, workdir: str, read_roots: list[str],
+def kernel_layers(report: Confinement, *, workdir: str, read_roots: list[str], nofile: int,
                   allow_processes: bool = False, control_fd: int | None = None) -> None:
     """Landlock, then seccomp (the last step before tool code: after it this process can no longer
-    change its own confinement). Needs ``no_new_privs`` (:func:`finish`). Each records what it
-    enforced; neither raises.
+    change its own confinement), then ``RLIMIT_NOFILE`` (``nofile``). Needs ``no_new_privs``
+    (:func:`finish`). Each records what it enforced; a filter the kernel refuses is recorded, not
+    raised, but a listener that cannot be handed over raises :class:`HandoverFailed`.
 
     With ``control_fd`` a socket (the supervisor's control channel), denied calls become user
-    notifications: the filter's listener is sent to the supervisor over that socket and this
-    process keeps no copy, so the supervisor alone holds the record of a denial."""
+    notifications: the filter's listener is sent to the supervisor over a copy of that socket at
+    :data:`~finevo.sandbox.seccomp.HANDOVER_FD`, the only descriptor the filter lets ``sendmsg``
+    use, and this process keeps neither. The kernel refuses to send a descriptor (``ETOOMANYREFS``)
+    while the sender's user has more descriptors in flight than the sender's soft
+    ``RLIMIT_NOFILE``; children that share a user with the worker (a non-root run, uid 0 without
+    capabilities) share that count with everything else the user sends. So the hand-over is made
+    with the soft limit at the hard one (:func:`set_limits`; thousands where the gate runs, against
+    a few descriptors the worker has in flight at a time and none a tool can send), and the tool's
+    own limit (64) is set only after it."""
     report.landlock = asdict(landlock.restrict(workdir=workdir, read_roots=read_roots,
                                                report=landlock.LandlockReport()))
-    channel = _channel(control_fd)  # made now: wrapping a descriptor queries it (getsockopt)
+    # made before the filter: wrapping a descriptor queries it (getsockopt), which the filter denies
+    channel = _handover_channel(control_fd)
     filt = seccomp.SeccompReport()
-    listener = seccomp.install(filt, allow_processes=allow_processes, notify=channel is not None)
-    if listener is not None:
-        try:
+    try:
+        listener = seccomp.install(filt, allow_processes=allow_processes, notify=channel is not None)
+        if listener is not None:
             assert channel is not None
-            channel.sendmsg([b"\n"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("i", listener))])
-        finally:
-            os.close(listener)
-    if channel is not None:
-        channel.detach()
+            try:
+                channel.sendmsg([b"\n"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("i", listener))])
+            except OSError as exc:
+                raise HandoverFailed(exc.errno, "the seccomp listener could not be handed to the supervisor: "
+                                                f"{exc.strerror or exc}") from None
+            finally:
+                os.close(listener)
+    finally:
+        if channel is not None:
+            channel.close()  # HANDOVER_FD: after this no descriptor of the child can send one
     report.seccomp = asdict(filt)
+    limit_files(nofile)
 
 
-def _channel(fd: int | None) -> socket.socket | None:
+def _handover_channel(fd: int | None) -> socket.socket | None:
+    """A copy of the control socket ``fd`` at :data:`~finevo.sandbox.seccomp.HANDOVER_FD`, or None
+    when ``fd`` is not a socket (then denied calls kill the child instead of notifying)."""
     if fd is None:
         return None
     try:
         if not stat.S_ISSOCK(os.fstat(fd).st_mode):
             return None
-        return socket.socket(fileno=fd)
     except OSError:
         return None
+    try:
+        copy = os.dup2(fd, seccomp.HANDOVER_FD, inheritable=False)
+    except OSError as exc:  # e.g. a hard RLIMIT_NOFILE at or below HANDOVER_FD
+        raise HandoverFailed(exc.errno, f"no descriptor {seccomp.HANDOVER_FD} for the seccomp listener's "
+                                        f"hand-over: {exc.strerror or exc}") from None
+    return socket.socket(fileno=copy)
 
 
 def kernel_support() -> JSONObject:

@@ -302,8 +302,8 @@ def _make_importer_is_tool(p: _Prims, tool_filename: str) -> Callable[[], bool]:
 
     getframe, s_startswith = p.getframe, p.startswith
     frozen_import = "<frozen importlib"
-    importlib_dir = os.path.dirname(os.path.realpath(importlib.__file__)) + "/"
-    this_file = os.path.realpath(__file__)
+    importlib_dir = os.path.dirname(resolved(importlib.__file__)) + "/"
+    this_file = resolved(__file__)
 
     def importer_is_tool() -> bool:
         frame: FrameType | None = getframe(3)
@@ -407,12 +407,35 @@ def _make_change_checks(p: _Prims, refuse: Callable[[str, str], None],
     return on_modify, on_list
 
 
+#: Read roots (and this package's files) resolved by :func:`resolved`, by the path as given.
+_RESOLVED: dict[str, str] = {}
+
+
+def resolved(path: str) -> str:
+    """``os.path.realpath(path)``, remembered: the read roots are the worker's own fixed directories
+    (no tool can write there), resolved once before the worker forks (:func:`prepare`), so a child
+    does not spend an ``lstat`` per path component of every root again."""
+    found = _RESOLVED.get(path)
+    if found is None:
+        found = _RESOLVED[path] = os.path.realpath(path)
+    return found
+
+
+def prepare(read_roots: Iterable[str]) -> None:
+    """Resolve what every hook resolves (called in a zygote before it forks tool children)."""
+    import importlib
+
+    for path in (*read_roots, importlib.__file__ or "", __file__):
+        if path:
+            resolved(path)
+
+
 def make_hook(*, workdir: str, read_roots: Iterable[str], report_fd: int,
               tool_imports: Iterable[str] = TOOL_IMPORTS,
               tool_filename: str = TOOL_FILENAME) -> Callable[[str, tuple[Any, ...]], None]:
     """Build the audit hook; everything it needs is bound now, as immutable values."""
     workdir_r = os.path.realpath(workdir)
-    read_roots_t = tuple({os.path.realpath(r) for r in read_roots} | {workdir_r})
+    read_roots_t = tuple({resolved(r) for r in read_roots} | {workdir_r})
     prims = _Prims()
     refuse = _make_refuse(prims, report_fd)
     on_open, path_arg = _make_path_checks(prims, refuse, workdir_r, read_roots_t)

@@ -160,10 +160,8 @@ def enter_and_run(request: JSONObject, ctl_fd: int) -> NoReturn:
         # a limit of 0 makes every fork, clone and thread start of the tool fail.
         extra = int(limits["nproc"])
         nproc = 1 + extra if dedicated_uid else (0 if extra == 0 else None)
-        # the descriptor limit comes after the listener's hand-over (confine.open_descriptor_budget)
         confine.set_limits(cpu_s=limits["cpu_s"], memory_mb=limits["memory_mb"],
-                           fsize_mb=limits["fsize_mb"], nofile=None, nproc=nproc)
-        confine.open_descriptor_budget()
+                           fsize_mb=limits["fsize_mb"], nproc=nproc)
         confine.finish(report, parent_pid=request.get("parent_pid"))
         zone = frozen_clock.zone_for_c()
         if zone:  # the environment is empty now; C code converting to local time keeps the as-of zone
@@ -172,8 +170,7 @@ def enter_and_run(request: JSONObject, ctl_fd: int) -> NoReturn:
 
         tempfile.tempdir = request["workdir"]
         confine.kernel_layers(report, workdir=request["workdir"], read_roots=request["read_roots"],
-                              allow_processes=extra > 0, control_fd=ctl_fd)
-        confine.limit_descriptors(int(limits["nofile"]))
+                              nofile=limits["nofile"], allow_processes=extra > 0, control_fd=ctl_fd)
         if request.get("audit_hook", True):
             guard.install(workdir=request["workdir"], read_roots=request["read_roots"], report_fd=ctl_fd,
                           tool_imports=request.get("tool_imports") or guard.TOOL_IMPORTS)

@@ -17,7 +17,7 @@ Actions:
   attributes, file watches), so it must fail softly;
 * ``check`` -- allowed only with some arguments (``ioctl`` requests, ``fcntl`` commands, ``prctl``
   options, thread-only ``clone``, signals to the child itself, scheduling and limits of the child
-  itself); other arguments are denied;
+  itself, ``sendmsg`` on the listener's hand-over descriptor only); other arguments are denied;
 * everything else (and ``deny`` arguments): the deny action -- ``SECCOMP_RET_KILL_PROCESS``.
 
 Architectures: any audit architecture but the interpreter's own (the i386 entry points on
@@ -34,6 +34,7 @@ instructions with :mod:`struct` takes well under a millisecond.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import platform
@@ -95,8 +96,9 @@ _RULES: tuple[Rule, ...] = (
     # -- I/O on descriptors the child holds (its pipes, files Landlock let it open)
     Rule("read", ALLOW, "reading its request, files and pipes it holds"),
     Rule("write", ALLOW, "stdout, stderr, the result record, files in the working directory"),
-    Rule("sendmsg", ALLOW, "handing the filter's listener to the supervisor; the child can create no "
-                           "socket, so its control channel is the only one it holds"),
+    Rule("sendmsg", CHECK, "handing the filter's listener to the supervisor, on HANDOVER_FD only: the "
+                           "harness closes that descriptor before tool code, and RLIMIT_NOFILE keeps a tool "
+                           "below its number, so a tool can never put a descriptor in flight"),
     Rule("futex", ALLOW, "locks of the interpreter, numpy and the C library"),
     Rule("mmap", ALLOW, _MEM + "; mapping a file needs a descriptor Landlock granted"),
     Rule("munmap", ALLOW, _MEM),
@@ -237,6 +239,13 @@ _PID_FIRST = ("prlimit64", "sched_setaffinity", "get_robust_list")
 #: Signal-sending calls: (argument holding the target process, argument holding the signal).
 _SIGNAL_ARGS = {"kill": (0, 1), "tkill": (0, 1), "tgkill": (0, 2), "rt_sigqueueinfo": (0, 1),
                 "rt_tgsigqueueinfo": (0, 2)}
+#: The one descriptor ``sendmsg`` may use: the harness's copy of its control socket, made for the
+#: listener's hand-over and closed before tool code. It lies at or above every ``RLIMIT_NOFILE`` a
+#: tool gets (the harness caps the limit at this number), so no ``dup``, ``open`` or ``pipe`` of
+#: the tool can ever make a descriptor with this number: a tool cannot send descriptors at all (an
+#: ``SCM_RIGHTS`` message puts them in flight, counted against its user, where enough of them would
+#: make another child's hand-over fail).
+HANDOVER_FD = 255
 #: Calls allowed besides the table when the limits give the tool processes (``nproc`` > 0).
 PROCESS_CALLS = ("wait4", "waitid")
 
@@ -374,6 +383,8 @@ def _handlers(a: _Asm, self_pid: int, allow_processes: bool) -> None:
         a.jump(_JEQ, value, 0, 1)
         a.goto("eperm")
     _one_of(a, 0, PRCTL_ALLOWED, "allow", "deny")
+    a.label("chk_sendmsg")
+    _one_of(a, 0, (HANDOVER_FD,), "allow", "deny")
     a.label("chk_clone")
     a.ld(_arg_lo(0))
     a.jump(_JSET, CLONE_NS_FLAGS | CLONE_PARENT, 0, 1)
@@ -437,6 +448,44 @@ def build_filter(self_pid: int, machine: str | None = None, *, allow_processes: 
     a.label("deny_arch")  # another ABI: the notification carries its audit arch
     a.ret(deny_action)
     return a.assemble()
+#: Assembled programs by (machine, allow_processes, deny_action): the program for one pid and the
+#: byte offsets of the instructions that hold the pid (see :func:`filter_for`).
+_TEMPLATES: dict[tuple[str, bool, int], tuple[bytes, tuple[int, ...]]] = {}
+
+
+def filter_for(self_pid: int, machine: str | None = None, *, allow_processes: bool = False,
+               deny_action: int = RET_KILL_PROCESS) -> bytes:
+    """:func:`build_filter`'s program, assembled once per process (the warm worker does it before
+    it forks, so every child inherits it) and copied with ``self_pid`` written into the
+    instructions that compare a pid: a child spends no time assembling ~400 instructions.
+
+    The instructions that hold the pid are found by assembling for two pids and comparing: every
+    other instruction is the same whatever the pid, so the copy equals ``build_filter(self_pid)``."""
+    machine = machine or platform.machine()
+    key = (machine, allow_processes, deny_action)
+    found = _TEMPLATES.get(key)
+    if found is None:
+        one = build_filter(1, machine, allow_processes=allow_processes, deny_action=deny_action)
+        two = build_filter(2, machine, allow_processes=allow_processes, deny_action=deny_action)
+        slots = tuple(at for at in range(0, len(one), 8) if one[at:at + 8] != two[at:at + 8])
+        if len(one) != len(two) or any(one[at:at + 4] != two[at:at + 4] for at in slots):
+            raise ValueError("the filter's shape depends on the pid")  # pragma: no cover - a bug
+        found = _TEMPLATES[key] = (one, slots)
+    program, slots = found
+    out = bytearray(program)
+    for at in slots:
+        struct.pack_into("=I", out, at + 4, self_pid & 0xFFFFFFFF)
+    return bytes(out)
+
+
+def prepare(machine: str | None = None) -> None:
+    """Assemble every program a child may install (called in the warm worker before it forks)."""
+    for allow_processes in (False, True):
+        for action in (RET_KILL_PROCESS, RET_USER_NOTIF):
+            with contextlib.suppress(OSError):  # another architecture: install() says so per child
+                filter_for(0, machine, allow_processes=allow_processes, deny_action=action)
+
+
 class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
@@ -505,9 +554,9 @@ def install(report: SeccompReport, *, self_pid: int | None = None, allow_process
     report.processes = allow_processes
     use_notify = notify and notify_available()
     try:
-        program = build_filter(os.getpid() if self_pid is None else self_pid, report.arch,
-                               allow_processes=allow_processes,
-                               deny_action=RET_USER_NOTIF if use_notify else RET_KILL_PROCESS)
+        program = filter_for(os.getpid() if self_pid is None else self_pid, report.arch,
+                             allow_processes=allow_processes,
+                             deny_action=RET_USER_NOTIF if use_notify else RET_KILL_PROCESS)
     except (OSError, ValueError) as exc:
         report.error = str(exc)
         return None

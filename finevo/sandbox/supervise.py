@@ -111,6 +111,8 @@ class Observation:
     #: The call the seccomp filter denied, as the kernel handed it to the supervisor (a user
     #: notification): the supervisor's own record, never something the child said.
     denial: JSONObject | None = None
+    #: Whether the child's seccomp listener reached the supervisor (before its ``started`` record).
+    listener_received: bool = False
 
 
 def _kill_group(pgid: int) -> None:
@@ -214,6 +216,49 @@ class _Control:
 
 
 @dataclass(frozen=True)
+class Reaped:
+    """A child's end as its parent collected it: the wait status, CPU seconds (user + system) and
+    peak resident memory (kB). ``status`` None: the parent could not collect it."""
+
+    status: int | None
+    cpu_s: float
+    maxrss_kb: int
+
+
+def wait_child(pid: int) -> Reaped:
+    """Reap ``pid``, a child of this process (blocking until it has exited)."""
+    _, status, usage = os.wait4(pid, 0)
+    return Reaped(status, usage.ru_utime + usage.ru_stime, usage.ru_maxrss)
+
+
+def _exited(pid: int) -> bool:
+    """Whether ``pid`` (not necessarily a child of this process) has exited: a zombie or gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return True
+    return data[data.rfind(b")") + 2:][:1] in (b"Z", b"X")
+
+
+#: The most the wall clock of one run is moved on for time the child waited for a CPU: below the
+#: grace its callers give a run beyond its limit (the gate's 5 s, the warm backend's 30 s).
+CPU_WAIT_CREDIT_MAX_S = 3.0
+#: How soon the account of a child's waiting is read again when it grew but gave no time yet.
+CPU_WAIT_RECHECK_S = 0.05
+
+
+def cpu_wait_s(pid: int) -> float | None:
+    """Seconds ``pid`` has spent runnable but waiting for a CPU (``run_delay`` in
+    ``/proc/<pid>/schedstat``), or None where the kernel does not keep it."""
+    try:
+        with open(f"/proc/{pid}/schedstat", "rb") as handle:
+            return int(handle.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+@dataclass(frozen=True)
 class WatchedChild:
     """A child to supervise: its pid (the leader of its own process group) and the supervisor's
     read ends of its stdout, stderr and control channel."""
@@ -227,18 +272,24 @@ class WatchedChild:
 class _Watch:
     """One supervision: the poll loop's state (see :func:`supervise`)."""
 
-    def __init__(self, child: WatchedChild, limits: Limits, startup_timeout_s: float, workdir: str | None) -> None:
+    def __init__(self, child: WatchedChild, limits: Limits, startup_timeout_s: float, workdir: str | None,
+                 reap: Callable[[int], Reaped] | None = None) -> None:
         pid, stdout_fd, stderr_fd, control_fd = child.pid, child.stdout_fd, child.stderr_fd, child.control_fd
         self.child = child
+        self.reap = reap
         self.obs = Observation(pid=pid)
         self.limits = limits
         self.workdir = workdir
         self.disk_cap = int(limits.disk_mb) * 1024 * 1024
         self.next_disk_check = 0.0
         self.launched = time.monotonic()
+        #: The child's time waiting for a CPU when its clock started (see :meth:`_credit_cpu_wait`).
+        self.wait_base: float | None = None
+        self.wait_seen: float | None = None
         if startup_timeout_s <= 0:  # the clock starts now: nothing of the tool ran before
             self.obs.started_at = self.launched
             self.deadline = self.launched + limits.timeout_s
+            self.wait_base = cpu_wait_s(pid)
         else:
             self.deadline = self.launched + startup_timeout_s
         self.outputs = {stdout_fd: CappedOutput(limits.output_bytes),
@@ -255,12 +306,44 @@ class _Watch:
         self.kernel_quota: bool | None = None
         self.listening = False
         self.stop = False
+        self.start_checked = False
 
     def _note_start(self) -> None:
         if self.obs.started_at is None and b'"kind": "started"' in self.obs.control:
             self.obs.started_at = time.monotonic()
             self.deadline = min(self.obs.started_at + self.limits.timeout_s,
                                 self.launched + STARTUP_TIMEOUT_S + self.limits.timeout_s)
+            self.wait_base = cpu_wait_s(self.obs.pid)
+
+    def _credit_cpu_wait(self, now: float) -> bool:
+        """Move the deadline on by the time the child spent runnable but waiting for a CPU since
+        its clock started (the scheduler's own account, nothing the child says), at most
+        :data:`CPU_WAIT_CREDIT_MAX_S`; True when that leaves it time. A loaded machine then does
+        not decide between a result and a timeout: a child doing 0.3 s of work under a 1 s limit
+        is not cut off because others held the CPUs. A child that sleeps or blocks is not waiting
+        for a CPU and gets no credit; one that spins is stopped by its CPU limit; the cap keeps
+        the clock within the callers' grace (``WORKER_GRACE_S``, the gate's deadline grace).
+
+        The kernel adds a wait to the account when it ends, so a child waiting right now shows
+        nothing yet: when the account has grown since it was last read, it is read again
+        :data:`CPU_WAIT_RECHECK_S` later; a child whose account stands still (it ran, slept or
+        blocked in between) is past its limit."""
+        if self.obs.started_at is None or self.wait_base is None or self.exited:
+            return False
+        waited = cpu_wait_s(self.obs.pid)
+        if waited is None:
+            return False
+        credit = min(max(waited - self.wait_base, 0.0), CPU_WAIT_CREDIT_MAX_S)
+        deadline = self.obs.started_at + self.limits.timeout_s + credit
+        grew = self.wait_seen is None or waited > self.wait_seen
+        self.wait_seen = waited
+        if deadline > now + 0.001:
+            self.deadline = deadline
+            return True
+        if grew and credit < CPU_WAIT_CREDIT_MAX_S:
+            self.deadline = now + CPU_WAIT_RECHECK_S
+            return True
+        return False
 
     def _check_disk(self, now: float) -> None:
         if self.workdir is None or self.exited or now < self.next_disk_check:
@@ -316,6 +399,12 @@ class _Watch:
         if self.control.listener is not None and not self.listening:
             self.poller.register(self.control.listener, select.POLLIN | select.POLLHUP | select.POLLERR)
             self.listening = True
+        if not self.start_checked and _STARTED in self.obs.control:
+            self.start_checked = True
+            if _expects_listener(_started_record(self.obs.control)) and self.control.listener is None:
+                # The filter notifies, but no one here holds its listener: a denied call would
+                # only fail with ENOSYS, unrecorded. The run is the sandbox's failure; stop it now.
+                self.stop = True
 
     def _stopped(self) -> bool:
         return self.stop
@@ -325,6 +414,8 @@ class _Watch:
             self._note_start()
             now = time.monotonic()
             if now >= self.deadline:
+                if self._credit_cpu_wait(now):
+                    continue
                 self.obs.timed_out = self.obs.started_at is not None
                 self.obs.startup_timed_out = self.obs.started_at is None
                 return
@@ -340,7 +431,8 @@ class _Watch:
                 if self._stopped():
                     return
             if self.pidfd is None and not self.exited:
-                self.exited = os.waitid(os.P_PID, self.obs.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+                self.exited = (_exited(self.obs.pid) if self.reap is not None else
+                               os.waitid(os.P_PID, self.obs.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None)
             if self.exited and self.open_fds:
                 # The child is gone; anything still holding its pipes is a straggler in its group.
                 _kill_group(self.obs.pid)
@@ -350,10 +442,11 @@ class _Watch:
         stdout_fd, stderr_fd = self.child.stdout_fd, self.child.stderr_fd
         obs = self.obs
         _kill_group(obs.pid)
-        _, status, usage = os.wait4(obs.pid, 0)
-        obs.wait_status = status
-        obs.cpu_s = usage.ru_utime + usage.ru_stime
-        obs.maxrss_kb = usage.ru_maxrss
+        reaped = (self.reap or wait_child)(obs.pid)
+        obs.wait_status = reaped.status
+        obs.cpu_s = reaped.cpu_s
+        obs.maxrss_kb = reaped.maxrss_kb
+        obs.listener_received = self.control.listener is not None
         obs.finished_at = time.monotonic()
         if obs.started_at is None:
             obs.started_at = self.launched
@@ -371,7 +464,7 @@ class _Watch:
 
 
 def supervise(child: WatchedChild, limits: Limits, *, startup_timeout_s: float = STARTUP_TIMEOUT_S,
-              workdir: str | None = None) -> Observation:
+              workdir: str | None = None, reap: Callable[[int], Reaped] | None = None) -> Observation:
     """Watch ``child`` (leader of its own process group) until it ends; reap it.
 
     Closes the three read ends. The wall clock is the supervisor's: with ``startup_timeout_s``
@@ -381,9 +474,11 @@ def supervise(child: WatchedChild, limits: Limits, *, startup_timeout_s: float =
     ``workdir``, its size is measured every :data:`DISK_CHECK_S` and a child holding more than
     ``limits.disk_mb`` there (or more than :data:`MAX_WORKDIR_ENTRIES` entries) is killed. A
     call the seccomp filter denies arrives as a notification on the listener the child sent
-    over the control channel: recorded (``Observation.denial``) and the child killed.
+    over the control channel: recorded (``Observation.denial``) and the child killed. ``reap``
+    collects the child once it is killed (default: :func:`wait_child`, for a child of this
+    process; the warm worker's router supervises children of a zygote, which reaps them).
     """
-    watch = _Watch(child, limits, startup_timeout_s, workdir)
+    watch = _Watch(child, limits, startup_timeout_s, workdir, reap)
     try:
         watch.loop()
     finally:
@@ -453,6 +548,25 @@ def decode_record(line: bytes) -> JSONObject | None:
     return record
 
 
+_STARTED = b'"kind": "started"'
+
+
+def _started_record(control: bytes | bytearray) -> JSONObject | None:
+    """The ``started`` record on the control channel (sent by the harness before any tool code)."""
+    for line in bytes(control).split(b"\n"):
+        if _STARTED in line:
+            record = decode_record(line)
+            if record is not None and record.get("kind") == "started":
+                return record
+    return None
+
+
+def _expects_listener(started: JSONObject | None) -> bool:
+    """Whether the child's filter hands denied calls to a listener (``seccomp.notify``)."""
+    filt = (started or {}).get("seccomp")
+    return isinstance(filt, dict) and filt.get("notify") is True
+
+
 def _records(control: bytes | bytearray) -> list[JSONObject]:
     records = []
     for line in bytes(control).split(b"\n"):
@@ -507,6 +621,10 @@ class _Seen:
     harness_errors: list[JSONObject]
     signum: int | None
     exit_code: int | None
+    #: The harness's own failure before tool code: a ``harness_error`` record that no ``started``
+    #: record precedes (the harness sends ``started`` before the tool's first line, so nothing the
+    #: tool writes can come first).
+    setup_error: JSONObject | None = None
 
     @classmethod
     def of(cls, obs: Observation) -> _Seen:
@@ -517,7 +635,14 @@ class _Seen:
         # the only one that could have written it.
         hooked = started is not None and started.get("audit_hook") is True
         status = obs.wait_status or 0
-        return cls(records=records, started=started,
+        setup_error = None
+        for record in records:
+            if record.get("kind") == "started":
+                break
+            if record.get("kind") == "harness_error":
+                setup_error = record
+                break
+        return cls(records=records, started=started, setup_error=setup_error,
                    refusals=[r for r in records if r.get("kind") == "refused"] if hooked else [],
                    results=[r for r in records if r.get("kind") == "result"],
                    harness_errors=[r for r in records if r.get("kind") == "harness_error"],
@@ -550,6 +675,27 @@ def _stop(result: ExecutionResult, status: str, layer: str, message: str, *, rul
     if evidence:
         result.details["evidence"] = evidence
     return result
+
+
+#: ``ExecutionResult.details`` key set when the sandbox, not the tool, failed the run (the backends
+#: try once more on a fresh child, then raise :class:`~finevo.errors.SandboxUnavailable`).
+SANDBOX_FAILURE = "sandbox_failure"
+
+
+def _sandbox_failure(obs: Observation, seen: _Seen, result: ExecutionResult) -> ExecutionResult | None:
+    """The sandbox could not run the tool as it must (evidence from before any tool code): the
+    harness failed to confine the child (e.g. the seccomp listener's hand-over), or the filter
+    notifies and its listener never reached the supervisor. Never the tool's result."""
+    if seen.setup_error is not None:
+        reason = (f"{_field_text(seen.setup_error, 'error_type', 200)}: "
+                  f"{_field_text(seen.setup_error, 'error_message')}")
+    elif _expects_listener(seen.started) and not obs.listener_received:
+        reason = "the seccomp listener never reached the supervisor"
+    else:
+        return None
+    result.details[SANDBOX_FAILURE] = True
+    result.value = None
+    return _stop(result, "crashed", "harness", f"the sandbox could not start the tool: {reason}")
 
 
 def _supervisor_stops(obs: Observation, limits: Limits, seen: _Seen, result: ExecutionResult) -> ExecutionResult | None:
@@ -675,7 +821,8 @@ def _from_record(seen: _Seen, result: ExecutionResult) -> ExecutionResult:
 def _classify(obs: Observation, limits: Limits) -> ExecutionResult:
     seen = _Seen.of(obs)
     result = _base_result(obs, seen)
-    return (_supervisor_stops(obs, limits, seen, result) or _signal_stops(obs, limits, seen, result)
+    return (_sandbox_failure(obs, seen, result) or _supervisor_stops(obs, limits, seen, result)
+            or _signal_stops(obs, limits, seen, result)
             or _channel_trouble(obs, seen, result) or _from_record(seen, result))
 
 

@@ -8,19 +8,26 @@ closes the request pipe.
 Pristine forks. A tool's child must never inherit memory that held another run's code, arguments,
 value or output, nor another world's data. So no process that ever read a request forks a tool:
 
-* the **router** (this process) reads the gate's requests and writes the replies; it never forks
-  a tool. Right after loading the libraries -- before any request -- it forks the
+* the **router** (this process) reads the gate's requests, hands each to a waiting tool child,
+  supervises it (wall clock, output caps, the seccomp listener, the process group) and writes
+  the reply; it never forks a tool. Right after loading the libraries -- before any request --
+  it forks the
 * **bare zygote**, which never reads a request either: on the router's command it forks one
   **world zygote** per snapshot (the worker's own, and each hidden world a run asks for), which
-  loads that snapshot and nothing else, and on command forks
-* **servers**, pre-forked while idle: a server forks :data:`SERVER_RUNS` tool children at once
-  (spares of :class:`~finevo.sandbox.forked.SpareChild`), only then reads requests from the
-  router, one per child, supervises each, sends the replies, and exits.
+  loads that snapshot and nothing else and never reads a request: on the router's command it
+  forks a **tool child** that waits for its request (:func:`~finevo.sandbox.forked.fork_spare`),
+  hands the supervisor's ends of the child's pipes to the router, and, when the router has
+  finished with the child, reaps it and reports its wait status and usage (only a parent can).
 
-A tool's child is therefore a copy of a world zygote (libraries plus one snapshot) plus the
-server's pipes, taken before the server read any request. The router keeps up to
-:data:`WORLD_ZYGOTES` world zygotes (least recently used closed first), each with one server
-ready, so forking stays off the request's critical path.
+A tool's child is therefore a copy of a world zygote (libraries plus one snapshot) plus its own
+pipes. The router keeps up to :data:`WORLD_ZYGOTES` world zygotes (least recently used closed
+first), each with :data:`SPARES_AHEAD` child forked ahead, so forking stays off the request's
+critical path (the next child forks while the gate reads a reply), and receives each child's
+descriptors the moment they are sent: none wait in flight while the router does anything else
+(descriptors in flight count against the sending user, whose tool children must still be able to
+hand over their seccomp listeners, see :func:`finevo.sandbox.confine.kernel_layers`). One fork per run, from a
+process that does little between forks: no intermediate server process copies the zygote's
+page tables, and no child is forked only to be thrown away at the end.
 """
 
 from __future__ import annotations
@@ -35,10 +42,12 @@ import struct
 import sys
 import tempfile
 import traceback
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from finevo.sandbox import confine, guard, landlock, protocol, workspace
+from finevo.sandbox import confine, guard, landlock, protocol, seccomp, workspace
+from finevo.sandbox.forked import SpareChild
 from finevo.sandbox.preload import load_world, preload_libraries
+from finevo.sandbox.supervise import SANDBOX_FAILURE, Reaped
 
 if TYPE_CHECKING:
     from finevo.jsontypes import JSONObject
@@ -85,53 +94,9 @@ def _reap() -> None:
             pass
 
 
-# --------------------------------------------------------------------------- server (one request)
-#: Requests one server takes: its tool children are all forked before it reads the first, so
-#: each is pristine, and a fork of a server is paid once per this many requests.
-SERVER_RUNS = 4
-
-
-def _serve(request_fd: int, reply_fd: int, settings: JSONObject) -> None:
-    """Fork :data:`SERVER_RUNS` tool children at once, then serve one request with each."""
-    from finevo.sandbox.forked import SpareChild
-
-    children: list[SpareChild] = []
-    try:
-        for _ in range(SERVER_RUNS):
-            children.append(SpareChild(settings))  # all forked before this process read anything
-    except OSError as exc:
-        sys.stderr.write(f"finevo sandbox worker: cannot prepare a child: {exc}\n")
-    for index in range(SERVER_RUNS):
-        child = children[index] if index < len(children) else None
-        try:
-            request = protocol.read_frame(request_fd)
-        except protocol.ChannelClosed:
-            for spare in children[index:]:
-                spare.discard()
-            return
-        _serve_one(request, child, reply_fd)
-
-
-def _serve_one(request: JSONObject, child: Any, reply_fd: int) -> None:
-    try:
-        if child is None:
-            raise OSError("no sandbox child could be forked")
-        reply = child.run(request)
-    except BaseException as exc:  # keep the router serving; the gate sees "crashed"
-        reply = {"status": "crashed", "layer": "harness",
-                 "error_message": f"sandbox worker failed: {type(exc).__name__}: {exc}"}
-    try:
-        protocol.write_frame(reply_fd, reply)
-    except (TypeError, ValueError, RecursionError) as exc:  # a reply JSON cannot hold: the tool's fail
-        protocol.write_frame(reply_fd, {"status": "crashed", "layer": "result", "error_type": "ResultUnreadable",
-                                        "error_message": f"the tool's result cannot be sent: {type(exc).__name__}"})
-    if child is not None:
-        child.cleanup()
-
-
 # --------------------------------------------------------------------------- zygotes
 def _zygote_loop(sock: socket.socket, settings: JSONObject) -> None:
-    """Fork what the router asks for; never read a request."""
+    """The bare zygote: fork a world zygote whenever the router asks for one; never read a request."""
     while True:
         command, fds = _receive(sock)
         _reap()
@@ -140,16 +105,17 @@ def _zygote_loop(sock: socket.socket, settings: JSONObject) -> None:
                 while True:
                     os.wait()
             return
+        if command.get("op") != "world" or len(fds) != 1:
+            for fd in fds:
+                os.close(fd)
+            continue
         pid = os.fork()
         if pid == 0:
             try:
                 sock.close()
                 _die_with_parent()
-                if command["op"] == "server":
-                    _serve(fds[0], fds[1], settings)
-                elif command["op"] == "world":
-                    _world_zygote(socket.socket(fileno=fds[0]), command.get("path"), settings,
-                                  command.get("drop_roots") or [])
+                _world_zygote(socket.socket(fileno=fds[0]), command.get("path"), settings,
+                              command.get("drop_roots") or [])
             except BaseException:
                 traceback.print_exc()
             finally:
@@ -170,53 +136,145 @@ def _world_zygote(sock: socket.socket, path: str | None, settings: JSONObject, d
     roots = [r for r in settings["read_roots"] if r not in drop_roots]
     if path:
         roots.append(os.path.realpath(path))
+    roots = sorted(set(roots))
+    guard.prepare(roots)  # the audit hook's read roots, resolved once here for every child
     gc.collect()
     gc.freeze()
     _send(sock, {"kind": "ready", **info}, [])
-    _zygote_loop(sock, dict(settings, read_roots=sorted(set(roots))))
+    _world_loop(sock, dict(settings, read_roots=roots))
+
+
+def _world_loop(sock: socket.socket, settings: JSONObject) -> None:
+    """A world zygote: fork a tool child waiting for its request (``spare``: its descriptors go to
+    the router, no copy stays here) and reap a child the router has finished with (``reap``: the
+    wait status and usage, which only a parent can collect). Never reads a request."""
+    from finevo.sandbox.forked import fork_spare
+
+    while True:
+        command, fds = _receive(sock)
+        for fd in fds:  # a world zygote takes no descriptors
+            os.close(fd)
+        if command is None:  # the router closed: its spares see EOF on their request pipes
+            with contextlib.suppress(ChildProcessError):
+                while True:
+                    os.wait()
+            return
+        if command.get("op") == "spare":
+            try:
+                pid, handed, workdir = fork_spare(settings)
+            except OSError as exc:
+                _send(sock, {"kind": "failed", "error": f"{type(exc).__name__}: {exc}"}, [])
+                continue
+            try:
+                _send(sock, {"kind": "spare", "pid": pid, "workdir": workdir}, handed)
+            except OSError as exc:  # e.g. ETOOMANYREFS: the child never gets a request; end it here
+                for fd in handed:
+                    os.close(fd)
+                handed = []
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, 0)
+                workspace.remove(workdir)
+                _send(sock, {"kind": "failed", "error": f"the child's descriptors could not be handed to the "
+                                                        f"router: {type(exc).__name__}: {exc}"}, [])
+            finally:
+                for fd in handed:
+                    os.close(fd)
+        elif command.get("op") == "reap" and type(command.get("pid")) is int:
+            try:
+                _, status, usage = os.wait4(command["pid"], 0)
+                reaped: JSONObject = {"kind": "reaped", "status": status, "maxrss_kb": usage.ru_maxrss,
+                                      "cpu_s": usage.ru_utime + usage.ru_stime}
+            except ChildProcessError:
+                reaped = {"kind": "reaped", "status": None, "cpu_s": 0.0, "maxrss_kb": 0}
+            _send(sock, reaped, [])
 
 
 # --------------------------------------------------------------------------- router
+#: Tool children a world zygote keeps forked ahead of the requests (one: the next run's child is
+#: forked while the gate reads this run's reply; more would only be discarded at the end).
+SPARES_AHEAD = 1
+
+
+def _sandbox_failure(exc: BaseException) -> JSONObject:
+    """The reply for a run the worker itself failed: never the tool's doing, so marked as the
+    sandbox's failure (the backend tries once more, then raises ``SandboxUnavailable``)."""
+    return {"status": "crashed", "layer": "harness", "details": {SANDBOX_FAILURE: True},
+            "error_message": f"sandbox worker failed: {type(exc).__name__}: {exc}"}
+
+
 class _World:
-    """The router's handle on one world zygote and its server: the pipes to it and how many
-    requests it still takes (a fresh server is forked ahead when one is used up)."""
+    """The router's handle on one world zygote: the socket to it, and the children it forked ahead.
+
+    A child's descriptors are received the moment the zygote sends them (:meth:`refill` waits
+    for the reply): descriptors in flight -- sent, not yet received -- count against the sending
+    user, and a tool's child sharing that user could not hand over its seccomp listener while too
+    many are (see :func:`finevo.sandbox.confine.kernel_layers`). So none of ours wait in a socket
+    while the router does anything else."""
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
-        self.servers: list[list[int]] = []  # [request fd, reply fd, runs left]
+        self.spares: list[SpareChild] = []
+        self.broken = False
+        self.failure: str | None = None
 
-    def prepare(self) -> None:
-        while len(self.servers) < 2:
-            req_r, req_w = os.pipe()
-            rep_r, rep_w = os.pipe()
-            _send(self.sock, {"op": "server"}, [req_r, rep_w])
-            os.close(req_r)
-            os.close(rep_w)
-            self.servers.append([req_w, rep_r, SERVER_RUNS])
+    def refill(self) -> None:
+        """Have children forked until :data:`SPARES_AHEAD` wait, each received at once (the fork
+        takes a few milliseconds, while the gate reads the last reply)."""
+        while len(self.spares) < SPARES_AHEAD:
+            _send(self.sock, {"op": "spare"}, [])
+            if self._next().get("kind") != "spare":
+                return  # the zygote could not fork or hand one over: self.failure says why
+
+    def _next(self) -> JSONObject:
+        """The zygote's next reply (a spare is kept at once)."""
+        reply, fds = _receive(self.sock)
+        if reply is None:
+            raise OSError("the world zygote closed its channel")
+        if reply.get("kind") == "spare" and len(fds) == 4 and type(reply.get("pid")) is int:
+            self.spares.append(SpareChild(reply["pid"], fds, str(reply.get("workdir"))))
+        else:
+            for fd in fds:
+                os.close(fd)
+            if reply.get("kind") == "failed":
+                self.failure = str(reply.get("error"))
+        return reply
+
+    def _take(self) -> SpareChild:
+        if not self.spares:
+            self.refill()
+        if not self.spares:
+            raise OSError(f"no sandbox child could be forked: {self.failure}")
+        return self.spares.pop(0)
+
+    def _reap(self, pid: int) -> Reaped:
+        _send(self.sock, {"op": "reap", "pid": pid}, [])
+        while True:
+            reply = self._next()
+            if reply.get("kind") == "reaped":
+                status = reply.get("status")
+                return Reaped(status if type(status) is int else None, float(reply.get("cpu_s") or 0.0),
+                              int(reply.get("maxrss_kb") or 0))
 
     def run(self, request: JSONObject) -> JSONObject:
-        self.prepare()
-        server = self.servers[0]
-        server[2] -= 1
+        child: SpareChild | None = None
         try:
-            protocol.write_frame(server[0], request)
-            reply: JSONObject = protocol.read_frame(server[1])
-        except (OSError, protocol.ChannelClosed) as exc:
-            server[2] = 0
-            reply = {"status": "crashed", "layer": "harness",
-                     "error_message": f"sandbox worker failed: {type(exc).__name__}: {exc}"}
-        if server[2] <= 0:
-            self.servers.pop(0)
-            for fd in server[:2]:
-                os.close(fd)
-            self.prepare()  # the next server forks while the gate reads this reply
+            child = self._take()
+            reply = child.run(request, self._reap)
+        except BaseException as exc:  # keep the router serving; the gate sees the sandbox's failure
+            if isinstance(exc, OSError):
+                self.broken = True  # a world zygote that cannot fork or answer is replaced
+            reply = _sandbox_failure(exc)
+        finally:
+            if child is not None:
+                child.cleanup()
         return reply
 
     def close(self) -> None:
-        for server in self.servers:
-            for fd in server[:2]:
-                os.close(fd)
-        self.servers = []
+        for spare in self.spares:
+            spare.discard()
+        self.spares = []
         self.sock.close()
 
 
@@ -226,9 +284,13 @@ class _Router:
         self.bare_pid = bare_pid
         self.base = base
         self.worlds: dict[str | None, _World] = {}
+        self.last: _World | None = None
 
     def world(self, path: str | None) -> tuple[_World, JSONObject]:
         found = self.worlds.pop(path, None)
+        if found is not None and found.broken:
+            found.close()
+            found = None
         info: JSONObject = {}
         if found is None:
             ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -246,7 +308,7 @@ class _Router:
                 raise OSError(f"the world zygote for {path} failed: {(reply or {}).get('error')}")
             info = reply
             found = _World(ours)
-            found.prepare()  # servers (and their tool children) wait before the first request
+            found.refill()  # a tool child waits before the first request
         self.worlds[path] = found
         while len(self.worlds) > WORLD_ZYGOTES:
             self.worlds.pop(next(iter(self.worlds))).close()
@@ -264,8 +326,20 @@ class _Router:
     def serve(self, request: JSONObject) -> JSONObject:
         override = request.pop("snapshot_override", None)
         path = override if override and override != self.base else self.base
+        self.last = None
         world, _info = self.world(path)
+        self.last = world
         return world.run(request)
+
+    def refill(self) -> None:
+        """Fork the next child of the world that served the last request (after its reply is
+        written, so the fork overlaps the gate's reading of it)."""
+        world, self.last = self.last, None
+        if world is not None and not world.broken and world in self.worlds.values():
+            try:
+                world.refill()
+            except OSError:
+                world.broken = True
 
 
 def _start(config: JSONObject) -> tuple[_Router, JSONObject]:
@@ -276,7 +350,9 @@ def _start(config: JSONObject) -> tuple[_Router, JSONObject]:
         tempfile.tempdir = "/tmp"  # the worker's own private tmpfs
     info = preload_libraries()
     landlock.mapped_library_dirs()  # computed once here; every forked child inherits it
-    from finevo.sandbox import forked  # noqa: F401 - imported once here, not in every server
+    seccomp.prepare()  # the filter programs, assembled once here; a child only writes its pid in
+    confine.last_capability()  # read once here: a child drops each capability the kernel has
+    from finevo.sandbox import forked  # noqa: F401 - imported once here, not in every zygote
 
     workspace.set_owner()  # working directories are named after this process, which outlives its forks
 
@@ -338,10 +414,14 @@ def main() -> int:
             continue
         try:
             reply = router.serve(request)
-        except BaseException as exc:  # keep serving; the parent sees "crashed"
-            reply = {"status": "crashed", "layer": "harness",
-                     "error_message": f"sandbox worker failed: {type(exc).__name__}: {exc}"}
-        protocol.write_frame(replies, reply)
+        except BaseException as exc:  # keep serving; the parent sees the sandbox's failure
+            reply = _sandbox_failure(exc)
+        try:
+            protocol.write_frame(replies, reply)
+        except (TypeError, ValueError, RecursionError) as exc:  # a reply JSON cannot hold: the tool's fail
+            protocol.write_frame(replies, {"status": "crashed", "layer": "result", "error_type": "ResultUnreadable",
+                                           "error_message": f"the tool's result cannot be sent: {type(exc).__name__}"})
+        router.refill()
 
 
 if __name__ == "__main__":

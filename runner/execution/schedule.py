@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from runner.execution.deadline import POLL_S, Aborted, Interrupts, TaskRunner
-from runner.execution.session import Session, SessionFactory, SessionSpec, default_session, open_sandbox
+from runner.execution.session import Session, SessionFactory, SessionSpec, default_session, pooled_sandbox
 from runner.records import SelfCheck
 
 #: ``FINEVO_JOBS``: the number of cores the gate may use when ``--jobs`` is not given.
@@ -116,8 +116,9 @@ def lane_session(factory: SessionFactory, spec: SessionSpec) -> SessionFactory:
             from finevo.settings import Settings
 
             backend = Settings.from_env({"sandbox_backend": lane_spec.sandbox_backend}).sandbox_backend
-            sandbox, _ = open_sandbox(lane_spec.data_dir, backend)
-            return Session(agent=None, sandbox=sandbox, closers=[sandbox.close])  # type: ignore[arg-type]
+            closers: list[Callable[[], None]] = []
+            sandbox, _ = pooled_sandbox(lane_spec, backend, closers)
+            return Session(agent=None, sandbox=sandbox, closers=closers)  # type: ignore[arg-type]
         return sandbox_only
 
     scratch = Path(tempfile.mkdtemp(prefix="finevo-lane-"))
@@ -248,9 +249,11 @@ class JudgeLane:
 
     def close(self) -> None:
         """Stop: no queued job starts any more; a judging in flight is killed with the lane's sandbox and
-        dropped (as the serial loop drops the task an interrupt lands in)."""
+        dropped (as the serial loop drops the task an interrupt lands in). With every job handed back
+        nothing is in flight: the sandbox is closed with the session (a run's pool keeps it)."""
         self._lane.stop()
-        self.runner.session.interrupt()
+        if self._lane.pending:
+            self.runner.session.interrupt()
         self._lane.join(10.0)
         self.runner.close()
 
@@ -290,7 +293,8 @@ class PayloadLane:
         as the serial loop drops the payload an interrupt lands in."""
         self._lane.stop()
         kept = self._lane.finished_prefix()
-        self.session.interrupt()
+        if self._lane.pending:  # a payload in flight (or queued): killed with the worker
+            self.session.interrupt()
         self._lane.join(5.0)
         with contextlib.suppress(Exception):
             self.session.close()

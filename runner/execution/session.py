@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
@@ -44,6 +46,9 @@ class SessionSpec:
     #: The security tasks' own canaries (:meth:`runner.execution.canaries.Canaries.values`): filled
     #: into the hostile code the reference model answers with.
     security_canaries: dict[str, str] | None = None
+    #: The run's warm sandboxes, handed on from a closed session to the next (None: each session
+    #: starts its own and closes it).
+    sandboxes: SandboxPool | None = None
 
 
 class AgentLike(Protocol):
@@ -129,8 +134,7 @@ def default_session(spec: SessionSpec) -> Session:
         registry = Registry(settings.registry_url, settings.registry_code_dir)  # refuses an old or foreign schema
         closers.append(registry.close)
         empty = registry.is_empty()
-        sandbox, fallback = open_sandbox(spec.data_dir, settings.sandbox_backend)
-        closers.append(sandbox.close)
+        sandbox, fallback = pooled_sandbox(spec, settings.sandbox_backend, closers)
         agent = Agent(settings, provider, sandbox, registry, spec.agent_mode)
         closers.append(agent.close)
         info = SessionInfo(provider=provider.name if provider is not None else "none",
@@ -141,6 +145,100 @@ def default_session(spec: SessionSpec) -> Session:
         Session(agent=None, sandbox=None, closers=closers).close()  # type: ignore[arg-type]
         raise
     return Session(agent=agent, sandbox=sandbox, info=info, registry_empty=empty, closers=closers)
+
+
+def pooled_sandbox(spec: SessionSpec, backend: str, closers: list[Callable[[], None]]) -> tuple[Any, str | None]:
+    """The session's sandbox (from ``spec.sandboxes`` when the run has a pool, else a new one) and
+    why the warm worker was replaced; its closer (back to the pool, or closed) joins ``closers``."""
+    pool = spec.sandboxes
+    if pool is None:
+        sandbox, fallback = open_sandbox(spec.data_dir, backend)
+        closers.append(sandbox.close)
+        return sandbox, fallback
+    sandbox, fallback = pool.open(spec.data_dir, backend)
+    closers.append(lambda: pool.give_back(spec.data_dir, backend, sandbox, fallback))
+    return sandbox, fallback
+
+
+class SandboxPool:
+    """The warm sandboxes of one gate run, handed from session to session.
+
+    Starting a warm worker costs about a second of CPU (Python, numpy, pandas, the snapshot). A
+    worker keeps nothing of the runs it served that a later run could see -- every tool's child
+    is forked from a zygote that never read a request -- so a session that closes gives its
+    sandbox back here, and the next session that needs one of the same snapshot and backend
+    (the self-check's runs after the judging lane's) takes it instead of starting another.
+    :meth:`prewarm` starts workers ahead, in parallel (the lanes' beside the main session's).
+    A sandbox that was closed (an interrupt kills its worker) is never handed on; :meth:`close`
+    closes every sandbox still here."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idle: list[tuple[tuple[str | None, str], Any, str | None]] = []
+        self._pending: list[tuple[tuple[str | None, str], Future[tuple[Any, str | None]]]] = []
+        self._closed = False
+
+    @staticmethod
+    def _key(data_dir: Path | str | None, backend: str) -> tuple[str | None, str]:
+        return (str(Path(data_dir).absolute()) if data_dir is not None else None, str(backend))
+
+    def prewarm(self, data_dir: Path | str | None, backend: str, count: int) -> None:
+        """Start ``count`` sandboxes now, each in a thread of its own (taken by :meth:`open`)."""
+        key = self._key(data_dir, backend)
+        for _ in range(count):
+            future: Future[tuple[Any, str | None]] = Future()
+
+            def start(future: Future[tuple[Any, str | None]] = future) -> None:
+                try:
+                    future.set_result(open_sandbox(data_dir, backend))
+                except BaseException as exc:  # handed to the session that takes it (or dropped)
+                    future.set_exception(exc)
+
+            with self._lock:
+                self._pending.append((key, future))
+            threading.Thread(target=start, name="sandbox-prewarm", daemon=True).start()
+
+    def open(self, data_dir: Path | str | None, backend: str) -> tuple[Any, str | None]:
+        """An idle sandbox of ``data_dir`` and ``backend``, else one being started, else a new one."""
+        key = self._key(data_dir, backend)
+        while True:
+            with self._lock:
+                for index, (found, sandbox, fallback) in enumerate(self._idle):
+                    if found == key and not _is_closed(sandbox):
+                        del self._idle[index]
+                        return sandbox, fallback
+                starting = next((f for k, f in self._pending if k == key), None)
+                if starting is not None:
+                    self._pending = [(k, f) for k, f in self._pending if f is not starting]
+            if starting is None:
+                return open_sandbox(data_dir, backend)
+            with contextlib.suppress(Exception):  # a worker that did not start: the next, or a new one
+                return starting.result()
+
+    def give_back(self, data_dir: Path | str | None, backend: str, sandbox: Any, fallback: str | None) -> None:
+        """A closing session's sandbox: kept for the next session, or closed when the pool is."""
+        with self._lock:
+            if not self._closed and not _is_closed(sandbox):
+                self._idle.append((self._key(data_dir, backend), sandbox, fallback))
+                return
+        sandbox.close()
+
+    def close(self) -> None:
+        """Close every sandbox here, and those still starting once they have started."""
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+            pending, self._pending = self._pending, []
+        for _key, sandbox, _fallback in idle:
+            with contextlib.suppress(Exception):
+                sandbox.close()
+        for _key, future in pending:
+            with contextlib.suppress(Exception):
+                future.result()[0].close()
+
+
+def _is_closed(sandbox: Any) -> bool:
+    return bool(getattr(sandbox, "closed", False))
 
 
 def open_sandbox(data_dir: Path | str | None, backend: str, *,

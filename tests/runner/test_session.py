@@ -11,7 +11,7 @@ import pytest
 
 from finevo.errors import ProviderNotConfigured, SandboxUnavailable
 from finevo.paths import snapshot_dir
-from runner.execution.session import Session, SessionSpec, default_session
+from runner.execution.session import SandboxPool, Session, SessionSpec, default_session
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -191,3 +191,76 @@ def test_a_worker_that_cannot_start_really_falls_back(tmp_path: Path, monkeypatc
         assert result.ok and result.value == 42 and result.details["backend"] == "subprocess"
     finally:
         session.close()
+
+
+# --------------------------------------------------------------------------- a run's pool of sandboxes
+def test_a_closed_session_hands_its_sandbox_to_the_next_one(tmp_path: Path, calls: list[str]) -> None:
+    pool = SandboxPool()
+    first = _open(tmp_path / "a", llm="reference", sandboxes=pool)
+    sandbox = first.sandbox
+    first.close()
+    assert not sandbox.closed  # kept for the next session, not closed
+    second = _open(tmp_path / "b", llm="reference", sandboxes=pool)
+    other = _open(tmp_path / "c", llm="reference", sandboxes=pool, sandbox_backend="subprocess")
+    try:
+        assert second.sandbox is sandbox and calls == ["warm", "subprocess"]
+        assert other.sandbox is not sandbox  # another backend is another sandbox
+    finally:
+        second.close()
+        other.close()
+        pool.close()
+    assert sandbox.closed and other.sandbox.closed
+
+
+def test_an_interrupted_sandbox_is_never_handed_on(tmp_path: Path, calls: list[str]) -> None:
+    pool = SandboxPool()
+    first = _open(tmp_path / "a", llm="reference", sandboxes=pool)
+    first.interrupt()  # kills the worker: closed
+    first.close()
+    second = _open(tmp_path / "b", llm="reference", sandboxes=pool)
+    try:
+        assert second.sandbox is not first.sandbox and calls == ["warm", "warm"]
+    finally:
+        second.close()
+        pool.close()
+
+
+def test_sandboxes_started_ahead_are_taken_and_the_rest_closed_with_the_pool(tmp_path: Path,
+                                                                            calls: list[str]) -> None:
+    pool = SandboxPool()
+    pool.prewarm(snapshot_dir(), "warm", 2)
+    session = _open(tmp_path, llm="reference", sandboxes=pool)
+    try:
+        assert calls == ["warm", "warm"]  # the session took one of the two started ahead
+        assert session.sandbox.backend == "warm"
+    finally:
+        session.close()
+        pool.close()
+    assert session.sandbox.closed
+    after = _open(tmp_path / "after", llm="reference", sandboxes=pool)  # a closed pool keeps nothing
+    after.close()
+    assert after.sandbox.closed and len(calls) == 3
+
+
+def test_a_sandbox_that_failed_to_start_ahead_is_started_again_for_the_session(
+        tmp_path: Path, calls: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    failures = [SandboxUnavailable("no"), SandboxUnavailable("no")]
+
+    def once_broken(snapshot: Any = None, backend: str = "warm", policy: bool = True) -> FakeSandbox:
+        calls.append(backend)
+        if failures:
+            raise failures.pop()
+        return FakeSandbox(backend)
+
+    monkeypatch.setattr("finevo.sandbox.create_sandbox", once_broken)
+    monkeypatch.setenv("FINEVO_SANDBOX_BACKEND", "subprocess")  # no fallback: the failure stands
+    pool = SandboxPool()
+    pool.prewarm(snapshot_dir(), "subprocess", 1)
+    with pytest.raises(SandboxUnavailable):  # the next attempt (no fallback) fails too: raised as is
+        _open(tmp_path / "a", llm="reference", sandboxes=pool)
+    session = _open(tmp_path / "b", llm="reference", sandboxes=pool)
+    try:
+        assert session.sandbox.backend == "subprocess"
+    finally:
+        session.close()
+        pool.close()
