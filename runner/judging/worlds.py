@@ -31,6 +31,7 @@ next run that builds worlds.
 
 from __future__ import annotations
 
+import calendar
 import os
 import secrets
 import shutil
@@ -386,8 +387,24 @@ class Worlds:
         return built[2].market
 
     def _longer_start(self) -> date:
-        """The first day of the lengthened history: :data:`LEAP_YEARS` + 1 years before the ``leap`` range."""
-        return _years_before(self._leap_range()[0], LEAP_YEARS + 1)
+        """The first day of the lengthened history: :data:`LEAP_YEARS` + 1 years before the ``leap`` range
+        (or before its Feb 29, :meth:`_leap_day`, when that is earlier)."""
+        return _years_before(self._leap_earliest(), LEAP_YEARS + 1)
+
+    def _leap_day(self) -> date | None:
+        """The latest Feb 29 after the snapshot's first session and on or before its last: an as-of day
+        users ask on too, where a year back is Feb 28 (``date.replace(year=...)`` raises there)."""
+        sessions = self._base_market().market.sessions()
+        for year in range(sessions[-1].year, sessions[0].year - 1, -1):
+            if calendar.isleap(year) and sessions[0] < date(year, 2, 29) <= sessions[-1]:
+                return date(year, 2, 29)
+        return None
+
+    def _leap_earliest(self) -> date:
+        """The earliest day the ``leap`` world's as-of may fall on."""
+        first = self._leap_range()[0]
+        day = self._leap_day()
+        return min(first, day) if day is not None else first
 
     def leap_plan(self) -> tuple[date, int] | None:
         """The ``leap`` world's as-of day and reporting lag, drawn from the seed: a day within the
@@ -395,24 +412,33 @@ class Worlds:
         Feb 29ths and the day after its first day is a session (a window of 365 days a year starts
         after it, the calendar's before it) and no ex-date lies on a whole-year edge, preferring days
         on which a window of 1 to :data:`LEAP_YEARS` years at 52 weeks (364 days a year) parts from the
-        calendar's too. None when no such day exists (a snapshot whose last months follow no leap day)."""
+        calendar's too; the latest Feb 29 the snapshot holds (:meth:`_leap_day`) is one more candidate,
+        taken whenever it is among the best (a year back from it is Feb 28, where ``date.replace`` raises).
+        None when no such day exists (a snapshot whose last months follow no leap day)."""
         first, last = self._leap_range()
         if self._longer_start().year < COVERED_YEARS[0]:
             return None  # a snapshot recorded from further back: the calendar cannot place the sessions before it
         longer = self._longer_market()
         events = {d for s in longer.symbols() for d in pd.DatetimeIndex(longer.dividends(s).index).date}
         scored: list[tuple[int, date]] = []
+        leap_day = self._leap_day()
+        days = [leap_day] if leap_day is not None and leap_day < first else []
         day = first
         while day <= last:
+            days.append(day)
+            day += timedelta(days=1)
+        for day in days:
             score = _fixed_count_gaps(day)
             if score is not None and not any(_years_before(day, n) in events for n in _LEAP_EDGES):
                 scored.append((score, day))
-            day += timedelta(days=1)
         if not scored:
             return None
         rng = np.random.default_rng([self.seed, len(KIND_ORDER), 0])
         best = [d for score, d in scored if score == max(s for s, _ in scored)]
-        return best[int(rng.integers(len(best)))], int(rng.integers(REPORTING_LAGS[0], REPORTING_LAGS[1] + 1))
+        chosen = best[int(rng.integers(len(best)))]
+        # Feb 29 itself when it is among the best: a year back from it is Feb 28
+        chosen = leap_day if leap_day in best else chosen
+        return chosen, int(rng.integers(REPORTING_LAGS[0], REPORTING_LAGS[1] + 1))
 
     def leap_market(self) -> tuple[str, str, Market] | None:
         """``(name, perturbation in words, market)`` of the ``leap`` world (built once; None when
