@@ -311,7 +311,7 @@ def range_probes(task: Task, provider: MarketProvider, rng: Random, taken: list[
             out.append(leap)
             taken.append(leap.args)
         for refused in (_beyond(d, key, value), _edge(d, key, value), _other_length(d, key, value),
-                        _later(d, key, value), _omitted(d, key, value)):
+                        _later(d, key, value), _omitted(d, key, value), _unanswered_symbol(d, key, value)):
             if refused is not None and refused.args not in taken:
                 out.append(refused)
                 taken.append(refused.args)
@@ -507,6 +507,28 @@ def _omitted(d: _Deriver, key: str, value: Any) -> Probe | None:
     return Probe(args=args, oracle_params=args, expect_error=True,
                  reason=f"an argument left out: {key}=None is a question the task's measure cannot answer "
                         "without it, so the tool must raise a clear error, never fill it in")
+
+
+def _unanswered_symbol(d: _Deriver, key: str, value: Any) -> Probe | None:
+    """For a symbol: the first other one (stocks first) no accepted reading can answer -- an index
+    has no statements, a company that never paid or stopped paying has no dividend in the window: a
+    tool that answers there from another period (the last dividend before the window) or another
+    line fails; it must raise."""
+    if not isinstance(value, str) or value not in d.symbols:
+        return None
+    def stock(symbol: str) -> bool:
+        try:
+            return d.provider.info(symbol).get("quoteType") == "EQUITY"
+        except (LookupError, ValueError):
+            return False
+    others = [s for s in d.symbols if s != value]
+    for other in sorted(others, key=lambda s: not stock(s)):  # stable: the snapshot's order within each
+        args: JSONObject = {key: other}
+        if _refused(d, args) is not None:
+            return Probe(args=args, oracle_params=args, expect_error=True,
+                         reason=f"a symbol the data cannot answer: {_words(args)} has nothing the task's measure "
+                                "reads (no statement, no dividend in the window), so the tool must raise a clear error")
+    return None
 
 
 def _other_length(d: _Deriver, key: str, value: Any) -> Probe | None:

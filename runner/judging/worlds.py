@@ -53,6 +53,7 @@ from finevo.market.snapshot import Snapshot, SnapshotOrigin, load_snapshot, symb
 from runner.inputs.oracle_params import SHARED_READINGS
 from runner.inputs.tasks import Task
 from runner.judging.world_dirs import _ROOT_PREFIX, default_root_parent, sweep_orphans
+from runner.judging.world_dividends import STOPPED_YEARS, stopped_payers
 from runner.judging.world_market import (
     LEAP_YEARS,
     REPORTING_LAG_DAYS,
@@ -381,7 +382,8 @@ class Worlds:
             start = self._longer_start()
             rng = np.random.default_rng([self.seed, len(KIND_ORDER), 1])
             longer = lengthen(self._base_market().market, start, rng)
-            self._leap["longer"] = ("", f"history from {start}", _Base(longer))
+            longer, stopped = stopped_payers(longer, _years_before(self._leap_earliest(), STOPPED_YEARS))
+            self._leap["longer"] = ("", stopped, _Base(longer))
         built = self._leap["longer"]
         assert built is not None
         return built[2].market
@@ -454,7 +456,9 @@ class Worlds:
                 day, lag = plan
                 longer = self._longer_market()
                 past, moved = edge_dividends(truncate(longer, day, lag), _LEAP_EDGES)
-                words = "; ".join(w for w in (f"history from {longer.sessions()[0]}", moved) if w)
+                stored = self._leap.get("longer")
+                stopped = stored[1] if stored is not None else ""
+                words = "; ".join(w for w in (f"history from {longer.sessions()[0]}", stopped, moved) if w)
                 found = (f"{WorldKind.LEAP.value}-{day.isoformat()}", words, _Base(past))
             self._leap["leap"] = found
             self.timings["generate"] += time.perf_counter() - started
