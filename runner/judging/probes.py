@@ -285,7 +285,8 @@ def range_probes(task: Task, provider: MarketProvider, rng: Random, taken: list[
     lookback one value far from the task's (a tool that truncates its history to a fixed period or
     clamps its lookback fails), for a symbol one of the snapshot's other symbols (the benchmark's
     own and the index too), for a list of symbols a list of another length (a tool that assumes the
-    count fails); and for a lookback, one the data cannot support at all, where the tool must raise.
+    count fails); and where the tool must raise: a lookback the data cannot support at all, a year at
+    the data's edge or not reported yet, an optional argument left out, a symbol with nothing to read.
     """
     d = _Deriver(task, provider)
     own = d.expected({}, bounded=False)
