@@ -487,6 +487,12 @@ def _quote(symbol: str, raw: pd.DataFrame, yearly: pd.DataFrame | None,
 REPORTING_LAG_DAYS = 45
 
 
+def _year_after_start() -> date:
+    """The first as-of day with a year of bars behind its last one (the 52-week figures need them)."""
+    first: date = next_trading_day((pd.Timestamp(START) + pd.DateOffset(years=1)).date())
+    return first
+
+
 def generate(seed: int = SEED, as_of: date | None = None, *, cents: bool = True) -> list[SymbolData]:
     """Build the whole synthetic data set in memory.
 
@@ -499,6 +505,9 @@ def generate(seed: int = SEED, as_of: date | None = None, *, cents: bool = True)
     """
     if as_of is not None and not START < as_of <= AS_OF:
         raise ValueError(f"as_of must lie in ({START}, {AS_OF}], got {as_of}")
+    if as_of is not None and as_of < _year_after_start():
+        # the quotes' 52-week change reads the close a year before the last bar
+        raise ValueError(f"as_of must be on or after {_year_after_start()} (a year of bars after {START}), got {as_of}")
     cut = as_of or AS_OF
     rng = np.random.default_rng(seed)
     days = trading_days(START, AS_OF)

@@ -49,6 +49,9 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
            "mismatch_words", "probe_entry"]
 
 #: Recorded in every report; bump it whenever a rule changes what passes.
+#: 3.4: statements shaped as recorded in the seed world (a loss with a missing line item, a skipped
+#: quarter), a company that stopped paying dividends and a Feb 29 as-of in the leap world, probes that
+#: must raise for a period not reported yet, an argument left out and a symbol with nothing to read;
 #: 3.3: a leap world (five years over two Feb 29ths) and a 5-year probe for a lookback in years, the
 #: as-of world on a day that tells a window anchored at the last bar, the edge world on an exchange
 #: holiday, 52/53-week fiscal dates in the seed world; 3.2: one sandbox run per judged call in a
@@ -56,7 +59,7 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
 #: support them (must raise), the dividend window's edge and Wilder's SMA seed as readings,
 #: closed-day as-of worlds; 3.1: flip worlds, threshold boundary probes, RSI warm-up reading;
 #: 3.0: hidden worlds.
-JUDGE_VERSION = "3.3"
+JUDGE_VERSION = "3.4"
 
 #: Runs tool code in the sandbox: ``(code, entry, args) -> ExecutionResult``; may raise a
 #: :class:`~finevo.errors.FinevoError` (an external one when the sandbox itself is unavailable).

@@ -30,10 +30,10 @@ from finevo.contract import check_shape
 from finevo.errors import InputError
 from finevo.jsontypes import JSONObject, JSONValue
 from finevo.market.provider import MarketProvider
-from runner.inputs.oracle_params import param_kind
+from runner.inputs.oracle_params import PARAMS, param_kind
 from runner.inputs.tasks import Probe, Task
 from runner.judging.compare import compare
-from runner.judging.oracle import expected_values
+from runner.judging.oracle import accepted_readings, compute, expected_values
 from runner.judging.world_market import LEAP_YEARS
 
 #: Oracle evaluations one task's derivation may spend (a bound on the pair search).
@@ -285,7 +285,8 @@ def range_probes(task: Task, provider: MarketProvider, rng: Random, taken: list[
     lookback one value far from the task's (a tool that truncates its history to a fixed period or
     clamps its lookback fails), for a symbol one of the snapshot's other symbols (the benchmark's
     own and the index too), for a list of symbols a list of another length (a tool that assumes the
-    count fails); and for a lookback, one the data cannot support at all, where the tool must raise.
+    count fails); and where the tool must raise: a lookback the data cannot support at all, a year at
+    the data's edge or not reported yet, an optional argument left out, a symbol with nothing to read.
     """
     d = _Deriver(task, provider)
     own = d.expected({}, bounded=False)
@@ -310,7 +311,8 @@ def range_probes(task: Task, provider: MarketProvider, rng: Random, taken: list[
         if leap is not None:
             out.append(leap)
             taken.append(leap.args)
-        for refused in (_beyond(d, key, value), _edge(d, key, value), _other_length(d, key, value)):
+        for refused in (_beyond(d, key, value), _edge(d, key, value), _other_length(d, key, value),
+                        _later(d, key, value), _omitted(d, key, value), _unanswered_symbol(d, key, value)):
             if refused is not None and refused.args not in taken:
                 out.append(refused)
                 taken.append(refused.args)
@@ -461,6 +463,72 @@ def _edge(d: _Deriver, key: str, value: Any) -> Probe | None:
             return Probe(args=args, oracle_params=args, expect_error=True,
                          reason=f"the data's edge: {_words(args)} is the latest earlier year the data cannot "
                                 "answer, so the tool must raise a clear error, never answer from another period")
+    return None
+
+
+def _refused(d: _Deriver, args: JSONObject) -> str | None:
+    """The oracle's reason when it answers ``args`` under none of the task's accepted readings (each
+    reading tried alone), else None: only there is a refusal the one right answer."""
+    reasons = []
+    for name, reading in accepted_readings(d.task):
+        try:
+            compute(d.task.oracle.name, d.provider, {**reading, **args})
+        except (InputError, LookupError, ValueError, TypeError) as exc:
+            reasons.append(f"{name}: {exc}")
+        else:
+            return None
+    return "; ".join(reasons) or None
+
+
+def _later(d: _Deriver, key: str, value: Any) -> Probe | None:
+    """For a year: the first later one no accepted reading can answer (a fiscal year or quarter not
+    reported yet): a tool that answers it with the latest reported period fails; it must raise."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < _YEAR_LIKE:
+        return None
+    for year in range(value + 1, value + EDGE_YEARS + 1):
+        args: JSONObject = {key: year}
+        if _refused(d, args) is not None:
+            return Probe(args=args, oracle_params=args, expect_error=True,
+                         reason=f"a period not reported yet: {_words(args)} is the first later year the data "
+                                "cannot answer, so the tool must raise a clear error, never answer the latest one")
+    return None
+
+
+def _omitted(d: _Deriver, key: str, value: Any) -> Probe | None:
+    """An optional argument left out (``None``) where no accepted reading can answer without it (a
+    year without its quarter): a tool that fills it in -- the latest quarter, a default -- answers a
+    question nobody asked; it must raise."""
+    model = PARAMS.get(d.task.oracle.name)
+    field = model.model_fields.get(key) if model is not None else None
+    if value is None or field is None or field.is_required() or field.default is not None:
+        return None  # only an argument the oracle itself lets a caller leave out
+    args: JSONObject = {key: None}
+    if _refused(d, args) is None:
+        return None
+    return Probe(args=args, oracle_params=args, expect_error=True,
+                 reason=f"an argument left out: {key}=None is a question the task's measure cannot answer "
+                        "without it, so the tool must raise a clear error, never fill it in")
+
+
+def _unanswered_symbol(d: _Deriver, key: str, value: Any) -> Probe | None:
+    """For a symbol: the first other one (stocks first) no accepted reading can answer -- an index
+    has no statements, a company that never paid or stopped paying has no dividend in the window: a
+    tool that answers there from another period (the last dividend before the window) or another
+    line fails; it must raise."""
+    if not isinstance(value, str) or value not in d.symbols:
+        return None
+    def stock(symbol: str) -> bool:
+        try:
+            return d.provider.info(symbol).get("quoteType") == "EQUITY"
+        except (LookupError, ValueError):
+            return False
+    others = [s for s in d.symbols if s != value]
+    for other in sorted(others, key=lambda s: not stock(s)):  # stable: the snapshot's order within each
+        args: JSONObject = {key: other}
+        if _refused(d, args) is not None:
+            return Probe(args=args, oracle_params=args, expect_error=True,
+                         reason=f"a symbol the data cannot answer: {_words(args)} has nothing the task's measure "
+                                "reads (no statement, no dividend in the window), so the tool must raise a clear error")
     return None
 
 

@@ -31,6 +31,7 @@ next run that builds worlds.
 
 from __future__ import annotations
 
+import calendar
 import os
 import secrets
 import shutil
@@ -52,6 +53,7 @@ from finevo.market.snapshot import Snapshot, SnapshotOrigin, load_snapshot, symb
 from runner.inputs.oracle_params import SHARED_READINGS
 from runner.inputs.tasks import Task
 from runner.judging.world_dirs import _ROOT_PREFIX, default_root_parent, sweep_orphans
+from runner.judging.world_dividends import STOPPED_YEARS, stopped_payers
 from runner.judging.world_market import (
     LEAP_YEARS,
     REPORTING_LAG_DAYS,
@@ -84,6 +86,7 @@ from runner.judging.world_shapes import (
     task_symbols,
     window_args,
 )
+from runner.judging.world_statements import statement_shapes
 
 __all__ = ["AS_OF_BACK_SESSIONS", "DEFAULT_WORLDS", "MIN_SESSIONS_KEPT", "REPORTING_LAG_DAYS", "Market", "Reshape",
            "Spike", "World", "WorldKind", "Worlds", "choose", "default_root_parent", "display_name", "edge_dividends",
@@ -379,14 +382,31 @@ class Worlds:
             start = self._longer_start()
             rng = np.random.default_rng([self.seed, len(KIND_ORDER), 1])
             longer = lengthen(self._base_market().market, start, rng)
-            self._leap["longer"] = ("", f"history from {start}", _Base(longer))
+            longer, stopped = stopped_payers(longer, _years_before(self._leap_earliest(), STOPPED_YEARS))
+            self._leap["longer"] = ("", stopped, _Base(longer))
         built = self._leap["longer"]
         assert built is not None
         return built[2].market
 
     def _longer_start(self) -> date:
-        """The first day of the lengthened history: :data:`LEAP_YEARS` + 1 years before the ``leap`` range."""
-        return _years_before(self._leap_range()[0], LEAP_YEARS + 1)
+        """The first day of the lengthened history: :data:`LEAP_YEARS` + 1 years before the ``leap`` range
+        (or before its Feb 29, :meth:`_leap_day`, when that is earlier)."""
+        return _years_before(self._leap_earliest(), LEAP_YEARS + 1)
+
+    def _leap_day(self) -> date | None:
+        """The latest Feb 29 after the snapshot's first session and on or before its last: an as-of day
+        users ask on too, where a year back is Feb 28 (``date.replace(year=...)`` raises there)."""
+        sessions = self._base_market().market.sessions()
+        for year in range(sessions[-1].year, sessions[0].year - 1, -1):
+            if calendar.isleap(year) and sessions[0] < date(year, 2, 29) <= sessions[-1]:
+                return date(year, 2, 29)
+        return None
+
+    def _leap_earliest(self) -> date:
+        """The earliest day the ``leap`` world's as-of may fall on."""
+        first = self._leap_range()[0]
+        day = self._leap_day()
+        return min(first, day) if day is not None else first
 
     def leap_plan(self) -> tuple[date, int] | None:
         """The ``leap`` world's as-of day and reporting lag, drawn from the seed: a day within the
@@ -394,24 +414,33 @@ class Worlds:
         Feb 29ths and the day after its first day is a session (a window of 365 days a year starts
         after it, the calendar's before it) and no ex-date lies on a whole-year edge, preferring days
         on which a window of 1 to :data:`LEAP_YEARS` years at 52 weeks (364 days a year) parts from the
-        calendar's too. None when no such day exists (a snapshot whose last months follow no leap day)."""
+        calendar's too; the latest Feb 29 the snapshot holds (:meth:`_leap_day`) is one more candidate,
+        taken whenever it is among the best (a year back from it is Feb 28, where ``date.replace`` raises).
+        None when no such day exists (a snapshot whose last months follow no leap day)."""
         first, last = self._leap_range()
         if self._longer_start().year < COVERED_YEARS[0]:
             return None  # a snapshot recorded from further back: the calendar cannot place the sessions before it
         longer = self._longer_market()
         events = {d for s in longer.symbols() for d in pd.DatetimeIndex(longer.dividends(s).index).date}
         scored: list[tuple[int, date]] = []
+        leap_day = self._leap_day()
+        days = [leap_day] if leap_day is not None and leap_day < first else []
         day = first
         while day <= last:
+            days.append(day)
+            day += timedelta(days=1)
+        for day in days:
             score = _fixed_count_gaps(day)
             if score is not None and not any(_years_before(day, n) in events for n in _LEAP_EDGES):
                 scored.append((score, day))
-            day += timedelta(days=1)
         if not scored:
             return None
         rng = np.random.default_rng([self.seed, len(KIND_ORDER), 0])
         best = [d for score, d in scored if score == max(s for s, _ in scored)]
-        return best[int(rng.integers(len(best)))], int(rng.integers(REPORTING_LAGS[0], REPORTING_LAGS[1] + 1))
+        chosen = best[int(rng.integers(len(best)))]
+        # Feb 29 itself when it is among the best: a year back from it is Feb 28
+        chosen = leap_day if leap_day in best else chosen
+        return chosen, int(rng.integers(REPORTING_LAGS[0], REPORTING_LAGS[1] + 1))
 
     def leap_market(self) -> tuple[str, str, Market] | None:
         """``(name, perturbation in words, market)`` of the ``leap`` world (built once; None when
@@ -427,7 +456,9 @@ class Worlds:
                 day, lag = plan
                 longer = self._longer_market()
                 past, moved = edge_dividends(truncate(longer, day, lag), _LEAP_EDGES)
-                words = "; ".join(w for w in (f"history from {longer.sessions()[0]}", moved) if w)
+                stored = self._leap.get("longer")
+                stopped = stored[1] if stored is not None else ""
+                words = "; ".join(w for w in (f"history from {longer.sessions()[0]}", stopped, moved) if w)
                 found = (f"{WorldKind.LEAP.value}-{day.isoformat()}", words, _Base(past))
             self._leap["leap"] = found
             self.timings["generate"] += time.perf_counter() - started
@@ -492,9 +523,10 @@ class Worlds:
                 seed = self._sub_seed(kind, round_)
                 market, weekly = weekly_fiscal_calendar(Market(synthetic.generate(seed, cents=False), synthetic.AS_OF))
                 market, unfiled = unfiled_quarter(market)
+                market, stated = statement_shapes(market, np.random.default_rng([self.seed, 0, round_, 3]))
                 market, moved = edge_dividends(market)
                 market, shapes = self._recorded(market, kind, round_)
-                words = "; ".join(w for w in (weekly, unfiled, moved, shapes) if w)
+                words = "; ".join(w for w in (weekly, unfiled, stated, moved, shapes) if w)
                 self._markets[key] = [(f"seed-{seed}", words, _Base(market))]
             else:
                 base = self._base_market()

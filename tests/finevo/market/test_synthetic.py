@@ -148,3 +148,15 @@ def test_quotes_agree_with_the_last_bar(snap: Snapshot) -> None:
         assert info["marketCap"] == pytest.approx(info["currentPrice"] * info["sharesOutstanding"], rel=1e-6)
         assert 5 < info["trailingPE"] < 300
     assert snap.info("^GSPC")["quoteType"] == "INDEX" and snap.info("SPY")["quoteType"] == "ETF"
+
+
+def test_an_as_of_without_a_year_of_bars_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The quotes' 52-week figures read the close a year before the last bar: an as-of within a year of
+    the first bar (2023-01-02, a holiday whose last bar is 2022-12-30) is refused in one line, exit 2,
+    and the first day that has a year behind it is generated."""
+    with pytest.raises(SystemExit) as info:
+        synthetic.main(["--out", str(tmp_path / "x"), "--as-of", "2023-01-02"])
+    assert info.value.code == 2 and "on or after 2023-01-03" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
+    first = synthetic.generate(as_of=date(2023, 1, 3))
+    assert first[0].history.index[-1].date() == date(2023, 1, 3)

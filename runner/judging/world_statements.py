@@ -1,0 +1,71 @@
+"""The shapes recorded income statements have that a generated one lacks, for the hidden worlds.
+
+A generated statement has one column per quarter, every line item filled, a profit in every quarter.
+Yahoo's statements are not so tidy, and a tool registered as verified meets them when it is reused:
+
+* **a missing line item**: a filed quarter whose figures are there except one row (Yahoo leaves
+  single cells NaN): the quarter is reported; only a column whose figures are *all* missing is
+  not filed yet (:func:`runner.judging.world_market.unfiled_quarter`). A tool that drops every
+  column holding a NaN answers an older quarter;
+* **a loss**: the newest reported quarter a loss (a negative Net Income). A tool that filters the
+  row with ``> 0`` to drop NaN drops the loss and answers an older quarter;
+* **a skipped quarter**: a column missing between older and newer ones (a quarter Yahoo does not
+  serve). A tool that counts columns back from the newest instead of matching a column to the
+  quarter's end answers the neighbouring quarter for every older one.
+
+:func:`statement_shapes` puts all three into every stock's quarterly statement; the oracle reads
+them as recorded (:func:`runner.judging.oracle.net_income`: the column within 15 days of the
+quarter's end, the newest column whose Net Income is reported, whatever its sign).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from finevo.market.snapshot import SymbolData
+from runner.judging.world_market import Market, _filed, restate
+
+#: Rows never left empty by :func:`statement_shapes` (the ones the benchmark asks for, and those
+#: ``info``'s trailing figures are summed from).
+KEPT_ROWS = frozenset({"Net Income", "Total Revenue", "Diluted EPS"})
+#: Which reported column (0 = the newest) a world drops as a skipped quarter: one between the newest,
+#: which the latest-quarter tasks ask for, and the older ones a year-and-quarter task asks for.
+SKIPPED_COLUMN = 2
+
+
+def _loss(frame: pd.DataFrame, column: object) -> None:
+    """``column`` of ``frame`` turned into a loss of the same size: every Net Income row and the
+    per-share earnings negated (in place)."""
+    rows = [r for r in frame.index if "Net Income" in str(r) or str(r) in ("Basic EPS", "Diluted EPS")]
+    for row in rows:
+        value = frame.at[row, column]
+        if pd.notna(value):
+            frame.at[row, column] = -abs(float(value))
+
+
+def statement_shapes(market: Market, rng: np.random.Generator) -> tuple[Market, str]:
+    """``market`` with, in every quarterly statement, the newest reported quarter a loss holding one
+    missing line item (drawn from the rows outside :data:`KEPT_ROWS`), and the reported column
+    :data:`SKIPPED_COLUMN` (counted from the newest) gone; ``info``'s statement fields follow."""
+    data, words = [], []
+    for item in market.data.values():
+        frame = item.income_quarterly
+        filed = _filed(frame)
+        if frame is None or filed is None or len(filed.columns) <= SKIPPED_COLUMN + 1:
+            data.append(item)
+            continue
+        ordered = sorted(filed.columns, key=lambda c: pd.Timestamp(c), reverse=True)
+        newest, skipped = ordered[0], ordered[SKIPPED_COLUMN]
+        out = frame.drop(columns=[skipped]).copy()
+        _loss(out, newest)
+        free = [r for r in out.index if r not in KEPT_ROWS and pd.notna(out.at[r, newest])]
+        gap = str(free[int(rng.integers(len(free)))]) if free else ""
+        if gap:
+            out.at[gap, newest] = np.nan
+        day = pd.Timestamp(newest).date()
+        words.append(f"{item.symbol} {day} a loss{f' without {gap!r}' if gap else ''}, "
+                     f"{pd.Timestamp(skipped).date()} skipped")
+        data.append(restate(SymbolData(item.symbol, item.history, item.income_yearly, out, item.info,
+                                       item.fast_info), market.as_of))
+    return Market(data, market.as_of), ("statements as recorded: " + "; ".join(words)) if words else ""

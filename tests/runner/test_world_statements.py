@@ -1,0 +1,140 @@
+"""Statements and dividends as a reused tool meets them: the seed world's statements shaped as recorded
+(a loss in the newest reported quarter with one line item missing, a skipped quarter), the leap
+world's company that stopped paying and its Feb 29 as-of, and the probes that ask for what the data
+do not hold (a period not reported yet, a year without its quarter, a symbol with nothing to read).
+Each wrong tool below is right for its task's own arguments on the snapshot and must fail the judge."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import date, timedelta
+
+import pandas as pd
+import pytest
+
+from runner.judging.oracle import compute, expected_values
+from runner.judging.probes import probes_for
+from runner.judging.world_statements import KEPT_ROWS
+from runner.judging.worlds import WorldKind, Worlds
+from tests.runner.test_worlds import SEED, Env, edited, env, reference
+
+__all__ = ["env"]  # the judge's harness of tests/runner/test_worlds.py, shared
+
+
+@pytest.fixture(scope="module")
+def drawn(env: Env) -> Env:
+    """The harness with every task's probes drawn from the run's seed too, as the gate draws them."""
+    judged = {k: t.model_copy(update={"probes": probes_for(t, env.snapshot, SEED)}) for k, t in env.tasks.items()}
+    return Env(env.snapshot, env.tasks, judged, env.worlds, env.sandbox)
+
+
+def _seed_market(env: Env):  # type: ignore[no-untyped-def]
+    return env.worlds.variants(WorldKind.SEED, 0)[0][2].market
+
+
+def test_seed_world_statements_hold_a_loss_a_missing_line_item_and_a_skipped_quarter(env: Env) -> None:
+    market = _seed_market(env)
+    for symbol in ("AAPL", "MSFT", "GOOGL", "AMZN", "TSLA"):
+        frame = market.income_stmt(symbol, "quarterly")
+        filed = frame.loc[:, frame.notna().any(axis=0)]
+        ends = sorted((pd.Timestamp(c) for c in filed.columns), reverse=True)
+        newest = filed[ends[0]]
+        assert newest["Net Income"] < 0, symbol  # a loss, and still the latest reported quarter
+        missing = [r for r in newest.index if pd.isna(newest[r])]
+        assert len(missing) == 1 and missing[0] not in KEPT_ROWS, (symbol, missing)
+        gaps = [(a - b).days for a, b in itertools.pairwise(ends)]
+        assert sum(g > 110 for g in gaps) == 1, (symbol, gaps)  # one quarter skipped, the others 3 months apart
+        latest = compute("net_income", market, {"symbol": symbol})
+        assert latest == float(newest["Net Income"])
+
+
+@pytest.mark.parametrize(("task_id", "old", "new"), [
+    # a column with any NaN taken for a quarter not filed yet
+    ("fetch_006", 'row = statement.loc["Net Income"]', 'row = statement.dropna(axis=1).loc["Net Income"]'),
+    # NaN dropped with a comparison that drops losses too
+    ("fetch_006", 'row = statement.loc["Net Income"]', 'row = statement.loc["Net Income"]\n    row = row[row > 0]'),
+    # a year without its quarter (or the reverse) answered with the latest quarter
+    ("fetch_001",
+     'if (year is None) != (quarter is None):\n        raise ValueError("give both year and quarter, or neither")',
+     "if year is None or quarter is None:\n        year = quarter = None"),
+    # a fiscal year not reported yet answered with the latest one reported
+    ("fetch_003", 'raise ValueError(f"{symbol} has no Total Revenue for fiscal {year}")',
+     "if int(year) > max(pd.Timestamp(c).year for c in row.index):\n"
+     "        return float(row.dropna().sort_index().iloc[-1])\n"
+     '    raise ValueError(f"{symbol} has no Total Revenue for fiscal {year}")'),
+    # an empty window filled with the last dividend before it
+    ("fetch_007", 'if paid.empty:\n        raise',
+     "if paid.empty:\n        every = yf.Ticker(symbol).dividends\n        paid = every[every > 0].tail(1)\n"
+     "    if paid.empty:\n        raise"),
+])
+def test_a_tool_wrong_on_recorded_statements_or_dividends_fails(drawn: Env, task_id: str, old: str, new: str) -> None:
+    verdict, alone = drawn.judge(task_id, edited(task_id, old, new))
+    assert alone, "right for the task's own arguments on the snapshot"
+    assert verdict.state != "pass", verdict.reason
+
+
+def test_quarters_counted_back_from_the_newest_column_fail(drawn: Env) -> None:
+    code = ("import pandas as pd\nimport yfinance as yf\n\n\n"
+            "def net_income(symbol: str, year: int | None = None, quarter: int | None = None) -> float:\n"
+            "    row = yf.Ticker(symbol).quarterly_income_stmt.loc['Net Income']\n"
+            "    if (year is None) != (quarter is None):\n        raise ValueError('both or neither')\n"
+            "    cols = sorted(row.index, reverse=True)\n"
+            "    if year is None:\n        return float(row[cols][row[cols].notna()].iloc[0])\n"
+            "    top = (pd.Timestamp(cols[0]) + pd.Timedelta(days=10)).to_period('Q')\n"
+            "    steps = (top.year - year) * 4 + top.quarter - quarter\n"
+            "    if not 0 <= steps < len(cols) or pd.isna(row[cols[steps]]):\n"
+            "        raise ValueError('no such quarter')\n"
+            "    return float(row[cols[steps]])\n")
+    verdict, alone = drawn.judge("fetch_001", code)
+    assert alone and verdict.state != "pass", verdict.reason
+
+
+def test_a_year_back_with_date_replace_fails_in_the_leap_world_as_of_feb_29(drawn: Env) -> None:
+    code = ("import datetime\nimport yfinance as yf\n\n\n"
+            "def dividend_history(symbol: str, years: int = 3) -> list:\n"
+            "    today = datetime.date.today()\n"
+            "    start = today.replace(year=today.year - years)\n"
+            "    d = yf.Ticker(symbol).dividends\n"
+            "    out = [{'date': t.strftime('%Y-%m-%d'), 'amount': float(a)} for t, a in d.items()\n"
+            "           if a > 0 and start <= t.date() <= today]\n"
+            "    if not out:\n        raise ValueError('none')\n"
+            "    return out\n")
+    verdict, alone = drawn.judge("fetch_007", code)
+    assert alone and verdict.state != "pass"
+    assert "leap-2024-02-29" in verdict.reason or "2024-02-29" in verdict.reason, verdict.reason
+
+
+def test_the_leap_world_is_as_of_feb_29_and_holds_a_company_that_stopped_paying(env: Env) -> None:
+    plan = env.worlds.leap_plan()
+    assert plan is not None and plan[0] == date(2024, 2, 29)
+    leap = env.worlds.leap_market()
+    assert leap is not None
+    market = leap[2]
+    task = env.tasks["fetch_007"]
+    paid = pd.DatetimeIndex(market.dividends("AMZN").index).date
+    assert len(paid) >= 4 and max(paid) < date(2020, 3, 1)  # quarterly, then nothing for four years
+    assert max(paid) - min(paid) < timedelta(days=366 * 3)
+    with pytest.raises(Exception, match="no dividends"):
+        expected_values(task, market, {"symbol": "AMZN"})  # an empty window: a clear error is the answer
+    assert expected_values(task, market, {"symbol": "AMZN", "years": 5})  # an older window holds them
+    world = next(w for w in env.worlds.for_task(env.judged["fetch_007"], []) if w.kind is WorldKind.LEAP)
+    right = env.run(reference("fetch_007"), "dividend_history", {"symbol": "AMZN", "years": 3}, str(world.path))
+    assert right.status == "exception"
+
+
+def test_probes_ask_for_what_the_data_do_not_hold_and_expect_an_error(env: Env) -> None:
+    refused = {t: [dict(p.args) for p in probes_for(env.tasks[t], env.snapshot, SEED) if p.expect_error]
+               for t in ("fetch_001", "fetch_003", "fetch_006", "fetch_007", "calc_001")}
+    assert {"year": None} in refused["fetch_001"] and {"quarter": None} in refused["fetch_001"]
+    assert {"year": 2025} in refused["fetch_001"]  # 2025 Q1: not reported
+    assert {"year": 2024} in refused["fetch_003"]  # fiscal 2024 ends on the as-of day: not reported
+    assert {"symbol": "AMZN"} in refused["fetch_007"]  # a stock that pays no dividend
+    assert {"symbol": "SPY"} in refused["fetch_006"]  # an ETF has no income statement
+    # calc_001's full-history reading answers without days: no refusal is asked of it
+    assert not any("days" in a and a["days"] is None for a in refused["calc_001"])
+
+
+def test_worlds_of_other_seeds_keep_the_feb_29_leap_day(env: Env) -> None:
+    for seed in (1, 2, 3):
+        plan = Worlds(env.snapshot, 3, seed).leap_plan()
+        assert plan is not None and plan[0] == date(2024, 2, 29), seed
