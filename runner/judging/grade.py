@@ -44,7 +44,7 @@ from runner.judging.compare import (
     raise_judgement,
     run_words,
 )
-from runner.judging.oracle import RAISES, expected_values
+from runner.judging.oracle import RAISES, expected_values, holds
 from runner.judging.worlds import World, display_name
 from runner.records import (
     ProbeResult,
@@ -293,6 +293,10 @@ def world_answers(task: Task, world: World) -> list[WorldAnswer]:
     or the oracle's reason it has no answer; stops after the task's own arguments when those have none."""
     out: list[WorldAnswer] = []
     for index, probe in enumerate([None, *task.probes]):
+        short = holds(task, probe, world.provider) if probe is not None else None
+        if probe is not None and short is not None:
+            out.append(f"probe {index} ({probe.label()}): {short}")
+            continue
         try:
             out.append((index, expected_values(task, world.provider, dict(probe.oracle_params) if probe else None)))
         except InputError as exc:
