@@ -53,7 +53,8 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
 #: 3.4: a long world (the snapshot lengthened back ten years) and a probe asking every count of the
 #: task at a scale only it holds (judged only where the data hold its warm-up); the oracle refuses a
 #: correlation of fewer than two common returns or of a constant series, and a volume trend of one
-#: session, rather than computing through numpy's warnings; 3.3: a leap world (five years over two Feb 29ths) and a 5-year probe for a lookback in years, the
+#: session, rather than computing through numpy's warnings;
+#: 3.3: a leap world (five years over two Feb 29ths) and a 5-year probe for a lookback in years, the
 #: as-of world on a day that tells a window anchored at the last bar, the edge world on an exchange
 #: holiday, 52/53-week fiscal dates in the seed world; 3.2: one sandbox run per judged call in a
 #: secret order, the main call re-run, probes across the argument space and where the data cannot

@@ -639,7 +639,7 @@ def long_start(as_of: date) -> date:
     the first year the calendar knows."""
     from finevo.market.calendar import COVERED_YEARS
 
-    back = (pd.Timestamp(as_of) - pd.DateOffset(years=LONG_YEARS)).date() + timedelta(days=1)
+    back: date = (pd.Timestamp(as_of) - pd.DateOffset(years=LONG_YEARS)).date() + timedelta(days=1)
     return max(back, date(COVERED_YEARS[0], 1, 1))
 
 

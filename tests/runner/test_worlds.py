@@ -386,9 +386,8 @@ def test_a_world_is_a_valid_snapshot_the_sandbox_serves_with_its_own_clock(env: 
 
 
 def test_no_world_directory_outlives_the_gate_run(tmp_path: Path, make_config) -> None:
-    from tests.runner.test_gate import _run
-
     from runner.judging.world_dirs import default_root_parent
+    from tests.runner.test_gate import _run
 
     # the run writes its worlds where every run does, named by this process's pid: other workers'
     # runs come and go beside it in the same parent, so only this pid's directories are this run's
