@@ -1031,14 +1031,23 @@ def test_a_tool_reading_a_fixed_period_fails_in_the_long_world_where_the_long_sc
     long_world = [w for w in worlds if w.kind is WorldKind.LONG]
     assert len(long_world) == 1 and len(long_world[0].provider.history("AMZN")) >= probe.min_sessions
 
+    ran: list[tuple[dict[str, Any], str | None]] = []
+
+    def run(code: str, entry: str, args: dict[str, Any], snapshot_dir: str | None = None) -> ExecutionResult:
+        ran.append((dict(args), snapshot_dir))
+        return env.run(code, entry, args, snapshot_dir)
+
     def verdict(code: str) -> TaskResult:
         result = env.run(code, "macd", dict(task.intent.args))
         assert result.ok, result.error_message
         outcome = Outcome(task_id=task.id, value=result.value, tool_code=code, stage="done")
         return judge_task(task, outcome, expected_values(task, env.snapshot), 0.0,
-                          Reruns(env.run, probe_expected=probe_expected_values(task, env.snapshot), worlds=env.worlds))
+                          Reruns(run, probe_expected=probe_expected_values(task, env.snapshot), worlds=env.worlds))
 
     right = verdict(reference("calc_004"))
+    # the long-scale probe runs only where it is judged: once, in the long world
+    long_args = {**task.intent.args, **probe.args}
+    assert [where for args, where in ran if args == long_args] == [str(long_world[0].path)]
     assert right.state.value == "pass", right.reason
     skipped = [p for p in right.probes if p.args == dict(probe.args)]
     assert skipped[0].state.value == "skipped" and "sessions of history" in skipped[0].reason
