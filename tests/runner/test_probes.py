@@ -379,7 +379,13 @@ def test_full_reference_run_with_probes_exits_0(tmp_path, tasks) -> None:
         assert t["state"] == "pass", (t["task_id"], t["reason"])
         listed = tasks[t["task_id"]].probes
         assert [p["args"] for p in t["probes"][:len(listed)]] == [dict(p.args) for p in listed]
-        assert len(t["probes"]) > len(listed) and {p["state"] for p in t["probes"]} == {"pass"}
+        assert len(t["probes"]) > len(listed) and "pass" in {p["state"] for p in t["probes"]}
+        # every probe passes on the snapshot, but one asked at a scale only the long world holds: it is
+        # skipped here (it needs more sessions than the snapshot has) and judged in that world
+        assert all(p["state"] == "pass" or (p["state"] == "skipped" and "sessions of history" in p["reason"])
+                   for p in t["probes"]), (t["task_id"], t["probes"])
+        if any(p["state"] == "skipped" for p in t["probes"]):
+            assert "long" in {w["kind"] for w in t["worlds"]}, t["task_id"]
         assert [w["state"] for w in t["worlds"]][:3] == ["pass"] * 3 and all(w["state"] == "pass" for w in t["worlds"])
     assert doc["config"]["worlds"]["count"] == 3
     document.validate(doc)
