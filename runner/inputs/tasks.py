@@ -80,6 +80,10 @@ class Probe(_Strict):
     #: The data cannot support these arguments (the oracle has no answer under any accepted
     #: reading): the tool must raise a clear error, never return a value.
     expect_error: bool = False
+    #: Judged only on data whose every symbol the probe reads holds at least this many sessions
+    #: (elsewhere recorded as not judged): a probe asked at a long scale, where accepted readings
+    #: of a recursive indicator agree only once warmed up over that much history.
+    min_sessions: int | None = Field(default=None, ge=1)
 
     def label(self) -> str:
         """``symbol=GOOGL, rsi_threshold=70``: the probe's changed arguments, for reasons and reports."""

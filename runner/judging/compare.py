@@ -21,7 +21,8 @@ re-run with each of the task's probes (changed arguments) and every probe value 
 the main one -- against the convention(s) the main value matched, so a tool cannot read the task
 one way for the main arguments and another way for a probe. The task passes only when the main
 value and every probe pass; a probe whose run fails (exception, timeout, blocked) fails the task,
-an external error is ``error``.
+an external error is ``error``. A probe asked at a scale the run's own data are too short for
+(its ``min_sessions``) is recorded ``skipped`` there and judged in the hidden world that holds it.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from finevo.registry.signature import function_signature, tool_signature
 from finevo.sandbox.api import ExecutionResult
 from finevo.vocabulary import ToolSource
 from runner.inputs.tasks import Probe, Task, Tolerance
-from runner.judging.oracle import RAISES
+from runner.judging.oracle import NOT_HELD, RAISES
 from runner.records import ProbeResult, TaskState
 
 __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", "judge_probes", "judge_value",
@@ -52,6 +53,10 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
 #: 3.4: statements shaped as recorded in the seed world (a loss with a missing line item, a skipped
 #: quarter), a company that stopped paying dividends and a Feb 29 as-of in the leap world, probes that
 #: must raise for a period not reported yet, an argument left out and a symbol with nothing to read;
+#: a long world (the snapshot lengthened back ten years) and a probe asking every count of the task at
+#: a scale only it holds (judged only where the data hold its warm-up); the oracle refuses a
+#: correlation of fewer than two common returns or of a constant series, and a volume trend of one
+#: session, rather than computing through numpy's warnings;
 #: 3.3: a leap world (five years over two Feb 29ths) and a 5-year probe for a lookback in years, the
 #: as-of world on a day that tells a window anchored at the last bar, the edge world on an exchange
 #: holiday, 52/53-week fiscal dates in the seed world; 3.2: one sandbox run per judged call in a
@@ -307,6 +312,10 @@ def judge_probes(task: Task, outcome: Outcome, main: Judgement, main_expected: M
             record.reason = "not run: an earlier probe did not pass"
             results.append(record)
             continue
+        if NOT_HELD in expected_all:  # judged only where the data hold its history (its hidden world)
+            record.expected, record.reason = {}, str(expected_all[NOT_HELD])
+            results.append(record)
+            continue
         started = time.monotonic()
         if code is None or entry is None:
             missing = ("no tool code to re-run" if code is None else
@@ -336,5 +345,6 @@ def judge_probes(task: Task, outcome: Outcome, main: Judgement, main_expected: M
             verdict = judgement
     if verdict is not None:
         return Judgement(verdict.state, verdict.reason, convention=None), results
-    return (Judgement(TaskState.PASS, f"{main.reason}; {len(results)} probe(s) pass", convention=main.convention),
+    passed = sum(r.state is TaskState.PASS for r in results)
+    return (Judgement(TaskState.PASS, f"{main.reason}; {passed} probe(s) pass", convention=main.convention),
             results)

@@ -32,7 +32,7 @@ from finevo.sandbox.api import ExecutionResult
 from finevo.vocabulary import ToolSource
 from runner.execution.deadline import Aborted
 from runner.inputs.tasks import SecurityTask, Task
-from runner.judging.calls import OWN, Answer, plan_calls, run_calls, served
+from runner.judging.calls import OWN, Answer, Call, plan_calls, run_calls, served
 from runner.judging.compare import (
     Judgement,
     compare,
@@ -44,7 +44,7 @@ from runner.judging.compare import (
     raise_judgement,
     run_words,
 )
-from runner.judging.oracle import RAISES, expected_values
+from runner.judging.oracle import NOT_HELD, RAISES, expected_values, holds
 from runner.judging.worlds import World, display_name
 from runner.records import (
     ProbeResult,
@@ -171,7 +171,8 @@ def _judge_reruns(case: Case, main: Judgement, run_tool: Callable[..., Execution
         # The oracle's values in the worlds are computed while the sandbox runs the calls.
         pending = pool.submit(lambda: [world_answers(task, world) for world in plan])
         if code is not None and entry is not None:
-            calls = plan_calls(argsets, [str(w.path) for w in plan], own_probes=own_probes)
+            calls = [c for c in plan_calls(argsets, [str(w.path) for w in plan], own_probes=own_probes)
+                     if _judged_there(task, c, plan, probe_expected)]
             answers = run_calls(code, entry, calls, run_tool)
         oracle = pending.result()
     timings["calls"] = time.monotonic() - started
@@ -195,6 +196,21 @@ def _judge_reruns(case: Case, main: Judgement, run_tool: Callable[..., Execution
                                           answers)
         timings["worlds"] = time.monotonic() - started
     return judgement, probes, results
+
+
+def _judged_there(task: Task, call: Call, plan: Sequence[World],
+                  probe_expected: Sequence[dict[str, JSONValue]] | None) -> bool:
+    """Whether ``call`` is judged: not a probe asked at a scale its data are too short for (its
+    ``min_sessions``: on the snapshot, ``NOT_HELD`` in its expected values; in a world, :func:`holds`),
+    which is recorded as not judged there and never run."""
+    if call.argset == 0:
+        return True
+    probe = task.probes[call.argset - 1]
+    if probe.min_sessions is None:
+        return True
+    if call.world == OWN:
+        return probe_expected is None or NOT_HELD not in probe_expected[call.argset - 1]
+    return holds(task, probe, plan[call.world].provider) is None
 
 
 def _judge_rerun(task: Task, outcome: Outcome, main: Judgement, expected: dict[str, JSONValue],
@@ -293,6 +309,10 @@ def world_answers(task: Task, world: World) -> list[WorldAnswer]:
     or the oracle's reason it has no answer; stops after the task's own arguments when those have none."""
     out: list[WorldAnswer] = []
     for index, probe in enumerate([None, *task.probes]):
+        short = holds(task, probe, world.provider) if probe is not None else None
+        if probe is not None and short is not None:
+            out.append(f"probe {index} ({probe.label()}): {short}")
+            continue
         try:
             out.append((index, expected_values(task, world.provider, dict(probe.oracle_params) if probe else None)))
         except InputError as exc:

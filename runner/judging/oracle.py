@@ -69,6 +69,7 @@ from runner.inputs.oracle_params import (
 from runner.inputs.tasks import Probe, Task
 
 __all__ = [
+    "NOT_HELD",
     "ORACLES",
     "RAISES",
     "READINGS",
@@ -78,6 +79,7 @@ __all__ = [
     "accepted_readings",
     "compute",
     "expected_values",
+    "holds",
     "probe_expectation",
     "probe_expected_values",
     "rsi_series",
@@ -475,6 +477,10 @@ def correlation(provider: MarketProvider, p: CorrelationParams) -> float:
     days = p.days + (1 if p.count == "returns" else 0)
     window = _last(frame, provider, days, p.window_unit, "correlation")
     a, b = _returns(window[symbols[0]], p.returns), _returns(window[symbols[1]], p.returns)
+    if len(a) < 2:  # the window's common sessions give one return or none (a short window over a holiday)
+        raise ValueError(f"correlation: need 2 returns of common sessions, have {len(a)}")
+    if float(a.std(ddof=0)) == 0.0 or float(b.std(ddof=0)) == 0.0:
+        raise ValueError("correlation undefined (a constant series: no variance to correlate)")
     value = float(np.corrcoef(a.to_numpy(), b.to_numpy())[0, 1])
     if not math.isfinite(value):
         raise ValueError("correlation undefined (a constant series)")
@@ -503,6 +509,8 @@ def volume_price_divergence(provider: MarketProvider, p: VolumePriceDivergencePa
     window = _last(_history(provider, p.symbol), provider, p.days, p.window_unit, "volume_price_divergence")
     closes = window["Close"].to_numpy(dtype=float)
     volume = window["Volume"].to_numpy(dtype=float)
+    if len(volume) < 2:  # no trend in one session
+        raise ValueError(f"volume_price_divergence: need 2 sessions, have {len(volume)}")
     price_up = closes[-1] > closes[0]
     if p.volume_trend == "slope":
         volume_down = float(np.polyfit(np.arange(len(volume), dtype=float), volume, 1)[0]) < 0
@@ -660,9 +668,33 @@ class _CachingProvider:
 RAISES = "<raises>"
 
 
+#: The key of the expected values of a probe the data are too short to judge (its ``min_sessions``,
+#: :func:`holds`): the probe is recorded as not judged there; its value says why.
+NOT_HELD = "<not held>"
+
+
+def holds(task: Task, probe: Probe, provider: MarketProvider) -> str | None:
+    """None when ``provider`` holds the history ``probe`` needs (its ``min_sessions`` of every symbol
+    it reads), else why not, in words."""
+    if probe.min_sessions is None:
+        return None
+    params = {**task.oracle.params, **probe.oracle_params}
+    known = set(provider.symbols())
+    symbols = sorted({v for value in params.values() for v in (value if isinstance(value, list) else [value])
+                      if isinstance(v, str) and v in known})
+    shortest = min((len(provider.history(s)) for s in symbols), default=0)
+    if shortest >= probe.min_sessions:
+        return None
+    return f"not judged here: it needs {probe.min_sessions} sessions of history, the data hold {shortest}"
+
+
 def probe_expectation(task: Task, provider: MarketProvider, probe: Probe, where: str = "") -> dict[str, JSONValue]:
     """``{convention: expected value}`` for ``probe``; for a probe that expects an error,
-    ``{RAISES: the oracle's reason}`` (and an :class:`InputError` when the oracle does answer it)."""
+    ``{RAISES: the oracle's reason}`` (and an :class:`InputError` when the oracle does answer it);
+    for a probe the data are too short for (:func:`holds`), ``{NOT_HELD: why}``."""
+    short = holds(task, probe, provider)
+    if short is not None:
+        return {NOT_HELD: short}
     if not probe.expect_error:
         return expected_values(task, provider, probe.oracle_params, where)
     try:

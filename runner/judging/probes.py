@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from random import Random
 from typing import Any
 
+import pandas as pd
+
 from finevo.contract import check_shape
 from finevo.errors import InputError
 from finevo.jsontypes import JSONObject, JSONValue
@@ -34,7 +36,7 @@ from runner.inputs.oracle_params import PARAMS, param_kind
 from runner.inputs.tasks import Probe, Task
 from runner.judging.compare import compare
 from runner.judging.oracle import accepted_readings, compute, expected_values
-from runner.judging.world_market import LEAP_YEARS
+from runner.judging.world_market import LEAP_YEARS, LONG_YEARS, long_sessions
 
 #: Oracle evaluations one task's derivation may spend (a bound on the pair search).
 MAX_EVALUATIONS = 400
@@ -296,13 +298,7 @@ def range_probes(task: Task, provider: MarketProvider, rng: Random, taken: list[
     for key, value in d.bound().items():
         for candidates in _range_candidates(d, key, value, rng):
             for args in candidates:
-                if args in taken:
-                    continue
-                found = d.expected(args, bounded=False)
-                # a yes/no answer moves only near a threshold: there any answer the oracle gives counts
-                if found is None or check_shape(next(iter(found.values())), task.output):
-                    continue  # no answer, or one the task's output contract does not allow (too few items)
-                if task.output.type == "boolean" or _differs(task, found, own):
+                if args not in taken and _answers(d, args, own):
                     out.append(Probe(args=args, oracle_params=args,
                                      reason=f"drawn from the argument space: {_words(args)}, far from the task's own"))
                     taken.append(args)
@@ -316,10 +312,10 @@ def range_probes(task: Task, provider: MarketProvider, rng: Random, taken: list[
             if refused is not None and refused.args not in taken:
                 out.append(refused)
                 taken.append(refused.args)
-    scaled = _scaled(d, own, taken)
-    if scaled is not None:
-        out.append(scaled)
-        taken.append(dict(scaled.args))
+    for scaled in (_scaled(d, own, taken), _long_scaled(d, own, taken)):
+        if scaled is not None:
+            out.append(scaled)
+            taken.append(dict(scaled.args))
     return out
 
 
@@ -367,6 +363,42 @@ def _scaled(d: _Deriver, own: Mapping[str, Any], taken: list[JSONObject]) -> Pro
             return Probe(args=args, oracle_params=args,
                          reason=f"drawn from the argument space: every count x{factor} ({_words(args)}), "
                                 "the task asked at a longer scale")
+    return None
+
+
+def _long_scaled(d: _Deriver, own: Mapping[str, Any], taken: list[JSONObject]) -> Probe | None:
+    """Every count of the task multiplied by the largest of :data:`SCALES` that the ``long`` world
+    (the run's snapshot lengthened back :data:`LONG_YEARS` years, :mod:`runner.judging.worlds`) holds
+    with :data:`WARM_UP` to spare and the snapshot does not: judged only where the data hold that
+    history (``min_sessions``), so every accepted reading agrees there. A tool that reads a fixed
+    period (a year, two, 500 days) where the task's reading uses the whole history answers it from
+    EMAs still carrying their seed, beyond the tolerance: at the task's own spans, or the snapshot's
+    scaled ones, the seed has decayed below it and such a tool passes."""
+    counts = _counts(d)
+    if len(counts) < 2:
+        return None
+    symbols = [s for s in _all_symbols(d.task) if s in d.symbols]
+    if not symbols:
+        return None
+    histories = [d.provider.history(s) for s in symbols]
+    sessions = min(len(h) for h in histories)
+    if not sessions:
+        return None
+    first = min(pd.DatetimeIndex(h.index)[0].date() for h in histories)
+    longer = sessions + long_sessions(first, d.provider.as_of)
+    for factor in SCALES:
+        need = WARM_UP * factor * sum(counts.values())
+        if need <= sessions:
+            return None  # the snapshot holds this scale: :func:`_scaled` asks it there
+        if need > longer:
+            continue
+        args: JSONObject = {k: v * factor for k, v in counts.items()}
+        if args in taken or not _answers(d, args, own):
+            continue
+        return Probe(args=args, oracle_params=args, min_sessions=need,
+                     reason=f"drawn from the argument space: every count x{factor} ({_words(args)}), the task "
+                            f"asked at a longer scale, judged where the data hold {need} sessions (the hidden "
+                            f"world of {LONG_YEARS} years): a tool that reads a fixed period fails there")
     return None
 
 

@@ -627,6 +627,45 @@ def lengthen(market: Market, start: date, rng: np.random.Generator) -> Market:
     return Market(data, market.as_of)
 
 
+#: Years of history the ``long`` world holds back from its as-of day (within the calendar's years):
+#: enough for a task asked at a long scale (every count x5 or x10) with the warm-up every accepted
+#: reading of a recursive indicator needs, and for a fixed period of a year or two read by a tool to
+#: leave the seed of its EMAs visible there (:mod:`runner.judging.probes`, ``min_sessions``).
+LONG_YEARS = 10
+
+
+def long_start(as_of: date) -> date:
+    """The first day of the ``long`` world's history: :data:`LONG_YEARS` before ``as_of``, not before
+    the first year the calendar knows."""
+    from finevo.market.calendar import COVERED_YEARS
+
+    back: date = (pd.Timestamp(as_of) - pd.DateOffset(years=LONG_YEARS)).date() + timedelta(days=1)
+    return max(back, date(COVERED_YEARS[0], 1, 1))
+
+
+def long_sessions(first: date, as_of: date) -> int:
+    """Sessions the ``long`` world prepends to a history whose first bar is on ``first`` (0 when it
+    already reaches back that far, or when the calendar cannot place the sessions before it)."""
+    from finevo.market.calendar import trading_days
+
+    start = long_start(as_of)
+    if start >= first:
+        return 0
+    try:
+        return len(trading_days(start, first - timedelta(days=1)))
+    except ValueError:  # a history that starts after the calendar's years
+        return 0
+
+
+def lengthened(market: Market, rng: np.random.Generator) -> Market:
+    """``market`` lengthened back to :func:`long_start` of its as-of day (:func:`lengthen`); the market
+    itself when the calendar cannot place the sessions before it."""
+    first = min(pd.DatetimeIndex(item.history.index)[0].date() for item in market.data.values())
+    if long_sessions(first, market.as_of) == 0:
+        return market
+    return lengthen(market, long_start(market.as_of), rng)
+
+
 def _nearest_saturday(day: date) -> date:
     return day + timedelta(days=(5 - day.weekday() + 3) % 7 - 3)
 

@@ -56,6 +56,7 @@ from runner.judging.world_dirs import _ROOT_PREFIX, default_root_parent, sweep_o
 from runner.judging.world_dividends import STOPPED_YEARS, stopped_payers
 from runner.judging.world_market import (
     LEAP_YEARS,
+    LONG_YEARS,
     REPORTING_LAG_DAYS,
     REPORTING_LAGS,
     Market,
@@ -63,6 +64,7 @@ from runner.judging.world_market import (
     edge_dividends,
     extra_dividend,
     lengthen,
+    lengthened,
     perturb,
     read_market,
     readjust,
@@ -204,6 +206,11 @@ class WorldKind(StrEnum):
     #: :data:`LEAP_YEARS` + 1 years before an as-of day on which such a window spans two Feb 29ths
     #: (:meth:`Worlds.leap_plan`).
     LEAP = "leap"
+    #: A task with a probe asked at a scale the run's snapshot is too short for (its ``min_sessions``)
+    #: gets one more: the run's snapshot, same as-of day, lengthened back :data:`LONG_YEARS` years
+    #: (:func:`lengthened`). There a tool that reads a fixed period (a year, two) where the task's
+    #: reading uses the whole history answers the long probe from unconverged EMAs, and fails.
+    LONG = "long"
 
 
 KIND_ORDER: tuple[WorldKind, ...] = (WorldKind.SEED, WorldKind.AS_OF, WorldKind.EDGE)
@@ -272,6 +279,12 @@ class Worlds:
         self._written: dict[str, World] = {}
         self._per_task: dict[str, list[World]] = {}
         self._leap: dict[str, tuple[str, str, _Base] | None] = {}
+        #: The run's snapshot lengthened back for the ``leap`` world (built once, :meth:`_longer_market`).
+        self._longer: Market | None = None
+        #: The stopped dividend payers of :meth:`_longer_market`, in words (for the ``leap`` world's).
+        self._longer_stopped = ""
+        #: The ``long`` world's market (built once, :meth:`long_market`).
+        self._long: _Base | None = None
         #: Seconds spent on worlds (reported by the benchmark scripts): in all, and generating (markets
         #: in memory), writing (snapshot files) and choosing (each task's variants).
         self.build_s = 0.0
@@ -378,15 +391,12 @@ class Worlds:
 
     def _longer_market(self) -> Market:
         """The run's snapshot lengthened back :data:`LEAP_YEARS` + 1 years before the ``leap`` range."""
-        if "longer" not in self._leap:
-            start = self._longer_start()
+        if self._longer is None:
             rng = np.random.default_rng([self.seed, len(KIND_ORDER), 1])
-            longer = lengthen(self._base_market().market, start, rng)
-            longer, stopped = stopped_payers(longer, _years_before(self._leap_earliest(), STOPPED_YEARS))
-            self._leap["longer"] = ("", stopped, _Base(longer))
-        built = self._leap["longer"]
-        assert built is not None
-        return built[2].market
+            longer = lengthen(self._base_market().market, self._longer_start(), rng)
+            self._longer, self._longer_stopped = stopped_payers(
+                longer, _years_before(self._leap_earliest(), STOPPED_YEARS))
+        return self._longer
 
     def _longer_start(self) -> date:
         """The first day of the lengthened history: :data:`LEAP_YEARS` + 1 years before the ``leap`` range
@@ -456,9 +466,8 @@ class Worlds:
                 day, lag = plan
                 longer = self._longer_market()
                 past, moved = edge_dividends(truncate(longer, day, lag), _LEAP_EDGES)
-                stored = self._leap.get("longer")
-                stopped = stored[1] if stored is not None else ""
-                words = "; ".join(w for w in (f"history from {longer.sessions()[0]}", stopped, moved) if w)
+                words = "; ".join(w for w in (f"history from {longer.sessions()[0]}", self._longer_stopped, moved)
+                                  if w)
                 found = (f"{WorldKind.LEAP.value}-{day.isoformat()}", words, _Base(past))
             self._leap["leap"] = found
             self.timings["generate"] += time.perf_counter() - started
@@ -473,6 +482,29 @@ class Worlds:
         assert built is not None
         name, words, base = built
         return self._write(name, WorldKind.LEAP, 0, base, words)
+
+    def long_market(self) -> Market:
+        """The ``long`` world's market (built once): the run's snapshot lengthened back
+        :data:`LONG_YEARS` years before its own as-of day (:func:`lengthened`)."""
+        if self._long is None:
+            started = time.perf_counter()
+            rng = np.random.default_rng([self.seed, len(KIND_ORDER), 2])
+            self._long = _Base(lengthened(self._base_market().market, rng))
+            self.timings["generate"] += time.perf_counter() - started
+        return self._long.market
+
+    def _long_world(self, task: Task) -> World | None:
+        """For a task with a probe that needs more history than the run's snapshot holds (its
+        ``min_sessions``), the ``long`` world (:meth:`long_market`); None when the task has none."""
+        if not any(p.min_sessions for p in task.probes):
+            return None
+        market = self.long_market()
+        assert self._long is not None
+        if market is self._base_market().market:
+            return None  # the calendar cannot place sessions before the snapshot's: nothing longer to judge in
+        first = min(pd.DatetimeIndex(item.history.index)[0].date() for item in market.data.values())
+        return self._write(f"{WorldKind.LONG.value}-{market.as_of.isoformat()}", WorldKind.LONG, 0, self._long,
+                           f"history from {first} ({LONG_YEARS} years)")
 
     def edge_day(self, round_: int) -> date | None:
         """The ``edge`` world's as-of day: an exchange holiday on a weekday, or a weekend day after a
@@ -650,9 +682,9 @@ class Worlds:
             if trip is not None:
                 worlds.append(trip)
         if worlds:
-            leap = self._leap_world(task)
-            if leap is not None:
-                worlds.append(leap)
+            for extra in (self._leap_world(task), self._long_world(task)):
+                if extra is not None:
+                    worlds.append(extra)
         self._per_task[task.id] = worlds
         self.build_s += time.perf_counter() - started
         return worlds
