@@ -84,6 +84,10 @@ class Probe(_Strict):
     #: (elsewhere recorded as not judged): a probe asked at a long scale, where accepted readings
     #: of a recursive indicator agree only once warmed up over that much history.
     min_sessions: int | None = Field(default=None, ge=1)
+    #: Parameters the probe passes that the task does not bind (an optional parameter of the measure,
+    #: such as ``periods_per_year``): asked only of a tool whose function declares every one of them
+    #: by name -- a tool that has no such parameter cannot be asked, one that has it must honour it.
+    declared: tuple[str, ...] = ()
 
     def label(self) -> str:
         """``symbol=GOOGL, rsi_threshold=70``: the probe's changed arguments, for reasons and reports."""

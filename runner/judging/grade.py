@@ -45,6 +45,7 @@ from runner.judging.compare import (
     run_words,
 )
 from runner.judging.oracle import NOT_HELD, RAISES, expected_values, holds
+from runner.judging.probes import for_tool
 from runner.judging.worlds import World, display_name
 from runner.records import (
     ProbeResult,
@@ -117,6 +118,9 @@ def judge_task(task: Task, outcome: Outcome, expected: dict[str, JSONValue], ela
         judgement = judge_outcome(task, outcome, expected)
         gate_timings["judge"] = time.perf_counter() - started_judge
         if judgement.passed and reruns.run_tool is not None:
+            # a probe of a parameter the tool does not declare is not asked of it (Probe.declared)
+            task, kept = for_tool(task, outcome.tool_code, reruns.probe_expected)
+            reruns = Reruns(reruns.run_tool, kept, reruns.worlds)
             judgement, probes, world_results = _judge_reruns(Case(task, outcome, expected), judgement,
                                                              reruns.run_tool, reruns, gate_timings)
             elapsed += sum(gate_timings.get(k, 0.0) for k in ("calls", "probes", "worlds"))

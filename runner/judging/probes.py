@@ -21,7 +21,7 @@ reproducible; the tool under test never sees them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from random import Random
 from typing import Any
@@ -34,7 +34,8 @@ from finevo.jsontypes import JSONObject, JSONValue
 from finevo.market.provider import MarketProvider
 from runner.inputs.oracle_params import PARAMS, param_kind
 from runner.inputs.tasks import Probe, Task
-from runner.judging.compare import compare
+from finevo.registry.signature import function_signature
+from runner.judging.compare import compare, probe_entry
 from runner.judging.oracle import accepted_readings, compute, expected_values
 from runner.judging.world_market import LEAP_YEARS, LONG_YEARS, long_sessions
 
@@ -156,7 +157,64 @@ def derive_probes(task: Task, provider: MarketProvider) -> list[Probe]:
         for key, value in args.items():
             if _is_threshold(key, value):
                 probes += boundary_probes(d, key, value, contexts)
+    probes += optional_probes(d)
     return probes
+
+
+def _optional(d: _Deriver) -> dict[str, int | float]:
+    """The measure's numeric parameters the task does not bind and no accepted reading sets (a
+    ``periods_per_year``, a ``ddof``): a tool may fairly declare one with the task's value as its
+    default, and must then honour another value. Their values: the task's oracle parameter, else
+    the oracle's declared default."""
+    model = PARAMS.get(d.task.oracle.name)
+    if model is None:
+        return {}
+    readings = {k for _, reading in accepted_readings(d.task) for k in reading}
+    readings -= set(d.task.oracle.params)  # keep the task's own parameters
+    owned = {k for c in d.task.conventions for k in c.params} | readings
+    out: dict[str, int | float] = {}
+    for key, field in model.model_fields.items():
+        value = d.task.oracle.params.get(key, field.default)
+        if key in d.task.intent.args or key in owned or isinstance(value, bool) \
+                or not isinstance(value, (int, float)):
+            continue
+        out[key] = value
+    return out
+
+
+def optional_probes(d: _Deriver) -> list[Probe]:
+    """For each of the measure's optional parameters (:func:`_optional`), the first other value
+    (:func:`_numbers`, within its declared range) that moves the answer, asked only of a tool that
+    declares that parameter (:attr:`Probe.declared`): a tool that takes ``periods_per_year`` and
+    annualises by 252 whatever it is given fails; a tool without the parameter is not asked."""
+    out: list[Probe] = []
+    for key, value in _optional(d).items():
+        for new in _numbers(value):
+            if d.moves({key: new}, key, value):
+                out.append(Probe(args={key: new}, oracle_params={key: new}, declared=(key,),
+                                 reason=f"derived: {key}={new}, an optional parameter of the measure moved (asked "
+                                        f"only of a tool that declares {key}): a tool that ignores it fails"))
+                break
+    return out
+
+
+def for_tool(task: Task, code: str | None,
+             probe_expected: Sequence[dict[str, JSONValue]] | None) -> tuple[Task, Sequence[dict[str, JSONValue]] | None]:
+    """``task`` and its probes' expected values without the probes ``code`` cannot be asked: those
+    passing a parameter (:attr:`Probe.declared`) its function does not declare by name."""
+    if not any(p.declared for p in task.probes):
+        return task, probe_expected
+    entry = probe_entry(code, task) if code else None
+    signature = function_signature(code, entry) if code and entry else None
+    names = {str(p["name"]) for p in signature["params"]
+             if p["kind"] in ("positional_or_keyword", "keyword_only")} if signature else set()
+    keep = [i for i, p in enumerate(task.probes) if set(p.declared) <= names]
+    if len(keep) == len(task.probes):
+        return task, probe_expected
+    kept = task.model_copy(update={"probes": tuple(task.probes[i] for i in keep)})
+    if probe_expected is None or len(probe_expected) != len(task.probes):
+        return kept, probe_expected
+    return kept, [probe_expected[i] for i in keep]
 
 
 #: How far on either side of the level where a yes/no answer flips the boundary probes sit (a
