@@ -309,3 +309,77 @@ def round_trip_market(task: Task, market: Market, symbols: Sequence[str]) -> tup
         if value is not None:
             found.append((value, shape))
     return (round_trip(market, found[0][1], symbols), found[0][1]) if found else None
+
+
+@dataclass(frozen=True)
+class Zigzag:
+    """The last ``window + 1`` closes of a symbol redrawn as a zigzag: from where they start, the
+    last ``2 * ((window - 1) // 2)`` daily returns alternate ``+(swing + edge)`` and ``-swing``
+    (ending on a fall), the others are flat; Volume over the window ramps to ``1 + volume`` times
+    itself. Each up-and-down pair compounds to ``(1 + swing + edge)(1 - swing) < 1`` while its returns
+    sum to ``+edge``: over ``window`` closes or ``window + 1``, the last close is below the first and
+    the summed daily returns are positive. A reading of "the price rose" from the summed (or mean)
+    return parts from the compounded one, the change of the close, here and nowhere smoother."""
+
+    window: int
+    swing: float = 0.1
+    edge: float = 0.005
+    volume: float = -0.6
+
+    def label(self) -> str:
+        return (f"last {self.window + 1} closes redrawn as a zigzag: daily returns alternating "
+                f"{self.swing + self.edge:+.1%} and {-self.swing:+.1%}, ending lower though they sum positive; "
+                f"volume {self.volume:+.0%} over the window")
+
+    def returns(self) -> np.ndarray:
+        """The ``window`` daily returns of the redrawn closes, oldest first."""
+        out = np.zeros(self.window)
+        pairs = (self.window - 1) // 2
+        for k in range(pairs):
+            out[self.window - 2 - 2 * k] = self.swing + self.edge
+            out[self.window - 1 - 2 * k] = -self.swing
+        return out
+
+    def closes(self, start: float) -> np.ndarray:
+        return start * np.cumprod(np.concatenate([[1.0], 1.0 + self.returns()]))
+
+
+def zigzag(market: Market, shape: Zigzag, symbols: Iterable[str]) -> Market:
+    """``market`` with the last bars of each of ``symbols`` redrawn by ``shape`` (whole bars scaled to
+    their new closes, ``Adj Close`` and the quotes recomputed)."""
+    chosen = set(symbols)
+    data = []
+    for item in market.data.values():
+        raw = item.history
+        n = len(raw)
+        span = shape.window + 1
+        if item.symbol not in chosen or span + 1 >= n:
+            data.append(item)
+            continue
+        raw = raw.copy()
+        close = raw["Close"].to_numpy(dtype=float)
+        ratios = np.ones(n)
+        ratios[n - span:] = shape.closes(float(close[n - span])) / close[n - span:]
+        for column in ("Open", "High", "Low", "Close"):
+            raw[column] = raw[column].to_numpy(dtype=float) * ratios
+        if shape.volume and "Volume" in raw.columns:
+            ramp = np.ones(n)
+            ramp[n - shape.window:] = 1.0 + shape.volume * np.arange(1, shape.window + 1) / shape.window
+            raw["Volume"] = _ramped(raw["Volume"].to_numpy(dtype=float), ramp)
+        data.append(requote(SymbolData(item.symbol, readjust(raw), item.income_yearly, item.income_quarterly,
+                                       item.info, item.fast_info), market.as_of))
+    return Market(data, market.as_of)
+
+
+def zigzag_market(task: Task, market: Market, symbols: Sequence[str]) -> tuple[Market, Zigzag] | None:
+    """For a yes/no task, a zigzag over its longest window (:class:`Zigzag`) of its symbols, when the
+    oracle answers it; None when the task has no window of at least 3 sessions or no answer there."""
+    windows = sorted(window_args({**task.oracle.params, **task.intent.args}).values(), reverse=True)
+    if not windows or windows[0] < 3:
+        return None
+    shape = Zigzag(windows[0])
+    own = Market([market.data[s] for s in symbols if s in market.data], market.as_of)
+    if _primary(task, zigzag(own, shape, symbols), {}) is None:
+        return None
+    return zigzag(market, shape, symbols), shape
+

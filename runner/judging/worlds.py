@@ -87,6 +87,7 @@ from runner.judging.world_shapes import (
     round_trip_market,
     task_symbols,
     window_args,
+    zigzag_market,
 )
 from runner.judging.world_statements import statement_shapes
 
@@ -625,6 +626,15 @@ class Worlds:
         return self._shaped_world(task, lambda: round_trip_market(task, base, [s for s in symbols if s in base.data]),
                                   "-round-trip")
 
+    def _zigzag_world(self, task: Task, symbols: Sequence[str]) -> World | None:
+        """For a yes/no task, a world of the run's snapshot whose last bars zigzag over the task's
+        longest window (:func:`zigzag_market`): daily returns that sum positive while the close ends
+        lower, volume falling. There "the price rose" read from summed returns parts from the close's
+        change, in every run (a smooth path never shows it)."""
+        base = self._shaped_base()
+        return self._shaped_world(task, lambda: zigzag_market(task, base, [s for s in symbols if s in base.data]),
+                                  "-zigzag")
+
     def _shaped_world(self, task: Task, make: Callable[[], tuple[Market, Any] | None], suffix: str) -> World | None:
         """A ``flip`` world of ``task``: ``make()`` reshapes the run's snapshot (None: no shape does what
         is asked), timed as generating; the world is written under the task's name and ``suffix``."""
@@ -681,6 +691,9 @@ class Worlds:
             trip = self._round_trip_world(task, symbols)
             if trip is not None:
                 worlds.append(trip)
+            zig = self._zigzag_world(task, symbols)
+            if zig is not None:
+                worlds.append(zig)
         if worlds:
             for extra in (self._leap_world(task), self._long_world(task)):
                 if extra is not None:

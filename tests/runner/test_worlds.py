@@ -1082,3 +1082,24 @@ def test_the_oracle_emits_no_runtime_warning_over_the_probes_and_worlds_of_a_run
                 probe_expected_values(task, snapshot)
                 for world in worlds.for_task(task, [dict(p.oracle_params) for p in task.probes]):
                     world_answers(task, world)
+
+
+def test_a_yes_no_task_is_judged_in_a_zigzag_world_where_summed_returns_part_from_the_close(env: Env) -> None:
+    """comp_002 gets a world whose last closes zigzag: daily returns that sum positive while the last
+    close ends below the first (over the window's closes or one more), volume falling. The oracle says
+    False; a tool that reads "price up" from the mean daily return says True there and fails, in every
+    run (the world does not depend on the seed's draw)."""
+    task = env.judged["comp_002"]
+    world = next(w for w in env.worlds.for_task(task, [p.oracle_params for p in task.probes])
+                 if w.kind is WorldKind.FLIP and "zigzag" in w.perturbation)
+    assert expected_values(env.tasks["comp_002"], world.provider) == {"price_up_volume_slope_down": False}
+    for span in (30, 31):
+        closes = world.provider.history("MSFT")["Close"].tail(span)
+        assert float(closes.pct_change().sum()) > 0 > float(closes.iloc[-1] / closes.iloc[0] - 1)
+    mean_return = edited("comp_002", "price_up = closes[-1] > closes[0]",
+                         "price_up = float(np.mean(np.diff(closes) / closes[:-1])) > 0")
+    verdict, base = env.judge("comp_002", mean_return)
+    assert base and verdict.state == "fail", verdict.reason
+    failed = [w for w in verdict.worlds if w.state == "fail"]
+    assert [w.perturbation for w in failed if "zigzag" in w.perturbation], verdict.reason
+    assert env.judge("comp_002", reference("comp_002"))[0].state == "pass"
