@@ -1,4 +1,4 @@
-from datetime import date
+from datetime import date, timedelta
 
 import pytest
 
@@ -14,6 +14,10 @@ def test_trading_day_counts_per_year_match_nyse() -> None:
     # 252 in 2019, 253 in 2020, 252 in 2021 (the NYSE's published session counts)
     assert [len(trading_days(date(y, 1, 1), date(y, 12, 31))) for y in range(2015, 2022)] == \
         [252, 252, 251, 251, 252, 253, 252]
+    # and further back, for a long world of more than ten years: 252 in 2005, 251 in 2006 and 2007,
+    # 253 in 2008, 252 in 2009-2011, 250 in 2012 (two days closed for Hurricane Sandy), 252 in 2013-2014
+    assert [len(trading_days(date(y, 1, 1), date(y, 12, 31))) for y in range(2005, 2015)] == \
+        [252, 251, 251, 253, 252, 252, 252, 250, 252, 252]
 
 
 def test_holidays_and_weekends_are_closed() -> None:
@@ -22,6 +26,9 @@ def test_holidays_and_weekends_are_closed() -> None:
     assert not is_trading_day(date(2024, 12, 28))  # Saturday
     assert is_trading_day(date(2022, 1, 3))
     assert all(h.weekday() < 5 for h in NYSE_HOLIDAYS)
+    # Good Friday is Easter Sunday less two days, every year the calendar knows
+    from dateutil.easter import easter
+    assert all(easter(y) - timedelta(days=2) in NYSE_HOLIDAYS for y in range(2005, 2025))
 
 
 def test_next_trading_day_skips_closures() -> None:
@@ -30,5 +37,5 @@ def test_next_trading_day_skips_closures() -> None:
 
 
 def test_outside_known_years_is_an_error() -> None:
-    with pytest.raises(ValueError, match="2015-2024"):
+    with pytest.raises(ValueError, match="2005-2024"):
         is_trading_day(date(2025, 1, 2))
