@@ -631,7 +631,7 @@ def lengthen(market: Market, start: date, rng: np.random.Generator) -> Market:
 #: enough for a task asked at a long scale (every count x5 or x10) with the warm-up every accepted
 #: reading of a recursive indicator needs, and for a fixed period of a year or two read by a tool to
 #: leave the seed of its EMAs visible there (:mod:`runner.judging.probes`, ``min_sessions``).
-LONG_YEARS = 10
+LONG_YEARS = 20
 
 
 def long_start(as_of: date) -> date:

@@ -29,7 +29,7 @@ from runner.inputs.tasks import Task, load_tasks
 from runner.judging.compare import judge_value
 from runner.judging.grade import Reruns, judge_task
 from runner.judging.oracle import expected_values, probe_expected_values
-from runner.judging.probes import derive_probes, probes_for
+from runner.judging.probes import SCALES, derive_probes, probes_for
 from runner.judging.world_market import REPORTING_LAGS, edge_dividends
 from runner.judging.world_shapes import first_spikes
 from runner.judging.worlds import Spike, WorldKind, Worlds, _calendar_backs, perturb, read_market, truncate, window_args
@@ -1020,13 +1020,14 @@ def test_a_tool_reading_a_fixed_period_fails_in_the_long_world_where_the_long_sc
     """MACD(12,26,9) from one year of closes is right within the tolerance at the task's spans and at
     the scales the 3-year snapshot holds with the warm-up every accepted reading needs. The probe
     asking every count x5 needs ten times their sum in sessions: skipped on the snapshot, it is
-    judged in the ``long`` world (ten years), where the reference passes and the one-year tool's
+    judged in the ``long`` world (twenty years), where the reference passes and the one-year tool's
     EMAs still carry their seed."""
     task = env.tasks["calc_004"].model_copy(update={"probes": probes_for(env.tasks["calc_004"], env.snapshot, SEED)})
     long_probes = [p for p in task.probes if p.min_sessions]
     assert len(long_probes) == 1
     probe = long_probes[0]
-    assert dict(probe.args) == {"fast": 60, "slow": 130, "signal": 45}
+    factor = probe.args["fast"] // 12  # every count scaled alike, the largest scale the long world holds
+    assert factor in SCALES and dict(probe.args) == {"fast": 12 * factor, "slow": 26 * factor, "signal": 9 * factor}
     assert probe.min_sessions is not None and probe.min_sessions > len(env.snapshot.history("AMZN"))
     # worlds of its own: the module's cache each task's worlds by id, chosen for its probes without a seed
     hidden = Worlds(env.snapshot, 3, SEED, list(env.judged.values()))
@@ -1058,7 +1059,7 @@ def test_a_tool_reading_a_fixed_period_fails_in_the_long_world_where_the_long_sc
     assert [w.state.value for w in right.worlds if w.kind == WorldKind.LONG.value] == ["pass"]
     wrong = verdict(ONE_YEAR_MACD)
     assert wrong.state.value == "fail"
-    assert "world long-" in wrong.reason and "slow=130" in wrong.reason, wrong.reason
+    assert "world long-" in wrong.reason and f"slow={26 * factor}" in wrong.reason, wrong.reason
 
 
 @pytest.mark.slow
@@ -1103,3 +1104,32 @@ def test_a_yes_no_task_is_judged_in_a_zigzag_world_where_summed_returns_part_fro
     failed = [w for w in verdict.worlds if w.state == "fail"]
     assert [w.perturbation for w in failed if "zigzag" in w.perturbation], verdict.reason
     assert env.judge("comp_002", reference("comp_002"))[0].state == "pass"
+
+
+def _long_verdict(env: Env, hidden: Worlds, task: Task, code: str) -> TaskResult:
+    result = env.run(code, task.intent.indicator, dict(task.intent.args))
+    assert result.ok, result.error_message
+    outcome = Outcome(task_id=task.id, value=result.value, tool_code=code, stage="done")
+    return judge_task(task, outcome, expected_values(task, env.snapshot), 0.0,
+                      Reruns(env.run, probe_expected=probe_expected_values(task, env.snapshot), worlds=hidden))
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_signal_of_several_windows_is_asked_at_a_golden_cross_scale_in_the_long_world(
+        env: Env, request: pytest.FixtureRequest, seed: int) -> None:
+    """comp_001 (MA5 > MA20 and RSI-14 < 30) is asked with every count x10 (MA50 > MA200, RSI-140),
+    judged in the ``long`` world of more than ten years that holds its warm-up: a tool that reads
+    half a year of closes whatever its windows averages 125 closes as MA200 there and fails, in
+    every seed; the reference passes."""
+    task = env.tasks["comp_001"].model_copy(update={"probes": probes_for(env.tasks["comp_001"], env.snapshot, seed)})
+    [probe] = [p for p in task.probes if p.min_sessions]
+    assert probe.args["long_window"] >= 200 and probe.args["short_window"] >= 50
+    hidden = Worlds(env.snapshot, 3, seed, list(env.judged.values()))
+    request.addfinalizer(hidden.close)
+    half_year = edited("comp_001", 'history(period="max")', 'history(period="6mo")').replace(
+        "max(long_window, 10 * rsi_window)", "rsi_window + 1")
+    assert 'period="6mo"' in half_year
+    wrong = _long_verdict(env, hidden, task, half_year)
+    assert wrong.state.value == "fail" and "long_window=" in wrong.reason, wrong.reason
+    assert _long_verdict(env, hidden, task, reference("comp_001")).state.value == "pass"
+
