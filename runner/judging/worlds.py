@@ -52,6 +52,7 @@ from finevo.market.calendar import COVERED_YEARS, is_trading_day
 from finevo.market.snapshot import Snapshot, SnapshotOrigin, load_snapshot, symbol_files, write_snapshot_files
 from runner.inputs.oracle_params import SHARED_READINGS
 from runner.inputs.tasks import Task
+from runner.judging.compare import compare
 from runner.judging.world_dirs import _ROOT_PREFIX, default_root_parent, sweep_orphans
 from runner.judging.world_dividends import STOPPED_YEARS, stopped_payers
 from runner.judging.world_market import (
@@ -496,16 +497,27 @@ class Worlds:
 
     def _long_world(self, task: Task) -> World | None:
         """For a task with a probe that needs more history than the run's snapshot holds (its
-        ``min_sessions``), the ``long`` world (:meth:`long_market`); None when the task has none."""
-        if not any(p.min_sessions for p in task.probes):
-            return None
+        ``min_sessions``), or whose own answer there differs from the snapshot's (a measure of all
+        the history, such as every signal's forward return: a tool that reads a fixed period of ten
+        years fails there), the ``long`` world (:meth:`long_market`); None otherwise."""
         market = self.long_market()
         assert self._long is not None
         if market is self._base_market().market:
             return None  # the calendar cannot place sessions before the snapshot's: nothing longer to judge in
+        if not any(p.min_sessions for p in task.probes) and not self._reads_all_history(task, market):
+            return None
         first = min(pd.DatetimeIndex(item.history.index)[0].date() for item in market.data.values())
         return self._write(f"{WorldKind.LONG.value}-{market.as_of.isoformat()}", WorldKind.LONG, 0, self._long,
                            f"history from {first} ({LONG_YEARS} years)")
+
+    def _reads_all_history(self, task: Task, market: Market) -> bool:
+        """Whether the oracle's answer for the task's own arguments in ``market`` (the ``long`` one,
+        whose last sessions are the snapshot's) differs from the snapshot's: only a measure that
+        reads the history before the snapshot's first session moves there."""
+        started = time.perf_counter()
+        here, there = _primary(task, self._base_market().market, {}), _primary(task, market, {})
+        self.timings["choose"] += time.perf_counter() - started
+        return here is not None and there is not None and compare(here, there, task.tolerance) is not None
 
     def edge_day(self, round_: int) -> date | None:
         """The ``edge`` world's as-of day: an exchange holiday on a weekday, or a weekend day after a

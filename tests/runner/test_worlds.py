@@ -1133,3 +1133,21 @@ def test_a_signal_of_several_windows_is_asked_at_a_golden_cross_scale_in_the_lon
     assert wrong.state.value == "fail" and "long_window=" in wrong.reason, wrong.reason
     assert _long_verdict(env, hidden, task, reference("comp_001")).state.value == "pass"
 
+
+def test_a_measure_of_all_the_history_is_judged_in_a_long_world_of_more_than_ten_years(
+        env: Env, request: pytest.FixtureRequest) -> None:
+    """comp_004 (the mean 5-session return after every RSI > 70 over all the history) has no probe
+    that needs a long history, but its own answer in the ``long`` world (from 2005) differs from the
+    snapshot's: it is judged there, and a tool that reads ten years as "all available history" fails."""
+    task = env.judged["comp_004"]
+    hidden = Worlds(env.snapshot, 3, SEED, list(env.judged.values()))
+    request.addfinalizer(hidden.close)
+    worlds = hidden.for_task(task, [p.oracle_params for p in task.probes])
+    [long_world] = [w for w in worlds if w.kind is WorldKind.LONG]
+    first = long_world.provider.history("AAPL").index[0]
+    assert long_world.as_of.year - first.year > 10
+    ten_years = edited("comp_004", 'history(period="max")', 'history(period="10y")')
+    wrong = _long_verdict(env, hidden, task, ten_years)
+    assert wrong.state.value == "fail" and "world long-" in wrong.reason, wrong.reason
+    assert _long_verdict(env, hidden, task, reference("comp_004")).state.value == "pass"
+
