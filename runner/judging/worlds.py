@@ -190,6 +190,16 @@ def _years_before(day: date, years: int) -> date:
         return day.replace(year=day.year - years, day=28)
 
 
+#: A holiday cluster: this many weekday closures within :data:`CLUSTER_DAYS` days up to a day.
+CLUSTER_HOLIDAYS = 2
+CLUSTER_DAYS = 10
+
+
+def _holidays_before(day: date, open_days: set[date]) -> int:
+    """Weekday closures (holidays) in the :data:`CLUSTER_DAYS` days up to and including ``day``."""
+    return sum(1 for k in range(CLUSTER_DAYS) if (d := day - timedelta(days=k)).weekday() < 5 and d not in open_days)
+
+
 def _on_an_edge(day: date, events: set[date]) -> bool:
     """Whether an event (an ex-dividend date) lies exactly a whole number of years before ``day``:
     there the accepted readings of "the last N years" (on or after, strictly after) disagree, and
@@ -524,7 +534,9 @@ class Worlds:
         Friday holiday, within ``AS_OF_BACK_SESSIONS`` of the snapshot's as-of date and with no
         ex-date on a whole-year edge (None when the snapshot holds no such day: the world keeps the
         snapshot's date). "Latest" is then the session before the holiday: a tool that takes today's
-        bar, or rolls weekends back to Friday only, finds none."""
+        bar, or rolls weekends back to Friday only, finds none. The first round's day follows a cluster
+        of holidays whenever the snapshot holds one with two years of history before it
+        (:meth:`_cluster_days`), however far back."""
         sessions = self._base_market().market.sessions()
         first = sessions[len(sessions) - 1 - min(AS_OF_BACK_SESSIONS[1], len(sessions) - 1)]
         open_days, events = set(sessions), self._event_days()
@@ -537,10 +549,34 @@ class Worlds:
             if (closed_weekday or after_friday_holiday) and not _on_an_edge(day, events):
                 days.append(day)
             day += timedelta(days=1)
+        if round_ == 0:
+            # the first edge world falls on the days right after the most holidays: a window of calendar
+            # days counted back from there holds the fewest sessions (Christmas and New Year's Day within
+            # a week); later rounds draw among every closed day for variety
+            days += self._cluster_days(sessions, open_days, events, first)
+            if days:
+                most = max(_holidays_before(d, open_days) for d in days)
+                days = sorted({d for d in days if _holidays_before(d, open_days) == most})
         if not days:
             return None
         rng = np.random.default_rng([self._sub_seed(WorldKind.EDGE, round_), 2])
         return days[int(rng.integers(len(days)))]
+
+    def _cluster_days(self, sessions: Sequence[date], open_days: set[date], events: set[date],
+                      first: date) -> list[date]:
+        """Closed days before ``first`` that follow a cluster of holidays (:data:`CLUSTER_HOLIDAYS` in
+        the :data:`CLUSTER_DAYS` days up to them) with two calendar years of history before them, what
+        a tool may fairly fetch: the edge world falls there when the snapshot holds one, so a tool that
+        fetches a fixed count of calendar days for a count of sessions finds too few and must not."""
+        out = []
+        start = max(sessions[0], _years_before(sessions[0], -2) - timedelta(days=7))
+        day = start
+        while day < first:
+            if day not in open_days and _holidays_before(day, open_days) >= CLUSTER_HOLIDAYS \
+                    and not _on_an_edge(day, events):
+                out.append(day)
+            day += timedelta(days=1)
+        return out
 
     def _event_days(self) -> set[date]:
         """Every ex-dividend date of the run's snapshot."""
