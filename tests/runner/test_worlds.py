@@ -1151,3 +1151,21 @@ def test_a_measure_of_all_the_history_is_judged_in_a_long_world_of_more_than_ten
     assert wrong.state.value == "fail" and "world long-" in wrong.reason, wrong.reason
     assert _long_verdict(env, hidden, task, reference("comp_004")).state.value == "pass"
 
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_first_edge_world_falls_right_after_a_holiday_cluster_where_calendar_day_fetches_fall_short(
+        env: Env, request: pytest.FixtureRequest, seed: int) -> None:
+    """Whatever the seed, the first edge world's as-of is New Year's Day 2024 (Christmas and New Year's
+    Day within ten days; the snapshot holds two years before it): a Bollinger tool that turns its
+    window of sessions into calendar days (one and a half times it, plus three) finds too few closes there
+    and raises where the oracle answers; the reference passes."""
+    hidden = Worlds(env.snapshot, 3, seed, list(env.judged.values()))
+    request.addfinalizer(hidden.close)
+    assert hidden.edge_day(0) == date(2024, 1, 1)
+    task = env.tasks["calc_003"].model_copy(update={"probes": probes_for(env.tasks["calc_003"], env.snapshot, seed)})
+    weekdays = edited("calc_003", 'history(period="max")',
+                      'history(period=f"{window * 3 // 2 + 3}d")')
+    wrong = _long_verdict(env, hidden, task, weekdays)
+    assert wrong.state.value == "fail" and "world edge-2024-01-01" in wrong.reason, wrong.reason
+    assert _long_verdict(env, hidden, task, reference("calc_003")).state.value == "pass"
