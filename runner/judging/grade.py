@@ -117,12 +117,13 @@ def judge_task(task: Task, outcome: Outcome, expected: dict[str, JSONValue], ela
     try:
         judgement = judge_outcome(task, outcome, expected)
         gate_timings["judge"] = time.perf_counter() - started_judge
-        if judgement.passed and reruns.run_tool is not None:
+        run_tool = reruns.run_tool
+        if judgement.passed and run_tool is not None:
             # a probe of a parameter the tool does not declare is not asked of it (Probe.declared)
             task, kept = for_tool(task, outcome.tool_code, reruns.probe_expected)
-            reruns = Reruns(reruns.run_tool, kept, reruns.worlds)
+            reruns = Reruns(run_tool, kept, reruns.worlds)
             judgement, probes, world_results = _judge_reruns(Case(task, outcome, expected), judgement,
-                                                             reruns.run_tool, reruns, gate_timings)
+                                                             run_tool, reruns, gate_timings)
             elapsed += sum(gate_timings.get(k, 0.0) for k in ("calls", "probes", "worlds"))
         elif judgement.passed and task.probes:
             probes = [ProbeResult(index=i, args=dict(p.args), state=TaskState.SKIPPED,

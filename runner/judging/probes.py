@@ -32,9 +32,9 @@ from finevo.contract import check_shape
 from finevo.errors import InputError
 from finevo.jsontypes import JSONObject, JSONValue
 from finevo.market.provider import MarketProvider
+from finevo.registry.signature import function_signature
 from runner.inputs.oracle_params import PARAMS, param_kind
 from runner.inputs.tasks import Probe, Task
-from finevo.registry.signature import function_signature
 from runner.judging.compare import compare, probe_entry
 from runner.judging.oracle import accepted_readings, compute, expected_values
 from runner.judging.world_market import LEAP_YEARS, LONG_YEARS, long_sessions
@@ -198,8 +198,10 @@ def optional_probes(d: _Deriver) -> list[Probe]:
     return out
 
 
-def for_tool(task: Task, code: str | None,
-             probe_expected: Sequence[dict[str, JSONValue]] | None) -> tuple[Task, Sequence[dict[str, JSONValue]] | None]:
+Expected = Sequence[dict[str, JSONValue]]
+
+
+def for_tool(task: Task, code: str | None, probe_expected: Expected | None) -> tuple[Task, Expected | None]:
     """``task`` and its probes' expected values without the probes ``code`` cannot be asked: those
     passing a parameter (:attr:`Probe.declared`) its function does not declare by name."""
     if not any(p.declared for p in task.probes):
