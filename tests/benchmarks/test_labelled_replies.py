@@ -1,14 +1,16 @@
 """Labelled replies through the judge: wrong-but-plausible tools must fail, right variants must pass.
 
-``labelled_replies.jsonl`` holds 131 final tools for the 20 tasks, written without reading the judge's
-tests (103 ``wrong``: each gives the right number on the task's own arguments but is wrong in general
+``labelled_replies.jsonl`` holds 136 final tools for the 20 tasks, written without reading the judge's
+tests (108 ``wrong``: each gives the right number on the task's own arguments but is wrong in general
 -- a hard-coded argument, a clamp, an off-by-one window, answering from fewer data than asked, part
 of a list, a reporting lag or a year length assumed, a window anchored at the last bar instead of
 today...; 28 ``correct``: other accepted conventions or equivalent implementations). Lines 71-83
 were added later, of classes the first 70 do not cover; lines 84-120 are a third batch written blind
 (from the documented readings only), each label checked again when it was added; lines 121-131 are
 from a fourth blind batch, the statement and dividend classes (fetch_001, 003, 006, 007: eight wrong,
-three correct). They are judged as
+three correct); lines 132-136 from the same batch, the argument and data classes (calc_003: calendar
+days fetched for sessions; calc_005: an optional parameter ignored; comp_001: six months whatever the
+windows; comp_002: "price up" from summed returns; comp_004: ten years as all the history). They are judged as
 the gate judges a final tool (``scripts/judge_replies.py``), in five seeds' probes and hidden worlds.
 """
 
@@ -49,4 +51,4 @@ def test_wrong_replies_fail_and_right_ones_pass() -> None:
     unexpected = [f for f in found if f[3] == "FALSE PASS" and int(f[1]) not in KNOWN_FALSE_PASSES]
     assert not unexpected, unexpected
     summary = done.stdout.splitlines()[-1]
-    assert summary.startswith("131 replies x 5 seed(s)"), summary
+    assert summary.startswith("136 replies x 5 seed(s)"), summary
