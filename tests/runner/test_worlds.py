@@ -249,11 +249,11 @@ def test_right_tool_in_another_convention_passes_in_every_world(env: Env, label:
     verdict, _ = env.judge(task_id, code)
     assert verdict.state == "pass", (label, verdict.reason)
     assert [w.state for w in verdict.worlds] == ["pass"] * len(verdict.worlds)
-    # A yes/no task may get a world that flips its own answer, and gets a round-trip world; a task with
-    # a lookback in years gets a leap world.
+    # A yes/no task may get a world that flips its own answer, and gets a round-trip and a zigzag world;
+    # a task with a lookback in years gets a leap world; a measure of all the history a long world.
     assert {w.kind for w in verdict.worlds[:3]} == {"seed", "as_of", "edge"}
-    assert len(verdict.worlds) == 3 or ({w.kind for w in verdict.worlds[3:]} <= {"flip", "leap"}
-                                        and len(verdict.worlds) <= 5)
+    assert len(verdict.worlds) == 3 or ({w.kind for w in verdict.worlds[3:]} <= {"flip", "leap", "long"}
+                                        and len(verdict.worlds) <= 7)
     assert all(p.state == "pass" for p in verdict.probes) and len(verdict.probes) >= 2
 
 
