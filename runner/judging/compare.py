@@ -50,6 +50,9 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
            "mismatch_words", "probe_entry"]
 
 #: Recorded in every report; bump it whenever a rule changes what passes.
+#: 3.5: probes of the measure's optional parameters a tool declares, a zigzag world (summed returns
+#: positive, the close lower) for yes/no tasks, the first edge world after a holiday cluster, a long
+#: world of twenty years (calendar from 2005), also for a measure of all the history;
 #: 3.4: statements shaped as recorded in the seed world (a loss with a missing line item, a skipped
 #: quarter), a company that stopped paying dividends and a Feb 29 as-of in the leap world, probes that
 #: must raise for a period not reported yet, an argument left out and a symbol with nothing to read;
@@ -64,7 +67,7 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
 #: support them (must raise), the dividend window's edge and Wilder's SMA seed as readings,
 #: closed-day as-of worlds; 3.1: flip worlds, threshold boundary probes, RSI warm-up reading;
 #: 3.0: hidden worlds.
-JUDGE_VERSION = "3.4"
+JUDGE_VERSION = "3.5"
 
 #: Runs tool code in the sandbox: ``(code, entry, args) -> ExecutionResult``; may raise a
 #: :class:`~finevo.errors.FinevoError` (an external one when the sandbox itself is unavailable).
