@@ -241,23 +241,6 @@ def _exited(pid: int) -> bool:
     return data[data.rfind(b")") + 2:][:1] in (b"Z", b"X")
 
 
-#: The most the wall clock of one run is moved on for time the child waited for a CPU: below the
-#: grace its callers give a run beyond its limit (the gate's 5 s, the warm backend's 30 s).
-CPU_WAIT_CREDIT_MAX_S = 3.0
-#: How soon the account of a child's waiting is read again when it grew but gave no time yet.
-CPU_WAIT_RECHECK_S = 0.05
-
-
-def cpu_wait_s(pid: int) -> float | None:
-    """Seconds ``pid`` has spent runnable but waiting for a CPU (``run_delay`` in
-    ``/proc/<pid>/schedstat``), or None where the kernel does not keep it."""
-    try:
-        with open(f"/proc/{pid}/schedstat", "rb") as handle:
-            return int(handle.read().split()[1]) / 1e9
-    except (OSError, ValueError, IndexError):
-        return None
-
-
 @dataclass(frozen=True)
 class WatchedChild:
     """A child to supervise: its pid (the leader of its own process group) and the supervisor's
@@ -283,13 +266,9 @@ class _Watch:
         self.disk_cap = int(limits.disk_mb) * 1024 * 1024
         self.next_disk_check = 0.0
         self.launched = time.monotonic()
-        #: The child's time waiting for a CPU when its clock started (see :meth:`_credit_cpu_wait`).
-        self.wait_base: float | None = None
-        self.wait_seen: float | None = None
         if startup_timeout_s <= 0:  # the clock starts now: nothing of the tool ran before
             self.obs.started_at = self.launched
             self.deadline = self.launched + limits.timeout_s
-            self.wait_base = cpu_wait_s(pid)
         else:
             self.deadline = self.launched + startup_timeout_s
         self.outputs = {stdout_fd: CappedOutput(limits.output_bytes),
@@ -313,37 +292,6 @@ class _Watch:
             self.obs.started_at = time.monotonic()
             self.deadline = min(self.obs.started_at + self.limits.timeout_s,
                                 self.launched + STARTUP_TIMEOUT_S + self.limits.timeout_s)
-            self.wait_base = cpu_wait_s(self.obs.pid)
-
-    def _credit_cpu_wait(self, now: float) -> bool:
-        """Move the deadline on by the time the child spent runnable but waiting for a CPU since
-        its clock started (the scheduler's own account, nothing the child says), at most
-        :data:`CPU_WAIT_CREDIT_MAX_S`; True when that leaves it time. A loaded machine then does
-        not decide between a result and a timeout: a child doing 0.3 s of work under a 1 s limit
-        is not cut off because others held the CPUs. A child that sleeps or blocks is not waiting
-        for a CPU and gets no credit; one that spins is stopped by its CPU limit; the cap keeps
-        the clock within the callers' grace (``WORKER_GRACE_S``, the gate's deadline grace).
-
-        The kernel adds a wait to the account when it ends, so a child waiting right now shows
-        nothing yet: when the account has grown since it was last read, it is read again
-        :data:`CPU_WAIT_RECHECK_S` later; a child whose account stands still (it ran, slept or
-        blocked in between) is past its limit."""
-        if self.obs.started_at is None or self.wait_base is None or self.exited:
-            return False
-        waited = cpu_wait_s(self.obs.pid)
-        if waited is None:
-            return False
-        credit = min(max(waited - self.wait_base, 0.0), CPU_WAIT_CREDIT_MAX_S)
-        deadline = self.obs.started_at + self.limits.timeout_s + credit
-        grew = self.wait_seen is None or waited > self.wait_seen
-        self.wait_seen = waited
-        if deadline > now + 0.001:
-            self.deadline = deadline
-            return True
-        if grew and credit < CPU_WAIT_CREDIT_MAX_S:
-            self.deadline = now + CPU_WAIT_RECHECK_S
-            return True
-        return False
 
     def _check_disk(self, now: float) -> None:
         if self.workdir is None or self.exited or now < self.next_disk_check:
@@ -414,8 +362,6 @@ class _Watch:
             self._note_start()
             now = time.monotonic()
             if now >= self.deadline:
-                if self._credit_cpu_wait(now):
-                    continue
                 self.obs.timed_out = self.obs.started_at is not None
                 self.obs.startup_timed_out = self.obs.started_at is None
                 return

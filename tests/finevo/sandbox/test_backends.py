@@ -83,31 +83,6 @@ def test_timeout_kills_the_whole_group(sandbox: _BaseSandbox) -> None:
     assert group_members(result.details["pid"]) == []
 
 
-def test_time_spent_waiting_for_a_cpu_is_not_charged_to_the_wall_clock(sandbox: _BaseSandbox) -> None:
-    """0.3 s of work under a 1 s wall-clock limit, on a CPU three spinning processes share: the run
-    takes over a second of wall time, most of it waiting for the CPU, and still returns -- a loaded
-    machine does not decide between a result and a timeout. A sleeper still times out (above)."""
-    import subprocess
-    import sys
-
-    cpu = min(os.sched_getaffinity(0))
-    spin = f"import os\nos.sched_setaffinity(0, {{{cpu}}})\nwhile True:\n    pass\n"
-    # each in a session of its own: with autogroup scheduling the CPU is shared between sessions
-    spinners = [subprocess.Popen([sys.executable, "-c", spin], start_new_session=True) for _ in range(3)]
-    code = (f"import os, time\n\n\ndef f() -> float:\n    os.sched_setaffinity(0, {{{cpu}}})\n"
-            "    start, used = time.monotonic(), time.process_time()\n"
-            "    while time.process_time() - used < 0.3:\n        pass\n"
-            "    return time.monotonic() - start\n")
-    try:
-        result = sandbox.run_kernel_only(code, "f", {}, Limits(timeout_s=1.0, cpu_s=10))
-    finally:
-        for proc in spinners:
-            proc.kill()
-            proc.wait()
-    assert result.status == "ok", result
-    assert result.value > 1.0, result.value  # the CPU was shared: the clock really was passed
-
-
 def test_cpu_limit(sandbox: _BaseSandbox) -> None:
     result = sandbox.run("def f():\n    while True:\n        pass\n", "f", {}, Limits(timeout_s=20, cpu_s=1))
     assert result.status == "killed" and result.layer == "rlimit-cpu"
