@@ -289,7 +289,8 @@ def range_probes(task: Task, provider: MarketProvider, rng: Random, taken: list[
     clamps its lookback fails), for a symbol one of the snapshot's other symbols (the benchmark's
     own and the index too), for a list of symbols a list of another length (a tool that assumes the
     count fails); and where the tool must raise: a lookback the data cannot support at all, a year at
-    the data's edge or not reported yet, an optional argument left out, a symbol with nothing to read.
+    the data's edge or not reported yet, an optional argument left out, a symbol with nothing to read;
+    and for a lookback, one value where the accepted readings part (:func:`_mixed`).
     """
     d = _Deriver(task, provider)
     own = d.expected({}, bounded=False)
