@@ -1,14 +1,16 @@
 """Labelled replies through the judge: wrong-but-plausible tools must fail, right variants must pass.
 
-``labelled_replies.jsonl`` holds 131 final tools for the 20 tasks, written without reading the judge's
-tests (103 ``wrong``: each gives the right number on the task's own arguments but is wrong in general
+``labelled_replies.jsonl`` holds 132 final tools for the 20 tasks, written without reading the judge's
+tests (104 ``wrong``: each gives the right number on the task's own arguments but is wrong in general
 -- a hard-coded argument, a clamp, an off-by-one window, answering from fewer data than asked, part
 of a list, a reporting lag or a year length assumed, a window anchored at the last bar instead of
 today...; 28 ``correct``: other accepted conventions or equivalent implementations). Lines 71-83
 were added later, of classes the first 70 do not cover; lines 84-120 are a third batch written blind
 (from the documented readings only), each label checked again when it was added; lines 121-131 are
 from a fourth blind batch, the statement and dividend classes (fetch_001, 003, 006, 007: eight wrong,
-three correct). They are judged as
+three correct); line 132 from the same batch, an RSI whose lookback is silently widened to fit its
+window (calc_001: caught since the judge asks argument sets where the accepted readings part). They
+are judged as
 the gate judges a final tool (``scripts/judge_replies.py``), in five seeds' probes and hidden worlds.
 """
 
@@ -28,12 +30,10 @@ LINE = re.compile(r"^seed (\d+) #(\d+) (\S+) \[.*\]: (FALSE PASS|FALSE FAIL): ")
 #: Wrong replies the judge does not catch yet, by line, with the reason: each needs data the
 #: bundled snapshot and its hidden worlds never hold. A reply missing from this table that passes
 #: is a regression of the judge; one in it that fails is progress (remove it from the table).
-#: (Lines 72 and 95, MACD from one year of closes, are caught since the long world's probe.)
-KNOWN_FALSE_PASSES: dict[int, str] = {
-    122: "fetch_001 statement columns matched within 45 days instead of 15: it differs only for a company whose "
-         "fiscal quarters end in January, April, July and October, where the calendar reading has no answer and "
-         "the fiscal reading has one, and an argument set one reading answers and another refuses is not judged",
-}
+#: (Lines 72 and 95, MACD from one year of closes, are caught since the long world's probe; line 122,
+#: statement columns matched within 45 days, since the seed world's company whose fiscal quarters end
+#: in January, April, July and October, where the readings part and the judge asks.)
+KNOWN_FALSE_PASSES: dict[int, str] = {}
 
 
 @pytest.mark.slow
@@ -49,4 +49,4 @@ def test_wrong_replies_fail_and_right_ones_pass() -> None:
     unexpected = [f for f in found if f[3] == "FALSE PASS" and int(f[1]) not in KNOWN_FALSE_PASSES]
     assert not unexpected, unexpected
     summary = done.stdout.splitlines()[-1]
-    assert summary.startswith("131 replies x 5 seed(s)"), summary
+    assert summary.startswith("132 replies x 5 seed(s)"), summary
