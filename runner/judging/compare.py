@@ -43,16 +43,21 @@ from finevo.registry.signature import function_signature, tool_signature
 from finevo.sandbox.api import ExecutionResult
 from finevo.vocabulary import ToolSource
 from runner.inputs.tasks import Probe, Task, Tolerance
-from runner.judging.oracle import NOT_HELD, RAISES
+from runner.judging.oracle import NOT_HELD, OR_RAISES, RAISES
 from runner.records import ProbeResult, TaskState
 
 __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", "judge_probes", "judge_value",
-           "mismatch_words", "probe_entry"]
+           "mismatch_words", "probe_entry", "readings"]
 
 #: Recorded in every report; bump it whenever a rule changes what passes.
 #: 3.5: probes of the measure's optional parameters a tool declares, a zigzag world (summed returns
 #: positive, the close lower) for yes/no tasks, the first edge world after a holiday cluster, a long
-#: world of twenty years (calendar from 2005), also for a measure of all the history;
+#: world of twenty years (calendar from 2005), also for a measure of all the history; an argument set
+#: some accepted readings answer and others refuse is judged (it was left out): a tool passes there by
+#: matching an answering reading -- the one its other values match -- or by raising a clear error, and
+#: any other value fails; probes ask a lookback where the readings part so (a window longer than the
+#: literal reading's lookback), and the seed world holds a company whose fiscal quarters end in
+#: January, April, July and October (the calendar reading has no answer there);
 #: 3.4: statements shaped as recorded in the seed world (a loss with a missing line item, a skipped
 #: quarter), a company that stopped paying dividends and a Feb 29 as-of in the leap world, probes that
 #: must raise for a period not reported yet, an argument left out and a symbol with nothing to read;
@@ -227,7 +232,18 @@ def probe_entry(code: str, task: Task) -> str | None:
 def matched_conventions(task: Task, value: Any, expected: Mapping[str, Any]) -> list[str]:
     """The conventions ``value`` matches entirely (a probe must match one of these too)."""
     value = normalize(value, ANSWER)
-    return [name for name, exp in expected.items() if compare(value, exp, task.tolerance) is None]
+    return [name for name, exp in readings(expected).items() if compare(value, exp, task.tolerance) is None]
+
+
+#: Keys of an expected-values mapping that are no accepted reading: what the oracle says instead of,
+#: or beside, the readings' values (:mod:`runner.judging.oracle`).
+_NOT_READINGS = frozenset({RAISES, NOT_HELD, OR_RAISES})
+
+
+def readings(expected: Mapping[str, Any]) -> dict[str, Any]:
+    """``{convention: value}`` of ``expected`` without the oracle's words (:data:`OR_RAISES`, ...):
+    a value is only ever compared with a reading's value, never with a reason."""
+    return {name: value for name, value in expected.items() if name not in _NOT_READINGS}
 
 
 def judge_probe_value(task: Task, index: int, probe: Probe, value: Any, expected: Mapping[str, Any]) -> Judgement:
@@ -239,7 +255,7 @@ def judge_probe_value(task: Task, index: int, probe: Probe, value: Any, expected
     problems = check_shape(value, task.output)
     if problems:
         return Judgement(TaskState.FAIL, f"{where}: wrong shape: {problems[0]}")
-    for name, exp in expected.items():
+    for name, exp in readings(expected).items():
         if compare(value, exp, task.tolerance, where) is None:
             return Judgement(TaskState.PASS, f"{where}: matches convention {name!r}", convention=name)
     return Judgement(TaskState.FAIL, f"{where}: {mismatch_words(task, value, dict(expected), list(expected))}")
@@ -248,8 +264,18 @@ def judge_probe_value(task: Task, index: int, probe: Probe, value: Any, expected
 def mismatch_words(task: Task, value: Any, expected: Mapping[str, Any], names: Sequence[str]) -> str:
     """What ``value`` should have been, naming every accepted reading it was compared with:
     ``expected 478.847 (adjusted_close) or 479.106 (raw_close), got 480.2``; for lists and dicts, the
-    first mismatch against each reading."""
-    names = [c for c in names if c in expected] or list(expected)
+    first mismatch against each reading. Where ``expected`` holds :data:`OR_RAISES` (some accepted
+    readings refuse these arguments), a clear error is named first, and only the readings of ``names``
+    that answer are offered (none: the error alone)."""
+    if OR_RAISES in expected:
+        answering = [c for c in names if c in readings(expected)]
+        got = f"{float(value):.10g}" if is_number(value) else describe(value)
+        error = f"a clear error ({expected[OR_RAISES]})"
+        if not answering:
+            return f"expected {error}, got a value {got}"
+        words = mismatch_words(task, value, readings(expected), answering)
+        return f"expected {error} or {words.removeprefix('expected ')}"
+    names = [c for c in names if c in expected] or list(readings(expected))
     if all(isinstance(expected[c], (int, float)) and not isinstance(expected[c], bool) for c in names) \
             and is_number(value):
         options = " or ".join(f"{float(expected[c]):.10g} ({c})" for c in names)
@@ -284,6 +310,23 @@ def raise_judgement(where: str, result: ExecutionResult, reason: str) -> Judgeme
     return Judgement(TaskState.FAIL, f"{where}: expected a clear error, but {run_words(result)}")
 
 
+def pinned(expected: Mapping[str, Any], allowed: Sequence[str] | set[str]) -> dict[str, Any]:
+    """``expected`` narrowed to the readings of ``allowed`` (the ones the tool's other values match),
+    the oracle's words (:data:`RAISES`, :data:`OR_RAISES`) kept: where every reading of ``allowed``
+    refuses an argument set others answer, only a clear error is left to pass. All of ``expected``
+    when it shares no key with ``allowed``."""
+    kept = {k: v for k, v in expected.items() if k in allowed or (k in _NOT_READINGS and k != NOT_HELD)}
+    return kept if any(k in allowed for k in kept) or OR_RAISES in kept or RAISES in kept else dict(expected)
+
+
+def refusal_judgement(where: str, result: ExecutionResult, reason: str) -> Judgement:
+    """A tool that raised an exception of its own (``result``) on an argument set some accepted
+    readings refuse (``reason``, the oracle's :data:`OR_RAISES`): a clear error, as those readings
+    give, so it passes, whichever reading its other values match."""
+    return Judgement(TaskState.PASS, f"{where}: raises ({result.error_type or 'an error'}), as accepted readings "
+                                     f"do here: {reason}")
+
+
 def _run_failure(index: int, probe: Probe, result: ExecutionResult) -> str:
     return f"probe {index} ({probe.label()}): {run_words(result)}"
 
@@ -308,7 +351,7 @@ def judge_probes(task: Task, outcome: Outcome, main: Judgement, main_expected: M
     results: list[ProbeResult] = []
     verdict: Judgement | None = None
     for index, (probe, expected_all) in enumerate(zip(task.probes, probe_expected, strict=False), start=1):
-        expected = {k: v for k, v in expected_all.items() if k in allowed} or dict(expected_all)
+        expected = pinned(expected_all, allowed)
         record = ProbeResult(index=index, args=dict(probe.args), state=TaskState.SKIPPED, reason="",
                              expected=expected)
         if verdict is not None:
@@ -337,6 +380,8 @@ def judge_probes(task: Task, outcome: Outcome, main: Judgement, main_expected: M
                 record.actual = normalize(result.value, ANSWER) if result.ok else None
                 if RAISES in expected:
                     judgement = raise_judgement(f"probe {index} ({probe.label()})", result, str(expected[RAISES]))
+                elif OR_RAISES in expected and result.status == "exception":
+                    judgement = refusal_judgement(f"probe {index} ({probe.label()})", result, str(expected[OR_RAISES]))
                 elif result.ok:
                     judgement = judge_probe_value(task, index, probe, result.value, expected)
                 else:

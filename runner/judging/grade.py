@@ -42,9 +42,11 @@ from runner.judging.compare import (
     mismatch_words,
     probe_entry,
     raise_judgement,
+    readings,
+    refusal_judgement,
     run_words,
 )
-from runner.judging.oracle import NOT_HELD, RAISES, expected_values, holds
+from runner.judging.oracle import NOT_HELD, OR_RAISES, RAISES, holds, judged_values
 from runner.judging.probes import for_tool
 from runner.judging.worlds import World, display_name
 from runner.records import (
@@ -254,7 +256,8 @@ def _judge_one(task: Task, where: str, value: Any, expected: dict[str, JSONValue
     matched = _consistent(task, value, expected, allowed)
     if matched:
         return Judgement(TaskState.PASS, f"{where}: matches {', '.join(matched)}", convention=matched[0]), matched
-    elsewhere = [c for c in expected if c not in allowed and compare(value, expected[c], task.tolerance) is None]
+    elsewhere = [c for c, exp in readings(expected).items()
+                 if c not in allowed and compare(value, exp, task.tolerance) is None]
     if elsewhere:
         return Judgement(TaskState.FAIL, f"{where}: matches convention {elsewhere[0]!r} here but "
                                  f"{' / '.join(repr(c) for c in allowed)} elsewhere: one reading must hold "
@@ -279,10 +282,11 @@ def _one_reading(task: Task, outcome: Outcome, judgement: Judgement, expected: d
         return judgement
     allowed = matched_conventions(task, outcome.value, expected)
     for record, expected_all in zip(probes, probe_expected, strict=False):
-        if record.state is TaskState.PASS and RAISES not in expected_all:
+        # a probe that passed by raising (one some accepted readings refuse: no value recorded) pins no reading
+        if record.state is TaskState.PASS and RAISES not in expected_all and record.actual is not None:
             narrowed = _consistent(task, normalize(record.actual, ANSWER), expected_all, allowed)
             if not narrowed:
-                here = _consistent(task, normalize(record.actual, ANSWER), expected_all, list(expected_all))
+                here = _consistent(task, normalize(record.actual, ANSWER), expected_all, list(readings(expected_all)))
                 return Judgement(TaskState.FAIL, f"probe {record.index} ({_label(record.args)}): matches "
                                                  f"{' / '.join(repr(c) for c in here)} but the other values "
                                                  f"{' / '.join(repr(c) for c in allowed)}: one reading must "
@@ -310,8 +314,10 @@ class WorldPlan:
 
 
 def world_answers(task: Task, world: World) -> list[WorldAnswer]:
-    """Per argument set of ``task`` (its own, then each probe's), the oracle's values in ``world``,
-    or the oracle's reason it has no answer; stops after the task's own arguments when those have none."""
+    """Per argument set of ``task`` (its own, then each probe's), the oracle's values in ``world``
+    (:func:`~runner.judging.oracle.judged_values`: where some accepted readings refuse the set, the
+    others' values and ``OR_RAISES``), or the oracle's reason it has no answer under any reading;
+    stops after the task's own arguments when those have none."""
     out: list[WorldAnswer] = []
     for index, probe in enumerate([None, *task.probes]):
         short = holds(task, probe, world.provider) if probe is not None else None
@@ -319,7 +325,7 @@ def world_answers(task: Task, world: World) -> list[WorldAnswer]:
             out.append(f"probe {index} ({probe.label()}): {short}")
             continue
         try:
-            out.append((index, expected_values(task, world.provider, dict(probe.oracle_params) if probe else None)))
+            out.append((index, judged_values(task, world.provider, dict(probe.oracle_params) if probe else None)))
         except InputError as exc:
             if probe is not None and probe.expect_error:
                 out.append((index, {RAISES: str(exc)}))
@@ -341,6 +347,8 @@ def _call_judgement(task: Task, where: str, answer: Answer | None, expected: dic
         return Judgement(TaskState.FAIL, f"{where}: {answer.code}: {answer.message}"), allowed
     if RAISES in expected:
         return raise_judgement(where, answer, str(expected[RAISES])), allowed
+    if OR_RAISES in expected and answer.status == "exception":
+        return refusal_judgement(where, answer, str(expected[OR_RAISES])), allowed
     if not answer.ok:
         return Judgement(TaskState.FAIL, f"{where}: {run_words(answer)}"), allowed
     return _judge_one(task, where, answer.value, expected, allowed)

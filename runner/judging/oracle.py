@@ -27,7 +27,7 @@ Plain-reading defaults (the primary):
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any, Generic, TypedDict, TypeVar
@@ -71,6 +71,7 @@ from runner.inputs.tasks import Probe, Task
 __all__ = [
     "NOT_HELD",
     "ORACLES",
+    "OR_RAISES",
     "RAISES",
     "READINGS",
     "SHARED_READINGS",
@@ -78,8 +79,10 @@ __all__ = [
     "Reading",
     "accepted_readings",
     "compute",
+    "each_reading",
     "expected_values",
     "holds",
+    "judged_values",
     "probe_expectation",
     "probe_expected_values",
     "rsi_series",
@@ -624,22 +627,61 @@ def expected_values(task: Task, provider: MarketProvider, overrides: Mapping[str
     too short for the task raise :class:`InputError` naming the task (and ``where``, e.g. ``probe 2``)
     and convention.
     """
+    results: dict[str, JSONValue] = {}
+    for name, value in each_reading(task, provider, overrides, where):
+        if isinstance(value, InputError):
+            raise value
+        results[name] = value
+    return results
+
+
+def each_reading(task: Task, provider: MarketProvider, overrides: Mapping[str, JSONValue] | None = None,
+                 where: str = "") -> Iterator[tuple[str, JSONValue | InputError]]:
+    """``(convention name, its value)`` for every accepted reading of ``task``, primary first; for a
+    reading that has no answer (a parameter its model refuses, data too short for it) the
+    :class:`InputError` naming the task and the convention (the oracle's own words in its
+    ``details["reason"]``), in place of the value."""
     if task.oracle.name not in ORACLES:
         raise InputError(f"task {task.id}: unknown oracle {task.oracle.name!r} "
                          f"(known: {', '.join(sorted(ORACLES))})")
     oracle = ORACLES[task.oracle.name]
     label = f"task {task.id}{' ' + where if where else ''}"
     cached = _CachingProvider(provider)
-    results: dict[str, JSONValue] = {}
     for name, reading in accepted_readings(task):
         merged: JSONObject = {**reading, **(overrides or {})}
         try:
-            results[name] = oracle(cached, parse_params(task.oracle.name, merged))
+            yield name, oracle(cached, parse_params(task.oracle.name, merged))
         except OracleParamsError as exc:
-            raise InputError(f"{label}: oracle {task.oracle.name!r} convention {name!r}: {exc.detail}") from None
+            yield name, InputError(f"{label}: oracle {task.oracle.name!r} convention {name!r}: {exc.detail}",
+                                   reason=exc.detail)
         except (LookupError, ValueError, TypeError) as exc:  # e.g. a symbol the snapshot does not hold
-            raise InputError(f"{label}: oracle {task.oracle.name!r} convention {name!r}: {exc}") from None
-    return results
+            yield name, InputError(f"{label}: oracle {task.oracle.name!r} convention {name!r}: {exc}",
+                                   reason=str(exc))
+
+
+def judged_values(task: Task, provider: MarketProvider, overrides: Mapping[str, JSONValue] | None = None,
+                  where: str = "") -> dict[str, JSONValue]:
+    """The expected values of an argument set the gate judges (a probe's, or any in a hidden world):
+    :func:`expected_values` where every accepted reading answers; where some answer and others
+    refuse, the answering readings' values and :data:`OR_RAISES`; :class:`InputError` (the first
+    reading's reason) where none answers."""
+    values: dict[str, JSONValue] = {}
+    refused: list[tuple[str, InputError]] = []
+    for name, value in each_reading(task, provider, overrides, where):
+        if isinstance(value, InputError):
+            refused.append((name, value))
+        else:
+            values[name] = value
+    if not refused:
+        return values
+    if not values:
+        raise refused[0][1]
+    names = [name for name, _ in refused]
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    first = refused[0][1]
+    values[OR_RAISES] = (f"{shown} {'has' if len(names) == 1 else 'have'} no answer here: "
+                         f"{first.details.get('reason', first.message)}")
+    return values
 
 
 class _CachingProvider:
@@ -673,6 +715,13 @@ RAISES = "<raises>"
 NOT_HELD = "<not held>"
 
 
+#: The key, beside the answering readings' values, of the expected values of an argument set some
+#: accepted readings answer and others refuse (:func:`judged_values`): there a tool passes by matching
+#: an answering reading -- the one its other values match -- or by raising a clear error, as a
+#: refusing reading does; any other value fails. Its value says which readings refuse, and why.
+OR_RAISES = "<or raises>"
+
+
 def holds(task: Task, probe: Probe, provider: MarketProvider) -> str | None:
     """None when ``provider`` holds the history ``probe`` needs (its ``min_sessions`` of every symbol
     it reads), else why not, in words."""
@@ -689,18 +738,21 @@ def holds(task: Task, probe: Probe, provider: MarketProvider) -> str | None:
 
 
 def probe_expectation(task: Task, provider: MarketProvider, probe: Probe, where: str = "") -> dict[str, JSONValue]:
-    """``{convention: expected value}`` for ``probe``; for a probe that expects an error,
-    ``{RAISES: the oracle's reason}`` (and an :class:`InputError` when the oracle does answer it);
-    for a probe the data are too short for (:func:`holds`), ``{NOT_HELD: why}``."""
+    """``{convention: expected value}`` for ``probe`` (:func:`judged_values`: where some accepted
+    readings refuse it, the others' values and :data:`OR_RAISES`); for a probe that expects an error,
+    ``{RAISES: the oracle's reason}`` when no reading answers it (an :class:`InputError` when every
+    reading does); for a probe the data are too short for (:func:`holds`), ``{NOT_HELD: why}``."""
     short = holds(task, probe, provider)
     if short is not None:
         return {NOT_HELD: short}
     if not probe.expect_error:
-        return expected_values(task, provider, probe.oracle_params, where)
+        return judged_values(task, provider, probe.oracle_params, where)
     try:
-        values = expected_values(task, provider, probe.oracle_params, where)
+        values = judged_values(task, provider, probe.oracle_params, where)
     except InputError as exc:
         return {RAISES: str(exc)}
+    if OR_RAISES in values:  # some reading answers it: raising is right, and so is that reading's value
+        return values
     raise InputError(f"task {task.id} {where}: expects an error but the oracle answers it "
                      f"({', '.join(values)})")
 

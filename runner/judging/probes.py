@@ -21,6 +21,7 @@ reproducible; the tool under test never sees them.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from random import Random
@@ -36,7 +37,7 @@ from finevo.registry.signature import function_signature
 from runner.inputs.oracle_params import PARAMS, param_kind
 from runner.inputs.tasks import Probe, Task
 from runner.judging.compare import compare, probe_entry
-from runner.judging.oracle import accepted_readings, compute, expected_values
+from runner.judging.oracle import accepted_readings, compute, each_reading, expected_values
 from runner.judging.world_market import LEAP_YEARS, LONG_YEARS, long_sessions
 
 #: Oracle evaluations one task's derivation may spend (a bound on the pair search).
@@ -348,7 +349,8 @@ def range_probes(task: Task, provider: MarketProvider, rng: Random, taken: list[
     clamps its lookback fails), for a symbol one of the snapshot's other symbols (the benchmark's
     own and the index too), for a list of symbols a list of another length (a tool that assumes the
     count fails); and where the tool must raise: a lookback the data cannot support at all, a year at
-    the data's edge or not reported yet, an optional argument left out, a symbol with nothing to read.
+    the data's edge or not reported yet, an optional argument left out, a symbol with nothing to read;
+    and for a lookback, one value where the accepted readings part (:func:`_mixed`).
     """
     d = _Deriver(task, provider)
     own = d.expected({}, bounded=False)
@@ -372,6 +374,11 @@ def range_probes(task: Task, provider: MarketProvider, rng: Random, taken: list[
             if refused is not None and refused.args not in taken:
                 out.append(refused)
                 taken.append(refused.args)
+    for key, value in d.bound().items():
+        mixed = _mixed(d, key, value, taken)
+        if mixed is not None:
+            out.append(mixed)
+            taken.append(dict(mixed.args))
     for scaled in (_scaled(d, own, taken), _long_scaled(d, own, taken)):
         if scaled is not None:
             out.append(scaled)
@@ -622,6 +629,43 @@ def _unanswered_symbol(d: _Deriver, key: str, value: Any) -> Probe | None:
                          reason=f"a symbol the data cannot answer: {_words(args)} has nothing the task's measure "
                                 "reads (no statement, no dividend in the window), so the tool must raise a clear error")
     return None
+
+
+def _answering(d: _Deriver, args: JSONObject) -> tuple[int, int]:
+    """How many of the task's accepted readings answer ``args`` and how many refuse it (each tried alone)."""
+    outcomes = [value for _, value in each_reading(d.task, d.provider, args)]
+    refusing = sum(isinstance(value, InputError) for value in outcomes)
+    return len(outcomes) - refusing, refusing
+
+
+def _mixed(d: _Deriver, key: str, value: Any, taken: list[JSONObject]) -> Probe | None:
+    """For a lookback: a value of :data:`LOOKBACKS` some accepted readings answer and others refuse --
+    a window longer than the lookback the literal reading computes from (which the whole-history
+    reading ignores), a calendar window too short for the indicator -- the one the most readings
+    refuse, the nearest the task's own value among equals. There a tool passes only with the value of
+    an answering reading its other values match, or with a clear error as a refusing reading gives
+    (:func:`runner.judging.oracle.judged_values`); a tool that repairs the arguments silently (widens
+    the lookback to fit the window) answers what no reading gives, and fails."""
+    if key not in LOOKBACKS or not isinstance(value, int) or isinstance(value, bool):
+        return None
+    best: tuple[int, float, JSONObject] | None = None
+    for option in LOOKBACKS[key]:
+        args: JSONObject = {key: option}
+        if option == value or args in taken:
+            continue
+        answering, refusing = _answering(d, args)
+        if not answering or not refusing:
+            continue
+        distance = abs(math.log(option / value)) if value > 0 else float(option)
+        if best is None or (refusing, -distance) > (best[0], -best[1]):
+            best = (refusing, distance, args)
+    if best is None:
+        return None
+    args = best[2]
+    return Probe(args=args, oracle_params=args,
+                 reason=f"accepted readings part here: {_words(args)} is answered by some and refused by others, "
+                        "so the tool must give an answering reading's value (the one its other values match) or "
+                        "raise a clear error, never a value no reading gives")
 
 
 def _other_length(d: _Deriver, key: str, value: Any) -> Probe | None:

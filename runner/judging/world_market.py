@@ -320,10 +320,14 @@ def extra_dividend(market: Market, rng: np.random.Generator, avoid: Iterable[dat
 
 
 def _quarter_after(day: date) -> date:
-    """The calendar quarter end following the quarter that ends on (or near) ``day``."""
-    stamp = pd.Timestamp(day) + pd.Timedelta(days=20)
-    after: date = (stamp + pd.offsets.QuarterEnd(0)).date()
-    return after
+    """The end of the quarter following the one that ends on (or near: a 52/53-week date) ``day``:
+    the month end three months after the month end nearest ``day`` (a company's quarters need not
+    end with the calendar's: one ending in October is followed by one ending in January)."""
+    stamp = pd.Timestamp(day)
+    after, before = stamp + pd.offsets.MonthEnd(0), stamp - pd.offsets.MonthEnd(1)
+    nearest = after if (after - stamp) <= (stamp - before) else before
+    later: date = (nearest + pd.offsets.MonthEnd(3)).date()
+    return later
 
 
 def unfiled_quarter(market: Market) -> tuple[Market, str]:

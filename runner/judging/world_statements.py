@@ -11,14 +11,20 @@ Yahoo's statements are not so tidy, and a tool registered as verified meets them
   row with ``> 0`` to drop NaN drops the loss and answers an older quarter;
 * **a skipped quarter**: a column missing between older and newer ones (a quarter Yahoo does not
   serve). A tool that counts columns back from the newest instead of matching a column to the
-  quarter's end answers the neighbouring quarter for every older one.
+  quarter's end answers the neighbouring quarter for every older one;
+* **fiscal quarters off the calendar's**: a company whose quarters end in January, April, July and
+  October (Cisco's, Nvidia's, Walmart's calendars), a month from any calendar quarter's end.
 
-:func:`statement_shapes` puts all three into every stock's quarterly statement; the oracle reads
-them as recorded (:func:`runner.judging.oracle.net_income`: the column within 15 days of the
-quarter's end, the newest column whose Net Income is reported, whatever its sign).
+:func:`statement_shapes` puts the first three into every stock's quarterly statement,
+:func:`off_cycle_quarters` the last into one stock's statements; the oracle reads them as recorded
+(:func:`runner.judging.oracle.net_income`: the column within 15 days of the quarter's end, the newest
+column whose Net Income is reported, whatever its sign; a fiscal quarter in the month the company's
+annual statements end).
 """
 
 from __future__ import annotations
+
+import calendar
 
 import numpy as np
 import pandas as pd
@@ -69,3 +75,38 @@ def statement_shapes(market: Market, rng: np.random.Generator) -> tuple[Market, 
         data.append(restate(SymbolData(item.symbol, item.history, item.income_yearly, out, item.info,
                                        item.fast_info), market.as_of))
     return Market(data, market.as_of), ("statements as recorded: " + "; ".join(words)) if words else ""
+
+
+#: The stock whose statements :func:`off_cycle_quarters` moves: the second stock of the generated
+#: market, the first other symbol a statement task's derived probe names (the first, AAPL, is the
+#: benchmark's own subject). Its fiscal year ends in June in the generator; moved, in July.
+OFF_CYCLE_SYMBOL = "MSFT"
+
+
+def off_cycle_quarters(market: Market, symbol: str = OFF_CYCLE_SYMBOL) -> tuple[Market, str]:
+    """``market`` with ``symbol``'s quarterly and annual statement columns dated one month later (a
+    quarter ending March 31 ends April 30, a fiscal year ending in June ends in July), so its fiscal
+    quarters end in January, April, July and October; a column dated after the as-of date is dropped
+    (not reported yet), and ``info``'s statement fields follow. Each annual column still sums its
+    four quarters. No calendar quarter's end lies within 15 days of such a quarter's, so the calendar
+    reading has no answer for this company and the fiscal reading has one: a tool that matches a
+    column to a calendar quarter with a wider tolerance (45 days) answers a quarter no reading
+    gives. Apply it before :func:`runner.judging.world_market.weekly_fiscal_calendar`, which then
+    dates the moved columns as a 52/53-week calendar does."""
+    item = market.data.get(symbol)
+    if item is None or item.income_quarterly is None or item.income_quarterly.empty:
+        return market, ""
+
+    def later(frame: pd.DataFrame) -> pd.DataFrame:
+        out = frame.copy()
+        out.columns = pd.DatetimeIndex([pd.Timestamp(c) + pd.offsets.MonthEnd(1) for c in frame.columns])
+        return out.loc[:, [c.date() <= market.as_of for c in out.columns]]
+
+    quarterly = later(item.income_quarterly)
+    yearly = later(item.income_yearly) if item.income_yearly is not None else None
+    moved = restate(SymbolData(item.symbol, item.history, yearly, quarterly, item.info, item.fast_info),
+                    market.as_of)
+    data = [moved if other.symbol == symbol else other for other in market.data.values()]
+    months = sorted({c.month for c in quarterly.columns})
+    return Market(data, market.as_of), (f"{symbol}'s fiscal quarters end in "
+                                        f"{', '.join(calendar.month_abbr[m] for m in months)}")

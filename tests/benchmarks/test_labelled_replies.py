@@ -1,7 +1,7 @@
 """Labelled replies through the judge: wrong-but-plausible tools must fail, right variants must pass.
 
-``labelled_replies.jsonl`` holds 136 final tools for the 20 tasks, written without reading the judge's
-tests (108 ``wrong``: each gives the right number on the task's own arguments but is wrong in general
+``labelled_replies.jsonl`` holds 137 final tools for the 20 tasks, written without reading the judge's
+tests (109 ``wrong``: each gives the right number on the task's own arguments but is wrong in general
 -- a hard-coded argument, a clamp, an off-by-one window, answering from fewer data than asked, part
 of a list, a reporting lag or a year length assumed, a window anchored at the last bar instead of
 today...; 28 ``correct``: other accepted conventions or equivalent implementations). Lines 71-83
@@ -10,7 +10,9 @@ were added later, of classes the first 70 do not cover; lines 84-120 are a third
 from a fourth blind batch, the statement and dividend classes (fetch_001, 003, 006, 007: eight wrong,
 three correct); lines 132-136 from the same batch, the argument and data classes (calc_003: calendar
 days fetched for sessions; calc_005: an optional parameter ignored; comp_001: six months whatever the
-windows; comp_002: "price up" from summed returns; comp_004: ten years as all the history). They are judged as
+windows; comp_002: "price up" from summed returns; comp_004: ten years as all the history); line 137
+from the same batch, an RSI whose lookback is silently widened to fit its window (calc_001: caught
+since the judge asks argument sets where the accepted readings part). They are judged as
 the gate judges a final tool (``scripts/judge_replies.py``), in five seeds' probes and hidden worlds.
 """
 
@@ -30,12 +32,10 @@ LINE = re.compile(r"^seed (\d+) #(\d+) (\S+) \[.*\]: (FALSE PASS|FALSE FAIL): ")
 #: Wrong replies the judge does not catch yet, by line, with the reason: each needs data the
 #: bundled snapshot and its hidden worlds never hold. A reply missing from this table that passes
 #: is a regression of the judge; one in it that fails is progress (remove it from the table).
-#: (Lines 72 and 95, MACD from one year of closes, are caught since the long world's probe.)
-KNOWN_FALSE_PASSES: dict[int, str] = {
-    122: "fetch_001 statement columns matched within 45 days instead of 15: it differs only for a company whose "
-         "fiscal quarters end in January, April, July and October, where the calendar reading has no answer and "
-         "the fiscal reading has one, and an argument set one reading answers and another refuses is not judged",
-}
+#: (Lines 72 and 95, MACD from one year of closes, are caught since the long world's probe; line 122,
+#: statement columns matched within 45 days, since the seed world's company whose fiscal quarters end
+#: in January, April, July and October, where the readings part and the judge asks.)
+KNOWN_FALSE_PASSES: dict[int, str] = {}
 
 
 @pytest.mark.slow
@@ -51,4 +51,4 @@ def test_wrong_replies_fail_and_right_ones_pass() -> None:
     unexpected = [f for f in found if f[3] == "FALSE PASS" and int(f[1]) not in KNOWN_FALSE_PASSES]
     assert not unexpected, unexpected
     summary = done.stdout.splitlines()[-1]
-    assert summary.startswith("136 replies x 5 seed(s)"), summary
+    assert summary.startswith("137 replies x 5 seed(s)"), summary

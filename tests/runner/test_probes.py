@@ -428,10 +428,12 @@ def test_probes_drawn_across_the_argument_space_reach_far_from_the_tasks_own_num
     sizes = {len(p.args["symbols"]) for p in drawn["comp_003"] if "symbols" in p.args}
     assert sizes and 3 not in sizes and sizes <= {2, 4, 5}
     # every drawn probe the oracle answers under every reading, except the ones that expect an error
+    # (no reading answers them, or -- a days beyond the data that a whole-history reading ignores --
+    # some do and the others refuse)
     for task_id, probes in drawn.items():
         judged = tasks[task_id].model_copy(update={"probes": tuple(probes)})
         for probe, expected in zip(probes, probe_expected_values(judged, snapshot), strict=True):
-            assert ("<raises>" in expected) is probe.expect_error, (task_id, probe.args)
+            assert ("<raises>" in expected or "<or raises>" in expected) is probe.expect_error, (task_id, probe.args)
 
 
 def test_a_tool_that_answers_from_fewer_data_than_asked_fails_and_one_that_raises_passes(tasks, snapshot) -> None:
