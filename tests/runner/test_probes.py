@@ -386,7 +386,11 @@ def test_full_reference_run_with_probes_exits_0(tmp_path, tasks) -> None:
                    for p in t["probes"]), (t["task_id"], t["probes"])
         if any(p["state"] == "skipped" for p in t["probes"]):
             assert "long" in {w["kind"] for w in t["worlds"]}, t["task_id"]
-        assert [w["state"] for w in t["worlds"]][:3] == ["pass"] * 3 and all(w["state"] == "pass" for w in t["worlds"])
+        # every world passes, but one where the task's question has no answer: not judged, and said so
+        # (fetch_003's fiscal 2023 is not filed yet in the edge world of New Year's Day 2024)
+        assert all(w["state"] == "pass" or (w["state"] == "skipped" and "oracle has no answer" in w["reason"])
+                   for w in t["worlds"]), (t["task_id"], t["worlds"])
+        assert sum(w["state"] == "pass" for w in t["worlds"]) >= 2, (t["task_id"], t["worlds"])
     assert doc["config"]["worlds"]["count"] == 3
     document.validate(doc)
 

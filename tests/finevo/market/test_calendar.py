@@ -27,8 +27,25 @@ def test_holidays_and_weekends_are_closed() -> None:
     assert is_trading_day(date(2022, 1, 3))
     assert all(h.weekday() < 5 for h in NYSE_HOLIDAYS)
     # Good Friday is Easter Sunday less two days, every year the calendar knows
-    from dateutil.easter import easter
-    assert all(easter(y) - timedelta(days=2) in NYSE_HOLIDAYS for y in range(2005, 2025))
+    assert all(_easter(y) - timedelta(days=2) in NYSE_HOLIDAYS for y in range(2005, 2025))
+
+
+def _easter(year: int) -> date:
+    """Western Easter Sunday by the anonymous Gregorian computus (Meeus/Jones/Butcher): a second,
+    independent source for the calendar's Good Fridays (no date library is a declared dependency)."""
+    a, b, c = year % 19, year // 100, year % 100
+    d, e = divmod(b, 4)
+    g = (8 * b + 13) // 25
+    h = (19 * a + b - d - g + 15) % 30
+    i, k = divmod(c, 4)
+    l_ = (32 + 2 * e + 2 * i - h - k) % 7
+    m = (a + 11 * h + 22 * l_) // 451
+    month, day = divmod(h + l_ - 7 * m + 114, 31)
+    return date(year, month, day + 1)
+
+
+def test_the_computus_gives_the_known_easters() -> None:
+    assert [_easter(y) for y in (2019, 2024, 2025)] == [date(2019, 4, 21), date(2024, 3, 31), date(2025, 4, 20)]
 
 
 def test_next_trading_day_skips_closures() -> None:
