@@ -22,7 +22,7 @@ reproducible; the tool under test never sees them.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from random import Random
 from typing import Any
@@ -37,7 +37,7 @@ from finevo.registry.signature import function_signature
 from runner.inputs.oracle_params import PARAMS, param_kind
 from runner.inputs.tasks import Probe, Task
 from runner.judging.compare import compare, probe_entry
-from runner.judging.oracle import accepted_readings, compute, each_reading, expected_values
+from runner.judging.oracle import accepted_readings, each_reading, expected_values
 from runner.judging.world_market import LEAP_YEARS, LONG_YEARS, long_sessions
 
 #: Oracle evaluations one task's derivation may spend (a bound on the pair search).
@@ -565,18 +565,21 @@ def _edge(d: _Deriver, key: str, value: Any) -> Probe | None:
     return None
 
 
-def _refused(d: _Deriver, args: JSONObject) -> str | None:
-    """The oracle's reason when it answers ``args`` under none of the task's accepted readings (each
-    reading tried alone), else None: only there is a refusal the one right answer."""
-    reasons = []
-    for name, reading in accepted_readings(d.task):
-        try:
-            compute(d.task.oracle.name, d.provider, {**reading, **args})
-        except (InputError, LookupError, ValueError, TypeError) as exc:
-            reasons.append(f"{name}: {exc}")
-        else:
-            return None
-    return "; ".join(reasons) or None
+def _refused(d: _Deriver, args: JSONObject) -> bool:
+    """Whether the oracle answers ``args`` under none of the task's accepted readings (each reading
+    tried alone, :func:`_answering`): only there is a refusal the one right answer."""
+    return _answering(d, args)[0] == 0
+
+
+def _must_raise(d: _Deriver, key: str, candidates: Iterable[JSONValue],
+                reason: Callable[[JSONObject], str]) -> Probe | None:
+    """The probe for the first of ``candidates`` (values of ``key``) no accepted reading answers: the
+    tool must raise there; ``reason(args)`` says why."""
+    for candidate in candidates:
+        args: JSONObject = {key: candidate}
+        if _refused(d, args):
+            return Probe(args=args, oracle_params=args, expect_error=True, reason=reason(args))
+    return None
 
 
 def _later(d: _Deriver, key: str, value: Any) -> Probe | None:
@@ -584,13 +587,9 @@ def _later(d: _Deriver, key: str, value: Any) -> Probe | None:
     reported yet): a tool that answers it with the latest reported period fails; it must raise."""
     if not isinstance(value, int) or isinstance(value, bool) or value < _YEAR_LIKE:
         return None
-    for year in range(value + 1, value + EDGE_YEARS + 1):
-        args: JSONObject = {key: year}
-        if _refused(d, args) is not None:
-            return Probe(args=args, oracle_params=args, expect_error=True,
-                         reason=f"a period not reported yet: {_words(args)} is the first later year the data "
-                                "cannot answer, so the tool must raise a clear error, never answer the latest one")
-    return None
+    return _must_raise(d, key, range(value + 1, value + EDGE_YEARS + 1),
+                       lambda args: f"a period not reported yet: {_words(args)} is the first later year the data "
+                                    "cannot answer, so the tool must raise a clear error, never answer the latest one")
 
 
 def _omitted(d: _Deriver, key: str, value: Any) -> Probe | None:
@@ -601,12 +600,9 @@ def _omitted(d: _Deriver, key: str, value: Any) -> Probe | None:
     field = model.model_fields.get(key) if model is not None else None
     if value is None or field is None or field.is_required() or field.default is not None:
         return None  # only an argument the oracle itself lets a caller leave out
-    args: JSONObject = {key: None}
-    if _refused(d, args) is None:
-        return None
-    return Probe(args=args, oracle_params=args, expect_error=True,
-                 reason=f"an argument left out: {key}=None is a question the task's measure cannot answer "
-                        "without it, so the tool must raise a clear error, never fill it in")
+    return _must_raise(d, key, [None],
+                       lambda _args: f"an argument left out: {key}=None is a question the task's measure cannot "
+                                     "answer without it, so the tool must raise a clear error, never fill it in")
 
 
 def _unanswered_symbol(d: _Deriver, key: str, value: Any) -> Probe | None:
@@ -622,13 +618,11 @@ def _unanswered_symbol(d: _Deriver, key: str, value: Any) -> Probe | None:
         except (LookupError, ValueError):
             return False
     others = [s for s in d.symbols if s != value]
-    for other in sorted(others, key=lambda s: not stock(s)):  # stable: the snapshot's order within each
-        args: JSONObject = {key: other}
-        if _refused(d, args) is not None:
-            return Probe(args=args, oracle_params=args, expect_error=True,
-                         reason=f"a symbol the data cannot answer: {_words(args)} has nothing the task's measure "
-                                "reads (no statement, no dividend in the window), so the tool must raise a clear error")
-    return None
+    stocks_first = sorted(others, key=lambda s: not stock(s))  # stable: the snapshot's order within each
+    return _must_raise(d, key, stocks_first,
+                       lambda args: f"a symbol the data cannot answer: {_words(args)} has nothing the task's "
+                                    "measure reads (no statement, no dividend in the window), so the tool must "
+                                    "raise a clear error")
 
 
 def _answering(d: _Deriver, args: JSONObject) -> tuple[int, int]:

@@ -5,9 +5,9 @@ yes/no task a reshaped tail that flips its answer.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,6 +19,9 @@ from runner.inputs.tasks import Task
 from runner.judging.compare import compare
 from runner.judging.oracle import compute, expected_values
 from runner.judging.world_market import Market, Spike, readjust, requote, truncate
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 _YEAR_LIKE = 1900
 
@@ -181,6 +184,24 @@ def _ramped(volume: np.ndarray, ramp: np.ndarray) -> np.ndarray:
     return np.where(volume > 0, np.maximum(1, np.round(volume * ramp)), 0).astype("int64")
 
 
+def _redrawn(raw: pd.DataFrame, span: int, closes: Callable[[float], np.ndarray], anchor: int,
+             volume: float, window: int) -> pd.DataFrame:
+    """A copy of the bars ``raw`` whose last ``span`` closes are ``closes(close at anchor)``, each whole
+    bar scaled to its new close, the volume of the last ``window`` bars ramped by ``volume``."""
+    raw = raw.copy()
+    n = len(raw)
+    close = raw["Close"].to_numpy(dtype=float)
+    ratios = np.ones(n)
+    ratios[n - span:] = closes(float(close[anchor])) / close[n - span:]
+    for column in ("Open", "High", "Low", "Close"):
+        raw[column] = raw[column].to_numpy(dtype=float) * ratios
+    if volume and "Volume" in raw.columns:
+        ramp = np.ones(n)
+        ramp[n - window:] = 1.0 + volume * np.arange(1, window + 1) / window
+        raw["Volume"] = _ramped(raw["Volume"].to_numpy(dtype=float), ramp)
+    return raw
+
+
 def reshape(market: Market, shape: Reshape, symbols: Iterable[str], *, quotes: bool = True) -> Market:
     """``market`` with the last bars of each of ``symbols`` redrawn by ``shape`` (bars stay
     consistent: each whole bar is scaled to its new close, and ``Adj Close`` is recomputed);
@@ -193,17 +214,7 @@ def reshape(market: Market, shape: Reshape, symbols: Iterable[str], *, quotes: b
         if item.symbol not in chosen or span >= len(raw):
             data.append(item)
             continue
-        raw = raw.copy()
-        n = len(raw)
-        close = raw["Close"].to_numpy(dtype=float)
-        ratios = np.ones(n)
-        ratios[n - span:] = shape.closes(float(close[n - span - 1])) / close[n - span:]
-        for column in ("Open", "High", "Low", "Close"):
-            raw[column] = raw[column].to_numpy(dtype=float) * ratios
-        if shape.volume and "Volume" in raw.columns:
-            ramp = np.ones(n)
-            ramp[n - shape.window:] = 1.0 + shape.volume * np.arange(1, shape.window + 1) / shape.window
-            raw["Volume"] = _ramped(raw["Volume"].to_numpy(dtype=float), ramp)
+        raw = _redrawn(raw, span, shape.closes, len(raw) - span - 1, shape.volume, shape.window)
         bent = SymbolData(item.symbol, readjust(raw), item.income_yearly, item.income_quarterly, item.info,
                           item.fast_info)
         data.append(requote(bent, market.as_of) if quotes else bent)
@@ -356,16 +367,7 @@ def zigzag(market: Market, shape: Zigzag, symbols: Iterable[str]) -> Market:
         if item.symbol not in chosen or span + 1 >= n:
             data.append(item)
             continue
-        raw = raw.copy()
-        close = raw["Close"].to_numpy(dtype=float)
-        ratios = np.ones(n)
-        ratios[n - span:] = shape.closes(float(close[n - span])) / close[n - span:]
-        for column in ("Open", "High", "Low", "Close"):
-            raw[column] = raw[column].to_numpy(dtype=float) * ratios
-        if shape.volume and "Volume" in raw.columns:
-            ramp = np.ones(n)
-            ramp[n - shape.window:] = 1.0 + shape.volume * np.arange(1, shape.window + 1) / shape.window
-            raw["Volume"] = _ramped(raw["Volume"].to_numpy(dtype=float), ramp)
+        raw = _redrawn(raw, span, shape.closes, n - span, shape.volume, shape.window)
         data.append(requote(SymbolData(item.symbol, readjust(raw), item.income_yearly, item.income_quarterly,
                                        item.info, item.fast_info), market.as_of))
     return Market(data, market.as_of)

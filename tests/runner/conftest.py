@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
+from finevo.market.snapshot import load_snapshot
 from runner.inputs.prepare import GateConfig
+from runner.inputs.tasks import Task, load_tasks
 from tests.runner.fakes import DATA, TASKS
 
 SECURITY_LINES = [
@@ -63,3 +65,15 @@ def baseline_file(tmp_path: Path) -> Path:
 @pytest.fixture
 def make_config(tmp_path: Path, security_file: Path, baseline_file: Path) -> Callable[..., GateConfig]:
     return config_maker(tmp_path, security_file, baseline_file)
+
+
+@pytest.fixture(scope="module")
+def tasks() -> dict[str, Task]:
+    """The benchmark suite's tasks by id (a module's own ``tasks`` fixture takes precedence)."""
+    return {t.id: t for t in load_tasks(TASKS)}
+
+
+@pytest.fixture(scope="module")
+def snapshot() -> Any:
+    """The bundled market snapshot."""
+    return load_snapshot(DATA)

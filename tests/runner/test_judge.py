@@ -23,15 +23,8 @@ from finevo.errors import (
     PolicyViolation,
 )
 from finevo.outcome import Outcome
-from finevo.paths import benchmarks_dir
-from runner.inputs.tasks import Task, load_tasks
+from runner.inputs.tasks import Task
 from runner.judging.compare import JUDGE_VERSION, Judgement, compare, judge_outcome, judge_value
-
-
-@pytest.fixture(scope="module")
-def tasks() -> dict[str, Task]:
-    return {t.id: t for t in load_tasks(benchmarks_dir() / "tasks.jsonl")}
-
 
 # Expected values shaped like the oracle's, chosen for these tests (not copied from any run).
 NET_INCOME = {"calendar_quarter": 24_160_000_000.0, "fiscal_quarter": 29_998_000_000.0}

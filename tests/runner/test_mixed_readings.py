@@ -16,31 +16,19 @@ import pandas as pd
 import pytest
 
 from finevo.errors import InputError
-from finevo.market.snapshot import load_snapshot
 from finevo.outcome import Outcome
 from finevo.sandbox.api import ExecutionResult
-from runner.inputs.tasks import Probe, Task, load_tasks
+from runner.inputs.tasks import Probe, Task
 from runner.judging.grade import Reruns, judge_task, world_answers
 from runner.judging.oracle import OR_RAISES, RAISES, expected_values, judged_values, probe_expected_values, rsi_series
 from runner.judging.probes import probes_for
 from runner.judging.world_statements import OFF_CYCLE_SYMBOL
 from runner.judging.worlds import WorldKind
-from tests.runner.fakes import DATA, TASKS
 from tests.runner.test_worlds import SEED, Env, env, reference
 
 __all__ = ["env"]  # the judge's harness of tests/runner/test_worlds.py, shared
 
 TEN_DAYS = {"days": 10}
-
-
-@pytest.fixture(scope="module")
-def tasks() -> dict[str, Task]:
-    return {t.id: t for t in load_tasks(TASKS)}
-
-
-@pytest.fixture(scope="module")
-def snapshot() -> Any:
-    return load_snapshot(DATA)
 
 
 def _with_probe(task: Task, args: dict[str, Any]) -> Task:

@@ -16,7 +16,6 @@ from xml.etree import ElementTree
 import pytest
 
 from finevo.errors import InputError, SandboxUnavailable, ToolCrashed
-from finevo.market.snapshot import load_snapshot
 from finevo.outcome import Outcome
 from finevo.sandbox import create_sandbox
 from finevo.sandbox.api import ExecutionResult
@@ -32,16 +31,6 @@ from runner.reports import document
 from tests.runner.fakes import BENCH, DATA, TASKS
 
 REFERENCE = BENCH / "reference"
-
-
-@pytest.fixture(scope="module")
-def tasks() -> dict[str, Task]:
-    return {t.id: t for t in load_tasks(TASKS)}
-
-
-@pytest.fixture(scope="module")
-def snapshot() -> Any:
-    return load_snapshot(DATA)
 
 
 def _primary(values: dict[str, Any]) -> Any:
