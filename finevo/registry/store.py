@@ -29,6 +29,7 @@ import builtins
 import hashlib
 import random
 import re
+import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -41,6 +42,7 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, NoSuchModuleError
 from sqlalchemy.pool import StaticPool
 from sqlmodel import Session, col, create_engine, delete, select
+from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_random_exponential
 
 from finevo.errors import FinevoError, InputError
 from finevo.normalize import RECORD, normalize
@@ -461,9 +463,24 @@ def _sqlite_engine(url: str, database: str | None, *, foreign_keys: bool) -> Eng
 
 
 def _use_wal(engine: Engine) -> None:
-    """SQLite files: the WAL journal (readers never wait for the writer). Set once the file is ours."""
+    """SQLite files: the WAL journal (readers never wait for the writer). Set once the file is ours.
+
+    Switching the journal needs the file to itself, and SQLite answers "database is locked" at once
+    there rather than waiting on the busy timeout while another process opening the same new file
+    reads it: the switch is retried until that timeout, as any other lock would be waited for."""
     if engine.dialect.name != "sqlite" or engine.url.database in (None, "", ":memory:"):
         return
+    for attempt in Retrying(retry=retry_if_exception(_sqlite_locked), stop=stop_after_delay(SQLITE_BUSY_TIMEOUT_S),
+                            wait=wait_random_exponential(multiplier=0.01, max=0.5), reraise=True):
+        with attempt:
+            _switch_to_wal(engine)
+
+
+def _sqlite_locked(exc: BaseException) -> bool:
+    return isinstance(exc, sqlite3.OperationalError) and _busy(str(exc))
+
+
+def _switch_to_wal(engine: Engine) -> None:
     raw = engine.raw_connection()
     try:
         cur = raw.cursor()
@@ -481,7 +498,12 @@ def _lost_race(exc: DBAPIError) -> bool:
         return True
     if getattr(exc.orig, "sqlstate", None) in _RETRY_SQLSTATES:
         return True
-    message = str(exc.orig).lower()
+    return _busy(str(exc.orig))
+
+
+def _busy(message: str) -> bool:
+    """SQLite's words for a lock another connection holds."""
+    message = message.lower()
     return "database is locked" in message or "database is busy" in message
 
 
