@@ -43,6 +43,10 @@ pytestmark = [pytest.mark.timeout(600),
 LIMITS = Limits(timeout_s=30.0, cpu_s=20, memory_mb=1024)
 PROBE = "def probe(n: int) -> int:\n    return n * 2\n"
 _, NR = seccomp._ARCH.get(platform.machine(), (0, {}))
+# The tests that put hundreds of descriptors in flight, and the one whose children may hold only
+# 300, run one after another: the kernel counts descriptors in flight per *user*, machine-wide, so
+# one test's 600 held descriptors would starve the other's small-budget probe on the next worker.
+IN_FLIGHT = pytest.mark.xdist_group("descriptors-in-flight")
 
 
 @pytest.fixture
@@ -109,6 +113,7 @@ def test_many_worlds_with_children_forked_ahead_never_starve_a_hand_over(shared_
             box.close()
 
 
+@IN_FLIGHT
 def test_a_hand_over_does_not_depend_on_descriptors_others_hold_in_flight(shared_uid: None) -> None:
     """Far more descriptors in flight for the children's user than a tool may open: runs still
     yield results, and a denied call is still the supervisor's own record (the listener arrived)."""
@@ -229,6 +234,7 @@ def small_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(backends_module.subprocess, "Popen", limited)
 
 
+@IN_FLIGHT
 @pytest.mark.parametrize("backend", [WarmSandbox, SubprocessSandbox], ids=["warm", "subprocess"])
 def test_a_hand_over_the_kernel_refuses_is_the_sandboxs_error_never_a_result(
         shared_uid: None, small_budget: None, backend: type[Any]) -> None:
