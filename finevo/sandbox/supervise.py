@@ -47,6 +47,11 @@ if TYPE_CHECKING:
 
 #: The control pipe carries the result value; it may be larger than stdout, but not unbounded.
 CONTROL_CAP = RESULT_CAP + 1024 * 1024
+#: Records a run's control channel may carry: the harness's ``started``, the audit hook's
+#: refusals, one result. A child sending more is hostile and is killed at once: decoding millions
+#: of two-byte records would cost the supervisor seconds of CPU and gigabytes of memory after the
+#: tool's own clock stopped, past the gate's deadline.
+MAX_CONTROL_RECORDS = 10_000
 #: How long a child may take to reach the point where tool code starts (interpreter start-up and
 #: pandas import in a cold child); the tool's own wall clock starts after that.
 STARTUP_TIMEOUT_S = 120.0
@@ -100,7 +105,8 @@ class Observation:
     stderr: bytearray = field(default_factory=bytearray)
     control: bytearray = field(default_factory=bytearray)
     cut: dict[str, int] = field(default_factory=dict)  # bytes cut from the middle of stdout/stderr
-    flooded: str | None = None          # "control": the control pipe exceeded its cap; "disk": the workdir
+    flooded: str | None = None          # "control": the control pipe exceeded its cap ("records": its
+    #                                     record count); "disk": the workdir
     timed_out: bool = False
     startup_timed_out: bool = False
     wait_status: int | None = None
@@ -286,6 +292,7 @@ class _Watch:
         self.listening = False
         self.stop = False
         self.start_checked = False
+        self.control_records = 0
 
     def _note_start(self) -> None:
         if self.obs.started_at is None and b'"kind": "started"' in self.obs.control:
@@ -343,6 +350,10 @@ class _Watch:
         self.obs.control += chunk[:max(room, 0)]
         if len(chunk) > room:
             self.obs.flooded = "control"
+            self.stop = True
+        self.control_records += chunk.count(b"\n")
+        if self.control_records > MAX_CONTROL_RECORDS:
+            self.obs.flooded = self.obs.flooded or "records"
             self.stop = True
         if self.control.listener is not None and not self.listening:
             self.poller.register(self.control.listener, select.POLLIN | select.POLLHUP | select.POLLERR)
@@ -669,6 +680,9 @@ def _supervisor_stops(obs: Observation, limits: Limits, seen: _Seen, result: Exe
         event = _field_text(first, "event", 200) or "?"
         return _stop(result, "blocked", "audit-hook", f"refused at run time: {event}: "
                                                       f"{_field_text(first, 'detail', 500)}", rule=event)
+    if obs.flooded == "records":  # after the refusals: a tool refused again and again is still refused
+        return _stop(result, "killed", "output-cap", f"the tool process sent more than {MAX_CONTROL_RECORDS} "
+                                                     "records on the result channel", evidence="the supervisor's cap")
     return None
 
 
