@@ -247,9 +247,8 @@ def test_a_flood_of_tiny_records_is_cut_and_fails_the_tool(open_warm: WarmSandbo
 def test_a_tool_refused_again_and_again_is_still_refused(open_warm: WarmSandbox) -> None:
     """More audit-hook refusals than the record cap (the hook writes one per refused call): the
     run is still the hook's block, not a flood."""
-    code = ("def f() -> int:\n    for _ in range(%d):\n        try:\n"
-            "            open('/etc/shadow')\n        except Exception:\n            pass\n    return 1\n"
-            % (MAX_CONTROL_RECORDS + 500))
+    code = (f"def f() -> int:\n    for _ in range({MAX_CONTROL_RECORDS + 500}):\n        try:\n"
+            "            open('/etc/shadow')\n        except Exception:\n            pass\n    return 1\n")
     result = open_warm.run(code, "f", {}, FAST)
     assert (result.status, result.layer) == ("blocked", "audit-hook"), result
 
