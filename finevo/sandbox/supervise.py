@@ -695,11 +695,15 @@ def _signal_stops(obs: Observation, limits: Limits, seen: _Seen, result: Executi
     if signum is None:
         return None
     filtered = _kernel_signals_filtered(seen)
-    if (signum == signal.SIGXCPU and filtered) or (signum == signal.SIGKILL and obs.cpu_s >= limits.cpu_s):
+    # The tool may lower its own soft CPU limit (prlimit on itself is allowed) to be stopped early:
+    # the kernel's signal is evidence of *this* limit only with the limit's CPU really used.
+    used_limit = obs.cpu_s >= limits.cpu_s - _CPU_TICK_S
+    if (signum == signal.SIGXCPU and filtered and used_limit) or (signum == signal.SIGKILL and obs.cpu_s >= limits.cpu_s):
         return _stop(result, "killed", "rlimit-cpu", f"CPU limit of {limits.cpu_s}s exceeded",
                      evidence=f"the kernel's CPU-limit signal after {obs.cpu_s:.2f}s of CPU")
     if signum == signal.SIGXCPU:
-        return _stop(result, "killed", "rlimit-cpu", f"CPU limit of {limits.cpu_s}s exceeded (SIGXCPU)")
+        return _stop(result, "killed", "rlimit-cpu", f"CPU limit of {limits.cpu_s}s exceeded (SIGXCPU after "
+                                                     f"{obs.cpu_s:.2f}s of CPU)")
     if signum == signal.SIGXFSZ:
         return _stop(result, "killed", "rlimit-fsize", f"file size limit of {limits.fsize_mb} MB exceeded",
                      evidence="the kernel's file-size-limit signal" if filtered else None)
@@ -707,6 +711,11 @@ def _signal_stops(obs: Observation, limits: Limits, seen: _Seen, result: Executi
         return _stop(result, "crashed", "signal", "the tool process died of SIGSYS without a denial the "
                                                   "supervisor recorded (not a seccomp refusal)")
     return _stop(result, "crashed", "signal", f"the tool process died of {_signal_name(signum)}")
+
+
+#: How far short of its CPU limit a child may be when the kernel's SIGXCPU arrives (the kernel
+#: checks CPU time on the scheduler's tick; the usage read at the reap is at least that).
+_CPU_TICK_S = 0.05
 
 
 def _kernel_signals_filtered(seen: _Seen) -> bool:
@@ -717,10 +726,12 @@ def _kernel_signals_filtered(seen: _Seen) -> bool:
 
 
 def _channel_trouble(obs: Observation, seen: _Seen, result: ExecutionResult) -> ExecutionResult | None:
-    if seen.harness_errors:
+    if seen.harness_errors:  # after "started" (one before it is the sandbox's failure, above):
+        # the tool's code ran and could have written it -- the run is the tool's, in its words
         err = seen.harness_errors[0]
-        return _stop(result, "crashed", "harness", f"sandbox harness failed: {_field_text(err, 'error_type', 200)}: "
-                                                   f"{_field_text(err, 'error_message')}")
+        return _stop(result, "crashed", "result", f"the tool process reported a harness failure after the tool "
+                                                  f"started: {_field_text(err, 'error_type', 200)}: "
+                                                  f"{_field_text(err, 'error_message')}")
     garbage = any(r.get("kind") == "garbage" for r in seen.records)
     if len(seen.results) == 1 and not garbage:
         return None

@@ -253,6 +253,18 @@ def test_a_tool_refused_again_and_again_is_still_refused(open_warm: WarmSandbox)
     assert (result.status, result.layer) == ("blocked", "audit-hook"), result
 
 
+def test_a_cpu_limit_the_tool_lowered_itself_is_no_evidence(open_warm: WarmSandbox) -> None:
+    """A tool lowering its own soft CPU limit gets the kernel's SIGXCPU early: that is no evidence
+    of the sandbox's limit (the layers below the policy; the supervisor checks the CPU used)."""
+    code = ("import resource\n\n\ndef f() -> int:\n"
+            "    resource.setrlimit(resource.RLIMIT_CPU, (1, resource.getrlimit(resource.RLIMIT_CPU)[1]))\n"
+            "    n = 0\n    while True:\n        n += 1\n")
+    result = open_warm.run_kernel_only(code, "f", {}, Limits(timeout_s=60.0, cpu_s=30, memory_mb=1536))
+    assert result.status == "killed" and result.layer == "rlimit-cpu", result
+    assert "evidence" not in result.details, result.details
+    assert float(result.details["cpu_s"]) < 30
+
+
 def test_the_cold_backend_reads_a_nan_record_as_a_failure() -> None:
     with SubprocessSandbox(None, policy=False) as box:
         result = box.run(_forge(HOSTILE_RECORDS["NaN"]), "f", {}, FAST)
