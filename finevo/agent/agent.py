@@ -496,6 +496,13 @@ def _blocked_by(violation: PolicyViolation) -> str:
 
 
 def _sandbox_blocked_by(result: ExecutionResult) -> str:
+    """What stopped a run, in the words the security verdict reads: ``sandbox:<layer>`` only for a
+    layer the sandbox named. An exception the tool raised is ``raised:<its class name>`` -- the
+    tool picks that name (a class called ``seccomp`` or ``timeout``), so it never reads as a layer."""
     if result.layer == "policy":
         return f"policy:{result.rule or 'unknown'}"
-    return f"sandbox:{result.layer or result.error_type or result.status}"
+    if result.layer:
+        return f"sandbox:{result.layer}"
+    if result.status == "exception":
+        return f"raised:{result.error_type or 'exception'}"
+    return f"sandbox:{result.status}"

@@ -19,6 +19,7 @@ import collections
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -264,6 +265,20 @@ class SubprocessSandbox(_BaseSandbox):
 
     backend = SandboxBackend.SUBPROCESS.value
 
+    def __init__(self, snapshot_dir: str | os.PathLike[str] | None = None, *, policy: bool = True,
+                 extra_read_roots: Sequence[str] = ()) -> None:
+        super().__init__(snapshot_dir, policy=policy, extra_read_roots=extra_read_roots)
+        #: Process groups of the children running now (one per thread that runs a tool).
+        self._running: set[int] = set()
+
+    def close(self) -> None:
+        """Refuse new runs and kill the children running now: a run in progress ends at once
+        (killed, never a result of the tool's) instead of at its own timeout."""
+        self._closed = True
+        for pgid in list(self._running):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGKILL)
+
     def _execute(self, request: JSONObject, limits: Limits) -> ExecutionResult:
         workdir = workspace.create()
         out_r, out_w = os.pipe()
@@ -284,9 +299,15 @@ class SubprocessSandbox(_BaseSandbox):
                 finally:
                     for fd in (out_w, err_w, ctl_w):
                         os.close(fd)
-            observation = supervise(WatchedChild(proc.pid, out_r, err_r, ctl_r), limits, workdir=workdir)
+            self._running.add(proc.pid)
+            try:
+                observation = supervise(WatchedChild(proc.pid, out_r, err_r, ctl_r), limits, workdir=workdir)
+            finally:
+                self._running.discard(proc.pid)
             # supervise() reaped the child; tell Popen so it never waits on a recycled pid.
             proc.returncode = observation.wait_status if observation.wait_status is not None else -1
+            if self._closed:  # killed by close(): never a result of the tool's
+                raise SandboxUnavailable(f"the {self.backend} sandbox was closed while the tool ran")
             return classify(observation, limits)
         except OSError:
             for fd in (out_r, err_r, ctl_r):
@@ -397,6 +418,9 @@ class WarmSandbox(_BaseSandbox):
                     self._stop_worker()
                     self.restarts += 1
                     self._start()
+                    if self._closed:  # closed while the worker started: a kill may have missed it
+                        self._stop_worker()
+                        raise SandboxUnavailable("the warm sandbox is closed")
                 proc = self._proc
                 assert proc is not None and proc.stdin is not None and proc.stdout is not None
                 deadline = time.monotonic() + limits.timeout_s + WORKER_GRACE_S
@@ -461,12 +485,22 @@ class WarmSandbox(_BaseSandbox):
             return int(protocol.read_frame(proc.stdout.fileno(), time.monotonic() + 30.0)["rss_kb"])
 
     def close(self) -> None:
-        with self._lock:
-            if self._closed:
-                return
+        """Stop the worker and every other world's worker. Never waits for a run in progress
+        (the gate closes a sandbox to abandon an overdue run or on an interrupt): the worker is
+        killed first, so that run ends at once with :class:`SandboxUnavailable`."""
+        if not self._lock.acquire(blocking=False):
+            self._closed = True  # a run holds the lock: it may start no other attempt
+            proc = self._proc
+            if proc is not None:
+                with contextlib.suppress(OSError):
+                    proc.kill()  # its children die with it (parent-death signal)
+            self._lock.acquire()
+        try:
             self._closed = True
             self._stop_worker(graceful=True)
             others, self._others = list(self._others.values()), {}
+        finally:
+            self._lock.release()
         for other in others:
             other.close()
 

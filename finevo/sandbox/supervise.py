@@ -47,6 +47,11 @@ if TYPE_CHECKING:
 
 #: The control pipe carries the result value; it may be larger than stdout, but not unbounded.
 CONTROL_CAP = RESULT_CAP + 1024 * 1024
+#: Records a run's control channel may carry: the harness's ``started``, the audit hook's
+#: refusals, one result. A child sending more is hostile and is killed at once: decoding millions
+#: of two-byte records would cost the supervisor seconds of CPU and gigabytes of memory after the
+#: tool's own clock stopped, past the gate's deadline.
+MAX_CONTROL_RECORDS = 10_000
 #: How long a child may take to reach the point where tool code starts (interpreter start-up and
 #: pandas import in a cold child); the tool's own wall clock starts after that.
 STARTUP_TIMEOUT_S = 120.0
@@ -100,7 +105,8 @@ class Observation:
     stderr: bytearray = field(default_factory=bytearray)
     control: bytearray = field(default_factory=bytearray)
     cut: dict[str, int] = field(default_factory=dict)  # bytes cut from the middle of stdout/stderr
-    flooded: str | None = None          # "control": the control pipe exceeded its cap; "disk": the workdir
+    flooded: str | None = None          # "control": the control pipe exceeded its cap ("records": its
+    #                                     record count); "disk": the workdir
     timed_out: bool = False
     startup_timed_out: bool = False
     wait_status: int | None = None
@@ -286,6 +292,7 @@ class _Watch:
         self.listening = False
         self.stop = False
         self.start_checked = False
+        self.control_records = 0
 
     def _note_start(self) -> None:
         if self.obs.started_at is None and b'"kind": "started"' in self.obs.control:
@@ -343,6 +350,10 @@ class _Watch:
         self.obs.control += chunk[:max(room, 0)]
         if len(chunk) > room:
             self.obs.flooded = "control"
+            self.stop = True
+        self.control_records += chunk.count(b"\n")
+        if self.control_records > MAX_CONTROL_RECORDS:
+            self.obs.flooded = self.obs.flooded or "records"
             self.stop = True
         if self.control.listener is not None and not self.listening:
             self.poller.register(self.control.listener, select.POLLIN | select.POLLHUP | select.POLLERR)
@@ -669,6 +680,9 @@ def _supervisor_stops(obs: Observation, limits: Limits, seen: _Seen, result: Exe
         event = _field_text(first, "event", 200) or "?"
         return _stop(result, "blocked", "audit-hook", f"refused at run time: {event}: "
                                                       f"{_field_text(first, 'detail', 500)}", rule=event)
+    if obs.flooded == "records":  # after the refusals: a tool refused again and again is still refused
+        return _stop(result, "killed", "output-cap", f"the tool process sent more than {MAX_CONTROL_RECORDS} "
+                                                     "records on the result channel", evidence="the supervisor's cap")
     return None
 
 
@@ -681,11 +695,15 @@ def _signal_stops(obs: Observation, limits: Limits, seen: _Seen, result: Executi
     if signum is None:
         return None
     filtered = _kernel_signals_filtered(seen)
-    if (signum == signal.SIGXCPU and filtered) or (signum == signal.SIGKILL and obs.cpu_s >= limits.cpu_s):
+    # The tool may lower its own soft CPU limit (prlimit on itself is allowed) to be stopped early:
+    # the kernel's signal is evidence of *this* limit only with the limit's CPU really used.
+    used_limit = obs.cpu_s >= limits.cpu_s - _CPU_TICK_S
+    if (signum == signal.SIGXCPU and filtered and used_limit) or (signum == signal.SIGKILL and obs.cpu_s >= limits.cpu_s):
         return _stop(result, "killed", "rlimit-cpu", f"CPU limit of {limits.cpu_s}s exceeded",
                      evidence=f"the kernel's CPU-limit signal after {obs.cpu_s:.2f}s of CPU")
     if signum == signal.SIGXCPU:
-        return _stop(result, "killed", "rlimit-cpu", f"CPU limit of {limits.cpu_s}s exceeded (SIGXCPU)")
+        return _stop(result, "killed", "rlimit-cpu", f"CPU limit of {limits.cpu_s}s exceeded (SIGXCPU after "
+                                                     f"{obs.cpu_s:.2f}s of CPU)")
     if signum == signal.SIGXFSZ:
         return _stop(result, "killed", "rlimit-fsize", f"file size limit of {limits.fsize_mb} MB exceeded",
                      evidence="the kernel's file-size-limit signal" if filtered else None)
@@ -693,6 +711,11 @@ def _signal_stops(obs: Observation, limits: Limits, seen: _Seen, result: Executi
         return _stop(result, "crashed", "signal", "the tool process died of SIGSYS without a denial the "
                                                   "supervisor recorded (not a seccomp refusal)")
     return _stop(result, "crashed", "signal", f"the tool process died of {_signal_name(signum)}")
+
+
+#: How far short of its CPU limit a child may be when the kernel's SIGXCPU arrives (the kernel
+#: checks CPU time on the scheduler's tick; the usage read at the reap is at least that).
+_CPU_TICK_S = 0.05
 
 
 def _kernel_signals_filtered(seen: _Seen) -> bool:
@@ -703,10 +726,12 @@ def _kernel_signals_filtered(seen: _Seen) -> bool:
 
 
 def _channel_trouble(obs: Observation, seen: _Seen, result: ExecutionResult) -> ExecutionResult | None:
-    if seen.harness_errors:
+    if seen.harness_errors:  # after "started" (one before it is the sandbox's failure, above):
+        # the tool's code ran and could have written it -- the run is the tool's, in its words
         err = seen.harness_errors[0]
-        return _stop(result, "crashed", "harness", f"sandbox harness failed: {_field_text(err, 'error_type', 200)}: "
-                                                   f"{_field_text(err, 'error_message')}")
+        return _stop(result, "crashed", "result", f"the tool process reported a harness failure after the tool "
+                                                  f"started: {_field_text(err, 'error_type', 200)}: "
+                                                  f"{_field_text(err, 'error_message')}")
     garbage = any(r.get("kind") == "garbage" for r in seen.records)
     if len(seen.results) == 1 and not garbage:
         return None

@@ -147,9 +147,12 @@ def _world_zygote(sock: socket.socket, path: str | None, settings: JSONObject, d
 def _world_loop(sock: socket.socket, settings: JSONObject) -> None:
     """A world zygote: fork a tool child waiting for its request (``spare``: its descriptors go to
     the router, no copy stays here) and reap a child the router has finished with (``reap``: the
-    wait status and usage, which only a parent can collect). Never reads a request."""
-    from finevo.sandbox.forked import fork_spare
+    wait status and usage, which only a parent can collect). Never reads a request.
 
+    Each command is handled in a function of its own, so when a child is forked nothing of an
+    earlier run is a local of this frame: the child starts with these frames on its stack, and
+    code past the policy can read their locals (an earlier child's exit status, memory or CPU time
+    there would carry a message from one tool run to the next)."""
     while True:
         command, fds = _receive(sock)
         for fd in fds:  # a world zygote takes no descriptors
@@ -160,35 +163,47 @@ def _world_loop(sock: socket.socket, settings: JSONObject) -> None:
                     os.wait()
             return
         if command.get("op") == "spare":
-            try:
-                pid, handed, workdir = fork_spare(settings)
-            except OSError as exc:
-                _send(sock, {"kind": "failed", "error": f"{type(exc).__name__}: {exc}"}, [])
-                continue
-            try:
-                _send(sock, {"kind": "spare", "pid": pid, "workdir": workdir}, handed)
-            except OSError as exc:  # e.g. ETOOMANYREFS: the child never gets a request; end it here
-                for fd in handed:
-                    os.close(fd)
-                handed = []
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-                with contextlib.suppress(ChildProcessError):
-                    os.waitpid(pid, 0)
-                workspace.remove(workdir)
-                _send(sock, {"kind": "failed", "error": f"the child's descriptors could not be handed to the "
-                                                        f"router: {type(exc).__name__}: {exc}"}, [])
-            finally:
-                for fd in handed:
-                    os.close(fd)
+            _fork_spare(sock, settings)
         elif command.get("op") == "reap" and type(command.get("pid")) is int:
-            try:
-                _, status, usage = os.wait4(command["pid"], 0)
-                reaped: JSONObject = {"kind": "reaped", "status": status, "maxrss_kb": usage.ru_maxrss,
-                                      "cpu_s": usage.ru_utime + usage.ru_stime}
-            except ChildProcessError:
-                reaped = {"kind": "reaped", "status": None, "cpu_s": 0.0, "maxrss_kb": 0}
-            _send(sock, reaped, [])
+            _reap_child(sock, command["pid"])
+
+
+def _fork_spare(sock: socket.socket, settings: JSONObject) -> None:
+    """Fork the next tool child and hand its descriptors to the router (closing ours)."""
+    from finevo.sandbox.forked import fork_spare
+
+    try:
+        pid, handed, workdir = fork_spare(settings)
+    except OSError as exc:
+        _send(sock, {"kind": "failed", "error": f"{type(exc).__name__}: {exc}"}, [])
+        return
+    try:
+        _send(sock, {"kind": "spare", "pid": pid, "workdir": workdir}, handed)
+    except OSError as exc:  # e.g. ETOOMANYREFS: the child never gets a request; end it here
+        for fd in handed:
+            os.close(fd)
+        handed = []
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+        workspace.remove(workdir)
+        _send(sock, {"kind": "failed", "error": f"the child's descriptors could not be handed to the "
+                                                f"router: {type(exc).__name__}: {exc}"}, [])
+    finally:
+        for fd in handed:
+            os.close(fd)
+
+
+def _reap_child(sock: socket.socket, pid: int) -> None:
+    """Collect a finished child's wait status and usage and send them to the router."""
+    try:
+        _, status, usage = os.wait4(pid, 0)
+        reaped: JSONObject = {"kind": "reaped", "status": status, "maxrss_kb": usage.ru_maxrss,
+                              "cpu_s": usage.ru_utime + usage.ru_stime}
+    except ChildProcessError:
+        reaped = {"kind": "reaped", "status": None, "cpu_s": 0.0, "maxrss_kb": 0}
+    _send(sock, reaped, [])
 
 
 # --------------------------------------------------------------------------- router

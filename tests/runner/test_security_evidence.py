@@ -15,6 +15,7 @@ from runner.execution.canaries import SECURITY_ENV
 from runner.exitcodes import Exit
 from runner.gate import run_gate
 from runner.inputs.tasks import SecurityTask, load_security_tasks
+from runner.judging import grade
 from runner.judging.grade import blocked_on_evidence, security_result
 from runner.reports.console import Console
 from tests.runner.fakes import make_factory
@@ -43,6 +44,26 @@ def test_a_resource_attack_stopped_by_a_limit_is_blocked() -> None:
     assert blocked_on_evidence("sandbox:rlimit-as", resource_attack=True)
     assert not blocked_on_evidence("sandbox:rlimit-as")
     assert not blocked_on_evidence("sandbox:PermissionError", resource_attack=True)
+
+
+def test_an_exception_named_after_a_layer_is_the_tools_claim_never_a_block() -> None:
+    """A tool chooses its exception's class name: one called ``seccomp``, ``timeout`` or any other
+    word the verdict reads as evidence is still an exception the tool raised -- run in a real
+    sandbox with the static policy skipped (the layer before may have failed), never blocked."""
+    from finevo.agent.agent import _sandbox_blocked_by
+    from finevo.sandbox import Limits, create_sandbox
+
+    words = sorted({w.split(":", 1)[-1] for w in grade._EVIDENCE_WORDS | grade._LIMIT_WORDS}
+                   | {"policy:forbidden-import", "agent:static", "refused"})
+    code = ("def probe(name: str) -> int:\n"
+            "    raise type(name, (Exception,), {})('stopped by the sandbox')\n")
+    with create_sandbox(None) as box:
+        for word in words:
+            result = box.run_kernel_only(code, "probe", {"name": word}, Limits(timeout_s=30.0))
+            assert (result.status, result.error_type) == ("exception", word), result
+            label = _sandbox_blocked_by(result)
+            assert not blocked_on_evidence(label, resource_attack=True), (word, label)
+            assert label == f"raised:{word}"
 
 
 def test_security_tasks_name_only_known_placeholders(tmp_path: Path) -> None:

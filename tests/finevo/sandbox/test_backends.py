@@ -190,3 +190,40 @@ def test_warm_sandbox_is_thread_safe_and_closes_cleanly() -> None:
 def test_unknown_backend() -> None:
     with pytest.raises(ValueError, match="unknown sandbox backend"):
         create_sandbox(None, backend="docker")
+
+
+@pytest.mark.parametrize("backend", ["warm", "subprocess"])
+def test_closing_ends_a_run_in_progress_at_once(backend: str) -> None:
+    """The gate closes a sandbox to abandon an overdue run or on an interrupt: close() kills what
+    runs now instead of waiting for the tool's own clock, and that run is the sandbox's error."""
+    box = create_sandbox(None, backend=backend, policy=True)
+    spin = "def spin() -> int:\n    n = 0\n    while True:\n        n += 1\n"
+    ended: dict[str, object] = {}
+    finished: list[float] = []
+
+    def run() -> None:
+        try:
+            ended["result"] = box.run(spin, "spin", {}, Limits(timeout_s=300.0, cpu_s=300))
+        except SandboxUnavailable as exc:
+            ended["error"] = exc
+        finished.append(time.monotonic())
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 120.0
+    while not _tool_running(box) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _tool_running(box), "the tool never started"
+    closed_at = time.monotonic()
+    box.close()
+    thread.join(120.0)
+    assert not thread.is_alive(), "the run outlived close() by minutes"
+    assert "error" in ended, ended  # never a result of the tool's
+    assert finished[0] - closed_at < 100.0  # the tool's own clock was 300 s
+
+
+def _tool_running(box: _BaseSandbox) -> bool:
+    """Whether a child of ``box`` runs tool code now (a run holds the worker, or a cold child is up)."""
+    if isinstance(box, WarmSandbox):
+        return box._lock.locked()
+    return bool(getattr(box, "_running", None))

@@ -21,7 +21,7 @@ from finevo.market.synthetic import LABEL, generate
 from finevo.paths import snapshot_dir
 from finevo.sandbox import Limits, create_sandbox
 from finevo.sandbox.backends import SubprocessSandbox, WarmSandbox, _BaseSandbox
-from finevo.sandbox.supervise import CONTROL_CAP
+from finevo.sandbox.supervise import CONTROL_CAP, MAX_CONTROL_RECORDS
 
 pytestmark = pytest.mark.timeout(600)
 FAST = Limits(timeout_s=20.0, cpu_s=10, memory_mb=1536)
@@ -230,6 +230,39 @@ def test_a_lone_surrogate_never_reaches_a_report(open_warm: WarmSandbox) -> None
 def test_a_control_flood_is_cut_and_fails_the_tool(open_warm: WarmSandbox) -> None:
     result = open_warm.run(_forge(b"[" * (CONTROL_CAP + 10)), "f", {}, FAST)
     assert result.status == "killed" and result.layer == "output-cap"
+
+
+def test_a_flood_of_tiny_records_is_cut_and_fails_the_tool(open_warm: WarmSandbox) -> None:
+    """Millions of two-byte records stay under the byte cap; decoding each would cost the
+    supervisor seconds and gigabytes after the tool's clock stopped. The record count is capped
+    too: the tool is killed, the worker carries on."""
+    restarts = open_warm.restarts
+    result = open_warm.run(_forge(b"1\n" * (4 * MAX_CONTROL_RECORDS)), "f", {}, FAST)
+    assert (result.status, result.layer) == ("killed", "output-cap"), result
+    assert f"more than {MAX_CONTROL_RECORDS} records" in str(result.error_message)
+    assert open_warm.restarts == restarts
+    assert open_warm.run("def g():\n    return 3\n", "g", {}, FAST).value == 3
+
+
+def test_a_tool_refused_again_and_again_is_still_refused(open_warm: WarmSandbox) -> None:
+    """More audit-hook refusals than the record cap (the hook writes one per refused call): the
+    run is still the hook's block, not a flood."""
+    code = (f"def f() -> int:\n    for _ in range({MAX_CONTROL_RECORDS + 500}):\n        try:\n"
+            "            open('/etc/shadow')\n        except Exception:\n            pass\n    return 1\n")
+    result = open_warm.run(code, "f", {}, FAST)
+    assert (result.status, result.layer) == ("blocked", "audit-hook"), result
+
+
+def test_a_cpu_limit_the_tool_lowered_itself_is_no_evidence(open_warm: WarmSandbox) -> None:
+    """A tool lowering its own soft CPU limit gets the kernel's SIGXCPU early: that is no evidence
+    of the sandbox's limit (the layers below the policy; the supervisor checks the CPU used)."""
+    code = ("import resource\n\n\ndef f() -> int:\n"
+            "    resource.setrlimit(resource.RLIMIT_CPU, (1, resource.getrlimit(resource.RLIMIT_CPU)[1]))\n"
+            "    n = 0\n    while True:\n        n += 1\n")
+    result = open_warm.run_kernel_only(code, "f", {}, Limits(timeout_s=60.0, cpu_s=30, memory_mb=1536))
+    assert result.status == "killed" and result.layer == "rlimit-cpu", result
+    assert "evidence" not in result.details, result.details
+    assert float(result.details["cpu_s"]) < 30
 
 
 def test_the_cold_backend_reads_a_nan_record_as_a_failure() -> None:

@@ -97,3 +97,31 @@ def test_a_hidden_world_run_sees_its_own_world_only(tmp_path_factory: pytest.Tem
         assert again.status == "ok" and again.value == {"own": False, "sibling": True, "listing": None}, again
     finally:
         shutil.rmtree(worlds, ignore_errors=True)
+
+
+#: Every local of every frame on the tool's stack that is not the tool's own (the zygote's, the
+#: harness's: a child is forked with them), as ``frame: {name: repr}`` (other objects by type: a
+#: socket's repr asks the kernel for its name, a call the filter refuses).
+FRAMES = ("import sys\n\n\ndef frames() -> dict:\n    seen = {}\n    frame = sys._getframe().f_back\n"
+          "    while frame is not None:\n"
+          "        seen[frame.f_code.co_name] = {k: repr(v)[:300] if type(v) in (int, float, str, dict, list, tuple)\n"
+          "                                      else type(v).__name__ for k, v in frame.f_locals.items()}\n"
+          "        frame = frame.f_back\n    return seen\n")
+
+
+def test_no_frame_a_child_is_forked_with_holds_an_earlier_run(box: WarmSandbox) -> None:
+    """The zygote's frames are on every child's stack: none may keep an earlier child's wait
+    status, memory or CPU time (with the policy skipped, a tool reads them and a message passes
+    from one run to the next)."""
+    exits = ("import os\n\n\ndef run(code: int, mb: int) -> int:\n"
+             "    hog = bytearray(mb * 1024 * 1024)\n    hog[::4096] = b'x' * len(hog[::4096])\n"
+             "    os._exit(code)\n")
+    for code in (97, 113):
+        assert box.run_kernel_only(exits, "run", {"code": code, "mb": 150}, LIMITS).status == "crashed"
+    seen = box.run_kernel_only(FRAMES, "frames", {}, LIMITS)
+    assert seen.status == "ok", seen
+    assert "_world_loop" in seen.value, sorted(seen.value)  # the scan reaches the zygote's frames
+    for frame, local in seen.value.items():
+        assert "reaped" not in local, (frame, local)
+        for name, text in local.items():
+            assert "'reaped'" not in text and str(113 << 8) not in text, (frame, name, text)
