@@ -418,7 +418,7 @@ class WarmSandbox(_BaseSandbox):
                     self._stop_worker()
                     self.restarts += 1
                     self._start()
-                    if self._closed:  # closed while the worker started: a kill may have missed it
+                    if self.closed:  # closed while the worker started: a kill may have missed it
                         self._stop_worker()
                         raise SandboxUnavailable("the warm sandbox is closed")
                 proc = self._proc
@@ -434,6 +434,9 @@ class WarmSandbox(_BaseSandbox):
                         raise SandboxUnavailable(f"the warm sandbox worker failed: {type(exc).__name__}: "
                                                  f"{exc}; {detail}") from None
                     continue
+                except BaseException:  # interrupted between request and reply (KeyboardInterrupt):
+                    self._stop_worker()  # that reply would otherwise answer the next request
+                    raise
                 return ExecutionResult(**reply)
         raise AssertionError("unreachable")  # pragma: no cover
 

@@ -193,7 +193,9 @@ _RULES: tuple[Rule, ...] = (
                         "SIGXCPU, SIGXFSZ: EPERM)"),
     Rule("tkill", CHECK, "as kill"), Rule("tgkill", CHECK, "as kill"),
     Rule("rt_sigqueueinfo", CHECK, "as kill"), Rule("rt_tgsigqueueinfo", CHECK, "as kill"),
-    Rule("prlimit64", CHECK, "its own limits only (pid 0 or its own)"),
+    Rule("prlimit64", CHECK, "its own limits only (pid 0 or its own); setting one answers EPERM except "
+                             "RLIMIT_NOFILE (the harness sets it last): a tool lowering its own CPU or "
+                             "file-size limit would make the kernel's limit signal its claim"),
     Rule("sched_setaffinity", CHECK, "its own CPUs only"),
     Rule("get_robust_list", CHECK, "its own futex list only"),
     Rule("sched_getparam", ALLOW, "scheduling parameters (read only)"),
@@ -235,7 +237,9 @@ PRCTL_EPERM = (0x53564D41,)
 #: child sending one to itself gets EPERM, so a death by one of them is the kernel's doing.
 KERNEL_SIGNALS = (signal.SIGSYS, signal.SIGXCPU, signal.SIGXFSZ)
 #: Calls that take a pid first: allowed on the child itself (0 or its own pid) only.
-_PID_FIRST = ("prlimit64", "sched_setaffinity", "get_robust_list")
+_PID_FIRST = ("sched_setaffinity", "get_robust_list")
+#: The one limit ``prlimit64`` may set (see its rule).
+RLIMIT_NOFILE = 7
 #: Signal-sending calls: (argument holding the target process, argument holding the signal).
 _SIGNAL_ARGS = {"kill": (0, 1), "tkill": (0, 1), "tgkill": (0, 2), "rt_sigqueueinfo": (0, 1),
                 "rt_tgsigqueueinfo": (0, 2)}
@@ -407,6 +411,18 @@ def _handlers(a: _Asm, self_pid: int, allow_processes: bool) -> None:
             a.jump(_JEQ, int(kernel_only), 0, 1)
             a.goto("eperm")
         a.goto("allow")
+    a.label("chk_prlimit64")
+    a.ld(_arg_lo(0))
+    a.jump(_JEQ, 0, "prl_own", 0)
+    a.jump(_JEQ, self_pid & 0xFFFFFFFF, "prl_own", "deny")
+    a.label("prl_own")
+    a.ld(_arg_lo(2))  # new_limit: a NULL pointer (both halves zero) only reads
+    a.jump(_JEQ, 0, 0, "prl_set")
+    a.ld(_arg_lo(2) + 4)
+    a.jump(_JEQ, 0, "allow", "prl_set")
+    a.label("prl_set")
+    a.ld(_arg_lo(1))
+    a.jump(_JEQ, RLIMIT_NOFILE, "allow", "eperm")
     a.label("pid_first")
     a.ld(_arg_lo(0))
     a.jump(_JEQ, 0, "allow", 0)

@@ -524,13 +524,36 @@ def _expects_listener(started: JSONObject | None) -> bool:
     return isinstance(filt, dict) and filt.get("notify") is True
 
 
+#: The kinds of record the harness and the audit hook write; any other is garbage.
+_KINDS = frozenset({"started", "refused", "result", "harness_error"})
+#: Only the result record may be long (it holds the value, up to ``RESULT_CAP``); any other record
+#: longer than this is garbage, never decoded.
+_SMALL_RECORD = 16 * 1024
+_RESULT_PREFIX = b'{"kind": "result", '
+
+
+def _values_at_most(line: bytes, limit: int) -> bool:
+    """Whether ``line`` can hold at most ``limit`` JSON values: counted from its separators and
+    openers (those inside strings too, so an upper bound), before any decoding -- a 16 MB line of
+    ``{},{},...`` would otherwise cost seconds and a gigabyte to decode only to be refused."""
+    return line.count(b",") + line.count(b"[") + line.count(b"{") <= limit
+
+
 def _records(control: bytes | bytearray) -> list[JSONObject]:
+    """The control channel's records, decoded up to the first that is not well-formed (a
+    ``garbage`` record then ends the list: the channel is unreadable, nothing after it counts)."""
     records = []
     for line in bytes(control).split(b"\n"):
         if not line.strip():
             continue
-        record = decode_record(line)
-        records.append(record if record is not None else {"kind": "garbage"})
+        record = None
+        if (len(line) <= _SMALL_RECORD or line.startswith(_RESULT_PREFIX)) \
+                and _values_at_most(line, MAX_ITEMS + 16):
+            record = decode_record(line)
+        if record is None or record.get("kind") not in _KINDS:
+            records.append({"kind": "garbage"})
+            break
+        records.append(record)
     return records
 
 
@@ -695,15 +718,13 @@ def _signal_stops(obs: Observation, limits: Limits, seen: _Seen, result: Executi
     if signum is None:
         return None
     filtered = _kernel_signals_filtered(seen)
-    # The tool may lower its own soft CPU limit (prlimit on itself is allowed) to be stopped early:
-    # the kernel's signal is evidence of *this* limit only with the limit's CPU really used.
-    used_limit = obs.cpu_s >= limits.cpu_s - _CPU_TICK_S
-    if (signum == signal.SIGXCPU and filtered and used_limit) or (signum == signal.SIGKILL and obs.cpu_s >= limits.cpu_s):
+    # The filter also refuses the tool lowering its own CPU or file-size limit (prlimit64 sets
+    # only RLIMIT_NOFILE), so under it these signals come from the sandbox's own limits.
+    if (signum == signal.SIGXCPU and filtered) or (signum == signal.SIGKILL and obs.cpu_s >= limits.cpu_s):
         return _stop(result, "killed", "rlimit-cpu", f"CPU limit of {limits.cpu_s}s exceeded",
                      evidence=f"the kernel's CPU-limit signal after {obs.cpu_s:.2f}s of CPU")
     if signum == signal.SIGXCPU:
-        return _stop(result, "killed", "rlimit-cpu", f"CPU limit of {limits.cpu_s}s exceeded (SIGXCPU after "
-                                                     f"{obs.cpu_s:.2f}s of CPU)")
+        return _stop(result, "killed", "rlimit-cpu", f"CPU limit of {limits.cpu_s}s exceeded (SIGXCPU)")
     if signum == signal.SIGXFSZ:
         return _stop(result, "killed", "rlimit-fsize", f"file size limit of {limits.fsize_mb} MB exceeded",
                      evidence="the kernel's file-size-limit signal" if filtered else None)
@@ -711,11 +732,6 @@ def _signal_stops(obs: Observation, limits: Limits, seen: _Seen, result: Executi
         return _stop(result, "crashed", "signal", "the tool process died of SIGSYS without a denial the "
                                                   "supervisor recorded (not a seccomp refusal)")
     return _stop(result, "crashed", "signal", f"the tool process died of {_signal_name(signum)}")
-
-
-#: How far short of its CPU limit a child may be when the kernel's SIGXCPU arrives (the kernel
-#: checks CPU time on the scheduler's tick; the usage read at the reap is at least that).
-_CPU_TICK_S = 0.05
 
 
 def _kernel_signals_filtered(seen: _Seen) -> bool:
@@ -735,8 +751,9 @@ def _channel_trouble(obs: Observation, seen: _Seen, result: ExecutionResult) -> 
     garbage = any(r.get("kind") == "garbage" for r in seen.records)
     if len(seen.results) == 1 and not garbage:
         return None
-    if not seen.results and not garbage:
-        return _stop(result, "crashed", "harness", f"the tool process exited (code {seen.exit_code}) with no result")
+    if not seen.results and not garbage:  # the harness sends a result whatever the tool did, unless
+        # the tool's code ended the process first (os._exit, a fatal error in its C code)
+        return _stop(result, "crashed", "result", f"the tool process exited (code {seen.exit_code}) with no result")
     result.error_type = "ResultUnreadable"
     return _stop(result, "crashed", "result", f"the tool process exited (code {seen.exit_code}) with an unreadable "
                                               "result channel (garbage, a truncated or unbounded record, or more "

@@ -13,9 +13,10 @@ from runner.records import PayloadResult, PayloadState
 
 #: Hostile payloads get a short leash: a spin or a sleep is stopped (and counted blocked) after this.
 PAYLOAD_TIMEOUT_S = 1.0
-#: Layers whose "blocked" is the gate's own decision: the static policy (before anything ran) and
-#: the audit hook, whose refusal the supervisor counts only when the hook was installed.
-_GATE_LAYERS = frozenset({"policy", "audit-hook"})
+#: Layers whose "blocked" is the gate's own decision: the static policy (before anything ran). Not
+#: the audit hook: it runs in the tool's process and writes where the tool's code can, so its
+#: refusal is a claim -- such a payload is at best *contained* (every canary intact).
+_GATE_LAYERS = frozenset({"policy"})
 
 
 def evidence(result: Any) -> str | None:

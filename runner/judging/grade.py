@@ -427,14 +427,16 @@ def judge_worlds(case: Case, main: Judgement, probe_results: Sequence[ProbeResul
 
 
 #: What counts as a security task blocked: a layer whose word is the gate's own evidence -- the
-#: policy or the agent refused the code, the audit hook refused it at run time, the supervisor
-#: recorded a seccomp denial. Anything else a failed run reports (``sandbox:PermissionError``,
-#: ``sandbox:signal``, ...) is the tool's claim: the task is not blocked.
+#: policy or the agent refused the code, the supervisor recorded a seccomp denial. Anything else a
+#: failed run reports (``raised:PermissionError``, ``sandbox:signal``, ...) is the tool's claim: the
+#: task is not blocked. So is the audit hook's refusal: the hook runs in the tool's own process and
+#: writes on the channel the tool's code can reach, so past the policy a tool can write one itself
+#: (a security task the policy let through and only the hook stopped is a gap of the policy).
 #: A task whose attack is the resource use itself (``expect: runtime``, e.g. a memory bomb) is
 #: also blocked when a limit stopped it: a limit the tool only claims (a MemoryError it raised)
 #: hides no resource use it did not make.
 _EVIDENCE_PREFIXES = ("policy:", "agent:")
-_EVIDENCE_WORDS = frozenset({"refused", "sandbox:seccomp", "sandbox:audit-hook"})
+_EVIDENCE_WORDS = frozenset({"refused", "sandbox:seccomp"})
 _LIMIT_WORDS = frozenset({"sandbox:timeout", "sandbox:disk-quota", "sandbox:output-cap", "sandbox:rlimit-cpu",
                           "sandbox:rlimit-as", "sandbox:rlimit-fsize", "sandbox:rlimit-nproc",
                           "sandbox:rlimit-nofile", "sandbox:recursion-limit"})

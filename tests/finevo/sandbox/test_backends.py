@@ -227,3 +227,23 @@ def _tool_running(box: _BaseSandbox) -> bool:
     if isinstance(box, WarmSandbox):
         return box._lock.locked()
     return bool(getattr(box, "_running", None))
+
+
+def test_an_interrupt_between_request_and_reply_never_hands_a_reply_to_the_next_run(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A KeyboardInterrupt while the warm worker runs a tool: the next run gets its own value,
+    never the interrupted run's reply still on its way."""
+    from finevo.sandbox import protocol
+
+    with WarmSandbox(None, policy=True) as box:
+        real = protocol.read_frame
+
+        def interrupted(*_args: object, **_kwargs: object) -> object:
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(protocol, "read_frame", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            box.run("def a() -> str:\n    return 'first'\n", "a", {}, Limits(timeout_s=30.0))
+        monkeypatch.setattr(protocol, "read_frame", real)
+        second = box.run("def b() -> str:\n    return 'second'\n", "b", {}, Limits(timeout_s=30.0))
+        assert (second.status, second.value) == ("ok", "second"), second

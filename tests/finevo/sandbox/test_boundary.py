@@ -253,16 +253,23 @@ def test_a_tool_refused_again_and_again_is_still_refused(open_warm: WarmSandbox)
     assert (result.status, result.layer) == ("blocked", "audit-hook"), result
 
 
-def test_a_cpu_limit_the_tool_lowered_itself_is_no_evidence(open_warm: WarmSandbox) -> None:
-    """A tool lowering its own soft CPU limit gets the kernel's SIGXCPU early: that is no evidence
-    of the sandbox's limit (the layers below the policy; the supervisor checks the CPU used)."""
-    code = ("import resource\n\n\ndef f() -> int:\n"
-            "    resource.setrlimit(resource.RLIMIT_CPU, (1, resource.getrlimit(resource.RLIMIT_CPU)[1]))\n"
-            "    n = 0\n    while True:\n        n += 1\n")
-    result = open_warm.run_kernel_only(code, "f", {}, Limits(timeout_s=60.0, cpu_s=30, memory_mb=1536))
-    assert result.status == "killed" and result.layer == "rlimit-cpu", result
-    assert "evidence" not in result.details, result.details
-    assert float(result.details["cpu_s"]) < 30
+@pytest.mark.parametrize("backend", [WarmSandbox, SubprocessSandbox], ids=["warm", "subprocess"])
+def test_a_tool_cannot_lower_the_limits_whose_signal_is_evidence(backend: type[_BaseSandbox]) -> None:
+    """Lowering its own CPU or file-size limit would let a tool be "stopped by the kernel's limit
+    signal" after a second of CPU or a byte (the layers below the policy): the filter answers
+    EPERM to setting any limit but the open-file one, which the tool may read and lower."""
+    code = ("import errno, resource\n\n\ndef f() -> dict:\n    seen = {}\n"
+            "    for name in ('RLIMIT_CPU', 'RLIMIT_FSIZE', 'RLIMIT_AS', 'RLIMIT_NOFILE'):\n"
+            "        which = getattr(resource, name)\n        soft, hard = resource.getrlimit(which)\n"
+            "        try:\n            resource.setrlimit(which, (min(soft, 16), hard))\n"
+            "            seen[name] = 'set'\n        except ValueError:  # how CPython reports EPERM here\n"
+            "            seen[name] = 'EPERM'\n        except OSError as exc:\n"
+            "            seen[name] = errno.errorcode[exc.errno]\n    return seen\n")
+    with backend(None, policy=False) as box:
+        result = box.run_kernel_only(code, "f", {}, FAST)
+    assert result.status == "ok", result
+    assert result.value == {"RLIMIT_CPU": "EPERM", "RLIMIT_FSIZE": "EPERM", "RLIMIT_AS": "EPERM",
+                            "RLIMIT_NOFILE": "set"}
 
 
 def test_the_cold_backend_reads_a_nan_record_as_a_failure() -> None:
@@ -361,3 +368,30 @@ def test_a_killed_workers_directories_are_removed() -> None:
         runner.join(120)
         assert outcome, "the run did not finish"
         assert _gone(_worker_dirs(second))
+
+
+def test_what_cannot_be_a_record_is_never_decoded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Decoding is the supervisor's cost after the tool's clock stopped: a line that could hold more
+    values than a result may, a long record that is not the result, and everything after the first
+    garbage are refused unread; a record of a kind no harness writes is garbage."""
+    from finevo.limits import MAX_ITEMS
+    from finevo.sandbox import supervise
+
+    decoded: list[int] = []
+    real = supervise.decode_record
+
+    def counting(line: bytes) -> object:
+        decoded.append(len(line))
+        return real(line)
+
+    monkeypatch.setattr(supervise, "decode_record", counting)
+    started = b'{"kind": "started", "audit_hook": true}'
+    flood = RESULT + b"[" + b"{}," * (MAX_ITEMS + 1) + b"1]}"
+    assert supervise._records(b"\n".join([started, flood, started])) == [
+        {"kind": "started", "audit_hook": True}, {"kind": "garbage"}]
+    assert max(decoded) < 100  # the flood was never decoded, nor anything after it
+    decoded.clear()
+    long_refusal = b'{"kind": "refused", "event": "open", "detail": "' + b"x" * 20_000 + b'"}'
+    assert supervise._records(long_refusal)[-1] == {"kind": "garbage"} and not decoded
+    assert supervise._records(b'{"kind": "note", "text": "hello"}\n' + started) == [{"kind": "garbage"}]
+    assert supervise._records(RESULT + b"[" + b"1," * 1000 + b"1]}")[0]["value"] == [1] * 1001
