@@ -300,6 +300,9 @@ class SubprocessSandbox(_BaseSandbox):
                     for fd in (out_w, err_w, ctl_w):
                         os.close(fd)
             self._running.add(proc.pid)
+            if self._closed:  # closed since run() began (during the policy check): stop it now
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)
             try:
                 observation = supervise(WatchedChild(proc.pid, out_r, err_r, ctl_r), limits, workdir=workdir)
             finally:
@@ -363,6 +366,9 @@ class WarmSandbox(_BaseSandbox):
             detail = self._log_tail()
             self._stop_worker()
             raise SandboxUnavailable(f"the warm sandbox worker did not start: {exc}; {detail}") from None
+        except BaseException:  # interrupted before its "ready": that frame would answer a request
+            self._stop_worker()
+            raise
         if ready.get("kind") != "ready":
             self._stop_worker()
             raise SandboxUnavailable(f"the warm sandbox worker failed to start: {ready.get('error')}")
@@ -484,8 +490,12 @@ class WarmSandbox(_BaseSandbox):
             proc = self._proc
             if proc is None or proc.stdin is None or proc.stdout is None:
                 return 0
-            protocol.write_frame(proc.stdin.fileno(), {"op": "stats"})
-            return int(protocol.read_frame(proc.stdout.fileno(), time.monotonic() + 30.0)["rss_kb"])
+            try:
+                protocol.write_frame(proc.stdin.fileno(), {"op": "stats"})
+                return int(protocol.read_frame(proc.stdout.fileno(), time.monotonic() + 30.0)["rss_kb"])
+            except BaseException:  # no reply left behind to answer the next request
+                self._stop_worker()
+                raise
 
     def close(self) -> None:
         """Stop the worker and every other world's worker. Never waits for a run in progress

@@ -58,6 +58,7 @@ X32_BIT = 0x40000000
 _LD_W_ABS = 0x20
 _JEQ = 0x15
 _JSET = 0x45
+_ALU_AND_K = 0x54
 _JGE = 0x35
 _RET = 0x06
 _JA = 0x05
@@ -300,6 +301,10 @@ class _Asm:
     def jump(self, op: int, k: int, jt: str | int = 0, jf: str | int = 0) -> None:
         self.code.append((op, jt, jf, k))
 
+    def and_(self, mask: int) -> None:
+        """The accumulator ANDed with ``mask`` (a loaded argument reduced to some of its bits)."""
+        self.code.append((_ALU_AND_K, 0, 0, mask))
+
     def ret(self, value: int) -> None:
         self.code.append((_RET, 0, 0, value))
 
@@ -394,7 +399,12 @@ def _handlers(a: _Asm, self_pid: int, allow_processes: bool) -> None:
     a.jump(_JSET, CLONE_NS_FLAGS | CLONE_PARENT, 0, 1)
     a.goto("deny")
     if allow_processes:
-        a.goto("allow")
+        # A new process's exit signal (the flags' low byte) is none or SIGCHLD: the kernel sends
+        # it to the tool when that process ends, so any other would arrive as the kernel's own
+        # signal (SIGXCPU read as "the CPU limit" after no CPU at all).
+        a.and_(0xFF)
+        a.jump(_JEQ, 0, "allow", 0)
+        a.jump(_JEQ, int(signal.SIGCHLD), "allow", "deny")
     else:
         # a thread fails softly (EAGAIN: "can't start new thread", as RLIMIT_NPROC would answer
         # it), a new process is denied

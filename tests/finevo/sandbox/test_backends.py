@@ -247,3 +247,26 @@ def test_an_interrupt_between_request_and_reply_never_hands_a_reply_to_the_next_
         monkeypatch.setattr(protocol, "read_frame", real)
         second = box.run("def b() -> str:\n    return 'second'\n", "b", {}, Limits(timeout_s=30.0))
         assert (second.status, second.value) == ("ok", "second"), second
+
+
+def test_an_interrupt_while_the_worker_restarts_leaves_no_frame_behind(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A KeyboardInterrupt while a dead worker is being replaced (its "ready" not read yet): later
+    runs get their own values, never that frame or an earlier reply."""
+    from finevo.sandbox import protocol
+
+    with WarmSandbox(None, policy=True) as box:
+        assert box._proc is not None
+        box._proc.kill()
+        box._proc.wait()
+        real = protocol.read_frame
+
+        def interrupted(*_args: object, **_kwargs: object) -> object:
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(protocol, "read_frame", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            box.run("def a() -> str:\n    return 'first'\n", "a", {}, Limits(timeout_s=30.0))
+        monkeypatch.setattr(protocol, "read_frame", real)
+        for word in ("second", "third"):
+            result = box.run(f"def b() -> str:\n    return {word!r}\n", "b", {}, Limits(timeout_s=30.0))
+            assert (result.status, result.value) == ("ok", word), result

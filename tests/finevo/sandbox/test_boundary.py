@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import signal
 import tempfile
 import threading
@@ -19,7 +20,7 @@ import pytest
 from finevo.market.snapshot import SnapshotOrigin, write_snapshot
 from finevo.market.synthetic import LABEL, generate
 from finevo.paths import snapshot_dir
-from finevo.sandbox import Limits, create_sandbox
+from finevo.sandbox import Limits, create_sandbox, seccomp
 from finevo.sandbox.backends import SubprocessSandbox, WarmSandbox, _BaseSandbox
 from finevo.sandbox.supervise import CONTROL_CAP, MAX_CONTROL_RECORDS
 
@@ -386,7 +387,7 @@ def test_what_cannot_be_a_record_is_never_decoded(monkeypatch: pytest.MonkeyPatc
 
     monkeypatch.setattr(supervise, "decode_record", counting)
     started = b'{"kind": "started", "audit_hook": true}'
-    flood = RESULT + b"[" + b"{}," * (MAX_ITEMS + 1) + b"1]}"
+    flood = RESULT + b"[" + b"{}," * (MAX_ITEMS + 200_000) + b"1]}"
     assert supervise._records(b"\n".join([started, flood, started])) == [
         {"kind": "started", "audit_hook": True}, {"kind": "garbage"}]
     assert max(decoded) < 100  # the flood was never decoded, nor anything after it
@@ -395,3 +396,33 @@ def test_what_cannot_be_a_record_is_never_decoded(monkeypatch: pytest.MonkeyPatc
     assert supervise._records(long_refusal)[-1] == {"kind": "garbage"} and not decoded
     assert supervise._records(b'{"kind": "note", "text": "hello"}\n' + started) == [{"kind": "garbage"}]
     assert supervise._records(RESULT + b"[" + b"1," * 1000 + b"1]}")[0]["value"] == [1] * 1001
+    # the largest value the harness sends is read: a list of almost a million empty containers
+    largest = supervise._records(started + b"\n" + RESULT + b"[" + b"{}," * (MAX_ITEMS - 100) + b"{}]}")
+    assert [r["kind"] for r in largest] == ["started", "result"] and len(largest[1]["value"]) == MAX_ITEMS - 99
+    # small records each, too many values in all: the budget is the channel's, not a line's
+    decoded.clear()
+    refusal = b'{"kind": "refused", "event": "open", "detail": [' + b"{}," * 1300 + b'1]}'
+    records = supervise._records(b"\n".join([started] + [refusal] * 2000))
+    assert records[-1] == {"kind": "garbage"} and len(records) < 2000
+    assert sum(decoded) < 3 * (2 * MAX_ITEMS + 200_000)  # stopped once a result's worth was read
+
+
+def test_no_kernel_limit_signal_comes_at_the_tools_will(open_warm: WarmSandbox) -> None:
+    """The layers below the policy: a new process whose exit signal is SIGXCPU (the kernel would
+    send it when that process ends) is refused, and a SIGXFSZ the tool brought on itself (it
+    restored the signal the interpreter ignores, then wrote one byte past the limit's offset) is
+    no evidence of the file-size limit."""
+    _, nr = seccomp._ARCH[platform.machine()]
+    clone = ("import ctypes, os, time\n\n\ndef f(sig: int) -> str:\n"
+             "    libc = ctypes.CDLL(None, use_errno=True)\n    libc.syscall.restype = ctypes.c_long\n"
+             f"    pid = libc.syscall({nr['clone']}, sig, 0, 0, 0, 0)\n"
+             "    if pid == 0:\n        os._exit(0)\n    time.sleep(1)\n    return f'forked {pid}'\n")
+    forked = open_warm.run_kernel_only(clone, "f", {"sig": int(signal.SIGXCPU)},
+                                       Limits(timeout_s=20.0, cpu_s=10, memory_mb=1536, nproc=2))
+    assert (forked.status, forked.layer) == ("blocked", "seccomp"), forked
+    sparse = ("import signal\n\n\ndef f() -> str:\n    signal.signal(signal.SIGXFSZ, signal.SIG_DFL)\n"
+              "    with open('big', 'wb') as handle:\n        handle.seek(9 * 1024 * 1024)\n"
+              "        handle.write(b'!')\n    return 'written'\n")
+    result = open_warm.run_kernel_only(sparse, "f", {}, FAST)
+    assert (result.status, result.layer) == ("killed", "rlimit-fsize"), result
+    assert "evidence" not in result.details, result.details
