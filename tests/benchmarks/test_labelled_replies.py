@@ -1,7 +1,7 @@
 """Labelled replies through the judge: wrong-but-plausible tools must fail, right variants must pass.
 
-``labelled_replies.jsonl`` holds 137 final tools for the 20 tasks, written without reading the judge's
-tests (109 ``wrong``: each gives the right number on the task's own arguments but is wrong in general
+``labelled_replies.jsonl`` holds 138 final tools for the 20 tasks, written without reading the judge's
+tests (110 ``wrong``: each gives the right number on the task's own arguments but is wrong in general
 -- a hard-coded argument, a clamp, an off-by-one window, answering from fewer data than asked, part
 of a list, a reporting lag or a year length assumed, a window anchored at the last bar instead of
 today...; 28 ``correct``: other accepted conventions or equivalent implementations). Lines 71-83
@@ -12,7 +12,10 @@ three correct); lines 132-136 from the same batch, the argument and data classes
 days fetched for sessions; calc_005: an optional parameter ignored; comp_001: six months whatever the
 windows; comp_002: "price up" from summed returns; comp_004: ten years as all the history); line 137
 from the same batch, an RSI whose lookback is silently widened to fit its window (calc_001: caught
-since the judge asks argument sets where the accepted readings part). They are judged as
+since the judge asks argument sets where the accepted readings part). Lines from 138 on are from a
+fifth blind batch, each a class the judge passed in every seed until it was closed: 138, a moving
+average with no length check whose NaN placeholders the sandbox refuses (calc_002: a refused value
+is not the error an expect-error probe asks for). They are judged as
 the gate judges a final tool (``scripts/judge_replies.py``), in five seeds' probes and hidden worlds.
 """
 
@@ -51,4 +54,4 @@ def test_wrong_replies_fail_and_right_ones_pass() -> None:
     unexpected = [f for f in found if f[3] == "FALSE PASS" and int(f[1]) not in KNOWN_FALSE_PASSES]
     assert not unexpected, unexpected
     summary = done.stdout.splitlines()[-1]
-    assert summary.startswith("137 replies x 5 seed(s)"), summary
+    assert summary.startswith("138 replies x 5 seed(s)"), summary
