@@ -51,7 +51,9 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
 
 #: Recorded in every report; bump it whenever a rule changes what passes.
 #: 3.6: a value the sandbox refuses (NaN placeholders) is not the clear error an argument set the
-#: data cannot answer asks for -- only an exception the tool raised is;
+#: data cannot answer asks for -- only an exception the tool raised is; every world's statements give
+#: the rows the generator copies (Operating Revenue, Net Income Common Stockholders...) figures of
+#: their own;
 #: 3.5: probes of the measure's optional parameters a tool declares, a zigzag world (summed returns
 #: positive, the close lower) for yes/no tasks, the first edge world after a holiday cluster, a long
 #: world of twenty years (calendar from 2005), also for a measure of all the history; an argument set

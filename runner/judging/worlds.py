@@ -90,7 +90,7 @@ from runner.judging.world_shapes import (
     window_args,
     zigzag_market,
 )
-from runner.judging.world_statements import off_cycle_quarters, statement_shapes
+from runner.judging.world_statements import off_cycle_quarters, sibling_rows, statement_shapes
 
 __all__ = ["AS_OF_BACK_SESSIONS", "DEFAULT_WORLDS", "MIN_SESSIONS_KEPT", "REPORTING_LAG_DAYS", "Market", "Reshape",
            "Spike", "World", "WorldKind", "Worlds", "choose", "default_root_parent", "display_name", "edge_dividends",
@@ -334,7 +334,8 @@ class Worlds:
 
     def _base_market(self) -> _Base:
         if self._base is None:
-            self._base = _Base(read_market(self.snapshot))
+            rng = np.random.default_rng([self.seed, len(KIND_ORDER), 3])  # a stream of its own
+            self._base = _Base(sibling_rows(read_market(self.snapshot), rng))
         return self._base
 
     def as_of_date(self, round_: int) -> date:
@@ -602,7 +603,9 @@ class Worlds:
             started = time.perf_counter()
             if kind is WorldKind.SEED:
                 seed = self._sub_seed(kind, round_)
-                market, off_cycle = off_cycle_quarters(Market(synthetic.generate(seed, cents=False), synthetic.AS_OF))
+                generated = sibling_rows(Market(synthetic.generate(seed, cents=False), synthetic.AS_OF),
+                                         np.random.default_rng([self.seed, 0, round_, 4]))  # a stream of its own
+                market, off_cycle = off_cycle_quarters(generated)
                 market, weekly = weekly_fiscal_calendar(market)
                 market, unfiled = unfiled_quarter(market)
                 market, stated = statement_shapes(market, np.random.default_rng([self.seed, 0, round_, 3]))
