@@ -53,7 +53,8 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
 #: 3.6: a value the sandbox refuses (NaN placeholders) is not the clear error an argument set the
 #: data cannot answer asks for -- only an exception the tool raised is; every world's statements give
 #: the rows the generator copies (Operating Revenue, Net Income Common Stockholders...) figures of
-#: their own;
+#: their own; the seed world holds a company whose fiscal year ends in January (fiscal N: the year
+#: ending in calendar N);
 #: 3.5: probes of the measure's optional parameters a tool declares, a zigzag world (summed returns
 #: positive, the close lower) for yes/no tasks, the first edge world after a holiday cluster, a long
 #: world of twenty years (calendar from 2005), also for a measure of all the history; an argument set

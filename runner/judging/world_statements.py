@@ -20,7 +20,8 @@ Yahoo's statements are not so tidy, and a tool registered as verified meets them
   not. A tool that reads the sibling row answers right only where they are copies.
 
 :func:`statement_shapes` puts the first three into every stock's quarterly statement,
-:func:`off_cycle_quarters` the fourth into one stock's statements, :func:`sibling_rows` the last into
+:func:`off_cycle_quarters` the fourth into two stocks' statements (one whose fiscal year then ends in
+July, one in January), :func:`sibling_rows` the last into
 every statement of every world; the oracle reads them as recorded
 (:func:`runner.judging.oracle.net_income`: the column within 15 days of the quarter's end, the newest
 column whose Net Income is reported, whatever its sign; a fiscal quarter in the month the company's
@@ -86,6 +87,13 @@ def statement_shapes(market: Market, rng: np.random.Generator) -> tuple[Market, 
 #: market, the first other symbol a statement task's derived probe names (the first, AAPL, is the
 #: benchmark's own subject). Its fiscal year ends in June in the generator; moved, in July.
 OFF_CYCLE_SYMBOL = "MSFT"
+#: The stock whose fiscal year the seed world ends in January (Walmart's, Nvidia's, Target's): the
+#: generator's December year moved a month by :func:`off_cycle_quarters`. The symbol the annual
+#: revenue task (fetch_003) lists as its probe, so every run asks its revenue there: "fiscal 2023"
+#: is the year ending in January 2023 (a fiscal year is named by the calendar year it ends in, as
+#: these companies name theirs), and a tool that names a January-March year by the calendar year
+#: before it answers another year, or none.
+JANUARY_YEAR_SYMBOL = "AMZN"
 
 
 def off_cycle_quarters(market: Market, symbol: str = OFF_CYCLE_SYMBOL) -> tuple[Market, str]:
@@ -113,8 +121,11 @@ def off_cycle_quarters(market: Market, symbol: str = OFF_CYCLE_SYMBOL) -> tuple[
                     market.as_of)
     data = [moved if other.symbol == symbol else other for other in market.data.values()]
     months = sorted({c.month for c in quarterly.columns})
+    years = sorted({c.month for c in yearly.columns}) if yearly is not None else []
     return Market(data, market.as_of), (f"{symbol}'s fiscal quarters end in "
-                                        f"{', '.join(calendar.month_abbr[m] for m in months)}")
+                                        f"{', '.join(calendar.month_abbr[m] for m in months)}"
+                                        + (f", its fiscal year in {calendar.month_abbr[years[0]]}"
+                                           if len(years) == 1 else ""))
 
 
 #: Each row the generator fills with a copy of another row's figure: ``row -> (the row it copies,

@@ -90,7 +90,7 @@ from runner.judging.world_shapes import (
     window_args,
     zigzag_market,
 )
-from runner.judging.world_statements import off_cycle_quarters, sibling_rows, statement_shapes
+from runner.judging.world_statements import JANUARY_YEAR_SYMBOL, off_cycle_quarters, sibling_rows, statement_shapes
 
 __all__ = ["AS_OF_BACK_SESSIONS", "DEFAULT_WORLDS", "MIN_SESSIONS_KEPT", "REPORTING_LAG_DAYS", "Market", "Reshape",
            "Spike", "World", "WorldKind", "Worlds", "choose", "default_root_parent", "display_name", "edge_dividends",
@@ -606,12 +606,13 @@ class Worlds:
                 generated = sibling_rows(Market(synthetic.generate(seed, cents=False), synthetic.AS_OF),
                                          np.random.default_rng([self.seed, 0, round_, 4]))  # a stream of its own
                 market, off_cycle = off_cycle_quarters(generated)
+                market, january = off_cycle_quarters(market, JANUARY_YEAR_SYMBOL)
                 market, weekly = weekly_fiscal_calendar(market)
                 market, unfiled = unfiled_quarter(market)
                 market, stated = statement_shapes(market, np.random.default_rng([self.seed, 0, round_, 3]))
                 market, moved = edge_dividends(market)
                 market, shapes = self._recorded(market, kind, round_)
-                words = "; ".join(w for w in (off_cycle, weekly, unfiled, stated, moved, shapes) if w)
+                words = "; ".join(w for w in (off_cycle, january, weekly, unfiled, stated, moved, shapes) if w)
                 self._markets[key] = [(f"seed-{seed}", words, _Base(market))]
             else:
                 base = self._base_market()

@@ -1,7 +1,7 @@
 """Labelled replies through the judge: wrong-but-plausible tools must fail, right variants must pass.
 
-``labelled_replies.jsonl`` holds 140 final tools for the 20 tasks, written without reading the judge's
-tests (112 ``wrong``: each gives the right number on the task's own arguments but is wrong in general
+``labelled_replies.jsonl`` holds 141 final tools for the 20 tasks, written without reading the judge's
+tests (113 ``wrong``: each gives the right number on the task's own arguments but is wrong in general
 -- a hard-coded argument, a clamp, an off-by-one window, answering from fewer data than asked, part
 of a list, a reporting lag or a year length assumed, a window anchored at the last bar instead of
 today...; 28 ``correct``: other accepted conventions or equivalent implementations). Lines 71-83
@@ -17,8 +17,9 @@ fifth blind batch, each a class the judge passed in every seed until it was clos
 average with no length check whose NaN placeholders the sandbox refuses (calc_002: a refused value
 is not the error an expect-error probe asks for); 139 and 140, a sibling line item read for the one
 asked (fetch_003: Operating Revenue for Total Revenue; fetch_001: Net Income Common Stockholders for
-Net Income; equal in the generated statements, given figures of their own in every world). They are
-judged as
+Net Income; equal in the generated statements, given figures of their own in every world); 141, a
+fiscal year ending in January-March named by the calendar year before it (fetch_003: the seed
+world's company whose fiscal year ends in January). They are judged as
 the gate judges a final tool (``scripts/judge_replies.py``), in five seeds' probes and hidden worlds.
 """
 
@@ -57,4 +58,4 @@ def test_wrong_replies_fail_and_right_ones_pass() -> None:
     unexpected = [f for f in found if f[3] == "FALSE PASS" and int(f[1]) not in KNOWN_FALSE_PASSES]
     assert not unexpected, unexpected
     summary = done.stdout.splitlines()[-1]
-    assert summary.startswith("140 replies x 5 seed(s)"), summary
+    assert summary.startswith("141 replies x 5 seed(s)"), summary

@@ -14,7 +14,7 @@ import pytest
 
 from runner.judging.oracle import compute, expected_values
 from runner.judging.probes import probes_for
-from runner.judging.world_statements import KEPT_ROWS, SIBLING_ROWS
+from runner.judging.world_statements import JANUARY_YEAR_SYMBOL, KEPT_ROWS, SIBLING_ROWS
 from runner.judging.worlds import WorldKind, Worlds
 from tests.runner.test_worlds import SEED, Env, edited, env, reference
 
@@ -207,3 +207,26 @@ def test_a_tool_reading_a_sibling_line_item_fails(drawn: Env, task_id: str, old:
     verdict, alone = drawn.judge(task_id, edited(task_id, old, new))
     assert alone, "right for the task's own arguments on the snapshot (the rows are copies there)"
     assert verdict.state == "fail", verdict.reason
+
+
+def test_the_seed_world_holds_a_company_whose_fiscal_year_ends_in_january(env: Env) -> None:
+    """Walmart's, Nvidia's shape: a fiscal year ending in January (dated as a 52/53-week calendar
+    dates it, up to three days into February). "Fiscal N" is the year ending in calendar N, as those
+    companies name theirs, and the revenue task asks this company in every run (its listed probe)."""
+    market = _seed_market(env)
+    yearly = market.income_stmt(JANUARY_YEAR_SYMBOL, "yearly")
+    ends = [pd.Timestamp(c) for c in yearly.columns]
+    assert ends and all((e.month, e.day) <= (2, 3) and (e.month == 2 or e.day >= 25) for e in ends), ends
+    assert JANUARY_YEAR_SYMBOL in {p.args.get("symbol") for p in env.judged["fetch_003"].probes}
+    for end in ends:
+        assert compute("total_revenue", market, {"symbol": JANUARY_YEAR_SYMBOL, "year": end.year}) == \
+            float(yearly.loc["Total Revenue", yearly.columns[ends.index(end)]])
+
+
+def test_a_january_fiscal_year_named_by_the_calendar_year_before_it_fails(drawn: Env) -> None:
+    code = edited("fetch_003", "        if pd.Timestamp(period_end).year == int(year):",
+                  "        end = pd.Timestamp(period_end)\n"
+                  "        if (end.year - 1 if end.month <= 3 else end.year) == int(year):")
+    verdict, alone = drawn.judge("fetch_003", code)
+    assert alone, "right for the task's own arguments on the snapshot (no fiscal year ends in January there)"
+    assert verdict.state == "fail" and JANUARY_YEAR_SYMBOL in verdict.reason, verdict.reason
