@@ -88,12 +88,14 @@ def statement_shapes(market: Market, rng: np.random.Generator) -> tuple[Market, 
 #: benchmark's own subject). Its fiscal year ends in June in the generator; moved, in July.
 OFF_CYCLE_SYMBOL = "MSFT"
 #: The stock whose fiscal year the seed world ends in January (Walmart's, Nvidia's, Target's): the
-#: generator's December year moved a month by :func:`off_cycle_quarters`. The symbol the annual
-#: revenue task (fetch_003) lists as its probe, so every run asks its revenue there: "fiscal 2023"
-#: is the year ending in January 2023 (a fiscal year is named by the calendar year it ends in, as
-#: these companies name theirs), and a tool that names a January-March year by the calendar year
-#: before it answers another year, or none.
-JANUARY_YEAR_SYMBOL = "AMZN"
+#: generator's December year moved a month by :func:`off_cycle_quarters`. The annual revenue task's
+#: own subject (fetch_003), so every run asks its revenue there: "fiscal 2023" is the year ending in
+#: January 2023 (a fiscal year is named by the calendar year it ends in, as these companies name
+#: theirs), and a tool that names a January-March year by the calendar year before it answers
+#: another year, or none. Not AMZN, the latest-quarter task's subject (fetch_006): a quarter ending
+#: in January has not ended by the seed world's as-of day, so its statement would lose the ended
+#: but unfiled newest quarter that task is judged on.
+JANUARY_YEAR_SYMBOL = "GOOGL"
 
 
 def off_cycle_quarters(market: Market, symbol: str = OFF_CYCLE_SYMBOL) -> tuple[Market, str]:

@@ -212,12 +212,12 @@ def test_a_tool_reading_a_sibling_line_item_fails(drawn: Env, task_id: str, old:
 def test_the_seed_world_holds_a_company_whose_fiscal_year_ends_in_january(env: Env) -> None:
     """Walmart's, Nvidia's shape: a fiscal year ending in January (dated as a 52/53-week calendar
     dates it, up to three days into February). "Fiscal N" is the year ending in calendar N, as those
-    companies name theirs, and the revenue task asks this company in every run (its listed probe)."""
+    companies name theirs, and the revenue task asks this company in every run (its own subject)."""
     market = _seed_market(env)
     yearly = market.income_stmt(JANUARY_YEAR_SYMBOL, "yearly")
     ends = [pd.Timestamp(c) for c in yearly.columns]
     assert ends and all((e.month, e.day) <= (2, 3) and (e.month == 2 or e.day >= 25) for e in ends), ends
-    assert JANUARY_YEAR_SYMBOL in {p.args.get("symbol") for p in env.judged["fetch_003"].probes}
+    assert env.tasks["fetch_003"].intent.args["symbol"] == JANUARY_YEAR_SYMBOL
     for end in ends:
         assert compute("total_revenue", market, {"symbol": JANUARY_YEAR_SYMBOL, "year": end.year}) == \
             float(yearly.loc["Total Revenue", yearly.columns[ends.index(end)]])
@@ -229,4 +229,4 @@ def test_a_january_fiscal_year_named_by_the_calendar_year_before_it_fails(drawn:
                   "        if (end.year - 1 if end.month <= 3 else end.year) == int(year):")
     verdict, alone = drawn.judge("fetch_003", code)
     assert alone, "right for the task's own arguments on the snapshot (no fiscal year ends in January there)"
-    assert verdict.state == "fail" and JANUARY_YEAR_SYMBOL in verdict.reason, verdict.reason
+    assert verdict.state == "fail" and verdict.reason.startswith("world seed-"), verdict.reason
