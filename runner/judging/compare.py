@@ -54,7 +54,8 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
 #: data cannot answer asks for -- only an exception the tool raised is; every world's statements give
 #: the rows the generator copies (Operating Revenue, Net Income Common Stockholders...) figures of
 #: their own; the seed world holds a company whose fiscal year ends in January (fiscal N: the year
-#: ending in calendar N);
+#: ending in calendar N); a closure world (as of 2012-10-30, four calendar days after the last
+#: session) for every task the oracle answers there;
 #: 3.5: probes of the measure's optional parameters a tool declares, a zigzag world (summed returns
 #: positive, the close lower) for yes/no tasks, the first edge world after a holiday cluster, a long
 #: world of twenty years (calendar from 2005), also for a measure of all the history; an argument set
