@@ -57,7 +57,7 @@ class _InProcess:
     def run(self, code: str, entry: str, call: dict[str, Any], limits: Limits,
             snapshot_dir: str | None = None) -> ExecutionResult:
         from finevo.market import replay
-        from finevo.normalize import TOOL, normalize
+        from finevo.normalize import TOOL, ResultRefused, normalize
 
         where = str(snapshot_dir or self.data)
         if where not in self._loaded:
@@ -72,9 +72,14 @@ class _InProcess:
         try:
             namespace: dict[str, Any] = {"__name__": "tool"}
             exec(compile(code, "<tool>", "exec"), namespace)  # the repository's own reference tools
-            value = normalize(namespace[entry](**call), TOOL)  # as the sandbox's harness does
+            value = namespace[entry](**call)
         except Exception as exc:
             return ExecutionResult(status="exception", error_type=type(exc).__name__, error_message=str(exc)[:500])
+        try:
+            value = normalize(value, TOOL)  # as the sandbox's harness does
+        except ResultRefused as exc:  # a value, not an error the tool raised: as the supervisor records it
+            return ExecutionResult(status="crashed", layer="result", error_type=exc.error_type,
+                                   error_message=exc.message[:500])
         return ExecutionResult(status="ok", value=value)
 
     def close(self) -> None:

@@ -47,9 +47,15 @@ from runner.judging.oracle import NOT_HELD, OR_RAISES, RAISES
 from runner.records import ProbeResult, TaskState
 
 __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", "judge_probes", "judge_value",
-           "mismatch_words", "probe_entry", "readings"]
+           "mismatch_words", "probe_entry", "raised_by_tool", "readings", "refused_value"]
 
 #: Recorded in every report; bump it whenever a rule changes what passes.
+#: 3.6: a value the sandbox refuses (NaN placeholders) is not the clear error an argument set the
+#: data cannot answer asks for -- only an exception the tool raised is; every world's statements give
+#: the rows the generator copies (Operating Revenue, Net Income Common Stockholders...) figures of
+#: their own; the seed world holds a company whose fiscal year ends in January (fiscal N: the year
+#: ending in calendar N); a closure world (as of 2012-10-30, four calendar days after the last
+#: session) for every task the oracle answers there;
 #: 3.5: probes of the measure's optional parameters a tool declares, a zigzag world (summed returns
 #: positive, the close lower) for yes/no tasks, the first edge world after a holiday cluster, a long
 #: world of twenty years (calendar from 2005), also for a measure of all the history; an argument set
@@ -72,7 +78,7 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
 #: support them (must raise), the dividend window's edge and Wilder's SMA seed as readings,
 #: closed-day as-of worlds; 3.1: flip worlds, threshold boundary probes, RSI warm-up reading;
 #: 3.0: hidden worlds.
-JUDGE_VERSION = "3.5"
+JUDGE_VERSION = "3.6"
 
 #: Runs tool code in the sandbox: ``(code, entry, args) -> ExecutionResult``; may raise a
 #: :class:`~finevo.errors.FinevoError` (an external one when the sandbox itself is unavailable).
@@ -288,25 +294,46 @@ def mismatch_words(task: Task, value: Any, expected: Mapping[str, Any], names: S
     return "; ".join(f"{compare(value, expected[c], task.tolerance, 'value')} ({c})" for c in names)
 
 
+def refused_value(result: ExecutionResult) -> bool:
+    """Whether the tool returned a value the sandbox's boundary refused (NaN placeholders, a shape no
+    answer has: ``ResultNotFinite``, ``ResultShape``...; the supervisor records it on layer ``result``).
+    The tool's own doing, and a value, never an error it raised."""
+    return result.layer == "result"
+
+
+def raised_by_tool(result: ExecutionResult) -> bool:
+    """Whether the tool raised an exception of its own: the only run that counts as a clear error
+    where the data cannot answer. A refused value (:func:`refused_value`), a timeout, a crash or a
+    block is not one."""
+    return result.status == "exception" and not refused_value(result)
+
+
 def run_words(result: ExecutionResult) -> str:
     """What happened to a tool run that returned no value, in words ("the tool raised (...)")."""
     detail = ": ".join(x for x in (result.error_type, result.error_message or result.rule) if x)
     what = {"exception": "raised", "timeout": "timed out", "blocked": "was blocked",
             "killed": "was killed by a resource limit", "crashed": "died without a result"}.get(result.status,
                                                                                              result.status)
+    if refused_value(result):
+        what = "returned a value the sandbox refuses as an answer"
     return f"the tool {what}" + (f" ({detail})" if detail else "")
 
 
 def raise_judgement(where: str, result: ExecutionResult, reason: str) -> Judgement:
     """A call whose arguments the data cannot support (the oracle's ``reason``): it passes only when
-    the tool raised an exception of its own -- a clear error. A value (a placeholder, an answer from
-    fewer data than asked), a timeout, a crash or a block fails."""
-    if result.status == "exception":
+    the tool raised an exception of its own -- a clear error (:func:`raised_by_tool`). A value (a
+    placeholder, an answer from fewer data than asked, a value the sandbox refuses such as a list
+    of NaN), a timeout, a crash or a block fails."""
+    if raised_by_tool(result):
         return Judgement(TaskState.PASS, f"{where}: raises as expected ({result.error_type or 'an error'})")
     if result.ok:
         got = describe(normalize(result.value, ANSWER))
         return Judgement(TaskState.FAIL, f"{where}: expected a clear error (the data cannot support these "
                                          f"arguments: {reason}), got a value {got}")
+    if refused_value(result):
+        return Judgement(TaskState.FAIL, f"{where}: expected a clear error (the data cannot support these "
+                                         f"arguments: {reason}), but {run_words(result)}: a placeholder "
+                                         "is not an error the tool raised")
     return Judgement(TaskState.FAIL, f"{where}: expected a clear error, but {run_words(result)}")
 
 
@@ -380,7 +407,7 @@ def judge_probes(task: Task, outcome: Outcome, main: Judgement, main_expected: M
                 record.actual = normalize(result.value, ANSWER) if result.ok else None
                 if RAISES in expected:
                     judgement = raise_judgement(f"probe {index} ({probe.label()})", result, str(expected[RAISES]))
-                elif OR_RAISES in expected and result.status == "exception":
+                elif OR_RAISES in expected and raised_by_tool(result):
                     judgement = refusal_judgement(f"probe {index} ({probe.label()})", result, str(expected[OR_RAISES]))
                 elif result.ok:
                     judgement = judge_probe_value(task, index, probe, result.value, expected)

@@ -42,6 +42,7 @@ from runner.judging.compare import (
     mismatch_words,
     probe_entry,
     raise_judgement,
+    raised_by_tool,
     readings,
     refusal_judgement,
     run_words,
@@ -347,7 +348,7 @@ def _call_judgement(task: Task, where: str, answer: Answer | None, expected: dic
         return Judgement(TaskState.FAIL, f"{where}: {answer.code}: {answer.message}"), allowed
     if RAISES in expected:
         return raise_judgement(where, answer, str(expected[RAISES])), allowed
-    if OR_RAISES in expected and answer.status == "exception":
+    if OR_RAISES in expected and raised_by_tool(answer):
         return refusal_judgement(where, answer, str(expected[OR_RAISES])), allowed
     if not answer.ok:
         return Judgement(TaskState.FAIL, f"{where}: {run_words(answer)}"), allowed

@@ -13,10 +13,16 @@ Yahoo's statements are not so tidy, and a tool registered as verified meets them
   serve). A tool that counts columns back from the newest instead of matching a column to the
   quarter's end answers the neighbouring quarter for every older one;
 * **fiscal quarters off the calendar's**: a company whose quarters end in January, April, July and
-  October (Cisco's, Nvidia's, Walmart's calendars), a month from any calendar quarter's end.
+  October (Cisco's, Nvidia's, Walmart's calendars), a month from any calendar quarter's end;
+* **sibling line items with figures of their own**: the generator copies one figure into several
+  rows (Operating Revenue is Total Revenue, Net Income Common Stockholders is Net Income, ...), as a
+  plain company's statement shows it; a bank's, an insurer's or a company with preferred stock's do
+  not. A tool that reads the sibling row answers right only where they are copies.
 
 :func:`statement_shapes` puts the first three into every stock's quarterly statement,
-:func:`off_cycle_quarters` the last into one stock's statements; the oracle reads them as recorded
+:func:`off_cycle_quarters` the fourth into two stocks' statements (one whose fiscal year then ends in
+July, one in January), :func:`sibling_rows` the last into
+every statement of every world; the oracle reads them as recorded
 (:func:`runner.judging.oracle.net_income`: the column within 15 days of the quarter's end, the newest
 column whose Net Income is reported, whatever its sign; a fiscal quarter in the month the company's
 annual statements end).
@@ -81,6 +87,15 @@ def statement_shapes(market: Market, rng: np.random.Generator) -> tuple[Market, 
 #: market, the first other symbol a statement task's derived probe names (the first, AAPL, is the
 #: benchmark's own subject). Its fiscal year ends in June in the generator; moved, in July.
 OFF_CYCLE_SYMBOL = "MSFT"
+#: The stock whose fiscal year the seed world ends in January (Walmart's, Nvidia's, Target's): the
+#: generator's December year moved a month by :func:`off_cycle_quarters`. The annual revenue task's
+#: own subject (fetch_003), so every run asks its revenue there: "fiscal 2023" is the year ending in
+#: January 2023 (a fiscal year is named by the calendar year it ends in, as these companies name
+#: theirs), and a tool that names a January-March year by the calendar year before it answers
+#: another year, or none. Not AMZN, the latest-quarter task's subject (fetch_006): a quarter ending
+#: in January has not ended by the seed world's as-of day, so its statement would lose the ended
+#: but unfiled newest quarter that task is judged on.
+JANUARY_YEAR_SYMBOL = "GOOGL"
 
 
 def off_cycle_quarters(market: Market, symbol: str = OFF_CYCLE_SYMBOL) -> tuple[Market, str]:
@@ -108,5 +123,61 @@ def off_cycle_quarters(market: Market, symbol: str = OFF_CYCLE_SYMBOL) -> tuple[
                     market.as_of)
     data = [moved if other.symbol == symbol else other for other in market.data.values()]
     months = sorted({c.month for c in quarterly.columns})
+    years = sorted({c.month for c in yearly.columns}) if yearly is not None else []
     return Market(data, market.as_of), (f"{symbol}'s fiscal quarters end in "
-                                        f"{', '.join(calendar.month_abbr[m] for m in months)}")
+                                        f"{', '.join(calendar.month_abbr[m] for m in months)}"
+                                        + (f", its fiscal year in {calendar.month_abbr[years[0]]}"
+                                           if len(years) == 1 else ""))
+
+
+#: Each row the generator fills with a copy of another row's figure: ``row -> (the row it copies,
+#: the range of its own figure as a fraction of that row's)``. The ranges never hold 1 and never
+#: overlap within a group, so no two rows of a statement are equal and none equals a row a task
+#: asks (Total Revenue, Net Income): operating revenue a little below total revenue (other
+#: revenue), net income to common below net income (preferred dividends), net income including
+#: noncontrolling interests above it (the minority's share), and so on.
+SIBLING_ROWS: dict[str, tuple[str, float, float]] = {
+    "Operating Revenue": ("Total Revenue", 0.92, 0.98),
+    "Net Income Common Stockholders": ("Net Income", 0.96, 0.98),
+    "Diluted NI Availto Com Stockholders": ("Net Income", 0.981, 0.99),
+    "Normalized Income": ("Net Income", 0.93, 0.95),
+    "Net Income From Continuing And Discontinued Operation": ("Net Income", 1.002, 1.008),
+    "Net Income From Continuing Operation Net Minority Interest": ("Net Income", 1.01, 1.02),
+    "Net Income Including Noncontrolling Interests": ("Net Income", 1.025, 1.04),
+    "Net Income Continuous Operations": ("Net Income", 1.045, 1.06),
+    "Reconciled Cost Of Revenue": ("Cost Of Revenue", 0.97, 0.99),
+    "Normalized EBITDA": ("EBITDA", 1.01, 1.04),
+    "Total Operating Income As Reported": ("Operating Income", 0.96, 0.99),
+    "Other Non Operating Income Expenses": ("Other Income Expense", 0.6, 0.9),
+    "Net Non Operating Interest Income Expense": ("Net Interest Income", 0.85, 0.95),
+    "Interest Expense Non Operating": ("Interest Expense", 0.9, 0.97),
+    "Interest Income Non Operating": ("Interest Income", 0.9, 0.97),
+}
+
+
+def _own_figures(frame: pd.DataFrame | None, factors: dict[str, float]) -> pd.DataFrame | None:
+    """``frame`` with each row of ``factors`` its base row's figures times its factor, rounded to whole
+    thousands as filed (a cell its base row leaves empty stays empty)."""
+    if frame is None or frame.empty:
+        return frame
+    out = frame.copy()
+    for row, factor in factors.items():
+        base = SIBLING_ROWS[row][0]
+        if row in out.index and base in out.index:
+            out.loc[row] = (out.loc[base].astype("float64") * factor / 1e3).round() * 1e3
+    return out
+
+
+def sibling_rows(market: Market, rng: np.random.Generator) -> Market:
+    """``market`` with every row of :data:`SIBLING_ROWS` that copies its base row given figures of its
+    own: the base row's times a factor drawn from the row's range, one per symbol and row, the same
+    in the quarterly and the annual statement (an annual column still sums its quarters). Draws only
+    from ``rng`` (a stream of its own: no other value of a world moves, and a world's description
+    is unchanged: every world has these rows); ``info`` is untouched (its statement fields read
+    Total Revenue, Net Income and Diluted EPS)."""
+    data = []
+    for item in market.data.values():
+        factors = {row: float(rng.uniform(low, high)) for row, (_, low, high) in SIBLING_ROWS.items()}
+        data.append(SymbolData(item.symbol, item.history, _own_figures(item.income_yearly, factors),
+                               _own_figures(item.income_quarterly, factors), item.info, item.fast_info))
+    return Market(data, market.as_of)

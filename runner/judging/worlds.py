@@ -16,6 +16,10 @@ with new sub-seeds, when ``count`` is above 3):
   window): a tool that drops the last session (yfinance's exclusive ``end``) or reads the
   previous one moves.
 
+Some tasks get one more world of a kind of its own (``flip``, ``leap``, ``long``, ``closure``: see
+:class:`WorldKind`); the ``closure`` world stands right after the longest market closure the long
+world's calendar holds, for every task the oracle answers there.
+
 Spikes are new highs or lows of Close (the whole bar scaled, so ``Low <= Open, Close <= High``
 holds) on every symbol, at the windows of every task of the run. Each of the two spiked kinds
 comes in a few variants (spikes up or down, big or small); each task is judged in the variant
@@ -32,6 +36,7 @@ next run that builds worlds.
 from __future__ import annotations
 
 import calendar
+import itertools
 import os
 import secrets
 import shutil
@@ -90,7 +95,7 @@ from runner.judging.world_shapes import (
     window_args,
     zigzag_market,
 )
-from runner.judging.world_statements import off_cycle_quarters, statement_shapes
+from runner.judging.world_statements import JANUARY_YEAR_SYMBOL, off_cycle_quarters, sibling_rows, statement_shapes
 
 __all__ = ["AS_OF_BACK_SESSIONS", "DEFAULT_WORLDS", "MIN_SESSIONS_KEPT", "REPORTING_LAG_DAYS", "Market", "Reshape",
            "Spike", "World", "WorldKind", "Worlds", "choose", "default_root_parent", "display_name", "edge_dividends",
@@ -223,9 +228,18 @@ class WorldKind(StrEnum):
     #: (:func:`lengthened`). There a tool that reads a fixed period (a year, two) where the task's
     #: reading uses the whole history answers the long probe from unconverged EMAs, and fails.
     LONG = "long"
+    #: Every task whose oracle answers there gets one more: the ``long`` world cut at the latest closed
+    #: day at least :data:`CLOSURE_DAYS` calendar days after the last session (Hurricane Sandy's
+    #: 2012-10-30, the national day of mourning of 2007-01-02 after New Year's Day). No regular
+    #: weekend or holiday leaves so long a gap (a Monday holiday, or a Sunday after Good Friday,
+    #: is three days after the last session): a tool that looks back three calendar days for "the
+    #: latest close" finds nothing there (:meth:`Worlds.closure_day`).
+    CLOSURE = "closure"
 
 
 KIND_ORDER: tuple[WorldKind, ...] = (WorldKind.SEED, WorldKind.AS_OF, WorldKind.EDGE)
+#: The ``closure`` world's as-of day lies this many calendar days or more after the last session.
+CLOSURE_DAYS = 4
 
 
 #: How many variants of each kind a task of this output type chooses among (the small moves of
@@ -297,6 +311,9 @@ class Worlds:
         self._longer_stopped = ""
         #: The ``long`` world's market (built once, :meth:`long_market`).
         self._long: _Base | None = None
+        #: The ``closure`` world's market (built once, :meth:`_closure_world`): None until built.
+        self._closure: tuple[date, int, _Base] | None = None
+        self._closure_built = False
         #: Seconds spent on worlds (reported by the benchmark scripts): in all, and generating (markets
         #: in memory), writing (snapshot files) and choosing (each task's variants).
         self.build_s = 0.0
@@ -334,7 +351,8 @@ class Worlds:
 
     def _base_market(self) -> _Base:
         if self._base is None:
-            self._base = _Base(read_market(self.snapshot))
+            rng = np.random.default_rng([self.seed, len(KIND_ORDER), 3])  # a stream of its own
+            self._base = _Base(sibling_rows(read_market(self.snapshot), rng))
         return self._base
 
     def as_of_date(self, round_: int) -> date:
@@ -520,6 +538,50 @@ class Worlds:
         return self._write(f"{WorldKind.LONG.value}-{market.as_of.isoformat()}", WorldKind.LONG, 0, self._long,
                            f"history from {first} ({LONG_YEARS} years)")
 
+    def closure_day(self) -> tuple[date, int] | None:
+        """The ``closure`` world's as-of day and how many calendar days after the last session it
+        lies: of the closed days of the ``long`` world's calendar at least :data:`CLOSURE_DAYS`
+        calendar days after the session before them, with two calendar years of history before them
+        and no ex-date on a whole-year edge, the latest (the last closed day before the market
+        reopens); None when its calendar holds none."""
+        market = self.long_market()
+        sessions = market.sessions()
+        if not sessions:
+            return None
+        events: set[date] = set()
+        for symbol in market.symbols():
+            events.update(pd.DatetimeIndex(market.dividends(symbol).index).date)
+        earliest = _years_before(sessions[0], -2)
+        found = None
+        for before, after in itertools.pairwise(sessions):
+            day = after - timedelta(days=1)
+            if (day - before).days >= CLOSURE_DAYS and day >= earliest and not _on_an_edge(day, events):
+                found = (day, (day - before).days)
+        return found
+
+    def _closure_world(self, task: Task) -> World | None:
+        """The ``closure`` world (:meth:`closure_day`: the long world cut there) for a task whose
+        oracle answers there under its first reading (a statement task has nothing filed that far
+        back); None otherwise."""
+        if not self._closure_built:
+            self._closure_built = True
+            started = time.perf_counter()
+            found = self.closure_day()
+            if found is not None:
+                day, gap = found
+                self._closure = (day, gap, _Base(truncate(self.long_market(), day)))
+            self.timings["generate"] += time.perf_counter() - started
+        if self._closure is None:
+            return None
+        day, gap, base = self._closure
+        started = time.perf_counter()
+        answers = _primary(task, base.market, {}) is not None
+        self.timings["choose"] += time.perf_counter() - started
+        if not answers:
+            return None
+        return self._write(f"{WorldKind.CLOSURE.value}-{day.isoformat()}", WorldKind.CLOSURE, 0, base,
+                           f"as of {day}, a market closure: {gap} calendar days after the last session")
+
     def _reads_all_history(self, task: Task, market: Market) -> bool:
         """Whether the oracle's answer for the task's own arguments in ``market`` (the ``long`` one,
         whose last sessions are the snapshot's) differs from the snapshot's: only a measure that
@@ -602,13 +664,16 @@ class Worlds:
             started = time.perf_counter()
             if kind is WorldKind.SEED:
                 seed = self._sub_seed(kind, round_)
-                market, off_cycle = off_cycle_quarters(Market(synthetic.generate(seed, cents=False), synthetic.AS_OF))
+                generated = sibling_rows(Market(synthetic.generate(seed, cents=False), synthetic.AS_OF),
+                                         np.random.default_rng([self.seed, 0, round_, 4]))  # a stream of its own
+                market, off_cycle = off_cycle_quarters(generated)
+                market, january = off_cycle_quarters(market, JANUARY_YEAR_SYMBOL)
                 market, weekly = weekly_fiscal_calendar(market)
                 market, unfiled = unfiled_quarter(market)
                 market, stated = statement_shapes(market, np.random.default_rng([self.seed, 0, round_, 3]))
                 market, moved = edge_dividends(market)
                 market, shapes = self._recorded(market, kind, round_)
-                words = "; ".join(w for w in (off_cycle, weekly, unfiled, stated, moved, shapes) if w)
+                words = "; ".join(w for w in (off_cycle, january, weekly, unfiled, stated, moved, shapes) if w)
                 self._markets[key] = [(f"seed-{seed}", words, _Base(market))]
             else:
                 base = self._base_market()
@@ -744,7 +809,7 @@ class Worlds:
             if zig is not None:
                 worlds.append(zig)
         if worlds:
-            for extra in (self._leap_world(task), self._long_world(task)):
+            for extra in (self._leap_world(task), self._long_world(task), self._closure_world(task)):
                 if extra is not None:
                     worlds.append(extra)
         self._per_task[task.id] = worlds

@@ -1,7 +1,7 @@
 """Labelled replies through the judge: wrong-but-plausible tools must fail, right variants must pass.
 
-``labelled_replies.jsonl`` holds 137 final tools for the 20 tasks, written without reading the judge's
-tests (109 ``wrong``: each gives the right number on the task's own arguments but is wrong in general
+``labelled_replies.jsonl`` holds 142 final tools for the 20 tasks, written without reading the judge's
+tests (114 ``wrong``: each gives the right number on the task's own arguments but is wrong in general
 -- a hard-coded argument, a clamp, an off-by-one window, answering from fewer data than asked, part
 of a list, a reporting lag or a year length assumed, a window anchored at the last bar instead of
 today...; 28 ``correct``: other accepted conventions or equivalent implementations). Lines 71-83
@@ -12,7 +12,15 @@ three correct); lines 132-136 from the same batch, the argument and data classes
 days fetched for sessions; calc_005: an optional parameter ignored; comp_001: six months whatever the
 windows; comp_002: "price up" from summed returns; comp_004: ten years as all the history); line 137
 from the same batch, an RSI whose lookback is silently widened to fit its window (calc_001: caught
-since the judge asks argument sets where the accepted readings part). They are judged as
+since the judge asks argument sets where the accepted readings part). Lines from 138 on are from a
+fifth blind batch, each a class the judge passed in every seed until it was closed: 138, a moving
+average with no length check whose NaN placeholders the sandbox refuses (calc_002: a refused value
+is not the error an expect-error probe asks for); 139 and 140, a sibling line item read for the one
+asked (fetch_003: Operating Revenue for Total Revenue; fetch_001: Net Income Common Stockholders for
+Net Income; equal in the generated statements, given figures of their own in every world); 141, a
+fiscal year ending in January-March named by the calendar year before it (fetch_003: the seed
+world's company whose fiscal year ends in January); 142, a "latest close" that looks back three
+calendar days (fetch_004: the closure world, as of 2012-10-30). They are judged as
 the gate judges a final tool (``scripts/judge_replies.py``), in five seeds' probes and hidden worlds.
 """
 
@@ -51,4 +59,4 @@ def test_wrong_replies_fail_and_right_ones_pass() -> None:
     unexpected = [f for f in found if f[3] == "FALSE PASS" and int(f[1]) not in KNOWN_FALSE_PASSES]
     assert not unexpected, unexpected
     summary = done.stdout.splitlines()[-1]
-    assert summary.startswith("137 replies x 5 seed(s)"), summary
+    assert summary.startswith("142 replies x 5 seed(s)"), summary

@@ -30,6 +30,8 @@ from runner.judging.oracle import expected_values, probe_expected_values
 from runner.reports import document
 from tests.runner.fakes import BENCH, DATA, TASKS
 
+ROOT = Path(__file__).resolve().parents[2]
+
 REFERENCE = BENCH / "reference"
 
 
@@ -452,6 +454,51 @@ def test_a_tool_that_answers_from_fewer_data_than_asked_fails_and_one_that_raise
     assert failed.state == "fail" and "expected a clear error" in failed.reason
     passed = judge_task(judged, outcome, expected, 0.0, Reruns(raises, probe_expected=probe_expected))
     assert passed.state == "pass", passed.reason
+
+
+def test_a_value_the_sandbox_refuses_is_not_the_clear_error_a_probe_expects(tasks, snapshot) -> None:
+    """A tool with no length check returns NaN placeholders where the data cannot answer; the sandbox
+    refuses that value (``ResultNotFinite``, layer ``result``). That is the tool's value, not an
+    exception of its own: the expect-error probe fails, saying so. The sandbox records it that way,
+    and so does the in-process runner of the judge's scripts."""
+    import importlib.util
+
+    from finevo.sandbox import Limits
+    from runner.judging.probes import probes_for
+
+    task = tasks["calc_002"]
+    judged = task.model_copy(update={"probes": tuple(p for p in probes_for(task, snapshot, seed=1) if p.expect_error)})
+    assert judged.probes
+    expected = expected_values(judged, snapshot)
+    code = ("import yfinance as yf\n\n\ndef sma(symbol, window=5, days=20):\n"
+            "    closes = yf.Ticker(symbol).history(period='max')['Close']\n"
+            "    return [float('nan')] * days\n")
+    spec = importlib.util.spec_from_file_location("bench_worlds", ROOT / "scripts" / "bench_worlds.py")
+    assert spec is not None and spec.loader is not None
+    bench_worlds = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench_worlds)
+    in_process = bench_worlds._InProcess(DATA)
+    try:
+        refused = in_process.run(code, "sma", {"symbol": "AAPL", "days": 3}, Limits())
+    finally:
+        in_process.close()
+    assert refused.status == "crashed" and refused.layer == "result" and refused.error_type == "ResultNotFinite"
+    outcome = Outcome(task_id=task.id, value=_primary(expected), tool_code=code, stage="done")
+    probe_expected = probe_expected_values(judged, snapshot)
+    as_recorded = {"sandbox": refused,  # as the supervisor records it
+                   "claimed": ExecutionResult(status="exception", layer="result", error_type="ResultNotFinite",
+                                              error_message="value[0] is NaN")}
+    for name, placeholder in as_recorded.items():
+        def run(code: str, entry: str, args: dict[str, Any], snapshot_dir: str | None = None,
+                placeholder: ExecutionResult = placeholder) -> ExecutionResult:
+            if args == dict(task.intent.args):
+                return ExecutionResult(status="ok", value=_primary(expected))
+            return placeholder
+
+        failed = judge_task(judged, outcome, expected, 0.0, Reruns(run, probe_expected=probe_expected))
+        assert failed.state == "fail", (name, failed.reason)
+        assert "refuses as an answer" in failed.reason and "not an error the tool raised" in failed.reason, \
+            (name, failed.reason)
 
 
 # --------------------------------------------------------------------------- counts at another scale, real numbers

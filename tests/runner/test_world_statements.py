@@ -14,7 +14,7 @@ import pytest
 
 from runner.judging.oracle import compute, expected_values
 from runner.judging.probes import probes_for
-from runner.judging.world_statements import KEPT_ROWS
+from runner.judging.world_statements import JANUARY_YEAR_SYMBOL, KEPT_ROWS, SIBLING_ROWS
 from runner.judging.worlds import WorldKind, Worlds
 from tests.runner.test_worlds import SEED, Env, edited, env, reference
 
@@ -138,3 +138,95 @@ def test_worlds_of_other_seeds_keep_the_feb_29_leap_day(env: Env) -> None:
     for seed in (1, 2, 3):
         plan = Worlds(env.snapshot, 3, seed).leap_plan()
         assert plan is not None and plan[0] == date(2024, 2, 29), seed
+
+
+#: The rows the statement tasks ask (fetch_001 and fetch_006: Net Income; fetch_003: Total Revenue).
+ASKED_ROWS = ("Net Income", "Total Revenue")
+
+
+def _copies(frame: pd.DataFrame) -> list[tuple[str, str]]:
+    """Pairs of rows of ``frame`` whose figures are all equal (where both have one; a row of zeros
+    or of nothing at all aside, and the per-share rows: basic and diluted EPS differ by a dilution of
+    0.6 %, which rounding to cents hides for a small EPS)."""
+    rows = [r for r in frame.index if frame.loc[r].notna().any() and (frame.loc[r].fillna(0) != 0).any()
+            and r not in ("Basic EPS", "Diluted EPS")]
+    out = []
+    for a, b in itertools.combinations(rows, 2):
+        both = frame.loc[a].notna() & frame.loc[b].notna()
+        if both.any() and (frame.loc[a][both] == frame.loc[b][both]).all():
+            out.append((str(a), str(b)))
+    return out
+
+
+def test_the_generated_statements_copy_sibling_rows_and_no_world_does(env: Env) -> None:
+    """The generator (and so the bundled snapshot) copies one figure into several rows: Operating
+    Revenue is Total Revenue, Net Income Common Stockholders is Net Income. In every world each of
+    those rows has figures of its own, and none equals a row a task asks."""
+    snapshot_copies = {pair for s in ("AAPL", "MSFT") for pair in _copies(env.snapshot.income_stmt(s, "quarterly"))}
+    assert ("Net Income Common Stockholders", "Net Income") in snapshot_copies
+    assert ("Total Revenue", "Operating Revenue") in snapshot_copies
+    markets = {name: base.market for kind in (WorldKind.SEED, WorldKind.AS_OF, WorldKind.EDGE)
+               for name, _, base in env.worlds.variants(kind, 0)}
+    markets["flip"] = env.worlds._shaped_base()
+    markets["long"] = env.worlds.long_market()
+    for name, market in markets.items():
+        for symbol in ("AAPL", "MSFT", "GOOGL", "AMZN", "TSLA"):
+            for freq in ("quarterly", "yearly"):
+                frame = market.income_stmt(symbol, freq)
+                assert not _copies(frame), (name, symbol, freq, _copies(frame))
+                for row in SIBLING_ROWS:
+                    assert row in frame.index, (name, symbol, freq, row)
+                for asked in ASKED_ROWS:
+                    near = [r for r in SIBLING_ROWS if  # in no column, not even a loss's
+                            ((frame.loc[r] - frame.loc[asked]).abs() <= 1e-6 * frame.loc[asked].abs()).any()]
+                    assert not near, (name, symbol, freq, asked, near)
+
+
+def test_an_annual_sibling_row_still_sums_its_quarters(env: Env) -> None:
+    market = env.worlds.variants(WorldKind.EDGE, 0)[0][2].market
+    quarterly, yearly = market.income_stmt("AAPL", "quarterly"), market.income_stmt("AAPL", "yearly")
+    for column in yearly.columns:
+        end = pd.Timestamp(column)
+        four = [c for c in quarterly.columns if end - pd.Timedelta(days=330) < pd.Timestamp(c) <= end]
+        if len(four) == 4 and quarterly[four].notna().all().all():
+            for row in ("Operating Revenue", "Net Income Common Stockholders"):
+                assert abs(float(quarterly.loc[row, four].sum()) - float(yearly.loc[row, column])) <= 4e3, row
+            return
+    pytest.fail("no fiscal year of AAPL with its four quarters in the world")
+
+
+@pytest.mark.parametrize(("task_id", "old", "new"), [
+    # the revenue read from the "Operating Revenue" line (a bank's, an insurer's total revenue is more)
+    ("fetch_003", 'row = statement.loc["Total Revenue"]', 'row = statement.loc["Operating Revenue"]'),
+    # net income read after preferred dividends
+    ("fetch_001", 'row = statement.loc["Net Income"]', 'row = statement.loc["Net Income Common Stockholders"]'),
+    ("fetch_006", 'row = statement.loc["Net Income"]', 'row = statement.loc["Net Income Including Noncontrolling '
+                                                        'Interests"]'),
+])
+def test_a_tool_reading_a_sibling_line_item_fails(drawn: Env, task_id: str, old: str, new: str) -> None:
+    verdict, alone = drawn.judge(task_id, edited(task_id, old, new))
+    assert alone, "right for the task's own arguments on the snapshot (the rows are copies there)"
+    assert verdict.state == "fail", verdict.reason
+
+
+def test_the_seed_world_holds_a_company_whose_fiscal_year_ends_in_january(env: Env) -> None:
+    """Walmart's, Nvidia's shape: a fiscal year ending in January (dated as a 52/53-week calendar
+    dates it, up to three days into February). "Fiscal N" is the year ending in calendar N, as those
+    companies name theirs, and the revenue task asks this company in every run (its own subject)."""
+    market = _seed_market(env)
+    yearly = market.income_stmt(JANUARY_YEAR_SYMBOL, "yearly")
+    ends = [pd.Timestamp(c) for c in yearly.columns]
+    assert ends and all((e.month, e.day) <= (2, 3) and (e.month == 2 or e.day >= 25) for e in ends), ends
+    assert env.tasks["fetch_003"].intent.args["symbol"] == JANUARY_YEAR_SYMBOL
+    for end in ends:
+        assert compute("total_revenue", market, {"symbol": JANUARY_YEAR_SYMBOL, "year": end.year}) == \
+            float(yearly.loc["Total Revenue", yearly.columns[ends.index(end)]])
+
+
+def test_a_january_fiscal_year_named_by_the_calendar_year_before_it_fails(drawn: Env) -> None:
+    code = edited("fetch_003", "        if pd.Timestamp(period_end).year == int(year):",
+                  "        end = pd.Timestamp(period_end)\n"
+                  "        if (end.year - 1 if end.month <= 3 else end.year) == int(year):")
+    verdict, alone = drawn.judge("fetch_003", code)
+    assert alone, "right for the task's own arguments on the snapshot (no fiscal year ends in January there)"
+    assert verdict.state == "fail" and verdict.reason.startswith("world seed-"), verdict.reason

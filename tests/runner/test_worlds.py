@@ -250,10 +250,11 @@ def test_right_tool_in_another_convention_passes_in_every_world(env: Env, label:
     assert verdict.state == "pass", (label, verdict.reason)
     assert [w.state for w in verdict.worlds] == ["pass"] * len(verdict.worlds)
     # A yes/no task may get a world that flips its own answer, and gets a round-trip and a zigzag world;
-    # a task with a lookback in years gets a leap world; a measure of all the history a long world.
+    # a task with a lookback in years gets a leap world; a measure of all the history a long world;
+    # a task the oracle answers as of a long closure a closure world.
     assert {w.kind for w in verdict.worlds[:3]} == {"seed", "as_of", "edge"}
-    assert len(verdict.worlds) == 3 or ({w.kind for w in verdict.worlds[3:]} <= {"flip", "leap", "long"}
-                                        and len(verdict.worlds) <= 7)
+    assert len(verdict.worlds) == 3 or ({w.kind for w in verdict.worlds[3:]} <= {"flip", "leap", "long", "closure"}
+                                        and len(verdict.worlds) <= 8)
     assert all(p.state == "pass" for p in verdict.probes) and len(verdict.probes) >= 2
 
 
@@ -395,8 +396,9 @@ def test_no_world_directory_outlives_the_gate_run(tmp_path: Path, make_config) -
     before = set(Path(default_root_parent()).glob(own))
     result, _ = _run(make_config(only=["fetch_002"], worlds=3, worlds_seed=5, baseline_path=None))
     assert result.doc["config"]["worlds"] == {"count": 3, "seed": 5}
-    assert [w["kind"] for w in result.doc["tasks"][0]["worlds"]] == ["seed", "as_of", "edge"]
-    assert [w["state"] for w in result.doc["tasks"][0]["worlds"]] == ["pass"] * 3  # written and judged
+    # the three of the count, and the closure world every task the oracle answers there gets
+    assert [w["kind"] for w in result.doc["tasks"][0]["worlds"]] == ["seed", "as_of", "edge", "closure"]
+    assert [w["state"] for w in result.doc["tasks"][0]["worlds"]] == ["pass"] * 4  # written and judged
     assert set(Path(default_root_parent()).glob(own)) == before
 
 
@@ -1169,3 +1171,30 @@ def test_the_first_edge_world_falls_right_after_a_holiday_cluster_where_calendar
     wrong = _long_verdict(env, hidden, task, weekdays)
     assert wrong.state.value == "fail" and "world edge-2024-01-01" in wrong.reason, wrong.reason
     assert _long_verdict(env, hidden, task, reference("calc_003")).state.value == "pass"
+
+
+def test_a_latest_close_looking_back_three_calendar_days_fails_in_the_closure_world(env: Env) -> None:
+    """No regular weekend or holiday leaves more than three calendar days since the last session, so
+    a "latest close" that looks back three calendar days passed everywhere. The ``closure`` world
+    stands on the last closed day of a longer closure the long world's calendar holds (Hurricane
+    Sandy: Friday 2012-10-26 to Tuesday 2012-10-30); there the tool finds no bar and fails, while
+    the reference reading (the last session the data hold) answers."""
+    from finevo.market.calendar import is_trading_day
+
+    code = edited("fetch_004", 'history = yf.Ticker(symbol).history(period="5d")',
+                  "history = yf.Ticker(symbol).history(\n"
+                  "        start=(datetime.date.today() - datetime.timedelta(days=3)).isoformat())")
+    verdict, alone = env.judge("fetch_004", code)
+    assert alone, "right on the snapshot and in every world with no closure of four days"
+    found = env.worlds.closure_day()
+    assert found is not None
+    day, gap = found
+    sessions = env.worlds.long_market().sessions()
+    before = max(s for s in sessions if s < day)
+    assert gap == (day - before).days >= 4 and not is_trading_day(day) and is_trading_day(day + timedelta(days=1))
+    [world] = [w for w in env.worlds.for_task(env.judged["fetch_004"], []) if w.kind is WorldKind.CLOSURE]
+    assert world.as_of == day
+    assert verdict.state == "fail" and f"closure-{day.isoformat()}" in verdict.reason, verdict.reason
+    reference_verdict, _ = env.judge("fetch_004", reference("fetch_004"))
+    assert reference_verdict.state == "pass", reference_verdict.reason
+    assert any(w.world.startswith("closure-") and w.state == "pass" for w in reference_verdict.worlds)
