@@ -229,35 +229,18 @@ def _tool_running(box: _BaseSandbox) -> bool:
     return bool(getattr(box, "_running", None))
 
 
-def test_an_interrupt_between_request_and_reply_never_hands_a_reply_to_the_next_run(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """A KeyboardInterrupt while the warm worker runs a tool: the next run gets its own value,
-    never the interrupted run's reply still on its way."""
+@pytest.mark.parametrize("worker_dead", [False, True], ids=["request-and-reply", "worker-restart"])
+def test_an_interrupt_never_hands_a_frame_to_the_next_run(monkeypatch: pytest.MonkeyPatch, worker_dead: bool) -> None:
+    """A KeyboardInterrupt while the warm worker runs a tool, or while a dead worker is being
+    replaced (its "ready" not read yet): later runs get their own values, never the interrupted
+    run's reply or that frame still on its way."""
     from finevo.sandbox import protocol
 
     with WarmSandbox(None, policy=True) as box:
-        real = protocol.read_frame
-
-        def interrupted(*_args: object, **_kwargs: object) -> object:
-            raise KeyboardInterrupt
-
-        monkeypatch.setattr(protocol, "read_frame", interrupted)
-        with pytest.raises(KeyboardInterrupt):
-            box.run("def a() -> str:\n    return 'first'\n", "a", {}, Limits(timeout_s=30.0))
-        monkeypatch.setattr(protocol, "read_frame", real)
-        second = box.run("def b() -> str:\n    return 'second'\n", "b", {}, Limits(timeout_s=30.0))
-        assert (second.status, second.value) == ("ok", "second"), second
-
-
-def test_an_interrupt_while_the_worker_restarts_leaves_no_frame_behind(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A KeyboardInterrupt while a dead worker is being replaced (its "ready" not read yet): later
-    runs get their own values, never that frame or an earlier reply."""
-    from finevo.sandbox import protocol
-
-    with WarmSandbox(None, policy=True) as box:
-        assert box._proc is not None
-        box._proc.kill()
-        box._proc.wait()
+        if worker_dead:
+            assert box._proc is not None
+            box._proc.kill()
+            box._proc.wait()
         real = protocol.read_frame
 
         def interrupted(*_args: object, **_kwargs: object) -> object:
