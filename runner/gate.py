@@ -33,7 +33,7 @@ from runner.execution.containment import prove as prove_containment
 from runner.execution.deadline import Aborted, Interrupts, TaskRunner
 from runner.execution.payloads import run_payload
 from runner.execution.repeats import Repeats
-from runner.execution.schedule import EarlySelfCheck, Lanes
+from runner.execution.schedule import EarlySelfCheck, Lanes, judge_width
 from runner.execution.session import SandboxPool, SessionFactory, SessionInfo, SessionSpec, default_session
 from runner.exitcodes import Exit
 from runner.inputs.prepare import GateConfig, Prepared, git_sha, prepare, remove_if_empty
@@ -265,7 +265,8 @@ class Gate:
         # --jobs > 1: judging and the payload corpus run beside the agent (runner.execution.schedule);
         # results are recorded in the serial order all the same.
         lanes = Lanes.open(self.factory, self.spec(label="lane"), runner.interrupts, p.config.task_timeout_s,
-                           payloads=bool(p.suite.payloads)) if p.config.jobs > 1 else None
+                           payloads=bool(p.suite.payloads), judge_width=judge_width(p.config.jobs)) \
+            if p.config.jobs > 1 else None
         canaries = Canaries(p.run_dir / "canary") if p.suite.payloads else None
         if lanes is not None and canaries is not None:
             lanes.start_payloads(p.suite.payloads, run_payload, canaries)
@@ -318,7 +319,7 @@ class Gate:
         from finevo.settings import Settings
 
         backend = Settings.from_env({"sandbox_backend": c.sandbox_backend}).sandbox_backend
-        lanes = 1 + (1 if self.p.suite.payloads else 0)
+        lanes = judge_width(c.jobs) + (1 if self.p.suite.payloads else 0)
         self._sandboxes.prewarm(Path(c.data_dir).absolute(), backend, 1 + lanes)
 
     def _close_sandboxes(self) -> None:

@@ -157,7 +157,7 @@ def remove_if_empty(dirs: Sequence[Path]) -> None:
 def prepare(config: GateConfig) -> Prepared:
     """Check every input before the run writes anything (InputError -> exit 2)."""
     from finevo.market.snapshot import load_snapshot
-    from runner.judging.oracle import expected_values, probe_expected_values
+    from runner.judging.oracle import caching, expected_values, probe_expected_values
     from runner.judging.probes import probes_for
 
     suite = load_suite(config.tasks_path, config.security_path,
@@ -184,11 +184,12 @@ def prepare(config: GateConfig) -> Prepared:
     if config.worlds_seed is not None and not 0 <= config.worlds_seed < 2**63:
         raise InputError(f"--worlds-seed: must be in [0, 2**63), got {config.worlds_seed}")
     snapshot = load_snapshot(config.data_dir)
-    expected = {t.id: expected_values(t, snapshot) for t in suite.tasks}
+    bars = caching(snapshot)  # every task's oracle reads the snapshot's bars: each symbol's read once for all
+    expected = {t.id: expected_values(t, bars) for t in suite.tasks}
     # One secret seed draws the hidden worlds and the probes across the argument space.
     worlds_seed = config.worlds_seed if config.worlds_seed is not None else secrets.randbelow(2**31)
-    judged = {t.id: t.model_copy(update={"probes": probes_for(t, snapshot, seed=worlds_seed)}) for t in suite.tasks}
-    probe_expected = {t.id: probe_expected_values(t, snapshot) for t in judged.values() if t.probes}
+    judged = {t.id: t.model_copy(update={"probes": probes_for(t, bars, seed=worlds_seed)}) for t in suite.tasks}
+    probe_expected = {t.id: probe_expected_values(t, bars) for t in judged.values() if t.probes}
     run_id = config.run_id or new_run_id()
     if not run_id.replace("-", "").replace("_", "").replace(".", "").isalnum() or run_id.startswith((".", "-")):
         raise InputError(f"--run-id: use letters, digits, '.', '_' and '-' only, got {run_id!r}")

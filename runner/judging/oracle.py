@@ -78,6 +78,7 @@ __all__ = [
     "Oracle",
     "Reading",
     "accepted_readings",
+    "caching",
     "compute",
     "each_reading",
     "expected_values",
@@ -646,7 +647,7 @@ def each_reading(task: Task, provider: MarketProvider, overrides: Mapping[str, J
                          f"(known: {', '.join(sorted(ORACLES))})")
     oracle = ORACLES[task.oracle.name]
     label = f"task {task.id}{' ' + where if where else ''}"
-    cached = _CachingProvider(provider)
+    cached = caching(provider)
     for name, reading in accepted_readings(task):
         merged: JSONObject = {**reading, **(overrides or {})}
         try:
@@ -684,9 +685,17 @@ def judged_values(task: Task, provider: MarketProvider, overrides: Mapping[str, 
     return values
 
 
+def caching(provider: MarketProvider) -> MarketProvider:
+    """``provider`` with each symbol's bars read (and unadjusted) once for as long as the returned
+    object is kept (:class:`_CachingProvider`); a provider that caches already is returned as it is.
+    Hold one for work that reads one provider many times (every argument set of a task in a world,
+    every task on the run's snapshot): the values are the same, the frames are read once."""
+    return provider if isinstance(provider, _CachingProvider) else _CachingProvider(provider)
+
+
 class _CachingProvider:
-    """The provider, each symbol's bars read (and unadjusted) once per task: every reading of the
-    task reads them again. The oracle functions never modify the frames they are given."""
+    """The provider, each symbol's bars read (and unadjusted) once: every reading of a task, every
+    argument set, reads them again. The oracle functions never modify the frames they are given."""
 
     def __init__(self, provider: MarketProvider) -> None:
         self._provider = provider
@@ -759,5 +768,6 @@ def probe_expectation(task: Task, provider: MarketProvider, probe: Probe, where:
 
 def probe_expected_values(task: Task, provider: MarketProvider) -> list[dict[str, JSONValue]]:
     """One ``{convention: expected value}`` per probe of ``task``, in the task's probe order."""
+    provider = caching(provider)
     return [probe_expectation(task, provider, probe, f"probe {i} ({probe.label()})")
             for i, probe in enumerate(task.probes, start=1)]
