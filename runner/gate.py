@@ -33,10 +33,11 @@ from runner.execution.containment import prove as prove_containment
 from runner.execution.deadline import Aborted, Interrupts, TaskRunner
 from runner.execution.payloads import run_payload
 from runner.execution.repeats import Repeats
-from runner.execution.schedule import EarlySelfCheck, Lanes
+from runner.execution.schedule import EarlySelfCheck, Lanes, judge_width
 from runner.execution.session import SandboxPool, SessionFactory, SessionInfo, SessionSpec, default_session
 from runner.exitcodes import Exit
 from runner.inputs.prepare import GateConfig, Prepared, git_sha, prepare, remove_if_empty
+from runner.inputs.suite import Suite
 from runner.inputs.tasks import SecurityTask
 from runner.judging.compare import JUDGE_VERSION
 from runner.judging.grade import Reruns, judge_task, security_result
@@ -87,7 +88,7 @@ class Progress:
 class Gate:
     def __init__(self, prepared: Prepared, *, factory: SessionFactory = default_session,
                  console: Console | None = None,
-                 selfcheck: Callable[..., SelfCheck] | None = None) -> None:
+                 selfcheck: Callable[..., SelfCheck] | None = None, sandboxes: SandboxPool | None = None) -> None:
         self.p = prepared
         self.factory = factory
         self.console = console or Console()
@@ -96,7 +97,10 @@ class Gate:
         self._early_selfcheck: EarlySelfCheck | None = None
         #: The security tasks' own canaries (open while the run is).
         self._security_canaries: Canaries | None = None
-        #: The run's warm sandboxes, handed on from session to session (open while the run is).
+        #: The run's warm sandboxes, handed on from session to session (open while the run is): the
+        #: pool given (its workers started while the inputs were prepared), else one of the run's own.
+        self._given_pool = sandboxes
+        self._prewarmed = sandboxes is not None
         self._sandboxes: SandboxPool | None = None
         #: The run's hidden worlds (built lazily, for tasks whose main value passes; removed at the end).
         self.worlds: Worlds | None = (Worlds(prepared.snapshot, prepared.config.worlds, prepared.worlds_seed,
@@ -155,7 +159,7 @@ class Gate:
         pay_done: list[PayloadResult] = []
         selfcheck: SelfCheck | None = None
         # Suite warnings (baseline ids unknown to the suite) are printed once, in the final summary.
-        self._sandboxes = SandboxPool()
+        self._sandboxes, self._given_pool = self._given_pool or SandboxPool(), None
         with Interrupts() as interrupts:
             try:
                 self._prewarm_sandboxes()
@@ -265,7 +269,8 @@ class Gate:
         # --jobs > 1: judging and the payload corpus run beside the agent (runner.execution.schedule);
         # results are recorded in the serial order all the same.
         lanes = Lanes.open(self.factory, self.spec(label="lane"), runner.interrupts, p.config.task_timeout_s,
-                           payloads=bool(p.suite.payloads)) if p.config.jobs > 1 else None
+                           payloads=bool(p.suite.payloads), judge_width=judge_width(p.config.jobs)) \
+            if p.config.jobs > 1 else None
         canaries = Canaries(p.run_dir / "canary") if p.suite.payloads else None
         if lanes is not None and canaries is not None:
             lanes.start_payloads(p.suite.payloads, run_payload, canaries)
@@ -309,17 +314,10 @@ class Gate:
         return security_result(stask, outcome, elapsed, breach)
 
     def _prewarm_sandboxes(self) -> None:
-        """With ``--jobs`` > 1 and the real sessions: start the main session's warm sandbox and the
-        lanes' at once (each a worker process importing pandas), rather than the lanes' only after
-        the main one and its containment self-test."""
-        c = self.p.config
-        if self._sandboxes is None or c.jobs <= 1 or self.factory is not default_session:
-            return
-        from finevo.settings import Settings
-
-        backend = Settings.from_env({"sandbox_backend": c.sandbox_backend}).sandbox_backend
-        lanes = 1 + (1 if self.p.suite.payloads else 0)
-        self._sandboxes.prewarm(Path(c.data_dir).absolute(), backend, 1 + lanes)
+        """The run's sandbox workers, started ahead (:func:`prewarm`), unless :func:`run_gate` started
+        them already while the inputs were prepared."""
+        if self._sandboxes is not None and not self._prewarmed:
+            prewarm(self._sandboxes, self.p.config, self.p.suite, self.factory)
 
     def _close_sandboxes(self) -> None:
         pool, self._sandboxes = self._sandboxes, None
@@ -431,11 +429,43 @@ class Gate:
             warnings=s.warnings)
 
 
+def prewarm(pool: SandboxPool, config: GateConfig, suite: Suite, factory: SessionFactory) -> bool:
+    """With ``--jobs`` > 1 and the real sessions: start the run's sandbox workers at once, each a
+    process importing pandas -- the main session's, the judging lane's (one per core it judges on)
+    and the payload lane's -- rather than one after the other as sessions open. False when there is
+    nothing to start."""
+    if config.jobs <= 1 or factory is not default_session:
+        return False
+    from finevo.settings import Settings
+
+    backend = Settings.from_env({"sandbox_backend": config.sandbox_backend}).sandbox_backend
+    lanes = judge_width(config.jobs) + (1 if suite.payloads else 0)
+    pool.prewarm(Path(config.data_dir).absolute(), backend, 1 + lanes)
+    return True
+
+
 def run_gate(config: GateConfig, *, factory: SessionFactory = default_session, console: Console | None = None,
              self_check: Callable[..., SelfCheck] | None = None) -> GateOutcome:
     """Prepare (exit 2 on bad input), then run.
 
+    The sandbox workers start as soon as the suite, the flags and the snapshot are known good, and
+    load while the oracle's values are computed (about two seconds of the run's start); an input
+    found bad after that closes them before the error is raised.
+
     ``self_check`` defaults to :func:`runner.judging.selfcheck.run_selfcheck`."""
     if self_check is None:
         self_check = run_selfcheck
-    return Gate(prepare(config), factory=factory, console=console, selfcheck=self_check).run()
+    pool = SandboxPool()
+    started: list[bool] = []
+    try:
+        prepared = prepare(config, inputs_checked=lambda suite: started.append(prewarm(pool, config, suite, factory)))
+    except BaseException:
+        pool.close()
+        raise
+    try:
+        gate = Gate(prepared, factory=factory, console=console, selfcheck=self_check,
+                    sandboxes=pool if any(started) else None)
+    except BaseException:
+        pool.close()
+        raise
+    return gate.run()  # the run closes the pool it was given

@@ -8,8 +8,10 @@ Uses the bundled suite and snapshot, the reference model, self-check, payloads, 
 Target: a median of <= 10 s over 3 runs on 2 cores.
 
 Besides the wall time it prints where the time goes, part by part: start-up (inputs, oracle, the
-agent's session, the containment self-test), tasks (the agent solving), judging (value and probes),
-worlds (judging in the hidden worlds, world building included), payloads, self-check and reports.
+agent's session, the containment self-test), tasks (the agent solving, and judging it), judged calls
+(the sandbox re-runs of every task's judged calls -- its own arguments, probes, hidden worlds --
+world building included, shared over a sandbox per core with ``--jobs`` > 1), judging (comparing
+the value and the probes), worlds (comparing in the hidden worlds), payloads, self-check and reports.
 Each is that part's own busy time: with ``--jobs`` > 1 judging, worlds and payloads run beside the
 tasks, so the parts add up to more than the wall time. The CPU used (user + sys, of the gate process
 and of the sandbox processes) and the machine's load average are printed per run: on a shared
@@ -75,6 +77,7 @@ def split(doc: dict[str, Any], clock: _Clock, wall: float) -> dict[str, float]:
         "start-up": clock.startup,
         "tasks": sum(float(t["duration_s"]) for t in tasks) + sum(float(s["duration_s"])
                                                                   for s in doc["security"]["tasks"]),
+        "judged calls": sum(timing(t, "calls") for t in tasks),
         "judging": sum(timing(t, "judge") + timing(t, "probes") for t in tasks),
         "worlds": sum(timing(t, "worlds") for t in tasks),
         "payloads": sum(float(p["duration_s"]) for p in doc["payloads"]),

@@ -110,9 +110,40 @@ def history_csv(history: pd.DataFrame) -> bytes:
     columns = list(RAW_HISTORY_COLUMNS) + ([CAPITAL_GAINS] if CAPITAL_GAINS in history.columns else [])
     frame = history[columns].copy()
     frame["Volume"] = frame["Volume"].fillna(0).astype(np.int64)
-    index = pd.DatetimeIndex(frame.index)
-    frame.index = pd.Index([ts.strftime("%Y-%m-%d") for ts in index], name="Date")
+    dates = pd.DatetimeIndex(frame.index).strftime("%Y-%m-%d")
+    fast = _plain_csv(frame, dates)
+    if fast is not None:
+        return fast
+    frame.index = pd.Index(dates, name="Date")
     return str(frame.to_csv(float_format=FLOAT_FORMAT, lineterminator="\n")).encode()
+
+
+def _plain_csv(frame: pd.DataFrame, dates: pd.Index) -> bytes | None:
+    """``frame.to_csv(float_format=FLOAT_FORMAT, lineterminator="\\n")`` with ``dates`` as its
+    ``Date`` index, byte for byte, for a frame of float64 and int64 columns whose names need no
+    quoting (a history file always is); None for any other frame (``to_csv`` writes it then).
+
+    Worlds are written in this format many times a gate run (every hidden world's every symbol):
+    formatting each float with ``%`` in one pass per column is about three times faster than
+    ``to_csv``'s per-value formatter, and writes the very same text (NaN as an empty field)."""
+    names = [str(c) for c in frame.columns]
+    if any(any(ch in name for ch in ',"\r\n') or name != name.strip() for name in names):
+        return None
+    fields: list[list[str]] = [list(dates)]
+    for column in frame.columns:
+        values = frame[column].to_numpy()
+        if values.dtype == np.float64:
+            text = [FLOAT_FORMAT % v for v in values.tolist()]
+            for i in np.flatnonzero(np.isnan(values)).tolist():
+                text[i] = ""
+        elif values.dtype == np.int64:
+            text = [str(v) for v in values.tolist()]
+        else:
+            return None
+        fields.append(text)
+    lines = [",".join(["Date", *names])]
+    lines += [",".join(row) for row in zip(*fields, strict=True)]
+    return ("\n".join(lines) + "\n").encode()
 
 
 def income_csv(income: pd.DataFrame) -> bytes:

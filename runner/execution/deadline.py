@@ -10,13 +10,14 @@ is abandoned, ``deadline_exceeded`` is recorded and a fresh session opens on the
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from finevo.errors import DeadlineExceeded, ExternalError, FinevoError
 from finevo.jsontypes import JSONObject
@@ -27,6 +28,8 @@ from runner.inputs.tasks import SecurityTask, Task
 
 DEADLINE_GRACE_S = 5.0
 POLL_S = 0.05
+
+T = TypeVar("T")
 
 
 # --------------------------------------------------------------------------- interrupts
@@ -148,9 +151,11 @@ class TaskRunner:
             return Outcome(task_id=task.id, error=err), elapsed
         return outcome, elapsed
 
-    def probe_runner(self) -> ProbeRunner:
-        """A tool runner for one task's probes, sharing one budget of the task timeout."""
-        return ProbeRunner(self, self.timeout_s)
+    def probe_runner(self, *, beside: Sequence[TaskRunner] = (), routes: CallRoutes | None = None) -> ProbeRunner:
+        """A tool runner for one task's probes, sharing one budget of the task timeout; with runners
+        ``beside`` this one (each on a sandbox of its own), the judge may run its calls on all of them
+        at once (:attr:`ProbeRunner.lanes`), world by world as ``routes`` assigns them."""
+        return ProbeRunner(self, self.timeout_s, beside=beside, routes=routes)
 
     def run_tool(self, code: str, entry: str, args: JSONObject, timeout_s: float,
                  snapshot_dir: str | None = None) -> ExecutionResult:
@@ -187,24 +192,81 @@ class TaskRunner:
         return result
 
 
+class CallRoutes:
+    """Which of a judge's runners serves the calls of each hidden world, for a whole run.
+
+    A hidden world is loaded by the sandbox that first runs a call in it (a world zygote reading its
+    snapshot), so every call in one world goes to one runner, for every task: a world shared by
+    tasks is loaded once. A world seen for the first time goes to the runner with the fewest calls
+    of the task at hand (:meth:`split`); the calls on the run's own snapshot, which every runner's
+    sandbox holds already, then even out the load."""
+
+    def __init__(self, width: int) -> None:
+        self.width = max(1, width)
+        self._world: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def split(self, calls: Sequence[T]) -> list[list[T]]:
+        """``calls`` (objects with ``snapshot_dir``: None on the run's own snapshot) in ``width``
+        groups, each in the order given."""
+        load = [0] * self.width
+        by_dir: dict[str, int] = {}
+        for call in calls:
+            key = getattr(call, "snapshot_dir", None)
+            if key is not None:
+                by_dir[key] = by_dir.get(key, 0) + 1
+        with self._lock:
+            for key in sorted(by_dir, key=lambda k: (k not in self._world, -by_dir[k], k)):
+                lane = self._world.get(key)
+                if lane is None:
+                    lane = self._world[key] = min(range(self.width), key=lambda i: (load[i], i))
+                load[lane] += by_dir[key]
+        groups: list[list[T]] = [[] for _ in range(self.width)]
+        for call in calls:
+            key = getattr(call, "snapshot_dir", None)
+            if key is None:
+                lane = min(range(self.width), key=lambda i: (load[i], i))
+                load[lane] += 1
+            else:
+                lane = self._world[key]
+            groups[lane].append(call)
+        return groups
+
+
 class ProbeRunner:
     """``(code, entry, args[, snapshot_dir]) -> ExecutionResult`` for the judge's re-runs (probes,
     hidden worlds): each run gets the sandbox's usual wall-clock limit, cut to what is left of the
     task's budget for them. The budget counts the runs only, not the gate's own work between them
-    (computing expected values, building worlds)."""
+    (computing expected values, building worlds); runs at the same time (:attr:`lanes`) each count.
 
-    def __init__(self, runner: TaskRunner, budget_s: float) -> None:
+    With runners ``beside`` the first, :attr:`lanes` holds one such callable per runner (one
+    budget for all) and :attr:`routes` says which serves which world: the judge runs each lane's
+    calls in a thread of its own (:func:`runner.judging.calls.run_calls`)."""
+
+    def __init__(self, runner: TaskRunner, budget_s: float, *, beside: Sequence[TaskRunner] = (),
+                 routes: CallRoutes | None = None) -> None:
         self.runner = runner
         self.budget_s = budget_s
         self.spent_s = 0.0
+        self._lock = threading.Lock()
+        runners = [runner, *beside]
+        self.routes = routes if routes is not None and len(runners) > 1 else None
+        self.lanes: list[Callable[..., ExecutionResult]] = (
+            [functools.partial(self._run, r) for r in runners] if self.routes is not None else [])
 
     def __call__(self, code: str, entry: str, args: JSONObject, snapshot_dir: str | None = None) -> ExecutionResult:
-        remaining = self.budget_s - self.spent_s
+        return self._run(self.runner, code, entry, args, snapshot_dir)
+
+    def _run(self, runner: TaskRunner, code: str, entry: str, args: JSONObject,
+             snapshot_dir: str | None = None) -> ExecutionResult:
+        with self._lock:
+            remaining = self.budget_s - self.spent_s
         if remaining <= 0:
             return ExecutionResult(status="timeout", layer="timeout",
                                    error_message=f"the task's probe budget of {self.runner.timeout_s:g}s is spent")
         started = time.monotonic()
         try:
-            return self.runner.run_tool(code, entry, args, min(Limits().timeout_s, remaining), snapshot_dir)
+            return runner.run_tool(code, entry, args, min(Limits().timeout_s, remaining), snapshot_dir)
         finally:
-            self.spent_s += time.monotonic() - started
+            with self._lock:
+                self.spent_s += time.monotonic() - started

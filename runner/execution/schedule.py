@@ -35,12 +35,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from runner.execution.deadline import POLL_S, Aborted, Interrupts, TaskRunner
+from runner.execution.deadline import POLL_S, Aborted, CallRoutes, Interrupts, TaskRunner
 from runner.execution.session import Session, SessionFactory, SessionSpec, default_session, pooled_sandbox
 from runner.records import SelfCheck
 
 #: ``FINEVO_JOBS``: the number of cores the gate may use when ``--jobs`` is not given.
 JOBS_ENV = "FINEVO_JOBS"
+#: Sandboxes the judging lane shares a task's judged calls over at most (one per core given by
+#: ``--jobs``): each is a warm worker of its own, with a worker for the hidden worlds beside it.
+MAX_JUDGE_SANDBOXES = 4
+
+
+def judge_width(jobs: int) -> int:
+    """How many sandboxes judge at once with ``--jobs`` ``jobs`` (1 for a serial run)."""
+    return max(1, min(jobs, MAX_JUDGE_SANDBOXES)) if jobs > 1 else 1
 
 T = TypeVar("T")
 
@@ -235,12 +243,24 @@ class JudgeLane:
     it is judged -- a run killed while the agent is stuck on the next task keeps it."""
 
     def __init__(self, factory: SessionFactory, spec: SessionSpec, interrupts: Interrupts,
-                 timeout_s: float) -> None:
+                 timeout_s: float, width: int = 1) -> None:
         self.runner = TaskRunner(lane_session(factory, spec), spec, interrupts, timeout_s)
+        #: Runners beside ``runner``, each on a sandbox of its own: a task's judged calls are shared
+        #: out over all of them at once, world by world (``routes``), see :class:`CallRoutes`.
+        self.beside: list[TaskRunner] = []
+        try:
+            for i in range(1, max(1, width)):
+                lane_spec = dataclasses.replace(spec, label=f"{spec.label}-{i + 1}")
+                self.beside.append(TaskRunner(lane_session(factory, lane_spec), lane_spec, interrupts, timeout_s))
+        except BaseException:
+            for runner in [self.runner, *self.beside]:
+                runner.close()
+            raise
+        self.routes = CallRoutes(1 + len(self.beside))
         self._lane: _Lane[Any] = _Lane("judge-lane", interrupts)
 
     def submit(self, judge: Callable[..., Any], *args: Any) -> None:
-        self._lane.submit(lambda: judge(*args, self.runner.probe_runner()))
+        self._lane.submit(lambda: judge(*args, self.runner.probe_runner(beside=self.beside, routes=self.routes)))
 
     def drain(self) -> None:
         """Wait for every job; raises the first job's error (``Aborted`` on a signal meanwhile)."""
@@ -253,9 +273,11 @@ class JudgeLane:
         nothing is in flight: the sandbox is closed with the session (a run's pool keeps it)."""
         self._lane.stop()
         if self._lane.pending:
-            self.runner.session.interrupt()
+            for runner in [self.runner, *self.beside]:
+                runner.session.interrupt()
         self._lane.join(10.0)
-        self.runner.close()
+        for runner in [self.runner, *self.beside]:
+            runner.close()
 
 
 # --------------------------------------------------------------------------- the payload corpus beside it all
@@ -315,14 +337,15 @@ class Lanes:
 
     @classmethod
     def open(cls, factory: SessionFactory, spec: SessionSpec, interrupts: Interrupts, timeout_s: float, *,
-             payloads: bool) -> Lanes:
+             payloads: bool, judge_width: int = 1) -> Lanes:
         from concurrent.futures import ThreadPoolExecutor
 
         guard = contextlib.ExitStack()
         guard.enter_context(one_parse_at_a_time())
         # Each lane's sandbox starts a worker process of its own: start them at the same time.
         with ThreadPoolExecutor(2, thread_name_prefix="lane-open") as pool:
-            judge_f = pool.submit(JudgeLane, factory, dataclasses.replace(spec, label="judge"), interrupts, timeout_s)
+            judge_f = pool.submit(JudgeLane, factory, dataclasses.replace(spec, label="judge"), interrupts, timeout_s,
+                                  judge_width)
             payload_f = pool.submit(PayloadLane, factory, dataclasses.replace(spec, label="payloads"),
                                     interrupts) if payloads else None
         opened: list[Any] = [f.result() for f in (judge_f, payload_f) if f is not None and f.exception() is None]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import secrets
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -154,10 +154,14 @@ def remove_if_empty(dirs: Sequence[Path]) -> None:
             return
 
 
-def prepare(config: GateConfig) -> Prepared:
-    """Check every input before the run writes anything (InputError -> exit 2)."""
+def prepare(config: GateConfig, *, inputs_checked: Callable[[Suite], None] | None = None) -> Prepared:
+    """Check every input before the run writes anything (InputError -> exit 2).
+
+    ``inputs_checked(suite)`` is called once the suite, the flags and the snapshot are known good,
+    before the oracle's values are computed (the longest part): the gate starts its sandbox
+    workers there, so they load while the oracle computes."""
     from finevo.market.snapshot import load_snapshot
-    from runner.judging.oracle import expected_values, probe_expected_values
+    from runner.judging.oracle import caching, expected_values, probe_expected_values
     from runner.judging.probes import probes_for
 
     suite = load_suite(config.tasks_path, config.security_path,
@@ -184,14 +188,17 @@ def prepare(config: GateConfig) -> Prepared:
     if config.worlds_seed is not None and not 0 <= config.worlds_seed < 2**63:
         raise InputError(f"--worlds-seed: must be in [0, 2**63), got {config.worlds_seed}")
     snapshot = load_snapshot(config.data_dir)
-    expected = {t.id: expected_values(t, snapshot) for t in suite.tasks}
-    # One secret seed draws the hidden worlds and the probes across the argument space.
-    worlds_seed = config.worlds_seed if config.worlds_seed is not None else secrets.randbelow(2**31)
-    judged = {t.id: t.model_copy(update={"probes": probes_for(t, snapshot, seed=worlds_seed)}) for t in suite.tasks}
-    probe_expected = {t.id: probe_expected_values(t, snapshot) for t in judged.values() if t.probes}
     run_id = config.run_id or new_run_id()
     if not run_id.replace("-", "").replace("_", "").replace(".", "").isalnum() or run_id.startswith((".", "-")):
         raise InputError(f"--run-id: use letters, digits, '.', '_' and '-' only, got {run_id!r}")
+    if inputs_checked is not None:
+        inputs_checked(suite)
+    bars = caching(snapshot)  # every task's oracle reads the snapshot's bars: each symbol's read once for all
+    expected = {t.id: expected_values(t, bars) for t in suite.tasks}
+    # One secret seed draws the hidden worlds and the probes across the argument space.
+    worlds_seed = config.worlds_seed if config.worlds_seed is not None else secrets.randbelow(2**31)
+    judged = {t.id: t.model_copy(update={"probes": probes_for(t, bars, seed=worlds_seed)}) for t in suite.tasks}
+    probe_expected = {t.id: probe_expected_values(t, bars) for t in judged.values() if t.probes}
     out_dir = Path(config.out_dir).absolute()
     created = _check_out_dir(out_dir)
     run_dir = out_dir / run_id

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from random import Random
 from typing import Any
@@ -62,9 +63,32 @@ def run_calls(code: str, entry: str, calls: list[Call], run_tool: Callable[..., 
 
     A :class:`~finevo.errors.FinevoError` a run raises is kept as that call's answer (the judge
     words it); anything else (the gate's interrupt) propagates.
+
+    A ``run_tool`` with more than one lane (``run_tool.lanes``, each a runner on a sandbox of its
+    own, and ``run_tool.routes`` saying which lane serves which world: a
+    :class:`~runner.execution.deadline.ProbeRunner` given runners beside its own) runs each lane's
+    share of the shuffled calls in a thread of its own, all at once: the answers are the same (each
+    call is its own sandbox run either way), the wall time is shared out over the sandboxes.
     """
     order = list(calls)
     (rng or secrets.SystemRandom()).shuffle(order)
+    lanes = list(getattr(run_tool, "lanes", None) or [])
+    routes = getattr(run_tool, "routes", None)
+    if len(lanes) < 2 or routes is None:
+        return _run_in_order(code, entry, order, run_tool)
+    groups = routes.split(order)
+    with ThreadPoolExecutor(max_workers=len(lanes), thread_name_prefix="judge-calls") as pool:
+        futures = [pool.submit(_run_in_order, code, entry, group, lane)
+                   for lane, group in zip(lanes, groups, strict=True) if group]
+        wait(futures)
+    answers: dict[tuple[int, int], Answer] = {}
+    for future in futures:
+        answers.update(future.result())  # the first lane's error (an interrupt) propagates
+    return answers
+
+
+def _run_in_order(code: str, entry: str, order: Iterable[Call],
+                  run_tool: Callable[..., ExecutionResult]) -> dict[tuple[int, int], Answer]:
     answers: dict[tuple[int, int], Answer] = {}
     for call in order:
         try:

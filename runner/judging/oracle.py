@@ -78,6 +78,7 @@ __all__ = [
     "Oracle",
     "Reading",
     "accepted_readings",
+    "caching",
     "compute",
     "each_reading",
     "expected_values",
@@ -199,24 +200,37 @@ def rsi_series(closes: pd.Series, window: int, method: str = "wilder", warmup: s
     window = int(window)
     if warmup not in ("skip", "keep"):
         raise ValueError(f"unknown RSI warm-up {warmup!r} (skip | keep)")
-    change = closes.astype(float).diff().iloc[1:]
-    gains = change.clip(lower=0.0)
-    losses = (-change).clip(lower=0.0)
+    if method not in ("wilder", "wilder_sma", "simple"):
+        raise ValueError(f"unknown RSI method {method!r} (wilder | wilder_sma | simple)")
+    # The judge computes this for every reading, argument set and world of the RSI tasks: the
+    # elementwise steps run on arrays (the very operations pandas' would run, NaN kept where pandas
+    # keeps it), gains and losses are smoothed together in one frame (column by column, as two
+    # Series would be), so each value is the one the Series-by-Series version gave, bit for bit.
+    values = closes.to_numpy(dtype=float)
+    change = values[1:] - values[:-1]
+    index = closes.index[1:]
+    moves = pd.DataFrame({"gain": _at_least_zero(change), "loss": _at_least_zero(-change)}, index=index)
     if method == "wilder":
         first = window if warmup == "skip" else 1
-        avg_gain = gains.ewm(alpha=1.0 / window, adjust=False, min_periods=first).mean()
-        avg_loss = losses.ewm(alpha=1.0 / window, adjust=False, min_periods=first).mean()
+        smooth = moves.ewm(alpha=1.0 / window, adjust=False, min_periods=first).mean()
+        avg_gain, avg_loss = smooth["gain"].to_numpy(), smooth["loss"].to_numpy()
     elif method == "wilder_sma":
-        avg_gain, avg_loss = _sma_seeded(gains, window), _sma_seeded(losses, window)
-    elif method == "simple":
-        avg_gain = gains.rolling(window).mean()
-        avg_loss = losses.rolling(window).mean()
+        avg_gain = _sma_seeded(moves["gain"], window).to_numpy()
+        avg_loss = _sma_seeded(moves["loss"], window).to_numpy()
     else:
-        raise ValueError(f"unknown RSI method {method!r} (wilder | wilder_sma | simple)")
+        smooth = moves.rolling(window).mean()
+        avg_gain, avg_loss = smooth["gain"].to_numpy(), smooth["loss"].to_numpy()
     with np.errstate(divide="ignore", invalid="ignore"):
         rsi = 100.0 - 100.0 / (1.0 + avg_gain / avg_loss)
-    rsi = rsi.where(avg_loss != 0, 100.0).where(avg_gain.notna() & avg_loss.notna())
-    return rsi.reindex(closes.index)
+    rsi = np.where(avg_loss != 0, rsi, 100.0)
+    rsi = np.where(~np.isnan(avg_gain) & ~np.isnan(avg_loss), rsi, np.nan)
+    name = None if method == "wilder_sma" else closes.name  # as the Series arithmetic named it
+    return pd.Series(rsi, index=index, name=name).reindex(closes.index)
+
+
+def _at_least_zero(values: np.ndarray) -> np.ndarray:
+    """``Series.clip(lower=0.0)``: values below 0 become 0.0; NaN (and -0.0) stay as they are."""
+    return np.where(np.isnan(values) | (values >= 0.0), values, 0.0)
 
 
 def _latest(series: pd.Series, what: str) -> float:
@@ -646,7 +660,7 @@ def each_reading(task: Task, provider: MarketProvider, overrides: Mapping[str, J
                          f"(known: {', '.join(sorted(ORACLES))})")
     oracle = ORACLES[task.oracle.name]
     label = f"task {task.id}{' ' + where if where else ''}"
-    cached = _CachingProvider(provider)
+    cached = caching(provider)
     for name, reading in accepted_readings(task):
         merged: JSONObject = {**reading, **(overrides or {})}
         try:
@@ -684,9 +698,17 @@ def judged_values(task: Task, provider: MarketProvider, overrides: Mapping[str, 
     return values
 
 
+def caching(provider: MarketProvider) -> MarketProvider:
+    """``provider`` with each symbol's bars read (and unadjusted) once for as long as the returned
+    object is kept (:class:`_CachingProvider`); a provider that caches already is returned as it is.
+    Hold one for work that reads one provider many times (every argument set of a task in a world,
+    every task on the run's snapshot): the values are the same, the frames are read once."""
+    return provider if isinstance(provider, _CachingProvider) else _CachingProvider(provider)
+
+
 class _CachingProvider:
-    """The provider, each symbol's bars read (and unadjusted) once per task: every reading of the
-    task reads them again. The oracle functions never modify the frames they are given."""
+    """The provider, each symbol's bars read (and unadjusted) once: every reading of a task, every
+    argument set, reads them again. The oracle functions never modify the frames they are given."""
 
     def __init__(self, provider: MarketProvider) -> None:
         self._provider = provider
@@ -759,5 +781,6 @@ def probe_expectation(task: Task, provider: MarketProvider, probe: Probe, where:
 
 def probe_expected_values(task: Task, provider: MarketProvider) -> list[dict[str, JSONValue]]:
     """One ``{convention: expected value}`` per probe of ``task``, in the task's probe order."""
+    provider = caching(provider)
     return [probe_expectation(task, provider, probe, f"probe {i} ({probe.label()})")
             for i, probe in enumerate(task.probes, start=1)]

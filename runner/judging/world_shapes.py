@@ -17,7 +17,7 @@ from finevo.market.provider import MarketProvider
 from finevo.market.snapshot import SymbolData
 from runner.inputs.tasks import Task
 from runner.judging.compare import compare
-from runner.judging.oracle import compute, expected_values
+from runner.judging.oracle import caching, compute, expected_values
 from runner.judging.world_market import Market, Spike, readjust, requote, truncate
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ def _matches_any(task: Task, value: Any, expected: Mapping[str, Any]) -> bool:
     return any(compare(value, exp, task.tolerance) is None for exp in expected.values())
 
 
-def _values(task: Task, market: Market, overrides: Mapping[str, Any]) -> dict[str, JSONValue] | None:
+def _values(task: Task, market: MarketProvider, overrides: Mapping[str, Any]) -> dict[str, JSONValue] | None:
     try:
         return expected_values(task, market, dict(overrides))
     except InputError:
@@ -75,7 +75,7 @@ def _primary(task: Task, market: MarketProvider, overrides: Mapping[str, Any]) -
 _BOOLEAN_ARGSETS = 5
 
 
-def near_misses(task: Task, market: Market, stale: Market | None,
+def near_misses(task: Task, market: MarketProvider, stale: MarketProvider | None,
                 argsets: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
     """How many near-miss readings of the task ``market`` tells from every accepted convention, of
     how many could be computed.
@@ -114,7 +114,8 @@ def choose(task: Task, variants: Sequence[Market], symbols: Sequence[str],
         market = Market([variant.data[s] for s in symbols if s in variant.data], variant.as_of)
         sessions = market.sessions()
         stale = truncate(market, sessions[-2]) if len(sessions) > 1 else None
-        score, tried = near_misses(task, market, stale, argsets)
+        score, tried = near_misses(task, caching(market), caching(stale) if stale is not None else None,
+                                   argsets)
         if score > best_score:
             best, best_score = index, score
         if score == tried:  # nothing better is possible

@@ -72,9 +72,10 @@ def test_jobs_two_gives_the_serial_results_with_fakes(make_config) -> None:
     assert reports_of(serial.run_dir) == reports_of(fast.run_dir)
     assert _console_lines(serial_out) == _console_lines(fast_out)
     assert len(_console_lines(fast_out)) == 7
-    # the serial run opens no lane; the parallel one a judging lane of its own, beside the same sessions
+    # the serial run opens no lane; the parallel one a judging lane of its own (a sandbox per core),
+    # beside the same sessions
     assert serial_labels == ["main", "reference", "null"]
-    assert sorted(fast_labels) == sorted(["main", "judge", "reference", "null"])
+    assert sorted(fast_labels) == sorted(["main", "judge", "judge-2", "reference", "null"])
 
 
 @pytest.mark.slow
