@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -10,6 +12,7 @@ import pytest
 from runner.cli import build_parser, main
 from runner.cli.run import cmd_run
 from runner.reports import document
+from tests.runner.conftest import write_baseline_file, write_security_file
 from tests.runner.fakes import DATA, TASKS, make_factory
 
 
@@ -168,13 +171,40 @@ def test_report_of_a_killed_run_rebuilt_from_events_exits_3(tmp_path, security_f
     assert [t.state for t in doc.tasks] == ["pass", "skipped"]
 
 
-def _shard_results(tmp_path, security_file, baseline_file, *shards: str, extra: tuple[str, ...] = ()) -> list[Path]:
-    only = ["--only", "fetch_001,fetch_002,calc_002,calc_004", "--no-self-check", *extra]
+#: The merge tests' selection, cut into shards (shard 1/2 holds fetch_001 and calc_002).
+SHARD_ONLY = ("--only", "fetch_001,fetch_002,calc_002,calc_004", "--no-self-check")
+#: The merge tests read copies of one run per shard (``shard_runs``) on one worker: each used to run its
+#: own shards, 17 fake runs for these 8 tests where 5 distinct shards serve them all.
+_SHARDS = pytest.mark.xdist_group("cli-shard-runs")
+
+
+@pytest.fixture(scope="module")
+def shard_runs(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """``run("K/N")``: the results.json of that shard of the selection, run once per module."""
+    root = tmp_path_factory.mktemp("shards")
+    security, baseline = write_security_file(root), write_baseline_file(root)
+    done: dict[str, Path] = {}
+
+    def run(shard: str) -> Path:
+        if shard not in done:
+            run_id = f"s{shard.replace('/', 'of')}"
+            _gate(_run_args(root, security, baseline, "--run-id", run_id, "--shard", shard, *SHARD_ONLY))
+            done[shard] = root / "out" / run_id / "results.json"
+        return done[shard]
+
+    return run
+
+
+def _shard_results(tmp_path: Path, shard_runs: Callable[[str], Path], *shards: str) -> list[Path]:
+    """A copy of each shard's results.json under ``tmp_path`` (a shard given twice: two copies), for a
+    test to merge or edit without touching the module's runs."""
     paths = []
-    for shard in shards:
-        run_id = f"s{shard.replace('/', 'of')}-{len(paths)}"
-        _gate(_run_args(tmp_path, security_file, baseline_file, "--run-id", run_id, "--shard", shard, *only))
-        paths.append(tmp_path / "out" / run_id / "results.json")
+    for i, shard in enumerate(shards):
+        source = shard_runs(shard)
+        copy = tmp_path / "shards" / str(i) / source.parent.name / "results.json"
+        copy.parent.mkdir(parents=True)
+        shutil.copyfile(source, copy)
+        paths.append(copy)
     return paths
 
 
@@ -185,9 +215,9 @@ def _shard_results(tmp_path, security_file, baseline_file, *shards: str, extra: 
     (["1/2", "2/3"], "shards of different splits (N = 2, 3)"),
 ])
 @pytest.mark.slow
-def test_merge_refuses_an_incomplete_or_mixed_set_of_shards(tmp_path, security_file, baseline_file, capsys,
-                                                            shards, message) -> None:
-    paths = _shard_results(tmp_path, security_file, baseline_file, *shards)
+@_SHARDS
+def test_merge_refuses_an_incomplete_or_mixed_set_of_shards(tmp_path, shard_runs, capsys, shards, message) -> None:
+    paths = _shard_results(tmp_path, shard_runs, *shards)
     capsys.readouterr()
     assert main(["merge", *map(str, paths), "--out", str(tmp_path / "merged")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -202,9 +232,10 @@ def test_merge_refuses_an_incomplete_or_mixed_set_of_shards(tmp_path, security_f
     ({"selection": {"only": ["fetch_001"], "category": None, "shard": "2/2"}}, "different selections"),
 ])
 @pytest.mark.slow
-def test_merge_refuses_shards_measured_against_different_things(tmp_path, security_file, baseline_file, capsys,
-                                                               change, message) -> None:
-    first, second = _shard_results(tmp_path, security_file, baseline_file, "1/2", "2/2")
+@_SHARDS
+def test_merge_refuses_shards_measured_against_different_things(tmp_path, shard_runs, capsys, change,
+                                                               message) -> None:
+    first, second = _shard_results(tmp_path, shard_runs, "1/2", "2/2")
     doc = document.load(second)
     cfg = doc.config.model_dump(mode="json")
     cfg.update(change)  # a shard really run with this setting: its figures agree with it
@@ -216,8 +247,9 @@ def test_merge_refuses_shards_measured_against_different_things(tmp_path, securi
 
 
 @pytest.mark.slow
-def test_merge_restores_suite_order_whatever_the_input_order(tmp_path, security_file, baseline_file) -> None:
-    paths = _shard_results(tmp_path, security_file, baseline_file, "3/3", "1/3", "2/3")
+@_SHARDS
+def test_merge_restores_suite_order_whatever_the_input_order(tmp_path, shard_runs) -> None:
+    paths = _shard_results(tmp_path, shard_runs, "3/3", "1/3", "2/3")
     assert main(["merge", *map(str, paths), "--out", str(tmp_path / "merged"), "--run-id", "m"]) == 0
     doc = document.load(tmp_path / "merged" / "m" / "results.json")
     assert [t.task_id for t in doc.tasks] == ["fetch_001", "fetch_002", "calc_002", "calc_004"]

@@ -23,7 +23,11 @@ def _reference_run(tmp_path, run_id: str):
     config = GateConfig(llm="reference", tasks_path=TASKS, security_path=benchmarks_dir() / "security_tasks.jsonl",
                         payloads_path=None, baseline_path=None, data_dir=DATA, out_dir=tmp_path / "out",
                         run_id=run_id, only=ONLY + SECURITY,
-                        task_timeout_s=60.0, run_payloads=False, worlds_seed=17)  # the same hidden worlds
+                        task_timeout_s=60.0, run_payloads=False,
+                        # the same hidden world in both runs: one, not the default three -- the runs are
+                        # compared through a world all the same, and each world judges every task and its
+                        # probes again (the worlds' own reproducibility is test_worlds.py's)
+                        worlds=1, worlds_seed=17)
     return run_gate(config, console=Console(io.StringIO(), colour=False))
 
 
@@ -32,6 +36,7 @@ def test_two_reference_runs_are_identical_apart_from_times(tmp_path) -> None:
     a = _reference_run(tmp_path, "a")
     b = _reference_run(tmp_path, "b")
     assert a.exit_code == 0, a.doc["verdict"]["reasons"]
+    assert a.doc["config"]["worlds"]["count"] == b.doc["config"]["worlds"]["count"] == 1
     assert a.doc["selfcheck"]["ok"] is True and a.doc["selfcheck"]["null"]["total"] == len(ONLY)
     doc_a = document.load(a.run_dir / "results.json").to_json_dict()
     doc_b = document.load(b.run_dir / "results.json").to_json_dict()

@@ -27,6 +27,9 @@ from runner.judging.worlds import WorldKind
 from tests.runner.test_worlds import SEED, Env, env, reference
 
 __all__ = ["env"]  # the judge's harness of tests/runner/test_worlds.py, shared
+# The harness (a warm sandbox, three hidden worlds, every task's probes) is a module fixture: one worker
+# runs the module, so it is built once, not once per worker (the module's tests landed on both).
+pytestmark = pytest.mark.xdist_group("mixed-readings")
 
 TEN_DAYS = {"days": 10}
 

@@ -23,6 +23,10 @@ BENCH = ROOT / "benchmarks"
 REFERENCE = BENCH / "reference"
 TASK = "calc_002"
 _TASK_LINE = re.compile(r"^Task: (?P<query>.+)$", re.MULTILINE)
+#: No hidden worlds: the statistics, quarantine, budgets, replay and shards of repeats do not depend on
+#: them (a wrong reply here has no code at all), and judging each repeat in the default three worlds was
+#: most of every run (tests/runner/test_repeats.py does the same; worlds are test_worlds.py's).
+NO_WORLDS = ("--worlds", "0")
 
 
 def _by_query() -> dict[str, str]:
@@ -66,7 +70,7 @@ def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model: ChanceModel, ru
         monkeypatch.setenv("NO_COLOR", "1")
         code = main(["run", "--llm", "live", "--only", only, "--no-payloads", "--no-self-check",
                      "--security-tasks", "none", "--max-refinements", "0", "--out", str(tmp_path / "out"),
-                     "--run-id", run_id, "--quiet", *extra])
+                     "--run-id", run_id, "--quiet", *NO_WORLDS, *extra])
     return code, document.load(tmp_path / "out" / run_id / "results.json")
 
 
@@ -151,7 +155,8 @@ def test_recorded_repeats_replay_repeat_by_repeat(tmp_path: Path, monkeypatch: p
     monkeypatch.delenv("FINEVO_LLM_API_KEY")
     code = main(["run", "--llm", f"replay:{cassette}", "--only", TASK, "--no-payloads", "--no-self-check",
                  "--security-tasks", "none", "--max-refinements", "0", "--out", str(tmp_path / "out"),
-                 "--run-id", "rep", "--quiet", "--repeats", "4", "--baseline", str(_baseline(tmp_path))])
+                 "--run-id", "rep", "--quiet", "--repeats", "4", "--baseline", str(_baseline(tmp_path)),
+          *NO_WORLDS])
     replay = document.load(tmp_path / "out" / "rep" / "results.json")
     assert [t.state for t in replay.tasks] == states  # each repeat gets its own recorded reply, in order
     assert code == (1 if live.regressions else 0)
@@ -167,7 +172,8 @@ def test_predictions_answer_per_repeat(tmp_path: Path, monkeypatch: pytest.Monke
         {"task_id": TASK, "content": right})) + "\n")
     main(["run", "--llm", f"predictions:{preds}", "--only", TASK, "--no-payloads", "--no-self-check",
           "--security-tasks", "none", "--max-refinements", "0", "--out", str(tmp_path / "out"),
-          "--run-id", "p", "--quiet", "--repeats", "3", "--baseline", str(_baseline(tmp_path))])
+          "--run-id", "p", "--quiet", "--repeats", "3", "--baseline", str(_baseline(tmp_path)),
+          *NO_WORLDS])
     doc = document.load(tmp_path / "out" / "p" / "results.json")
     assert [(t.repeat, t.state.value) for t in doc.tasks] == [(1, "pass"), (2, "fail"), (3, "pass")]
 

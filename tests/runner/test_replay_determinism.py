@@ -106,8 +106,11 @@ def _gate(out: Path, run_id: str, llm: str, env: dict[str, str], *extra: str) ->
     args = [sys.executable, "-c", "import sys; from runner.cli import main; sys.exit(main())",
             "run", "--llm", llm, *extra, "--only", ",".join(ONLY), "--no-payloads", "--no-self-check",
             "--security-tasks", "none", "--out", str(out), "--run-id", run_id, "--task-timeout", "60",
-            # A replay judges in the recorded run's hidden worlds: the same seed.
-            "--worlds-seed", "3"]
+            # A replay judges in the recorded run's hidden world: the same seed. One world, not the
+            # default three: the replay's path through a world is the same for one as for three (the
+            # worlds' own reproducibility is test_worlds.py's), and each world judges every task and its
+            # probes again, in each of the four runs here.
+            "--worlds", "1", "--worlds-seed", "3"]
     proc = subprocess.run(args, check=False, cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=RUN_TIMEOUT_S)
     return Run(proc.returncode, proc.stdout, proc.stderr, out / run_id)
