@@ -37,7 +37,7 @@ import pandas as pd
 from finevo.contract import check_shape, describe, is_number
 from finevo.errors import AgentFailure, ExternalError
 from finevo.jsontypes import JSONObject
-from finevo.normalize import ANSWER, normalize
+from finevo.normalize import ANSWER, REFUSALS, normalize
 from finevo.outcome import Outcome
 from finevo.registry.signature import function_signature, tool_signature
 from finevo.sandbox.api import ExecutionResult
@@ -296,9 +296,12 @@ def mismatch_words(task: Task, value: Any, expected: Mapping[str, Any], names: S
 
 def refused_value(result: ExecutionResult) -> bool:
     """Whether the tool returned a value the sandbox's boundary refused (NaN placeholders, a shape no
-    answer has: ``ResultNotFinite``, ``ResultShape``...; the supervisor records it on layer ``result``).
-    The tool's own doing, and a value, never an error it raised."""
-    return result.layer == "result"
+    answer has): the supervisor records it on layer ``result`` with one of the boundary's refusal
+    types (:data:`~finevo.normalize.REFUSALS`: ``ResultNotFinite``, ``ResultShape``...). The tool's
+    own doing, and a value, never an error it raised. A tool that died on that layer without a value
+    (``os._exit``, a harness failure after it started, an unreadable channel) carries none of them:
+    a crash, not a refused value."""
+    return result.layer == "result" and result.error_type in REFUSALS
 
 
 def raised_by_tool(result: ExecutionResult) -> bool:
