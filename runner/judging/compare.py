@@ -50,6 +50,8 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
            "mismatch_words", "probe_entry", "raised_by_tool", "readings", "refused_value"]
 
 #: Recorded in every report; bump it whenever a rule changes what passes.
+#: 3.7: a quarter is filed when its Net Income is reported (the seed world's unfiled quarter shows its
+#: revenue, no Net Income); a tool that died without a result is a crash, never a refused value;
 #: 3.6: a value the sandbox refuses (NaN placeholders) is not the clear error an argument set the
 #: data cannot answer asks for -- only an exception the tool raised is; every world's statements give
 #: the rows the generator copies (Operating Revenue, Net Income Common Stockholders...) figures of
@@ -78,7 +80,7 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
 #: support them (must raise), the dividend window's edge and Wilder's SMA seed as readings,
 #: closed-day as-of worlds; 3.1: flip worlds, threshold boundary probes, RSI warm-up reading;
 #: 3.0: hidden worlds.
-JUDGE_VERSION = "3.6"
+JUDGE_VERSION = "3.7"
 
 #: Runs tool code in the sandbox: ``(code, entry, args) -> ExecutionResult``; may raise a
 #: :class:`~finevo.errors.FinevoError` (an external one when the sandbox itself is unavailable).

@@ -176,10 +176,14 @@ def _epoch_midnight(day: date) -> int:
 
 
 def _filed(frame: pd.DataFrame | None) -> pd.DataFrame | None:
-    """``frame`` without its unreported columns (every figure missing, as yfinance shows a period
-    that has ended but whose statement is not filed yet)."""
+    """``frame`` without its unreported columns: a period is filed when its Net Income is reported
+    (the oracle's "latest reported quarter"); yfinance shows a period that has ended but whose
+    statement is not filed yet with every figure missing, or with a few (its revenue) and no Net
+    Income. A statement without a Net Income row: the columns holding any figure."""
     if frame is None:
         return None
+    if "Net Income" in frame.index:
+        return frame.loc[:, frame.loc["Net Income"].notna().to_numpy()]
     return frame.loc[:, frame.notna().any(axis=0)]
 
 
@@ -330,13 +334,22 @@ def _quarter_after(day: date) -> date:
     return later
 
 
+#: The rows an unfiled quarter's column already shows (the revenue announced first), and their growth
+#: over the quarter before it.
+UNFILED_ROWS = ("Total Revenue", "Operating Revenue")
+UNFILED_REVENUE_GROWTH = 1.02
+
+
 def unfiled_quarter(market: Market) -> tuple[Market, str]:
-    """``market`` with, for every symbol with quarterly statements, a column of missing figures for
-    the quarter after its newest one when that quarter has ended by the as-of date: yfinance shows
-    such a column between a quarter's end and its filing. "The latest quarter" is the newest
-    *reported* one (the oracle skips the column; :func:`runner.judging.oracle.net_income`), so a
-    tool that takes the newest column unchecked answers NaN. Nothing else moves (``info`` names the
-    newest reported quarter, as before)."""
+    """``market`` with, for every symbol with quarterly statements, a column for the quarter after
+    its newest one when that quarter has ended by the as-of date, holding its revenue rows (:data:`UNFILED_ROWS`, the
+    quarter before's, grown by :data:`UNFILED_REVENUE_GROWTH`) and every other figure missing, Net
+    Income too: yfinance shows such a column between a quarter's end and its filing, empty or with
+    the few figures announced first. "The latest quarter" is the newest *reported* one, the newest
+    whose Net Income is reported (the oracle skips the column; :func:`runner.judging.oracle.net_income`),
+    so a tool that takes the newest column unchecked answers NaN, and one that takes the newest
+    column holding any figure raises. Nothing else moves (``info`` names the newest reported
+    quarter, as before)."""
     data, words = [], []
     for item in market.data.values():
         frame = item.income_quarterly
@@ -348,7 +361,11 @@ def unfiled_quarter(market: Market) -> tuple[Market, str]:
         if after > market.as_of or any(pd.Timestamp(c).date() >= after for c in frame.columns):
             data.append(item)
             continue
-        blank = pd.DataFrame({pd.Timestamp(after): np.full(len(frame.index), np.nan)}, index=frame.index)
+        figures = np.full(len(frame.index), np.nan)
+        before = frame[max(_filed(frame).columns, key=pd.Timestamp)].to_numpy(dtype=float)  # type: ignore[union-attr]
+        revenue = np.array([str(row) in UNFILED_ROWS for row in frame.index])
+        figures[revenue] = before[revenue] * UNFILED_REVENUE_GROWTH
+        blank = pd.DataFrame({pd.Timestamp(after): figures}, index=frame.index)
         grown = pd.concat([blank, frame], axis=1)  # newest first, as yfinance
         words.append(f"{item.symbol} {after}")
         data.append(SymbolData(item.symbol, item.history, item.income_yearly, grown, item.info, item.fast_info))

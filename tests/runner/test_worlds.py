@@ -30,7 +30,7 @@ from runner.judging.compare import judge_value
 from runner.judging.grade import Reruns, judge_task
 from runner.judging.oracle import expected_values, probe_expected_values
 from runner.judging.probes import SCALES, derive_probes, probes_for
-from runner.judging.world_market import REPORTING_LAGS, edge_dividends
+from runner.judging.world_market import REPORTING_LAGS, UNFILED_ROWS, edge_dividends
 from runner.judging.world_shapes import first_spikes
 from runner.judging.worlds import Spike, WorldKind, Worlds, _calendar_backs, perturb, read_market, truncate, window_args
 from runner.records import TaskResult
@@ -780,8 +780,9 @@ def test_the_seed_world_shows_an_unreported_newest_quarter_that_the_oracle_skips
     world = next(w for w in env.worlds.for_task(env.judged["fetch_006"], []) if w.kind is WorldKind.SEED)
     frame = world.provider.income_stmt("AMZN", "quarterly")
     newest = max(frame.columns)
-    assert frame[newest].isna().all() and newest.date() <= world.as_of  # ended, not yet filed
-    reported = frame.loc[:, frame.notna().any(axis=0)]
+    assert pd.isna(frame.at["Net Income", newest]) and newest.date() <= world.as_of  # ended, not yet filed
+    assert frame[newest].notna().sum() == len(UNFILED_ROWS)  # its revenue shown before the rest is filed
+    reported = frame.loc[:, frame.loc["Net Income"].notna()]
     assert list(frame.columns) == sorted(frame.columns, reverse=True)  # newest first, as yfinance
     expected = expected_values(env.tasks["fetch_006"], world.provider)
     assert expected == {"latest_reported_quarter": float(reported.loc["Net Income", max(reported.columns)])}
