@@ -293,6 +293,44 @@ def perturb(market: Market, spikes: Sequence[Spike], symbols: Iterable[str]) -> 
     return Market(data, market.as_of)
 
 
+#: The stock whose closes the ``seed`` world raises session after session up to its as-of day
+#: (:func:`rising_tail`): the RSI task's own subject (calc_001), so every run asks its RSI there.
+RISING_SYMBOL = "AAPL"
+#: Sessions at the end of the ``seed`` world's history whose closes all rise (:func:`rising_tail`): more
+#: than any RSI window read from the last ``days`` closes the benchmark asks (30 sessions, 29 changes).
+RISING_SESSIONS = 36
+#: The daily gain of each of those sessions (a fraction, drawn uniformly): far above the moves that
+#: take prices off the cent grid (:data:`FINE_SPREAD`), so every change stays a gain.
+RISING_GAINS = (0.003, 0.012)
+
+
+def rising_tail(market: Market, rng: np.random.Generator, symbol: str = RISING_SYMBOL,
+                sessions: int = RISING_SESSIONS) -> tuple[Market, str]:
+    """``market`` with the last ``sessions`` closes of ``symbol`` each above the one before (a run of
+    up-closes up to the as-of day: a stock in a steady rally), every bar scaled whole to its new
+    close, so High, Low and Open keep their places around it (a stochastic's RSV still moves) and the
+    volumes stay. An RSI over a window of gains only is 100 (no loss to divide by): a tool that
+    guards the zero average loss with ``rs = 0`` answers 0 there, and fails."""
+    item = market.data.get(symbol)
+    if item is None or len(item.history) <= sessions + 1:
+        return market, ""
+    raw = item.history.copy()
+    close = raw["Close"].to_numpy(dtype=float)
+    n = len(close)
+    target = close.copy()
+    gains = rng.uniform(RISING_GAINS[0], RISING_GAINS[1], sessions)
+    for k, i in enumerate(range(n - sessions, n)):
+        target[i] = target[i - 1] * (1.0 + gains[k])
+    ratios = target / close
+    for column in ("Open", "High", "Low", "Close"):
+        raw[column] = raw[column].to_numpy(dtype=float) * ratios
+    data = [requote(SymbolData(symbol, readjust(raw), item.income_yearly, item.income_quarterly, item.info,
+                               item.fast_info), market.as_of) if s == symbol else other
+            for s, other in market.data.items()]
+    first = pd.Timestamp(raw.index[n - sessions]).date()
+    return Market(data, market.as_of), f"{symbol} closes rising every session from {first}"
+
+
 #: Sessions back from the latest among which a world's extra dividend is paid.
 _EXTRA_DIVIDEND_REACH = (10, 250)
 

@@ -17,6 +17,7 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -30,7 +31,7 @@ from runner.judging.compare import judge_value
 from runner.judging.grade import Reruns, judge_task
 from runner.judging.oracle import expected_values, probe_expected_values
 from runner.judging.probes import SCALES, derive_probes, probes_for
-from runner.judging.world_market import REPORTING_LAGS, UNFILED_ROWS, edge_dividends
+from runner.judging.world_market import REPORTING_LAGS, RISING_SESSIONS, RISING_SYMBOL, UNFILED_ROWS, edge_dividends
 from runner.judging.world_shapes import first_spikes
 from runner.judging.worlds import Spike, WorldKind, Worlds, _calendar_backs, perturb, read_market, truncate, window_args
 from runner.records import TaskResult
@@ -1199,3 +1200,20 @@ def test_a_latest_close_looking_back_three_calendar_days_fails_in_the_closure_wo
     reference_verdict, _ = env.judge("fetch_004", reference("fetch_004"))
     assert reference_verdict.state == "pass", reference_verdict.reason
     assert any(w.world.startswith("closure-") and w.state == "pass" for w in reference_verdict.worlds)
+
+
+def test_the_seed_world_ends_the_rsi_subject_on_a_run_of_gains_and_rs_zero_fails(env: Env) -> None:
+    """A stock in a steady rally: the seed world's last closes of the RSI task's subject all rise, so
+    an RSI over the last ``days`` closes has no loss to divide by and is 100. A tool that guards the
+    zero average loss with ``rs = 0`` answers 0 there: right wherever a window holds a loss, it fails."""
+    task = env.tasks["calc_001"]
+    assert task.intent.args["symbol"] == RISING_SYMBOL and task.intent.args["days"] <= RISING_SESSIONS
+    world = next(w for w in env.worlds.for_task(env.judged["calc_001"], []) if w.kind is WorldKind.SEED)
+    closes = world.provider.history(RISING_SYMBOL)["Close"].to_numpy(dtype=float)
+    assert (np.diff(closes[-RISING_SESSIONS:]) > 0).all()  # a session missing inside it: one fewer
+    assert expected_values(task, world.provider)["last_30_days"] == 100.0
+    verdict, alone = env.judge("calc_001", edited("calc_001", "if avg_loss == 0.0:\n        return 100.0",
+                                                  "rs = avg_gain / avg_loss if avg_loss else 0.0\n"
+                                                  "    return 100.0 - 100.0 / (1.0 + rs)"))
+    assert alone, "right for the task's own arguments on the snapshot (its window holds a loss)"
+    assert verdict.state == "fail" and "seed-" in verdict.reason, verdict.reason
