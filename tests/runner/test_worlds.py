@@ -833,6 +833,22 @@ def test_a_yes_no_task_is_judged_in_a_round_trip_world(env: Env) -> None:
     assert last > first and float(bars["Close"].mean()) < first and float(bars["Open"].iloc[0]) > last
 
 
+def test_the_round_trip_world_pays_a_dividend_above_the_net_move_and_raw_closes_fail(env: Env) -> None:
+    """A payer's round trip goes ex-dividend in its window for more than the window's net move: the
+    adjusted closes end above the first (price up, the oracle's reading), the quoted ones below it.
+    A tool that reads "price up" from raw closes says False there; right wherever a window's move
+    exceeds its dividends (every other world), it fails."""
+    world = next(w for w in env.worlds.for_task(env.judged["comp_002"], [])
+                 if w.kind is WorldKind.FLIP and "round trip" in w.perturbation)
+    raw = world.provider.history_unadjusted("MSFT").tail(30)
+    assert (raw["Dividends"] != 0).any() and float(raw["Close"].iloc[-1]) < float(raw["Close"].iloc[0])
+    code = edited("comp_002", 'history(period="max")', 'history(period="max", auto_adjust=False)')
+    assert not env.run(code, "volume_price_divergence", {"symbol": "MSFT", "days": 30}, str(world.path)).value
+    verdict, alone = env.judge("comp_002", code)
+    assert alone, "right for the task's own arguments on the snapshot"
+    assert verdict.state == "fail", verdict.reason
+
+
 def test_the_as_of_world_spikes_the_session_before_each_calendar_window(env: Env) -> None:
     """On a closed as-of day a calendar window counted from the last bar starts a session or two
     early; the ``as_of`` world spikes the last session before ``as_of - n days`` so such a window moves."""
