@@ -51,7 +51,11 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
 
 #: Recorded in every report; bump it whenever a rule changes what passes.
 #: 3.7: a quarter is filed when its Net Income is reported (the seed world's unfiled quarter shows its
-#: revenue, no Net Income); a tool that died without a result is a crash, never a refused value;
+#: revenue, no Net Income); a tool that died without a result is a crash, never a refused value; the
+#: seed world ends the RSI subject on a run of gains (RSI 100) and halts the KDJ and Bollinger
+#: subjects up to its as-of day (RSV 50 over a zero range; a bar of Volume 0 is a session); the
+#: round-trip world's payer goes ex-dividend for more than the window's net move (raw and adjusted
+#: "price up" part);
 #: 3.6: a value the sandbox refuses (NaN placeholders) is not the clear error an argument set the
 #: data cannot answer asks for -- only an exception the tool raised is; every world's statements give
 #: the rows the generator copies (Operating Revenue, Net Income Common Stockholders...) figures of

@@ -592,6 +592,48 @@ def halts(market: Market, rng: np.random.Generator, avoid: Iterable[int] = ()) -
     return Market(data, market.as_of), ("a trading halt (flat bars): " + ", ".join(words)) if words else ""
 
 
+#: The stocks the ``seed`` world halts up to its as-of day (:func:`recent_halts`): the subjects of the
+#: tasks that read a recent range or the latest bar, KDJ's (calc_006) and Bollinger's (calc_003).
+RECENT_HALT_SYMBOLS = ("AAPL", "GOOGL")
+#: Sessions such a halt lasts (the last one the as-of day's): longer than KDJ's 9-session range, so
+#: the latest RSVs read a range of zero; short of 14, so an RSI window of 14 changes still moves.
+RECENT_HALT_SESSIONS = (10, 13)
+
+
+def recent_halts(market: Market, rng: np.random.Generator,
+                 symbols: Sequence[str] = RECENT_HALT_SYMBOLS) -> tuple[Market, str]:
+    """``market`` with each of ``symbols`` halted over its last :data:`RECENT_HALT_SESSIONS` sessions,
+    the latest included (a halt still in force on the as-of day): flat bars at the last traded close,
+    Volume 0, as :func:`halts` draws them, none over a dividend or a split (the halt starts after the
+    last one, shorter when it must). A KDJ reads a range of zero over its latest sessions (RSV 50,
+    not the RSV before the halt carried forward), a latest bar of Volume 0 is still the latest
+    session (a tool that drops such bars reads a stale window)."""
+    data, words = [], []
+    for item in market.data.values():
+        raw = item.history
+        length = int(rng.integers(RECENT_HALT_SESSIONS[0], RECENT_HALT_SESSIONS[1] + 1))
+        n = len(raw)
+        if item.symbol not in symbols or n < length + 2:
+            data.append(item)
+            continue
+        events = np.flatnonzero(_events(raw))
+        length = min(length, n - 1 - int(events[-1])) if len(events) else length
+        if length < 1:
+            data.append(item)
+            continue
+        first = n - length
+        raw = raw.copy()
+        price = float(raw["Close"].iloc[first - 1])
+        for column in ("Open", "High", "Low", "Close"):
+            raw.iloc[first:, raw.columns.get_loc(column)] = price
+        raw.iloc[first:, raw.columns.get_loc("Volume")] = 0
+        dates = pd.DatetimeIndex(raw.index).date
+        words.append(f"{item.symbol} {dates[first]}..{dates[-1]}")
+        data.append(requote(SymbolData(item.symbol, readjust(raw), item.income_yearly, item.income_quarterly,
+                                       item.info, item.fast_info), market.as_of))
+    return Market(data, market.as_of), ("a trading halt up to the as-of day: " + ", ".join(words)) if words else ""
+
+
 def recent_splits(market: Market, rng: np.random.Generator) -> tuple[Market, str]:
     """``market`` with a stock split in each stock :data:`SPLIT_BACK` sessions back, as yfinance shows
     one: the history already split-adjusted (prices, volumes and dividends on today's share basis: the

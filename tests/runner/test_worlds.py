@@ -31,7 +31,15 @@ from runner.judging.compare import judge_value
 from runner.judging.grade import Reruns, judge_task
 from runner.judging.oracle import expected_values, probe_expected_values
 from runner.judging.probes import SCALES, derive_probes, probes_for
-from runner.judging.world_market import REPORTING_LAGS, RISING_SESSIONS, RISING_SYMBOL, UNFILED_ROWS, edge_dividends
+from runner.judging.world_market import (
+    RECENT_HALT_SESSIONS,
+    RECENT_HALT_SYMBOLS,
+    REPORTING_LAGS,
+    RISING_SESSIONS,
+    RISING_SYMBOL,
+    UNFILED_ROWS,
+    edge_dividends,
+)
 from runner.judging.world_shapes import first_spikes
 from runner.judging.worlds import Spike, WorldKind, Worlds, _calendar_backs, perturb, read_market, truncate, window_args
 from runner.records import TaskResult
@@ -1226,10 +1234,40 @@ def test_the_seed_world_ends_the_rsi_subject_on_a_run_of_gains_and_rs_zero_fails
     assert task.intent.args["symbol"] == RISING_SYMBOL and task.intent.args["days"] <= RISING_SESSIONS
     world = next(w for w in env.worlds.for_task(env.judged["calc_001"], []) if w.kind is WorldKind.SEED)
     closes = world.provider.history(RISING_SYMBOL)["Close"].to_numpy(dtype=float)
-    assert (np.diff(closes[-RISING_SESSIONS:]) > 0).all()  # a session missing inside it: one fewer
+    changes = np.diff(closes[-RISING_SESSIONS:])  # a session missing inside it: one fewer
+    assert (changes >= 0).all() and (changes[:RISING_SESSIONS - RECENT_HALT_SESSIONS[1] - 2] > 0).all()  # then a halt
     assert expected_values(task, world.provider)["last_30_days"] == 100.0
     verdict, alone = env.judge("calc_001", edited("calc_001", "if avg_loss == 0.0:\n        return 100.0",
                                                   "rs = avg_gain / avg_loss if avg_loss else 0.0\n"
                                                   "    return 100.0 - 100.0 / (1.0 + rs)"))
     assert alone, "right for the task's own arguments on the snapshot (its window holds a loss)"
+    assert verdict.state == "fail" and "seed-" in verdict.reason, verdict.reason
+
+
+@pytest.mark.parametrize(("task_id", "old", "new"), [
+    # where the n-session range is zero, the RSV before it carried forward instead of 50
+    ("calc_006", ".fillna(50.0).iloc[n - 1:]", ".iloc[n - 1:].ffill().fillna(50.0)"),
+    # a latest bar of Volume 0 dropped as "not traded yet": the bands one session stale
+    ("calc_003", 'closes = yf.Ticker(symbol).history(period="max")["Close"].dropna()',
+     'bars = yf.Ticker(symbol).history(period="max")\n'
+     '    closes = (bars.iloc[:-1] if bars["Volume"].iloc[-1] == 0 else bars)["Close"].dropna()'),
+])
+def test_a_halt_up_to_the_as_of_day_fails_a_tool_wrong_on_halted_bars(env: Env, task_id: str, old: str,
+                                                                     new: str) -> None:
+    """The seed world halts the KDJ and Bollinger subjects over their last sessions (flat bars, Volume
+    0, the as-of day's too): a KDJ reads a range of zero there (RSV 50) and the latest bar is still a
+    session. A tool that carries the RSV forward, or drops a bar of Volume 0, is right wherever the
+    halt lies further back, and fails."""
+    task = env.tasks[task_id]
+    symbol = task.intent.args["symbol"]
+    assert symbol in RECENT_HALT_SYMBOLS
+    world = next(w for w in env.worlds.for_task(env.judged[task_id], []) if w.kind is WorldKind.SEED)
+    bars = world.provider.history_unadjusted(symbol)
+    last = bars.iloc[-1]
+    assert last["Volume"] == 0 and last["High"] == last["Low"] == last["Close"] == last["Open"]
+    flat = bars.tail(RECENT_HALT_SESSIONS[0] - 1)  # a session missing inside it: one fewer
+    assert (flat["Volume"] == 0).all() and (flat["High"] == flat["Low"]).all() and flat["Close"].nunique() == 1
+    assert "a trading halt up to the as-of day" in world.perturbation
+    verdict, alone = env.judge(task_id, edited(task_id, old, new))
+    assert alone, "right for the task's own arguments on the snapshot (no halt there)"
     assert verdict.state == "fail" and "seed-" in verdict.reason, verdict.reason
