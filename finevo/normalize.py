@@ -86,7 +86,7 @@ from finevo.market import frozen_clock
 if TYPE_CHECKING:
     from finevo.jsontypes import JSONObject
 
-__all__ = ["ANSWER", "MAX_DEPTH", "MAX_ITEMS", "MAX_TEXT", "RECORD", "RULES", "TOOL", "Policy",
+__all__ = ["ANSWER", "MAX_DEPTH", "MAX_ITEMS", "MAX_TEXT", "RECORD", "REFUSALS", "RULES", "TOOL", "Policy",
            "ResultRefused", "Rule", "normalize", "type_name"]
 
 
@@ -114,8 +114,15 @@ ANSWER = Policy("answer", missing="keep", foreign="keep", dates="day", lenient=T
 RECORD = Policy("record", missing="null", foreign="repr", dates="iso", lenient=True, bounded=False)
 
 
+#: The ``error_type`` of every :class:`ResultRefused`: the ways a return value can fail to cross the
+#: sandbox's boundary. The supervisor records such a run on layer ``result`` with one of these types;
+#: a run that died on that layer without a value (no result, a harness failure) carries none of them.
+REFUSALS = frozenset({"ResultShape", "ResultNotFinite", "ResultTooDeep", "ResultTooLarge"})
+
+
 class ResultRefused(Exception):
-    """The value cannot be normalised under :data:`TOOL`; ``error_type`` names the class of problem."""
+    """The value cannot be normalised under :data:`TOOL`; ``error_type`` names the class of problem
+    (one of :data:`REFUSALS`)."""
 
     def __init__(self, error_type: str, message: str) -> None:
         super().__init__(message)

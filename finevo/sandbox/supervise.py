@@ -37,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from finevo.normalize import MAX_DEPTH, MAX_ITEMS
+from finevo.normalize import MAX_DEPTH, MAX_ITEMS, REFUSALS
 from finevo.sandbox import confine, seccomp
 from finevo.sandbox.api import ExecutionResult, Limits
 from finevo.sandbox.protocol import RESULT_CAP
@@ -795,7 +795,7 @@ def _from_record(seen: _Seen, result: ExecutionResult) -> ExecutionResult:
         return result
     if outcome == "unserialisable":
         error_type = _field_text(record, "error_type", 40)
-        result.error_type = error_type if error_type in _RESULT_ERRORS else "ResultShape"
+        result.error_type = error_type if error_type in REFUSALS else "ResultShape"
         return _stop(result, "crashed", "result", _field_text(record, "error_message") or "unreadable value")
     if outcome != "exception":
         result.error_type = "ResultUnreadable"
@@ -833,10 +833,6 @@ def _classify(obs: Observation, limits: Limits) -> ExecutionResult:
     return (_sandbox_failure(obs, seen, result) or _supervisor_stops(obs, limits, seen, result)
             or _signal_stops(obs, limits, seen, result)
             or _channel_trouble(obs, seen, result) or _from_record(seen, result))
-
-
-#: The ways a return value can fail to cross the boundary (see finevo/normalize.py).
-_RESULT_ERRORS = frozenset({"ResultShape", "ResultNotFinite", "ResultTooDeep", "ResultTooLarge"})
 
 
 def _signal_name(signum: int | None) -> str | None:

@@ -37,7 +37,7 @@ import pandas as pd
 from finevo.contract import check_shape, describe, is_number
 from finevo.errors import AgentFailure, ExternalError
 from finevo.jsontypes import JSONObject
-from finevo.normalize import ANSWER, normalize
+from finevo.normalize import ANSWER, REFUSALS, normalize
 from finevo.outcome import Outcome
 from finevo.registry.signature import function_signature, tool_signature
 from finevo.sandbox.api import ExecutionResult
@@ -50,6 +50,12 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
            "mismatch_words", "probe_entry", "raised_by_tool", "readings", "refused_value"]
 
 #: Recorded in every report; bump it whenever a rule changes what passes.
+#: 3.7: a quarter is filed when its Net Income is reported (the seed world's unfiled quarter shows its
+#: revenue, no Net Income); a tool that died without a result is a crash, never a refused value; the
+#: seed world ends the RSI subject on a run of gains (RSI 100) and halts the KDJ and Bollinger
+#: subjects up to its as-of day (RSV 50 over a zero range; a bar of Volume 0 is a session); the
+#: round-trip world's payer goes ex-dividend for more than the window's net move (raw and adjusted
+#: "price up" part);
 #: 3.6: a value the sandbox refuses (NaN placeholders) is not the clear error an argument set the
 #: data cannot answer asks for -- only an exception the tool raised is; every world's statements give
 #: the rows the generator copies (Operating Revenue, Net Income Common Stockholders...) figures of
@@ -78,7 +84,7 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
 #: support them (must raise), the dividend window's edge and Wilder's SMA seed as readings,
 #: closed-day as-of worlds; 3.1: flip worlds, threshold boundary probes, RSI warm-up reading;
 #: 3.0: hidden worlds.
-JUDGE_VERSION = "3.6"
+JUDGE_VERSION = "3.7"
 
 #: Runs tool code in the sandbox: ``(code, entry, args) -> ExecutionResult``; may raise a
 #: :class:`~finevo.errors.FinevoError` (an external one when the sandbox itself is unavailable).
@@ -296,9 +302,12 @@ def mismatch_words(task: Task, value: Any, expected: Mapping[str, Any], names: S
 
 def refused_value(result: ExecutionResult) -> bool:
     """Whether the tool returned a value the sandbox's boundary refused (NaN placeholders, a shape no
-    answer has: ``ResultNotFinite``, ``ResultShape``...; the supervisor records it on layer ``result``).
-    The tool's own doing, and a value, never an error it raised."""
-    return result.layer == "result"
+    answer has): the supervisor records it on layer ``result`` with one of the boundary's refusal
+    types (:data:`~finevo.normalize.REFUSALS`: ``ResultNotFinite``, ``ResultShape``...). The tool's
+    own doing, and a value, never an error it raised. A tool that died on that layer without a value
+    (``os._exit``, a harness failure after it started, an unreadable channel) carries none of them:
+    a crash, not a refused value."""
+    return result.layer == "result" and result.error_type in REFUSALS
 
 
 def raised_by_tool(result: ExecutionResult) -> bool:

@@ -176,10 +176,14 @@ def _epoch_midnight(day: date) -> int:
 
 
 def _filed(frame: pd.DataFrame | None) -> pd.DataFrame | None:
-    """``frame`` without its unreported columns (every figure missing, as yfinance shows a period
-    that has ended but whose statement is not filed yet)."""
+    """``frame`` without its unreported columns: a period is filed when its Net Income is reported
+    (the oracle's "latest reported quarter"); yfinance shows a period that has ended but whose
+    statement is not filed yet with every figure missing, or with a few (its revenue) and no Net
+    Income. A statement without a Net Income row: the columns holding any figure."""
     if frame is None:
         return None
+    if "Net Income" in frame.index:
+        return frame.loc[:, frame.loc["Net Income"].notna().to_numpy()]
     return frame.loc[:, frame.notna().any(axis=0)]
 
 
@@ -289,6 +293,44 @@ def perturb(market: Market, spikes: Sequence[Spike], symbols: Iterable[str]) -> 
     return Market(data, market.as_of)
 
 
+#: The stock whose closes the ``seed`` world raises session after session up to its as-of day
+#: (:func:`rising_tail`): the RSI task's own subject (calc_001), so every run asks its RSI there.
+RISING_SYMBOL = "AAPL"
+#: Sessions at the end of the ``seed`` world's history whose closes all rise (:func:`rising_tail`): more
+#: than any RSI window read from the last ``days`` closes the benchmark asks (30 sessions, 29 changes).
+RISING_SESSIONS = 36
+#: The daily gain of each of those sessions (a fraction, drawn uniformly): far above the moves that
+#: take prices off the cent grid (:data:`FINE_SPREAD`), so every change stays a gain.
+RISING_GAINS = (0.003, 0.012)
+
+
+def rising_tail(market: Market, rng: np.random.Generator, symbol: str = RISING_SYMBOL,
+                sessions: int = RISING_SESSIONS) -> tuple[Market, str]:
+    """``market`` with the last ``sessions`` closes of ``symbol`` each above the one before (a run of
+    up-closes up to the as-of day: a stock in a steady rally), every bar scaled whole to its new
+    close, so High, Low and Open keep their places around it (a stochastic's RSV still moves) and the
+    volumes stay. An RSI over a window of gains only is 100 (no loss to divide by): a tool that
+    guards the zero average loss with ``rs = 0`` answers 0 there, and fails."""
+    item = market.data.get(symbol)
+    if item is None or len(item.history) <= sessions + 1:
+        return market, ""
+    raw = item.history.copy()
+    close = raw["Close"].to_numpy(dtype=float)
+    n = len(close)
+    target = close.copy()
+    gains = rng.uniform(RISING_GAINS[0], RISING_GAINS[1], sessions)
+    for k, i in enumerate(range(n - sessions, n)):
+        target[i] = target[i - 1] * (1.0 + gains[k])
+    ratios = target / close
+    for column in ("Open", "High", "Low", "Close"):
+        raw[column] = raw[column].to_numpy(dtype=float) * ratios
+    data = [requote(SymbolData(symbol, readjust(raw), item.income_yearly, item.income_quarterly, item.info,
+                               item.fast_info), market.as_of) if s == symbol else other
+            for s, other in market.data.items()]
+    first = pd.Timestamp(raw.index[n - sessions]).date()
+    return Market(data, market.as_of), f"{symbol} closes rising every session from {first}"
+
+
 #: Sessions back from the latest among which a world's extra dividend is paid.
 _EXTRA_DIVIDEND_REACH = (10, 250)
 
@@ -330,13 +372,22 @@ def _quarter_after(day: date) -> date:
     return later
 
 
+#: The rows an unfiled quarter's column already shows (the revenue announced first), and their growth
+#: over the quarter before it.
+UNFILED_ROWS = ("Total Revenue", "Operating Revenue")
+UNFILED_REVENUE_GROWTH = 1.02
+
+
 def unfiled_quarter(market: Market) -> tuple[Market, str]:
-    """``market`` with, for every symbol with quarterly statements, a column of missing figures for
-    the quarter after its newest one when that quarter has ended by the as-of date: yfinance shows
-    such a column between a quarter's end and its filing. "The latest quarter" is the newest
-    *reported* one (the oracle skips the column; :func:`runner.judging.oracle.net_income`), so a
-    tool that takes the newest column unchecked answers NaN. Nothing else moves (``info`` names the
-    newest reported quarter, as before)."""
+    """``market`` with, for every symbol with quarterly statements, a column for the quarter after
+    its newest one when that quarter has ended by the as-of date, holding its revenue rows (:data:`UNFILED_ROWS`, the
+    quarter before's, grown by :data:`UNFILED_REVENUE_GROWTH`) and every other figure missing, Net
+    Income too: yfinance shows such a column between a quarter's end and its filing, empty or with
+    the few figures announced first. "The latest quarter" is the newest *reported* one, the newest
+    whose Net Income is reported (the oracle skips the column; :func:`runner.judging.oracle.net_income`),
+    so a tool that takes the newest column unchecked answers NaN, and one that takes the newest
+    column holding any figure raises. Nothing else moves (``info`` names the newest reported
+    quarter, as before)."""
     data, words = [], []
     for item in market.data.values():
         frame = item.income_quarterly
@@ -348,7 +399,11 @@ def unfiled_quarter(market: Market) -> tuple[Market, str]:
         if after > market.as_of or any(pd.Timestamp(c).date() >= after for c in frame.columns):
             data.append(item)
             continue
-        blank = pd.DataFrame({pd.Timestamp(after): np.full(len(frame.index), np.nan)}, index=frame.index)
+        figures = np.full(len(frame.index), np.nan)
+        before = frame[max(_filed(frame).columns, key=pd.Timestamp)].to_numpy(dtype=float)  # type: ignore[union-attr]
+        revenue = np.array([str(row) in UNFILED_ROWS for row in frame.index])
+        figures[revenue] = before[revenue] * UNFILED_REVENUE_GROWTH
+        blank = pd.DataFrame({pd.Timestamp(after): figures}, index=frame.index)
         grown = pd.concat([blank, frame], axis=1)  # newest first, as yfinance
         words.append(f"{item.symbol} {after}")
         data.append(SymbolData(item.symbol, item.history, item.income_yearly, grown, item.info, item.fast_info))
@@ -535,6 +590,48 @@ def halts(market: Market, rng: np.random.Generator, avoid: Iterable[int] = ()) -
         data.append(SymbolData(item.symbol, raw, item.income_yearly, item.income_quarterly, item.info,
                                item.fast_info))
     return Market(data, market.as_of), ("a trading halt (flat bars): " + ", ".join(words)) if words else ""
+
+
+#: The stocks the ``seed`` world halts up to its as-of day (:func:`recent_halts`): the subjects of the
+#: tasks that read a recent range or the latest bar, KDJ's (calc_006) and Bollinger's (calc_003).
+RECENT_HALT_SYMBOLS = ("AAPL", "GOOGL")
+#: Sessions such a halt lasts (the last one the as-of day's): longer than KDJ's 9-session range, so
+#: the latest RSVs read a range of zero; short of 14, so an RSI window of 14 changes still moves.
+RECENT_HALT_SESSIONS = (10, 13)
+
+
+def recent_halts(market: Market, rng: np.random.Generator,
+                 symbols: Sequence[str] = RECENT_HALT_SYMBOLS) -> tuple[Market, str]:
+    """``market`` with each of ``symbols`` halted over its last :data:`RECENT_HALT_SESSIONS` sessions,
+    the latest included (a halt still in force on the as-of day): flat bars at the last traded close,
+    Volume 0, as :func:`halts` draws them, none over a dividend or a split (the halt starts after the
+    last one, shorter when it must). A KDJ reads a range of zero over its latest sessions (RSV 50,
+    not the RSV before the halt carried forward), a latest bar of Volume 0 is still the latest
+    session (a tool that drops such bars reads a stale window)."""
+    data, words = [], []
+    for item in market.data.values():
+        raw = item.history
+        length = int(rng.integers(RECENT_HALT_SESSIONS[0], RECENT_HALT_SESSIONS[1] + 1))
+        n = len(raw)
+        if item.symbol not in symbols or n < length + 2:
+            data.append(item)
+            continue
+        events = np.flatnonzero(_events(raw))
+        length = min(length, n - 1 - int(events[-1])) if len(events) else length
+        if length < 1:
+            data.append(item)
+            continue
+        first = n - length
+        raw = raw.copy()
+        price = float(raw["Close"].iloc[first - 1])
+        for column in ("Open", "High", "Low", "Close"):
+            raw.iloc[first:, raw.columns.get_loc(column)] = price
+        raw.iloc[first:, raw.columns.get_loc("Volume")] = 0
+        dates = pd.DatetimeIndex(raw.index).date
+        words.append(f"{item.symbol} {dates[first]}..{dates[-1]}")
+        data.append(requote(SymbolData(item.symbol, readjust(raw), item.income_yearly, item.income_quarterly,
+                                       item.info, item.fast_info), market.as_of))
+    return Market(data, market.as_of), ("a trading halt up to the as-of day: " + ", ".join(words)) if words else ""
 
 
 def recent_splits(market: Market, rng: np.random.Generator) -> tuple[Market, str]:

@@ -18,7 +18,7 @@ from finevo.market.snapshot import SymbolData
 from runner.inputs.tasks import Task
 from runner.judging.compare import compare
 from runner.judging.oracle import caching, compute, expected_values
-from runner.judging.world_market import Market, Spike, readjust, requote, truncate
+from runner.judging.world_market import Market, Spike, _events, readjust, requote, restate, truncate
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -256,17 +256,25 @@ class RoundTrip:
     ``end`` from where they started; the first session opens ``2 * end`` from its close, beyond where
     the window ends; Volume over the window ramps to ``1 + volume`` times itself. Readings that
     agree on most paths part here: the last close against the first close, against the window's mean
-    or against the first open."""
+    or against the first open.
+
+    A stock that pays goes ex-dividend at the middle of the window, ``dividend`` of the close before
+    (a fraction, larger than ``end``): the quoted closes from the ex-date on fall by it, so the
+    dividend-adjusted closes draw the path above exactly and the raw ones end ``dividend`` lower,
+    the other side of the first close when the path ends above it. "The price rose" read from raw
+    closes parts from the adjusted reading here (a small net move, a dividend above it)."""
 
     window: int
     excursion: float
     end: float
     volume: float = -0.6
+    dividend: float = 0.015
 
     def label(self) -> str:
         return (f"last {self.window} closes redrawn as a round trip: {self.excursion:+.0%} at the middle, ending "
-                f"{self.end:+.1%} from the first close (opened {2 * self.end:+.1%} from it); volume "
-                f"{self.volume:+.0%} over the window")
+                f"{self.end:+.1%} from the first close (opened {2 * self.end:+.1%} from it), adjusted for an "
+                f"ex-dividend of {self.dividend:.1%} at the middle (a payer's quoted closes "
+                f"{self.end - self.dividend:+.1%}); volume {self.volume:+.0%} over the window")
 
     def closes(self, start: float) -> np.ndarray:
         steps = np.arange(self.window) / max(1, self.window - 1)
@@ -299,9 +307,35 @@ def round_trip(market: Market, shape: RoundTrip, symbols: Iterable[str]) -> Mark
             ramp = np.ones(n)
             ramp[first:] = 1.0 + shape.volume * np.arange(1, shape.window + 1) / shape.window
             raw["Volume"] = _ramped(raw["Volume"].to_numpy(dtype=float), ramp)
-        data.append(requote(SymbolData(item.symbol, readjust(raw), item.income_yearly, item.income_quarterly,
-                                       item.info, item.fast_info), market.as_of))
+        raw = _ex_dividend(raw, first, shape.dividend)
+        data.append(requote(restate(SymbolData(item.symbol, readjust(raw), item.income_yearly,
+                                               item.income_quarterly, item.info, item.fast_info), market.as_of),
+                            market.as_of))
     return Market(data, market.as_of)
+
+
+def _ex_dividend(raw: pd.DataFrame, first: int, fraction: float) -> pd.DataFrame:
+    """``raw`` (its closes from bar ``first`` on redrawn) with an ex-dividend of ``fraction`` of the close
+    before it at the first bar of the window's second half free of another dividend or a split (none
+    when there is none, the frame has no ``Dividends`` or the symbol never paid one: an index, a
+    stock that pays nothing), the bars from it on lowered by the same fraction: the adjusted closes
+    (:func:`readjust`) are then the redrawn ones times one factor, the quoted ones fall at the ex-date."""
+    if not fraction or "Dividends" not in raw.columns or not (raw["Dividends"].to_numpy(dtype=float) != 0).any():
+        return raw
+    n = len(raw)
+    events = _events(raw)
+    free = [i for i in range(first + (n - first) // 2, n) if not events[i]]
+    if not free:
+        return raw
+    at = free[0]
+    raw = raw.copy()
+    amount = float(raw["Close"].iloc[at - 1]) * fraction
+    for column in ("Open", "High", "Low", "Close"):
+        values = raw[column].to_numpy(dtype=float, copy=True)
+        values[at:] = values[at:] * (1.0 - fraction)
+        raw[column] = values
+    raw.iloc[at, raw.columns.get_loc("Dividends")] = amount
+    return raw
 
 
 def round_trip_market(task: Task, market: Market, symbols: Sequence[str]) -> tuple[Market, RoundTrip] | None:

@@ -4,8 +4,9 @@ A generated statement has one column per quarter, every line item filled, a prof
 Yahoo's statements are not so tidy, and a tool registered as verified meets them when it is reused:
 
 * **a missing line item**: a filed quarter whose figures are there except one row (Yahoo leaves
-  single cells NaN): the quarter is reported; only a column whose figures are *all* missing is
-  not filed yet (:func:`runner.judging.world_market.unfiled_quarter`). A tool that drops every
+  single cells NaN): the quarter is reported, as its Net Income is; a column without Net Income
+  is not filed yet, whatever other figures it shows
+  (:func:`runner.judging.world_market.unfiled_quarter`). A tool that drops every
   column holding a NaN answers an older quarter;
 * **a loss**: the newest reported quarter a loss (a negative Net Income). A tool that filters the
   row with ``> 0`` to drop NaN drops the loss and answers an older quarter;

@@ -74,9 +74,11 @@ from runner.judging.world_market import (
     perturb,
     read_market,
     readjust,
+    recent_halts,
     recorded_shapes,
     requote,
     restate,
+    rising_tail,
     truncate,
     unfiled_quarter,
     weekly_fiscal_calendar,
@@ -672,8 +674,11 @@ class Worlds:
                 market, unfiled = unfiled_quarter(market)
                 market, stated = statement_shapes(market, np.random.default_rng([self.seed, 0, round_, 3]))
                 market, moved = edge_dividends(market)
+                market, rising = rising_tail(market, np.random.default_rng([self.seed, 0, round_, 5]))  # its own
+                market, halted = recent_halts(market, np.random.default_rng([self.seed, 0, round_, 6]))  # its own
                 market, shapes = self._recorded(market, kind, round_)
-                words = "; ".join(w for w in (off_cycle, january, weekly, unfiled, stated, moved, shapes) if w)
+                words = "; ".join(w for w in (off_cycle, january, weekly, unfiled, stated, moved, rising, halted,
+                                              shapes) if w)
                 self._markets[key] = [(f"seed-{seed}", words, _Base(market))]
             else:
                 base = self._base_market()

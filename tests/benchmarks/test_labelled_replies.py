@@ -1,10 +1,10 @@
 """Labelled replies through the judge: wrong-but-plausible tools must fail, right variants must pass.
 
-``labelled_replies.jsonl`` holds 142 final tools for the 20 tasks, written without reading the judge's
-tests (114 ``wrong``: each gives the right number on the task's own arguments but is wrong in general
+``labelled_replies.jsonl`` holds 147 final tools for the 20 tasks, written without reading the judge's
+tests (120 ``wrong``: each gives the right number on the task's own arguments but is wrong in general
 -- a hard-coded argument, a clamp, an off-by-one window, answering from fewer data than asked, part
 of a list, a reporting lag or a year length assumed, a window anchored at the last bar instead of
-today...; 28 ``correct``: other accepted conventions or equivalent implementations). Lines 71-83
+today...; 27 ``correct``: other accepted conventions or equivalent implementations). Lines 71-83
 were added later, of classes the first 70 do not cover; lines 84-120 are a third batch written blind
 (from the documented readings only), each label checked again when it was added; lines 121-131 are
 from a fourth blind batch, the statement and dividend classes (fetch_001, 003, 006, 007: eight wrong,
@@ -20,7 +20,14 @@ asked (fetch_003: Operating Revenue for Total Revenue; fetch_001: Net Income Com
 Net Income; equal in the generated statements, given figures of their own in every world); 141, a
 fiscal year ending in January-March named by the calendar year before it (fetch_003: the seed
 world's company whose fiscal year ends in January); 142, a "latest close" that looks back three
-calendar days (fetch_004: the closure world, as of 2012-10-30). They are judged as
+calendar days (fetch_004: the closure world, as of 2012-10-30). Lines from 143 on are from a sixth
+blind batch, closed the same way: 143, a quarter taken as filed when any figure is there (fetch_006:
+the seed world's unfiled quarter shows its revenue, no Net Income); 144, an RSI of 0 for a window of
+gains only (calc_001: the seed world's run of gains); 145, "price up" from raw closes (comp_002: the
+round-trip world's dividend above the net move); 146, the RSV carried forward over a zero range
+(calc_006) and 147, a latest bar of Volume 0 dropped (calc_003): the seed world's halt up to its
+as-of day. Line 63, an SMA-smoothed KDJ that divides by the range, was labelled correct until that
+halt: it answers NaN there, where the documented reading is RSV 50, and is labelled wrong. They are judged as
 the gate judges a final tool (``scripts/judge_replies.py``), in five seeds' probes and hidden worlds.
 """
 

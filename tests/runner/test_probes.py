@@ -501,6 +501,35 @@ def test_a_value_the_sandbox_refuses_is_not_the_clear_error_a_probe_expects(task
             (name, failed.reason)
 
 
+@pytest.mark.parametrize("died", [
+    ExecutionResult(status="crashed", layer="result",  # os._exit in the tool: the supervisor's words
+                    error_message="the tool process exited (code 3) with no result"),
+    ExecutionResult(status="crashed", layer="result",  # a harness failure written after the tool started
+                    error_message="the tool process reported a harness failure after the tool started: "
+                                  "OSError: pipe closed"),
+    ExecutionResult(status="crashed", layer="result", error_type="ResultUnreadable",
+                    error_message="the tool process exited (code 0) with an unreadable result channel"),
+], ids=["no-result", "harness-error", "unreadable"])
+def test_a_tool_that_died_on_the_result_layer_is_a_crash_not_a_refused_value(died: ExecutionResult) -> None:
+    """The supervisor records a tool that died without a result on layer ``result`` too; only a
+    value the boundary refused carries one of its refusal types (:data:`finevo.normalize.REFUSALS`).
+    A must-raise probe says which happened."""
+    from runner.judging.compare import raise_judgement, raised_by_tool, refused_value, run_words
+
+    refused = ExecutionResult(status="crashed", layer="result", error_type="ResultNotFinite",
+                              error_message="value[0] is NaN")
+    assert refused_value(refused) and not refused_value(died)
+    assert not raised_by_tool(refused) and not raised_by_tool(died)
+    assert run_words(died).startswith("the tool died without a result"), run_words(died)
+    crashed = raise_judgement("probe 1", died, "window 3012 > 3011 sessions")
+    assert crashed.state == "fail" and "died without a result" in crashed.reason, crashed.reason
+    assert "refuses" not in crashed.reason and "placeholder" not in crashed.reason, crashed.reason
+    placeholder = raise_judgement("probe 1", refused, "window 3012 > 3011 sessions")
+    assert placeholder.state == "fail", placeholder.reason
+    assert "returned a value the sandbox refuses as an answer (ResultNotFinite" in placeholder.reason
+    assert "a placeholder is not an error the tool raised" in placeholder.reason, placeholder.reason
+
+
 # --------------------------------------------------------------------------- counts at another scale, real numbers
 def test_parameters_are_classed_by_their_declared_type_not_their_name() -> None:
     from runner.inputs.oracle_params import param_kind

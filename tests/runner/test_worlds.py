@@ -17,6 +17,7 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -30,7 +31,15 @@ from runner.judging.compare import judge_value
 from runner.judging.grade import Reruns, judge_task
 from runner.judging.oracle import expected_values, probe_expected_values
 from runner.judging.probes import SCALES, derive_probes, probes_for
-from runner.judging.world_market import REPORTING_LAGS, edge_dividends
+from runner.judging.world_market import (
+    RECENT_HALT_SESSIONS,
+    RECENT_HALT_SYMBOLS,
+    REPORTING_LAGS,
+    RISING_SESSIONS,
+    RISING_SYMBOL,
+    UNFILED_ROWS,
+    edge_dividends,
+)
 from runner.judging.world_shapes import first_spikes
 from runner.judging.worlds import Spike, WorldKind, Worlds, _calendar_backs, perturb, read_market, truncate, window_args
 from runner.records import TaskResult
@@ -780,8 +789,9 @@ def test_the_seed_world_shows_an_unreported_newest_quarter_that_the_oracle_skips
     world = next(w for w in env.worlds.for_task(env.judged["fetch_006"], []) if w.kind is WorldKind.SEED)
     frame = world.provider.income_stmt("AMZN", "quarterly")
     newest = max(frame.columns)
-    assert frame[newest].isna().all() and newest.date() <= world.as_of  # ended, not yet filed
-    reported = frame.loc[:, frame.notna().any(axis=0)]
+    assert pd.isna(frame.at["Net Income", newest]) and newest.date() <= world.as_of  # ended, not yet filed
+    assert frame[newest].notna().sum() == len(UNFILED_ROWS)  # its revenue shown before the rest is filed
+    reported = frame.loc[:, frame.loc["Net Income"].notna()]
     assert list(frame.columns) == sorted(frame.columns, reverse=True)  # newest first, as yfinance
     expected = expected_values(env.tasks["fetch_006"], world.provider)
     assert expected == {"latest_reported_quarter": float(reported.loc["Net Income", max(reported.columns)])}
@@ -829,6 +839,22 @@ def test_a_yes_no_task_is_judged_in_a_round_trip_world(env: Env) -> None:
     bars = world.provider.history("MSFT").tail(30)
     first, last = float(bars["Close"].iloc[0]), float(bars["Close"].iloc[-1])
     assert last > first and float(bars["Close"].mean()) < first and float(bars["Open"].iloc[0]) > last
+
+
+def test_the_round_trip_world_pays_a_dividend_above_the_net_move_and_raw_closes_fail(env: Env) -> None:
+    """A payer's round trip goes ex-dividend in its window for more than the window's net move: the
+    adjusted closes end above the first (price up, the oracle's reading), the quoted ones below it.
+    A tool that reads "price up" from raw closes says False there; right wherever a window's move
+    exceeds its dividends (every other world), it fails."""
+    world = next(w for w in env.worlds.for_task(env.judged["comp_002"], [])
+                 if w.kind is WorldKind.FLIP and "round trip" in w.perturbation)
+    raw = world.provider.history_unadjusted("MSFT").tail(30)
+    assert (raw["Dividends"] != 0).any() and float(raw["Close"].iloc[-1]) < float(raw["Close"].iloc[0])
+    code = edited("comp_002", 'history(period="max")', 'history(period="max", auto_adjust=False)')
+    assert not env.run(code, "volume_price_divergence", {"symbol": "MSFT", "days": 30}, str(world.path)).value
+    verdict, alone = env.judge("comp_002", code)
+    assert alone, "right for the task's own arguments on the snapshot"
+    assert verdict.state == "fail", verdict.reason
 
 
 def test_the_as_of_world_spikes_the_session_before_each_calendar_window(env: Env) -> None:
@@ -1198,3 +1224,50 @@ def test_a_latest_close_looking_back_three_calendar_days_fails_in_the_closure_wo
     reference_verdict, _ = env.judge("fetch_004", reference("fetch_004"))
     assert reference_verdict.state == "pass", reference_verdict.reason
     assert any(w.world.startswith("closure-") and w.state == "pass" for w in reference_verdict.worlds)
+
+
+def test_the_seed_world_ends_the_rsi_subject_on_a_run_of_gains_and_rs_zero_fails(env: Env) -> None:
+    """A stock in a steady rally: the seed world's last closes of the RSI task's subject all rise, so
+    an RSI over the last ``days`` closes has no loss to divide by and is 100. A tool that guards the
+    zero average loss with ``rs = 0`` answers 0 there: right wherever a window holds a loss, it fails."""
+    task = env.tasks["calc_001"]
+    assert task.intent.args["symbol"] == RISING_SYMBOL and task.intent.args["days"] <= RISING_SESSIONS
+    world = next(w for w in env.worlds.for_task(env.judged["calc_001"], []) if w.kind is WorldKind.SEED)
+    closes = world.provider.history(RISING_SYMBOL)["Close"].to_numpy(dtype=float)
+    changes = np.diff(closes[-RISING_SESSIONS:])  # a session missing inside it: one fewer
+    assert (changes >= 0).all() and (changes[:RISING_SESSIONS - RECENT_HALT_SESSIONS[1] - 2] > 0).all()  # then a halt
+    assert expected_values(task, world.provider)["last_30_days"] == 100.0
+    verdict, alone = env.judge("calc_001", edited("calc_001", "if avg_loss == 0.0:\n        return 100.0",
+                                                  "rs = avg_gain / avg_loss if avg_loss else 0.0\n"
+                                                  "    return 100.0 - 100.0 / (1.0 + rs)"))
+    assert alone, "right for the task's own arguments on the snapshot (its window holds a loss)"
+    assert verdict.state == "fail" and "seed-" in verdict.reason, verdict.reason
+
+
+@pytest.mark.parametrize(("task_id", "old", "new"), [
+    # where the n-session range is zero, the RSV before it carried forward instead of 50
+    ("calc_006", ".fillna(50.0).iloc[n - 1:]", ".iloc[n - 1:].ffill().fillna(50.0)"),
+    # a latest bar of Volume 0 dropped as "not traded yet": the bands one session stale
+    ("calc_003", 'closes = yf.Ticker(symbol).history(period="max")["Close"].dropna()',
+     'bars = yf.Ticker(symbol).history(period="max")\n'
+     '    closes = (bars.iloc[:-1] if bars["Volume"].iloc[-1] == 0 else bars)["Close"].dropna()'),
+])
+def test_a_halt_up_to_the_as_of_day_fails_a_tool_wrong_on_halted_bars(env: Env, task_id: str, old: str,
+                                                                     new: str) -> None:
+    """The seed world halts the KDJ and Bollinger subjects over their last sessions (flat bars, Volume
+    0, the as-of day's too): a KDJ reads a range of zero there (RSV 50) and the latest bar is still a
+    session. A tool that carries the RSV forward, or drops a bar of Volume 0, is right wherever the
+    halt lies further back, and fails."""
+    task = env.tasks[task_id]
+    symbol = task.intent.args["symbol"]
+    assert symbol in RECENT_HALT_SYMBOLS
+    world = next(w for w in env.worlds.for_task(env.judged[task_id], []) if w.kind is WorldKind.SEED)
+    bars = world.provider.history_unadjusted(symbol)
+    last = bars.iloc[-1]
+    assert last["Volume"] == 0 and last["High"] == last["Low"] == last["Close"] == last["Open"]
+    flat = bars.tail(RECENT_HALT_SESSIONS[0] - 1)  # a session missing inside it: one fewer
+    assert (flat["Volume"] == 0).all() and (flat["High"] == flat["Low"]).all() and flat["Close"].nunique() == 1
+    assert "a trading halt up to the as-of day" in world.perturbation
+    verdict, alone = env.judge(task_id, edited(task_id, old, new))
+    assert alone, "right for the task's own arguments on the snapshot (no halt there)"
+    assert verdict.state == "fail" and "seed-" in verdict.reason, verdict.reason
