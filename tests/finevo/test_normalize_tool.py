@@ -11,6 +11,7 @@ import collections
 import datetime as dt
 import json
 import math
+import tracemalloc
 from decimal import Decimal
 from typing import Any
 
@@ -203,6 +204,27 @@ def test_everything_else_is_a_typed_failure(value: Any, error_type: str, message
     assert refused.value.error_type == error_type
     assert message in refused.value.message
     assert len(refused.value.message) < 400
+
+
+@pytest.mark.parametrize("build", [
+    lambda: [0.5] * (2 * MAX_ITEMS),
+    lambda: (0.5,) * (2 * MAX_ITEMS),
+    lambda: dict.fromkeys(range(2 * MAX_ITEMS), 0.5),
+    lambda: {"values": [0.5] * (2 * MAX_ITEMS)},
+], ids=["list", "tuple", "dict", "nested list"])
+def test_an_oversized_container_is_refused_before_it_is_copied(build: Any) -> None:
+    """The size is known before the walk copies anything: refusing a container twice the budget
+    allocates next to nothing (a copy of it would take 16 MB or more)."""
+    value = build()
+    tracemalloc.start()
+    try:
+        with pytest.raises(ResultRefused) as refused:
+            to_plain(value)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert refused.value.error_type == "ResultTooLarge"
+    assert peak < 1024 * 1024
 
 
 def test_shared_and_self_containing_structures_terminate() -> None:
