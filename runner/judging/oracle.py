@@ -26,6 +26,7 @@ Plain-reading defaults (the primary):
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -182,9 +183,13 @@ def _sma_seeded(values: pd.Series, window: int) -> pd.Series:
     data = values.to_numpy(dtype=float)
     out = np.full(len(data), np.nan)
     if len(data) >= window:
-        out[window - 1] = data[:window].mean()
-        for i in range(window, len(data)):
-            out[i] = (out[i - 1] * (window - 1) + data[i]) / window
+        # The recursion on Python floats: the same IEEE operations as on numpy scalars, 4x faster.
+        average = float(data[:window].mean())
+        out[window - 1] = average
+        later = data[window:].tolist()
+        for i, value in enumerate(later, window):
+            average = (average * (window - 1) + value) / window
+            out[i] = average
     return pd.Series(out, index=values.index)
 
 
@@ -225,7 +230,9 @@ def rsi_series(closes: pd.Series, window: int, method: str = "wilder", warmup: s
     rsi = np.where(avg_loss != 0, rsi, 100.0)
     rsi = np.where(~np.isnan(avg_gain) & ~np.isnan(avg_loss), rsi, np.nan)
     name = None if method == "wilder_sma" else closes.name  # as the Series arithmetic named it
-    return pd.Series(rsi, index=index, name=name).reindex(closes.index)
+    if len(values) and closes.index.is_unique:  # the first close has no change: NaN, as reindex put it
+        return pd.Series(np.concatenate(([np.nan], rsi)), index=closes.index, name=name)
+    return pd.Series(rsi, index=index, name=name).reindex(closes.index)  # raises on repeated dates
 
 
 def _at_least_zero(values: np.ndarray) -> np.ndarray:
@@ -664,7 +671,7 @@ def each_reading(task: Task, provider: MarketProvider, overrides: Mapping[str, J
     for name, reading in accepted_readings(task):
         merged: JSONObject = {**reading, **(overrides or {})}
         try:
-            yield name, oracle(cached, parse_params(task.oracle.name, merged))
+            yield name, cached.value(task.oracle.name, oracle, parse_params(task.oracle.name, merged))
         except OracleParamsError as exc:
             yield name, InputError(f"{label}: oracle {task.oracle.name!r} convention {name!r}: {exc.detail}",
                                    reason=exc.detail)
@@ -698,21 +705,41 @@ def judged_values(task: Task, provider: MarketProvider, overrides: Mapping[str, 
     return values
 
 
-def caching(provider: MarketProvider) -> MarketProvider:
-    """``provider`` with each symbol's bars read (and unadjusted) once for as long as the returned
-    object is kept (:class:`_CachingProvider`); a provider that caches already is returned as it is.
-    Hold one for work that reads one provider many times (every argument set of a task in a world,
-    every task on the run's snapshot): the values are the same, the frames are read once."""
+def caching(provider: MarketProvider) -> _CachingProvider:
+    """``provider`` with each symbol's bars read (and unadjusted) once, and each oracle value
+    computed once, for as long as the returned object is kept (:class:`_CachingProvider`); a
+    provider that caches already is returned as it is. Hold one for work that reads one provider
+    many times (every argument set of a task in a world, every task on the run's snapshot): the
+    values are the same, the frames are read once."""
     return provider if isinstance(provider, _CachingProvider) else _CachingProvider(provider)
 
 
 class _CachingProvider:
     """The provider, each symbol's bars read (and unadjusted) once: every reading of a task, every
-    argument set, reads them again. The oracle functions never modify the frames they are given."""
+    argument set, reads them again. The oracle functions never modify the frames they are given.
+
+    It also keeps each oracle value it was asked for (:meth:`value`): deriving a task's probes asks
+    for the same argument sets as the task's own expected values and the chosen probes' (about one
+    oracle call in seven on the run's snapshot was a repeat)."""
 
     def __init__(self, provider: MarketProvider) -> None:
         self._provider = provider
         self._bars: dict[tuple[str, str], pd.DataFrame] = {}
+        self._values: dict[tuple[str, str], JSONValue | Exception] = {}
+
+    def value(self, name: str, oracle: Oracle[Any], params: OracleParams) -> JSONValue:
+        """``oracle(self, params)``, computed once: a later call gets a copy of the value (callers
+        may change what they are given), or the same error raised again."""
+        key = (name, params.model_dump_json())
+        if key not in self._values:
+            try:
+                self._values[key] = oracle(self, params)
+            except (LookupError, ValueError, TypeError) as exc:  # the oracle's "no answer here"
+                self._values[key] = exc
+        found = self._values[key]
+        if isinstance(found, Exception):
+            raise found.with_traceback(None)
+        return copy.deepcopy(found) if isinstance(found, (list, dict)) else found
 
     @property
     def as_of(self) -> date:

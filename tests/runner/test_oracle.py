@@ -368,6 +368,48 @@ def test_unknown_oracle_and_bad_params_name_the_task() -> None:
         expected_values(_task(), provider, {"days": "6"}, "probe 1")
 
 
+def test_a_caching_provider_computes_each_oracle_value_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Deriving probes asks the oracle again for argument sets already answered: one caching
+    provider computes each (oracle, parameters) once, gives each caller its own copy of a value, and
+    raises the same "no answer here" again without computing it again."""
+    provider = FakeProvider({"X": _frame(np.array([100.0, 120.0, 90.0, 110.0, 80.0, 130.0]))})
+    seen: list[tuple[str, int]] = []
+    real = oracle.ORACLES["max_drawdown"]
+
+    def counted(market: Any, params: Any) -> Any:
+        seen.append((params.sign, params.days))
+        return real.function(market, params)
+
+    monkeypatch.setitem(oracle.ORACLES, "max_drawdown", oracle.Oracle(counted, real.params))
+    cached = oracle.caching(provider)
+    assert oracle.caching(cached) is cached
+    first = expected_values(_task(), cached, {"days": 4})
+    assert len(seen) == 6
+    assert expected_values(_task(), cached, {"days": 4}) == first
+    assert len(seen) == 6  # all six readings again: none computed twice
+    assert expected_values(_task(), cached, {"days": 5}) != first
+    assert len(seen) == 12  # other arguments: computed
+    for _ in range(2):
+        with pytest.raises(InputError, match="need 9 sessions, have 6"):
+            expected_values(_task(), cached, {"days": 9})
+    assert seen[12:] == [("negative", 9)]  # the first reading refused: asked once, raised twice
+    # a fresh provider knows nothing of the other's values
+    expected_values(_task(), oracle.caching(provider), {"days": 4})
+    assert len(seen) == 12 + 1 + 6
+
+
+def test_a_cached_list_value_is_each_callers_own() -> None:
+    closes = np.array([10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0])
+    cached = oracle.caching(FakeProvider({"X": _frame(closes)}))
+    task = _task(oracle={"name": "moving_average", "params": {"symbol": "X", "window": 3, "days": 2}},
+                 conventions=[{"name": "sma", "reason": "r"}])
+    first = expected_values(task, cached)
+    primary = next(iter(first))
+    assert first[primary] == pytest.approx([14.0, 15.0])
+    first[primary].append(99.0)
+    assert expected_values(task, cached)[primary] == pytest.approx([14.0, 15.0])
+
+
 def test_every_task_oracle_name_is_known() -> None:
     from finevo.paths import benchmarks_dir
     from runner.inputs.tasks import load_tasks
