@@ -35,6 +35,7 @@ class Market:
         self.data: dict[str, SymbolData] = {item.symbol: item for item in data}
         self._as_of = as_of
         self._adjusted: dict[str, pd.DataFrame] = {}
+        self._cut: dict[tuple[str, date], SymbolData | None] = {}
 
     @property
     def as_of(self) -> date:
@@ -80,6 +81,21 @@ class Market:
         for item in self.data.values():
             days.update(pd.DatetimeIndex(item.history.index).date)
         return sorted(days)
+
+    def as_it_stood(self, symbols: Iterable[str], as_of: date) -> Market:
+        """:func:`truncate` of ``symbols`` (of those held), each symbol's cut made once however often
+        it is asked for: choosing a world's variant asks for the same session-late market for every
+        task that reads the same symbols. For reading only: the cut data are shared."""
+        data = []
+        for symbol in symbols:
+            if symbol not in self.data:
+                continue
+            if (symbol, as_of) not in self._cut:
+                self._cut[(symbol, as_of)] = _cut(self.data[symbol], as_of, REPORTING_LAG_DAYS)
+            item = self._cut[(symbol, as_of)]
+            if item is not None:
+                data.append(item)
+        return Market(data, as_of)
 
 
 def read_market(snapshot: Snapshot) -> Market:
@@ -234,19 +250,21 @@ def truncate(market: Market, as_of: date, lag: int = REPORTING_LAG_DAYS) -> Mark
     ``Adj Close`` is Yahoo's dividend adjustment, which only knows the dividends paid by then: it is
     recomputed from the kept bars (:func:`readjust`).
     """
-    data = []
-    for item in market.data.values():
-        raw = item.history
-        dates = pd.DatetimeIndex(raw.index).date
-        cut = int((dates <= as_of).sum())
-        if cut == 0:
-            continue
-        kept = readjust(raw.iloc[:cut])
-        data.append(requote(restate(SymbolData(item.symbol, kept, _reported(item.income_yearly, as_of, lag),
-                                               _reported(item.income_quarterly, as_of, lag), item.info,
-                                               item.fast_info),
-                                    as_of), as_of))
-    return Market(data, as_of)
+    return Market([item for item in (_cut(item, as_of, lag) for item in market.data.values()) if item is not None],
+                  as_of)
+
+
+def _cut(item: SymbolData, as_of: date, lag: int) -> SymbolData | None:
+    """One symbol as :func:`truncate` leaves it (None: no bar on or before ``as_of``)."""
+    raw = item.history
+    dates = pd.DatetimeIndex(raw.index).date
+    cut = int((dates <= as_of).sum())
+    if cut == 0:
+        return None
+    kept = readjust(raw.iloc[:cut])
+    return requote(restate(SymbolData(item.symbol, kept, _reported(item.income_yearly, as_of, lag),
+                                      _reported(item.income_quarterly, as_of, lag), item.info, item.fast_info),
+                           as_of), as_of)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from finevo.market.snapshot import SymbolData
 from runner.inputs.tasks import Task
 from runner.judging.compare import compare
 from runner.judging.oracle import caching, compute, expected_values
-from runner.judging.world_market import Market, Spike, _events, readjust, requote, restate, truncate
+from runner.judging.world_market import Market, Spike, _events, readjust, requote, restate
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -113,7 +113,7 @@ def choose(task: Task, variants: Sequence[Market], symbols: Sequence[str],
     for index, variant in enumerate(variants):
         market = Market([variant.data[s] for s in symbols if s in variant.data], variant.as_of)
         sessions = market.sessions()
-        stale = truncate(market, sessions[-2]) if len(sessions) > 1 else None
+        stale = variant.as_it_stood(market.data, sessions[-2]) if len(sessions) > 1 else None
         score, tried = near_misses(task, caching(market), caching(stale) if stale is not None else None,
                                    argsets)
         if score > best_score:

@@ -38,6 +38,7 @@ from runner.judging.world_market import (
     RISING_SESSIONS,
     RISING_SYMBOL,
     UNFILED_ROWS,
+    Market,
     edge_dividends,
 )
 from runner.judging.world_shapes import first_spikes
@@ -359,6 +360,27 @@ def test_truncation_keeps_only_what_was_known_at_the_earlier_date(env: Env) -> N
             frame = past.income_stmt(symbol, freq)
             assert all(pd.Timestamp(c).date() <= date(2024, 5, 14) for c in frame.columns)
     assert past.income_stmt("AAPL", "quarterly").shape[1] < market.income_stmt("AAPL", "quarterly").shape[1]
+
+
+def test_a_market_as_it_stood_is_its_truncation_cut_once(env: Env) -> None:
+    """Choosing a variant asks every task's symbols a session late: the same market as
+    :func:`truncate` of those symbols, each symbol cut once however often it is asked for."""
+    market = read_market(env.snapshot)
+    day = date(2024, 6, 28)
+    symbols = ["MSFT", "AAPL", "NOT-HELD"]
+    stood = market.as_it_stood(symbols, day)
+    want = truncate(Market([market.data["MSFT"], market.data["AAPL"]], market.as_of), day)
+    assert stood.as_of == want.as_of == day and list(stood.data) == list(want.data) == ["MSFT", "AAPL"]
+    for symbol in want.data:
+        pd.testing.assert_frame_equal(stood.history_unadjusted(symbol), want.history_unadjusted(symbol),
+                                      check_exact=True)
+        for freq in ("yearly", "quarterly"):
+            pd.testing.assert_frame_equal(stood.income_stmt(symbol, freq), want.income_stmt(symbol, freq))
+        assert stood.info(symbol) == want.info(symbol) and stood.fast_info(symbol) == want.fast_info(symbol)
+    again = market.as_it_stood(["AAPL"], day)
+    assert again.data["AAPL"] is stood.data["AAPL"]
+    assert market.as_it_stood(["AAPL"], date(2024, 6, 27)).data["AAPL"] is not stood.data["AAPL"]
+    assert market.as_it_stood(["AAPL"], date(1990, 1, 2)).data == {}  # no bar by then
 
 
 def test_a_spike_is_a_new_extreme_and_keeps_every_bar_consistent(env: Env) -> None:
