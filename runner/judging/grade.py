@@ -47,7 +47,7 @@ from runner.judging.compare import (
     refusal_judgement,
     run_words,
 )
-from runner.judging.oracle import NOT_HELD, OR_RAISES, RAISES, caching, holds, judged_values
+from runner.judging.oracle import NOT_HELD, OR_RAISES, RAISES, holds, judged_values
 from runner.judging.probes import for_tool
 from runner.judging.worlds import World, display_name
 from runner.records import (
@@ -320,7 +320,7 @@ def world_answers(task: Task, world: World) -> list[WorldAnswer]:
     others' values and ``OR_RAISES``), or the oracle's reason it has no answer under any reading;
     stops after the task's own arguments when those have none."""
     out: list[WorldAnswer] = []
-    provider = caching(world.provider)  # every argument set reads the same bars
+    provider = world.oracle_view  # every argument set, every task, reads the same bars
     for index, probe in enumerate([None, *task.probes]):
         short = holds(task, probe, provider) if probe is not None else None
         if probe is not None and short is not None:

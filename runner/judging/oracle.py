@@ -747,7 +747,8 @@ class _CachingProvider:
 
     def bars(self, symbol: str, prices: str) -> pd.DataFrame:
         if (symbol, prices) not in self._bars:
-            self._bars[(symbol, prices)] = _read_history(self._provider, symbol, prices)
+            self._bars[(symbol, prices)] = (_unadjust(self.bars(symbol, "adjusted")) if prices == "raw"
+                                            else _read_history(self._provider, symbol, prices))
         return self._bars[(symbol, prices)]
 
     def __getattr__(self, name: str) -> Any:

@@ -36,6 +36,7 @@ next run that builds worlds.
 from __future__ import annotations
 
 import calendar
+import functools
 import itertools
 import os
 import secrets
@@ -54,10 +55,12 @@ import pandas as pd
 
 from finevo.market import synthetic
 from finevo.market.calendar import COVERED_YEARS, is_trading_day
+from finevo.market.provider import MarketProvider
 from finevo.market.snapshot import Snapshot, SnapshotOrigin, load_snapshot, symbol_files, write_snapshot_files
 from runner.inputs.oracle_params import SHARED_READINGS
 from runner.inputs.tasks import Task
 from runner.judging.compare import compare
+from runner.judging.oracle import caching
 from runner.judging.world_dirs import _ROOT_PREFIX, default_root_parent, sweep_orphans
 from runner.judging.world_dividends import STOPPED_YEARS, stopped_payers
 from runner.judging.world_market import (
@@ -267,6 +270,12 @@ class World:
     @property
     def as_of(self) -> date:
         return self.provider.as_of
+
+    @functools.cached_property
+    def oracle_view(self) -> MarketProvider:
+        """The world as the oracle reads it, for the whole run: each symbol's bars read once and each
+        value computed once, whichever task's argument sets ask (:func:`~runner.judging.oracle.caching`)."""
+        return caching(self.provider)
 
 
 @dataclass
