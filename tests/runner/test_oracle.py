@@ -424,9 +424,8 @@ def test_a_world_reads_its_bars_once_for_every_task_judged_in_it(tmp_path: Any) 
     closes = np.array([100.0, 120.0, 90.0, 110.0, 80.0, 130.0, 125.0, 140.0])
     world = World(name="w", kind=WorldKind.SEED, path=tmp_path, provider=Counting({"X": _frame(closes)}))
     drawdown = world_answers(_task(), world)
-    averages = world_answers(_task(id="calc_098", conventions=[{"name": "sma", "reason": "r"}],
-                                   oracle={"name": "moving_average", "params": {"symbol": "X", "window": 3, "days": 2}}),
-                             world)
+    average = {"name": "moving_average", "params": {"symbol": "X", "window": 3, "days": 2}}
+    averages = world_answers(_task(id="calc_098", conventions=[{"name": "sma", "reason": "r"}], oracle=average), world)
     assert drawdown[0][1]["negative"] == pytest.approx(80 / 110 - 1)  # type: ignore[index]
     assert averages[0][1]["sma"] == pytest.approx([335 / 3, 395 / 3])  # type: ignore[index]
     assert reads == ["X"]  # read once for both tasks and all their readings (adjusted and raw closes)
