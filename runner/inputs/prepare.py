@@ -10,11 +10,13 @@ from __future__ import annotations
 import os
 import secrets
 import subprocess
+import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, TypedDict, TypeVar
 
 from finevo.errors import InputError
 from finevo.jsontypes import JSONValue
@@ -23,6 +25,10 @@ from runner.inputs.suite import Suite, load_suite, select
 from runner.inputs.tasks import Task
 from runner.judging.worlds import DEFAULT_WORLDS
 from runner.verdict.decide import DEFAULT_MIN_PASS_RATE
+
+_T = TypeVar("_T")
+#: Per task id, the oracle's ``{convention: value}`` for each of the task's probes, in order.
+Expectations = dict[str, list[dict[str, JSONValue]]]
 
 DEFAULT_TASK_TIMEOUT_S = 120.0
 
@@ -92,11 +98,9 @@ class Prepared:
     run_id: str
     run_dir: Path
     min_pass_rate: float
-    #: Per task id, the oracle's ``{convention: value}`` for each of the task's probes, in order.
-    probe_expected: dict[str, list[dict[str, JSONValue]]] = field(default_factory=dict)
-    #: Per task id, the task as the gate judges it: its listed probes and those derived from its
-    #: arguments (:mod:`runner.judging.probes`; the agent is given the task as listed).
-    judged: dict[str, Task] = field(default_factory=dict)
+    #: The tasks as the gate judges them and their probes' expected values (:attr:`judged`,
+    #: :attr:`probe_expected`), derived in a thread of their own while the run starts.
+    probes: Future[tuple[dict[str, Task], Expectations]] | None = None
     #: The seed of the run's hidden worlds (``config.worlds_seed`` or drawn here).
     worlds_seed: int = 0
     #: Every benchmark task of the file, selected or not: the hidden worlds place their spikes at
@@ -106,6 +110,58 @@ class Prepared:
     #: Directories :func:`prepare` created for ``--out`` (deepest first): removed again when the run
     #: cannot start, so a refused run leaves nothing behind.
     created_dirs: list[Path] = field(default_factory=list)
+
+    @property
+    def judged(self) -> dict[str, Task]:
+        """Per task id, the task as the gate judges it: its listed probes and those derived from its
+        arguments (:mod:`runner.judging.probes`; the agent is given the task as listed). Waits for
+        the derivation the first time it is asked for (by then it has usually finished)."""
+        return self.probes.result()[0] if self.probes is not None else {}
+
+    @property
+    def probe_expected(self) -> Expectations:
+        """Per task id, the oracle's ``{convention: value}`` for each of the task's probes, in order."""
+        return self.probes.result()[1] if self.probes is not None else {}
+
+
+def _in_a_thread(compute: Callable[[], _T]) -> Future[_T]:
+    """``compute()`` started in a daemon thread of its own; its value (or error) in the future."""
+    future: Future[_T] = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(compute())
+        except BaseException as exc:  # raised again where the value is asked for
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name="derive-probes", daemon=True).start()
+    return future
+
+
+def _check_listed_probes(tasks: Sequence[Task], bars: Any) -> None:
+    """The probes a task file lists are inputs: one the oracle cannot judge stops the run here,
+    before anything is written (:class:`InputError`, exit 2)."""
+    from runner.judging.oracle import probe_expected_values
+
+    for task in tasks:
+        probe_expected_values(task, bars)
+
+
+def _judged_tasks(tasks: Sequence[Task], bars: Any, seed: int) -> Future[tuple[dict[str, Task], Expectations]]:
+    """The tasks as the gate judges them, with their probes' expected values (:attr:`Prepared.judged`).
+
+    Deriving the probes from each task's arguments (about a second) is needed only once a task is
+    judged: it runs beside the start of the run (the workers' start, the first tasks), reading
+    ``bars`` (the snapshot's caching view, which nothing else reads once :func:`prepare` has
+    returned: the values it holds already, e.g. each task's own, are not computed again)."""
+    from runner.judging.oracle import probe_expected_values
+    from runner.judging.probes import probes_for
+
+    def derive() -> tuple[dict[str, Task], Expectations]:
+        judged = {t.id: t.model_copy(update={"probes": probes_for(t, bars, seed=seed)}) for t in tasks}
+        return judged, {t.id: probe_expected_values(t, bars) for t in judged.values() if t.probes}
+
+    return _in_a_thread(derive)
 
 
 def new_run_id() -> str:
@@ -161,8 +217,7 @@ def prepare(config: GateConfig, *, inputs_checked: Callable[[Suite], None] | Non
     before the oracle's values are computed (the longest part): the gate starts its sandbox
     workers there, so they load while the oracle computes."""
     from finevo.market.snapshot import load_snapshot
-    from runner.judging.oracle import caching, expected_values, probe_expected_values
-    from runner.judging.probes import probes_for
+    from runner.judging.oracle import caching, expected_values
 
     suite = load_suite(config.tasks_path, config.security_path,
                        config.payloads_path if config.run_payloads else None, config.baseline_path)
@@ -195,10 +250,9 @@ def prepare(config: GateConfig, *, inputs_checked: Callable[[Suite], None] | Non
         inputs_checked(suite)
     bars = caching(snapshot)  # every task's oracle reads the snapshot's bars: each symbol's read once for all
     expected = {t.id: expected_values(t, bars) for t in suite.tasks}
+    _check_listed_probes(suite.tasks, bars)
     # One secret seed draws the hidden worlds and the probes across the argument space.
     worlds_seed = config.worlds_seed if config.worlds_seed is not None else secrets.randbelow(2**31)
-    judged = {t.id: t.model_copy(update={"probes": probes_for(t, bars, seed=worlds_seed)}) for t in suite.tasks}
-    probe_expected = {t.id: probe_expected_values(t, bars) for t in judged.values() if t.probes}
     out_dir = Path(config.out_dir).absolute()
     created = _check_out_dir(out_dir)
     run_dir = out_dir / run_id
@@ -212,11 +266,11 @@ def prepare(config: GateConfig, *, inputs_checked: Callable[[Suite], None] | Non
         min_rate = suite.baseline.target_pass_rate
     else:
         min_rate = DEFAULT_MIN_PASS_RATE
+    probes = _judged_tasks(suite.tasks, bars, worlds_seed)  # every input is known good by now
     return Prepared(config=config, suite=suite, expected=expected, snapshot=snapshot,
                     snapshot_hash=getattr(snapshot, "content_hash", None),
                     snapshot_as_of=str(snapshot.as_of) if getattr(snapshot, "as_of", None) else None,
-                    run_id=run_id, run_dir=run_dir, min_pass_rate=min_rate, probe_expected=probe_expected,
-                    judged=judged, world_tasks=world_tasks,
+                    run_id=run_id, run_dir=run_dir, min_pass_rate=min_rate, probes=probes, world_tasks=world_tasks,
                     worlds_seed=worlds_seed,
                     created_dirs=created)
 
