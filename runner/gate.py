@@ -97,10 +97,10 @@ class Gate:
         self._early_selfcheck: EarlySelfCheck | None = None
         #: The security tasks' own canaries (open while the run is).
         self._security_canaries: Canaries | None = None
-        #: The run's warm sandboxes, handed on from session to session (open while the run is): the
-        #: pool given (its workers started while the inputs were prepared), else one of the run's own.
+        #: The pool :func:`run_gate` gives (its workers started while the inputs were prepared).
         self._given_pool = sandboxes
-        self._prewarmed = sandboxes is not None
+        #: The run's warm sandboxes, handed on from session to session (open while the run is): the
+        #: pool given, else one of the run's own.
         self._sandboxes: SandboxPool | None = None
         #: The run's hidden worlds (built lazily, for tasks whose main value passes; removed at the end).
         self.worlds: Worlds | None = (Worlds(prepared.snapshot, prepared.config.worlds, prepared.worlds_seed,
@@ -159,7 +159,7 @@ class Gate:
         pay_done: list[PayloadResult] = []
         selfcheck: SelfCheck | None = None
         # Suite warnings (baseline ids unknown to the suite) are printed once, in the final summary.
-        self._sandboxes, self._given_pool = self._given_pool or SandboxPool(), None
+        self._sandboxes = self._given_pool or SandboxPool()
         with Interrupts() as interrupts:
             try:
                 self._prewarm_sandboxes()
@@ -316,7 +316,7 @@ class Gate:
     def _prewarm_sandboxes(self) -> None:
         """The run's sandbox workers, started ahead (:func:`prewarm`), unless :func:`run_gate` started
         them already while the inputs were prepared."""
-        if self._sandboxes is not None and not self._prewarmed:
+        if self._sandboxes is not None and self._given_pool is None:
             prewarm(self._sandboxes, self.p.config, self.p.suite, self.factory)
 
     def _close_sandboxes(self) -> None:
@@ -456,15 +456,17 @@ def run_gate(config: GateConfig, *, factory: SessionFactory = default_session, c
     if self_check is None:
         self_check = run_selfcheck
     pool = SandboxPool()
-    started: list[bool] = []
+
+    def inputs_checked(suite: Suite) -> None:
+        prewarm(pool, config, suite, factory)  # nothing to start ahead with --jobs 1: the pool stays empty
+
     try:
-        prepared = prepare(config, inputs_checked=lambda suite: started.append(prewarm(pool, config, suite, factory)))
+        prepared = prepare(config, inputs_checked=inputs_checked)
     except BaseException:
         pool.close()
         raise
     try:
-        gate = Gate(prepared, factory=factory, console=console, selfcheck=self_check,
-                    sandboxes=pool if any(started) else None)
+        gate = Gate(prepared, factory=factory, console=console, selfcheck=self_check, sandboxes=pool)
     except BaseException:
         pool.close()
         raise
