@@ -34,7 +34,7 @@ from finevo.errors import InputError
 from finevo.jsontypes import JSONObject, JSONValue
 from finevo.market.provider import MarketProvider
 from finevo.registry.signature import function_signature
-from runner.inputs.oracle_params import PARAMS, param_kind
+from runner.inputs.oracle_params import PARAMS, param_bounds, param_kind
 from runner.inputs.tasks import Probe, Task
 from runner.judging.compare import compare, probe_entry
 from runner.judging.oracle import accepted_readings, each_reading, expected_values
@@ -106,7 +106,14 @@ class _Deriver:
         if isinstance(value, bool):
             yield (not value), f"{key}={not value}"
         elif isinstance(value, (int, float)):
-            for number in _numbers(value, wide=self.task.output.type == "boolean"):
+            low, high = param_bounds(self.task.oracle.name, key)
+            numbers = _numbers(value, wide=self.task.output.type == "boolean")
+            if high is not None:
+                # a bounded argument (a quarter) is asked at its last value first: there (Q4, the
+                # year's end) date arithmetic rolls over, and a tool building "month 3q+1" fails
+                numbers = [n for n in [high, *numbers] if n != value and n <= high and (low is None or n >= low)]
+                numbers = list(dict.fromkeys(numbers))
+            for number in numbers:
                 yield number, f"{key}={number}"
         elif isinstance(value, str) and value in self.symbols:
             for other in self.symbols:
