@@ -102,3 +102,37 @@ def test_a_quarter_is_probed_at_the_years_last_one_where_month_arithmetic_rolls_
     right = _NET_INCOME.replace("QUARTER_END", "nominal = pd.Timestamp(year, 3 * quarter, 1) + pd.offsets.MonthEnd(0)")
     passed = _judge(task, right, "net_income", snapshot, tasks, in_process)
     assert passed.state == "pass", passed.reason
+
+
+# --------------------------------------------------------------------------- a length at the data's limit
+_MOVING_AVERAGE = '''import yfinance as yf
+
+
+def moving_average(symbol: str, window: int = 5, days: int = 20) -> list:
+    if window <= 0 or days <= 0:
+        raise ValueError("window and days must be positive")
+    closes = yf.Ticker(symbol).history(period="max")["Close"].dropna()
+    if len(closes) < NEEDED:
+        raise ValueError(f"need {NEEDED} closes of {symbol}, have {len(closes)}")
+    return [float(v) for v in closes.rolling(window).mean().dropna().tail(days)]
+'''
+
+
+def test_a_length_is_probed_at_the_datas_limit_and_just_past_it(tasks, snapshot, in_process) -> None:
+    """``days`` SMA-5 values need ``days + 4`` closes: a check asking ``days + 5`` raises where the data
+    hold exactly enough, and passed while no probe sat at the limit. The probes now hold the limit
+    (the oracle answers) beside the value just past it (the oracle refuses): the off-by-one check
+    fails, the exact one passes, and a tool with no check at all fails just past the limit."""
+    task = tasks["calc_002"]
+    closes = len(snapshot.history("MSFT"))
+    probes = {(p.args.get("days"), p.expect_error) for p in probes_for(task, snapshot, SEED) if set(p.args) == {"days"}}
+    assert {(closes - 4, False), (closes - 3, True)} <= probes, probes
+    off_by_one = _judge(task, _MOVING_AVERAGE.replace("NEEDED", "window + days"), "moving_average", snapshot, tasks,
+                        in_process)
+    limits = (f"days={closes - 4})", f"window={closes - 19})")  # either length at its limit
+    assert off_by_one.state == "fail" and any(w in off_by_one.reason for w in limits), off_by_one.reason
+    exact = _judge(task, _MOVING_AVERAGE.replace("NEEDED", "window + days - 1"), "moving_average", snapshot, tasks,
+                   in_process)
+    assert exact.state == "pass", exact.reason
+    unchecked = _judge(task, _MOVING_AVERAGE.replace("NEEDED", "0"), "moving_average", snapshot, tasks, in_process)
+    assert unchecked.state == "fail" and "expected a clear error" in unchecked.reason, unchecked.reason
