@@ -52,7 +52,8 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
 #: Recorded in every report; bump it whenever a rule changes what passes.
 #: 3.8: a bounded argument (a quarter) is probed at its last value first (Q4: month arithmetic rolls
 #: over); a lookback is probed at the data's limit (it must answer) and one past it (it must raise),
-#: in place of one far beyond the data;
+#: in place of one far beyond the data; the zigzag world's last close ties the window's first exactly
+#: (a tie is not a rise);
 #: 3.7: a quarter is filed when its Net Income is reported (the seed world's unfiled quarter shows its
 #: revenue, no Net Income); a tool that died without a result is a crash, never a refused value; the
 #: seed world ends the RSI subject on a run of gains (RSI 100) and halts the KDJ and Bollinger
