@@ -59,6 +59,7 @@ __all__ = [
     "VolatilityParams",
     "VolumePriceDivergenceParams",
     "accepted_readings",
+    "param_bounds",
     "check_task",
     "param_kind",
     "parse_params",
@@ -430,6 +431,23 @@ def param_kind(oracle: str, key: str) -> ParamKind | None:
     if field is None:
         return None
     return "count" if _is(field, Count) else "number" if _is(field, Number) else None
+
+
+def param_bounds(oracle: str, key: str) -> tuple[int | float | None, int | float | None]:
+    """The least and the greatest value ``oracle`` declares for ``key`` (``ge``/``le``; None where it
+    declares none): a quarter is 1..4, a ``ddof`` 0..1."""
+    model = PARAMS.get(oracle)
+    field = model.model_fields.get(key) if model is not None else None
+    if field is None:
+        return None, None
+    low: int | float | None = None
+    high: int | float | None = None
+    declared = [field] + [FieldInfo.from_annotation(a) for a in get_args(field.annotation) if a is not type(None)]
+    for info in declared:
+        for item in info.metadata:
+            low = getattr(item, "ge", low)
+            high = getattr(item, "le", high)
+    return low, high
 
 
 def accepted_readings(task: Task) -> list[tuple[str, JSONObject]]:

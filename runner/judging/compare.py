@@ -50,6 +50,10 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
            "mismatch_words", "probe_entry", "raised_by_tool", "readings", "refused_value"]
 
 #: Recorded in every report; bump it whenever a rule changes what passes.
+#: 3.8: a bounded argument (a quarter) is probed at its last value first (Q4: month arithmetic rolls
+#: over); a lookback is probed at the data's limit (it must answer) and one past it (it must raise),
+#: in place of one far beyond the data; the zigzag world's last close ties the window's first exactly
+#: (a tie is not a rise);
 #: 3.7: a quarter is filed when its Net Income is reported (the seed world's unfiled quarter shows its
 #: revenue, no Net Income); a tool that died without a result is a crash, never a refused value; the
 #: seed world ends the RSI subject on a run of gains (RSI 100) and halts the KDJ and Bollinger
@@ -84,7 +88,7 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
 #: support them (must raise), the dividend window's edge and Wilder's SMA seed as readings,
 #: closed-day as-of worlds; 3.1: flip worlds, threshold boundary probes, RSI warm-up reading;
 #: 3.0: hidden worlds.
-JUDGE_VERSION = "3.7"
+JUDGE_VERSION = "3.8"
 
 #: Runs tool code in the sandbox: ``(code, entry, args) -> ExecutionResult``; may raise a
 #: :class:`~finevo.errors.FinevoError` (an external one when the sandbox itself is unavailable).

@@ -34,7 +34,7 @@ from finevo.errors import InputError
 from finevo.jsontypes import JSONObject, JSONValue
 from finevo.market.provider import MarketProvider
 from finevo.registry.signature import function_signature
-from runner.inputs.oracle_params import PARAMS, param_kind
+from runner.inputs.oracle_params import PARAMS, param_bounds, param_kind
 from runner.inputs.tasks import Probe, Task
 from runner.judging.compare import compare, probe_entry
 from runner.judging.oracle import accepted_readings, each_reading, expected_values
@@ -106,7 +106,14 @@ class _Deriver:
         if isinstance(value, bool):
             yield (not value), f"{key}={not value}"
         elif isinstance(value, (int, float)):
-            for number in _numbers(value, wide=self.task.output.type == "boolean"):
+            low, high = param_bounds(self.task.oracle.name, key)
+            numbers = _numbers(value, wide=self.task.output.type == "boolean")
+            if high is not None:
+                # a bounded argument (a quarter) is asked at its last value first: there (Q4, the
+                # year's end) date arithmetic rolls over, and a tool building "month 3q+1" fails
+                numbers = [n for n in [high, *numbers] if n != value and n <= high and (low is None or n >= low)]
+                numbers = list(dict.fromkeys(numbers))
+            for number in numbers:
                 yield number, f"{key}={number}"
         elif isinstance(value, str) and value in self.symbols:
             for other in self.symbols:
@@ -333,7 +340,8 @@ LOOKBACKS: dict[str, tuple[int, ...]] = {
 BENCHMARK_SYMBOLS = ("^GSPC", "SPY")
 #: How many symbols a list-of-symbols argument may hold (a portfolio of two to five).
 LIST_SIZES = (2, 3, 4, 5)
-#: A lookback this many times the sessions the snapshot holds: no accepted reading can answer it.
+#: A lookback this many times the sessions the snapshot holds: no accepted reading can answer it (the far
+#: end of the bisection for the data's limit, :func:`_limits`).
 BEYOND_DATA = 4
 
 
@@ -369,7 +377,7 @@ def range_probes(task: Task, provider: MarketProvider, rng: Random, taken: list[
         if leap is not None:
             out.append(leap)
             taken.append(leap.args)
-        for refused in (_beyond(d, key, value), _edge(d, key, value), _other_length(d, key, value),
+        for refused in (*_limits(d, key, value), _edge(d, key, value), _other_length(d, key, value),
                         _later(d, key, value), _omitted(d, key, value), _unanswered_symbol(d, key, value)):
             if refused is not None and refused.args not in taken:
                 out.append(refused)
@@ -531,19 +539,33 @@ def _leap(d: _Deriver, key: str, value: Any, taken: list[JSONObject]) -> Probe |
 _SESSIONS_PER_YEAR = 252
 
 
-def _beyond(d: _Deriver, key: str, value: Any) -> Probe | None:
-    """A lookback (sessions, days, an indicator's window or years) far beyond what the data holds,
-    when no accepted reading can answer it: a tool that answers from fewer data than asked fails."""
+def _limits(d: _Deriver, key: str, value: Any) -> list[Probe]:
+    """For a lookback (sessions, days, an indicator's window or years): both sides of the largest value
+    the data support -- the limit, which every accepted reading answers, and the value just past it,
+    which some (or every) reading refuses -- found by bisecting the oracle between the task's own
+    value and one far beyond the data (:data:`BEYOND_DATA`). At the limit a tool must answer (one
+    whose data check is off by one raises there and fails); just past it, it must raise (one that
+    answers from fewer data than asked fails). None when the oracle answers even far beyond the data."""
     if key not in LOOKBACKS or not isinstance(value, int) or isinstance(value, bool):
-        return None
+        return []
     sessions = max((len(d.provider.history(s)) for s in d.symbols), default=0)
     span = -(-sessions // _SESSIONS_PER_YEAR) if key == "years" else sessions
-    args = {key: max(value * 2, span * BEYOND_DATA)}
-    if d.expected(args, bounded=False) is not None:
-        return None
-    return Probe(args=args, oracle_params=args, expect_error=True,
-                 reason=f"drawn from the argument space: {_words(args)} reaches far beyond the data, so "
-                        "the tool must raise a clear error, never answer from fewer data")
+    low, high = value, max(value * 2, span * BEYOND_DATA)
+    if d.expected({key: high}, bounded=False) is not None or d.expected({key: low}, bounded=False) is None:
+        return []
+    while high - low > 1:  # low: every reading answers; high: some reading refuses
+        middle = (low + high) // 2
+        if d.expected({key: middle}, bounded=False) is None:
+            high = middle
+        else:
+            low = middle
+    return [Probe(args={key: low}, oracle_params={key: low},
+                  reason=f"the limit: {key}={low} is the largest value every accepted reading answers (the task's "
+                         "other arguments kept), so the tool must answer it (a data check off by one raises there)"),
+            Probe(args={key: high}, oracle_params={key: high}, expect_error=True,
+                  reason=f"just past the limit: {key}={high} is one more than some accepted reading answers, so "
+                         "the tool must raise a clear error (or give an answering reading's value), never answer "
+                         "from fewer data")]
 
 
 #: How many years back from the task's own :func:`_edge` looks for the first the data cannot answer.

@@ -363,9 +363,11 @@ class Zigzag:
     last ``2 * ((window - 1) // 2)`` daily returns alternate ``+(swing + edge)`` and ``-swing``
     (ending on a fall), the others are flat; Volume over the window ramps to ``1 + volume`` times
     itself. Each up-and-down pair compounds to ``(1 + swing + edge)(1 - swing) < 1`` while its returns
-    sum to ``+edge``: over ``window`` closes or ``window + 1``, the last close is below the first and
-    the summed daily returns are positive. A reading of "the price rose" from the summed (or mean)
-    return parts from the compounded one, the change of the close, here and nowhere smoother."""
+    sum to ``+edge``; the last fall is then made shallower so that the last close equals the first
+    of the last ``window`` closes exactly (:func:`zigzag`: a tie, to the last bit of the adjusted
+    close), and the summed daily returns stay positive. A reading of "the price rose" from the summed
+    (or mean) return parts from the close's change, and so does one that counts a tie as a rise
+    (``>=``): the close did not rise. Here and nowhere smoother."""
 
     window: int
     swing: float = 0.1
@@ -374,7 +376,8 @@ class Zigzag:
 
     def label(self) -> str:
         return (f"last {self.window + 1} closes redrawn as a zigzag: daily returns alternating "
-                f"{self.swing + self.edge:+.1%} and {-self.swing:+.1%}, ending lower though they sum positive; "
+                f"{self.swing + self.edge:+.1%} and {-self.swing:+.1%}, ending exactly at the close {self.window} "
+                "sessions back (a tie) though they sum positive; "
                 f"volume {self.volume:+.0%} over the window")
 
     def returns(self) -> np.ndarray:
@@ -402,10 +405,29 @@ def zigzag(market: Market, shape: Zigzag, symbols: Iterable[str]) -> Market:
         if item.symbol not in chosen or span + 1 >= n:
             data.append(item)
             continue
-        raw = _redrawn(raw, span, shape.closes, n - span, shape.volume, shape.window)
-        data.append(requote(SymbolData(item.symbol, readjust(raw), item.income_yearly, item.income_quarterly,
+        raw = _tied(readjust(_redrawn(raw, span, shape.closes, n - span, shape.volume, shape.window)), shape.window)
+        data.append(requote(SymbolData(item.symbol, raw, item.income_yearly, item.income_quarterly,
                                        item.info, item.fast_info), market.as_of))
     return Market(data, market.as_of)
+
+
+def _tied(raw: pd.DataFrame, window: int) -> pd.DataFrame:
+    """``raw`` (``Adj Close`` computed) with its last bar scaled whole so that its close equals, to the
+    last bit, the adjusted close ``window`` bars back -- the first of the last ``window`` closes, in
+    the adjusted closes every reading of "the price" reads (the last bar's own factor is 1: no
+    dividend follows it, so its quoted close is its adjusted one)."""
+    if "Adj Close" not in raw.columns:
+        return raw
+    raw = raw.copy()
+    target = float(raw["Adj Close"].iloc[len(raw) - window])
+    last = len(raw) - 1
+    ratio = target / float(raw["Close"].iloc[last])
+    for column in ("Open", "High", "Low"):
+        raw.iloc[last, raw.columns.get_loc(column)] = float(raw[column].iloc[last]) * ratio
+    raw.iloc[last, raw.columns.get_loc("Close")] = target
+    raw.iloc[last, raw.columns.get_loc("High")] = max(float(raw["High"].iloc[last]), target)
+    raw.iloc[last, raw.columns.get_loc("Low")] = min(float(raw["Low"].iloc[last]), target)
+    return readjust(raw)
 
 
 def zigzag_market(task: Task, market: Market, symbols: Sequence[str]) -> tuple[Market, Zigzag] | None:

@@ -1,7 +1,7 @@
 """Labelled replies through the judge: wrong-but-plausible tools must fail, right variants must pass.
 
-``labelled_replies.jsonl`` holds 147 final tools for the 20 tasks, written without reading the judge's
-tests (120 ``wrong``: each gives the right number on the task's own arguments but is wrong in general
+``labelled_replies.jsonl`` holds 150 final tools for the 20 tasks, written without reading the judge's
+tests (123 ``wrong``: each gives the right number on the task's own arguments but is wrong in general
 -- a hard-coded argument, a clamp, an off-by-one window, answering from fewer data than asked, part
 of a list, a reporting lag or a year length assumed, a window anchored at the last bar instead of
 today...; 27 ``correct``: other accepted conventions or equivalent implementations). Lines 71-83
@@ -26,7 +26,11 @@ the seed world's unfiled quarter shows its revenue, no Net Income); 144, an RSI 
 gains only (calc_001: the seed world's run of gains); 145, "price up" from raw closes (comp_002: the
 round-trip world's dividend above the net move); 146, the RSV carried forward over a zero range
 (calc_006) and 147, a latest bar of Volume 0 dropped (calc_003): the seed world's halt up to its
-as-of day. Line 63, an SMA-smoothed KDJ that divides by the range, was labelled correct until that
+as-of day. Lines from 148 on are from a seventh blind batch, closed the same way: 148, a quarter's
+end built as month ``3q+1`` (fetch_001: month 13 for Q4; the quarter probe asks the year's last
+quarter); 149, a data check off by one (calc_002: ``window + days`` closes asked; the lookbacks are
+probed at the data's limit); 150, "price up" tested with ``>=`` (comp_002: the zigzag world's last close
+ties the window's first). Line 63, an SMA-smoothed KDJ that divides by the range, was labelled correct until that
 halt: it answers NaN there, where the documented reading is RSV 50, and is labelled wrong. They are judged as
 the gate judges a final tool (``scripts/judge_replies.py``), in five seeds' probes and hidden worlds.
 """
@@ -66,4 +70,4 @@ def test_wrong_replies_fail_and_right_ones_pass() -> None:
     unexpected = [f for f in found if f[3] == "FALSE PASS" and int(f[1]) not in KNOWN_FALSE_PASSES]
     assert not unexpected, unexpected
     summary = done.stdout.splitlines()[-1]
-    assert summary.startswith("147 replies x 5 seed(s)"), summary
+    assert summary.startswith("150 replies x 5 seed(s)"), summary

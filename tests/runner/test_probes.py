@@ -445,7 +445,7 @@ def test_a_tool_that_answers_from_fewer_data_than_asked_fails_and_one_that_raise
         return ExecutionResult(status="ok", value=_primary(expected))  # a lookback clamped to the data
 
     def raises(code: str, entry: str, args: dict[str, Any], snapshot_dir: str | None = None) -> ExecutionResult:
-        if args["days"] > 1000:
+        if args["days"] > len(snapshot.history("MSFT")):
             return ExecutionResult(status="exception", error_type="ValueError", error_message="need more sessions")
         return ExecutionResult(status="ok", value=_primary(expected))
 

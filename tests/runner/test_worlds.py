@@ -1137,22 +1137,25 @@ def test_the_oracle_emits_no_runtime_warning_over_the_probes_and_worlds_of_a_run
 
 def test_a_yes_no_task_is_judged_in_a_zigzag_world_where_summed_returns_part_from_the_close(env: Env) -> None:
     """comp_002 gets a world whose last closes zigzag: daily returns that sum positive while the last
-    close ends below the first (over the window's closes or one more), volume falling. The oracle says
-    False; a tool that reads "price up" from the mean daily return says True there and fails, in every
-    run (the world does not depend on the seed's draw)."""
+    close ends exactly where the window's first close is (a tie, to the last bit of the adjusted
+    close; one close further back it is level too), volume falling. The oracle says False (the close
+    did not rise); a tool that reads "price up" from the mean daily return says True there and fails,
+    and so does one that counts a tie as a rise (``>=``), in every run (the world does not depend on
+    the seed's draw)."""
     task = env.judged["comp_002"]
     world = next(w for w in env.worlds.for_task(task, [p.oracle_params for p in task.probes])
                  if w.kind is WorldKind.FLIP and "zigzag" in w.perturbation)
     assert expected_values(env.tasks["comp_002"], world.provider) == {"price_up_volume_slope_down": False}
     for span in (30, 31):
         closes = world.provider.history("MSFT")["Close"].tail(span)
-        assert float(closes.pct_change().sum()) > 0 > float(closes.iloc[-1] / closes.iloc[0] - 1)
-    mean_return = edited("comp_002", "price_up = closes[-1] > closes[0]",
-                         "price_up = float(np.mean(np.diff(closes) / closes[:-1])) > 0")
-    verdict, base = env.judge("comp_002", mean_return)
-    assert base and verdict.state == "fail", verdict.reason
-    failed = [w for w in verdict.worlds if w.state == "fail"]
-    assert [w.perturbation for w in failed if "zigzag" in w.perturbation], verdict.reason
+        assert float(closes.pct_change().sum()) > 0 >= float(closes.iloc[-1] / closes.iloc[0] - 1)
+    closes = world.provider.history("MSFT")["Close"].tail(30)
+    assert float(closes.iloc[-1]) == float(closes.iloc[0])
+    for wrong in ("price_up = float(np.mean(np.diff(closes) / closes[:-1])) > 0", "price_up = closes[-1] >= closes[0]"):
+        verdict, base = env.judge("comp_002", edited("comp_002", "price_up = closes[-1] > closes[0]", wrong))
+        assert base and verdict.state == "fail", (wrong, verdict.reason)
+        failed = [w for w in verdict.worlds if w.state == "fail"]
+        assert [w.perturbation for w in failed if "zigzag" in w.perturbation], (wrong, verdict.reason)
     assert env.judge("comp_002", reference("comp_002"))[0].state == "pass"
 
 
