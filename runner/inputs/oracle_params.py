@@ -59,8 +59,8 @@ __all__ = [
     "VolatilityParams",
     "VolumePriceDivergenceParams",
     "accepted_readings",
-    "param_bounds",
     "check_task",
+    "param_bounds",
     "param_kind",
     "parse_params",
 ]
