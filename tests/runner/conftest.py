@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -77,3 +78,19 @@ def tasks() -> dict[str, Task]:
 def snapshot() -> Any:
     """The bundled market snapshot."""
     return load_snapshot(DATA)
+
+
+@pytest.fixture(scope="module")
+def in_process() -> Iterator[Any]:
+    """The judge scripts' in-process runner (``scripts/bench_worlds.py``: tools run in this process on
+    the replay shim of the bundled snapshot, or of a world's), closed after the module."""
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("bench_worlds", root / "scripts" / "bench_worlds.py")
+    assert spec is not None and spec.loader is not None
+    bench_worlds = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench_worlds)
+    runner = bench_worlds._InProcess(DATA)
+    try:
+        yield runner
+    finally:
+        runner.close()

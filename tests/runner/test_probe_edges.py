@@ -8,11 +8,7 @@ while the same tool without its one mistake passes.
 
 from __future__ import annotations
 
-import importlib.util
-from collections.abc import Iterator
 from typing import Any
-
-import pytest
 
 from finevo.outcome import Outcome
 from finevo.sandbox import Limits
@@ -22,24 +18,8 @@ from runner.judging.grade import Reruns, judge_task
 from runner.judging.oracle import expected_values, probe_expected_values
 from runner.judging.probes import probes_for
 from runner.judging.worlds import Worlds
-from tests.runner.fakes import DATA
-
-from .test_probes import ROOT
 
 SEED = 1
-
-
-@pytest.fixture(scope="module")
-def in_process() -> Iterator[Any]:
-    spec = importlib.util.spec_from_file_location("bench_worlds", ROOT / "scripts" / "bench_worlds.py")
-    assert spec is not None and spec.loader is not None
-    bench_worlds = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench_worlds)
-    runner = bench_worlds._InProcess(DATA)
-    try:
-        yield runner
-    finally:
-        runner.close()
 
 
 def _judge(task: Task, code: str, entry: str, snapshot: Any, tasks: dict[str, Task], runner: Any) -> Any:

@@ -456,13 +456,11 @@ def test_a_tool_that_answers_from_fewer_data_than_asked_fails_and_one_that_raise
     assert passed.state == "pass", passed.reason
 
 
-def test_a_value_the_sandbox_refuses_is_not_the_clear_error_a_probe_expects(tasks, snapshot) -> None:
+def test_a_value_the_sandbox_refuses_is_not_the_clear_error_a_probe_expects(tasks, snapshot, in_process) -> None:
     """A tool with no length check returns NaN placeholders where the data cannot answer; the sandbox
     refuses that value (``ResultNotFinite``, layer ``result``). That is the tool's value, not an
     exception of its own: the expect-error probe fails, saying so. The sandbox records it that way,
     and so does the in-process runner of the judge's scripts."""
-    import importlib.util
-
     from finevo.sandbox import Limits
     from runner.judging.probes import probes_for
 
@@ -473,15 +471,7 @@ def test_a_value_the_sandbox_refuses_is_not_the_clear_error_a_probe_expects(task
     code = ("import yfinance as yf\n\n\ndef sma(symbol, window=5, days=20):\n"
             "    closes = yf.Ticker(symbol).history(period='max')['Close']\n"
             "    return [float('nan')] * days\n")
-    spec = importlib.util.spec_from_file_location("bench_worlds", ROOT / "scripts" / "bench_worlds.py")
-    assert spec is not None and spec.loader is not None
-    bench_worlds = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench_worlds)
-    in_process = bench_worlds._InProcess(DATA)
-    try:
-        refused = in_process.run(code, "sma", {"symbol": "AAPL", "days": 3}, Limits())
-    finally:
-        in_process.close()
+    refused = in_process.run(code, "sma", {"symbol": "AAPL", "days": 3}, Limits())
     assert refused.status == "crashed" and refused.layer == "result" and refused.error_type == "ResultNotFinite"
     outcome = Outcome(task_id=task.id, value=_primary(expected), tool_code=code, stage="done")
     probe_expected = probe_expected_values(judged, snapshot)
