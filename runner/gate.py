@@ -429,19 +429,18 @@ class Gate:
             warnings=s.warnings)
 
 
-def prewarm(pool: SandboxPool, config: GateConfig, suite: Suite, factory: SessionFactory) -> bool:
+def prewarm(pool: SandboxPool, config: GateConfig, suite: Suite, factory: SessionFactory) -> None:
     """With ``--jobs`` > 1 and the real sessions: start the run's sandbox workers at once, each a
     process importing pandas -- the main session's, the judging lane's (one per core it judges on)
-    and the payload lane's -- rather than one after the other as sessions open. False when there is
-    nothing to start."""
+    and the payload lane's -- rather than one after the other as sessions open. Nothing to start
+    otherwise: the pool stays empty and sessions open their workers as they need them."""
     if config.jobs <= 1 or factory is not default_session:
-        return False
+        return
     from finevo.settings import Settings
 
     backend = Settings.from_env({"sandbox_backend": config.sandbox_backend}).sandbox_backend
     lanes = judge_width(config.jobs) + (1 if suite.payloads else 0)
     pool.prewarm(Path(config.data_dir).absolute(), backend, 1 + lanes)
-    return True
 
 
 def run_gate(config: GateConfig, *, factory: SessionFactory = default_session, console: Console | None = None,
@@ -457,11 +456,8 @@ def run_gate(config: GateConfig, *, factory: SessionFactory = default_session, c
         self_check = run_selfcheck
     pool = SandboxPool()
 
-    def inputs_checked(suite: Suite) -> None:
-        prewarm(pool, config, suite, factory)  # nothing to start ahead with --jobs 1: the pool stays empty
-
     try:
-        prepared = prepare(config, inputs_checked=inputs_checked)
+        prepared = prepare(config, inputs_checked=lambda suite: prewarm(pool, config, suite, factory))
     except BaseException:
         pool.close()
         raise

@@ -253,11 +253,16 @@ class JudgeLane:
                 lane_spec = dataclasses.replace(spec, label=f"{spec.label}-{i + 1}")
                 self.beside.append(TaskRunner(lane_session(factory, lane_spec), lane_spec, interrupts, timeout_s))
         except BaseException:
-            for runner in [self.runner, *self.beside]:
+            for runner in self.runners:
                 runner.close()
             raise
         self.routes = CallRoutes(1 + len(self.beside))
         self._lane: _Lane[Any] = _Lane("judge-lane", interrupts)
+
+    @property
+    def runners(self) -> list[TaskRunner]:
+        """Every runner of the lane: its own, then those beside it."""
+        return [self.runner, *self.beside]
 
     def submit(self, judge: Callable[..., Any], *args: Any) -> None:
         self._lane.submit(lambda: judge(*args, self.runner.probe_runner(beside=self.beside, routes=self.routes)))
@@ -273,10 +278,10 @@ class JudgeLane:
         nothing is in flight: the sandbox is closed with the session (a run's pool keeps it)."""
         self._lane.stop()
         if self._lane.pending:
-            for runner in [self.runner, *self.beside]:
+            for runner in self.runners:
                 runner.session.interrupt()
         self._lane.join(10.0)
-        for runner in [self.runner, *self.beside]:
+        for runner in self.runners:
             runner.close()
 
 
