@@ -385,6 +385,23 @@ def _epoch(day: date, hour: int = 16) -> int:
     return int(datetime.combine(day, dtime(hour, 0), ZoneInfo(EXCHANGE_TZ)).timestamp())
 
 
+#: The book Yahoo quotes beside the last price (``info``'s ``bid``/``ask``, a listed stock's or fund's):
+#: the spread around the last trade, wider on the ask side (cents; relative to the price), so the
+#: book's midpoint is not the last price -- a tool that reads a "quote" as the midpoint answers
+#: another number than the last traded price, as it would on recorded data.
+BOOK_SPREAD = (0.0006, 0.0013)
+
+
+def quote_book(price: float, volume: int) -> JSONObject:
+    """``bid``, ``ask`` and their sizes around ``price`` (the last trade): :data:`BOOK_SPREAD` either
+    side, a cent at least, rounded to cents; sizes in round lots that follow the session's volume."""
+    below, above = BOOK_SPREAD
+    bid = round(min(price * (1 - below), price - 0.01), 2)
+    ask = round(max(price * (1 + above), price + 0.01), 2)
+    lots = max(1, int(volume) // 10_000_000 % 9 + 1)
+    return {"bid": bid, "ask": ask, "bidSize": 100 * lots, "askSize": 100 * (10 - lots)}
+
+
 def _quote(symbol: str, raw: pd.DataFrame, yearly: pd.DataFrame | None,
            quarterly: pd.DataFrame | None, market_change: float,
            as_of: date = AS_OF) -> tuple[JSONObject, JSONObject]:
@@ -433,6 +450,8 @@ def _quote(symbol: str, raw: pd.DataFrame, yearly: pd.DataFrame | None,
     }
     divs = raw.loc[raw["Dividends"] != 0, "Dividends"]
     trailing_divs = divs[divs.index > year_ago]
+    if sec.quote_type in ("EQUITY", "ETF"):
+        info.update(quote_book(price, int(last["Volume"])))
     if sec.quote_type == "EQUITY":
         assert yearly is not None and quarterly is not None
         ttm = quarterly.iloc[:, :4]

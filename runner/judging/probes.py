@@ -228,9 +228,12 @@ def for_tool(task: Task, code: str | None, probe_expected: Expected | None) -> t
 
 
 #: How far on either side of the level where a yes/no answer flips the boundary probes sit (a
-#: fraction of that level): accepted readings of an indicator agree far closer than this, a
-#: reading that computes it differently (another smoothing, a shorter history) does not.
-BOUNDARY_MARGIN = 0.005
+#: fraction of that level): accepted readings of an indicator agree far closer than this (Wilder's
+#: seed, SMA or first change, is forgotten to 1e-15 over two years of closes), an indicator rounded to
+#: two decimals stays on its side (0.05 % of an RSI of 20 is 0.01), and a reading that computes it
+#: differently does not: Cutler's RSI, or Wilder's from the last hundred closes only (a tenth of a
+#: point off). At 0.5 % a Wilder RSI from the last 90 closes passed both probes.
+BOUNDARY_MARGIN = 0.0005
 _BISECTIONS = 30
 
 
@@ -279,7 +282,7 @@ def boundary_probes(d: _Deriver, key: str, value: int | float, contexts: list[JS
             where = ", ".join(f"{k}={v}" for k, v in rest.items()) or "the task's own arguments"
             return [Probe(args={**rest, key: side}, oracle_params={**rest, key: side},
                           reason=f"derived: the answer turns at {key}={level:.4g} for {where}; {key}={side} "
-                                 f"lies {BOUNDARY_MARGIN:.1%} {word} it, so the indicator must be computed as "
+                                 f"lies {BOUNDARY_MARGIN:.2%} {word} it, so the indicator must be computed as "
                                  "accepted, not merely on the right side of the task's own threshold")
                     for side, word in ((below, "below"), (above, "above"))]
     return []

@@ -18,6 +18,7 @@ import pandas as pd
 
 from finevo.jsontypes import JSONObject, JSONValue
 from finevo.market.snapshot import EXCHANGE_TZ, Snapshot, SymbolData, SymbolNotRecorded, auto_adjust
+from finevo.market.synthetic import quote_book
 
 #: A statement column counts as reported this many days after its period ends (the default; an
 #: ``as_of`` world draws its own lag from :data:`REPORTING_LAGS`).
@@ -139,6 +140,7 @@ def requote(item: SymbolData, as_of: date) -> SymbolData:
         "fiftyTwoWeekLow": float(low[start:].min()), "yearLow": float(low[start:].min()),
         "fiftyDayAverage": round(float(close[-50:].mean()), 4),
         "twoHundredDayAverage": round(float(close[-200:].mean()), 4),
+        **quote_book(price, volume),
     }
 
     def update(fields: JSONObject, shares_key: str) -> JSONObject:
@@ -265,6 +267,22 @@ def _cut(item: SymbolData, as_of: date, lag: int) -> SymbolData | None:
     return requote(restate(SymbolData(item.symbol, kept, _reported(item.income_yearly, as_of, lag),
                                       _reported(item.income_quarterly, as_of, lag), item.info, item.fast_info),
                            as_of), as_of)
+
+
+def close_after(market: Market, last: date) -> Market:
+    """``market`` with no session after ``last`` up to its as-of day: the exchange closed, as after
+    2001-09-10 (the as-of day's statements and dividends kept; the adjusted closes and quotes re-derived
+    from the sessions left). The caller keeps dividends and splits off the closed sessions."""
+    data = []
+    for item in market.data.values():
+        raw = item.history
+        kept = int((pd.DatetimeIndex(raw.index).date <= last).sum())
+        if kept == len(raw) or kept == 0:
+            data.append(item)
+            continue
+        data.append(requote(SymbolData(item.symbol, readjust(raw.iloc[:kept]), item.income_yearly,
+                                       item.income_quarterly, item.info, item.fast_info), market.as_of))
+    return Market(data, market.as_of)
 
 
 @dataclass(frozen=True)

@@ -70,6 +70,8 @@ from runner.judging.world_market import (
     REPORTING_LAGS,
     Market,
     Spike,
+    _events,
+    close_after,
     edge_dividends,
     extra_dividend,
     lengthen,
@@ -233,18 +235,24 @@ class WorldKind(StrEnum):
     #: (:func:`lengthened`). There a tool that reads a fixed period (a year, two) where the task's
     #: reading uses the whole history answers the long probe from unconverged EMAs, and fails.
     LONG = "long"
-    #: Every task whose oracle answers there gets one more: the ``long`` world cut at the latest closed
-    #: day at least :data:`CLOSURE_DAYS` calendar days after the last session (Hurricane Sandy's
-    #: 2012-10-30, the national day of mourning of 2007-01-02 after New Year's Day). No regular
-    #: weekend or holiday leaves so long a gap (a Monday holiday, or a Sunday after Good Friday,
-    #: is three days after the last session): a tool that looks back three calendar days for "the
-    #: latest close" finds nothing there (:meth:`Worlds.closure_day`).
+    #: Every task whose oracle answers there gets one more: the ``long`` world cut at the last closed
+    #: day of a closure of its calendar (Hurricane Sandy's 2012-10-30, the national day of mourning of
+    #: 2007-01-02 after New Year's Day), the closure lengthened back to 2001-09-11's: the as-of day
+    #: :data:`CLOSURE_DAYS` or more calendar days after the last session. No regular weekend or
+    #: holiday leaves a gap of more than three days, Sandy one of four: a tool that looks back a few
+    #: calendar days for "the latest close" finds nothing there (:meth:`Worlds.closure_day`).
     CLOSURE = "closure"
 
 
 KIND_ORDER: tuple[WorldKind, ...] = (WorldKind.SEED, WorldKind.AS_OF, WorldKind.EDGE)
-#: The ``closure`` world's as-of day lies this many calendar days or more after the last session.
-CLOSURE_DAYS = 4
+#: A closure of the ``long`` world's calendar is one whose last closed day lies this many calendar
+#: days or more after the session before it (Sandy's four: Friday 2012-10-26 to Tuesday 10-30).
+CLOSURE_FOUND_DAYS = 4
+#: The ``closure`` world's as-of day lies this many calendar days or more after the last session: the
+#: exchange closed after 2001-09-10 until 09-17, so on Sunday 09-16 the last session was six days back.
+#: A found closure is lengthened to this by closing the sessions just before it
+#: (:func:`~runner.judging.world_market.close_after`): "the last five calendar days" holds no bar.
+CLOSURE_DAYS = 6
 
 
 #: How many variants of each kind a task of this output type chooses among (the small moves of
@@ -549,25 +557,34 @@ class Worlds:
         return self._write(f"{WorldKind.LONG.value}-{market.as_of.isoformat()}", WorldKind.LONG, 0, self._long,
                            f"history from {first} ({LONG_YEARS} years)")
 
-    def closure_day(self) -> tuple[date, int] | None:
-        """The ``closure`` world's as-of day and how many calendar days after the last session it
-        lies: of the closed days of the ``long`` world's calendar at least :data:`CLOSURE_DAYS`
-        calendar days after the session before them, with two calendar years of history before them
-        and no ex-date on a whole-year edge, the latest (the last closed day before the market
-        reopens); None when its calendar holds none."""
+    def closure_day(self) -> tuple[date, date] | None:
+        """The ``closure`` world's as-of day and the last session before it: of the closed days of the
+        ``long`` world's calendar at least :data:`CLOSURE_FOUND_DAYS` calendar days after the session
+        before them, with two calendar years of history before them and no ex-date on a whole-year
+        edge, the latest (the last closed day before the market reopens); its last session the latest
+        one at least :data:`CLOSURE_DAYS` calendar days before it, when no dividend or split falls on
+        the sessions closed between. None when the calendar holds no such closure."""
         market = self.long_market()
         sessions = market.sessions()
         if not sessions:
             return None
         events: set[date] = set()
+        moves: set[date] = set()  # a dividend or a split: never on a session the closure takes
         for symbol in market.symbols():
             events.update(pd.DatetimeIndex(market.dividends(symbol).index).date)
+            raw = market.history_unadjusted(symbol)
+            moves.update(pd.DatetimeIndex(raw.index)[_events(raw)].date)
         earliest = _years_before(sessions[0], -2)
         found = None
-        for before, after in itertools.pairwise(sessions):
+        for at, (before, after) in enumerate(itertools.pairwise(sessions)):
             day = after - timedelta(days=1)
-            if (day - before).days >= CLOSURE_DAYS and day >= earliest and not _on_an_edge(day, events):
-                found = (day, (day - before).days)
+            if (day - before).days < CLOSURE_FOUND_DAYS or day < earliest or _on_an_edge(day, events):
+                continue
+            last = at
+            while last >= 0 and (day - sessions[last]).days < CLOSURE_DAYS:
+                last -= 1
+            if last >= 0 and not moves.intersection(sessions[last + 1:at + 1]):
+                found = (day, sessions[last])
         return found
 
     def _closure_world(self, task: Task) -> World | None:
@@ -579,8 +596,8 @@ class Worlds:
             started = time.perf_counter()
             found = self.closure_day()
             if found is not None:
-                day, gap = found
-                self._closure = (day, gap, _Base(truncate(self.long_market(), day)))
+                day, last = found
+                self._closure = (day, (day - last).days, _Base(close_after(truncate(self.long_market(), day), last)))
             self.timings["generate"] += time.perf_counter() - started
         if self._closure is None:
             return None

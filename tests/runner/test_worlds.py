@@ -760,6 +760,30 @@ def test_the_shim_serves_no_field_that_tells_generated_data_from_recorded(env: E
         assert world.kind.value not in world.path.name and world.as_of.isoformat() not in str(world.path)
 
 
+def test_a_quote_read_as_the_books_midpoint_fails_where_yahoo_serves_a_book(env: Env) -> None:
+    """Yahoo's ``info`` carries the book (``bid``, ``ask`` and their sizes) beside the last price; a
+    snapshot without one let a "latest quote" that answers the book's midpoint whenever there is a
+    book pass on its fallback branch, and answer another number on real data. The snapshot and every
+    world serve a book around the last trade, wider on the ask side, so the midpoint is not the
+    last price; the reference reading (the last trade) still passes."""
+    midpoint = ("import yfinance as yf\n\n\ndef latest_quote(symbol: str) -> float:\n"
+                "    t = yf.Ticker(symbol)\n    bid, ask = t.info.get('bid'), t.info.get('ask')\n"
+                "    if bid and ask:\n        return (float(bid) + float(ask)) / 2\n"
+                "    return float(t.fast_info['lastPrice'])\n")
+    verdict, alone = env.judge("fetch_002", midpoint)
+    assert not alone and verdict.state.value == "fail", verdict.reason
+    book = ("import yfinance as yf\n\n\ndef book(symbol: str) -> list:\n    t = yf.Ticker(symbol)\n"
+            "    return [t.info.get(k) for k in ('bid', 'ask', 'bidSize', 'askSize')] + [t.fast_info['lastPrice']]\n")
+    for world_dir in [None, *[str(w.path) for w in env.worlds.for_task(env.judged["fetch_002"], [])]]:
+        for symbol in ("AAPL", "SPY"):
+            result = env.run(book, "book", {"symbol": symbol}, world_dir)
+            assert result.ok, result.error_message
+            bid, ask, bid_size, ask_size, last = result.value
+            assert bid < last < ask and (bid + ask) / 2 != last and bid_size > 0 and ask_size > 0, \
+                (world_dir, symbol, result.value)
+    assert env.judge("fetch_002", reference("fetch_002"))[0].state.value == "pass"
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
 # two halves, so that two workers share the sweep instead of one of them running it alone at the end
@@ -1224,27 +1248,34 @@ def test_the_first_edge_world_falls_right_after_a_holiday_cluster_where_calendar
     assert _long_verdict(env, hidden, task, reference("calc_003")).state.value == "pass"
 
 
-def test_a_latest_close_looking_back_three_calendar_days_fails_in_the_closure_world(env: Env) -> None:
-    """No regular weekend or holiday leaves more than three calendar days since the last session, so
-    a "latest close" that looks back three calendar days passed everywhere. The ``closure`` world
-    stands on the last closed day of a longer closure the long world's calendar holds (Hurricane
-    Sandy: Friday 2012-10-26 to Tuesday 2012-10-30); there the tool finds no bar and fails, while
-    the reference reading (the last session the data hold) answers."""
+@pytest.mark.parametrize("days", [3, 5])
+def test_a_latest_close_looking_back_a_few_calendar_days_fails_in_the_closure_world(env: Env, days: int) -> None:
+    """No regular weekend or holiday leaves more than three calendar days since the last session, and
+    the long world's calendar no closure of more than four (Hurricane Sandy: Friday 2012-10-26 to
+    Tuesday 2012-10-30), so a "latest close" that looks back three, or five, calendar days passed
+    everywhere. The ``closure`` world stands on the last closed day of that closure lengthened back to
+    2001-09-11's (the as-of day six calendar days after the last session, the sessions closed between
+    holding no dividend or split); there the tool finds no bar and fails, while the reference reading
+    (the last session the data hold) answers."""
     from finevo.market.calendar import is_trading_day
+    from runner.judging.worlds import CLOSURE_DAYS
 
     code = edited("fetch_004", 'history = yf.Ticker(symbol).history(period="5d")',
                   "history = yf.Ticker(symbol).history(\n"
-                  "        start=(datetime.date.today() - datetime.timedelta(days=3)).isoformat())")
+                  f"        start=(datetime.date.today() - datetime.timedelta(days={days})).isoformat())")
     verdict, alone = env.judge("fetch_004", code)
-    assert alone, "right on the snapshot and in every world with no closure of four days"
+    assert alone, "right on the snapshot and in every world with no longer closure"
     found = env.worlds.closure_day()
     assert found is not None
-    day, gap = found
-    sessions = env.worlds.long_market().sessions()
-    before = max(s for s in sessions if s < day)
-    assert gap == (day - before).days >= 4 and not is_trading_day(day) and is_trading_day(day + timedelta(days=1))
+    day, last = found
+    long_sessions = env.worlds.long_market().sessions()
+    assert (day - last).days >= CLOSURE_DAYS > days and last in long_sessions
+    assert not is_trading_day(day) and is_trading_day(day + timedelta(days=1))
     [world] = [w for w in env.worlds.for_task(env.judged["fetch_004"], []) if w.kind is WorldKind.CLOSURE]
     assert world.as_of == day
+    closed = load_snapshot(world.path)
+    for symbol in closed.symbols():  # every symbol's last bar is the last session; nothing after it
+        assert closed.history(symbol).index[-1].date() == last, symbol
     assert verdict.state == "fail" and f"closure-{day.isoformat()}" in verdict.reason, verdict.reason
     reference_verdict, _ = env.judge("fetch_004", reference("fetch_004"))
     assert reference_verdict.state == "pass", reference_verdict.reason
