@@ -339,6 +339,12 @@ LOOKBACKS: dict[str, tuple[int, ...]] = {
     # an indicator's or a volatility's length: a tool that clamps it or fetches a fixed period fails
     "window": (5, 10, 20, 60, 120, 250),
 }
+#: Lookbacks a reuse asks more than any other, one of them probed (drawn) beside the far values: a year,
+#: in sessions and in calendar days. Yahoo's quote answers "a year" itself (``fiftyTwoWeekHigh``,
+#: ``yearHigh``, ``52WeekChange``) by its own reading (intraday highs, a calendar year): a tool that
+#: takes the quote's figure for exactly that lookback, and computes every other, is right on every
+#: value but these.
+YEAR_LOOKBACKS: dict[str, tuple[int, ...]] = {"days": (252, 365)}
 #: The symbols the benchmark's own tasks name besides stocks: the index and the ETF.
 BENCHMARK_SYMBOLS = ("^GSPC", "SPY")
 #: How many symbols a list-of-symbols argument may hold (a portfolio of two to five).
@@ -487,11 +493,12 @@ def _words(args: Mapping[str, Any]) -> str:
 def _range_candidates(d: _Deriver, key: str, value: Any, rng: Random) -> list[list[JSONObject]]:
     """Groups of candidates, in drawn order; one probe is kept from each group: for a lookback one
     shorter and one longer than half to twice the task's own (a clamp or a fixed period shows on
-    the long side, a floor on the short side)."""
+    the long side, a floor on the short side), and for a count of days a year (:data:`YEAR_LOOKBACKS`)."""
     if key in LOOKBACKS and isinstance(value, int) and not isinstance(value, bool):
         options, far = LOOKBACKS[key], _far(value, LOOKBACKS[key])
         groups = [[o for o in far if o < value] or [o for o in options if o < value],
                   [o for o in far if o > value] or [o for o in options if o > value]]
+        groups.append([o for o in YEAR_LOOKBACKS.get(key, ()) if o != value])
         for group in groups:
             rng.shuffle(group)
         return [[{key: o} for o in group] for group in groups if group]

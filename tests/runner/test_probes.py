@@ -653,3 +653,24 @@ def test_an_rsi_a_tenth_of_a_point_off_fails_the_threshold_probes_and_one_rounde
     for right in (whole, rounded):
         passed = _judge_in_sandbox(judged, right, task_runner, snapshot)
         assert passed.state == "pass", passed.reason
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_tool_taking_the_quotes_52_week_figure_for_a_years_lookback_fails(tasks, snapshot, task_runner,
+                                                                           seed) -> None:
+    """Yahoo's quote answers "a year" itself (``yearHigh``: the highest intraday High of 52 weeks). A
+    highest-close tool that takes it for exactly a year's lookback, and computes every other, was
+    right on every probe: the drawn probes ask a count of days a year back too (252 or 365)."""
+    from runner.judging.probes import YEAR_LOOKBACKS, probes_for
+
+    task = tasks["fetch_008"]
+    judged = task.model_copy(update={"probes": probes_for(task, snapshot, seed=seed)})
+    assert [p for p in judged.probes if p.args.get("days") in YEAR_LOOKBACKS["days"]], judged.probes
+    shortcut = _reference("fetch_008").replace(
+        '    closes = yf.Ticker(symbol).history(period="max")["Close"].dropna()',
+        '    if days in (252, 365):\n        return float(yf.Ticker(symbol).fast_info["yearHigh"])\n'
+        '    closes = yf.Ticker(symbol).history(period="max")["Close"].dropna()')
+    assert "yearHigh" in shortcut
+    failed = _judge_in_sandbox(judged, shortcut, task_runner, snapshot)
+    assert failed.state == "fail" and "days=" in failed.reason, failed.reason
+    assert _judge_in_sandbox(judged, _reference("fetch_008"), task_runner, snapshot).state == "pass"
