@@ -250,6 +250,7 @@ def net_income(symbol: str, year: int, quarter: int) -> float:
 RIGHT_EDITS = {"calc_001", "fetch_008", "calc_003", "fetch_007", "calc_005", "calc_007"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("label", sorted(RIGHT))
 def test_right_tool_in_another_convention_passes_in_every_world(env: Env, label: str) -> None:
     task_id, make = RIGHT[label]
@@ -268,6 +269,7 @@ def test_right_tool_in_another_convention_passes_in_every_world(env: Env, label:
     assert all(p.state == "pass" for p in verdict.probes) and len(verdict.probes) >= 2
 
 
+@pytest.mark.slow
 def test_a_tool_switching_convention_between_worlds_fails(env: Env) -> None:
     """Wilder's RSI on the snapshot's as-of date, Cutler's on any other: each value matches some
     accepted convention, but not one reading throughout."""
@@ -295,6 +297,7 @@ def test_a_call_that_spoils_the_shared_run_is_judged_on_its_own(env: Env) -> Non
 
 
 # --------------------------------------------------------------------------- derived probes
+@pytest.mark.slow
 def test_every_task_gets_a_probe_per_argument_it_binds() -> None:
     snapshot = load_snapshot(DATA)
     for task in load_tasks(TASKS):
@@ -322,6 +325,7 @@ def test_a_derived_probe_of_a_yes_no_task_flips_the_answer_when_its_argument_alo
 
 
 # --------------------------------------------------------------------------- worlds themselves
+@pytest.mark.slow
 def test_worlds_are_reproducible_from_their_seed_and_removed_on_close(env: Env) -> None:
     tasks = list(env.judged.values())[:3]
     with Worlds(env.snapshot, 3, 7, tasks) as a, Worlds(env.snapshot, 3, 7, tasks) as b:
@@ -417,6 +421,7 @@ def test_a_world_is_a_valid_snapshot_the_sandbox_serves_with_its_own_clock(env: 
     assert base.value[0] == env.snapshot.as_of.isoformat()  # the session's own snapshot again
 
 
+@pytest.mark.slow
 def test_no_world_directory_outlives_the_gate_run(tmp_path: Path, make_config) -> None:
     from runner.judging.world_dirs import default_root_parent
     from tests.runner.test_gate import _run
@@ -433,6 +438,7 @@ def test_no_world_directory_outlives_the_gate_run(tmp_path: Path, make_config) -
     assert set(Path(default_root_parent()).glob(own)) == before
 
 
+@pytest.mark.slow
 def test_a_tool_right_only_on_the_snapshot_fails_in_a_world_and_the_reports_say_which(make_config) -> None:
     from tests.runner.test_gate import _run
 
@@ -478,6 +484,7 @@ def test_probes_that_each_match_a_different_reading_fail_the_task() -> None:
     assert _one_reading(task, outcome, main, expected, probes[:1], probe_expected[:1]) is main
 
 
+@pytest.mark.slow
 def test_the_subprocess_backend_serves_a_world_too(env: Env) -> None:
     task = env.judged["fetch_004"]
     world = env.worlds.for_task(task, [p.oracle_params for p in task.probes])[1]  # the earlier as-of
@@ -492,6 +499,7 @@ def test_the_subprocess_backend_serves_a_world_too(env: Env) -> None:
         assert cold.run(code, "today_and_close", {"symbol": "^GSPC"}).value[0] == env.snapshot.as_of.isoformat()
 
 
+@pytest.mark.slow
 def test_a_world_the_oracle_cannot_answer_is_skipped_with_its_reason(env: Env, tmp_path: Path) -> None:
     from finevo.market.snapshot import SnapshotOrigin, symbol_files, write_snapshot_files
     from runner.judging.worlds import World
@@ -597,6 +605,7 @@ def test_every_yes_no_task_sees_both_answers_for_its_own_arguments_across_its_wo
                 assert answers == {True, False}, (seed, task.id, [w.name for w in plan])
 
 
+@pytest.mark.slow
 def test_a_numeric_constant_for_the_exact_arguments_differs_from_the_oracle_in_some_world(env: Env) -> None:
     """Worlds of other seeds and dates move every numeric answer (a constant fails somewhere)."""
     for task in env.judged.values():
@@ -615,6 +624,7 @@ def test_a_numeric_constant_for_the_exact_arguments_differs_from_the_oracle_in_s
 
 
 # --------------------------------------------------------------------------- the oracle reads what the shim serves
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [SEED, 1153675748, 274788881])
 def test_raw_closes_the_oracle_derives_are_the_ones_the_world_records(env: Env, seed: int) -> None:
     """``auto_adjust=False`` closes (what the shim serves) and the oracle's raw reading (undoing the
@@ -633,6 +643,7 @@ def test_raw_closes_the_oracle_derives_are_the_ones_the_world_records(env: Env, 
 RAW_CLOSE_MA = reference("calc_002").replace('.history(period="max")', '.history(period="max", auto_adjust=False)')
 
 
+@pytest.mark.slow
 def test_a_raw_close_tool_passes_in_worlds_with_spikes_before_an_ex_date(env: Env) -> None:
     assert reference("calc_002") != RAW_CLOSE_MA
     worlds = Worlds(env.snapshot, 3, 1153675748, list(env.judged.values()))
@@ -781,6 +792,7 @@ def test_the_reference_tools_pass_in_every_world_of_20_seeds(seeds: str, count: 
     assert sum(line.startswith("seed ") for line in done.stdout.splitlines()) == count
 
 
+@pytest.mark.slow
 def test_no_as_of_world_holds_an_ex_date_a_whole_number_of_years_before_it(env: Env) -> None:
     """There the accepted readings of "the last N years" disagree, and a tool matching either one by
     the coincidence (the last 4*N dividends, say) would pass: such a day is drawn again."""
@@ -792,6 +804,7 @@ def test_no_as_of_world_holds_an_ex_date_a_whole_number_of_years_before_it(env: 
 
 
 # --------------------------------------------------------------------------- statements as yfinance shows them
+@pytest.mark.slow
 def test_the_as_of_world_falls_within_a_week_of_a_statements_report(env: Env) -> None:
     """The newest quarter of an ``as_of`` world was reported days before its as-of date, after a drawn
     lag shorter than the 45 days a tool may assume: "latest" read from the clock minus a lag fails."""
@@ -863,6 +876,7 @@ def test_a_yes_no_task_is_judged_in_a_round_trip_world(env: Env) -> None:
     assert last > first and float(bars["Close"].mean()) < first and float(bars["Open"].iloc[0]) > last
 
 
+@pytest.mark.slow
 def test_the_round_trip_world_pays_a_dividend_above_the_net_move_and_raw_closes_fail(env: Env) -> None:
     """A payer's round trip goes ex-dividend in its window for more than the window's net move: the
     adjusted closes end above the first (price up, the oracle's reading), the quoted ones below it.
@@ -889,6 +903,7 @@ def test_the_as_of_world_spikes_the_session_before_each_calendar_window(env: Env
     assert set(backs) <= {s.back for _, spikes in first_spikes([5], backs) for s in spikes}
 
 
+@pytest.mark.slow
 def test_the_as_of_day_parts_a_window_counted_from_the_last_bar_from_one_counted_from_today(env: Env) -> None:
     """On the as-of day of every seed, each calendar window of the benchmark (30 and 250 days) counted
     back from the last session holds a session that the same window counted back from the as-of date
@@ -1065,6 +1080,7 @@ def macd(symbol: str, fast: int = 12, slow: int = 26, signal: int = 9) -> dict[s
 '''
 
 
+@pytest.mark.slow
 def test_a_tool_reading_a_fixed_period_fails_in_the_long_world_where_the_long_scale_probe_is_judged(
         env: Env, request: pytest.FixtureRequest) -> None:
     """MACD(12,26,9) from one year of closes is right within the tolerance at the task's spans and at
@@ -1135,6 +1151,7 @@ def test_the_oracle_emits_no_runtime_warning_over_the_probes_and_worlds_of_a_run
                     world_answers(task, world)
 
 
+@pytest.mark.slow
 def test_a_yes_no_task_is_judged_in_a_zigzag_world_where_summed_returns_part_from_the_close(env: Env) -> None:
     """comp_002 gets a world whose last closes zigzag: daily returns that sum positive while the last
     close ends exactly where the window's first close is (a tie, to the last bit of the adjusted
@@ -1167,6 +1184,7 @@ def _long_verdict(env: Env, hidden: Worlds, task: Task, code: str) -> TaskResult
                       Reruns(env.run, probe_expected=probe_expected_values(task, env.snapshot), worlds=hidden))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2])
 def test_a_signal_of_several_windows_is_asked_at_a_golden_cross_scale_in_the_long_world(
         env: Env, request: pytest.FixtureRequest, seed: int) -> None:
@@ -1187,6 +1205,7 @@ def test_a_signal_of_several_windows_is_asked_at_a_golden_cross_scale_in_the_lon
     assert _long_verdict(env, hidden, task, reference("comp_001")).state.value == "pass"
 
 
+@pytest.mark.slow
 def test_a_measure_of_all_the_history_is_judged_in_a_long_world_of_more_than_ten_years(
         env: Env, request: pytest.FixtureRequest) -> None:
     """comp_004 (the mean 5-session return after every RSI > 70 over all the history) has no probe
@@ -1206,6 +1225,7 @@ def test_a_measure_of_all_the_history_is_judged_in_a_long_world_of_more_than_ten
 
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_the_first_edge_world_falls_right_after_a_holiday_cluster_where_calendar_day_fetches_fall_short(
         env: Env, request: pytest.FixtureRequest, seed: int) -> None:
@@ -1224,6 +1244,7 @@ def test_the_first_edge_world_falls_right_after_a_holiday_cluster_where_calendar
     assert _long_verdict(env, hidden, task, reference("calc_003")).state.value == "pass"
 
 
+@pytest.mark.slow
 def test_a_latest_close_looking_back_three_calendar_days_fails_in_the_closure_world(env: Env) -> None:
     """No regular weekend or holiday leaves more than three calendar days since the last session, so
     a "latest close" that looks back three calendar days passed everywhere. The ``closure`` world
@@ -1251,6 +1272,7 @@ def test_a_latest_close_looking_back_three_calendar_days_fails_in_the_closure_wo
     assert any(w.world.startswith("closure-") and w.state == "pass" for w in reference_verdict.worlds)
 
 
+@pytest.mark.slow
 def test_the_seed_world_ends_the_rsi_subject_on_a_run_of_gains_and_rs_zero_fails(env: Env) -> None:
     """A stock in a steady rally: the seed world's last closes of the RSI task's subject all rise, so
     an RSI over the last ``days`` closes has no loss to divide by and is 100. A tool that guards the
@@ -1269,6 +1291,7 @@ def test_the_seed_world_ends_the_rsi_subject_on_a_run_of_gains_and_rs_zero_fails
     assert verdict.state == "fail" and "seed-" in verdict.reason, verdict.reason
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("task_id", "old", "new"), [
     # where the n-session range is zero, the RSV before it carried forward instead of 50
     ("calc_006", ".fillna(50.0).iloc[n - 1:]", ".iloc[n - 1:].ffill().fillna(50.0)"),
