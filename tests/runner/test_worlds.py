@@ -78,6 +78,8 @@ class Env:
         return verdict, judge_value(task, result.value, expected).passed
 
 
+# Every test that reads this harness is marked slow: it starts a warm sandbox and generates worlds (about
+# 2 s of CPU on each worker before a test's own judging). The inner loop keeps this module's tests without it.
 @pytest.fixture(scope="module")
 def env() -> Iterator[Env]:
     snapshot = load_snapshot(DATA)
@@ -285,6 +287,7 @@ def test_a_tool_switching_convention_between_worlds_fails(env: Env) -> None:
     assert verdict.reason.startswith("world as_of-")
 
 
+@pytest.mark.slow
 def test_a_call_that_spoils_the_shared_run_is_judged_on_its_own(env: Env) -> None:
     """The calls of one world run together; when one of them cannot be returned (a set is no result
     value) the run is repeated call by call, and the verdict names the call that failed."""
@@ -341,6 +344,7 @@ def test_worlds_are_reproducible_from_their_seed_and_removed_on_close(env: Env) 
             c.variants(WorldKind.SEED, 0)[0][0] != a.variants(WorldKind.SEED, 0)[0][0]
 
 
+@pytest.mark.slow
 def test_worlds_count_cycles_through_the_kinds(env: Env) -> None:
     worlds = Worlds(env.snapshot, 5, 1)
     assert worlds.kinds() == [(WorldKind.SEED, 0), (WorldKind.AS_OF, 0), (WorldKind.EDGE, 0),
@@ -348,6 +352,7 @@ def test_worlds_count_cycles_through_the_kinds(env: Env) -> None:
     assert Worlds(env.snapshot, 0, 1).kinds() == []
 
 
+@pytest.mark.slow
 def test_truncation_keeps_only_what_was_known_at_the_earlier_date(env: Env) -> None:
     market = read_market(env.snapshot)
     as_of = date(2024, 6, 28)
@@ -366,6 +371,7 @@ def test_truncation_keeps_only_what_was_known_at_the_earlier_date(env: Env) -> N
     assert past.income_stmt("AAPL", "quarterly").shape[1] < market.income_stmt("AAPL", "quarterly").shape[1]
 
 
+@pytest.mark.slow
 def test_a_market_as_it_stood_is_its_truncation_cut_once(env: Env) -> None:
     """Choosing a variant asks every task's symbols a session late: the same market as
     :func:`truncate` of those symbols, each symbol cut once however often it is asked for."""
@@ -387,6 +393,7 @@ def test_a_market_as_it_stood_is_its_truncation_cut_once(env: Env) -> None:
     assert market.as_it_stood(["AAPL"], date(1990, 1, 2)).data == {}  # no bar by then
 
 
+@pytest.mark.slow
 def test_a_spike_is_a_new_extreme_and_keeps_every_bar_consistent(env: Env) -> None:
     market = read_market(env.snapshot)
     spiked = perturb(market, [Spike(1, True, 0.04), Spike(30, False, 0.05)], ["TSLA"])
@@ -405,6 +412,7 @@ def test_window_arguments_are_spans_not_levels_or_dates() -> None:
                         "num_std": 2, "symbol": "AAPL", "annualise": True}) == {"days": 30, "window": 14}
 
 
+@pytest.mark.slow
 def test_a_world_is_a_valid_snapshot_the_sandbox_serves_with_its_own_clock(env: Env) -> None:
     task = env.judged["fetch_004"]
     worlds = env.worlds.for_task(task, [p.oracle_params for p in task.probes])
@@ -527,6 +535,7 @@ def test_a_world_the_oracle_cannot_answer_is_skipped_with_its_reason(env: Env, t
     assert "fiscal year ending in 2023" in verdict.worlds[0].reason
 
 
+@pytest.mark.slow
 def test_the_worlds_of_a_killed_run_are_swept_by_the_next(env: Env, tmp_path: Path) -> None:
     import subprocess
     import sys
@@ -691,6 +700,7 @@ def test_one_seed_gives_the_same_world_data_in_another_process(env: Env) -> None
 
 
 # --------------------------------------------------------------------------- reasons say what was compared
+@pytest.mark.slow
 def test_a_world_failure_names_every_accepted_reading_it_compared_with(env: Env) -> None:
     code = edited("fetch_008", "closes.tail(days)", "closes.tail(days - 1)")
     verdict, _ = env.judge("fetch_008", code)
@@ -703,6 +713,7 @@ def test_a_world_failure_names_every_accepted_reading_it_compared_with(env: Env)
     assert sum(f"({name})" in verdict.reason for name in readings) >= 2, verdict.reason
 
 
+@pytest.mark.slow
 def test_a_reused_tool_that_fails_says_where_it_came_from(env: Env) -> None:
     from finevo.vocabulary import ToolSource
 
@@ -737,6 +748,7 @@ def test_the_worlds_of_a_run_do_not_depend_on_which_tasks_it_selects(make_config
 
 
 # --------------------------------------------------------------------------- no tells, one date
+@pytest.mark.slow
 def test_the_as_of_world_is_a_day_the_market_was_closed_and_every_api_agrees_with_it(env: Env) -> None:
     from finevo.market.calendar import is_trading_day
 
@@ -759,6 +771,7 @@ def test_the_as_of_world_is_a_day_the_market_was_closed_and_every_api_agrees_wit
             pd.Timestamp(info["exDividendDate"], unit="s", tz="America/New_York").date() <= world.as_of
 
 
+@pytest.mark.slow
 def test_the_shim_serves_no_field_that_tells_generated_data_from_recorded(env: Env) -> None:
     code = ("import yfinance as yf\n\n\ndef fields(symbol: str) -> list:\n"
             "    t = yf.Ticker(symbol)\n    return sorted(set(t.info) | set(t.fast_info.keys()))\n")
@@ -820,6 +833,7 @@ def test_the_as_of_world_falls_within_a_week_of_a_statements_report(env: Env) ->
         assert newest < run_newest, (seed, day)  # "the latest quarter" differs from the run's
 
 
+@pytest.mark.slow
 def test_the_seed_world_shows_an_unreported_newest_quarter_that_the_oracle_skips(env: Env) -> None:
     world = next(w for w in env.worlds.for_task(env.judged["fetch_006"], []) if w.kind is WorldKind.SEED)
     frame = world.provider.income_stmt("AMZN", "quarterly")
@@ -839,6 +853,7 @@ def test_the_seed_world_shows_an_unreported_newest_quarter_that_the_oracle_skips
     assert result.ok and result.value == expected["latest_reported_quarter"], result
 
 
+@pytest.mark.slow
 def test_ex_dates_sit_beside_whole_year_edges_never_on_them(env: Env) -> None:
     """Each world moves the ex-dates nearest to "N years before the as-of date" onto the sessions just
     before and just after it: both accepted readings keep the one after and drop the one before, so
@@ -864,6 +879,7 @@ def test_ex_dates_sit_beside_whole_year_edges_never_on_them(env: Env) -> None:
     assert any(r.ok and r.value not in e.values() for r, e in zip(got, expected, strict=True))
 
 
+@pytest.mark.slow
 def test_a_yes_no_task_is_judged_in_a_round_trip_world(env: Env) -> None:
     """comp_002 (price up, volume down over 30 sessions) gets a world whose window ends just above its
     first close after a dip, opening above where it ends: the oracle says True, a reading of "price up"
@@ -893,6 +909,7 @@ def test_the_round_trip_world_pays_a_dividend_above_the_net_move_and_raw_closes_
     assert verdict.state == "fail", verdict.reason
 
 
+@pytest.mark.slow
 def test_the_as_of_world_spikes_the_session_before_each_calendar_window(env: Env) -> None:
     """On a closed as-of day a calendar window counted from the last bar starts a session or two
     early; the ``as_of`` world spikes the last session before ``as_of - n days`` so such a window moves."""
@@ -922,6 +939,7 @@ def test_the_as_of_day_parts_a_window_counted_from_the_last_bar_from_one_counted
             assert from_last_bar - from_today, (seed, as_of, n)
 
 
+@pytest.mark.slow
 def test_a_task_with_years_is_judged_in_a_leap_world_where_365_days_a_year_parts_from_the_calendar(env: Env) -> None:
     """Below five years a window of 365 days a year starts at most one day after the calendar's first
     day, which the accepted readings of the edge (on or after, strictly after) already span. The
@@ -1006,6 +1024,7 @@ def test_every_world_of_300_seeds_is_well_posed_for_the_edges_it_is_built_to_tes
     assert time.process_time() - started < 90  # about 0.15 s of CPU a seed
 
 
+@pytest.mark.slow
 def test_the_edge_world_falls_on_an_exchange_holiday(env: Env) -> None:
     """Users ask on holidays too: the ``edge`` world's as-of day is a weekday the exchange was closed
     (or a weekend after a Friday holiday), its latest session the one before; a tool that rolls
@@ -1029,6 +1048,7 @@ def test_the_edge_world_falls_on_an_exchange_holiday(env: Env) -> None:
     assert result.ok and result.value in expected_values(env.tasks["fetch_005"], world.provider).values()
 
 
+@pytest.mark.slow
 def test_the_seed_world_dates_statements_as_a_52_53_week_fiscal_calendar_does(env: Env) -> None:
     """Apple's statements are dated on Saturdays (2023-04-01 ends its quarter of January-March): the
     ``seed`` world dates every non-December fiscal year's columns so, the oracle still finds the
@@ -1054,6 +1074,7 @@ def test_the_seed_world_dates_statements_as_a_52_53_week_fiscal_calendar_does(en
     assert right.ok and right.value in expected.values()
 
 
+@pytest.mark.slow
 def test_no_leap_world_when_the_calendar_cannot_place_the_lengthened_history(env: Env, monkeypatch) -> None:
     """A snapshot recorded from further back than the NYSE calendar the gate knows: the ``leap``
     world is left out (no judge crash, exit 3), the other worlds stand."""
