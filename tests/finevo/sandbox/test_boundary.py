@@ -29,7 +29,9 @@ FAST = Limits(timeout_s=20.0, cpu_s=10, memory_mb=1536)
 BUNDLED_AS_OF = "2024-12-31"
 
 
-@pytest.fixture(scope="module", params=["warm", "subprocess"])
+# A subprocess run starts a fresh interpreter (~0.5 s of CPU each): that backend's cases are slow here, and
+# the inner loop keeps the warm backend's (the gate's default).
+@pytest.fixture(scope="module", params=["warm", pytest.param("subprocess", marks=pytest.mark.slow)])
 def guarded(request: pytest.FixtureRequest) -> Iterator[_BaseSandbox]:
     """The sandbox as the gate uses it: policy on, bundled snapshot."""
     with create_sandbox(snapshot_dir(), backend=request.param, policy=True) as box:
