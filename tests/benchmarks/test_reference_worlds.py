@@ -93,6 +93,7 @@ def test_the_worlds_split_between_gate_and_judge_covers_every_world_once() -> No
     assert {recorded for _, _, recorded in GATE_WORLDS} == {True, False}
 
 
+@pytest.mark.slow
 def test_an_earlier_as_of_world_is_the_same_world_cut_short(tmp_path: Path) -> None:
     cut = date(2024, 6, 28)
     synthetic.build(tmp_path / "full", seed=3)

@@ -54,6 +54,7 @@ def test_solve_with_the_reference_model_then_reuse_and_manage_the_registry(
     assert json.loads(capsys.readouterr().out) == []
 
 
+@pytest.mark.slow
 def test_solve_free_text_through_a_live_endpoint(reg_dir: Path, monkeypatch: pytest.MonkeyPatch,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     with ScriptedLLMServer([Reply(fenced(MA_GOOD))]) as srv:
@@ -66,6 +67,7 @@ def test_solve_free_text_through_a_live_endpoint(reg_dir: Path, monkeypatch: pyt
     assert out["task_id"] == "query" and len(out["value"]) == 15
 
 
+@pytest.mark.slow
 def test_external_error_exits_3(reg_dir: Path, monkeypatch: pytest.MonkeyPatch,
                                 capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("FINEVO_LLM_MAX_RETRIES", "0")
@@ -85,6 +87,7 @@ def test_no_provider_configured_is_a_usage_error_with_a_clear_message(
     assert "FINEVO_LLM_API_KEY" in err and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_static_mode_with_nothing_registered_exits_1(reg_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["solve", MACD, "--agent", "static"]) == 1
     assert "no_tool_available" in capsys.readouterr().out

@@ -22,10 +22,15 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from finevo.normalize import ANSWER, RECORD, TOOL, ResultRefused, normalize
+
+# Each property runs its examples through every path (~0.8 s a test): slow; the normaliser's own cases
+# (test_normalize_tool.py, test_normalize_record.py) stay in the inner loop.
+pytestmark = pytest.mark.slow
 
 _finite = st.floats(allow_nan=False, allow_infinity=False, width=64)
 _any_float = st.floats(allow_nan=True, allow_infinity=True, width=64)

@@ -77,6 +77,7 @@ def test_report_rerenders_from_results(tmp_path, security_file, baseline_file) -
     assert "calc_002" in (run_dir / "junit.xml").read_text() and "calc_002" in (run_dir / "summary.md").read_text()
 
 
+@pytest.mark.slow
 def test_merge_of_shards_gives_one_verdict(tmp_path, security_file, baseline_file, capsys) -> None:
     only = ["--only", "fetch_001,fetch_002,calc_002,calc_004", "--no-self-check"]
     assert _gate(_run_args(tmp_path, security_file, baseline_file, "--run-id", "s1", "--shard", "1/2", *only),
@@ -155,6 +156,7 @@ def test_a_session_that_cannot_open_exits_in_one_line_and_leaves_nothing(
     assert not (tmp_path / gone).exists()
 
 
+@pytest.mark.slow
 def test_report_of_a_killed_run_rebuilt_from_events_exits_3(tmp_path, security_file, baseline_file, capsys) -> None:
     assert _gate(_run_args(tmp_path, security_file, baseline_file, "--run-id", "k", "--no-self-check", "--only",
                            "fetch_001,calc_002,sec_001")) == 0
@@ -255,6 +257,7 @@ def test_merge_restores_suite_order_whatever_the_input_order(tmp_path, shard_run
     assert [t.task_id for t in doc.tasks] == ["fetch_001", "fetch_002", "calc_002", "calc_004"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("llm", ["bogus", "replay:{tmp}/missing.jsonl", "predictions:{tmp}/bad.jsonl", "live"])
 def test_invalid_llm_exits_2_in_one_line_and_leaves_no_directory(tmp_path, security_file, baseline_file, capsys,
                                                                 monkeypatch, llm) -> None:
@@ -385,6 +388,7 @@ def test_a_typo_is_an_error_that_names_what_to_type(argv, wanted, capsys) -> Non
     assert "--help" in err[0]
 
 
+@pytest.mark.slow
 def test_bare_gate_without_an_endpoint_suggests_the_offline_reference_model(tmp_path, monkeypatch, capsys) -> None:
     for name in ("FINEVO_LLM_PROVIDER", "OPENAI_API_KEY", "OPENAI_BASE_URL", "FINEVO_LLM_API_KEY",
                  "FINEVO_LLM_BASE_URL"):

@@ -51,6 +51,7 @@ def warm() -> Iterator[WarmSandbox]:
         yield box  # type: ignore[misc]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not KERNEL, reason=f"this kernel lacks Landlock or seccomp: {SUPPORT}")
 def test_every_probe_is_refused_by_a_named_kernel_layer(warm: WarmSandbox) -> None:
     # the canaries go into a directory of this test's own under /var/tmp (the default base, which the
@@ -76,6 +77,7 @@ def test_every_probe_is_refused_by_a_named_kernel_layer(warm: WarmSandbox) -> No
     assert not left, "the canaries were left behind"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not KERNEL, reason=f"this kernel lacks Landlock or seccomp: {SUPPORT}")
 def test_prove_on_a_confined_sandbox_is_kernel_isolation(warm: WarmSandbox) -> None:
     found = prove(warm, "kernel")
@@ -134,6 +136,7 @@ def test_gate_without_kernel_isolation_exits_3_when_required(make_config: Any) -
     assert "WEAK ISOLATION" in out.getvalue()
 
 
+@pytest.mark.slow
 def test_gate_records_weak_isolation_in_every_report(make_config: Any) -> None:
     out = io.StringIO()
     result = run_gate(make_config(), factory=make_factory({}, "pass", None), console=Console(out, colour=False))

@@ -59,8 +59,8 @@ def _junit_counts(path: Path) -> dict[str, int]:
     return counts
 
 
-# The inner loop reads a run without hidden worlds (a right tool passing in every world, and the reports
-# naming a world, are test_worlds.py's, in the inner loop too); the whole suite also reads one with a world.
+# The inner loop reads a run without hidden worlds (a right tool passing in every world and the reports
+# naming a world are test_worlds.py's, in the whole suite); the whole suite also reads one with a world.
 @pytest.mark.parametrize("worlds", [0, pytest.param(1, marks=pytest.mark.slow)], ids=["no-world", "one-world"])
 def test_all_passing_run_passes_and_writes_valid_reports(make_config, worlds: int) -> None:
     result, console = _run(make_config(worlds=worlds))  # one whole fake run, reported
@@ -85,6 +85,7 @@ def test_all_passing_run_passes_and_writes_valid_reports(make_config, worlds: in
     assert (run_dir / "summary.md").read_text().index("PASSED") < (run_dir / "summary.md").read_text().index("## Tasks")
 
 
+@pytest.mark.slow
 def test_regression_fails_the_gate_and_is_named_in_every_report(make_config, tmp_path, monkeypatch) -> None:
     result, console = _run(make_config(), {"fetch_002": "wrong", "calc_002": "external"})
     assert result.exit_code == Exit.FAILED
@@ -111,6 +112,7 @@ def test_regression_fails_the_gate_and_is_named_in_every_report(make_config, tmp
     assert "fetch_002" in summary_file.read_text()
 
 
+@pytest.mark.slow
 def test_pass_rate_under_threshold_fails_without_regression(make_config) -> None:
     result, _ = _run(make_config(min_pass_rate=0.9), {"calc_004": "wrong"})
     assert result.exit_code == Exit.FAILED
@@ -118,6 +120,7 @@ def test_pass_rate_under_threshold_fails_without_regression(make_config) -> None
     assert any("below the threshold" in r for r in result.doc["verdict"]["reasons"])
 
 
+@pytest.mark.slow
 def test_unblocked_security_task_fails_the_gate(make_config) -> None:
     result, _ = _run(make_config(), {"sec_002": "unblocked"})
     assert result.exit_code == Exit.FAILED
@@ -125,6 +128,7 @@ def test_unblocked_security_task_fails_the_gate(make_config) -> None:
     assert _junit_counts(result.run_dir / "junit.xml")["failure"] == 1
 
 
+@pytest.mark.slow
 def test_deadline_stops_a_hanging_task_and_records_the_stage(make_config) -> None:
     # Seconds, not tenths: the passing task's own run and probes must fit in the same budget on a loaded machine.
     config = make_config(task_timeout_s=3.0, only=["calc_004", "comp_001"], baseline_path=None, self_check=False,
@@ -151,6 +155,7 @@ def test_agent_ignoring_its_deadline_is_abandoned(make_config, monkeypatch) -> N
     assert len(log) == 2  # a fresh session after abandoning the stuck one
 
 
+@pytest.mark.slow
 def test_failed_selfcheck_means_no_verdict_and_no_regressions(make_config) -> None:
     def broken_reference(gate, main_results, interrupts):
         return SelfCheck(enabled=True, ok=False, reason="reference model did not pass calc_002")
@@ -162,6 +167,7 @@ def test_failed_selfcheck_means_no_verdict_and_no_regressions(make_config) -> No
     assert result.doc["regressions"] == [] and result.doc["verdict"]["status"] == "no_verdict"
 
 
+@pytest.mark.slow
 def test_selfcheck_runs_reference_and_null_in_their_own_registries(make_config) -> None:
     log: list = []
     result, _ = _run(make_config(), {}, log=log)
@@ -179,9 +185,10 @@ def test_reference_run_reuses_its_own_results_for_the_selfcheck(make_config) -> 
     assert result.doc["selfcheck"]["reference"]["reused_main_run"] is True
 
 
-# Without hidden worlds in the inner loop (two runs in ~2.5 s; the worlds' own reproducibility is
-# test_worlds.py's), with one in the whole suite (two runs in ~9 s): the worlds are reproducible too.
-@pytest.mark.parametrize("worlds", [0, pytest.param(1, marks=pytest.mark.slow)], ids=["no-world", "one-world"])
+# Two whole runs compared, without hidden worlds (~1 s) and with one (~9 s): the worlds are reproducible
+# too. Both outside the inner loop; the worlds' own reproducibility is test_worlds.py's.
+@pytest.mark.slow
+@pytest.mark.parametrize("worlds", [0, 1], ids=["no-world", "one-world"])
 def test_two_runs_give_identical_results_apart_from_times(make_config, worlds: int) -> None:
     a, _ = _run(make_config(run_id="a", worlds=worlds), {"fetch_002": "wrong"})
     b, _ = _run(make_config(run_id="b", worlds=worlds), {"fetch_002": "wrong"})
@@ -259,6 +266,7 @@ def test_quiet_console_prints_only_the_final_summary(make_config) -> None:
     assert result.exit_code == Exit.FAILED
 
 
+@pytest.mark.slow
 def test_security_task_in_error_fails_the_gate(make_config) -> None:
     # A predictions file without sec_001: the task never reached a blocking layer, so it is unproven.
     result, console = _run(make_config(), {"sec_001": "external"})

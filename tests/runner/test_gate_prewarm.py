@@ -38,6 +38,7 @@ def test_the_inputs_are_checked_before_the_oracles_values_are_computed(make_conf
     assert order == []
 
 
+@pytest.mark.slow
 def test_the_probes_are_derived_beside_the_start_of_the_run(make_config, monkeypatch) -> None:
     """Deriving the probes is needed only once a task is judged: prepare() returns while it still
     runs, and the judged tasks are there, whole, when asked for."""

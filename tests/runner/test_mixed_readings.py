@@ -64,6 +64,7 @@ def test_a_probe_expecting_an_error_that_a_reading_answers_is_judged_as_mixed(ta
     assert set(expected) == {RAISES}
 
 
+@pytest.mark.slow
 def test_a_lookback_where_the_readings_part_is_probed(tasks, snapshot) -> None:
     task = tasks["calc_001"]
     probes = probes_for(task, snapshot, SEED)
@@ -174,6 +175,7 @@ RSI_REFUSING = RSI_HEAD + '''    if len(closes) < days:
 RSI_WHOLE = RSI_HEAD + RSI_TAIL
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("code", "passes"), [(RSI_REPAIRED, False), (RSI_REFUSING, True), (RSI_WHOLE, True)],
                          ids=["repaired", "refusing", "whole-history"])
 def test_rsi_tools_where_the_window_outgrows_the_lookback(drawn: Env, code: str, passes: bool) -> None:
@@ -188,6 +190,7 @@ def _seed_world(env: Env, task_id: str) -> Any:
     return next(w for w in env.worlds.for_task(env.judged[task_id], []) if w.kind is WorldKind.SEED)
 
 
+@pytest.mark.slow
 def test_the_seed_world_holds_a_company_whose_quarters_end_a_month_off_the_calendars(env: Env) -> None:
     world = _seed_world(env, "fetch_001")
     task = env.tasks["fetch_001"]
@@ -240,6 +243,7 @@ def net_income(symbol: str, year: int | None = None, quarter: int | None = None)
 '''
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("code", "passes"), [
     # calendar quarters matched within 40 days: off-cycle quarters are taken for calendar ones
     (lambda: reference("fetch_001").replace("gap <= 15", "gap <= 40"), False),

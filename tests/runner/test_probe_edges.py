@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from finevo.outcome import Outcome
 from finevo.sandbox import Limits
 from finevo.sandbox.api import ExecutionResult
@@ -18,6 +20,9 @@ from runner.judging.grade import Reruns, judge_task
 from runner.judging.oracle import expected_values, probe_expected_values
 from runner.judging.probes import probes_for
 from runner.judging.worlds import Worlds
+
+# Each judges a tool through every probe and hidden world of a seed: seconds of CPU, outside the inner loop.
+pytestmark = pytest.mark.slow
 
 SEED = 1
 

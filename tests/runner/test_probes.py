@@ -282,6 +282,7 @@ def test_the_reference_tool_passes_every_probe_in_the_sandbox(tasks, snapshot, t
     assert result.reason.endswith(f"{len(task.probes)} probe(s) pass")
 
 
+@pytest.mark.slow
 def test_a_tool_that_ignores_its_symbol_fails_the_symbol_probe(tasks, snapshot, task_runner) -> None:
     task = tasks["calc_001"]  # AAPL RSI-14: the AAPL answer is right for the task itself
     result = _judge_in_sandbox(task, _symbol_blind("calc_001"), task_runner, snapshot)
@@ -387,6 +388,7 @@ def test_full_reference_run_with_probes_exits_0(tmp_path, tasks) -> None:
 
 
 # --------------------------------------------------------------------------- finevo-verify oracle
+@pytest.mark.slow
 def test_oracle_verb_checks_the_reference_tools_probes(capsys) -> None:
     assert main(["oracle", "--only", "comp_001,calc_007"]) == 0
     out = capsys.readouterr().out
@@ -394,6 +396,7 @@ def test_oracle_verb_checks_the_reference_tools_probes(capsys) -> None:
     assert "2/2 reference tools match the oracle (with their 6 probe(s))" in out
 
 
+@pytest.mark.slow
 def test_oracle_check_fails_a_constant_reference_tool_on_its_probe(tmp_path, tasks, snapshot) -> None:
     task = tasks["comp_002"]
     (tmp_path / "comp_002.py").write_text(_constant(task, False), encoding="utf-8")
@@ -531,6 +534,7 @@ def test_parameters_are_classed_by_their_declared_type_not_their_name() -> None:
     assert param_kind("macd", "symbol") is None and param_kind("no_such_oracle", "window") is None
 
 
+@pytest.mark.slow
 def test_a_task_with_several_counts_is_probed_with_all_of_them_scaled_together(tasks, snapshot) -> None:
     from runner.judging.probes import SCALES, WARM_UP, _all_symbols, _counts, _Deriver, probes_for
 
@@ -572,6 +576,7 @@ def test_a_task_with_several_counts_is_probed_with_all_of_them_scaled_together(t
     assert long_tasks >= 3  # MACD, KDJ, the RSI signal among them
 
 
+@pytest.mark.slow
 def test_a_tool_that_caps_a_smoothing_period_fails_when_every_count_is_scaled(tasks, snapshot, task_runner) -> None:
     from runner.judging.probes import probes_for
 
@@ -606,6 +611,7 @@ def test_a_real_parameter_given_as_a_whole_number_is_probed_with_a_fraction(task
 
 
 # --------------------------------------------------------------------------- optional parameters
+@pytest.mark.slow
 def test_an_optional_parameter_of_the_measure_is_probed_only_in_a_tool_that_declares_it(tasks, snapshot,
                                                                                        task_runner) -> None:
     from runner.judging.probes import probes_for
@@ -629,6 +635,7 @@ def test_an_optional_parameter_of_the_measure_is_probed_only_in_a_tool_that_decl
     assert all("periods_per_year" not in p.args for p in result.probes)
 
 
+@pytest.mark.slow
 def test_an_rsi_a_tenth_of_a_point_off_fails_the_threshold_probes_and_one_rounded_to_cents_passes(
         tasks, snapshot, task_runner) -> None:
     """comp_001's threshold probes sit just either side of the level where the answer turns. Wilder's
@@ -655,6 +662,7 @@ def test_an_rsi_a_tenth_of_a_point_off_fails_the_threshold_probes_and_one_rounde
         assert passed.state == "pass", passed.reason
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2])
 def test_a_tool_taking_the_quotes_52_week_figure_for_a_years_lookback_fails(tasks, snapshot, task_runner,
                                                                            seed) -> None:

@@ -180,6 +180,7 @@ def test_the_diff_between_attempts_is_shown_and_an_unchanged_repeat_has_none() -
     assert view.attempts[0].code is not None and view.attempts_have_code
 
 
+@pytest.mark.slow
 def test_a_page_of_500_failing_tasks_is_one_file_of_bounded_size() -> None:
     tasks = [TaskResult(f"calc_{i:03d}", "calculation", "q", "fail", "r" * 10_000, code="x = 1\n" * 100)
              for i in range(500)]

@@ -7,6 +7,7 @@ import io
 import os
 from pathlib import Path
 
+import pytest
 from junitparser import Error, Failure, JUnitXml
 
 from runner.execution.canaries import PAYLOAD_ENV, Canaries
@@ -34,6 +35,7 @@ def test_failure_and_error_with_empty_reason_still_carry_a_message(tmp_path: Pat
     assert all(r.message for r in results)
 
 
+@pytest.mark.slow
 def test_markdown_stays_under_one_mebibyte() -> None:
     huge = "x = 1\n" * 40_000
     tasks = [TaskResult(f"calc_{i:03d}", "calculation", "q", "fail", "wrong", code=huge) for i in range(120)]
@@ -167,6 +169,7 @@ def _balanced(text: str) -> None:
     assert len(fences) % 2 == 0
 
 
+@pytest.mark.slow
 def test_500_failing_tasks_fit_the_summary_and_the_comment_with_their_ending() -> None:
     doc = _many_failures()
     summary = markdown.render(doc, results_path="out/t/results.json")

@@ -48,6 +48,7 @@ def test_a_resource_attack_stopped_by_a_limit_is_blocked() -> None:
     assert not blocked_on_evidence("sandbox:PermissionError", resource_attack=True)
 
 
+@pytest.mark.slow
 def test_an_exception_named_after_a_layer_is_the_tools_claim_never_a_block() -> None:
     """A tool chooses its exception's class name: one called ``seccomp``, ``timeout`` or any other
     word the verdict reads as evidence is still an exception the tool raised -- run in a real

@@ -167,6 +167,7 @@ def test_a_configured_subprocess_backend_does_not_fall_back(tmp_path: Path, call
     assert calls == ["subprocess"]
 
 
+@pytest.mark.slow
 def test_a_worker_that_cannot_start_really_falls_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     """The real warm backend, whose worker dies at start-up, and the real subprocess backend."""

@@ -75,6 +75,7 @@ def _flat_runs(raw: pd.DataFrame) -> int:
 
 
 # --------------------------------------------------------------------------- every world has every shape
+@pytest.mark.slow
 def test_every_world_carries_every_shape_for_every_stock(worlds: Worlds) -> None:
     for name, market in _markets(worlds):
         index_dates = set(pd.DatetimeIndex(market.data["^GSPC"].history.index).date)
@@ -102,6 +103,7 @@ def test_every_world_carries_every_shape_for_every_stock(worlds: Worlds) -> None
             assert _flat_runs(raw) == 0 and (raw["Stock Splits"].to_numpy(dtype=float)[-30:] == 0).all()
 
 
+@pytest.mark.slow
 def test_world_files_are_shaped_like_the_snapshot_yfinance_serves(worlds: Worlds, snapshot: Snapshot,
                                                                   tasks: list[Task]) -> None:
     task = next(t for t in tasks if t.id == "calc_006")

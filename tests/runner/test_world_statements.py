@@ -22,7 +22,8 @@ from tests.runner.test_worlds import SEED, Env, edited, env, reference
 __all__ = ["env"]  # the judge's harness of tests/runner/test_worlds.py, shared
 # The harness (a warm sandbox, three hidden worlds, every task's probes) is a module fixture: one worker
 # runs the module, so it is built once, not once per worker (the module's tests landed on both).
-pytestmark = pytest.mark.xdist_group("world-statements")
+# Every test needs the harness (seconds to build) and most judge a tool in every world: outside the inner loop.
+pytestmark = [pytest.mark.xdist_group("world-statements"), pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")

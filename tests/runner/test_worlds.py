@@ -78,6 +78,8 @@ class Env:
         return verdict, judge_value(task, result.value, expected).passed
 
 
+# Every test that reads this harness is marked slow: it starts a warm sandbox and generates worlds (about
+# 2 s of CPU on each worker before a test's own judging). The inner loop keeps this module's tests without it.
 @pytest.fixture(scope="module")
 def env() -> Iterator[Env]:
     snapshot = load_snapshot(DATA)
@@ -250,6 +252,7 @@ def net_income(symbol: str, year: int, quarter: int) -> float:
 RIGHT_EDITS = {"calc_001", "fetch_008", "calc_003", "fetch_007", "calc_005", "calc_007"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("label", sorted(RIGHT))
 def test_right_tool_in_another_convention_passes_in_every_world(env: Env, label: str) -> None:
     task_id, make = RIGHT[label]
@@ -268,6 +271,7 @@ def test_right_tool_in_another_convention_passes_in_every_world(env: Env, label:
     assert all(p.state == "pass" for p in verdict.probes) and len(verdict.probes) >= 2
 
 
+@pytest.mark.slow
 def test_a_tool_switching_convention_between_worlds_fails(env: Env) -> None:
     """Wilder's RSI on the snapshot's as-of date, Cutler's on any other: each value matches some
     accepted convention, but not one reading throughout."""
@@ -283,6 +287,7 @@ def test_a_tool_switching_convention_between_worlds_fails(env: Env) -> None:
     assert verdict.reason.startswith("world as_of-")
 
 
+@pytest.mark.slow
 def test_a_call_that_spoils_the_shared_run_is_judged_on_its_own(env: Env) -> None:
     """The calls of one world run together; when one of them cannot be returned (a set is no result
     value) the run is repeated call by call, and the verdict names the call that failed."""
@@ -295,6 +300,7 @@ def test_a_call_that_spoils_the_shared_run_is_judged_on_its_own(env: Env) -> Non
 
 
 # --------------------------------------------------------------------------- derived probes
+@pytest.mark.slow
 def test_every_task_gets_a_probe_per_argument_it_binds() -> None:
     snapshot = load_snapshot(DATA)
     for task in load_tasks(TASKS):
@@ -322,6 +328,7 @@ def test_a_derived_probe_of_a_yes_no_task_flips_the_answer_when_its_argument_alo
 
 
 # --------------------------------------------------------------------------- worlds themselves
+@pytest.mark.slow
 def test_worlds_are_reproducible_from_their_seed_and_removed_on_close(env: Env) -> None:
     tasks = list(env.judged.values())[:3]
     with Worlds(env.snapshot, 3, 7, tasks) as a, Worlds(env.snapshot, 3, 7, tasks) as b:
@@ -337,6 +344,7 @@ def test_worlds_are_reproducible_from_their_seed_and_removed_on_close(env: Env) 
             c.variants(WorldKind.SEED, 0)[0][0] != a.variants(WorldKind.SEED, 0)[0][0]
 
 
+@pytest.mark.slow
 def test_worlds_count_cycles_through_the_kinds(env: Env) -> None:
     worlds = Worlds(env.snapshot, 5, 1)
     assert worlds.kinds() == [(WorldKind.SEED, 0), (WorldKind.AS_OF, 0), (WorldKind.EDGE, 0),
@@ -344,6 +352,7 @@ def test_worlds_count_cycles_through_the_kinds(env: Env) -> None:
     assert Worlds(env.snapshot, 0, 1).kinds() == []
 
 
+@pytest.mark.slow
 def test_truncation_keeps_only_what_was_known_at_the_earlier_date(env: Env) -> None:
     market = read_market(env.snapshot)
     as_of = date(2024, 6, 28)
@@ -362,6 +371,7 @@ def test_truncation_keeps_only_what_was_known_at_the_earlier_date(env: Env) -> N
     assert past.income_stmt("AAPL", "quarterly").shape[1] < market.income_stmt("AAPL", "quarterly").shape[1]
 
 
+@pytest.mark.slow
 def test_a_market_as_it_stood_is_its_truncation_cut_once(env: Env) -> None:
     """Choosing a variant asks every task's symbols a session late: the same market as
     :func:`truncate` of those symbols, each symbol cut once however often it is asked for."""
@@ -383,6 +393,7 @@ def test_a_market_as_it_stood_is_its_truncation_cut_once(env: Env) -> None:
     assert market.as_it_stood(["AAPL"], date(1990, 1, 2)).data == {}  # no bar by then
 
 
+@pytest.mark.slow
 def test_a_spike_is_a_new_extreme_and_keeps_every_bar_consistent(env: Env) -> None:
     market = read_market(env.snapshot)
     spiked = perturb(market, [Spike(1, True, 0.04), Spike(30, False, 0.05)], ["TSLA"])
@@ -401,6 +412,7 @@ def test_window_arguments_are_spans_not_levels_or_dates() -> None:
                         "num_std": 2, "symbol": "AAPL", "annualise": True}) == {"days": 30, "window": 14}
 
 
+@pytest.mark.slow
 def test_a_world_is_a_valid_snapshot_the_sandbox_serves_with_its_own_clock(env: Env) -> None:
     task = env.judged["fetch_004"]
     worlds = env.worlds.for_task(task, [p.oracle_params for p in task.probes])
@@ -417,6 +429,7 @@ def test_a_world_is_a_valid_snapshot_the_sandbox_serves_with_its_own_clock(env: 
     assert base.value[0] == env.snapshot.as_of.isoformat()  # the session's own snapshot again
 
 
+@pytest.mark.slow
 def test_no_world_directory_outlives_the_gate_run(tmp_path: Path, make_config) -> None:
     from runner.judging.world_dirs import default_root_parent
     from tests.runner.test_gate import _run
@@ -433,6 +446,7 @@ def test_no_world_directory_outlives_the_gate_run(tmp_path: Path, make_config) -
     assert set(Path(default_root_parent()).glob(own)) == before
 
 
+@pytest.mark.slow
 def test_a_tool_right_only_on_the_snapshot_fails_in_a_world_and_the_reports_say_which(make_config) -> None:
     from tests.runner.test_gate import _run
 
@@ -478,6 +492,7 @@ def test_probes_that_each_match_a_different_reading_fail_the_task() -> None:
     assert _one_reading(task, outcome, main, expected, probes[:1], probe_expected[:1]) is main
 
 
+@pytest.mark.slow
 def test_the_subprocess_backend_serves_a_world_too(env: Env) -> None:
     task = env.judged["fetch_004"]
     world = env.worlds.for_task(task, [p.oracle_params for p in task.probes])[1]  # the earlier as-of
@@ -492,6 +507,7 @@ def test_the_subprocess_backend_serves_a_world_too(env: Env) -> None:
         assert cold.run(code, "today_and_close", {"symbol": "^GSPC"}).value[0] == env.snapshot.as_of.isoformat()
 
 
+@pytest.mark.slow
 def test_a_world_the_oracle_cannot_answer_is_skipped_with_its_reason(env: Env, tmp_path: Path) -> None:
     from finevo.market.snapshot import SnapshotOrigin, symbol_files, write_snapshot_files
     from runner.judging.worlds import World
@@ -519,6 +535,7 @@ def test_a_world_the_oracle_cannot_answer_is_skipped_with_its_reason(env: Env, t
     assert "fiscal year ending in 2023" in verdict.worlds[0].reason
 
 
+@pytest.mark.slow
 def test_the_worlds_of_a_killed_run_are_swept_by_the_next(env: Env, tmp_path: Path) -> None:
     import subprocess
     import sys
@@ -597,6 +614,7 @@ def test_every_yes_no_task_sees_both_answers_for_its_own_arguments_across_its_wo
                 assert answers == {True, False}, (seed, task.id, [w.name for w in plan])
 
 
+@pytest.mark.slow
 def test_a_numeric_constant_for_the_exact_arguments_differs_from_the_oracle_in_some_world(env: Env) -> None:
     """Worlds of other seeds and dates move every numeric answer (a constant fails somewhere)."""
     for task in env.judged.values():
@@ -615,6 +633,7 @@ def test_a_numeric_constant_for_the_exact_arguments_differs_from_the_oracle_in_s
 
 
 # --------------------------------------------------------------------------- the oracle reads what the shim serves
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [SEED, 1153675748, 274788881])
 def test_raw_closes_the_oracle_derives_are_the_ones_the_world_records(env: Env, seed: int) -> None:
     """``auto_adjust=False`` closes (what the shim serves) and the oracle's raw reading (undoing the
@@ -633,6 +652,7 @@ def test_raw_closes_the_oracle_derives_are_the_ones_the_world_records(env: Env, 
 RAW_CLOSE_MA = reference("calc_002").replace('.history(period="max")', '.history(period="max", auto_adjust=False)')
 
 
+@pytest.mark.slow
 def test_a_raw_close_tool_passes_in_worlds_with_spikes_before_an_ex_date(env: Env) -> None:
     assert reference("calc_002") != RAW_CLOSE_MA
     worlds = Worlds(env.snapshot, 3, 1153675748, list(env.judged.values()))
@@ -680,6 +700,7 @@ def test_one_seed_gives_the_same_world_data_in_another_process(env: Env) -> None
 
 
 # --------------------------------------------------------------------------- reasons say what was compared
+@pytest.mark.slow
 def test_a_world_failure_names_every_accepted_reading_it_compared_with(env: Env) -> None:
     code = edited("fetch_008", "closes.tail(days)", "closes.tail(days - 1)")
     verdict, _ = env.judge("fetch_008", code)
@@ -692,6 +713,7 @@ def test_a_world_failure_names_every_accepted_reading_it_compared_with(env: Env)
     assert sum(f"({name})" in verdict.reason for name in readings) >= 2, verdict.reason
 
 
+@pytest.mark.slow
 def test_a_reused_tool_that_fails_says_where_it_came_from(env: Env) -> None:
     from finevo.vocabulary import ToolSource
 
@@ -726,6 +748,7 @@ def test_the_worlds_of_a_run_do_not_depend_on_which_tasks_it_selects(make_config
 
 
 # --------------------------------------------------------------------------- no tells, one date
+@pytest.mark.slow
 def test_the_as_of_world_is_a_day_the_market_was_closed_and_every_api_agrees_with_it(env: Env) -> None:
     from finevo.market.calendar import is_trading_day
 
@@ -748,6 +771,7 @@ def test_the_as_of_world_is_a_day_the_market_was_closed_and_every_api_agrees_wit
             pd.Timestamp(info["exDividendDate"], unit="s", tz="America/New_York").date() <= world.as_of
 
 
+@pytest.mark.slow
 def test_the_shim_serves_no_field_that_tells_generated_data_from_recorded(env: Env) -> None:
     code = ("import yfinance as yf\n\n\ndef fields(symbol: str) -> list:\n"
             "    t = yf.Ticker(symbol)\n    return sorted(set(t.info) | set(t.fast_info.keys()))\n")
@@ -760,6 +784,7 @@ def test_the_shim_serves_no_field_that_tells_generated_data_from_recorded(env: E
         assert world.kind.value not in world.path.name and world.as_of.isoformat() not in str(world.path)
 
 
+@pytest.mark.slow
 def test_a_quote_read_as_the_books_midpoint_fails_where_yahoo_serves_a_book(env: Env) -> None:
     """Yahoo's ``info`` carries the book (``bid``, ``ask`` and their sizes) beside the last price; a
     snapshot without one let a "latest quote" that answers the book's midpoint whenever there is a
@@ -805,6 +830,7 @@ def test_the_reference_tools_pass_in_every_world_of_20_seeds(seeds: str, count: 
     assert sum(line.startswith("seed ") for line in done.stdout.splitlines()) == count
 
 
+@pytest.mark.slow
 def test_no_as_of_world_holds_an_ex_date_a_whole_number_of_years_before_it(env: Env) -> None:
     """There the accepted readings of "the last N years" disagree, and a tool matching either one by
     the coincidence (the last 4*N dividends, say) would pass: such a day is drawn again."""
@@ -816,6 +842,7 @@ def test_no_as_of_world_holds_an_ex_date_a_whole_number_of_years_before_it(env: 
 
 
 # --------------------------------------------------------------------------- statements as yfinance shows them
+@pytest.mark.slow
 def test_the_as_of_world_falls_within_a_week_of_a_statements_report(env: Env) -> None:
     """The newest quarter of an ``as_of`` world was reported days before its as-of date, after a drawn
     lag shorter than the 45 days a tool may assume: "latest" read from the clock minus a lag fails."""
@@ -831,6 +858,7 @@ def test_the_as_of_world_falls_within_a_week_of_a_statements_report(env: Env) ->
         assert newest < run_newest, (seed, day)  # "the latest quarter" differs from the run's
 
 
+@pytest.mark.slow
 def test_the_seed_world_shows_an_unreported_newest_quarter_that_the_oracle_skips(env: Env) -> None:
     world = next(w for w in env.worlds.for_task(env.judged["fetch_006"], []) if w.kind is WorldKind.SEED)
     frame = world.provider.income_stmt("AMZN", "quarterly")
@@ -850,6 +878,7 @@ def test_the_seed_world_shows_an_unreported_newest_quarter_that_the_oracle_skips
     assert result.ok and result.value == expected["latest_reported_quarter"], result
 
 
+@pytest.mark.slow
 def test_ex_dates_sit_beside_whole_year_edges_never_on_them(env: Env) -> None:
     """Each world moves the ex-dates nearest to "N years before the as-of date" onto the sessions just
     before and just after it: both accepted readings keep the one after and drop the one before, so
@@ -875,6 +904,7 @@ def test_ex_dates_sit_beside_whole_year_edges_never_on_them(env: Env) -> None:
     assert any(r.ok and r.value not in e.values() for r, e in zip(got, expected, strict=True))
 
 
+@pytest.mark.slow
 def test_a_yes_no_task_is_judged_in_a_round_trip_world(env: Env) -> None:
     """comp_002 (price up, volume down over 30 sessions) gets a world whose window ends just above its
     first close after a dip, opening above where it ends: the oracle says True, a reading of "price up"
@@ -887,6 +917,7 @@ def test_a_yes_no_task_is_judged_in_a_round_trip_world(env: Env) -> None:
     assert last > first and float(bars["Close"].mean()) < first and float(bars["Open"].iloc[0]) > last
 
 
+@pytest.mark.slow
 def test_the_round_trip_world_pays_a_dividend_above_the_net_move_and_raw_closes_fail(env: Env) -> None:
     """A payer's round trip goes ex-dividend in its window for more than the window's net move: the
     adjusted closes end above the first (price up, the oracle's reading), the quoted ones below it.
@@ -903,6 +934,7 @@ def test_the_round_trip_world_pays_a_dividend_above_the_net_move_and_raw_closes_
     assert verdict.state == "fail", verdict.reason
 
 
+@pytest.mark.slow
 def test_the_as_of_world_spikes_the_session_before_each_calendar_window(env: Env) -> None:
     """On a closed as-of day a calendar window counted from the last bar starts a session or two
     early; the ``as_of`` world spikes the last session before ``as_of - n days`` so such a window moves."""
@@ -913,6 +945,7 @@ def test_the_as_of_world_spikes_the_session_before_each_calendar_window(env: Env
     assert set(backs) <= {s.back for _, spikes in first_spikes([5], backs) for s in spikes}
 
 
+@pytest.mark.slow
 def test_the_as_of_day_parts_a_window_counted_from_the_last_bar_from_one_counted_from_today(env: Env) -> None:
     """On the as-of day of every seed, each calendar window of the benchmark (30 and 250 days) counted
     back from the last session holds a session that the same window counted back from the as-of date
@@ -931,6 +964,7 @@ def test_the_as_of_day_parts_a_window_counted_from_the_last_bar_from_one_counted
             assert from_last_bar - from_today, (seed, as_of, n)
 
 
+@pytest.mark.slow
 def test_a_task_with_years_is_judged_in_a_leap_world_where_365_days_a_year_parts_from_the_calendar(env: Env) -> None:
     """Below five years a window of 365 days a year starts at most one day after the calendar's first
     day, which the accepted readings of the edge (on or after, strictly after) already span. The
@@ -1015,6 +1049,7 @@ def test_every_world_of_300_seeds_is_well_posed_for_the_edges_it_is_built_to_tes
     assert time.process_time() - started < 90  # about 0.15 s of CPU a seed
 
 
+@pytest.mark.slow
 def test_the_edge_world_falls_on_an_exchange_holiday(env: Env) -> None:
     """Users ask on holidays too: the ``edge`` world's as-of day is a weekday the exchange was closed
     (or a weekend after a Friday holiday), its latest session the one before; a tool that rolls
@@ -1038,6 +1073,7 @@ def test_the_edge_world_falls_on_an_exchange_holiday(env: Env) -> None:
     assert result.ok and result.value in expected_values(env.tasks["fetch_005"], world.provider).values()
 
 
+@pytest.mark.slow
 def test_the_seed_world_dates_statements_as_a_52_53_week_fiscal_calendar_does(env: Env) -> None:
     """Apple's statements are dated on Saturdays (2023-04-01 ends its quarter of January-March): the
     ``seed`` world dates every non-December fiscal year's columns so, the oracle still finds the
@@ -1063,6 +1099,7 @@ def test_the_seed_world_dates_statements_as_a_52_53_week_fiscal_calendar_does(en
     assert right.ok and right.value in expected.values()
 
 
+@pytest.mark.slow
 def test_no_leap_world_when_the_calendar_cannot_place_the_lengthened_history(env: Env, monkeypatch) -> None:
     """A snapshot recorded from further back than the NYSE calendar the gate knows: the ``leap``
     world is left out (no judge crash, exit 3), the other worlds stand."""
@@ -1089,6 +1126,7 @@ def macd(symbol: str, fast: int = 12, slow: int = 26, signal: int = 9) -> dict[s
 '''
 
 
+@pytest.mark.slow
 def test_a_tool_reading_a_fixed_period_fails_in_the_long_world_where_the_long_scale_probe_is_judged(
         env: Env, request: pytest.FixtureRequest) -> None:
     """MACD(12,26,9) from one year of closes is right within the tolerance at the task's spans and at
@@ -1159,6 +1197,7 @@ def test_the_oracle_emits_no_runtime_warning_over_the_probes_and_worlds_of_a_run
                     world_answers(task, world)
 
 
+@pytest.mark.slow
 def test_a_yes_no_task_is_judged_in_a_zigzag_world_where_summed_returns_part_from_the_close(env: Env) -> None:
     """comp_002 gets a world whose last closes zigzag: daily returns that sum positive while the last
     close ends exactly where the window's first close is (a tie, to the last bit of the adjusted
@@ -1191,6 +1230,7 @@ def _long_verdict(env: Env, hidden: Worlds, task: Task, code: str) -> TaskResult
                       Reruns(env.run, probe_expected=probe_expected_values(task, env.snapshot), worlds=hidden))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2])
 def test_a_signal_of_several_windows_is_asked_at_a_golden_cross_scale_in_the_long_world(
         env: Env, request: pytest.FixtureRequest, seed: int) -> None:
@@ -1211,6 +1251,7 @@ def test_a_signal_of_several_windows_is_asked_at_a_golden_cross_scale_in_the_lon
     assert _long_verdict(env, hidden, task, reference("comp_001")).state.value == "pass"
 
 
+@pytest.mark.slow
 def test_a_measure_of_all_the_history_is_judged_in_a_long_world_of_more_than_ten_years(
         env: Env, request: pytest.FixtureRequest) -> None:
     """comp_004 (the mean 5-session return after every RSI > 70 over all the history) has no probe
@@ -1230,6 +1271,7 @@ def test_a_measure_of_all_the_history_is_judged_in_a_long_world_of_more_than_ten
 
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_the_first_edge_world_falls_right_after_a_holiday_cluster_where_calendar_day_fetches_fall_short(
         env: Env, request: pytest.FixtureRequest, seed: int) -> None:
@@ -1248,6 +1290,7 @@ def test_the_first_edge_world_falls_right_after_a_holiday_cluster_where_calendar
     assert _long_verdict(env, hidden, task, reference("calc_003")).state.value == "pass"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("days", [3, 5])
 def test_a_latest_close_looking_back_a_few_calendar_days_fails_in_the_closure_world(env: Env, days: int) -> None:
     """No regular weekend or holiday leaves more than three calendar days since the last session, and
@@ -1282,6 +1325,7 @@ def test_a_latest_close_looking_back_a_few_calendar_days_fails_in_the_closure_wo
     assert any(w.world.startswith("closure-") and w.state == "pass" for w in reference_verdict.worlds)
 
 
+@pytest.mark.slow
 def test_the_seed_world_ends_the_rsi_subject_on_a_run_of_gains_and_rs_zero_fails(env: Env) -> None:
     """A stock in a steady rally: the seed world's last closes of the RSI task's subject all rise, so
     an RSI over the last ``days`` closes has no loss to divide by and is 100. A tool that guards the
@@ -1300,6 +1344,7 @@ def test_the_seed_world_ends_the_rsi_subject_on_a_run_of_gains_and_rs_zero_fails
     assert verdict.state == "fail" and "seed-" in verdict.reason, verdict.reason
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("task_id", "old", "new"), [
     # where the n-session range is zero, the RSV before it carried forward instead of 50
     ("calc_006", ".fillna(50.0).iloc[n - 1:]", ".iloc[n - 1:].ffill().fillna(50.0)"),

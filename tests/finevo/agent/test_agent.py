@@ -311,6 +311,7 @@ def test_500s_until_retries_are_exhausted_is_an_error(registry: Any) -> None:
     assert outcome.to_dict()["error"]["kind"] == "external"
 
 
+@pytest.mark.slow
 def test_slow_reply_past_the_client_timeout(registry: Any) -> None:
     # The reply would take a minute: a timeout of seconds is told apart from it however loaded the machine.
     with ScriptedLLMServer([Delay(60.0, Reply(fenced(MA_GOOD)))]) as srv:
@@ -321,6 +322,7 @@ def test_slow_reply_past_the_client_timeout(registry: Any) -> None:
     assert elapsed < 30
 
 
+@pytest.mark.slow
 def test_task_deadline_stops_the_llm_call(registry: Any) -> None:
     with ScriptedLLMServer([Delay(120.0, Reply(fenced(MA_GOOD)))]) as srv:
         started = time.monotonic()
@@ -332,6 +334,7 @@ def test_task_deadline_stops_the_llm_call(registry: Any) -> None:
     assert elapsed < 45  # the deadline, not the client's timeout (90 s) or the reply (120 s), ended it
 
 
+@pytest.mark.slow
 def test_a_timed_out_request_is_retried_within_the_task_deadline(registry: Any) -> None:
     # The retried request answers at once: 3 s is generous for it, and far from the first one's minute.
     settings = Settings(model="test-model", timeout=3.0, max_retries=1)

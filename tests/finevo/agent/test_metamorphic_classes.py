@@ -237,9 +237,11 @@ RIGHT = [
     pytest.param("calc_001", RSI_FULL_HISTORY, id="calc_001-wilder-full-history"),
     pytest.param("calc_007", DRAWDOWN_MAGNITUDE, id="calc_007-positive-magnitude"),
     pytest.param("calc_008", CORRELATION_LOG_RETURNS, id="calc_008-log-returns-30-returns"),
-    pytest.param("comp_001", SIGNAL_CUTLER, id="comp_001-cutler-rsi"),
+    # a signal over an RSI series, run at every probe in every world: about a second each
+    pytest.param("comp_001", SIGNAL_CUTLER, id="comp_001-cutler-rsi", marks=pytest.mark.slow),
     pytest.param("comp_002", DIVERGENCE_HALVES, id="comp_002-volume-halves"),
-    *(pytest.param(task_id, None, id=f"{task_id}-reference") for task_id in sorted(TASKS)),
+    *(pytest.param(task_id, None, id=f"{task_id}-reference", marks=[pytest.mark.slow] if task_id == "comp_001" else [])
+      for task_id in sorted(TASKS)),
 ]
 
 

@@ -113,6 +113,7 @@ def test_client_errors_are_not_retried(status: int, error: type) -> None:
         assert str(status) in str(info.value)
 
 
+@pytest.mark.slow
 def test_timeout_is_retried_then_typed() -> None:
     with ScriptedLLMServer([Delay(60), Delay(60)]) as srv:
         started = time.monotonic()
@@ -122,12 +123,14 @@ def test_timeout_is_retried_then_typed() -> None:
         assert time.monotonic() - started < 45  # two timeouts, not two minute-long replies
 
 
+@pytest.mark.slow
 def test_timeout_then_success() -> None:
     with ScriptedLLMServer([Delay(60), Reply("second try")]) as srv:
         reply = _client(srv.base_url, timeout=3.0).complete(REQ)
         assert reply.content == "second try" and reply.details["retries"] == 1
 
 
+@pytest.mark.slow
 def test_call_budget_bounds_retries() -> None:
     with ScriptedLLMServer([Delay(120)] * 5) as srv:
         started = time.monotonic()

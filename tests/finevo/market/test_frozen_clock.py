@@ -45,6 +45,7 @@ def test_clock_ticks_from_the_anchor() -> None:
     assert out["frozen_at"] == "2024-12-31T16:00:00-05:00"
 
 
+@pytest.mark.slow
 def test_unfreeze_restores_real_classes_and_clock() -> None:
     out = _run("""
         real_dt, real_ts, real_time = dt.datetime, pd.Timestamp, time.time
@@ -58,6 +59,7 @@ def test_unfreeze_restores_real_classes_and_clock() -> None:
     assert out["patched"] and out["restored"] and out["year"] > 2024 and out["frozen_at"] is None
 
 
+@pytest.mark.slow
 def test_frozen_classes_still_build_ordinary_values() -> None:
     out = _run("""
         fc.freeze(ANCHOR)
@@ -81,6 +83,7 @@ def test_frozen_classes_still_build_ordinary_values() -> None:
     assert "tz-aware" in out["naive_error"]
 
 
+@pytest.mark.slow
 def test_clock_never_leaves_the_anchor_day() -> None:
     out = _run("""
         fc.freeze(ANCHOR)
@@ -91,6 +94,7 @@ def test_clock_never_leaves_the_anchor_day() -> None:
     assert out["now"] == "2024-12-31T23:59:59" and out["today"] == "2024-12-31"
 
 
+@pytest.mark.slow
 def test_pandas_now_and_today_words_read_the_frozen_clock() -> None:
     out = _run("""
         real = (pd.Timestamp, pd.to_datetime, pd.date_range, pd.bdate_range)
@@ -174,6 +178,7 @@ def test_every_anchor_is_frozen_first_in_a_fresh_interpreter_in_some_zone() -> N
 
 
 # one worker reads the module fixture's four interpreters for all twelve (split, both workers ran them)
+@pytest.mark.slow
 @pytest.mark.xdist_group("frozen-clock-c-readings")
 @pytest.mark.parametrize("anchor", ANCHORS)
 @pytest.mark.parametrize("host_zone", HOST_ZONES)
@@ -189,6 +194,7 @@ def test_c_code_reads_the_frozen_clock(c_readings: dict[str, dict[str, dict]], a
     assert out["now_hour_utc"] in ("20", "21")  # 16:00 New York, in UTC (summer / winter)
 
 
+@pytest.mark.slow
 def test_unfreeze_gives_c_code_the_real_clock_back() -> None:
     out = _run("""
         import numpy as np
@@ -208,6 +214,7 @@ def test_unfreeze_gives_c_code_the_real_clock_back() -> None:
                                                              "interpreter": False}
 
 
+@pytest.mark.slow
 def test_the_interpreters_clock_alone_covers_datetime_and_follows_re_anchoring() -> None:
     """Where ``_datetime`` is built into the interpreter (Debian's python3, the container image)
     only the interpreter's own clock_gettime can be redirected: that alone must cover C code."""

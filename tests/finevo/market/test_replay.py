@@ -158,6 +158,7 @@ _PROBE = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_install_serves_yfinance_and_freezes_the_clock() -> None:
     # A process time zone far from New York must not move "today".
     env = {**os.environ, "TZ": "Asia/Tokyo"}
@@ -178,6 +179,7 @@ def test_install_serves_yfinance_and_freezes_the_clock() -> None:
     assert out["install_s"] < 1.0
 
 
+@pytest.mark.slow
 def test_install_replaces_an_already_imported_real_yfinance() -> None:
     code = ("import yfinance, sys; import finevo.market.replay as r; from finevo.market.snapshot import load_snapshot;"
             "r.install(load_snapshot()); import yfinance as yf; print(getattr(yf, '__finevo_replay__', False));"

@@ -19,7 +19,9 @@ pytestmark = pytest.mark.timeout(300)
 FAST = Limits(timeout_s=5.0, cpu_s=3, memory_mb=1024)
 
 
-@pytest.fixture(scope="module", params=["warm", "subprocess"])
+# A subprocess run starts a fresh interpreter (0.3-1.4 s each): that backend's cases are slow here, and the
+# inner loop keeps the warm backend's (the gate's default).
+@pytest.fixture(scope="module", params=["warm", pytest.param("subprocess", marks=pytest.mark.slow)])
 def sandbox(request: pytest.FixtureRequest) -> Iterator[_BaseSandbox]:
     with create_sandbox(None, backend=request.param, policy=False) as box:
         yield box
@@ -156,6 +158,7 @@ def test_policy_blocks_before_anything_runs() -> None:
     assert "pid" not in result.details  # no process was started
 
 
+@pytest.mark.slow
 def test_warm_worker_is_restarted_after_it_dies() -> None:
     with create_sandbox(None, backend="warm", policy=False) as box:
         assert isinstance(box, WarmSandbox)
@@ -166,6 +169,7 @@ def test_warm_worker_is_restarted_after_it_dies() -> None:
         assert box.worker_info["pid"] != first and box.restarts >= 1
 
 
+@pytest.mark.slow
 def test_warm_sandbox_is_thread_safe_and_closes_cleanly() -> None:
     box = create_sandbox(None, backend="warm", policy=False)
     assert isinstance(box, WarmSandbox)
@@ -192,7 +196,7 @@ def test_unknown_backend() -> None:
         create_sandbox(None, backend="docker")
 
 
-@pytest.mark.parametrize("backend", ["warm", "subprocess"])
+@pytest.mark.parametrize("backend", [pytest.param("warm", marks=pytest.mark.slow), "subprocess"])
 def test_closing_ends_a_run_in_progress_at_once(backend: str) -> None:
     """The gate closes a sandbox to abandon an overdue run or on an interrupt: close() kills what
     runs now instead of waiting for the tool's own clock, and that run is the sandbox's error."""
@@ -229,6 +233,7 @@ def _tool_running(box: _BaseSandbox) -> bool:
     return bool(getattr(box, "_running", None))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("worker_dead", [False, True], ids=["request-and-reply", "worker-restart"])
 def test_an_interrupt_never_hands_a_frame_to_the_next_run(monkeypatch: pytest.MonkeyPatch, worker_dead: bool) -> None:
     """A KeyboardInterrupt while the warm worker runs a tool, or while a dead worker is being

@@ -29,7 +29,9 @@ FAST = Limits(timeout_s=20.0, cpu_s=10, memory_mb=1536)
 BUNDLED_AS_OF = "2024-12-31"
 
 
-@pytest.fixture(scope="module", params=["warm", "subprocess"])
+# A subprocess run starts a fresh interpreter (~0.5 s of CPU each): that backend's cases are slow here, and
+# the inner loop keeps the warm backend's (the gate's default).
+@pytest.fixture(scope="module", params=["warm", pytest.param("subprocess", marks=pytest.mark.slow)])
 def guarded(request: pytest.FixtureRequest) -> Iterator[_BaseSandbox]:
     """The sandbox as the gate uses it: policy on, bundled snapshot."""
     with create_sandbox(snapshot_dir(), backend=request.param, policy=True) as box:
@@ -170,6 +172,7 @@ def test_every_today_reads_the_as_of_date(guarded: _BaseSandbox) -> None:
     assert readings == dict.fromkeys(readings, BUNDLED_AS_OF)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["warm", "subprocess"])
 def test_the_clock_follows_the_snapshot(tmp_path: Path, backend: str) -> None:
     as_of = date(2023, 6, 30)
@@ -228,6 +231,7 @@ def test_a_lone_surrogate_never_reaches_a_report(open_warm: WarmSandbox) -> None
     json.dumps(result.to_dict(), allow_nan=False).encode("utf-8")
 
 
+@pytest.mark.slow
 def test_a_control_flood_is_cut_and_fails_the_tool(open_warm: WarmSandbox) -> None:
     result = open_warm.run(_forge(b"[" * (CONTROL_CAP + 10)), "f", {}, FAST)
     assert result.status == "killed" and result.layer == "output-cap"
@@ -254,6 +258,7 @@ def test_a_tool_refused_again_and_again_is_still_refused(open_warm: WarmSandbox)
     assert (result.status, result.layer) == ("blocked", "audit-hook"), result
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", [WarmSandbox, SubprocessSandbox], ids=["warm", "subprocess"])
 def test_a_tool_cannot_lower_the_limits_whose_signal_is_evidence(backend: type[_BaseSandbox]) -> None:
     """Lowering its own CPU or file-size limit would let a tool be "stopped by the kernel's limit
@@ -273,6 +278,7 @@ def test_a_tool_cannot_lower_the_limits_whose_signal_is_evidence(backend: type[_
                             "RLIMIT_NOFILE": "set"}
 
 
+@pytest.mark.slow
 def test_the_cold_backend_reads_a_nan_record_as_a_failure() -> None:
     with SubprocessSandbox(None, policy=False) as box:
         result = box.run(_forge(HOSTILE_RECORDS["NaN"]), "f", {}, FAST)
@@ -348,6 +354,7 @@ def test_a_1200_level_tree_is_removed(open_warm: WarmSandbox) -> None:
     assert open_warm.restarts == restarts
 
 
+@pytest.mark.slow
 def test_a_killed_workers_directories_are_removed() -> None:
     with WarmSandbox(None, policy=False) as box:
         first = int(box.worker_info["pid"])
@@ -371,6 +378,7 @@ def test_a_killed_workers_directories_are_removed() -> None:
         assert _gone(_worker_dirs(second))
 
 
+@pytest.mark.slow
 def test_what_cannot_be_a_record_is_never_decoded(monkeypatch: pytest.MonkeyPatch) -> None:
     """Decoding is the supervisor's cost after the tool's clock stopped: a line that could hold more
     values than a result may, a long record that is not the result, and everything after the first

@@ -20,6 +20,7 @@ def _write(tmp_path: Path, code: str) -> str:
     return str(path)
 
 
+@pytest.mark.slow
 def test_allowed_and_run_cleanly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["sandbox", "check", _write(tmp_path, GOOD), "--run", "mean_of", "--args", '{"n": 5}',
                  "--backend", "subprocess"])
@@ -30,6 +31,7 @@ def test_allowed_and_run_cleanly(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert verdict["layers"]["audit_hook"] is True
 
 
+@pytest.mark.slow
 def test_blocked_names_rule_line_col(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["sandbox", "check", _write(tmp_path, "x = 1\nimport subprocess\n")])
     verdict = json.loads(capsys.readouterr().out)
@@ -38,6 +40,7 @@ def test_blocked_names_rule_line_col(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "run" not in verdict
 
 
+@pytest.mark.slow
 def test_contained_run_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     spin = "def spin() -> int:\n    n = 0\n    while True:\n        n += 1\n"
     code = main(["sandbox", "check", _write(tmp_path, spin), "--run", "spin", "--timeout", "0.5"])
@@ -54,6 +57,7 @@ def test_missing_file_and_bad_args_exit_2(tmp_path: Path, capsys: pytest.Capture
     assert "--args: malformed JSON" in err and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_no_policy_runs_a_blocked_file_with_the_kernel_layers_alone(tmp_path: Path,
                                                                      capsys: pytest.CaptureFixture[str]) -> None:
     import shutil

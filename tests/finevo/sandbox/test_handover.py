@@ -113,6 +113,7 @@ def test_many_worlds_with_children_forked_ahead_never_starve_a_hand_over(shared_
             box.close()
 
 
+@pytest.mark.slow
 @IN_FLIGHT
 def test_a_hand_over_does_not_depend_on_descriptors_others_hold_in_flight(shared_uid: None) -> None:
     """Far more descriptors in flight for the children's user than a tool may open: runs still
@@ -176,6 +177,7 @@ def _drained_within(pid: int, seconds: float) -> bool:
     return _queued_bytes(pid) == 0
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="reading another process's sockets needs CAP_SYS_PTRACE")
 def test_the_router_leaves_nothing_in_flight_between_runs(worlds: list[str]) -> None:
     """After every run the worker's sockets hold nothing unread: the child forked ahead for the next
@@ -191,6 +193,7 @@ def test_the_router_leaves_nothing_in_flight_between_runs(worlds: list[str]) -> 
 
 
 # --------------------------------------------------------------------------- a tool sends none
+@pytest.mark.slow
 def test_a_tool_cannot_put_a_descriptor_in_flight(shared_uid: None) -> None:
     """``sendmsg`` is allowed on the hand-over descriptor only, which no tool can recreate (its
     number is above the tool's RLIMIT_NOFILE): sending a descriptor is a recorded seccomp denial."""
@@ -234,6 +237,7 @@ def small_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(backends_module.subprocess, "Popen", limited)
 
 
+@pytest.mark.slow
 @IN_FLIGHT
 @pytest.mark.parametrize("backend", [WarmSandbox, SubprocessSandbox], ids=["warm", "subprocess"])
 def test_a_hand_over_the_kernel_refuses_is_the_sandboxs_error_never_a_result(

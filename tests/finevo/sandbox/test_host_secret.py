@@ -124,6 +124,7 @@ def _probe(pid: int) -> subprocess.CompletedProcess[str]:
                           timeout=60, env={"PATH": "/usr/bin:/bin"})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["warm", "subprocess"])
 def test_non_root_host_environment_is_out_of_reach(backend: str) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="finevo-host-"))  # pytest's own temp tree is 0700

@@ -172,7 +172,8 @@ FORGED_CLAIMS = {
 CLAIM_LIMITS = {"own_sigkill_near_cpu_limit": Limits(timeout_s=60.0, cpu_s=2, memory_mb=1024)}
 
 
-@pytest.mark.parametrize("name", sorted(FORGED_CLAIMS))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in CLAIM_LIMITS else n
+                                  for n in sorted(FORGED_CLAIMS)])  # a claim near the CPU limit spins 1.7 s
 def test_a_status_the_tool_claims_is_never_blocked_or_contained(box: WarmSandbox, name: str) -> None:
     result = box.run_kernel_only(FORGED_CLAIMS[name], "probe", {}, CLAIM_LIMITS.get(name, FAST))
     assert result.status != "blocked" and result.layer not in ("seccomp", "landlock", "audit-hook"), (name, result)
@@ -194,6 +195,7 @@ def test_the_control_channel_cannot_be_read_back_by_the_tool(box: WarmSandbox) -
     assert not any(isinstance(item, str) and item for item in result.value), result.value
 
 
+@pytest.mark.slow
 def test_the_clock_starts_at_the_hand_over_not_on_a_record(box: WarmSandbox) -> None:
     # the tool drains whatever it can reach on its descriptors, then spins: the time limit holds
     code = ("import os\n\n\ndef probe() -> None:\n    for fd in range(3, 64):\n"

@@ -55,6 +55,7 @@ def box() -> Iterator[WarmSandbox]:
         yield sandbox
 
 
+@pytest.mark.slow
 def test_a_tool_cannot_find_an_earlier_tools_value_in_its_memory(box: WarmSandbox) -> None:
     earlier = f"EARLIER-{secrets.token_hex(16)}"
     first = box.run_kernel_only(EARLIER, "run", {"reversed_token": earlier[::-1]}, LIMITS)
@@ -68,6 +69,7 @@ def test_a_tool_cannot_find_an_earlier_tools_value_in_its_memory(box: WarmSandbo
     assert hashlib.sha256(earlier.encode()).hexdigest() not in scan.value["found"]
 
 
+@pytest.mark.slow
 def test_a_hidden_world_run_sees_its_own_world_only(tmp_path_factory: pytest.TempPathFactory) -> None:
     import shutil
     import tempfile

@@ -81,6 +81,7 @@ def _dead_owner_tag() -> str:
     return out.stdout.strip()
 
 
+@pytest.mark.slow
 def test_sweep_removes_only_directories_whose_owner_is_dead(tmp_path: Path) -> None:
     live_child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
                                   stdin=subprocess.PIPE)
