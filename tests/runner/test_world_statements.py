@@ -1,5 +1,5 @@
 """Statements and dividends as a reused tool meets them: the seed world's statements shaped as recorded
-(a loss in the newest reported quarter with one line item missing, a skipped quarter), the leap
+(a loss in the newest reported quarter with line items missing, a skipped quarter, an empty Total Revenue), the leap
 world's company that stopped paying and its Feb 29 as-of, and the probes that ask for what the data
 do not hold (a period not reported yet, a year without its quarter, a symbol with nothing to read).
 Each wrong tool below is right for its task's own arguments on the snapshot and must fail the judge."""
