@@ -217,7 +217,10 @@ def restate(item: SymbolData, as_of: date) -> SymbolData:
     """``info``'s statement and dividend fields re-derived from what is known at ``as_of`` (only the
     fields already there): the newest reported quarter and fiscal year, the trailing twelve months
     of revenue, net income and EPS, the last ex-dividend date and the trailing year's dividends. A
-    world must not name a quarter whose statement it does not hold."""
+    world must not name a quarter whose statement it does not hold. A trailing figure one of whose
+    four quarters' cells the statement leaves empty (a filed quarter Yahoo serves with a blank cell,
+    :func:`runner.judging.world_statements.statement_shapes`) is kept as it was: Yahoo's own sums
+    the filed figures, which the statement no longer shows."""
     info = dict(item.info)
     quarterly = _filed(item.income_quarterly)
     derived: dict[str, JSONValue] = {}
@@ -229,6 +232,8 @@ def restate(item: SymbolData, as_of: date) -> SymbolData:
         for key, row, kind in (("totalRevenue", "Total Revenue", int), ("netIncomeToCommon", "Net Income", int),
                                ("trailingEps", "Diluted EPS", float)):
             if row in ttm.index:
+                if ttm.loc[row].isna().any() and key in info:
+                    continue  # a cell the statement leaves empty still counts in Yahoo's trailing figure: kept
                 total = float(ttm.loc[row].sum())
                 derived[key] = int(total) if kind is int else round(total, 2)
     raw = item.history

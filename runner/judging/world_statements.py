@@ -3,11 +3,17 @@
 A generated statement has one column per quarter, every line item filled, a profit in every quarter.
 Yahoo's statements are not so tidy, and a tool registered as verified meets them when it is reused:
 
-* **a missing line item**: a filed quarter whose figures are there except one row (Yahoo leaves
-  single cells NaN): the quarter is reported, as its Net Income is; a column without Net Income
-  is not filed yet, whatever other figures it shows
-  (:func:`runner.judging.world_market.unfiled_quarter`). A tool that drops every
-  column holding a NaN answers an older quarter;
+* **missing line items**: a filed quarter whose figures are there except a few rows (Yahoo leaves
+  single cells NaN: a drawn row, and its Total Revenue and EPS, :data:`EMPTY_BESIDE`): the quarter
+  is reported, as its Net Income is; a column without Net Income is not filed yet, whatever other
+  figures it shows (:func:`runner.judging.world_market.unfiled_quarter`). A tool that drops every
+  column holding a NaN, or takes a quarter as filed only when its EPS (or revenue) is there too,
+  answers an older quarter;
+* **an empty Total Revenue**: a fiscal year whose Total Revenue cell is empty while its siblings
+  (Operating Revenue, Net Income) are there, and a year whose EPS is empty while its Total Revenue
+  is there (:func:`revenue_gaps`). The year's total revenue has no answer: a tool that falls back
+  to Operating Revenue (or any other line) answers a figure nobody asked; one that takes a year as
+  reported only when its EPS is there raises where the answer is;
 * **a loss**: the newest reported quarter a loss (a negative Net Income). A tool that filters the
   row with ``> 0`` to drop NaN drops the loss and answers an older quarter;
 * **a skipped quarter**: a column missing between older and newer ones (a quarter Yahoo does not
@@ -21,6 +27,7 @@ Yahoo's statements are not so tidy, and a tool registered as verified meets them
   not. A tool that reads the sibling row answers right only where they are copies.
 
 :func:`statement_shapes` puts the first three into every stock's quarterly statement,
+:func:`revenue_gaps` the fourth into the annual revenue task's subject's annual statement,
 :func:`off_cycle_quarters` the fourth into two stocks' statements (one whose fiscal year then ends in
 July, one in January), :func:`sibling_rows` the last into
 every statement of every world; the oracle reads them as recorded
@@ -39,9 +46,14 @@ import pandas as pd
 from finevo.market.snapshot import SymbolData
 from runner.judging.world_market import Market, _filed, restate
 
-#: Rows never left empty by :func:`statement_shapes` (the ones the benchmark asks for, and those
-#: ``info``'s trailing figures are summed from).
-KEPT_ROWS = frozenset({"Net Income", "Total Revenue", "Diluted EPS"})
+#: The row never left empty in a reported quarter by :func:`statement_shapes`: the one that makes a
+#: quarter reported (the latest-quarter task's reading), the row the quarterly tasks ask.
+KEPT_ROWS = frozenset({"Net Income"})
+#: The rows :func:`statement_shapes` leaves empty in the newest reported quarter besides the drawn one:
+#: the rows a tool may wrongly require beside the one it is asked (a quarter taken as filed only when
+#: its EPS or its revenue is there too). Yahoo serves a filed quarter with such cells empty; its
+#: ``info`` still sums the filed figures (:func:`statement_shapes` restates before emptying them).
+EMPTY_BESIDE = ("Total Revenue", "Basic EPS", "Diluted EPS")
 #: Which reported column (0 = the newest) a world drops as a skipped quarter: one between the newest,
 #: which the latest-quarter tasks ask for, and the older ones a year-and-quarter task asks for.
 SKIPPED_COLUMN = 2
@@ -58,9 +70,12 @@ def _loss(frame: pd.DataFrame, column: object) -> None:
 
 
 def statement_shapes(market: Market, rng: np.random.Generator) -> tuple[Market, str]:
-    """``market`` with, in every quarterly statement, the newest reported quarter a loss holding one
-    missing line item (drawn from the rows outside :data:`KEPT_ROWS`), and the reported column
-    :data:`SKIPPED_COLUMN` (counted from the newest) gone; ``info``'s statement fields follow."""
+    """``market`` with, in every quarterly statement, the newest reported quarter a loss holding
+    missing line items (one drawn from the rows outside :data:`KEPT_ROWS` and :data:`EMPTY_BESIDE`,
+    and the rows of :data:`EMPTY_BESIDE`), and the reported column :data:`SKIPPED_COLUMN` (counted
+    from the newest) gone; ``info``'s statement fields follow the filed figures: they are summed
+    before the cells are emptied, as Yahoo's trailing figures count a quarter whose cell its
+    statement leaves empty."""
     data, words = [], []
     for item in market.data.values():
         frame = item.income_quarterly
@@ -72,15 +87,16 @@ def statement_shapes(market: Market, rng: np.random.Generator) -> tuple[Market, 
         newest, skipped = ordered[0], ordered[SKIPPED_COLUMN]
         out = frame.drop(columns=[skipped]).copy()
         _loss(out, newest)
-        free = [r for r in out.index if r not in KEPT_ROWS and pd.notna(out.at[r, newest])]
+        free = [r for r in out.index if r not in KEPT_ROWS and r not in EMPTY_BESIDE and pd.notna(out.at[r, newest])]
         gap = str(free[int(rng.integers(len(free)))]) if free else ""
-        if gap:
-            out.at[gap, newest] = np.nan
+        stated = restate(SymbolData(item.symbol, item.history, item.income_yearly, out.copy(), item.info,
+                                    item.fast_info), market.as_of)
+        empty = [r for r in (gap, *EMPTY_BESIDE) if r in out.index]
+        out.loc[empty, newest] = np.nan
         day = pd.Timestamp(newest).date()
-        words.append(f"{item.symbol} {day} a loss{f' without {gap!r}' if gap else ''}, "
+        words.append(f"{item.symbol} {day} a loss without {', '.join(repr(r) for r in empty)}, "
                      f"{pd.Timestamp(skipped).date()} skipped")
-        data.append(restate(SymbolData(item.symbol, item.history, item.income_yearly, out, item.info,
-                                       item.fast_info), market.as_of))
+        data.append(SymbolData(item.symbol, item.history, item.income_yearly, out, stated.info, item.fast_info))
     return Market(data, market.as_of), ("statements as recorded: " + "; ".join(words)) if words else ""
 
 
@@ -182,3 +198,36 @@ def sibling_rows(market: Market, rng: np.random.Generator) -> Market:
         data.append(SymbolData(item.symbol, item.history, _own_figures(item.income_yearly, factors),
                                _own_figures(item.income_quarterly, factors), item.info, item.fast_info))
     return Market(data, market.as_of)
+
+
+#: The rows :func:`revenue_gaps` leaves empty in the fiscal year before the newest (its Total Revenue
+#: reported): a year is reported by the row asked, not by its EPS.
+EMPTY_EPS_ROWS = ("Basic EPS", "Diluted EPS")
+
+
+def revenue_gaps(market: Market, symbol: str = JANUARY_YEAR_SYMBOL) -> tuple[Market, str]:
+    """``market`` with ``symbol``'s annual statement holding, in its newest fiscal year, an empty
+    Total Revenue cell beside its other figures (Operating Revenue, Net Income: the year is filed),
+    and, in the year before it, empty EPS cells (:data:`EMPTY_EPS_ROWS`) beside its Total Revenue.
+    The newest year's total revenue has no answer (:func:`runner.judging.oracle.total_revenue` reads
+    the Total Revenue row only), so a tool asked it must raise; the year before is answered.
+
+    ``symbol`` is the annual revenue task's subject (fetch_003's GOOGL, whose seed-world fiscal years
+    end in January: its newest, fiscal 2024, is the year after the task's, the year the probe of "a
+    period not reported yet" asks and expects an error for; the task's own year is the one before).
+    ``info`` is untouched: its statement fields are summed from the quarterly statement (and
+    ``lastFiscalYearEnd`` names the newest year, filed: its Net Income is reported)."""
+    item = market.data.get(symbol)
+    yearly = item.income_yearly if item is not None else None
+    if item is None or yearly is None or yearly.empty or "Total Revenue" not in yearly.index:
+        return market, ""
+    ordered = sorted(yearly.columns, key=lambda c: pd.Timestamp(c), reverse=True)
+    out = yearly.copy()
+    out.at["Total Revenue", ordered[0]] = np.nan
+    words = f"{symbol}'s fiscal year {pd.Timestamp(ordered[0]).date()} without 'Total Revenue'"
+    if len(ordered) > 1:
+        out.loc[[r for r in EMPTY_EPS_ROWS if r in out.index], ordered[1]] = np.nan
+        words += f", {pd.Timestamp(ordered[1]).date()} without its EPS"
+    changed = SymbolData(item.symbol, item.history, out, item.income_quarterly, item.info, item.fast_info)
+    return Market([changed if other.symbol == symbol else other for other in market.data.values()],
+                  market.as_of), words

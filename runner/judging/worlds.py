@@ -102,7 +102,13 @@ from runner.judging.world_shapes import (
     window_args,
     zigzag_market,
 )
-from runner.judging.world_statements import JANUARY_YEAR_SYMBOL, off_cycle_quarters, sibling_rows, statement_shapes
+from runner.judging.world_statements import (
+    JANUARY_YEAR_SYMBOL,
+    off_cycle_quarters,
+    revenue_gaps,
+    sibling_rows,
+    statement_shapes,
+)
 
 __all__ = ["AS_OF_BACK_SESSIONS", "DEFAULT_WORLDS", "MIN_SESSIONS_KEPT", "REPORTING_LAG_DAYS", "Market", "Reshape",
            "Spike", "World", "WorldKind", "Worlds", "choose", "default_root_parent", "display_name", "edge_dividends",
@@ -699,12 +705,13 @@ class Worlds:
                 market, weekly = weekly_fiscal_calendar(market)
                 market, unfiled = unfiled_quarter(market)
                 market, stated = statement_shapes(market, np.random.default_rng([self.seed, 0, round_, 3]))
+                market, gaps = revenue_gaps(market)
                 market, moved = edge_dividends(market)
                 market, rising = rising_tail(market, np.random.default_rng([self.seed, 0, round_, 5]))  # its own
                 market, halted = recent_halts(market, np.random.default_rng([self.seed, 0, round_, 6]))  # its own
                 market, shapes = self._recorded(market, kind, round_)
-                words = "; ".join(w for w in (off_cycle, january, weekly, unfiled, stated, moved, rising, halted,
-                                              shapes) if w)
+                words = "; ".join(w for w in (off_cycle, january, weekly, unfiled, stated, gaps, moved, rising,
+                                              halted, shapes) if w)
                 self._markets[key] = [(f"seed-{seed}", words, _Base(market))]
             else:
                 base = self._base_market()

@@ -1,5 +1,5 @@
 """Statements and dividends as a reused tool meets them: the seed world's statements shaped as recorded
-(a loss in the newest reported quarter with one line item missing, a skipped quarter), the leap
+(a loss in the newest reported quarter with line items missing, a skipped quarter, an empty Total Revenue), the leap
 world's company that stopped paying and its Feb 29 as-of, and the probes that ask for what the data
 do not hold (a period not reported yet, a year without its quarter, a symbol with nothing to read).
 Each wrong tool below is right for its task's own arguments on the snapshot and must fail the judge."""
@@ -15,7 +15,7 @@ import pytest
 
 from runner.judging.oracle import compute, expected_values
 from runner.judging.probes import probes_for
-from runner.judging.world_statements import JANUARY_YEAR_SYMBOL, KEPT_ROWS, SIBLING_ROWS
+from runner.judging.world_statements import EMPTY_BESIDE, EMPTY_EPS_ROWS, JANUARY_YEAR_SYMBOL, KEPT_ROWS, SIBLING_ROWS
 from runner.judging.worlds import WorldKind, Worlds
 from tests.runner.test_worlds import SEED, Env, edited, env, reference
 
@@ -46,7 +46,9 @@ def test_seed_world_statements_hold_a_loss_a_missing_line_item_and_a_skipped_qua
         newest = filed[ends[0]]
         assert newest["Net Income"] < 0, symbol  # a loss, and still the latest reported quarter
         missing = [r for r in newest.index if pd.isna(newest[r])]
-        assert len(missing) == 1 and missing[0] not in KEPT_ROWS, (symbol, missing)
+        drawn = [r for r in missing if r not in EMPTY_BESIDE]
+        assert set(EMPTY_BESIDE) <= set(missing), (symbol, missing)  # its revenue and EPS empty, filed all the same
+        assert len(drawn) == 1 and drawn[0] not in KEPT_ROWS, (symbol, missing)
         gaps = [(a - b).days for a, b in itertools.pairwise(ends)]
         assert sum(g > 110 for g in gaps) == 1, (symbol, gaps)  # one quarter skipped, the others 3 months apart
         latest = compute("net_income", market, {"symbol": symbol})
@@ -245,7 +247,7 @@ def test_the_seed_world_holds_a_company_whose_fiscal_year_ends_in_january(env: E
     ends = [pd.Timestamp(c) for c in yearly.columns]
     assert ends and all((e.month, e.day) <= (2, 3) and (e.month == 2 or e.day >= 25) for e in ends), ends
     assert env.tasks["fetch_003"].intent.args["symbol"] == JANUARY_YEAR_SYMBOL
-    for end in ends:
+    for end in ends[1:]:  # the newest year's Total Revenue is empty (revenue_gaps)
         assert compute("total_revenue", market, {"symbol": JANUARY_YEAR_SYMBOL, "year": end.year}) == \
             float(yearly.loc["Total Revenue", yearly.columns[ends.index(end)]])
 
@@ -257,3 +259,126 @@ def test_a_january_fiscal_year_named_by_the_calendar_year_before_it_fails(drawn:
     verdict, alone = drawn.judge("fetch_003", code)
     assert alone, "right for the task's own arguments on the snapshot (no fiscal year ends in January there)"
     assert verdict.state == "fail" and verdict.reason.startswith("world seed-"), verdict.reason
+
+
+def test_the_seed_world_leaves_a_years_total_revenue_empty_beside_its_siblings(drawn: Env) -> None:
+    """Yahoo leaves single cells empty, the asked rows' too: the revenue task's subject's newest fiscal
+    year has its Net Income and Operating Revenue but no Total Revenue (no answer: the oracle reads
+    that row only), the year before its Total Revenue but no EPS (answered). The probe of "a period
+    not reported yet" asks the newest year there, in every run, and expects an error."""
+    market = _seed_market(drawn)
+    yearly = market.income_stmt(JANUARY_YEAR_SYMBOL, "yearly")
+    newest, before = sorted(yearly.columns, key=pd.Timestamp, reverse=True)[:2]
+    assert pd.isna(yearly.at["Total Revenue", newest])
+    assert yearly.at["Operating Revenue", newest] > 0 and pd.notna(yearly.at["Net Income", newest])
+    with pytest.raises(ValueError, match="found 0"):
+        compute("total_revenue", market, {"symbol": JANUARY_YEAR_SYMBOL, "year": pd.Timestamp(newest).year})
+    assert all(pd.isna(yearly.at[r, before]) for r in EMPTY_EPS_ROWS) and yearly.at["Total Revenue", before] > 0
+    task = drawn.judged["fetch_003"]
+    asked = {"symbol": JANUARY_YEAR_SYMBOL, "year": pd.Timestamp(newest).year}
+    assert any(p.expect_error and {**task.intent.args, **p.args} == asked for p in task.probes), task.probes
+    assert {**task.intent.args}["year"] == pd.Timestamp(before).year
+
+
+def test_info_keeps_the_trailing_figures_of_a_quarter_whose_cells_are_empty(env: Env) -> None:
+    """``info``'s trailing figures are Yahoo's: they count the newest reported quarter although the
+    statement serves its revenue and EPS cells empty (not the three other quarters alone)."""
+    market = _seed_market(env)
+    for symbol in ("AAPL", "AMZN", "GOOGL"):
+        frame = market.income_stmt(symbol, "quarterly")
+        filed = frame.loc[:, frame.loc["Net Income"].notna()]
+        four = sorted(filed.columns, key=pd.Timestamp, reverse=True)[:4]
+        info = market.info(symbol)
+        assert info["netIncomeToCommon"] == int(filed.loc["Net Income", four].sum()), symbol
+        shown = float(filed.loc["Total Revenue", four[1:]].sum())
+        assert 0.5 < (info["totalRevenue"] - shown) / float(filed.at["Total Revenue", four[1]]) < 2, symbol
+        assert abs(info["trailingEps"] - round(float(filed.loc["Diluted EPS", four[1:]].sum()), 2)) > 0.05, symbol
+
+
+REVENUE_FALLBACK = """import math
+
+import pandas as pd
+import yfinance as yf
+
+
+def total_revenue(symbol: str, year: int) -> float:
+    statement = yf.Ticker(symbol).income_stmt
+    for label in ("Total Revenue", "Operating Revenue", "Revenue"):
+        if label not in statement.index:
+            continue
+        for period_end, value in statement.loc[label].items():
+            if pd.Timestamp(period_end).year == int(year) and math.isfinite(float(value)):
+                return float(value)
+    raise ValueError(f"no revenue for {symbol} in {year}")
+"""
+
+REVENUE_NEEDS_EPS = """import math
+
+import pandas as pd
+import yfinance as yf
+
+
+def total_revenue(symbol: str, year: int) -> float:
+    statement = yf.Ticker(symbol).income_stmt
+    for period_end in statement.columns:
+        column = statement[period_end]
+        if pd.Timestamp(period_end).year == int(year) and math.isfinite(float(column["Diluted EPS"])):
+            return float(column["Total Revenue"])
+    raise ValueError(f"fiscal {year} of {symbol} is not reported")
+"""
+
+REVENUE_RIGHT = """import pandas as pd
+import yfinance as yf
+
+
+def total_revenue(symbol: str, year: int) -> float:
+    row = yf.Ticker(symbol).income_stmt.loc["Total Revenue"].dropna()
+    found = [float(v) for c, v in row.items() if pd.Timestamp(c).year == int(year)]
+    if len(found) != 1:
+        raise ValueError(f"{symbol}: no Total Revenue reported for fiscal {year}")
+    return found[0]
+"""
+
+LATEST_NEEDS_EPS = """import pandas as pd
+import yfinance as yf
+
+
+def net_income(symbol: str) -> float:
+    statement = yf.Ticker(symbol).quarterly_income_stmt
+    for period_end in sorted(statement.columns, reverse=True):
+        column = statement[period_end]
+        if pd.notna(column["Net Income"]) and pd.notna(column["Diluted EPS"]):
+            return float(column["Net Income"])
+    raise ValueError(f"no filed quarter for {symbol}")
+"""
+
+LATEST_NEEDS_REVENUE = LATEST_NEEDS_EPS.replace('column["Diluted EPS"]', 'column["Total Revenue"]')
+
+LATEST_RIGHT = """import pandas as pd
+import yfinance as yf
+
+
+def net_income(symbol: str) -> float:
+    row = yf.Ticker(symbol).quarterly_income_stmt.loc["Net Income"].dropna()
+    if row.empty:
+        raise ValueError(f"no reported quarter for {symbol}")
+    return float(row[max(row.index, key=pd.Timestamp)])
+"""
+
+
+@pytest.mark.parametrize(("task_id", "code"), [
+    ("fetch_003", REVENUE_FALLBACK),  # an empty Total Revenue answered from the Operating Revenue line
+    ("fetch_003", REVENUE_NEEDS_EPS),  # a year taken as reported only when its EPS is there
+    ("fetch_006", LATEST_NEEDS_EPS),  # a quarter taken as filed only when its EPS is there
+    ("fetch_006", LATEST_NEEDS_REVENUE),  # ... only when its revenue is there
+])
+def test_a_tool_that_needs_or_falls_back_to_another_row_fails(drawn: Env, task_id: str, code: str) -> None:
+    verdict, alone = drawn.judge(task_id, code)
+    assert alone, "right for the task's own arguments on the snapshot (no cell is empty there)"
+    assert verdict.state == "fail" and verdict.reason.startswith("world seed-"), verdict.reason
+
+
+@pytest.mark.parametrize(("task_id", "code"), [("fetch_003", REVENUE_RIGHT), ("fetch_006", LATEST_RIGHT)])
+def test_a_tool_reading_only_the_asked_row_passes_beside_empty_cells(drawn: Env, task_id: str, code: str) -> None:
+    verdict, _ = drawn.judge(task_id, code)
+    assert verdict.state == "pass", verdict.reason
