@@ -1,10 +1,10 @@
 """Labelled replies through the judge: wrong-but-plausible tools must fail, right variants must pass.
 
-``labelled_replies.jsonl`` holds 150 final tools for the 20 tasks, written without reading the judge's
-tests (123 ``wrong``: each gives the right number on the task's own arguments but is wrong in general
+``labelled_replies.jsonl`` holds 154 final tools for the 20 tasks, written without reading the judge's
+tests (126 ``wrong``: each gives the right number on the task's own arguments but is wrong in general
 -- a hard-coded argument, a clamp, an off-by-one window, answering from fewer data than asked, part
 of a list, a reporting lag or a year length assumed, a window anchored at the last bar instead of
-today...; 27 ``correct``: other accepted conventions or equivalent implementations). Lines 71-83
+today...; 28 ``correct``: other accepted conventions or equivalent implementations). Lines 71-83
 were added later, of classes the first 70 do not cover; lines 84-120 are a third batch written blind
 (from the documented readings only), each label checked again when it was added; lines 121-131 are
 from a fourth blind batch, the statement and dividend classes (fetch_001, 003, 006, 007: eight wrong,
@@ -31,7 +31,13 @@ end built as month ``3q+1`` (fetch_001: month 13 for Q4; the quarter probe asks 
 quarter); 149, a data check off by one (calc_002: ``window + days`` closes asked; the lookbacks are
 probed at the data's limit); 150, "price up" tested with ``>=`` (comp_002: the zigzag world's last close
 ties the window's first). Line 63, an SMA-smoothed KDJ that divides by the range, was labelled correct until that
-halt: it answers NaN there, where the documented reading is RSV 50, and is labelled wrong. They are judged as
+halt: it answers NaN there, where the documented reading is RSV 50, and is labelled wrong. Lines 151-154
+are from an eighth blind batch: 151, a correlation that answers 0.0 where a series does not move, and 152,
+one that raises there (calc_008: the seed world's halt up to its as-of day, asked at the shortest
+window, where the correlation is undefined and a tool must raise); 153, a "latest close" that drops bars
+of Volume 0, and 154, one that keeps them (fetch_004: the seed world's index with Volume 0 on its latest
+sessions). Line 65, a log-return correlation labelled correct until then, answers NaN there
+(``np.corrcoef`` of a constant) and is labelled wrong. They are judged as
 the gate judges a final tool (``scripts/judge_replies.py``), in five seeds' probes and hidden worlds.
 """
 
@@ -70,4 +76,4 @@ def test_wrong_replies_fail_and_right_ones_pass() -> None:
     unexpected = [f for f in found if f[3] == "FALSE PASS" and int(f[1]) not in KNOWN_FALSE_PASSES]
     assert not unexpected, unexpected
     summary = done.stdout.splitlines()[-1]
-    assert summary.startswith("150 replies x 5 seed(s)"), summary
+    assert summary.startswith("154 replies x 5 seed(s)"), summary
