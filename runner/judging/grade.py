@@ -47,7 +47,7 @@ from runner.judging.compare import (
     refusal_judgement,
     run_words,
 )
-from runner.judging.oracle import NOT_HELD, OR_RAISES, RAISES, holds, judged_values
+from runner.judging.oracle import NOT_HELD, OR_RAISES, RAISES, holds, judged_values, undefined_here
 from runner.judging.probes import for_tool
 from runner.judging.worlds import World, display_name
 from runner.records import (
@@ -329,7 +329,9 @@ def world_answers(task: Task, world: World) -> list[WorldAnswer]:
         try:
             out.append((index, judged_values(task, provider, dict(probe.oracle_params) if probe else None)))
         except InputError as exc:
-            if probe is not None and probe.expect_error:
+            if (probe is not None and probe.expect_error) or undefined_here(exc):
+                # the data cannot support it, or the measure is undefined on them (a flat series):
+                # no reading gives a number, so the tool must raise (a placeholder 0.0 fails)
                 out.append((index, {RAISES: str(exc)}))
                 continue
             if probe is None:

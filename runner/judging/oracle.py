@@ -76,8 +76,10 @@ __all__ = [
     "RAISES",
     "READINGS",
     "SHARED_READINGS",
+    "UNDEFINED_ON_FLAT",
     "Oracle",
     "Reading",
+    "Undefined",
     "accepted_readings",
     "caching",
     "compute",
@@ -88,9 +90,32 @@ __all__ = [
     "probe_expectation",
     "probe_expected_values",
     "rsi_series",
+    "undefined_here",
 ]
 
 # --------------------------------------------------------------------------- series helpers
+class Undefined(ValueError):
+    """The measure is undefined on these data, whatever the reading: it divides by a dispersion of the
+    window that is zero (a series that does not move over it: a halted stock, a stale series). There
+    is no number to give -- 0.0 ("no co-movement") or any other placeholder is made up -- so the
+    judge expects a right tool to raise, wherever such a window comes up (:func:`undefined_here`)."""
+
+
+#: The oracles whose measure divides by a dispersion of its window (:class:`Undefined` over a flat
+#: series): the derived probes ask each at its shortest window, which falls inside the ``seed``
+#: world's halt to the as-of day (:mod:`runner.judging.probes`, ``flat_probes``). A range read by a
+#: KDJ is not here: its documented reading gives RSV 50 for a range of zero.
+UNDEFINED_ON_FLAT = frozenset({"correlation"})
+
+
+def undefined_here(exc: BaseException) -> bool:
+    """Whether ``exc`` (an :class:`InputError` of :func:`each_reading` / :func:`judged_values`) says the
+    measure is undefined on the data (:class:`Undefined`): from :func:`judged_values`, no reading
+    answers and one finds a zero dispersion (the others too few data), so a right tool raises under
+    any reading and the argument set is judged as one that must raise."""
+    return isinstance(exc, InputError) and bool(exc.details.get("undefined"))
+
+
 def _history(provider: MarketProvider, symbol: str, prices: str = "adjusted") -> pd.DataFrame:
     """Daily bars up to the as-of date; ``prices="raw"``: the closes as quoted that day."""
     if isinstance(provider, _CachingProvider):
@@ -503,11 +528,13 @@ def correlation(provider: MarketProvider, p: CorrelationParams) -> float:
     a, b = _returns(window[symbols[0]], p.returns), _returns(window[symbols[1]], p.returns)
     if len(a) < 2:  # the window's common sessions give one return or none (a short window over a holiday)
         raise ValueError(f"correlation: need 2 returns of common sessions, have {len(a)}")
-    if float(a.std(ddof=0)) == 0.0 or float(b.std(ddof=0)) == 0.0:
-        raise ValueError("correlation undefined (a constant series: no variance to correlate)")
+    flat = [s for s, r in zip(symbols, (a, b), strict=True) if float(r.std(ddof=0)) == 0.0]
+    if flat:
+        raise Undefined(f"correlation undefined: {', '.join(flat)} does not move over the window "
+                        "(a constant series: no variance to correlate)")
     value = float(np.corrcoef(a.to_numpy(), b.to_numpy())[0, 1])
     if not math.isfinite(value):
-        raise ValueError("correlation undefined (a constant series)")
+        raise Undefined("correlation undefined (a constant series)")
     return value
 
 
@@ -677,7 +704,7 @@ def each_reading(task: Task, provider: MarketProvider, overrides: Mapping[str, J
                                    reason=exc.detail)
         except (LookupError, ValueError, TypeError) as exc:  # e.g. a symbol the snapshot does not hold
             yield name, InputError(f"{label}: oracle {task.oracle.name!r} convention {name!r}: {exc}",
-                                   reason=str(exc))
+                                   reason=str(exc), undefined=isinstance(exc, Undefined))
 
 
 def judged_values(task: Task, provider: MarketProvider, overrides: Mapping[str, JSONValue] | None = None,
@@ -695,8 +722,8 @@ def judged_values(task: Task, provider: MarketProvider, overrides: Mapping[str, 
             values[name] = value
     if not refused:
         return values
-    if not values:
-        raise refused[0][1]
+    if not values:  # undefined (:func:`undefined_here`) when some reading finds it so and none answers
+        raise next((exc for _, exc in refused if undefined_here(exc)), refused[0][1])
     names = [name for name, _ in refused]
     shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
     first = refused[0][1]
@@ -795,12 +822,14 @@ def probe_expectation(task: Task, provider: MarketProvider, probe: Probe, where:
     short = holds(task, probe, provider)
     if short is not None:
         return {NOT_HELD: short}
-    if not probe.expect_error:
-        return judged_values(task, provider, probe.oracle_params, where)
     try:
         values = judged_values(task, provider, probe.oracle_params, where)
     except InputError as exc:
-        return {RAISES: str(exc)}
+        if probe.expect_error or undefined_here(exc):  # no number to give: the tool must raise
+            return {RAISES: str(exc)}
+        raise
+    if not probe.expect_error:
+        return values
     if OR_RAISES in values:  # some reading answers it: raising is right, and so is that reading's value
         return values
     raise InputError(f"task {task.id} {where}: expects an error but the oracle answers it "

@@ -37,8 +37,8 @@ from finevo.registry.signature import function_signature
 from runner.inputs.oracle_params import PARAMS, param_bounds, param_kind
 from runner.inputs.tasks import Probe, Task
 from runner.judging.compare import compare, probe_entry
-from runner.judging.oracle import accepted_readings, each_reading, expected_values
-from runner.judging.world_market import LEAP_YEARS, LONG_YEARS, long_sessions
+from runner.judging.oracle import UNDEFINED_ON_FLAT, accepted_readings, each_reading, expected_values
+from runner.judging.world_market import LEAP_YEARS, LONG_YEARS, RECENT_HALT_SESSIONS, RECENT_HALT_SYMBOLS, long_sessions
 
 #: Oracle evaluations one task's derivation may spend (a bound on the pair search).
 MAX_EVALUATIONS = 400
@@ -166,7 +166,48 @@ def derive_probes(task: Task, provider: MarketProvider) -> list[Probe]:
             if _is_threshold(key, value):
                 probes += boundary_probes(d, key, value, contexts)
     probes += optional_probes(d)
+    probes += flat_probes(d, contexts)
     return probes
+
+
+def flat_probes(d: _Deriver, contexts: list[JSONObject]) -> list[Probe]:
+    """For a measure that divides by a dispersion of its window (:data:`UNDEFINED_ON_FLAT`: a
+    correlation), the task at its shortest lookback (of :data:`LOOKBACKS`) every accepted reading
+    answers here, on a symbol the ``seed`` world halts up to its as-of day
+    (:data:`~runner.judging.world_market.RECENT_HALT_SYMBOLS`, 10 to 13 flat sessions; the task's
+    own when it names one, else in place of its last symbol). There that symbol does not move over
+    the window: the measure is undefined and a tool must raise; one that guards the zero
+    dispersion with a number (0.0, "no co-movement") fails. Elsewhere it is judged as any probe."""
+    if d.task.oracle.name not in UNDEFINED_ON_FLAT:
+        return []
+    bound = d.bound()
+    lookbacks = {k: v for k, v in bound.items() if k in LOOKBACKS and isinstance(v, int) and not isinstance(v, bool)}
+    halted: JSONObject = {}
+    if not _all_symbols(d.task) & set(RECENT_HALT_SYMBOLS):
+        for key, value in bound.items():
+            if isinstance(value, list) and value and isinstance(value[-1], str):
+                spare = [s for s in RECENT_HALT_SYMBOLS if s in d.symbols and s not in value]
+                if spare:
+                    halted = {key: [*value[:-1], spare[0]]}
+                break
+            if isinstance(value, str) and value in d.symbols:
+                halted = {key: RECENT_HALT_SYMBOLS[0]}
+                break
+        if not halted:
+            return []
+    for key, value in lookbacks.items():
+        for option in LOOKBACKS[key]:
+            if option >= value or option + 1 > RECENT_HALT_SESSIONS[0]:  # its returns all inside the halt
+                break
+            args: JSONObject = {**halted, key: option}
+            if args in contexts:
+                break
+            if d.expected(args, bounded=False) is not None:
+                return [Probe(args=args, oracle_params=args,
+                              reason=f"the shortest window: {_words(args)}, where a halted symbol does not move "
+                                     "(a hidden world halts it up to its as-of day): the measure is undefined "
+                                     "there and the tool must raise, never answer a placeholder such as 0.0")]
+    return []
 
 
 def _optional(d: _Deriver) -> dict[str, int | float]:

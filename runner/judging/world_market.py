@@ -675,6 +675,36 @@ def recent_halts(market: Market, rng: np.random.Generator,
     return Market(data, market.as_of), ("a trading halt up to the as-of day: " + ", ".join(words)) if words else ""
 
 
+#: The quote types whose latest sessions the ``seed`` world serves with Volume 0 (:func:`index_without_volume`).
+NO_VOLUME_QUOTE_TYPES = ("INDEX",)
+#: How many of an index's latest sessions carry Volume 0 there: fewer than the shortest window a volume
+#: trend is asked over (5 sessions), so no such window is all zeros and every reading of a trend holds.
+NO_VOLUME_SESSIONS = 3
+
+
+def index_without_volume(market: Market, sessions: int = NO_VOLUME_SESSIONS) -> tuple[Market, str]:
+    """``market`` with every index (:data:`NO_VOLUME_QUOTE_TYPES`) served with Volume 0 on its last
+    ``sessions`` bars, the latest included, their closes moving as before: Yahoo serves indices'
+    latest sessions before their volume is consolidated, and many indices (^VIX, most outside the
+    US) on every bar, with Volume 0. A session of Volume 0 is still a session: a tool that drops such
+    bars as "non-trading rows" answers a stale close, or joins a pair on fewer dates. ``info``'s
+    volume fields follow."""
+    data, words = [], []
+    for item in market.data.values():
+        raw = item.history
+        if item.info.get("quoteType") not in NO_VOLUME_QUOTE_TYPES or "Volume" not in raw.columns \
+                or len(raw) <= sessions:
+            data.append(item)
+            continue
+        raw = raw.copy()
+        raw.iloc[-sessions:, raw.columns.get_loc("Volume")] = 0
+        dates = pd.DatetimeIndex(raw.index).date
+        words.append(f"{item.symbol} {dates[-sessions]}..{dates[-1]}")
+        data.append(requote(SymbolData(item.symbol, raw, item.income_yearly, item.income_quarterly, item.info,
+                                       item.fast_info), market.as_of))
+    return Market(data, market.as_of), ("Volume 0 on an index's latest sessions: " + ", ".join(words)) if words else ""
+
+
 def recent_splits(market: Market, rng: np.random.Generator) -> tuple[Market, str]:
     """``market`` with a stock split in each stock :data:`SPLIT_BACK` sessions back, as yfinance shows
     one: the history already split-adjusted (prices, volumes and dividends on today's share basis: the

@@ -74,6 +74,7 @@ from runner.judging.world_market import (
     close_after,
     edge_dividends,
     extra_dividend,
+    index_without_volume,
     lengthen,
     lengthened,
     perturb,
@@ -709,9 +710,10 @@ class Worlds:
                 market, moved = edge_dividends(market)
                 market, rising = rising_tail(market, np.random.default_rng([self.seed, 0, round_, 5]))  # its own
                 market, halted = recent_halts(market, np.random.default_rng([self.seed, 0, round_, 6]))  # its own
+                market, unvolumed = index_without_volume(market)
                 market, shapes = self._recorded(market, kind, round_)
                 words = "; ".join(w for w in (off_cycle, january, weekly, unfiled, stated, gaps, moved, rising,
-                                              halted, shapes) if w)
+                                              halted, unvolumed, shapes) if w)
                 self._markets[key] = [(f"seed-{seed}", words, _Base(market))]
             else:
                 base = self._base_market()

@@ -1,10 +1,10 @@
 """Labelled replies through the judge: wrong-but-plausible tools must fail, right variants must pass.
 
-``labelled_replies.jsonl`` holds 152 final tools for the 20 tasks, written without reading the judge's
-tests (125 ``wrong``: each gives the right number on the task's own arguments but is wrong in general
+``labelled_replies.jsonl`` holds 156 final tools for the 20 tasks, written without reading the judge's
+tests (128 ``wrong``: each gives the right number on the task's own arguments but is wrong in general
 -- a hard-coded argument, a clamp, an off-by-one window, answering from fewer data than asked, part
 of a list, a reporting lag or a year length assumed, a window anchored at the last bar instead of
-today...; 27 ``correct``: other accepted conventions or equivalent implementations). Lines 71-83
+today...; 28 ``correct``: other accepted conventions or equivalent implementations). Lines 71-83
 were added later, of classes the first 70 do not cover; lines 84-120 are a third batch written blind
 (from the documented readings only), each label checked again when it was added; lines 121-131 are
 from a fourth blind batch, the statement and dividend classes (fetch_001, 003, 006, 007: eight wrong,
@@ -30,13 +30,18 @@ as-of day. Lines from 148 on are from a seventh blind batch, closed the same way
 end built as month ``3q+1`` (fetch_001: month 13 for Q4; the quarter probe asks the year's last
 quarter); 149, a data check off by one (calc_002: ``window + days`` closes asked; the lookbacks are
 probed at the data's limit); 150, "price up" tested with ``>=`` (comp_002: the zigzag world's last close
-ties the window's first). Lines 151 and 152, of the classes an eighth blind batch found: a tool that needs, or falls
-back to, a row other than the one asked (fetch_003: Operating Revenue where the year's Total Revenue
-cell is empty; fetch_006: a quarter taken as filed only when its Diluted EPS is there too): the seed
-world's empty cells in the asked row and beside it. Line 63, an SMA-smoothed KDJ that divides by
-the range, was labelled correct until that halt: it answers NaN there, where the documented reading
-is RSV 50, and is labelled wrong. They are judged as the gate judges a final tool
-(``scripts/judge_replies.py``), in five seeds' probes and hidden worlds.
+ties the window's first). Line 63, an SMA-smoothed KDJ that divides by the range, was labelled correct until that
+halt: it answers NaN there, where the documented reading is RSV 50, and is labelled wrong. Lines 151-156
+are from an eighth blind batch: 151 and 152, a tool that needs, or falls back to, a row other than the one
+asked (fetch_003: Operating Revenue where the year's Total Revenue cell is empty; fetch_006: a quarter taken
+as filed only when its Diluted EPS is there too): the seed world's empty cells in the asked row and beside
+it; 153, a correlation that answers 0.0 where a series does not move, and 154, one that raises there
+(calc_008: the seed world's halt up to its as-of day, asked at the shortest window, where the correlation
+is undefined and a tool must raise); 155, a "latest close" that drops bars of Volume 0, and 156, one that
+keeps them (fetch_004: the seed world's index with Volume 0 on its latest sessions). Line 65, a log-return
+correlation labelled correct until then, answers NaN there (``np.corrcoef`` of a constant) and is labelled
+wrong. They are judged as the gate judges a final tool (``scripts/judge_replies.py``), in five seeds'
+probes and hidden worlds.
 """
 
 from __future__ import annotations
@@ -74,4 +79,4 @@ def test_wrong_replies_fail_and_right_ones_pass() -> None:
     unexpected = [f for f in found if f[3] == "FALSE PASS" and int(f[1]) not in KNOWN_FALSE_PASSES]
     assert not unexpected, unexpected
     summary = done.stdout.splitlines()[-1]
-    assert summary.startswith("152 replies x 5 seed(s)"), summary
+    assert summary.startswith("156 replies x 5 seed(s)"), summary

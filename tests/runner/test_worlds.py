@@ -28,10 +28,11 @@ from finevo.sandbox import Limits, create_sandbox
 from finevo.sandbox.api import ExecutionResult
 from runner.inputs.tasks import Task, load_tasks
 from runner.judging.compare import judge_value
-from runner.judging.grade import Reruns, judge_task
-from runner.judging.oracle import expected_values, probe_expected_values
+from runner.judging.grade import Reruns, judge_task, world_answers
+from runner.judging.oracle import RAISES, expected_values, probe_expected_values
 from runner.judging.probes import SCALES, derive_probes, probes_for
 from runner.judging.world_market import (
+    NO_VOLUME_SESSIONS,
     RECENT_HALT_SESSIONS,
     RECENT_HALT_SYMBOLS,
     REPORTING_LAGS,
@@ -165,6 +166,17 @@ WRONG: dict[str, tuple[str, Any]] = {
         'bars = yf.Ticker(symbol).history(period="max").dropna(subset=["Close"])\n'
         '    later = bars["Stock Splits"].replace(0, 1.0)[::-1].cumprod()[::-1].shift(-1).fillna(1.0)\n'
         '    closes = bars["Close"] / later')),
+    # a measure undefined on the data answered with a number: the seed world halts AAPL up to its
+    # as-of day, and the correlation's shortest-window probe reads it flat there
+    "a correlation that answers 0.0 for a series that does not move (a halt)": ("calc_008", lambda env: edited(
+        "calc_008", 'raise ValueError("correlation is undefined for a constant series")',
+        "return 0.0  # no variance: no co-movement")),
+    # Volume 0 read as "no session": the seed world serves the index with Volume 0 on its latest
+    # sessions (a halted stock's bars of Volume 0 sit at its last traded close: dropping them is invisible)
+    "a latest close that drops bars of Volume 0 (an index served without volume)": ("fetch_004", lambda env: edited(
+        "fetch_004", 'history = yf.Ticker(symbol).history(period="5d")',
+        'history = yf.Ticker(symbol).history(period="1mo")\n'
+        '    history = history[history["Volume"] > 0]  # drop non-trading rows')),
     "a pair whose first symbol is hard-coded": ("calc_008", lambda env: edited(
         "calc_008", "for symbol in symbols}", 'for symbol in ["^GSPC", symbols[1]]}').replace(
         "returns[symbols[0]]", 'returns["^GSPC"]')),
@@ -216,7 +228,27 @@ RIGHT: dict[str, tuple[str, Any]] = {
     "the reference tool": ("comp_001", lambda: reference("comp_001")),
     "fiscal quarters of the company's own fiscal year": ("fetch_001", lambda: FISCAL_QUARTER),
     "Wilder's RSI counting its warm-up sessions as signals": ("comp_004", lambda: WARMUP_COUNTED),
+    "a correlation that checks each series' dispersion and raises": ("calc_008", lambda: FLAT_CHECKED),
 }
+
+FLAT_CHECKED = """import numpy as np
+import pandas as pd
+import yfinance as yf
+
+
+def correlation(symbols: list[str], days: int = 30) -> float:
+    if len(symbols) != 2:
+        raise ValueError("two symbols")
+    closes = pd.concat([yf.Ticker(s).history(period="2y")["Close"] for s in symbols], axis=1, join="inner")
+    closes = closes.dropna().tail(days)
+    if len(closes) < days:
+        raise ValueError("not enough common sessions")
+    returns = closes.pct_change().dropna().to_numpy()
+    if (returns.std(axis=0) == 0).any():
+        raise ValueError("a series that does not move: correlation undefined")
+    return float(np.corrcoef(returns[:, 0], returns[:, 1])[0, 1])
+"""
+
 
 WARMUP_COUNTED = """import yfinance as yf
 
@@ -1372,3 +1404,53 @@ def test_a_halt_up_to_the_as_of_day_fails_a_tool_wrong_on_halted_bars(env: Env, 
     verdict, alone = env.judge(task_id, edited(task_id, old, new))
     assert alone, "right for the task's own arguments on the snapshot (no halt there)"
     assert verdict.state == "fail" and "seed-" in verdict.reason, verdict.reason
+
+
+@pytest.mark.slow
+def test_a_correlation_over_a_halted_window_must_raise(env: Env) -> None:
+    """A measure that divides by a dispersion is undefined where a series does not move: the derived
+    probe asks the correlation at its shortest window, inside the seed world's halt of AAPL up to its
+    as-of day, and the judge expects a clear error there (the oracle's ``Undefined``), not "not judged".
+    A tool that answers 0.0 ("no co-movement") fails; one that raises passes (FLAT_CHECKED, RIGHT)."""
+    task = env.judged["calc_008"]
+    flat = [i for i, p in enumerate(task.probes, start=1) if p.args == {"days": 5}]
+    assert flat, [p.args for p in task.probes]
+    world = next(w for w in env.worlds.for_task(task, []) if w.kind is WorldKind.SEED)
+    answers = dict(a for a in world_answers(task, world) if not isinstance(a, str))
+    assert RAISES in answers[flat[0]] and "does not move" in str(answers[flat[0]][RAISES])
+    assert RAISES not in answers[0]  # the task's own window still moves
+    wrong = edited("calc_008", 'raise ValueError("correlation is undefined for a constant series")', "return 0.0")
+    verdict, alone = env.judge("calc_008", wrong)
+    assert alone and verdict.state == "fail", verdict.reason
+    assert verdict.reason.startswith("world seed-") and f"probe {flat[0]} (days=5)" in verdict.reason, verdict.reason
+    assert "expected a clear error" in verdict.reason
+
+
+ZERO_VOLUME_KEPT = """import yfinance as yf
+
+
+def latest_close(symbol: str) -> float:
+    bars = yf.Ticker(symbol).history(period="1mo").dropna(subset=["Close"])
+    if bars.empty:
+        raise ValueError("no bars")
+    return float(bars["Close"].iloc[-1])
+"""
+
+
+@pytest.mark.slow
+def test_an_index_with_volume_0_on_its_latest_sessions_fails_a_tool_that_drops_them(env: Env) -> None:
+    """The seed world serves the index with Volume 0 on its last sessions, their closes moving (Yahoo's
+    unconsolidated latest sessions; ^VIX on every bar): a "latest close" that drops bars of Volume 0
+    answers a stale close and fails; one that keeps them passes in every world."""
+    world = next(w for w in env.worlds.for_task(env.judged["fetch_004"], []) if w.kind is WorldKind.SEED)
+    bars = world.provider.history_unadjusted("^GSPC")
+    tail = bars.tail(NO_VOLUME_SESSIONS + 1)
+    assert (tail["Volume"].iloc[1:] == 0).all() and tail["Volume"].iloc[0] > 0
+    assert tail["Close"].nunique() == len(tail)  # the closes move
+    assert "Volume 0 on an index's latest sessions" in world.perturbation
+    verdict, _ = env.judge("fetch_004", ZERO_VOLUME_KEPT)
+    assert verdict.state == "pass", verdict.reason
+    wrong = ZERO_VOLUME_KEPT.replace('.dropna(subset=["Close"])', '.dropna(subset=["Close"])\n'
+                                     '    bars = bars[bars["Volume"] > 0]')
+    verdict, alone = env.judge("fetch_004", wrong)
+    assert alone and verdict.state == "fail" and verdict.reason.startswith("world seed-"), verdict.reason
