@@ -204,9 +204,9 @@ def flat_probes(d: _Deriver, contexts: list[JSONObject]) -> list[Probe]:
                 break
             if d.expected(args, bounded=False) is not None:
                 return [Probe(args=args, oracle_params=args,
-                              reason=f"the shortest window: {_words(args)}, where a halted symbol does not move "
-                                     "(a hidden world halts it up to its as-of day): the measure is undefined "
-                                     "there and the tool must raise, never answer a placeholder such as 0.0")]
+                              reason=f"derived: the shortest window, {_words(args)}, where a halted symbol "
+                                     "does not move (a hidden world halts it up to its as-of day): the measure is "
+                                     "undefined there and the tool must raise, never answer a placeholder such as 0.0")]
     return []
 
 
@@ -419,8 +419,11 @@ def range_probes(task: Task, provider: MarketProvider, rng: Random, taken: list[
         for candidates in _range_candidates(d, key, value, rng):
             for args in candidates:
                 if args not in taken and _answers(d, args, own):
+                    year = args.get(key) in YEAR_LOOKBACKS.get(key, ())
+                    where = ("a year back, where Yahoo's quote has figures of its own" if year
+                             else "far from the task's own")
                     out.append(Probe(args=args, oracle_params=args,
-                                     reason=f"drawn from the argument space: {_words(args)}, far from the task's own"))
+                                     reason=f"drawn from the argument space: {_words(args)}, {where}"))
                     taken.append(args)
                     break
         leap = _leap(d, key, value, taken)

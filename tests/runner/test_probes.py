@@ -413,7 +413,7 @@ def test_oracle_check_fails_a_constant_reference_tool_on_its_probe(tmp_path, tas
 # --------------------------------------------------------------------------- the argument space
 @pytest.mark.slow  # 7-15 s at load 8 (-n 2)
 def test_probes_drawn_across_the_argument_space_reach_far_from_the_tasks_own_numbers(tasks, snapshot) -> None:
-    from runner.judging.probes import LOOKBACKS, probes_for
+    from runner.judging.probes import LOOKBACKS, YEAR_LOOKBACKS, probes_for
 
     drawn: dict[str, list[Probe]] = {}
     for seed in range(4):
@@ -421,8 +421,11 @@ def test_probes_drawn_across_the_argument_space_reach_far_from_the_tasks_own_num
             drawn.setdefault(task.id, []).extend(p for p in probes_for(task, snapshot, seed=seed)
                                                  if "argument space" in p.reason)
     days = tasks["calc_007"].intent.args["days"]
-    far = {p.args["days"] for p in drawn["calc_007"] if "days" in p.args and not p.expect_error}
+    far = {p.args["days"] for p in drawn["calc_007"]
+           if "days" in p.args and not p.expect_error and "a year" not in p.reason}
     assert far and all(d in LOOKBACKS["days"] and not days / 2 <= d <= days * 2 for d in far)
+    years = {p.args["days"] for p in drawn["calc_007"] if "a year back" in p.reason}
+    assert years and years <= set(YEAR_LOOKBACKS["days"])  # asked even where a year is near the task's own
     sizes = {len(p.args["symbols"]) for p in drawn["comp_003"] if "symbols" in p.args}
     assert sizes and 3 not in sizes and sizes <= {2, 4, 5}
     # every drawn probe the oracle answers under every reading, except the ones that expect an error
