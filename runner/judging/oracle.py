@@ -96,9 +96,10 @@ __all__ = [
 # --------------------------------------------------------------------------- series helpers
 class Undefined(ValueError):
     """The measure is undefined on these data, whatever the reading: it divides by a dispersion of the
-    window that is zero (a series that does not move over it: a halted stock, a stale series). There
-    is no number to give -- 0.0 ("no co-movement") or any other placeholder is made up -- so the
-    judge expects a right tool to raise, wherever such a window comes up (:func:`undefined_here`)."""
+    window that is zero (a series that does not move over it: a halted stock, a stale series), or the
+    figure asked is an empty cell of a filed statement. There is no number to give -- 0.0 ("no
+    co-movement"), a sibling line's figure or any other placeholder is made up -- so the judge expects
+    a right tool to raise, wherever such data come up (:func:`undefined_here`)."""
 
 
 #: The oracles whose measure divides by a dispersion of its window (:class:`Undefined` over a flat
@@ -345,6 +346,10 @@ def total_revenue(provider: MarketProvider, p: TotalRevenueParams) -> float:
     symbol, year = p.symbol, p.year
     row = _line_item(provider, symbol, "yearly", "Total Revenue")
     matches = [c for c in row.index if pd.Timestamp(c).year == year and math.isfinite(float(row[c]))]
+    if not matches and any(pd.Timestamp(c).year == year for c in row.index):
+        # the year is filed (its column is there) but its Total Revenue cell is empty, as Yahoo leaves
+        # single cells: no reading gives a number, another line's is not the one asked
+        raise Undefined(f"{symbol}: the statement of the fiscal year ending in {year} leaves Total Revenue empty")
     if len(matches) != 1:
         raise ValueError(f"{symbol}: expected one fiscal year ending in {year}, found {len(matches)}")
     return float(row[matches[0]])

@@ -203,31 +203,39 @@ def sibling_rows(market: Market, rng: np.random.Generator) -> Market:
 #: The rows :func:`revenue_gaps` leaves empty in the fiscal year before the newest (its Total Revenue
 #: reported): a year is reported by the row asked, not by its EPS.
 EMPTY_EPS_ROWS = ("Basic EPS", "Diluted EPS")
+#: The fiscal year (0 = the newest) whose Total Revenue :func:`revenue_gaps` leaves empty: two back,
+#: the year before the revenue task's own, asked by its derived probe of the year.
+REVENUE_GAP_YEAR = 2
 
 
 def revenue_gaps(market: Market, symbol: str = JANUARY_YEAR_SYMBOL) -> tuple[Market, str]:
-    """``market`` with ``symbol``'s annual statement holding, in its newest fiscal year, an empty
-    Total Revenue cell beside its other figures (Operating Revenue, Net Income: the year is filed),
-    and, in the year before it, empty EPS cells (:data:`EMPTY_EPS_ROWS`) beside its Total Revenue.
-    The newest year's total revenue has no answer (:func:`runner.judging.oracle.total_revenue` reads
-    the Total Revenue row only), so a tool asked it must raise; the year before is answered.
+    """``market`` with ``symbol``'s annual statement holding, in its fiscal year
+    :data:`REVENUE_GAP_YEAR` back (counted from the newest), an empty Total Revenue cell beside its
+    other figures (Operating Revenue, Net Income: the year is filed), and, in the year before the
+    newest, empty EPS cells (:data:`EMPTY_EPS_ROWS`) beside its Total Revenue. The gap year's total
+    revenue is undefined on these data (:func:`runner.judging.oracle.total_revenue` reads the Total
+    Revenue row only and raises :class:`~runner.judging.oracle.Undefined` for an empty cell), so a
+    tool asked it must raise; the year before the newest is answered.
 
     ``symbol`` is the annual revenue task's subject (fetch_003's GOOGL, whose seed-world fiscal years
-    end in January: its newest, fiscal 2024, is the year after the task's, the year the probe of "a
-    period not reported yet" asks and expects an error for; the task's own year is the one before).
-    ``info`` is untouched: its statement fields are summed from the quarterly statement (and
-    ``lastFiscalYearEnd`` names the newest year, filed: its Net Income is reported)."""
+    end in January): the year before the newest is the task's own (2023), the gap year the one before
+    it, which the derived probe of the year asks (2022) in every run. The newest year (2024) stays
+    whole: it is reported by the seed world's as-of day, so a tool that refuses every year of the
+    current calendar year ("not reported yet" by the clock) fails on the probe asking it.
+    ``info`` is untouched: its statement fields are summed from the quarterly statement."""
     item = market.data.get(symbol)
     yearly = item.income_yearly if item is not None else None
     if item is None or yearly is None or yearly.empty or "Total Revenue" not in yearly.index:
         return market, ""
     ordered = sorted(yearly.columns, key=lambda c: pd.Timestamp(c), reverse=True)
+    if len(ordered) <= REVENUE_GAP_YEAR:
+        return market, ""
     out = yearly.copy()
-    out.at["Total Revenue", ordered[0]] = np.nan
-    words = f"{symbol}'s fiscal year {pd.Timestamp(ordered[0]).date()} without 'Total Revenue'"
-    if len(ordered) > 1:
-        out.loc[[r for r in EMPTY_EPS_ROWS if r in out.index], ordered[1]] = np.nan
-        words += f", {pd.Timestamp(ordered[1]).date()} without its EPS"
+    gap = ordered[REVENUE_GAP_YEAR]
+    out.at["Total Revenue", gap] = np.nan
+    out.loc[[r for r in EMPTY_EPS_ROWS if r in out.index], ordered[1]] = np.nan
+    words = (f"{symbol}'s fiscal year {pd.Timestamp(gap).date()} without 'Total Revenue', "
+             f"{pd.Timestamp(ordered[1]).date()} without its EPS")
     changed = SymbolData(item.symbol, item.history, out, item.income_quarterly, item.info, item.fast_info)
     return Market([changed if other.symbol == symbol else other for other in market.data.values()],
                   market.as_of), words

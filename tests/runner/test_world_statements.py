@@ -15,7 +15,14 @@ import pytest
 
 from runner.judging.oracle import compute, expected_values
 from runner.judging.probes import probes_for
-from runner.judging.world_statements import EMPTY_BESIDE, EMPTY_EPS_ROWS, JANUARY_YEAR_SYMBOL, KEPT_ROWS, SIBLING_ROWS
+from runner.judging.world_statements import (
+    EMPTY_BESIDE,
+    EMPTY_EPS_ROWS,
+    JANUARY_YEAR_SYMBOL,
+    KEPT_ROWS,
+    REVENUE_GAP_YEAR,
+    SIBLING_ROWS,
+)
 from runner.judging.worlds import WorldKind, Worlds
 from tests.runner.test_worlds import SEED, Env, edited, env, reference
 
@@ -247,7 +254,8 @@ def test_the_seed_world_holds_a_company_whose_fiscal_year_ends_in_january(env: E
     ends = [pd.Timestamp(c) for c in yearly.columns]
     assert ends and all((e.month, e.day) <= (2, 3) and (e.month == 2 or e.day >= 25) for e in ends), ends
     assert env.tasks["fetch_003"].intent.args["symbol"] == JANUARY_YEAR_SYMBOL
-    for end in ends[1:]:  # the newest year's Total Revenue is empty (revenue_gaps)
+    gap = sorted(ends, reverse=True)[REVENUE_GAP_YEAR]  # its Total Revenue is empty (revenue_gaps)
+    for end in (e for e in ends if e != gap):
         assert compute("total_revenue", market, {"symbol": JANUARY_YEAR_SYMBOL, "year": end.year}) == \
             float(yearly.loc["Total Revenue", yearly.columns[ends.index(end)]])
 
@@ -262,22 +270,28 @@ def test_a_january_fiscal_year_named_by_the_calendar_year_before_it_fails(drawn:
 
 
 def test_the_seed_world_leaves_a_years_total_revenue_empty_beside_its_siblings(drawn: Env) -> None:
-    """Yahoo leaves single cells empty, the asked rows' too: the revenue task's subject's newest fiscal
-    year has its Net Income and Operating Revenue but no Total Revenue (no answer: the oracle reads
-    that row only), the year before its Total Revenue but no EPS (answered). The probe of "a period
-    not reported yet" asks the newest year there, in every run, and expects an error."""
+    """Yahoo leaves single cells empty, the asked rows' too: the revenue task's subject's fiscal year
+    before the task's own has its Net Income and Operating Revenue but no Total Revenue (undefined:
+    the oracle reads that row only, and a tool must raise), the task's own year its Total Revenue but
+    no EPS (answered), the newest year whole (reported by the as-of day: a tool refusing the current
+    calendar year by the clock fails on it). The derived probe of the year asks the gap year there, in
+    every run; the probe of "a period not reported yet" the newest, which the oracle answers there."""
+    from runner.judging.oracle import Undefined
+
     market = _seed_market(drawn)
     yearly = market.income_stmt(JANUARY_YEAR_SYMBOL, "yearly")
-    newest, before = sorted(yearly.columns, key=pd.Timestamp, reverse=True)[:2]
-    assert pd.isna(yearly.at["Total Revenue", newest])
-    assert yearly.at["Operating Revenue", newest] > 0 and pd.notna(yearly.at["Net Income", newest])
-    with pytest.raises(ValueError, match="found 0"):
-        compute("total_revenue", market, {"symbol": JANUARY_YEAR_SYMBOL, "year": pd.Timestamp(newest).year})
-    assert all(pd.isna(yearly.at[r, before]) for r in EMPTY_EPS_ROWS) and yearly.at["Total Revenue", before] > 0
+    newest, own, gap = sorted(yearly.columns, key=pd.Timestamp, reverse=True)[:REVENUE_GAP_YEAR + 1]
+    assert pd.isna(yearly.at["Total Revenue", gap])
+    assert yearly.at["Operating Revenue", gap] > 0 and pd.notna(yearly.at["Net Income", gap])
+    with pytest.raises(Undefined, match="leaves Total Revenue empty"):
+        compute("total_revenue", market, {"symbol": JANUARY_YEAR_SYMBOL, "year": pd.Timestamp(gap).year})
+    assert all(pd.isna(yearly.at[r, own]) for r in EMPTY_EPS_ROWS) and yearly.at["Total Revenue", own] > 0
+    assert yearly.at["Total Revenue", newest] > 0
     task = drawn.judged["fetch_003"]
-    asked = {"symbol": JANUARY_YEAR_SYMBOL, "year": pd.Timestamp(newest).year}
-    assert any(p.expect_error and {**task.intent.args, **p.args} == asked for p in task.probes), task.probes
-    assert {**task.intent.args}["year"] == pd.Timestamp(before).year
+    assert task.intent.args["year"] == pd.Timestamp(own).year
+    asked = [{**task.intent.args, **p.args} for p in task.probes]
+    assert {"symbol": JANUARY_YEAR_SYMBOL, "year": pd.Timestamp(gap).year} in asked, task.probes
+    assert {"symbol": JANUARY_YEAR_SYMBOL, "year": pd.Timestamp(newest).year} in asked, task.probes
 
 
 def test_info_keeps_the_trailing_figures_of_a_quarter_whose_cells_are_empty(env: Env) -> None:
@@ -366,7 +380,19 @@ def net_income(symbol: str) -> float:
 """
 
 
+#: "Not reported yet" read off the clock: any year of the current calendar year refused. A fiscal year
+#: that ends early in the year (January, September) is reported within it: the seed world's newest
+#: year of the revenue task's subject ends in January of its as-of year, and is asked.
+REVENUE_REFUSES_THIS_YEAR = REVENUE_RIGHT.replace(
+    "def total_revenue(symbol: str, year: int) -> float:\n",
+    "def total_revenue(symbol: str, year: int) -> float:\n"
+    "    import datetime\n"
+    "    if int(year) >= datetime.date.today().year:\n"
+    "        raise ValueError(f'fiscal {year} is not reported yet')\n")
+
+
 @pytest.mark.parametrize(("task_id", "code"), [
+    ("fetch_003", REVENUE_REFUSES_THIS_YEAR),  # a year of the clock's calendar year refused though filed
     ("fetch_003", REVENUE_FALLBACK),  # an empty Total Revenue answered from the Operating Revenue line
     ("fetch_003", REVENUE_NEEDS_EPS),  # a year taken as reported only when its EPS is there
     ("fetch_006", LATEST_NEEDS_EPS),  # a quarter taken as filed only when its EPS is there
