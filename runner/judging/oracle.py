@@ -124,13 +124,32 @@ def _history(provider: MarketProvider, symbol: str, prices: str = "adjusted") ->
     return _read_history(provider, symbol, prices)
 
 
+K = TypeVar("K")
+
+
+def _kept(provider: MarketProvider, key: tuple[Any, ...], compute: Callable[[], K]) -> K:
+    """``compute()``, kept by a caching provider under ``key`` (:meth:`_CachingProvider.kept`):
+    what several readings and argument sets of one task derive alike from the same bars (a
+    symbol's closes, an RSI series, two symbols' aligned closes). ``key`` names everything the
+    value depends on besides the provider; the value is never modified by its readers."""
+    if isinstance(provider, _CachingProvider):
+        return provider.kept(key, compute)
+    return compute()
+
+
+def _local_days(index: pd.Index) -> pd.Index:
+    """The index as naive local wall times (a tz-aware index's own zone): ``t.date() >= d`` is then
+    ``t >= Timestamp(d)``, compared on the whole array at once instead of a ``date`` per bar."""
+    tz = getattr(index, "tz", None)
+    return index.tz_localize(None) if tz is not None else index
+
+
 def _read_history(provider: MarketProvider, symbol: str, prices: str) -> pd.DataFrame:
     frame = provider.history(symbol)
     if frame is None or frame.empty:
         raise ValueError(f"no price history for {symbol}")
     as_of = provider.as_of
-    dates = frame.index.date
-    frame = frame.loc[dates <= as_of].sort_index()
+    frame = frame.loc[_local_days(frame.index) < pd.Timestamp(as_of + timedelta(days=1))].sort_index()
     if prices == "raw":
         return _unadjust(frame)
     if prices != "adjusted":
@@ -163,7 +182,14 @@ def _unadjust(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _closes(provider: MarketProvider, symbol: str, prices: str = "adjusted") -> pd.Series:
-    return _history(provider, symbol, prices)["Close"].astype(float)
+    return _kept(provider, ("closes", symbol, prices),
+                 lambda: _history(provider, symbol, prices)["Close"].astype(float))
+
+
+def _aligned_closes(provider: MarketProvider, symbols: list[str]) -> pd.DataFrame:
+    """The symbols' adjusted closes on their common sessions, one column each."""
+    return _kept(provider, ("aligned", *symbols),
+                 lambda: pd.concat([_closes(provider, s) for s in symbols], axis=1, keys=symbols, join="inner"))
 
 
 #: A calendar window whose start lies more than this many days before the first bar reaches before
@@ -185,10 +211,11 @@ def _last(frame: pd.DataFrame | pd.Series, provider: MarketProvider, days: int, 
         return frame.iloc[-days:]
     if unit in ("calendar", "calendar_after"):
         start = provider.as_of - timedelta(days=days)
-        dates = frame.index.date
-        window = frame.loc[dates >= start] if unit == "calendar" else frame.loc[dates > start]
-        if len(dates) and dates[0] > start + timedelta(days=CALENDAR_SLACK_DAYS):
-            raise ValueError(f"{what}: the data starts {dates[0]}, after the window's start {start}")
+        local = _local_days(frame.index)
+        first = start if unit == "calendar" else start + timedelta(days=1)
+        window = frame.loc[local >= pd.Timestamp(first)]
+        if len(local) and local[0].date() > start + timedelta(days=CALENDAR_SLACK_DAYS):
+            raise ValueError(f"{what}: the data starts {local[0].date()}, after the window's start {start}")
         if len(window) < 2:
             raise ValueError(f"{what}: fewer than 2 sessions since {start}")
         return window
@@ -434,7 +461,22 @@ def rsi(provider: MarketProvider, p: RsiParams) -> float:
     if p.lookback == "window":
         assert p.days is not None  # the model requires days with a window lookback
         closes = _last(closes, provider, p.days, p.window_unit, "rsi")
-    return _latest(rsi_series(closes, p.window, p.rsi_method), "rsi")
+    return _latest_rsi(provider, (p.symbol, p.prices), closes, p.window, p.rsi_method)
+
+
+def _rsi_of(provider: MarketProvider, source: tuple[str, str], closes: pd.Series, window: int, method: str,
+            warmup: str = "skip") -> pd.Series:
+    """:func:`rsi_series` of ``closes``, the last ``len(closes)`` of ``source``'s (symbol, prices)
+    closes: a window of sessions and the calendar days that hold the same sessions share one."""
+    return _kept(provider, ("rsi", *source, len(closes), window, method, warmup),
+                 lambda: rsi_series(closes, window, method, warmup))
+
+
+def _latest_rsi(provider: MarketProvider, source: tuple[str, str], closes: pd.Series, window: int,
+                method: str) -> float:
+    """The latest RSI of ``closes`` (as :func:`_rsi_of`)."""
+    return _kept(provider, ("latest rsi", *source, len(closes), window, method),
+                 lambda: _latest(_rsi_of(provider, source, closes, window, method), "rsi"))
 
 
 def bollinger_bands(provider: MarketProvider, p: BollingerBandsParams) -> dict[str, float]:
@@ -466,7 +508,7 @@ def volatility(provider: MarketProvider, p: VolatilityParams) -> float:
     of the returns of the last ``window`` closes), times sqrt(``periods_per_year``, default 252) when annualised."""
     closes = _closes(provider, p.symbol)
     window = p.window
-    returns = _returns(closes, p.returns)
+    returns = _kept(provider, ("returns", p.symbol, p.returns), lambda: _returns(closes, p.returns))
     if p.count == "prices":
         window -= 1
     if window < 2 or len(returns) < window:
@@ -507,9 +549,10 @@ def kdj(provider: MarketProvider, p: KdjParams) -> dict[str, float]:
     n = p.n
     if len(history) < n + p.k_period + p.d_period:
         raise ValueError(f"kdj: not enough sessions ({len(history)})")
-    frame = kdj_frame(history, n, p.k_period, p.d_period, p.smoothing)
-    last = frame.iloc[-1]
-    return {"k": float(last["k"]), "d": float(last["d"]), "j": float(last["j"])}
+    k, d, j = _kept(provider, ("kdj", p.symbol, p.prices, n, p.k_period, p.d_period, p.smoothing),
+                    lambda: tuple(float(v) for v in kdj_frame(history, n, p.k_period, p.d_period,
+                                                              p.smoothing).iloc[-1][["k", "d", "j"]]))
+    return {"k": k, "d": d, "j": j}
 
 
 def max_drawdown(provider: MarketProvider, p: MaxDrawdownParams) -> float:
@@ -527,7 +570,7 @@ def correlation(provider: MarketProvider, p: CorrelationParams) -> float:
     symbols = list(p.symbols)
     if len(symbols) != 2:
         raise ValueError(f"correlation needs exactly two symbols, got {symbols}")
-    frame = pd.concat([_closes(provider, s) for s in symbols], axis=1, keys=symbols, join="inner")
+    frame = _aligned_closes(provider, symbols)
     days = p.days + (1 if p.count == "returns" else 0)
     window = _last(frame, provider, days, p.window_unit, "correlation")
     a, b = _returns(window[symbols[0]], p.returns), _returns(window[symbols[1]], p.returns)
@@ -552,7 +595,7 @@ def ma_cross_rsi_signal(provider: MarketProvider, p: MaCrossRsiSignalParams) -> 
         raise ValueError("ma_cross_rsi_signal: not enough closes")
     ma_short = float(closes.iloc[-short:].mean())
     ma_long = float(closes.iloc[-long_:].mean())
-    rsi_value = _latest(rsi_series(closes, p.rsi_window, p.rsi_method), "rsi")
+    rsi_value = _latest_rsi(provider, (p.symbol, "adjusted"), closes, p.rsi_window, p.rsi_method)
     return bool(ma_short > ma_long and rsi_value < p.rsi_threshold)
 
 
@@ -582,7 +625,7 @@ def portfolio_return(provider: MarketProvider, p: PortfolioReturnParams) -> floa
     ``count="prices"``: the window holds ``days`` closes; ``"returns"``: ``days`` daily returns.
     """
     symbols = list(p.symbols)
-    frame = pd.concat([_closes(provider, s) for s in symbols], axis=1, keys=symbols, join="inner")
+    frame = _aligned_closes(provider, symbols)
     days = p.days + (1 if p.count == "returns" else 0)
     window = _last(frame, provider, days, p.window_unit, "portfolio_return")
     if p.rebalance == "daily":
@@ -600,7 +643,7 @@ def post_signal_return(provider: MarketProvider, p: PostSignalReturnParams) -> f
     """
     closes = _closes(provider, p.symbol)
     horizon = p.horizon
-    rsi_values = rsi_series(closes, p.rsi_window, p.rsi_method, p.rsi_warmup)
+    rsi_values = _rsi_of(provider, (p.symbol, "adjusted"), closes, p.rsi_window, p.rsi_method, p.rsi_warmup)
     above = rsi_values > p.rsi_threshold
     if p.signal == "cross":
         above = above & ~above.shift(1, fill_value=False) & rsi_values.shift(1).notna()
@@ -758,6 +801,7 @@ class _CachingProvider:
         self._provider = provider
         self._bars: dict[tuple[str, str], pd.DataFrame] = {}
         self._values: dict[tuple[str, str], JSONValue | Exception] = {}
+        self._kept: dict[tuple[Any, ...], Any] = {}
 
     def value(self, name: str, oracle: Oracle[Any], params: OracleParams) -> JSONValue:
         """``oracle(self, params)``, computed once: a later call gets a copy of the value (callers
@@ -772,6 +816,13 @@ class _CachingProvider:
         if isinstance(found, Exception):
             raise found.with_traceback(None)
         return copy.deepcopy(found) if isinstance(found, (list, dict)) else found
+
+    def kept(self, key: tuple[Any, ...], compute: Callable[[], K]) -> K:
+        """``compute()``, computed once per ``key`` (see :func:`_kept`); an error is not kept."""
+        if key not in self._kept:
+            self._kept[key] = compute()
+        found: K = self._kept[key]
+        return found
 
     @property
     def as_of(self) -> date:

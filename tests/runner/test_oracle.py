@@ -441,3 +441,46 @@ def test_every_task_oracle_name_is_known() -> None:
     for t in tasks:
         assert t.oracle.name == t.intent.indicator
         assert t.intent.args.items() <= t.oracle.params.items()
+
+
+def _answers(task: Task, provider: Any, overrides: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """Each reading's value, or its refusal, bit for bit (``repr`` of a float keeps every bit)."""
+    return [(name, repr(value)) for name, value in oracle.each_reading(task, provider, overrides)]
+
+
+@pytest.mark.slow
+def test_what_a_caching_provider_keeps_changes_no_value_bit_for_bit() -> None:
+    """A caching provider keeps what readings and argument sets derive alike (closes, RSI series of
+    the same sessions, aligned closes): every suite task's every reading, on its own arguments, its
+    probes' and windows of sessions and calendar days that hold the same sessions, answers exactly
+    what the bare provider answers, for one caching provider shared by all of them."""
+    from finevo.market.snapshot import load_snapshot
+    from finevo.paths import benchmarks_dir
+    from runner.inputs.tasks import load_tasks
+
+    snapshot = load_snapshot(None)
+    cached = oracle.caching(snapshot)
+    compared = 0
+    for task in load_tasks(benchmarks_dir() / "tasks.jsonl"):
+        argument_sets: list[dict[str, Any] | None] = [None, *(dict(p.oracle_params) for p in task.probes)]
+        if "days" in task.oracle.params:
+            argument_sets += [{"days": days} for days in (3, 7, 29, 30, 31, 250)]
+        for overrides in argument_sets:
+            assert _answers(task, cached, overrides) == _answers(task, snapshot, overrides), (task.id, overrides)
+            compared += 1
+    assert compared > 60
+
+
+@pytest.mark.parametrize("unit", ["calendar", "calendar_after"])
+def test_calendar_windows_count_local_dates_across_a_clock_change(unit: str) -> None:
+    """A calendar window compares each bar's local date with the window's first day; around the
+    clock changes (and at a bar dated exactly on that day) the bars kept are those whose date is on
+    or after it (``calendar``) or after it (``calendar_after``)."""
+    frame = _frame(_walk(120, 7))  # from July: the clocks went back on 3 November
+    provider = FakeProvider({"X": frame})
+    for days in range(2, 160):
+        start = AS_OF - pd.Timedelta(days=days).to_pytimedelta()
+        dates = frame.index.date
+        kept = frame.loc[dates >= start] if unit == "calendar" else frame.loc[dates > start]
+        window = oracle._last(frame["Close"], provider, days, unit, "test")
+        assert list(window.index) == list(kept.index), days
