@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from datetime import time as dtime
@@ -354,11 +354,11 @@ def _fiscal_year_end(quarter_end: date, fy_end_month: int) -> date:
     return end
 
 
-def _annual_statements(quarterly: pd.DataFrame, symbol: str) -> pd.DataFrame:
-    f = FUNDAMENTALS[symbol]
+def _annual_statements(quarterly: pd.DataFrame, fy_end_month: int) -> pd.DataFrame:
+    """The fiscal years whose four quarters ``quarterly`` holds (the year ending in ``fy_end_month``)."""
     groups: dict[date, list[date]] = {}
     for q in quarterly.columns:
-        groups.setdefault(_fiscal_year_end(q, f.fiscal_year_end_month), []).append(q)
+        groups.setdefault(_fiscal_year_end(q, fy_end_month), []).append(q)
     complete = sorted((fy for fy, qs in groups.items() if len(qs) == 4), reverse=True)[:ANNUAL_COLUMNS]
     cols: dict[date, dict[str, float]] = {}
     for fy in complete:
@@ -512,7 +512,8 @@ def _year_after_start() -> date:
     return first
 
 
-def generate(seed: int = SEED, as_of: date | None = None, *, cents: bool = True) -> list[SymbolData]:
+def generate(seed: int = SEED, as_of: date | None = None, *, cents: bool = True,
+             fiscal_year_ends: Mapping[str, int] | None = None) -> list[SymbolData]:
     """Build the whole synthetic data set in memory.
 
     ``as_of`` (default :data:`AS_OF`, the latest date it may be) truncates the same world: the
@@ -520,7 +521,9 @@ def generate(seed: int = SEED, as_of: date | None = None, *, cents: bool = True)
     ex, and statements not yet reported (:data:`REPORTING_LAG_DAYS` after the period end) are
     dropped, and the quotes are derived from the last bar on or before ``as_of``. ``cents=False``:
     prices at full float precision, not rounded to cents (the same paths otherwise; the hidden
-    worlds of the gate draw them so).
+    worlds of the gate draw them so). ``fiscal_year_ends``: ``{symbol: month}`` for companies whose
+    fiscal years end in another month than :data:`FUNDAMENTALS` says (the same quarters, summed into
+    other years; the draws are the same).
     """
     if as_of is not None and not START < as_of <= AS_OF:
         raise ValueError(f"as_of must lie in ({START}, {AS_OF}], got {as_of}")
@@ -545,7 +548,8 @@ def generate(seed: int = SEED, as_of: date | None = None, *, cents: bool = True)
             if as_of is not None:
                 reported = [q for q in all_quarters.columns if q + timedelta(days=REPORTING_LAG_DAYS) <= cut]
                 all_quarters = all_quarters[reported]
-            yearly = _newest_first(_annual_statements(all_quarters, symbol))
+            month = (fiscal_year_ends or {}).get(symbol, FUNDAMENTALS[symbol].fiscal_year_end_month)
+            yearly = _newest_first(_annual_statements(all_quarters, month))
             quarterly = _newest_first(all_quarters, since=FIRST_REPORTED_QUARTER)
         info, fast = _quote(symbol, raw[symbol], yearly, quarterly, market_change, cut)
         out.append(SymbolData(symbol, raw[symbol], yearly, quarterly, info, fast))

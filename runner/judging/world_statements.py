@@ -21,6 +21,10 @@ Yahoo's statements are not so tidy, and a tool registered as verified meets them
   quarter's end answers the neighbouring quarter for every older one;
 * **fiscal quarters off the calendar's**: a company whose quarters end in January, April, July and
   October (Cisco's, Nvidia's, Walmart's calendars), a month from any calendar quarter's end;
+* **fiscal years in other months than the company's own**: companies do change their fiscal years,
+  and a tool reused for a company it was not written for meets every calendar there is. A tool that
+  keeps a table of fiscal year-ends per ticker (Apple's September, everyone else's December) answers
+  another quarter wherever the statements say otherwise;
 * **sibling line items with figures of their own**: the generator copies one figure into several
   rows (Operating Revenue is Total Revenue, Net Income Common Stockholders is Net Income, ...), as a
   plain company's statement shows it; a bank's, an insurer's or a company with preferred stock's do
@@ -29,7 +33,8 @@ Yahoo's statements are not so tidy, and a tool registered as verified meets them
 :func:`statement_shapes` puts the first three into every stock's quarterly statement,
 :func:`revenue_gaps` the fourth into the annual revenue task's subject's annual statement,
 :func:`off_cycle_quarters` the fourth into two stocks' statements (one whose fiscal year then ends in
-July, one in January), :func:`sibling_rows` the last into
+July, one in January), :func:`moved_fiscal_years` draws the fifth (the generator sums the same quarters
+into the drawn years), :func:`sibling_rows` the last into
 every statement of every world; the oracle reads them as recorded
 (:func:`runner.judging.oracle.net_income`: the column within 15 days of the quarter's end, the newest
 column whose Net Income is reported, whatever its sign; a fiscal quarter in the month the company's
@@ -113,6 +118,22 @@ OFF_CYCLE_SYMBOL = "MSFT"
 #: in January has not ended by the seed world's as-of day, so its statement would lose the ended
 #: but unfiled newest quarter that task is judged on.
 JANUARY_YEAR_SYMBOL = "GOOGL"
+#: The months the seed world's fiscal years end in, drawn per company and world in place of the
+#: generator's (:data:`finevo.market.synthetic.FUNDAMENTALS`: Apple's September, the December of
+#: Amazon and Tesla). Each choice ends a calendar quarter, so both readings of "2023 Q1" answer, with
+#: different quarters: a tool whose table of fiscal year-ends holds Apple's real one (or defaults
+#: every other ticker to December) answers a quarter no reading gives. Apple's draws keep its year off
+#: December, so its statements keep their 52/53-week dates
+#: (:func:`runner.judging.world_market.weekly_fiscal_calendar`); MSFT and GOOGL keep the generator's
+#: June and December, which :func:`off_cycle_quarters` moves a month.
+MOVED_FISCAL_YEARS: dict[str, tuple[int, ...]] = {"AAPL": (3, 6), "AMZN": (3, 6, 9), "TSLA": (3, 6, 9)}
+
+
+def moved_fiscal_years(rng: np.random.Generator) -> tuple[dict[str, int], str]:
+    """``{symbol: month}`` of :data:`MOVED_FISCAL_YEARS`, one month drawn for each company (for
+    :func:`finevo.market.synthetic.generate`'s ``fiscal_year_ends``), and the draw in words."""
+    months = {symbol: int(rng.choice(choices)) for symbol, choices in MOVED_FISCAL_YEARS.items()}
+    return months, "fiscal years ending in " + ", ".join(f"{calendar.month_abbr[m]} ({s})" for s, m in months.items())
 
 
 def off_cycle_quarters(market: Market, symbol: str = OFF_CYCLE_SYMBOL) -> tuple[Market, str]:

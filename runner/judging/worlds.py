@@ -105,6 +105,7 @@ from runner.judging.world_shapes import (
 )
 from runner.judging.world_statements import (
     JANUARY_YEAR_SYMBOL,
+    moved_fiscal_years,
     off_cycle_quarters,
     revenue_gaps,
     sibling_rows,
@@ -699,7 +700,9 @@ class Worlds:
             started = time.perf_counter()
             if kind is WorldKind.SEED:
                 seed = self._sub_seed(kind, round_)
-                generated = sibling_rows(Market(synthetic.generate(seed, cents=False), synthetic.AS_OF),
+                years, fiscal = moved_fiscal_years(np.random.default_rng([self.seed, 0, round_, 7]))  # its own
+                generated = sibling_rows(Market(synthetic.generate(seed, cents=False, fiscal_year_ends=years),
+                                                synthetic.AS_OF),
                                          np.random.default_rng([self.seed, 0, round_, 4]))  # a stream of its own
                 market, off_cycle = off_cycle_quarters(generated)
                 market, january = off_cycle_quarters(market, JANUARY_YEAR_SYMBOL)
@@ -712,7 +715,7 @@ class Worlds:
                 market, halted = recent_halts(market, np.random.default_rng([self.seed, 0, round_, 6]))  # its own
                 market, unvolumed = index_without_volume(market)
                 market, shapes = self._recorded(market, kind, round_)
-                words = "; ".join(w for w in (off_cycle, january, weekly, unfiled, stated, gaps, moved, rising,
+                words = "; ".join(w for w in (fiscal, off_cycle, january, weekly, unfiled, stated, gaps, moved, rising,
                                               halted, unvolumed, shapes) if w)
                 self._markets[key] = [(f"seed-{seed}", words, _Base(market))]
             else:

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from finevo.market.synthetic import FUNDAMENTALS
 from runner.judging.oracle import compute, expected_values
 from runner.judging.probes import probes_for
 from runner.judging.world_statements import (
@@ -20,6 +21,7 @@ from runner.judging.world_statements import (
     EMPTY_EPS_ROWS,
     JANUARY_YEAR_SYMBOL,
     KEPT_ROWS,
+    MOVED_FISCAL_YEARS,
     REVENUE_GAP_YEAR,
     SIBLING_ROWS,
 )
@@ -408,3 +410,59 @@ def test_a_tool_that_needs_or_falls_back_to_another_row_fails(drawn: Env, task_i
 def test_a_tool_reading_only_the_asked_row_passes_beside_empty_cells(drawn: Env, task_id: str, code: str) -> None:
     verdict, _ = drawn.judge(task_id, code)
     assert verdict.state == "pass", verdict.reason
+
+
+def _fiscal_month(column: object) -> int:
+    """The month a statement period ends in (a 52/53-week date up to three days into the next month)."""
+    return int(((pd.Timestamp(column) + pd.Timedelta(days=15)).to_period("M") - 1).month)
+
+
+def test_the_seed_world_ends_fiscal_years_in_other_months_than_the_companies_own(env: Env) -> None:
+    """Apple's year does not end in September there, nor Amazon's or Tesla's in December: each ends
+    in a drawn month that ends a calendar quarter, so the calendar and the fiscal reading of the
+    statement task's own arguments both answer, with different quarters."""
+    market = _seed_market(env)
+    for symbol, choices in MOVED_FISCAL_YEARS.items():
+        months = {_fiscal_month(c) for c in market.income_stmt(symbol, "yearly").columns}
+        assert len(months) == 1, (symbol, months)
+        month = months.pop()
+        assert month in choices and month != FUNDAMENTALS[symbol].fiscal_year_end_month, (symbol, month)
+        assert {_fiscal_month(c) % 3 for c in market.income_stmt(symbol, "quarterly").columns} == {0}, symbol
+    task = env.tasks["fetch_001"]
+    assert task.intent.args["symbol"] in MOVED_FISCAL_YEARS
+    values = expected_values(task, market)
+    assert values["calendar_quarter"] != values["fiscal_quarter"]
+    words = env.worlds.variants(WorldKind.SEED, 0)[0][1]
+    assert "fiscal years ending in" in words, words
+
+
+#: Fiscal quarters from a table of fiscal year-ends per ticker (every other ticker's year taken to end
+#: in December): right wherever the table is, wrong for a company that keeps another calendar.
+NET_INCOME_TABLE = '''"""Net income of a company's fiscal quarter."""
+
+import pandas as pd
+import yfinance as yf
+
+YEAR_ENDS = {"AAPL": "SEP", "MSFT": "JUN", "NVDA": "JAN", "ORCL": "MAY", "CSCO": "JUL"}
+
+
+def net_income(symbol: str, year: int | None = None, quarter: int | None = None) -> float:
+    """Net Income of fiscal ``quarter`` of the fiscal year ending in ``year``."""
+    if year is None or quarter is None:
+        raise ValueError("a fiscal year and a quarter are needed")
+    period = pd.Period(year=int(year), quarter=int(quarter), freq="Q-" + YEAR_ENDS.get(symbol.upper(), "DEC"))
+    end = period.end_time.normalize()
+    row = yf.Ticker(symbol).quarterly_income_stmt.loc["Net Income"]
+    for column, value in row.items():
+        if abs((pd.Timestamp(column).tz_localize(None) - end).days) <= 15:
+            if pd.isna(value):
+                raise ValueError(f"{symbol}: fiscal {year} Q{quarter} is not reported")
+            return float(value)
+    raise ValueError(f"{symbol}: no quarter ending near {end.date()}")
+'''
+
+
+def test_a_table_of_fiscal_year_ends_per_ticker_fails(drawn: Env) -> None:
+    verdict, alone = drawn.judge("fetch_001", NET_INCOME_TABLE)
+    assert alone, "right for the task's own arguments on the snapshot (the fiscal reading)"
+    assert verdict.state == "fail" and verdict.reason.startswith("world seed-"), verdict.reason
