@@ -442,3 +442,94 @@ def zigzag_market(task: Task, market: Market, symbols: Sequence[str]) -> tuple[M
         return None
     return zigzag(market, shape, symbols), shape
 
+
+
+#: The finest grid a halted price is put on (a multiple of 2**-6, coarser for a price of five digits
+#: or more): a sum of a window's copies of it is exact, so every way of averaging a flat window -- a
+#: tail mean, a rolling mean, a sum over a count -- gives the price itself, to the last bit, and two
+#: windows inside the halt tie exactly. Its decimal digits (six at most) fit the ten significant
+#: digits a snapshot file keeps (:data:`finevo.market.snapshot.FLOAT_FORMAT`), so it is read back as written.
+HALT_GRID_BITS = 6
+
+
+def _on_halt_grid(price: float) -> float:
+    """``price`` rounded to the halt's grid (:data:`HALT_GRID_BITS` binary places, fewer where the
+    whole part leaves fewer than that many of the file's ten significant digits)."""
+    whole_digits = len(str(int(abs(price))))
+    step = 2.0 ** -max(0, min(HALT_GRID_BITS, 10 - whole_digits))
+    return round(price / step) * step
+
+
+@dataclass(frozen=True)
+class Halt:
+    """The last ``window`` sessions of a symbol halted at one price (flat bars, Volume 0, a trading
+    suspension still in force on the as-of day), after ``fall_sessions`` sessions falling ``fall`` a
+    day into it. Every average over windows inside the halt is the halted price exactly (a tie, see
+    :data:`HALT_GRID_BITS`): "MA5 above MA20" is false there, and a tool that counts a tie as a cross
+    (``>=``) answers true. The fall leaves the momentum low (Wilder's RSI keeps the ratio of its
+    smoothed gains and losses over a run of zero changes), so a signal that also asks for a low RSI
+    turns on the moving averages' comparison alone."""
+
+    window: int
+    fall_sessions: int = 14
+    fall: float = 0.015
+
+    def label(self) -> str:
+        return (f"a trading halt over the last {self.window} sessions (flat bars, Volume 0) after "
+                f"{self.fall_sessions} sessions falling {self.fall:.1%} a day: averages over windows "
+                "inside it tie exactly")
+
+
+def _halted(raw: pd.DataFrame, shape: Halt) -> pd.DataFrame | None:
+    """``raw`` redrawn by ``shape`` (``Adj Close`` recomputed; a dividend inside the halt is not paid,
+    so its adjusted closes stay flat; a split keeps its event, the prices being split-adjusted
+    already), or None when the history is too short for it."""
+    n = len(raw)
+    first = n - shape.window  # the first halted session
+    start = first - shape.fall_sessions  # the first falling session
+    if start < 2:
+        return None
+    raw = raw.copy()
+    close = raw["Close"].to_numpy(dtype=float)
+    fallen = float(close[start - 1]) * (1.0 - shape.fall) ** np.arange(1, shape.fall_sessions + 1)
+    fallen[-1] = _on_halt_grid(float(fallen[-1]))  # the halted price: the last traded close
+    ratios = np.ones(n)
+    ratios[start:first] = fallen / close[start:first]
+    for column in ("Open", "High", "Low", "Close"):
+        raw[column] = raw[column].to_numpy(dtype=float) * ratios
+    price = float(fallen[-1])
+    raw.iloc[first - 1, raw.columns.get_loc("Close")] = price
+    for column in ("Open", "High", "Low", "Close"):
+        raw.iloc[first:, raw.columns.get_loc(column)] = price
+    if "Volume" in raw.columns:
+        raw.iloc[first:, raw.columns.get_loc("Volume")] = 0
+    if "Dividends" in raw.columns:
+        raw.iloc[first + 1:, raw.columns.get_loc("Dividends")] = 0.0
+    bar = raw.iloc[first - 1]
+    raw.iloc[first - 1, raw.columns.get_loc("High")] = max(float(bar["High"]), price)
+    raw.iloc[first - 1, raw.columns.get_loc("Low")] = min(float(bar["Low"]), price)
+    return readjust(raw)
+
+
+def halted_market(task: Task, market: Market, symbols: Sequence[str]) -> tuple[Market, Halt] | None:
+    """For a yes/no task that reads two windows or more (a short and a long average), its own symbols
+    halted over its longest window after a fall (:class:`Halt`), when the oracle answers its own
+    arguments there; None when the task has fewer windows, none of at least 3 sessions, its symbols'
+    histories are too short, or the oracle has no answer. A task of one window has nothing to tie
+    there: its window would be all halt, flat and without volume, a shape that tests no reading."""
+    windows = sorted(window_args({**task.oracle.params, **task.intent.args}).values(), reverse=True)
+    if len(windows) < 2 or windows[0] < 3:
+        return None
+    shape = Halt(windows[0])
+    chosen = set(symbols)
+    data, changed = [], False
+    for item in market.data.values():
+        redrawn = _halted(item.history, shape) if item.symbol in chosen else None
+        changed |= redrawn is not None
+        data.append(item if redrawn is None else
+                    requote(SymbolData(item.symbol, redrawn, item.income_yearly, item.income_quarterly, item.info,
+                                       item.fast_info), market.as_of))
+    halted = Market(data, market.as_of)
+    if not changed or _primary(task, halted, {}) is None:
+        return None
+    return halted, shape

@@ -96,6 +96,7 @@ from runner.judging.world_shapes import (
     edge_spikes,
     first_spikes,
     flip_market,
+    halted_market,
     near_misses,
     reshape,
     round_trip_market,
@@ -792,6 +793,15 @@ class Worlds:
         return self._shaped_world(task, lambda: zigzag_market(task, base, [s for s in symbols if s in base.data]),
                                   "-zigzag")
 
+    def _halt_world(self, task: Task) -> World | None:
+        """For a yes/no task of two windows or more, a world of the run's snapshot whose own symbols (those
+        of the task's own arguments) are halted over its longest window after a fall (:func:`halted_market`): averages
+        over windows inside the halt tie exactly, so a tie counted as a cross (``>=`` for ``>``)
+        answers otherwise than the question, in every run."""
+        base = self._shaped_base()
+        own = task_symbols(task, [], base.data)
+        return self._shaped_world(task, lambda: halted_market(task, base, own), "-halt")
+
     def _shaped_world(self, task: Task, make: Callable[[], tuple[Market, Any] | None], suffix: str) -> World | None:
         """A ``flip`` world of ``task``: ``make()`` reshapes the run's snapshot (None: no shape does what
         is asked), timed as generating; the world is written under the task's name and ``suffix``."""
@@ -851,6 +861,9 @@ class Worlds:
             zig = self._zigzag_world(task, symbols)
             if zig is not None:
                 worlds.append(zig)
+            halt = self._halt_world(task)
+            if halt is not None:
+                worlds.append(halt)
         if worlds:
             for extra in (self._leap_world(task), self._long_world(task), self._closure_world(task)):
                 if extra is not None:

@@ -29,7 +29,7 @@ from finevo.sandbox.api import ExecutionResult
 from runner.inputs.tasks import Task, load_tasks
 from runner.judging.compare import judge_value
 from runner.judging.grade import Reruns, judge_task, world_answers
-from runner.judging.oracle import RAISES, expected_values, probe_expected_values
+from runner.judging.oracle import RAISES, expected_values, probe_expected_values, rsi_series
 from runner.judging.probes import SCALES, derive_probes, probes_for
 from runner.judging.world_market import (
     NO_VOLUME_SESSIONS,
@@ -1253,6 +1253,31 @@ def test_a_yes_no_task_is_judged_in_a_zigzag_world_where_summed_returns_part_fro
         assert [w.perturbation for w in failed if "zigzag" in w.perturbation], (wrong, verdict.reason)
     assert env.judge("comp_002", reference("comp_002"))[0].state == "pass"
 
+
+
+@pytest.mark.slow
+def test_a_yes_no_task_is_judged_in_a_halt_world_where_two_averages_tie_exactly(env: Env) -> None:
+    """comp_001 gets a world whose own symbol is halted over its long window after a fall: every way of
+    averaging the flat window gives the halted price to the last bit (a tail mean, a rolling mean, a
+    sum over a count), so MA5 ties MA20, while the RSI stays low. The oracle says False (MA5 is not
+    above MA20); a tool that counts a tie as a cross (``>=``) says True and fails there, in every run."""
+    task = env.judged["comp_001"]
+    world = next(w for w in env.worlds.for_task(task, [p.oracle_params for p in task.probes])
+                 if w.kind is WorldKind.FLIP and "halt" in w.perturbation)
+    assert expected_values(env.tasks["comp_001"], world.provider) == {"wilder_rsi": False}
+    bars = world.provider.history("AAPL")
+    closes = bars["Close"].astype(float)
+    price = float(closes.iloc[-1])
+    assert (bars["Volume"].tail(20) == 0).all() and (bars[["Open", "High", "Low"]].tail(20) == price).all().all()
+    averages = {float(closes.rolling(5).mean().iloc[-1]), float(closes.rolling(20).mean().iloc[-1]),
+                float(closes.tail(5).mean()), float(closes.tail(20).mean()), sum(closes.tail(20).tolist()) / 20}
+    assert averages == {price}
+    assert float(rsi_series(closes, 14).iloc[-1]) < 27
+    wrong = edited("comp_001", "short_ma > long_ma", "short_ma >= long_ma")
+    verdict, base = env.judge("comp_001", wrong)
+    assert base and verdict.state == "fail", verdict.reason
+    assert [w.perturbation for w in verdict.worlds if w.state == "fail" and "halt" in w.perturbation], verdict.reason
+    assert env.judge("comp_001", reference("comp_001"))[0].state == "pass"
 
 def _long_verdict(env: Env, hidden: Worlds, task: Task, code: str) -> TaskResult:
     result = env.run(code, task.intent.indicator, dict(task.intent.args))
