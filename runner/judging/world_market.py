@@ -8,7 +8,8 @@ session, a trading halt of flat bars, a recent split).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import bisect
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Literal
@@ -19,6 +20,8 @@ import pandas as pd
 from finevo.jsontypes import JSONObject, JSONValue
 from finevo.market.snapshot import EXCHANGE_TZ, Snapshot, SymbolData, SymbolNotRecorded, auto_adjust
 from finevo.market.synthetic import quote_book
+from runner.judging.world_calendar import EARLIER_YEARS
+from runner.judging.world_calendar import sessions as deep_sessions
 
 #: A statement column counts as reported this many days after its period ends (the default; an
 #: ``as_of`` world draws its own lag from :data:`REPORTING_LAGS`).
@@ -743,19 +746,24 @@ def recorded_shapes(market: Market, rng: np.random.Generator, avoid: Iterable[in
     return Market(data, market.as_of), "; ".join(words)
 
 
-def lengthen(market: Market, start: date, rng: np.random.Generator) -> Market:
+def lengthen(market: Market, start: date, rng: np.random.Generator,
+             calendar: Callable[[date, date], list[date]] | None = None, growth: float | None = None) -> Market:
     """``market`` with its history reaching back to ``start``: the NYSE sessions from ``start`` to the
     day before its first bar prepended to every symbol, each drawn (one draw of a past session for
     all symbols, so they keep moving together) from the market's own sessions -- the day's return,
     its open, high and low about its close, its volume --, chained back from the first close; every
     dividend of a symbol's first year paid again each whole year before, a cent or so less. A snapshot
     recorded with an earlier ``--start`` looks the same; statements and quotes are left as they are
-    (:func:`truncate` re-derives the quotes)."""
-    from finevo.market.calendar import next_trading_day, trading_days
+    (:func:`truncate` re-derives the quotes). A dividend that would be a cent or less is not paid (the
+    payer had not started then). ``calendar(start, end)``: the sessions between two days, both
+    inclusive (the NYSE calendar's by default; :func:`runner.judging.world_calendar.sessions` reaches
+    further back). ``growth``: the yearly growth the drawn walk is held to, its moves recentred (the
+    draws' own drift, compounded over decades, would take a price to a fraction of a cent)."""
+    from finevo.market.calendar import trading_days
 
     firsts = {s: pd.DatetimeIndex(item.history.index) for s, item in market.data.items()}
     first = min(index[0].date() for index in firsts.values())
-    days = trading_days(start, first - pd.Timedelta(days=1)) if start < first else []
+    days = (calendar or trading_days)(start, first - pd.Timedelta(days=1)) if start < first else []
     if not days:
         return market
     shortest = min(len(index) for index in firsts.values())
@@ -765,6 +773,9 @@ def lengthen(market: Market, start: date, rng: np.random.Generator) -> Market:
         raw = item.history
         close = raw["Close"].to_numpy(dtype=float)
         step = close[picks] / close[picks - 1]
+        if growth is not None:
+            logs = np.log(step)
+            step = np.exp(logs - logs.mean() + np.log1p(growth) / 252)
         closes = np.empty(len(days))
         level = close[0]
         for j in range(len(days) - 1, -1, -1):  # walk back from the first recorded close
@@ -788,11 +799,11 @@ def lengthen(market: Market, start: date, rng: np.random.Generator) -> Market:
             for stamp, amount in opening.items():
                 for back in range(1, 1 + (first.year - start.year) + 1):
                     when = (pd.Timestamp(stamp).tz_localize(None) - pd.DateOffset(years=back)).date()
-                    if when < start:
+                    at = bisect.bisect_left(days, when)  # the next session on or after it
+                    paid_then = round(float(amount) - 0.01 * back, 4)
+                    if when < start or at == len(days) or paid_then <= 0:
                         continue
-                    ex = pd.Timestamp(next_trading_day(when)).tz_localize(raw.index.tz)
-                    if ex in block.index:
-                        block.loc[ex, "Dividends"] = round(float(amount) - 0.01 * back, 4)
+                    block.loc[pd.Timestamp(days[at]).tz_localize(raw.index.tz), "Dividends"] = paid_then
         longer = pd.concat([block.astype(raw.dtypes.to_dict()), raw])
         data.append(SymbolData(symbol, readjust(longer), item.income_yearly, item.income_quarterly,
                                item.info, item.fast_info))
@@ -830,12 +841,31 @@ def long_sessions(first: date, as_of: date) -> int:
 
 
 def lengthened(market: Market, rng: np.random.Generator) -> Market:
-    """``market`` lengthened back to :func:`long_start` of its as-of day (:func:`lengthen`); the market
-    itself when the calendar cannot place the sessions before it."""
+    """``market`` lengthened back to :func:`long_start` of its as-of day (:func:`lengthen`), then on back
+    to :data:`DEEP_START` (:func:`deepened`); the market itself when the calendar cannot place the
+    sessions before it."""
     first = min(pd.DatetimeIndex(item.history.index)[0].date() for item in market.data.values())
     if long_sessions(first, market.as_of) == 0:
         return market
-    return lengthen(market, long_start(market.as_of), rng)
+    return deepened(lengthen(market, long_start(market.as_of), rng), rng)
+
+
+#: The first day of the ``long`` world's deep history: recorded data reach back decades (a stock listed
+#: in 1980 trades since then, the index since 1927), so "all the history" lies before any fixed start a
+#: tool may assume precedes the data (``start="2000-01-01"``, ``"1990-01-01"``); the calendar of
+#: :mod:`runner.judging.world_calendar` places the sessions back to here.
+DEEP_START = date(EARLIER_YEARS[0], 1, 1)
+#: The yearly growth of the deep history's walk (a stock's decades before: a few times lower, never a
+#: fraction of a cent).
+DEEP_GROWTH = 0.06
+
+
+def deepened(market: Market, rng: np.random.Generator) -> Market:
+    """``market`` (the ``long`` world's twenty years) lengthened on back to :data:`DEEP_START`
+    (:func:`lengthen` over the calendar of :func:`runner.judging.world_calendar.sessions`), the sessions it
+    had left as they were (drawn after them, from a stream that has drawn those): a measure of all
+    the history reads decades a tool that starts at a fixed date drops."""
+    return lengthen(market, DEEP_START, rng, calendar=deep_sessions, growth=DEEP_GROWTH)
 
 
 def _nearest_saturday(day: date) -> date:
