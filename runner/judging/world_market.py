@@ -899,3 +899,53 @@ def weekly_fiscal_calendar(market: Market) -> tuple[Market, str]:
         data.append(restate(SymbolData(item.symbol, item.history, redate(item.income_yearly),
                                        redate(item.income_quarterly), item.info, item.fast_info), market.as_of))
     return Market(data, market.as_of), ("52/53-week fiscal dates: " + ", ".join(words)) if words else ""
+
+
+#: Sessions a ``listing`` world's recent listing has traded up to its as-of day, tried in this order
+#: (a stock listed two or three weeks ago): fewer than the window of a task over several symbols,
+#: so that no accepted reading answers it (a window in calendar days too: the first bar lies more
+#: than a weekend after the window's first day).
+LISTING_SESSIONS = (12, 9, 6, 4)
+#: ``info`` / ``fast_info`` fields Yahoo leaves empty for a stock listed weeks ago (they need a year of
+#: history, or dividends it has not paid yet).
+_UNLISTED_FIELDS = ("52WeekChange", "fiftyTwoWeekChangePercent", "yearChange", "beta", "dividendRate",
+                    "dividendYield", "payoutRatio", "fiveYearAvgDividendYield")
+#: Average-volume fields, re-derived from the sessions a recent listing has.
+_VOLUME_FIELDS = ("averageVolume", "averageVolume10days", "averageDailyVolume10Day", "averageDailyVolume3Month",
+                  "tenDayAverageVolume", "threeMonthAverageVolume")
+
+
+def recent_listing(market: Market, symbol: str, sessions: int) -> Market:
+    """``market`` with ``symbol`` a recent listing: its bars from ``sessions`` sessions before the as-of
+    day on (a stock that started trading then, as a listing of weeks ago looks in a snapshot recorded
+    with an earlier ``--start``: nothing before its first bar), no dividend or split on the bars it
+    keeps (a company listed weeks ago has paid none), ``Adj Close`` equal to ``Close``; its quotes
+    re-derived from those bars, the fields that need a year of history or a dividend left empty, and
+    its statements kept (a listed company files its past years). Every other symbol as it was."""
+    item = market.data[symbol]
+    raw = item.history.iloc[-sessions:].copy()
+    for column in ("Dividends", "Stock Splits"):
+        if column in raw.columns:
+            raw[column] = np.zeros(len(raw), dtype=raw[column].dtype)
+    listed = requote(restate(SymbolData(symbol, readjust(raw), item.income_yearly, item.income_quarterly,
+                                        item.info, item.fast_info), market.as_of), market.as_of)
+    traded = raw["Volume"].to_numpy(dtype=float)
+    volumes = {"averageVolume10days": traded[-10:], "averageDailyVolume10Day": traded[-10:],
+               "tenDayAverageVolume": traded[-10:]}
+
+    def unlisted(fields: JSONObject) -> JSONObject:
+        out = dict(fields)
+        for key in _UNLISTED_FIELDS:
+            if key in out:
+                out[key] = None
+        if "trailingAnnualDividendYield" in out:
+            out["trailingAnnualDividendYield"] = 0.0
+        for key in _VOLUME_FIELDS:
+            if key in out and len(traded):
+                out[key] = round(float(volumes.get(key, traded).mean()))
+        return out
+
+    data = [SymbolData(symbol, listed.history, listed.income_yearly, listed.income_quarterly,
+                       unlisted(listed.info), unlisted(listed.fast_info)) if s == symbol else market.data[s]
+            for s in market.data]
+    return Market(data, market.as_of)
