@@ -1,7 +1,7 @@
 """Labelled replies through the judge: wrong-but-plausible tools must fail, right variants must pass.
 
-``labelled_replies.jsonl`` holds 156 final tools for the 20 tasks, written without reading the judge's
-tests (128 ``wrong``: each gives the right number on the task's own arguments but is wrong in general
+``labelled_replies.jsonl`` holds 160 final tools for the 20 tasks, written without reading the judge's
+tests (132 ``wrong``: each gives the right number on the task's own arguments but is wrong in general
 -- a hard-coded argument, a clamp, an off-by-one window, answering from fewer data than asked, part
 of a list, a reporting lag or a year length assumed, a window anchored at the last bar instead of
 today...; 28 ``correct``: other accepted conventions or equivalent implementations). Lines 71-83
@@ -40,7 +40,12 @@ it; 153, a correlation that answers 0.0 where a series does not move, and 154, o
 is undefined and a tool must raise); 155, a "latest close" that drops bars of Volume 0, and 156, one that
 keeps them (fetch_004: the seed world's index with Volume 0 on its latest sessions). Line 65, a log-return
 correlation labelled correct until then, answers NaN there (``np.corrcoef`` of a constant) and is labelled
-wrong. They are judged as the gate judges a final tool (``scripts/judge_replies.py``), in five seeds'
+wrong. Lines 157-160 are from a ninth blind batch: 157, a basket that leaves out a symbol whose history is
+shorter than the window (comp_003), and 158, a correlation that checks the first symbol's history only
+(calc_008): the listing world's stock listed weeks ago, where the window's data cannot be had and a tool
+must raise; 159, "all available history" read from 1990-01-01 (comp_004: the long world reaches back to
+1980); 160, closes rounded to cents before "last > first" (comp_002: the round-trip world ends 0.4 cent
+up). They are judged as the gate judges a final tool (``scripts/judge_replies.py``), in five seeds'
 probes and hidden worlds.
 """
 
@@ -79,4 +84,4 @@ def test_wrong_replies_fail_and_right_ones_pass() -> None:
     unexpected = [f for f in found if f[3] == "FALSE PASS" and int(f[1]) not in KNOWN_FALSE_PASSES]
     assert not unexpected, unexpected
     summary = done.stdout.splitlines()[-1]
-    assert summary.startswith("156 replies x 5 seed(s)"), summary
+    assert summary.startswith("160 replies x 5 seed(s)"), summary
