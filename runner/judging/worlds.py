@@ -656,9 +656,9 @@ class Worlds:
         found: tuple[Market, int, frozenset[int]] | None = None
         for sessions in LISTING_SESSIONS:
             listed = recent_listing(base, symbol, sessions)
+            # the two markets differ in the listed symbol's bars only: what this one refuses, the listing took
             refused = frozenset(i for i, args in enumerate(argsets)
-                                if symbol in task_symbols(task, [args], [symbol])
-                                and _answered(task, base, args) and not _answered(task, listed, args))
+                                if _answered(task, base, args) and not _answered(task, listed, args))
             if 0 in refused:
                 found = (listed, sessions, refused)
                 break
