@@ -841,13 +841,13 @@ def long_sessions(first: date, as_of: date) -> int:
 
 
 def lengthened(market: Market, rng: np.random.Generator) -> Market:
-    """``market`` lengthened back to :func:`long_start` of its as-of day (:func:`lengthen`), then on back
-    to :data:`DEEP_START` (:func:`deepened`); the market itself when the calendar cannot place the
-    sessions before it."""
+    """``market`` lengthened back to :func:`long_start` of its as-of day (:func:`lengthen`); the market
+    itself when the calendar cannot place the sessions before it. The ``long`` world goes on back to
+    :data:`DEEP_START` (:func:`deepened`, with the same stream)."""
     first = min(pd.DatetimeIndex(item.history.index)[0].date() for item in market.data.values())
     if long_sessions(first, market.as_of) == 0:
         return market
-    return deepened(lengthen(market, long_start(market.as_of), rng), rng)
+    return lengthen(market, long_start(market.as_of), rng)
 
 
 #: The first day of the ``long`` world's deep history: recorded data reach back decades (a stock listed

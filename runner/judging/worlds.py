@@ -66,6 +66,7 @@ from runner.judging.oracle import caching, judged_values
 from runner.judging.world_dirs import _ROOT_PREFIX, default_root_parent, sweep_orphans
 from runner.judging.world_dividends import STOPPED_YEARS, stopped_payers
 from runner.judging.world_market import (
+    DEEP_START,
     LEAP_YEARS,
     LISTING_SESSIONS,
     LONG_YEARS,
@@ -75,6 +76,7 @@ from runner.judging.world_market import (
     Spike,
     _events,
     close_after,
+    deepened,
     edge_dividends,
     extra_dividend,
     index_without_volume,
@@ -353,6 +355,8 @@ class Worlds:
         self._longer_stopped = ""
         #: The ``long`` world's market (built once, :meth:`long_market`).
         self._long: _Base | None = None
+        #: The ``long`` world's market before its deep history (:meth:`twenty_market`).
+        self._twenty: Market | None = None
         #: The ``closure`` world's market (built once, :meth:`_closure_world`): None until built.
         self._closure: tuple[date, int, _Base] | None = None
         self._closure_built = False
@@ -561,9 +565,19 @@ class Worlds:
         if self._long is None:
             started = time.perf_counter()
             rng = np.random.default_rng([self.seed, len(KIND_ORDER), 2])
-            self._long = _Base(lengthened(self._base_market().market, rng))
+            base = self._base_market().market
+            self._twenty = lengthened(base, rng)
+            self._long = _Base(deepened(self._twenty, rng) if self._twenty is not base else base)
             self.timings["generate"] += time.perf_counter() - started
         return self._long.market
+
+    def twenty_market(self) -> Market:
+        """The ``long`` world's market before its deep history (:func:`deepened`): its last
+        :data:`LONG_YEARS` years, what the ``closure`` world is cut from (a closure's as-of needs no
+        decades before it; every task is judged there, so its history is kept short)."""
+        self.long_market()
+        assert self._twenty is not None
+        return self._twenty
 
     def _long_world(self, task: Task) -> World | None:
         """For a task with a probe that needs more history than the run's snapshot holds (its
@@ -576,9 +590,11 @@ class Worlds:
             return None  # the calendar cannot place sessions before the snapshot's: nothing longer to judge in
         if not any(p.min_sessions for p in task.probes) and not self._reads_all_history(task, market):
             return None
+        assert self._twenty is not None
         first = min(pd.DatetimeIndex(item.history.index)[0].date() for item in market.data.values())
+        twenty = min(pd.DatetimeIndex(item.history.index)[0].date() for item in self._twenty.data.values())
         return self._write(f"{WorldKind.LONG.value}-{market.as_of.isoformat()}", WorldKind.LONG, 0, self._long,
-                           f"history from {first} ({LONG_YEARS} years)")
+                           f"history from {first} ({LONG_YEARS} years from {twenty}, then back to {DEEP_START})")
 
     def closure_day(self) -> tuple[date, date] | None:
         """The ``closure`` world's as-of day and the last session before it: of the closed days of the
@@ -587,7 +603,7 @@ class Worlds:
         edge, the latest (the last closed day before the market reopens); its last session the latest
         one at least :data:`CLOSURE_DAYS` calendar days before it, when no dividend or split falls on
         the sessions closed between. None when the calendar holds no such closure."""
-        market = self.long_market()
+        market = self.twenty_market()
         sessions = market.sessions()
         if not sessions:
             return None
@@ -620,7 +636,7 @@ class Worlds:
             found = self.closure_day()
             if found is not None:
                 day, last = found
-                self._closure = (day, (day - last).days, _Base(close_after(truncate(self.long_market(), day), last)))
+                self._closure = (day, (day - last).days, _Base(close_after(truncate(self.twenty_market(), day), last)))
             self.timings["generate"] += time.perf_counter() - started
         if self._closure is None:
             return None
