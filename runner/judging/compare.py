@@ -50,6 +50,9 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
            "mismatch_words", "probe_entry", "raised_by_tool", "readings", "refused_value"]
 
 #: Recorded in every report; bump it whenever a rule changes what passes.
+#: 3.9: a listing world for every task over a list of symbols (one stock listed weeks ago: the task's own
+#: arguments must raise); the long world reaches back to 1980 (all the history is not "since 2000"); the
+#: round-trip world's rise is under half a cent (rounded to cents, no rise);
 #: 3.8: a bounded argument (a quarter) is probed at its last value first (Q4: month arithmetic rolls
 #: over); a lookback is probed at the data's limit (it must answer) and one past it (it must raise),
 #: in place of one far beyond the data; the zigzag world's last close ties the window's first exactly
@@ -88,7 +91,7 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
 #: support them (must raise), the dividend window's edge and Wilder's SMA seed as readings,
 #: closed-day as-of worlds; 3.1: flip worlds, threshold boundary probes, RSI warm-up reading;
 #: 3.0: hidden worlds.
-JUDGE_VERSION = "3.8"
+JUDGE_VERSION = "3.9"
 
 #: Runs tool code in the sandbox: ``(code, entry, args) -> ExecutionResult``; may raise a
 #: :class:`~finevo.errors.FinevoError` (an external one when the sandbox itself is unavailable).

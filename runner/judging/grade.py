@@ -329,9 +329,10 @@ def world_answers(task: Task, world: World) -> list[WorldAnswer]:
         try:
             out.append((index, judged_values(task, provider, dict(probe.oracle_params) if probe else None)))
         except InputError as exc:
-            if (probe is not None and probe.expect_error) or undefined_here(exc):
-                # the data cannot support it, or the measure is undefined on them (a flat series):
-                # no reading gives a number, so the tool must raise (a placeholder 0.0 fails)
+            if (probe is not None and probe.expect_error) or undefined_here(exc) or index in world.must_raise:
+                # the data cannot support it (a probe past the data, a symbol the world lists weeks ago),
+                # or the measure is undefined on them (a flat series): no reading gives a number, so the
+                # tool must raise (a placeholder 0.0, an answer from the other symbols alone, fails)
                 out.append((index, {RAISES: str(exc)}))
                 continue
             if probe is None:

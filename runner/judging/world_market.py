@@ -8,7 +8,8 @@ session, a trading halt of flat bars, a recent split).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import bisect
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Literal
@@ -19,6 +20,8 @@ import pandas as pd
 from finevo.jsontypes import JSONObject, JSONValue
 from finevo.market.snapshot import EXCHANGE_TZ, Snapshot, SymbolData, SymbolNotRecorded, auto_adjust
 from finevo.market.synthetic import quote_book
+from runner.judging.world_calendar import EARLIER_YEARS
+from runner.judging.world_calendar import sessions as deep_sessions
 
 #: A statement column counts as reported this many days after its period ends (the default; an
 #: ``as_of`` world draws its own lag from :data:`REPORTING_LAGS`).
@@ -743,19 +746,24 @@ def recorded_shapes(market: Market, rng: np.random.Generator, avoid: Iterable[in
     return Market(data, market.as_of), "; ".join(words)
 
 
-def lengthen(market: Market, start: date, rng: np.random.Generator) -> Market:
+def lengthen(market: Market, start: date, rng: np.random.Generator,
+             calendar: Callable[[date, date], list[date]] | None = None, growth: float | None = None) -> Market:
     """``market`` with its history reaching back to ``start``: the NYSE sessions from ``start`` to the
     day before its first bar prepended to every symbol, each drawn (one draw of a past session for
     all symbols, so they keep moving together) from the market's own sessions -- the day's return,
     its open, high and low about its close, its volume --, chained back from the first close; every
     dividend of a symbol's first year paid again each whole year before, a cent or so less. A snapshot
     recorded with an earlier ``--start`` looks the same; statements and quotes are left as they are
-    (:func:`truncate` re-derives the quotes)."""
-    from finevo.market.calendar import next_trading_day, trading_days
+    (:func:`truncate` re-derives the quotes). A dividend that would be a cent or less is not paid (the
+    payer had not started then). ``calendar(start, end)``: the sessions between two days, both
+    inclusive (the NYSE calendar's by default; :func:`runner.judging.world_calendar.sessions` reaches
+    further back). ``growth``: the yearly growth the drawn walk is held to, its moves recentred (the
+    draws' own drift, compounded over decades, would take a price to a fraction of a cent)."""
+    from finevo.market.calendar import trading_days
 
     firsts = {s: pd.DatetimeIndex(item.history.index) for s, item in market.data.items()}
     first = min(index[0].date() for index in firsts.values())
-    days = trading_days(start, first - pd.Timedelta(days=1)) if start < first else []
+    days = (calendar or trading_days)(start, first - pd.Timedelta(days=1)) if start < first else []
     if not days:
         return market
     shortest = min(len(index) for index in firsts.values())
@@ -765,6 +773,9 @@ def lengthen(market: Market, start: date, rng: np.random.Generator) -> Market:
         raw = item.history
         close = raw["Close"].to_numpy(dtype=float)
         step = close[picks] / close[picks - 1]
+        if growth is not None:
+            logs = np.log(step)
+            step = np.exp(logs - logs.mean() + np.log1p(growth) / 252)
         closes = np.empty(len(days))
         level = close[0]
         for j in range(len(days) - 1, -1, -1):  # walk back from the first recorded close
@@ -788,11 +799,11 @@ def lengthen(market: Market, start: date, rng: np.random.Generator) -> Market:
             for stamp, amount in opening.items():
                 for back in range(1, 1 + (first.year - start.year) + 1):
                     when = (pd.Timestamp(stamp).tz_localize(None) - pd.DateOffset(years=back)).date()
-                    if when < start:
+                    at = bisect.bisect_left(days, when)  # the next session on or after it
+                    paid_then = round(float(amount) - 0.01 * back, 4)
+                    if when < start or at == len(days) or paid_then <= 0:
                         continue
-                    ex = pd.Timestamp(next_trading_day(when)).tz_localize(raw.index.tz)
-                    if ex in block.index:
-                        block.loc[ex, "Dividends"] = round(float(amount) - 0.01 * back, 4)
+                    block.loc[pd.Timestamp(days[at]).tz_localize(raw.index.tz), "Dividends"] = paid_then
         longer = pd.concat([block.astype(raw.dtypes.to_dict()), raw])
         data.append(SymbolData(symbol, readjust(longer), item.income_yearly, item.income_quarterly,
                                item.info, item.fast_info))
@@ -831,11 +842,30 @@ def long_sessions(first: date, as_of: date) -> int:
 
 def lengthened(market: Market, rng: np.random.Generator) -> Market:
     """``market`` lengthened back to :func:`long_start` of its as-of day (:func:`lengthen`); the market
-    itself when the calendar cannot place the sessions before it."""
+    itself when the calendar cannot place the sessions before it. The ``long`` world goes on back to
+    :data:`DEEP_START` (:func:`deepened`, with the same stream)."""
     first = min(pd.DatetimeIndex(item.history.index)[0].date() for item in market.data.values())
     if long_sessions(first, market.as_of) == 0:
         return market
     return lengthen(market, long_start(market.as_of), rng)
+
+
+#: The first day of the ``long`` world's deep history: recorded data reach back decades (a stock listed
+#: in 1980 trades since then, the index since 1927), so "all the history" lies before any fixed start a
+#: tool may assume precedes the data (``start="2000-01-01"``, ``"1990-01-01"``); the calendar of
+#: :mod:`runner.judging.world_calendar` places the sessions back to here.
+DEEP_START = date(EARLIER_YEARS[0], 1, 1)
+#: The yearly growth of the deep history's walk (a stock's decades before: a few times lower, never a
+#: fraction of a cent).
+DEEP_GROWTH = 0.06
+
+
+def deepened(market: Market, rng: np.random.Generator) -> Market:
+    """``market`` (the ``long`` world's twenty years) lengthened on back to :data:`DEEP_START`
+    (:func:`lengthen` over the calendar of :func:`runner.judging.world_calendar.sessions`), the sessions it
+    had left as they were (drawn after them, from a stream that has drawn those): a measure of all
+    the history reads decades a tool that starts at a fixed date drops."""
+    return lengthen(market, DEEP_START, rng, calendar=deep_sessions, growth=DEEP_GROWTH)
 
 
 def _nearest_saturday(day: date) -> date:
@@ -869,3 +899,53 @@ def weekly_fiscal_calendar(market: Market) -> tuple[Market, str]:
         data.append(restate(SymbolData(item.symbol, item.history, redate(item.income_yearly),
                                        redate(item.income_quarterly), item.info, item.fast_info), market.as_of))
     return Market(data, market.as_of), ("52/53-week fiscal dates: " + ", ".join(words)) if words else ""
+
+
+#: Sessions a ``listing`` world's recent listing has traded up to its as-of day, tried in this order
+#: (a stock listed two or three weeks ago): fewer than the window of a task over several symbols,
+#: so that no accepted reading answers it (a window in calendar days too: the first bar lies more
+#: than a weekend after the window's first day).
+LISTING_SESSIONS = (12, 9, 6, 4)
+#: ``info`` / ``fast_info`` fields Yahoo leaves empty for a stock listed weeks ago (they need a year of
+#: history, or dividends it has not paid yet).
+_UNLISTED_FIELDS = ("52WeekChange", "fiftyTwoWeekChangePercent", "yearChange", "beta", "dividendRate",
+                    "dividendYield", "payoutRatio", "fiveYearAvgDividendYield")
+#: Average-volume fields, re-derived from the sessions a recent listing has.
+_VOLUME_FIELDS = ("averageVolume", "averageVolume10days", "averageDailyVolume10Day", "averageDailyVolume3Month",
+                  "tenDayAverageVolume", "threeMonthAverageVolume")
+
+
+def recent_listing(market: Market, symbol: str, sessions: int) -> Market:
+    """``market`` with ``symbol`` a recent listing: its bars from ``sessions`` sessions before the as-of
+    day on (a stock that started trading then, as a listing of weeks ago looks in a snapshot recorded
+    with an earlier ``--start``: nothing before its first bar), no dividend or split on the bars it
+    keeps (a company listed weeks ago has paid none), ``Adj Close`` equal to ``Close``; its quotes
+    re-derived from those bars, the fields that need a year of history or a dividend left empty, and
+    its statements kept (a listed company files its past years). Every other symbol as it was."""
+    item = market.data[symbol]
+    raw = item.history.iloc[-sessions:].copy()
+    for column in ("Dividends", "Stock Splits"):
+        if column in raw.columns:
+            raw[column] = np.zeros(len(raw), dtype=raw[column].dtype)
+    listed = requote(restate(SymbolData(symbol, readjust(raw), item.income_yearly, item.income_quarterly,
+                                        item.info, item.fast_info), market.as_of), market.as_of)
+    traded = raw["Volume"].to_numpy(dtype=float)
+    volumes = {"averageVolume10days": traded[-10:], "averageDailyVolume10Day": traded[-10:],
+               "tenDayAverageVolume": traded[-10:]}
+
+    def unlisted(fields: JSONObject) -> JSONObject:
+        out = dict(fields)
+        for key in _UNLISTED_FIELDS:
+            if key in out:
+                out[key] = None
+        if "trailingAnnualDividendYield" in out:
+            out["trailingAnnualDividendYield"] = 0.0
+        for key in _VOLUME_FIELDS:
+            if key in out and len(traded):
+                out[key] = round(float(volumes.get(key, traded).mean()))
+        return out
+
+    data = [SymbolData(symbol, listed.history, listed.income_yearly, listed.income_quarterly,
+                       unlisted(listed.info), unlisted(listed.fast_info)) if s == symbol else market.data[s]
+            for s in market.data]
+    return Market(data, market.as_of)

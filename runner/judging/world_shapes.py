@@ -262,7 +262,11 @@ class RoundTrip:
     (a fraction, larger than ``end``): the quoted closes from the ex-date on fall by it, so the
     dividend-adjusted closes draw the path above exactly and the raw ones end ``dividend`` lower,
     the other side of the first close when the path ends above it. "The price rose" read from raw
-    closes parts from the adjusted reading here (a small net move, a dividend above it)."""
+    closes parts from the adjusted reading here (a small net move, a dividend above it).
+
+    A path that ends above its first close ends less than half a cent above it (:func:`_cent_above`):
+    the last adjusted close rounds to the same cent as the first, so a tool that rounds the closes
+    before the strict comparison sees no rise where the data hold one."""
 
     window: int
     excursion: float
@@ -271,8 +275,10 @@ class RoundTrip:
     dividend: float = 0.015
 
     def label(self) -> str:
+        ending = ("less than half a cent above the first close (the same cent)" if self.end > 0
+                  else f"{self.end:+.1%} from the first close")
         return (f"last {self.window} closes redrawn as a round trip: {self.excursion:+.0%} at the middle, ending "
-                f"{self.end:+.1%} from the first close (opened {2 * self.end:+.1%} from it), adjusted for an "
+                f"{ending} (opened {2 * self.end:+.1%} from it), adjusted for an "
                 f"ex-dividend of {self.dividend:.1%} at the middle (a payer's quoted closes "
                 f"{self.end - self.dividend:+.1%}); volume {self.volume:+.0%} over the window")
 
@@ -308,6 +314,7 @@ def round_trip(market: Market, shape: RoundTrip, symbols: Iterable[str]) -> Mark
             ramp[first:] = 1.0 + shape.volume * np.arange(1, shape.window + 1) / shape.window
             raw["Volume"] = _ramped(raw["Volume"].to_numpy(dtype=float), ramp)
         raw = _ex_dividend(raw, first, shape.dividend)
+        raw = _cent_above(readjust(raw), shape.window) if shape.end > 0 else raw
         data.append(requote(restate(SymbolData(item.symbol, readjust(raw), item.income_yearly,
                                                item.income_quarterly, item.info, item.fast_info), market.as_of),
                             market.as_of))
@@ -411,15 +418,15 @@ def zigzag(market: Market, shape: Zigzag, symbols: Iterable[str]) -> Market:
     return Market(data, market.as_of)
 
 
-def _tied(raw: pd.DataFrame, window: int) -> pd.DataFrame:
+def _tied(raw: pd.DataFrame, window: int, above: float = 0.0) -> pd.DataFrame:
     """``raw`` (``Adj Close`` computed) with its last bar scaled whole so that its close equals, to the
     last bit, the adjusted close ``window`` bars back -- the first of the last ``window`` closes, in
     the adjusted closes every reading of "the price" reads (the last bar's own factor is 1: no
-    dividend follows it, so its quoted close is its adjusted one)."""
+    dividend follows it, so its quoted close is its adjusted one); ``above``: that much above it."""
     if "Adj Close" not in raw.columns:
         return raw
     raw = raw.copy()
-    target = float(raw["Adj Close"].iloc[len(raw) - window])
+    target = float(raw["Adj Close"].iloc[len(raw) - window]) + above
     last = len(raw) - 1
     ratio = target / float(raw["Close"].iloc[last])
     for column in ("Open", "High", "Low"):
@@ -428,6 +435,29 @@ def _tied(raw: pd.DataFrame, window: int) -> pd.DataFrame:
     raw.iloc[last, raw.columns.get_loc("High")] = max(float(raw["High"].iloc[last]), target)
     raw.iloc[last, raw.columns.get_loc("Low")] = min(float(raw["Low"].iloc[last]), target)
     return readjust(raw)
+
+
+#: How far above the first close of the window the round trip's last close ends (:func:`_cent_above`),
+#: and how far below its cent the first close is moved: both round to that cent, a tenth of a cent from
+#: where rounding would part them.
+CENT_ABOVE = 0.004
+_BELOW_CENT = 0.003
+
+
+def _cent_above(raw: pd.DataFrame, window: int) -> pd.DataFrame:
+    """``raw`` (``Adj Close`` computed) with its last close :data:`CENT_ABOVE` above the adjusted close
+    ``window`` bars back, both rounding to the same cent: every price first scaled by one factor (a few
+    millionths: levels are arbitrary, the adjustment factors barely move) so that the first
+    close lies :data:`_BELOW_CENT` under its cent, then the last bar scaled whole (:func:`_tied`). The
+    close rises, by less than half a cent: rounded to cents it does not."""
+    if "Adj Close" not in raw.columns:
+        return raw
+    first = float(raw["Adj Close"].iloc[len(raw) - window])
+    factor = (round(first * 100) / 100 - _BELOW_CENT) / first
+    raw = raw.copy()
+    for column in ("Open", "High", "Low", "Close"):
+        raw[column] = raw[column].to_numpy(dtype=float) * factor
+    return _tied(readjust(raw), window, CENT_ABOVE)
 
 
 def zigzag_market(task: Task, market: Market, symbols: Sequence[str]) -> tuple[Market, Zigzag] | None:

@@ -16,9 +16,10 @@ with new sub-seeds, when ``count`` is above 3):
   window): a tool that drops the last session (yfinance's exclusive ``end``) or reads the
   previous one moves.
 
-Some tasks get one more world of a kind of its own (``flip``, ``leap``, ``long``, ``closure``: see
-:class:`WorldKind`); the ``closure`` world stands right after the longest market closure the long
-world's calendar holds, for every task the oracle answers there.
+Some tasks get one more world of a kind of its own (``flip``, ``leap``, ``long``, ``closure``,
+``listing``: see :class:`WorldKind`); the ``closure`` world stands right after the longest market
+closure the long world's calendar holds, for every task the oracle answers there; the ``listing``
+world makes one stock of a task over several symbols a listing of weeks ago.
 
 Spikes are new highs or lows of Close (the whole bar scaled, so ``Low <= Open, Close <= High``
 holds) on every symbol, at the windows of every task of the run. Each of the two spiked kinds
@@ -53,6 +54,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from finevo.errors import InputError
 from finevo.market import synthetic
 from finevo.market.calendar import COVERED_YEARS, is_trading_day
 from finevo.market.provider import MarketProvider
@@ -60,11 +62,13 @@ from finevo.market.snapshot import Snapshot, SnapshotOrigin, load_snapshot, symb
 from runner.inputs.oracle_params import SHARED_READINGS
 from runner.inputs.tasks import Task
 from runner.judging.compare import compare
-from runner.judging.oracle import caching
+from runner.judging.oracle import caching, judged_values
 from runner.judging.world_dirs import _ROOT_PREFIX, default_root_parent, sweep_orphans
 from runner.judging.world_dividends import STOPPED_YEARS, stopped_payers
 from runner.judging.world_market import (
+    DEEP_START,
     LEAP_YEARS,
+    LISTING_SESSIONS,
     LONG_YEARS,
     REPORTING_LAG_DAYS,
     REPORTING_LAGS,
@@ -72,6 +76,7 @@ from runner.judging.world_market import (
     Spike,
     _events,
     close_after,
+    deepened,
     edge_dividends,
     extra_dividend,
     index_without_volume,
@@ -81,6 +86,7 @@ from runner.judging.world_market import (
     read_market,
     readjust,
     recent_halts,
+    recent_listing,
     recorded_shapes,
     requote,
     restate,
@@ -251,6 +257,13 @@ class WorldKind(StrEnum):
     #: holiday leaves a gap of more than three days, Sandy one of four: a tool that looks back a few
     #: calendar days for "the latest close" finds nothing there (:meth:`Worlds.closure_day`).
     CLOSURE = "closure"
+    #: A task over several symbols (a basket, a pair) gets one more: the run's snapshot (with the shapes
+    #: recorded data have) in which one of its stocks is a recent listing, traded a few sessions fewer
+    #: than the task's window (:func:`~runner.judging.world_market.recent_listing`): the data of that
+    #: argument cannot support the window while the others' can, so no accepted reading answers and a
+    #: right tool raises; one that leaves the short symbol out, or reads each symbol's own last bars,
+    #: answers and fails (:meth:`Worlds._listing_world`). One world per such task, its own.
+    LISTING = "listing"
 
 
 KIND_ORDER: tuple[WorldKind, ...] = (WorldKind.SEED, WorldKind.AS_OF, WorldKind.EDGE)
@@ -283,6 +296,11 @@ class World:
     perturbation: str = ""
     #: Which repetition of its kind (0 for the first three worlds, 1 for the next three, ...).
     round: int = 0
+    #: The argument sets (0: the task's own, ``i``: its probe ``i``) the oracle answers in the run's
+    #: snapshot and no accepted reading answers here because the world took their data away (a
+    #: ``listing`` world's recent listing): a right tool raises there, so they are judged as must-raise
+    #: instead of left unjudged (:func:`runner.judging.grade.world_answers`).
+    must_raise: frozenset[int] = frozenset()
 
     @property
     def as_of(self) -> date:
@@ -339,6 +357,8 @@ class Worlds:
         self._longer_stopped = ""
         #: The ``long`` world's market (built once, :meth:`long_market`).
         self._long: _Base | None = None
+        #: The ``long`` world's market before its deep history (:meth:`twenty_market`).
+        self._twenty: Market | None = None
         #: The ``closure`` world's market (built once, :meth:`_closure_world`): None until built.
         self._closure: tuple[date, int, _Base] | None = None
         self._closure_built = False
@@ -547,9 +567,19 @@ class Worlds:
         if self._long is None:
             started = time.perf_counter()
             rng = np.random.default_rng([self.seed, len(KIND_ORDER), 2])
-            self._long = _Base(lengthened(self._base_market().market, rng))
+            base = self._base_market().market
+            self._twenty = lengthened(base, rng)
+            self._long = _Base(deepened(self._twenty, rng) if self._twenty is not base else base)
             self.timings["generate"] += time.perf_counter() - started
         return self._long.market
+
+    def twenty_market(self) -> Market:
+        """The ``long`` world's market before its deep history (:func:`deepened`): its last
+        :data:`LONG_YEARS` years, what the ``closure`` world is cut from (a closure's as-of needs no
+        decades before it; every task is judged there, so its history is kept short)."""
+        self.long_market()
+        assert self._twenty is not None
+        return self._twenty
 
     def _long_world(self, task: Task) -> World | None:
         """For a task with a probe that needs more history than the run's snapshot holds (its
@@ -562,9 +592,11 @@ class Worlds:
             return None  # the calendar cannot place sessions before the snapshot's: nothing longer to judge in
         if not any(p.min_sessions for p in task.probes) and not self._reads_all_history(task, market):
             return None
+        assert self._twenty is not None
         first = min(pd.DatetimeIndex(item.history.index)[0].date() for item in market.data.values())
+        twenty = min(pd.DatetimeIndex(item.history.index)[0].date() for item in self._twenty.data.values())
         return self._write(f"{WorldKind.LONG.value}-{market.as_of.isoformat()}", WorldKind.LONG, 0, self._long,
-                           f"history from {first} ({LONG_YEARS} years)")
+                           f"history from {first} ({LONG_YEARS} years from {twenty}, then back to {DEEP_START})")
 
     def closure_day(self) -> tuple[date, date] | None:
         """The ``closure`` world's as-of day and the last session before it: of the closed days of the
@@ -573,7 +605,7 @@ class Worlds:
         edge, the latest (the last closed day before the market reopens); its last session the latest
         one at least :data:`CLOSURE_DAYS` calendar days before it, when no dividend or split falls on
         the sessions closed between. None when the calendar holds no such closure."""
-        market = self.long_market()
+        market = self.twenty_market()
         sessions = market.sessions()
         if not sessions:
             return None
@@ -606,7 +638,7 @@ class Worlds:
             found = self.closure_day()
             if found is not None:
                 day, last = found
-                self._closure = (day, (day - last).days, _Base(close_after(truncate(self.long_market(), day), last)))
+                self._closure = (day, (day - last).days, _Base(close_after(truncate(self.twenty_market(), day), last)))
             self.timings["generate"] += time.perf_counter() - started
         if self._closure is None:
             return None
@@ -618,6 +650,44 @@ class Worlds:
             return None
         return self._write(f"{WorldKind.CLOSURE.value}-{day.isoformat()}", WorldKind.CLOSURE, 0, base,
                            f"as of {day}, a market closure: {gap} calendar days after the last session")
+
+    def _listing_world(self, task: Task, argsets: Sequence[Mapping[str, Any]]) -> World | None:
+        """For a task with a list of symbols, the ``listing`` world (:attr:`WorldKind.LISTING`): the run's
+        snapshot with the shapes recorded data have, one stock of the list (drawn from the seed) a
+        recent listing of the first of :data:`LISTING_SESSIONS` sessions with which no accepted reading
+        answers the task's own arguments while every one answers them in the snapshot (the listing,
+        nothing else, takes the answer away). The argument sets so refused are judged as must-raise
+        (:attr:`World.must_raise`): the own ones, and each probe's that the oracle answers in the
+        snapshot and no reading answers here. None for a task without a list, or without a stock in it
+        such a listing refuses."""
+        lists = [v for v in task.intent.args.values() if isinstance(v, list) and len(v) >= 2]
+        base = self._shaped_base() if lists else None
+        if base is None:
+            return None
+        equities = [s for s in lists[0] if isinstance(s, str) and s in base.data
+                    and base.data[s].info.get("quoteType") == "EQUITY"]
+        if not equities:
+            return None
+        started = time.perf_counter()
+        rng = np.random.default_rng([self.seed, len(KIND_ORDER), 7, sum(map(ord, task.id))])  # a stream of its own
+        symbol = equities[int(rng.integers(len(equities)))]
+        found: tuple[Market, int, frozenset[int]] | None = None
+        for sessions in LISTING_SESSIONS:
+            listed = recent_listing(base, symbol, sessions)
+            # the two markets differ in the listed symbol's bars only: what this one refuses, the listing took
+            refused = frozenset(i for i, args in enumerate(argsets)
+                                if _answered(task, base, args) and not _answered(task, listed, args))
+            if 0 in refused:
+                found = (listed, sessions, refused)
+                break
+        self.timings["generate"] += time.perf_counter() - started
+        if found is None:
+            return None
+        listed, sessions, refused = found
+        first = pd.DatetimeIndex(listed.data[symbol].history.index)[0].date()
+        return self._write(f"{WorldKind.LISTING.value}-{listed.as_of.isoformat()}-{task.id}", WorldKind.LISTING, 0,
+                           _Base(listed), f"{symbol} a recent listing: {sessions} sessions, from {first}",
+                           must_raise=refused)
 
     def _reads_all_history(self, task: Task, market: Market) -> bool:
         """Whether the oracle's answer for the task's own arguments in ``market`` (the ``long`` one,
@@ -815,7 +885,8 @@ class Worlds:
         return self._write(name, WorldKind.FLIP, 0, _Base(market), shape.label())
 
     # -- building ----------------------------------------------------------------------------
-    def _write(self, name: str, kind: WorldKind, round_: int, base: _Base, perturbation: str) -> World:
+    def _write(self, name: str, kind: WorldKind, round_: int, base: _Base, perturbation: str,
+               must_raise: frozenset[int] = frozenset()) -> World:
         cached = self._written.get(name)
         if cached is not None:
             return cached
@@ -830,7 +901,7 @@ class Worlds:
         write_snapshot_files(path, blobs, origin, symbols=list(base.market.data),
                              extra={"world": kind.value, "perturbation": perturbation}, durable=False)
         world = World(name=name, kind=kind, path=path, provider=load_snapshot(path), perturbation=perturbation,
-                      round=round_)
+                      round=round_, must_raise=must_raise)
         self._written[name] = world
         self.timings["write"] += time.perf_counter() - started
         return world
@@ -865,7 +936,8 @@ class Worlds:
             if halt is not None:
                 worlds.append(halt)
         if worlds:
-            for extra in (self._leap_world(task), self._long_world(task), self._closure_world(task)):
+            listing = self._listing_world(task, argsets)
+            for extra in (self._leap_world(task), self._long_world(task), self._closure_world(task), listing):
                 if extra is not None:
                     worlds.append(extra)
         self._per_task[task.id] = worlds
@@ -876,6 +948,15 @@ class Worlds:
 def _answers(task: Task, worlds: Sequence[World]) -> set[Any]:
     """The oracle's answers (primary reading) for the task's own arguments in ``worlds``."""
     return {_primary(task, world.provider, {}) for world in worlds} - {None}
+
+
+def _answered(task: Task, market: Market, args: Mapping[str, Any]) -> bool:
+    """Whether some accepted reading of ``task`` answers the argument set ``args`` in ``market``."""
+    try:
+        judged_values(task, market, dict(args) or None)
+    except (InputError, LookupError, ValueError, TypeError, KeyError):
+        return False
+    return True
 
 
 def display_name(world: World) -> str:

@@ -1,7 +1,7 @@
 """Labelled replies through the judge: wrong-but-plausible tools must fail, right variants must pass.
 
-``labelled_replies.jsonl`` holds 158 final tools for the 20 tasks, written without reading the judge's
-tests (130 ``wrong``: each gives the right number on the task's own arguments but is wrong in general
+``labelled_replies.jsonl`` holds 162 final tools for the 20 tasks, written without reading the judge's
+tests (134 ``wrong``: each gives the right number on the task's own arguments but is wrong in general
 -- a hard-coded argument, a clamp, an off-by-one window, answering from fewer data than asked, part
 of a list, a reporting lag or a year length assumed, a window anchored at the last bar instead of
 today...; 28 ``correct``: other accepted conventions or equivalent implementations). Lines 71-83
@@ -38,12 +38,16 @@ as filed only when its Diluted EPS is there too): the seed world's empty cells i
 it; 153, a correlation that answers 0.0 where a series does not move, and 154, one that raises there
 (calc_008: the seed world's halt up to its as-of day, asked at the shortest window, where the correlation
 is undefined and a tool must raise); 155, a "latest close" that drops bars of Volume 0, and 156, one that
-keeps them (fetch_004: the seed world's index with Volume 0 on its latest sessions); 157, from the same
-batch, fiscal quarters from a table of fiscal year-ends per ticker (fetch_001: the seed world ends
-Apple's, Amazon's and Tesla's fiscal years in drawn months), and 158, a tie of the two averages counted
-as a cross (comp_001: ``>=`` for ``>``; the halt world ties them exactly). Line 65, a log-return
+keeps them (fetch_004: the seed world's index with Volume 0 on its latest sessions). Line 65, a log-return
 correlation labelled correct until then, answers NaN there (``np.corrcoef`` of a constant) and is labelled
-wrong. They are judged as the gate judges a final tool (``scripts/judge_replies.py``), in five seeds'
+wrong. Lines 157-162 are the same batch's classes closed a round later: 157, a basket that leaves out a symbol whose history is
+shorter than the window (comp_003), and 158, a correlation that checks the first symbol's history only
+(calc_008): the listing world's stock listed weeks ago, where the window's data cannot be had and a tool
+must raise; 159, "all available history" read from 1990-01-01 (comp_004: the long world reaches back to
+1980); 160, closes rounded to cents before "last > first" (comp_002: the round-trip world ends 0.4 cent
+up); 161, fiscal quarters from a table of fiscal year-ends per ticker (fetch_001: the seed world ends
+Apple's, Amazon's and Tesla's fiscal years in drawn months); 162, a tie of the two averages counted as a
+cross (comp_001: ``>=`` for ``>``; the halt world ties them exactly). They are judged as the gate judges a final tool (``scripts/judge_replies.py``), in five seeds'
 probes and hidden worlds.
 """
 
@@ -82,4 +86,4 @@ def test_wrong_replies_fail_and_right_ones_pass() -> None:
     unexpected = [f for f in found if f[3] == "FALSE PASS" and int(f[1]) not in KNOWN_FALSE_PASSES]
     assert not unexpected, unexpected
     summary = done.stdout.splitlines()[-1]
-    assert summary.startswith("158 replies x 5 seed(s)"), summary
+    assert summary.startswith("162 replies x 5 seed(s)"), summary
