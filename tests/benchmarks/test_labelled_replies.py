@@ -40,15 +40,15 @@ it; 153, a correlation that answers 0.0 where a series does not move, and 154, o
 is undefined and a tool must raise); 155, a "latest close" that drops bars of Volume 0, and 156, one that
 keeps them (fetch_004: the seed world's index with Volume 0 on its latest sessions). Line 65, a log-return
 correlation labelled correct until then, answers NaN there (``np.corrcoef`` of a constant) and is labelled
-wrong. Lines 157-162 are the same batch's classes closed a round later: 157, a basket that leaves out a symbol whose history is
-shorter than the window (comp_003), and 158, a correlation that checks the first symbol's history only
-(calc_008): the listing world's stock listed weeks ago, where the window's data cannot be had and a tool
-must raise; 159, "all available history" read from 1990-01-01 (comp_004: the long world reaches back to
-1980); 160, closes rounded to cents before "last > first" (comp_002: the round-trip world ends 0.4 cent
-up); 161, fiscal quarters from a table of fiscal year-ends per ticker (fetch_001: the seed world ends
-Apple's, Amazon's and Tesla's fiscal years in drawn months); 162, a tie of the two averages counted as a
-cross (comp_001: ``>=`` for ``>``; the halt world ties them exactly). They are judged as the gate judges a final tool (``scripts/judge_replies.py``), in five seeds'
-probes and hidden worlds.
+wrong. Lines 157-162 are the same batch's classes closed a round later: 157, a basket that leaves out a symbol
+whose history is shorter than the window (comp_003), and 158, a correlation that checks the first symbol's
+history only (calc_008): the listing world's stock listed weeks ago, where the window's data cannot be had and
+a tool must raise; 159, "all available history" read from 1990-01-01 (comp_004: the long world reaches back to
+1980); 160, closes rounded to cents before "last > first" (comp_002: the round-trip world ends 0.4 cent up);
+161, fiscal quarters from a table of fiscal year-ends per ticker (fetch_001: the seed world ends Apple's,
+Amazon's and Tesla's fiscal years in drawn months); 162, a tie of the two averages counted as a cross
+(comp_001: ``>=`` for ``>``; the halt world ties them exactly). They are judged as the gate judges a final
+tool (``scripts/judge_replies.py``), in five seeds' probes and hidden worlds.
 """
 
 from __future__ import annotations
