@@ -17,10 +17,13 @@ the sandbox: the same values, a fraction of the cost, for the many-seed stabilit
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from types import CodeType
+from typing import Any, NamedTuple
 
 from finevo.market.snapshot import load_snapshot
 from finevo.outcome import Outcome
@@ -28,7 +31,7 @@ from finevo.paths import benchmarks_dir, snapshot_dir
 from finevo.sandbox import Limits, create_sandbox
 from finevo.sandbox.api import ExecutionResult
 from runner.cli.oracle import reference_code
-from runner.inputs.tasks import load_tasks
+from runner.inputs.tasks import Task, load_tasks
 from runner.judging.grade import Reruns, judge_task
 from runner.judging.oracle import expected_values, probe_expected_values
 from runner.judging.probes import derive_probes, probes_for
@@ -53,6 +56,9 @@ class _InProcess:
         self.data = data
         self._loaded: dict[str, Any] = {}
         self._as_of: Any = None
+        #: each tool's code compiled once: a judged reply is run about 50 times a seed (its own
+        #: arguments, every probe, every world), and compiling it was a twentieth of the time
+        self._compiled: dict[str, CodeType] = {}
 
     def run(self, code: str, entry: str, call: dict[str, Any], limits: Limits,
             snapshot_dir: str | None = None) -> ExecutionResult:
@@ -71,7 +77,10 @@ class _InProcess:
         replay.bind(provider)
         try:
             namespace: dict[str, Any] = {"__name__": "tool"}
-            exec(compile(code, "<tool>", "exec"), namespace)  # the repository's own reference tools
+            compiled = self._compiled.get(code)
+            if compiled is None:
+                compiled = self._compiled[code] = compile(code, "<tool>", "exec")
+            exec(compiled, namespace)  # the repository's own reference tools
             value = namespace[entry](**call)
         except Exception as exc:
             return ExecutionResult(status="exception", error_type=type(exc).__name__, error_message=str(exc)[:500])
@@ -88,7 +97,78 @@ class _InProcess:
         replay.uninstall()
 
 
-def main(argv: list[str] | None = None) -> int:
+class SeedContext(NamedTuple):
+    """What judging in one seed needs: the tasks with the probes the run draws from the seed, the
+    probes' expected values on the snapshot, and the seed's hidden worlds (which keep the oracle's
+    answers in each world once asked). (Not a dataclass: the scripts are loaded by path, outside
+    ``sys.modules``, where a dataclass cannot resolve its string annotations.)"""
+
+    seed: int
+    judged: dict[str, Task]
+    probe_expected: dict[str, Any]
+    worlds: Worlds
+
+
+class SeedContexts:
+    """The snapshot's tasks, their derived probes and expected values, and per seed a
+    :class:`SeedContext`, built as the gate builds them. A seed in ``keep`` is built once and kept
+    for ``uses`` sweeps of it (then closed), so another sweep in the same process (the suite judges
+    the reference tools and the labelled replies in the same seeds) reads the same worlds and oracle
+    answers instead of building them again; any other seed's worlds are closed when its sweep is done."""
+
+    def __init__(self, data: Path, tasks: list[Task], worlds: int = 3, keep: Iterable[int] = (),
+                 uses: int = 2) -> None:
+        self.data, self.worlds_count = data, worlds
+        self.snapshot = load_snapshot(data)
+        self.tasks = {t.id: t for t in tasks}
+        started = time.perf_counter()
+        self.derived = {t.id: derive_probes(t, self.snapshot) for t in tasks}
+        self.derive_s = time.perf_counter() - started
+        self.expected = {t.id: expected_values(t, self.snapshot) for t in tasks}
+        self._keep, self._uses = set(keep), uses
+        self._kept: dict[int, tuple[SeedContext, int]] = {}
+
+    def serves(self, data: Path, task_ids: Iterable[str], worlds: int) -> bool:
+        """Whether these are the contexts a sweep of exactly ``task_ids`` on ``data`` in ``worlds`` worlds
+        builds (the worlds depend on the tasks they are built for)."""
+        return Path(data).resolve() == Path(self.data).resolve() and worlds == self.worlds_count \
+            and set(task_ids) == set(self.tasks)
+
+    def _build(self, seed: int) -> SeedContext:
+        # the gate draws a run's probes across the argument space from the run's seed too
+        judged = {k: t.model_copy(update={"probes": probes_for(t, self.snapshot, seed, self.derived[k])})
+                  for k, t in self.tasks.items()}
+        probe_expected = {k: probe_expected_values(t, self.snapshot) for k, t in judged.items()}
+        return SeedContext(seed, judged, probe_expected,
+                           Worlds(self.snapshot, self.worlds_count, seed, list(judged.values())))
+
+    @contextlib.contextmanager
+    def seed(self, seed: int) -> Iterator[SeedContext]:
+        if seed not in self._keep:
+            context = self._build(seed)
+            with context.worlds:
+                yield context
+            return
+        context, used = self._kept.get(seed) or (self._build(seed), 0)
+        self._kept[seed] = context, used
+        try:
+            yield context
+        finally:
+            if used + 1 >= self._uses:
+                self._kept.pop(seed)
+                context.worlds.close()
+            else:
+                self._kept[seed] = context, used + 1
+
+    def close(self) -> None:
+        for context, _ in self._kept.values():
+            context.worlds.close()
+        self._kept.clear()
+
+
+def main(argv: list[str] | None = None, contexts: SeedContexts | None = None) -> int:
+    """``contexts``: seeds already built (or to keep) by the caller, for the same data, tasks and
+    worlds count (the suite shares them between sweeps); None builds them here."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="1-10", help="seeds, e.g. 1-10 or 3,7,42 (default 1-10)")
     parser.add_argument("--worlds", type=int, default=3, help="worlds per task (default 3)")
@@ -97,15 +177,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--in-process", action="store_true",
                         help="run the reference tools in this process on the replay shim (no sandbox)")
     args = parser.parse_args(argv)
-    snapshot = load_snapshot(args.data)
     tasks = load_tasks(benchmarks_dir() / "tasks.jsonl")
     if args.only:
         wanted = set(args.only.split(","))
         tasks = [t for t in tasks if t.id in wanted]
-    started = time.perf_counter()
-    derived = {t.id: derive_probes(t, snapshot) for t in tasks}
-    derive_s = time.perf_counter() - started
-    expected = {t.id: expected_values(t, snapshot) for t in tasks}
+    own = contexts is None or not contexts.serves(args.data, (t.id for t in tasks), args.worlds)
+    shared = SeedContexts(args.data, tasks, args.worlds) if own else contexts
+    assert shared is not None
+    expected = shared.expected
+    derive_s = shared.derive_s
     sandbox = _InProcess(args.data) if args.in_process else create_sandbox(args.data)
     limits = Limits(timeout_s=30.0)
 
@@ -126,11 +206,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for seed in _seeds(args.seeds):
             seed_started = time.perf_counter()
-            # the gate draws a run's probes across the argument space from the run's seed too
-            judged = {t.id: t.model_copy(update={"probes": probes_for(t, snapshot, seed, derived[t.id])})
-                      for t in tasks}
-            probe_expected = {t.id: probe_expected_values(t, snapshot) for t in judged.values()}
-            with Worlds(snapshot, args.worlds, seed, list(judged.values())) as worlds:
+            with shared.seed(seed) as context:
+                judged, probe_expected, worlds = context.judged, context.probe_expected, context.worlds
                 bad: list[str] = []
                 for task in tasks:
                     t0 = time.perf_counter()
@@ -150,8 +227,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {line}")
     finally:
         sandbox.close()
+        if own:
+            shared.close()
     print(f"deriving the probes of {len(tasks)} task(s): {derive_s * 1000:.0f} ms "
-          f"({sum(len(p) for p in derived.values())} derived probes, "
+          f"({sum(len(shared.derived[t.id]) for t in tasks)} derived probes, "
           f"{sum(len(t.probes) for t in tasks)} of them listed)")
     if per_task:
         print(f"judging in {args.worlds} hidden world(s) per task (world building included): median "

@@ -22,16 +22,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from finevo.market.snapshot import load_snapshot
 from finevo.outcome import Outcome
 from finevo.paths import benchmarks_dir, snapshot_dir
 from finevo.sandbox import Limits, create_sandbox
 from finevo.sandbox.api import ExecutionResult
 from runner.inputs.tasks import load_tasks
 from runner.judging.grade import Reruns, judge_task
-from runner.judging.oracle import expected_values, probe_expected_values
-from runner.judging.probes import derive_probes, probes_for
-from runner.judging.worlds import Worlds
 
 
 def _sibling(name: str) -> Any:
@@ -44,7 +40,7 @@ def _sibling(name: str) -> Any:
 
 
 _bench_worlds = _sibling("bench_worlds")
-_InProcess, _seeds = _bench_worlds._InProcess, _bench_worlds._seeds
+_InProcess, _seeds, _SeedContexts = _bench_worlds._InProcess, _bench_worlds._seeds, _bench_worlds.SeedContexts
 
 
 def _replies(path: Path, known: set[str]) -> list[dict[str, Any]]:
@@ -63,7 +59,10 @@ def _replies(path: Path, known: set[str]) -> list[dict[str, Any]]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, contexts: Any = None) -> int:
+    """``contexts``: a ``bench_worlds.SeedContexts`` of the caller's for the same data, the suite's
+    tasks and worlds count, whose seeds it may have built already (the suite shares them with its
+    sweep of the reference tools); None builds them here."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("replies", type=Path)
     parser.add_argument("--seeds", default="1-5", help="world seeds, e.g. 1-5 or 3,7 (default 1-5)")
@@ -71,16 +70,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=snapshot_dir(), help="the run's snapshot (default: bundled)")
     parser.add_argument("--in-process", action="store_true", help="no sandbox (trusted replies only)")
     args = parser.parse_args(argv)
-    snapshot = load_snapshot(args.data)
-    tasks = {t.id: t for t in load_tasks(benchmarks_dir() / "tasks.jsonl")}
+    all_tasks = load_tasks(benchmarks_dir() / "tasks.jsonl")
+    tasks = {t.id: t for t in all_tasks}
     try:
         replies = _replies(args.replies, set(tasks))
     except (OSError, SystemExit) as exc:
         print(f"judge_replies: {exc}", file=sys.stderr)
         return 2
-    used = sorted({r["task"] for r in replies})
-    derived = {t: derive_probes(tasks[t], snapshot) for t in used}
-    expected = {t: expected_values(tasks[t], snapshot) for t in used}
+    # every task's probes and expected values, and the worlds of all of them (as the gate builds them)
+    own = contexts is None or not contexts.serves(args.data, tasks, args.worlds)
+    shared = _SeedContexts(args.data, all_tasks, args.worlds) if own else contexts
+    expected = shared.expected
     sandbox = _InProcess(args.data) if args.in_process else create_sandbox(args.data)
     limits = Limits(timeout_s=30.0)
 
@@ -93,10 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     costs: list[float] = []
     try:
         for seed in _seeds(args.seeds):
-            judged = {t: tasks[t].model_copy(update={"probes": probes_for(tasks[t], snapshot, seed, derived[t])})
-                      for t in used}
-            probe_expected = {t: probe_expected_values(judged[t], snapshot) for t in used}
-            with Worlds(snapshot, args.worlds, seed, list(tasks.values())) as worlds:
+            with shared.seed(seed) as context:
+                judged, probe_expected, worlds = context.judged, context.probe_expected, context.worlds
                 for number, reply in enumerate(replies, start=1):
                     task = judged[reply["task"]]
                     started = time.perf_counter()
@@ -116,6 +114,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"seed {seed}: {dict(tally)}", flush=True)
     finally:
         sandbox.close()
+        if own:
+            shared.close()
     print(f"{len(replies)} replies x {len(_seeds(args.seeds))} seed(s): {tally['false pass']} false pass(es), "
           f"{tally['false fail']} false fail(s) ({tally['caught']} wrong caught, {tally['ok']} correct passed); "
           f"judging a reply: median {sorted(costs)[len(costs) // 2] * 1000:.0f} ms")

@@ -110,6 +110,23 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_LongestFirst(), "finevo-longest-first")
 
 
+@pytest.fixture(scope="session")
+def judge_seed_contexts() -> Generator[object, None, None]:
+    """The bundled snapshot's seeds as the judge's scripts build them (``tests/support/judge_scripts.py``):
+    seeds 1-5 built once per worker and kept for the session, shared by the sweep of the reference
+    tools and the labelled replies (one ``xdist_group``); closed, with their worlds, at the end."""
+    from finevo.paths import benchmarks_dir, snapshot_dir
+    from runner.inputs.tasks import load_tasks
+    from tests.support.judge_scripts import SHARED_SEEDS, script
+
+    contexts = script("bench_worlds").SeedContexts(snapshot_dir(), load_tasks(benchmarks_dir() / "tasks.jsonl"),
+                                                   3, keep=SHARED_SEEDS)
+    try:
+        yield contexts
+    finally:
+        contexts.close()
+
+
 @pytest.fixture
 def _docker_required_but_missing(request: pytest.FixtureRequest) -> None:
     reason = getattr(request.config, "_finevo_docker_reason", "unknown")

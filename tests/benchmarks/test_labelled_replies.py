@@ -54,11 +54,12 @@ tool (``scripts/judge_replies.py``), in five seeds' probes and hidden worlds.
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from tests.support.judge_scripts import GROUP, run_script
 
 ROOT = Path(__file__).resolve().parents[2]
 REPLIES = Path(__file__).with_name("labelled_replies.jsonl")
@@ -75,15 +76,16 @@ KNOWN_FALSE_PASSES: dict[int, str] = {}
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
-def test_wrong_replies_fail_and_right_ones_pass() -> None:
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "judge_replies.py"), str(REPLIES),
-                           "--seeds", "1-5", "--in-process"],
-                          capture_output=True, text=True, timeout=1800, check=False, cwd=ROOT)
-    assert done.returncode in (0, 1), done.stderr[-2000:]
-    found = [m.groups() for m in map(LINE.match, done.stdout.splitlines()) if m]
+# in this process, in the seeds the 20-seed sweep of the reference tools judges in too: one worker
+# builds each seed's probes and worlds once for both (tests/support/judge_scripts.py)
+@pytest.mark.xdist_group(GROUP)
+def test_wrong_replies_fail_and_right_ones_pass(judge_seed_contexts: Any) -> None:
+    code, stdout = run_script("judge_replies", [str(REPLIES), "--seeds", "1-5", "--in-process"], judge_seed_contexts)
+    assert code in (0, 1), stdout[-2000:]
+    found = [m.groups() for m in map(LINE.match, stdout.splitlines()) if m]
     false_fails = [f for f in found if f[3] == "FALSE FAIL"]
     assert not false_fails, false_fails
     unexpected = [f for f in found if f[3] == "FALSE PASS" and int(f[1]) not in KNOWN_FALSE_PASSES]
     assert not unexpected, unexpected
-    summary = done.stdout.splitlines()[-1]
+    summary = stdout.splitlines()[-1]
     assert summary.startswith("162 replies x 5 seed(s)"), summary

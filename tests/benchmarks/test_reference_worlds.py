@@ -8,17 +8,15 @@ run's seed, every hidden world): a verdict tuned to one data set would fail here
 One world of each kind (another seed, the earliest as-of date, the recorded format cut at an as-of
 date) runs the whole gate -- sandbox, reference run, self-check (reference 100 %, null 0 %),
 verdict. The other worlds judge the same reference tools in the same hidden worlds in process
-(``scripts/bench_worlds.py --data DIR --in-process``, about a fifth of a gate run): what differs
-between worlds is the data, and the values are what a world can break; the confinement and the
-null run do not depend on it. ``scripts/reference_worlds.py`` runs the whole gate in every world.
+(``scripts/bench_worlds.py --data DIR --in-process`` in the test's process, about a fifth of a gate
+run): what differs between worlds is the data, and the values are what a world can break; the
+confinement and the null run do not depend on it. ``scripts/reference_worlds.py`` runs the whole gate in every world.
 """
 
 from __future__ import annotations
 
 import io
 import json
-import subprocess
-import sys
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -30,6 +28,7 @@ from finevo.market.snapshot import load_snapshot
 from finevo.paths import benchmarks_dir
 from runner.gate import GateConfig, run_gate
 from runner.reports.console import Console
+from tests.support.judge_scripts import run_script
 
 SEEDS = list(range(1, 11))
 AS_OF = [date(2024, 3, 28), date(2024, 6, 28), date(2024, 9, 30)]
@@ -55,7 +54,6 @@ JUDGED_WORLDS = [w for w in [
 #: the hidden worlds pinned: the test is about the data world, and a drawn seed would make a
 #: failure unreproducible
 WORLDS_SEED = 20261123
-BENCH_WORLDS = Path(__file__).resolve().parents[2] / "scripts" / "bench_worlds.py"
 
 
 @pytest.mark.slow
@@ -79,12 +77,14 @@ def test_reference_self_check_passes_in_another_world(tmp_path: Path, seed: int,
 def test_every_reference_tool_passes_as_judged_in_another_world(tmp_path: Path, seed: int, as_of: date | None,
                                                                 recorded: bool) -> None:
     data = _world(tmp_path, seed, as_of, recorded)
-    done = subprocess.run([sys.executable, str(BENCH_WORLDS), "--data", str(data), "--seeds", str(WORLDS_SEED),
-                           "--in-process"], capture_output=True, text=True, timeout=600, check=False)
+    # scripts/bench_worlds.py in this process (tests/support/judge_scripts.py): a fresh interpreter a
+    # world only imported the judge again
+    code, stdout = run_script("bench_worlds", ["--data", str(data), "--seeds", str(WORLDS_SEED), "--in-process"],
+                              None)
     tasks = len((benchmarks_dir() / "tasks.jsonl").read_text().splitlines())
-    failing = [line for line in done.stdout.splitlines() if line.startswith("  ")]
-    assert done.returncode == 0, (done.stderr[-2000:], failing)
-    assert f"{tasks}/{tasks} reference tools pass" in done.stdout, done.stdout[-2000:]
+    failing = [line for line in stdout.splitlines() if line.startswith("  ")]
+    assert code == 0, failing
+    assert f"{tasks}/{tasks} reference tools pass" in stdout, stdout[-2000:]
 
 
 def test_the_worlds_split_between_gate_and_judge_covers_every_world_once() -> None:
