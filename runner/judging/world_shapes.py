@@ -473,7 +473,6 @@ def zigzag_market(task: Task, market: Market, symbols: Sequence[str]) -> tuple[M
     return zigzag(market, shape, symbols), shape
 
 
-
 #: The finest grid a halted price is put on (a multiple of 2**-6, coarser for a price of five digits
 #: or more): a sum of a window's copies of it is exact, so every way of averaging a flat window -- a
 #: tail mean, a rolling mean, a sum over a count -- gives the price itself, to the last bit, and two

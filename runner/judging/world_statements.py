@@ -30,12 +30,12 @@ Yahoo's statements are not so tidy, and a tool registered as verified meets them
   plain company's statement shows it; a bank's, an insurer's or a company with preferred stock's do
   not. A tool that reads the sibling row answers right only where they are copies.
 
-:func:`statement_shapes` puts the first three into every stock's quarterly statement,
-:func:`revenue_gaps` the fourth into the annual revenue task's subject's annual statement,
-:func:`off_cycle_quarters` the fourth into two stocks' statements (one whose fiscal year then ends in
-July, one in January), :func:`moved_fiscal_years` draws the fifth (the generator sums the same quarters
-into the drawn years), :func:`sibling_rows` the last into
-every statement of every world; the oracle reads them as recorded
+:func:`statement_shapes` puts the missing line items, the loss and the skipped quarter into every
+stock's quarterly statement, :func:`revenue_gaps` the empty Total Revenue into the annual revenue
+task's subject's annual statement, :func:`off_cycle_quarters` the quarters off the calendar's into two
+stocks' statements (one whose fiscal year then ends in July, one in January), :func:`moved_fiscal_years`
+draws the fiscal years in other months (the generator sums the same quarters into the drawn years), and
+:func:`sibling_rows` puts the sibling line items into every statement of every world; the oracle reads them as recorded
 (:func:`runner.judging.oracle.net_income`: the column within 15 days of the quarter's end, the newest
 column whose Net Income is reported, whatever its sign; a fiscal quarter in the month the company's
 annual statements end).
