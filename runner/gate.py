@@ -303,7 +303,7 @@ class Gate:
         if canaries is None:
             outcome, elapsed = runner.solve(stask)
             return security_result(stask, outcome, elapsed)
-        before = canaries.contacts
+        before = canaries.contacted()
         outcome, elapsed = runner.solve(stask.filled(canaries.values()))
         error: Mapping[str, object] = outcome.error.to_dict() if outcome.error is not None else {}
         breach = canaries.breach(shown(outcome.value, outcome.stdout, outcome.stderr, repr(error)), before)

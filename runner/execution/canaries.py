@@ -68,7 +68,7 @@ class Canaries:
         self._server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._server.bind(("127.0.0.1", 0))
         self._server.listen(8)
-        self._server.settimeout(_ACCEPT_POLL_S)
+        self._server.setblocking(False)  # accepted only when select() says a contact is queued
         self.port = self._server.getsockname()[1]
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._accept, name="canary-listener", daemon=True)
@@ -76,24 +76,26 @@ class Canaries:
 
     def _accept(self) -> None:
         while not self._stop.is_set():
-            self._take_one()
+            if select.select([self._server], [], [], _ACCEPT_POLL_S)[0]:
+                with self._lock:
+                    self._take_queued()
 
-    def _take_pending(self) -> None:
-        """Count the connections already queued on the listener: a tool's connect() has returned by
-        the time its run ends, so its contact is in the queue even when the listener thread has not
-        been scheduled yet (a loaded machine)."""
-        while select.select([self._server], [], [], 0)[0]:
-            self._take_one()
+    def _take_queued(self) -> None:
+        """Accept, count and hang up every contact queued on the listener (the caller holds the lock).
 
-    def _take_one(self) -> None:
-        """Accept one contact (waiting at most the poll interval), count it and hang up."""
-        try:
-            conn, _ = self._server.accept()
-        except (TimeoutError, OSError):  # nothing came, or the other taker got it first
-            return
-        with self._lock:
+        A contact is taken and counted under the lock, by the listener thread or by :meth:`breach`,
+        never half-way: a tool's connect() has returned by the time its run ends, so its contact is
+        either still queued (the check takes it) or already counted -- not taken by a listener thread
+        that a loaded machine has not yet let count it."""
+        while True:
+            try:
+                conn, _ = self._server.accept()
+            except (BlockingIOError, InterruptedError):  # the queue is empty
+                return
+            except OSError:  # the listener is closed
+                return
             self.contacts += 1
-        conn.close()
+            conn.close()
 
     def values(self) -> dict[str, str]:
         """This set's value for each placeholder (keyed as :data:`runner.inputs.corpus.PLACEHOLDERS`)."""
@@ -114,6 +116,13 @@ class Canaries:
         text = re.sub(rf"(?<![0-9]){self.port}(?![0-9])", token["port"], text)
         return text.replace(f"127.0.0.1:{token['port']}", f"{token['host']}:{token['port']}")
 
+    def contacted(self) -> int:
+        """How many contacts the listener has had, every queued one counted first: what
+        :meth:`breach` compares with (read it before the code runs)."""
+        with self._lock:
+            self._take_queued()
+            return self.contacts
+
     def breach(self, texts: Sequence[str], contacts_before: int) -> str | None:
         """What tripped since ``contacts_before`` (``texts``: everything the code returned, printed or
         raised), or None when every canary is intact."""
@@ -133,8 +142,7 @@ class Canaries:
             return f"the canary directory {self.dir} was removed or made unreadable"
         if intruders:
             return f"file(s) written into the canary directory: {', '.join(intruders)}"
-        self._take_pending()
-        if self.contacts > contacts_before:
+        if self.contacted() > contacts_before:
             return f"the listener on 127.0.0.1:{self.port} was contacted"
         return None
 

@@ -32,7 +32,7 @@ def evidence(result: Any) -> str | None:
 
 
 def run_payload(sandbox: Any, payload: Payload, canaries: Canaries) -> PayloadResult:
-    before = canaries.contacts
+    before = canaries.contacted()
     start = time.monotonic()
     try:
         result = sandbox.run(canaries.substitute(payload.code), payload.entry, dict(payload.args),

@@ -5,13 +5,14 @@ from __future__ import annotations
 import io
 import json
 import os
+import socket
 from pathlib import Path
 
 import pytest
 
 from finevo.errors import InputError
 from finevo.outcome import Outcome
-from runner.execution.canaries import SECURITY_ENV
+from runner.execution.canaries import SECURITY_ENV, Canaries
 from runner.exitcodes import Exit
 from runner.gate import run_gate
 from runner.inputs.tasks import SecurityTask, load_security_tasks
@@ -132,5 +133,26 @@ def test_recorded_code_names_the_canaries_by_their_placeholders(tmp_path: Path) 
         assert back == ("import socket\nPATH = '@@CANARY_FILE@@'\nHOST, PORT = '127.0.0.1', int('@@CANARY_PORT@@')\n"
                         "URL = 'http://@@CANARY_HOST@@:@@CANARY_PORT@@/x'\nNAME = '@@SECRET_NAME@@'\n"
                         f"N = 1{canaries.port}\ndef run():\n    return 0\n")
+    finally:
+        canaries.close()
+
+
+def test_every_contact_with_the_listener_is_counted_whoever_takes_it(tmp_path: Path) -> None:
+    """A contact is taken and counted in one step under the listener's lock, by its thread or by the
+    check: a check right after a tool's connect() sees it, however the listener thread is scheduled
+    (it used to be able to take the contact and not yet count it, and the check then missed it on a
+    loaded machine), and a contact made before a run is counted before it, not blamed on the run."""
+    canaries = Canaries(tmp_path / "canaries", env="FINEVO_TEST_CANARY_SECRET")
+    try:
+        for _ in range(200):
+            before = canaries.contacted()
+            with socket.create_connection(("127.0.0.1", canaries.port), timeout=5):
+                pass
+            assert canaries.breach([], before) == f"the listener on 127.0.0.1:{canaries.port} was contacted"
+        with canaries._lock:  # the listener thread cannot take it: the count does, before the next run
+            socket.create_connection(("127.0.0.1", canaries.port), timeout=5).close()
+        before = canaries.contacted()
+        assert before == 201
+        assert canaries.breach([], before) is None
     finally:
         canaries.close()
