@@ -45,7 +45,9 @@ if TYPE_CHECKING:
 
 EXCHANGE_TZ = "America/New_York"
 MANIFEST = "manifest.json"
-FLOAT_FORMAT = "%.10g"
+#: Significant digits a stored history file keeps of each price (:data:`FLOAT_FORMAT`).
+SIGNIFICANT_DIGITS = 10
+FLOAT_FORMAT = f"%.{SIGNIFICANT_DIGITS}g"
 PRICE_COLUMNS: tuple[str, ...] = ("Open", "High", "Low", "Close")
 #: Columns of a stored history file, in yfinance's order (``Capital Gains`` only for ETFs/funds).
 RAW_HISTORY_COLUMNS: tuple[str, ...] = ("Open", "High", "Low", "Close", "Adj Close", "Volume",

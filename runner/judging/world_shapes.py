@@ -14,7 +14,7 @@ import numpy as np
 from finevo.errors import InputError
 from finevo.jsontypes import JSONValue
 from finevo.market.provider import MarketProvider
-from finevo.market.snapshot import SymbolData
+from finevo.market.snapshot import SIGNIFICANT_DIGITS, SymbolData
 from runner.inputs.tasks import Task
 from runner.judging.compare import compare
 from runner.judging.oracle import caching, compute, expected_values
@@ -476,16 +476,16 @@ def zigzag_market(task: Task, market: Market, symbols: Sequence[str]) -> tuple[M
 #: The finest grid a halted price is put on (a multiple of 2**-6, coarser for a price of five digits
 #: or more): a sum of a window's copies of it is exact, so every way of averaging a flat window -- a
 #: tail mean, a rolling mean, a sum over a count -- gives the price itself, to the last bit, and two
-#: windows inside the halt tie exactly. Its decimal digits (six at most) fit the ten significant
-#: digits a snapshot file keeps (:data:`finevo.market.snapshot.FLOAT_FORMAT`), so it is read back as written.
+#: windows inside the halt tie exactly. Its decimal digits (six at most) fit the significant digits a
+#: snapshot file keeps (:data:`finevo.market.snapshot.SIGNIFICANT_DIGITS`), so it is read back as written.
 HALT_GRID_BITS = 6
 
 
 def _on_halt_grid(price: float) -> float:
     """``price`` rounded to the halt's grid (:data:`HALT_GRID_BITS` binary places, fewer where the
-    whole part leaves fewer than that many of the file's ten significant digits)."""
+    whole part leaves fewer than that many of the file's significant digits)."""
     whole_digits = len(str(int(abs(price))))
-    step = 2.0 ** -max(0, min(HALT_GRID_BITS, 10 - whole_digits))
+    step = 2.0 ** -max(0, min(HALT_GRID_BITS, SIGNIFICANT_DIGITS - whole_digits))
     return round(price / step) * step
 
 
