@@ -50,6 +50,8 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
            "mismatch_words", "probe_entry", "raised_by_tool", "readings", "refused_value"]
 
 #: Recorded in every report; bump it whenever a rule changes what passes.
+#: 3.10: a tool that declares a parameter with a default (other than the task's own arguments) and never
+#: reads it fails (:mod:`runner.judging.source_checks`);
 #: 3.9: a listing world for every task over a list of symbols (one stock listed weeks ago: the task's own
 #: arguments must raise); the long world reaches back to 1980 (all the history is not "since 2000"); the
 #: round-trip world's rise is under half a cent (rounded to cents, no rise);
@@ -91,7 +93,7 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
 #: support them (must raise), the dividend window's edge and Wilder's SMA seed as readings,
 #: closed-day as-of worlds; 3.1: flip worlds, threshold boundary probes, RSI warm-up reading;
 #: 3.0: hidden worlds.
-JUDGE_VERSION = "3.9"
+JUDGE_VERSION = "3.10"
 
 #: Runs tool code in the sandbox: ``(code, entry, args) -> ExecutionResult``; may raise a
 #: :class:`~finevo.errors.FinevoError` (an external one when the sandbox itself is unavailable).

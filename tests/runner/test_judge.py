@@ -283,3 +283,54 @@ class TestJudgedCalls:
         verdict, calls = self._judge(task, lambda n, args: True)
         assert len(calls) == 1 and verdict.state == "fail"
         assert "re-run of the task's own arguments" in verdict.reason
+
+
+# --------------------------------------------------------------------------- parameters a tool declares
+class TestUnreadParameters:
+    """A parameter a tool declares is a promise to the later tasks the registry hands it to: one
+    whose body never reads it (a default hard-coded in the formula) fails, whatever its value here."""
+
+    VOLATILITY = (
+        "import math\nimport yfinance as yf\n\n"
+        "def volatility(symbol: str, window: int = 60, {extra}) -> float:\n"
+        "    closes = yf.Ticker(symbol).history(period='max')['Close']\n"
+        "    daily = float(closes.pct_change().dropna().iloc[-window:].std())\n"
+        "    return daily * math.sqrt({factor})\n"
+    )
+
+    def _verdict(self, task: Task, code: str) -> Any:
+        from runner.judging.grade import judge_task
+
+        expected = {task.conventions[0].name: 0.5}
+        return judge_task(task, Outcome(task_id=task.id, value=0.5, tool_code=code, stage="done"), expected, 0.0)
+
+    @pytest.mark.parametrize("extra", ["trading_days: int = 252", "*, days_per_year=252"])
+    def test_a_parameter_declared_and_never_read_fails(self, tasks: dict[str, Task], extra: str) -> None:
+        verdict = self._verdict(tasks["calc_005"], self.VOLATILITY.format(extra=extra, factor=252))
+        name = extra.lstrip("*, ").split(":")[0].split("=")[0].strip()
+        assert verdict.state == "fail"
+        assert f"declares {name} (default 252) but never reads it" in verdict.reason
+
+    def test_a_name_rebound_before_it_is_read_is_not_read(self, tasks: dict[str, Task]) -> None:
+        code = self.VOLATILITY.format(extra="trading_days: int = 252", factor="trading_days").replace(
+            "    closes =", "    trading_days = 252\n    closes =")
+        assert self._verdict(tasks["calc_005"], code).state == "fail"
+
+    @pytest.mark.parametrize("extra", ["trading_days: int = 252", "_scale: int = 252", "**options"])
+    def test_a_parameter_read_private_or_a_catch_all_passes(self, tasks: dict[str, Task], extra: str) -> None:
+        factor = "trading_days" if extra.startswith("trading_days") else 252
+        verdict = self._verdict(tasks["calc_005"], self.VOLATILITY.format(extra=extra, factor=factor))
+        assert verdict.state == "pass", verdict.reason
+
+    def test_the_tasks_own_arguments_are_left_to_the_probes(self, tasks: dict[str, Task]) -> None:
+        # an accepted reading ignores ``days`` (Wilder's RSI over the whole history)
+        task = tasks["calc_001"]
+        code = ("import yfinance as yf\n\ndef rsi(symbol: str = 'AAPL', days: int = 14) -> float:\n"
+                "    return float(len(yf.Ticker(symbol).history(period='max')))\n")
+        assert self._verdict(task, code).state == "pass"
+        assert self._verdict(task, code.replace("days: int = 14", "days: int = 14, smoothing: str = 'wilder'")
+                             ).state == "fail"
+
+    def test_a_function_reading_its_locals_is_not_judged_by_the_rule(self, tasks: dict[str, Task]) -> None:
+        code = self.VOLATILITY.format(extra="trading_days: int = 252", factor="locals()['trading_days']")
+        assert self._verdict(tasks["calc_005"], code).state == "pass"
