@@ -264,6 +264,10 @@ class RoundTrip:
     the other side of the first close when the path ends above it. "The price rose" read from raw
     closes parts from the adjusted reading here (a small net move, a dividend above it).
 
+    Its volume falls over the window by session while rising by calendar day
+    (:func:`_falling_by_session`): "volume trends down" regressed on the dates parts from the slope
+    over the sessions.
+
     A path that ends above its first close ends less than half a cent above it (:func:`_cent_above`):
     the last adjusted close rounds to the same cent as the first, so a tool that rounds the closes
     before the strict comparison sees no rise where the data hold one."""
@@ -280,7 +284,7 @@ class RoundTrip:
         return (f"last {self.window} closes redrawn as a round trip: {self.excursion:+.0%} at the middle, ending "
                 f"{ending} (opened {2 * self.end:+.1%} from it), adjusted for an "
                 f"ex-dividend of {self.dividend:.1%} at the middle (a payer's quoted closes "
-                f"{self.end - self.dividend:+.1%}); volume {self.volume:+.0%} over the window")
+                f"{self.end - self.dividend:+.1%}); volume falling by session, rising by calendar day")
 
     def closes(self, start: float) -> np.ndarray:
         steps = np.arange(self.window) / max(1, self.window - 1)
@@ -310,15 +314,59 @@ def round_trip(market: Market, shape: RoundTrip, symbols: Iterable[str]) -> Mark
         raw.iloc[first, raw.columns.get_loc("High")] = max(float(raw["High"].iloc[first]), opened)
         raw.iloc[first, raw.columns.get_loc("Low")] = min(float(raw["Low"].iloc[first]), opened)
         if shape.volume and "Volume" in raw.columns:
-            ramp = np.ones(n)
-            ramp[first:] = 1.0 + shape.volume * np.arange(1, shape.window + 1) / shape.window
-            raw["Volume"] = _ramped(raw["Volume"].to_numpy(dtype=float), ramp)
+            raw["Volume"] = _falling_by_session(raw, first, shape.volume)
         raw = _ex_dividend(raw, first, shape.dividend)
         raw = _cent_above(readjust(raw), shape.window) if shape.end > 0 else raw
         data.append(requote(restate(SymbolData(item.symbol, readjust(raw), item.income_yearly,
                                                item.income_quarterly, item.info, item.fast_info), market.as_of),
                             market.as_of))
     return Market(data, market.as_of)
+
+
+#: The weights tried for :func:`_falling_by_session`'s pattern, in order: ``(by_gap, fall)``, the share of the
+#: window's level that a session's calendar gap moves its volume (in standard deviations of the gaps)
+#: and the fall over the window by session.
+_GAP_WEIGHTS = ((0.4, 0.05), (0.5, 0.04), (0.6, 0.03), (0.3, 0.03))
+#: The least a parted slope must move the volume over the window, as a share of its level, for every way
+#: of fitting it (a closed form, ``np.polyfit``, a float32 sum) to see the same sign.
+_SLOPE_MARGIN = 0.005
+
+
+def _falling_by_session(raw: pd.DataFrame, first: int, fall: float) -> np.ndarray:
+    """``raw``'s Volume with the bars from ``first`` on redrawn so that its least-squares slope falls over
+    the session count while it rises over calendar days: each session trades the window's median volume,
+    more after a longer gap of days (a Monday, a day after a holiday: the days a session's calendar time
+    runs ahead of its count), less after a short one, with a small fall by session. A reading of "volume
+    trends down" that regresses on the dates instead of the sessions answers the other way here; where
+    the window's calendar has no gaps to part the two (or no pattern does it), the volume ramps by
+    ``fall`` over the window as before. A halted session's 0 stays 0."""
+    volume = raw["Volume"].to_numpy(dtype=float)
+    window = volume[first:]
+    count = len(window)
+    ramp = np.ones(len(volume))
+    ramp[first:] = 1.0 + fall * np.arange(1, count + 1) / count
+    plain = _ramped(volume, ramp)
+    traded = window > 0
+    if count < 5 or traded.sum() < 3:
+        return plain
+    sessions = np.arange(count, dtype=float)
+    days = np.array([ts.date().toordinal() for ts in raw.index[first:]], dtype=float)
+    days -= days[0]
+    gaps = days - np.polyval(np.polyfit(sessions, days, 1), sessions)  # calendar time ahead of the count
+    if gaps.std() == 0.0:
+        return plain
+    level = float(np.median(window[traded]))
+    centred = (sessions - sessions.mean()) / (count - 1)
+    for by_gap, by_session in _GAP_WEIGHTS:
+        pattern = 1.0 + by_gap * gaps / gaps.std() - by_session * centred
+        drawn = np.where(traded, np.maximum(1.0, np.round(level * pattern)), 0.0)
+        per_session = np.polyfit(sessions, drawn, 1)[0] * (count - 1) / level
+        per_day = np.polyfit(days, drawn, 1)[0] * days[-1] / level
+        if pattern.min() > 0 and per_session < -_SLOPE_MARGIN and per_day > _SLOPE_MARGIN:
+            out = plain.copy()
+            out[first:] = drawn.astype("int64")
+            return out
+    return plain
 
 
 def _ex_dividend(raw: pd.DataFrame, first: int, fraction: float) -> pd.DataFrame:

@@ -8,7 +8,9 @@ the judge passed without it and the reference that must keep passing:
 * the ``long`` world's history reaching back to 1980: "all available history" read from a fixed
   start assumed to precede the data (``start="2000-01-01"``) drops decades of signals and fails;
 * the round-trip ``flip`` world ending less than half a cent above its first close: a tool that
-  rounds the closes to cents before the strict "last > first" sees no rise, and fails.
+  rounds the closes to cents before the strict "last > first" sees no rise, and fails;
+* the same world's volume, falling by session while rising by calendar day: a tool that regresses the
+  volume on the dates instead of the sessions sees no fall, and fails.
 """
 
 from __future__ import annotations
@@ -233,4 +235,43 @@ def volume_price_divergence(symbol: str, days: int = 30) -> bool:
     closes = window["Close"].round(2)  # prices are quoted in cents
     slope = np.polyfit(np.arange(days, dtype=float), window["Volume"].to_numpy(dtype=float), 1)[0]
     return bool(closes.iloc[-1] > closes.iloc[0] and slope < 0)
+'''
+
+
+# --------------------------------------------------------------------------- a slope over sessions, not dates
+def test_the_round_trip_worlds_volume_falls_by_session_and_rises_by_calendar_day(env: Env) -> None:
+    import numpy as np
+
+    world = _round_trip(env)
+    window = world.provider.history("MSFT").tail(30)
+    volume = window["Volume"].to_numpy(dtype=float)
+    days = np.array([(ts.date() - window.index[0].date()).days for ts in window.index], dtype=float)
+    assert np.polyfit(np.arange(30.0), volume, 1)[0] < 0 < np.polyfit(days, volume, 1)[0]
+    assert "falling by session, rising by calendar day" in world.perturbation
+
+
+def test_volume_regressed_on_the_dates_fails_and_the_reference_passes(env: Env) -> None:
+    world = _round_trip(env)
+    args = {"symbol": "MSFT", "days": 30}
+    assert env.run(CALENDAR_SLOPE_TOOL, "volume_price_divergence", args).ok
+    assert env.run(CALENDAR_SLOPE_TOOL, "volume_price_divergence", args, str(world.path)).value is False
+    assert env.run(reference("comp_002"), "volume_price_divergence", args, str(world.path)).value is True
+    assert env.judge("comp_002", CALENDAR_SLOPE_TOOL).state.value == "fail"
+    right = env.judge("comp_002", reference("comp_002"))
+    assert right.state.value == "pass", right.reason
+
+
+#: Regresses the window's volume on its dates (days since the window's first session), not on the sessions.
+CALENDAR_SLOPE_TOOL = '''import numpy as np
+import yfinance as yf
+
+
+def volume_price_divergence(symbol: str, days: int = 30) -> bool:
+    bars = yf.Ticker(symbol).history(period="max").dropna(subset=["Close", "Volume"])
+    if days < 3 or len(bars) < days:
+        raise ValueError(f"{symbol}: fewer than {days} sessions")
+    window = bars.tail(days)
+    elapsed = np.array([(ts - window.index[0]).total_seconds() / 86400 for ts in window.index])
+    slope = np.polyfit(elapsed, window["Volume"].to_numpy(dtype=float), 1)[0]
+    return bool(window["Close"].iloc[-1] > window["Close"].iloc[0] and slope < 0)
 '''
