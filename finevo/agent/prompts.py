@@ -50,7 +50,9 @@ dunder attributes.
 never numpy or pandas objects.
 5. When the data is missing or too short, raise ValueError with a clear message. NEVER return a \
 placeholder such as 50.0, 0.0, None, NaN or any constant, and never hard-code an answer.
-6. Deterministic: no randomness, no printing of results as the answer.
+6. Deterministic: no randomness, no printing of results as the answer. Every parameter you \
+declare changes the answer as its name says (no parameter kept for show); nothing is kept from one \
+call to the next (no module-level cache, no functools.cache/lru_cache of market data).
 7. End with an `if __name__ == "__main__":` block that calls the function with realistic \
 arguments and asserts the result has the right type.
 

@@ -49,7 +49,7 @@ from runner.judging.compare import (
 )
 from runner.judging.oracle import NOT_HELD, OR_RAISES, RAISES, holds, judged_values, undefined_here
 from runner.judging.probes import for_tool
-from runner.judging.source_checks import unread_parameters
+from runner.judging.source_checks import carried_state, unread_parameters
 from runner.judging.worlds import World, display_name
 from runner.records import (
     ProbeResult,
@@ -121,7 +121,7 @@ def judge_task(task: Task, outcome: Outcome, expected: dict[str, JSONValue], ela
     try:
         judgement = judge_outcome(task, outcome, expected)
         if judgement.passed and outcome.tool_code:
-            judgement = _unread_parameters(task, outcome.tool_code) or judgement
+            judgement = _source_judgement(task, outcome.tool_code) or judgement
         gate_timings["judge"] = time.perf_counter() - started_judge
         run_tool = reruns.run_tool
         if judgement.passed and run_tool is not None:
@@ -163,15 +163,20 @@ def judge_task(task: Task, outcome: Outcome, expected: dict[str, JSONValue], ela
         worlds=world_results)
 
 
-def _unread_parameters(task: Task, code: str) -> Judgement | None:
-    """A fail when the tool declares a parameter it never reads (:mod:`runner.judging.source_checks`)."""
+def _source_judgement(task: Task, code: str) -> Judgement | None:
+    """A fail for what the tool's source shows and no call can (:mod:`runner.judging.source_checks`): a
+    parameter it declares and never reads, market data it keeps from one call to the next."""
     entry = probe_entry(code, task)
     unread = unread_parameters(code, entry, task.intent.args) if entry else []
-    if not unread:
-        return None
-    them = "it" if len(unread) == 1 else "them"
-    return Judgement(TaskState.FAIL, f"{entry} declares {', '.join(unread)} but never reads {them}: a later "
-                                     f"task that passes {them} gets an answer that ignores {them}")
+    if unread:
+        them = "it" if len(unread) == 1 else "them"
+        return Judgement(TaskState.FAIL, f"{entry} declares {', '.join(unread)} but never reads {them}: a later "
+                                         f"task that passes {them} gets an answer that ignores {them}")
+    kept = carried_state(code)
+    if kept:
+        return Judgement(TaskState.FAIL, f"keeps market data from one call to the next ({kept}): a later call "
+                                         "in the same process answers from the first call's data")
+    return None
 
 
 def _judge_reruns(case: Case, main: Judgement, run_tool: Callable[..., ExecutionResult], reruns: Reruns,

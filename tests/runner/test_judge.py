@@ -334,3 +334,83 @@ class TestUnreadParameters:
     def test_a_function_reading_its_locals_is_not_judged_by_the_rule(self, tasks: dict[str, Task]) -> None:
         code = self.VOLATILITY.format(extra="trading_days: int = 252", factor="locals()['trading_days']")
         assert self._verdict(tasks["calc_005"], code).state == "pass"
+
+
+class TestCarriedState:
+    """Every judged call is a process of its own, so no call shows what a tool keeps across calls: the
+    source does. Market data kept from one call to the next fails; state kept for one call does not."""
+
+    BODY = ("    closes = {read}\n"
+            "    return float(closes.pct_change().dropna().iloc[-window:].std())\n")
+    READ = "yf.Ticker(symbol).history(period='max')['Close']"
+
+    def _state(self, tasks: dict[str, Task], code: str) -> tuple[str, str]:
+        from runner.judging.grade import judge_task
+
+        task = tasks["calc_005"]
+        expected = {task.conventions[0].name: 0.5}
+        verdict = judge_task(task, Outcome(task_id=task.id, value=0.5, tool_code=code, stage="done"), expected, 0.0)
+        return verdict.state, verdict.reason
+
+    @pytest.mark.parametrize(("code", "words"), [
+        ("import yfinance as yf\n_SEEN = {}\n\ndef volatility(symbol, window=60):\n"
+         "    if symbol not in _SEEN:\n        _SEEN[symbol] = {read}\n    closes = _SEEN[symbol]\n"
+         "    return float(closes.pct_change().dropna().iloc[-window:].std())\n",
+         "module-level _SEEN written in volatility (line 6)"),
+        ("import functools\nimport yfinance as yf\n\n@functools.lru_cache(maxsize=None)\n"
+         "def _closes(symbol):\n    return {read}\n\ndef volatility(symbol, window=60):\n"
+         "    return float(_closes(symbol).pct_change().dropna().iloc[-window:].std())\n",
+         "_closes (line 5) is memoised with functools.lru_cache"),
+        ("from functools import cache\nfrom yfinance import Ticker\n\n@cache\ndef _bars(symbol):\n"
+         "    return Ticker(symbol).history(period='max')\n\ndef volatility(symbol, window=60):\n"
+         "    return float(_bars(symbol)['Close'].pct_change().dropna().iloc[-window:].std())\n",
+         "_bars (line 5) is memoised with cache"),
+        ("import yfinance as yf\n_LAST = None\n\ndef volatility(symbol, window=60):\n    global _LAST\n"
+         "    if _LAST is None:\n        _LAST = {read}\n"
+         "    return float(_LAST.pct_change().dropna().iloc[-window:].std())\n",
+         "global _LAST rebound in volatility (line 7)"),
+        ("import yfinance as yf\n\ndef volatility(symbol, window=60, memo={}):\n"
+         "    closes = memo.setdefault(symbol, {read})\n"
+         "    return float(closes.pct_change().dropna().iloc[-window:].std())\n",
+         "volatility's default argument memo filled (line 4)"),
+        ("import yfinance as yf\n\nclass _Store:\n    frames: dict = {}\n\n    def get(self, symbol):\n"
+         "        if symbol not in self.frames:\n            self.frames[symbol] = {read}\n"
+         "        return self.frames[symbol]\n\ndef volatility(symbol, window=60):\n"
+         "    return float(_Store().get(symbol).pct_change().dropna().iloc[-window:].std())\n",
+         "class-level frames, shared by every instance, written in get (line 8)"),
+        ("import yfinance as yf\n_BOOK = {}\n\ndef _fetch(symbol):\n    return {read}\n\n"
+         "def volatility(symbol, window=60):\n    closes = _BOOK.get(symbol)\n    if closes is None:\n"
+         "        closes = _fetch(symbol)\n        _BOOK.update({symbol: closes})\n"
+         "    return float(closes.pct_change().dropna().iloc[-window:].std())\n",
+         "module-level _BOOK written in volatility (line 11)"),
+        ("import yfinance as yf\n_SPY = yf.Ticker('SPY').history(period='max')\n\n"
+         "def volatility(symbol, window=60):\n    closes = {read}\n"
+         "    return float(closes.pct_change().dropna().iloc[-window:].std())\n",
+         "market data read at import (line 2)"),
+    ])
+    def test_market_data_kept_across_calls_fails(self, tasks: dict[str, Task], code: str, words: str) -> None:
+        state, reason = self._state(tasks, code.replace("{read}", self.READ))
+        assert state == "fail"
+        assert f"keeps market data from one call to the next ({words})" in reason, reason
+
+    @pytest.mark.parametrize("code", [
+        # a dict kept for one call
+        "import yfinance as yf\n\ndef volatility(symbol, window=60):\n    seen = {}\n"
+        "    seen[symbol] = {read}\n    return float(seen[symbol].pct_change().dropna().iloc[-window:].std())\n",
+        # a memo of arithmetic that reads no market data, and a read-only module-level table
+        "import functools\nimport math\nimport yfinance as yf\n_SCALE = {{'daily': 1}}\n\n"
+        "@functools.lru_cache(maxsize=None)\ndef _root(n):\n    return math.sqrt(n)\n\n"
+        "def volatility(symbol, window=60):\n    closes = {read}\n"
+        "    return _SCALE['daily'] * float(closes.pct_change().dropna().iloc[-window:].std()) * _root(1)\n",
+        # an instance built for the call, its cache set in __init__
+        "import yfinance as yf\n\nclass _Reader:\n    def __init__(self):\n        self.frames = {}\n\n"
+        "    def get(self, symbol):\n        self.frames[symbol] = {read}\n        return self.frames[symbol]\n\n"
+        "def volatility(symbol, window=60):\n"
+        "    return float(_Reader().get(symbol).pct_change().dropna().iloc[-window:].std())\n",
+        # a demonstration under __main__
+        "import yfinance as yf\n\ndef volatility(symbol, window=60):\n" + BODY +
+        "\nif __name__ == '__main__':\n    print(volatility('AAPL'), yf.Ticker('AAPL').info)\n",
+    ])
+    def test_state_kept_for_one_call_or_free_of_market_data_passes(self, tasks: dict[str, Task], code: str) -> None:
+        state, reason = self._state(tasks, code.replace("{read}", self.READ))
+        assert state == "pass", reason
