@@ -22,8 +22,8 @@ forever. :func:`carried_state` finds such state in the source: a function that r
 ``yfinance`` or something imported from it, or calls such a function) and writes into a name bound
 at module level (a dict filled by key, an attribute set, ``.update``/``.append``/``.setdefault``...),
 rebinds one through ``global``, fills a mutable default argument, or is memoised
-(``functools.cache``/``lru_cache``); and market data read at import (a module-level call that reads
-it). State a function keeps for one call (a local dict, an instance built per call) is not carried,
+(``functools.cache``/``lru_cache``); and market data read at import (a module-level name bound to a
+call that reads it). State a function keeps for one call (a local dict, an instance built per call) is not carried,
 nor is a memo of a function that never reads the market (a calendar rule, arithmetic).
 """
 
@@ -125,8 +125,14 @@ def _market_names(tree: ast.Module) -> set[str]:
 
 
 def _called_name(node: ast.Call) -> str | None:
+    """The name a call names: ``f`` of ``f(x)``, ``m`` of ``self.m(x)`` or ``cls.m(x)`` (a method of the
+    module's own; ``d.get(k)`` names no function of the module), else None."""
     func = node.func
-    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
+        return func.attr
+    return None
 
 
 def _readers(functions: list[_Function], market: set[str]) -> set[str]:
@@ -240,14 +246,13 @@ def _mutable_defaults(func: _Function) -> set[str]:
 
 
 def _read_at_import(tree: ast.Module, readers: set[str]) -> str | None:
-    """A module-level statement that reads the market when the module is imported (a call of a market name
-    or of a reader), outside ``if __name__ == "__main__":`` and function or class bodies."""
+    """A module-level binding whose value reads the market when the module is imported (a call of a market
+    name or of a reader: ``_SPY = yf.Ticker("SPY").history(...)``), kept for every call; a call made for
+    its effect alone keeps nothing."""
     for stmt in tree.body:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
+        if not isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)) or stmt.value is None:
             continue
-        if isinstance(stmt, ast.If) and "__main__" in ast.unparse(stmt.test):
-            continue
-        for node in ast.walk(stmt):
+        for node in ast.walk(stmt.value):
             if isinstance(node, ast.Call) and any(isinstance(n, ast.Name) and n.id in readers
                                                   for n in ast.walk(node.func)):
                 return f"market data read at import (line {node.lineno})"

@@ -407,6 +407,8 @@ class TestCarriedState:
         "    def get(self, symbol):\n        self.frames[symbol] = {read}\n        return self.frames[symbol]\n\n"
         "def volatility(symbol, window=60):\n"
         "    return float(_Reader().get(symbol).pct_change().dropna().iloc[-window:].std())\n",
+        # a module-level call made for its effect keeps nothing
+        "import yfinance as yf\nyf.pdr_override()\n\ndef volatility(symbol, window=60):\n" + BODY,
         # a demonstration under __main__
         "import yfinance as yf\n\ndef volatility(symbol, window=60):\n" + BODY +
         "\nif __name__ == '__main__':\n    print(volatility('AAPL'), yf.Ticker('AAPL').info)\n",
