@@ -239,10 +239,7 @@ def _kept_by(func: _Function, module_names: set[str], class_containers: set[str]
 
 def _mutable_defaults(func: _Function) -> set[str]:
     """The parameters of ``func`` whose default is a mutable container (one object shared by every call)."""
-    positional = [*func.args.posonlyargs, *func.args.args]
-    pairs = list(zip(positional[len(positional) - len(func.args.defaults):], func.args.defaults, strict=True))
-    pairs += [(p, d) for p, d in zip(func.args.kwonlyargs, func.args.kw_defaults, strict=True) if d is not None]
-    return {p.arg for p, d in pairs if _mutable(d)}
+    return {name for name, default in _defaulted(func.args) if _mutable(default)}
 
 
 def _read_at_import(tree: ast.Module, readers: set[str]) -> str | None:
