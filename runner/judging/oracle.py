@@ -418,10 +418,15 @@ class Dividend(TypedDict):
 
 def dividend_history(provider: MarketProvider, p: DividendHistoryParams) -> list[Dividend]:
     """Dividends with ex-date on or after ``as_of - years`` (calendar years; ``since="exclusive"``:
-    strictly after it, what ``history(period="3y")`` returns), as date/amount records."""
+    strictly after it, what ``history(period="3y")`` returns), as date/amount records;
+    ``before_data="refuse"``: none when the window opens before the data (:data:`CALENDAR_SLACK_DAYS`)."""
     symbol, years = p.symbol, p.years
     divs = provider.dividends(symbol)
     start = pd.Timestamp(provider.as_of) - pd.DateOffset(years=years)
+    if p.before_data == "refuse":
+        first = _local_days(_closes(provider, symbol).index[:1])
+        if len(first) and first[0] > start + pd.Timedelta(days=CALENDAR_SLACK_DAYS):
+            raise ValueError(f"{symbol}: the data starts {first[0].date()}, after the window's start {start.date()}")
     dates = divs.index.tz_localize(None) if divs.index.tz is not None else divs.index
     after = dates.normalize() >= start if p.since == "inclusive" else dates.normalize() > start
     mask = after & (dates.date <= provider.as_of) & (divs.to_numpy() > 0)

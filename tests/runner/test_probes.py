@@ -623,14 +623,17 @@ def test_an_optional_parameter_of_the_measure_is_probed_only_in_a_tool_that_decl
     judged = task.model_copy(update={"probes": probes_for(task, snapshot, seed=1)})
     [optional] = [p for p in judged.probes if p.declared]
     assert optional.declared == ("periods_per_year",) and optional.args["periods_per_year"] != 252
-    # annualised by a constant whatever periods_per_year says: right for the task, wrong for the probe
-    ignoring = _reference("calc_005").replace("math.sqrt(periods_per_year)", "math.sqrt(252)")
+    # annualised by a constant whatever periods_per_year says (read, so the source alone does not tell:
+    # runner/judging/source_checks.py): right for the task, wrong for the probe
+    ignoring = _reference("calc_005").replace("math.sqrt(periods_per_year)",
+                                              "math.sqrt(252 if periods_per_year > 0 else periods_per_year)")
     assert ignoring != _reference("calc_005")
     result = _judge_in_sandbox(judged, ignoring, task_runner, snapshot)
     assert result.state == "fail" and "periods_per_year=" in result.reason, result.reason
     assert _judge_in_sandbox(judged, _reference("calc_005"), task_runner, snapshot).state == "pass"
     # a tool without the parameter cannot be asked it: the probe is not run, the others are
-    without = ignoring.replace(", periods_per_year: int = 252", "")
+    without = _reference("calc_005").replace("math.sqrt(periods_per_year)", "math.sqrt(252)").replace(
+        ", periods_per_year: int = 252", "")
     assert "periods_per_year:" not in without
     result = _judge_in_sandbox(judged, without, task_runner, snapshot)
     assert result.state == "pass", result.reason
