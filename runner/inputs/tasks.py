@@ -88,6 +88,10 @@ class Probe(_Strict):
     #: such as ``periods_per_year``): asked only of a tool whose function declares every one of them
     #: by name -- a tool that has no such parameter cannot be asked, one that has it must honour it.
     declared: tuple[str, ...] = ()
+    #: Arguments unusual enough that a clear error is as right as the value asked (a pair of windows
+    #: given the other way round: ``short_window=20, long_window=5``): the oracle's values stand, and a
+    #: tool that raises passes too.
+    may_raise: bool = False
 
     def label(self) -> str:
         """``symbol=GOOGL, rsi_threshold=70``: the probe's changed arguments, for reasons and reports."""

@@ -47,7 +47,7 @@ from runner.judging.compare import (
     refusal_judgement,
     run_words,
 )
-from runner.judging.oracle import NOT_HELD, OR_RAISES, RAISES, holds, judged_values, undefined_here
+from runner.judging.oracle import NOT_HELD, OR_RAISES, RAISES, holds, judged_values, refusable, undefined_here
 from runner.judging.probes import for_tool
 from runner.judging.source_checks import carried_state, unread_parameters
 from runner.judging.worlds import World, display_name
@@ -346,7 +346,8 @@ def world_answers(task: Task, world: World) -> list[WorldAnswer]:
             out.append(f"probe {index} ({probe.label()}): {short}")
             continue
         try:
-            out.append((index, judged_values(task, provider, dict(probe.oracle_params) if probe else None)))
+            out.append((index, refusable(probe, judged_values(task, provider,
+                                                              dict(probe.oracle_params) if probe else None))))
         except InputError as exc:
             if (probe is not None and probe.expect_error) or undefined_here(exc) or index in world.must_raise:
                 # the data cannot support it (a probe past the data, a symbol the world lists weeks ago),

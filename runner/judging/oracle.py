@@ -89,6 +89,7 @@ __all__ = [
     "judged_values",
     "probe_expectation",
     "probe_expected_values",
+    "refusable",
     "rsi_series",
     "undefined_here",
 ]
@@ -890,11 +891,19 @@ def probe_expectation(task: Task, provider: MarketProvider, probe: Probe, where:
             return {RAISES: str(exc)}
         raise
     if not probe.expect_error:
-        return values
+        return refusable(probe, values)
     if OR_RAISES in values:  # some reading answers it: raising is right, and so is that reading's value
         return values
     raise InputError(f"task {task.id} {where}: expects an error but the oracle answers it "
                      f"({', '.join(values)})")
+
+
+def refusable(probe: Probe | None, values: dict[str, JSONValue]) -> dict[str, JSONValue]:
+    """``values`` with :data:`OR_RAISES` beside them for a probe a clear error may answer
+    (:attr:`~runner.inputs.tasks.Probe.may_raise`); as they are otherwise."""
+    if probe is None or not probe.may_raise or OR_RAISES in values:
+        return values
+    return {**values, OR_RAISES: f"{probe.label()}: a clear error is as right here as the value asked"}
 
 
 def probe_expected_values(task: Task, provider: MarketProvider) -> list[dict[str, JSONValue]]:

@@ -167,7 +167,36 @@ def derive_probes(task: Task, provider: MarketProvider) -> list[Probe]:
                 probes += boundary_probes(d, key, value, contexts)
     probes += optional_probes(d)
     probes += flat_probes(d, contexts)
+    probes += reversed_probes(d)
     return probes
+
+
+#: Parts of argument names that make two windows an ordered pair, the first part the shorter one's.
+_ORDERED_PAIRS = (("short", "long"), ("fast", "slow"))
+
+
+def reversed_probes(d: _Deriver) -> list[Probe]:
+    """For a task whose windows come as a named pair (``short_window``/``long_window``, ``fast``/``slow``),
+    the pair given the other way round. The oracle computes it as asked (``SMA(20) > SMA(5)``,
+    ``EMA(26) - EMA(12)``), and a clear error is as right (:attr:`Probe.may_raise`: a tool may refuse a
+    pair in the wrong order); a tool that sorts the pair back quietly answers the task's own question
+    instead, and fails wherever the two answers differ (a flip world, where the task's own answer is
+    True, or any MACD)."""
+    bound = d.bound()
+    counts = {k: v for k, v in bound.items() if isinstance(v, int) and not isinstance(v, bool)}
+    out: list[Probe] = []
+    for shorter, longer in _ORDERED_PAIRS:
+        firsts = [k for k in counts if shorter in k.lower()]
+        seconds = [k for k in counts if longer in k.lower()]
+        if len(firsts) != 1 or len(seconds) != 1 or counts[firsts[0]] == counts[seconds[0]]:
+            continue
+        args: JSONObject = {firsts[0]: counts[seconds[0]], seconds[0]: counts[firsts[0]]}
+        if d.expected(args, bounded=False) is not None:
+            out.append(Probe(args=args, oracle_params=args, may_raise=True,
+                             reason=f"derived: the pair given the other way round ({_words(args)}): computed "
+                                    "as asked, or a clear error; a tool that sorts the pair back answers another "
+                                    "question"))
+    return out
 
 
 def flat_probes(d: _Deriver, contexts: list[JSONObject]) -> list[Probe]:

@@ -26,7 +26,7 @@ from runner.execution.session import Session, SessionSpec
 from runner.inputs.tasks import Probe, Task, load_tasks
 from runner.judging.compare import Judgement, judge_probes, judge_value, probe_entry
 from runner.judging.grade import Reruns, judge_task
-from runner.judging.oracle import expected_values, probe_expected_values
+from runner.judging.oracle import OR_RAISES, expected_values, probe_expected_values
 from runner.reports import document
 from tests.runner.fakes import BENCH, DATA, TASKS
 
@@ -688,3 +688,35 @@ def test_a_tool_taking_the_quotes_52_week_figure_for_a_years_lookback_fails(task
     failed = _judge_in_sandbox(judged, shortcut, task_runner, snapshot)
     assert failed.state == "fail" and "days=" in failed.reason, failed.reason
     assert _judge_in_sandbox(judged, _reference("fetch_008"), task_runner, snapshot).state == "pass"
+
+
+# --------------------------------------------------------------------------- a pair given the other way round
+@pytest.mark.slow
+def test_a_pair_of_windows_given_the_other_way_round_is_asked_as_given(tasks, snapshot, task_runner) -> None:
+    from runner.judging.probes import probes_for
+
+    task = tasks["calc_004"]  # MACD(12, 26, 9)
+    judged = task.model_copy(update={"probes": probes_for(task, snapshot, seed=1)})
+    [turned] = [p for p in judged.probes if p.may_raise]
+    assert turned.args == {"fast": 26, "slow": 12}
+    # the reference refuses a fast span that is not the shorter one: a clear error passes
+    assert _judge_in_sandbox(judged, _reference("calc_004"), task_runner, snapshot).state == "pass"
+    literal = _reference("calc_004").replace("if not 0 < fast < slow or signal <= 0:",
+                                             "if min(fast, slow, signal) <= 0:")
+    assert literal != _reference("calc_004")
+    result = _judge_in_sandbox(judged, literal, task_runner, snapshot)  # computed as asked passes too
+    assert result.state == "pass", result.reason
+    # a tool that sorts the spans back answers MACD(12, 26) where MACD(26, 12) is asked
+    sorting = literal.replace("    closes = yf.Ticker", "    fast, slow = sorted((fast, slow))\n    closes = yf.Ticker")
+    result = _judge_in_sandbox(judged, sorting, task_runner, snapshot)
+    assert result.state == "fail" and "fast=26, slow=12" in result.reason, result.reason
+
+
+def test_the_ma_cross_gets_its_windows_the_other_way_round_and_no_task_without_a_pair_does(tasks, snapshot) -> None:
+    from runner.judging.probes import derive_probes
+
+    [turned] = [p for p in derive_probes(tasks["comp_001"], snapshot) if p.may_raise]
+    assert turned.args == {"short_window": 20, "long_window": 5} and turned.oracle_params == turned.args
+    [expected] = probe_expected_values(tasks["comp_001"].model_copy(update={"probes": (turned,)}), snapshot)
+    assert "a clear error is as right" in str(expected[OR_RAISES])
+    assert not [p for p in derive_probes(tasks["calc_006"], snapshot) if p.may_raise]
