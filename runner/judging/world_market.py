@@ -573,6 +573,31 @@ def fine_prices(market: Market, rng: np.random.Generator) -> tuple[Market, str]:
     return Market(data, market.as_of), ("prices off the cent grid: " + ", ".join(words)) if words else ""
 
 
+#: The log-spread of the one factor :func:`fine_dividends` scales a payer's dividends by.
+FINE_DIVIDEND_SPREAD = 0.02
+
+
+def fine_dividends(market: Market, rng: np.random.Generator) -> tuple[Market, str]:
+    """``market`` with every payer's dividends moved off the cent grid: each stock's amounts scaled by
+    one factor near 1 (equal amounts stay equal). Yahoo serves dividends with many digits: split-adjusted
+    ones (a 0.47 declared before a 7:1 and a 4:1 split is served as 0.0167857...), an ADR's converted from
+    another currency: an amount rounded to cents, or to four decimals, is not the dividend."""
+    data, words = [], []
+    for item in market.data.values():
+        raw = item.history
+        paid = raw["Dividends"].to_numpy(dtype=float) if "Dividends" in raw.columns else np.zeros(0)
+        if not (paid != 0).any():
+            data.append(item)
+            continue
+        raw = raw.copy()
+        factor = float(np.exp(rng.normal(0.0, FINE_DIVIDEND_SPREAD)))
+        raw["Dividends"] = paid * factor
+        words.append(f"{item.symbol} x{factor:.6f}")
+        data.append(SymbolData(item.symbol, raw, item.income_yearly, item.income_quarterly, item.info,
+                               item.fast_info))
+    return Market(data, market.as_of), ("dividends off the cent grid: " + ", ".join(words)) if words else ""
+
+
 def _free_sessions(raw: pd.DataFrame, backs: range, avoid: set[int]) -> list[int]:
     """Bar positions ``backs`` sessions back (1 = the latest) holding no dividend or split, not in ``avoid``."""
     events = _events(raw)
@@ -734,9 +759,11 @@ def recorded_shapes(market: Market, rng: np.random.Generator, avoid: Iterable[in
     """``market`` with the shapes recorded data have and a generated world would otherwise lack, each in
     every world: prices off the cent grid (:func:`fine_prices`), one missing session per stock
     (:func:`missing_sessions`), a trading halt of flat bars (:func:`halts`, clear of the sessions back
-    in ``avoid``) and a recent split (:func:`recent_splits`); ``Adj Close`` and the quotes follow."""
+    in ``avoid``), a recent split (:func:`recent_splits`) and dividends off the cent grid
+    (:func:`fine_dividends`, drawn last: the other shapes' draws stay what they were); ``Adj Close``
+    and the quotes follow."""
     words = []
-    for step in (fine_prices, missing_sessions, lambda m, r: halts(m, r, avoid), recent_splits):
+    for step in (fine_prices, missing_sessions, lambda m, r: halts(m, r, avoid), recent_splits, fine_dividends):
         market, said = step(market, rng)
         if said:
             words.append(said)

@@ -1,6 +1,6 @@
 """The hidden worlds carry the shapes recorded market data have (runner.judging.world_market's
 ``recorded_shapes``), in every world: prices off the cent grid, a session missing from each stock,
-a trading halt of flat bars, a recent split -- shaped as yfinance shows them, with the oracle's
+a trading halt of flat bars, a recent split, dividends off the cent grid -- shaped as yfinance shows them, with the oracle's
 answers right on them. Each shape is here because a tool right only without it passed every world."""
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from runner.judging.world_market import (
     HALT_SESSIONS,
     SPLIT_BACK,
     Market,
+    fine_dividends,
     fine_prices,
     halts,
     missing_sessions,
@@ -146,6 +147,23 @@ def test_fine_prices_leave_a_bar_consistent_and_a_priced_off_grid_market_alone(s
         assert np.abs(ratio - 1).max() < 1e-3
     again, words = fine_prices(moved, np.random.default_rng(2))
     assert words == "" and again.data["AAPL"].history.equals(moved.data["AAPL"].history)
+
+
+def test_fine_dividends_move_every_payers_amounts_by_one_factor_and_leave_the_bars(snapshot: Snapshot) -> None:
+    market = read_market(snapshot)
+    moved, words = fine_dividends(market, np.random.default_rng(1))
+    assert words.startswith("dividends off the cent grid") and "AAPL" in words
+    before, after = market.data["AAPL"].history, moved.data["AAPL"].history
+    paid = before["Dividends"] != 0
+    assert paid.sum() >= 4 and (after["Dividends"] != 0).equals(paid)
+    ratio = after.loc[paid, "Dividends"] / before.loc[paid, "Dividends"]
+    assert np.allclose(ratio, ratio.iloc[0], rtol=1e-12) and ratio.iloc[0] != 1.0  # one factor per stock
+    amounts = after.loc[paid, "Dividends"].to_numpy(dtype=float)
+    assert (np.abs(amounts - np.round(amounts, 4)) > 1e-7).all()  # not four decimals, let alone cents
+    assert after[PRICES].equals(before[PRICES])
+    for symbol in snapshot.symbols():  # a symbol that never paid is left as it was
+        if not (market.data[symbol].history.get("Dividends", pd.Series(dtype=float)) != 0).any():
+            assert moved.data[symbol] is market.data[symbol]
 
 
 def test_the_generator_draws_the_same_paths_at_full_precision() -> None:

@@ -156,6 +156,8 @@ WRONG: dict[str, tuple[str, Any]] = {
     # the shapes recorded data have (runner.judging.world_market.recorded_shapes), in every world:
     "a close rounded to cents (prices off the cent grid)": ("fetch_004", lambda env: edited(
         "fetch_004", 'return float(history["Close"].iloc[-1])', 'return round(float(history["Close"].iloc[-1]), 2)')),
+    "dividends rounded to four decimals (dividends off the cent grid)": ("fetch_007", lambda env: edited(
+        "fetch_007", '"amount": float(amount)}', '"amount": round(float(amount), 4)}')),
     "a stochastic that divides by a zero High-Low range (a halt's flat bars)": ("calc_006", lambda env: edited(
         "calc_006", "span.where(span != 0)", "span").replace(".fillna(50.0)", "")),
     "a correlation of each symbol's own last closes (a session missing)": ("calc_008", lambda env: edited(
