@@ -54,7 +54,8 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
 #: reads it fails, and so does one that keeps market data from one call to the next (a module-level
 #: cache, a memoised reader, data read at import) (:mod:`runner.judging.source_checks`); a dividend window
 #: opening before the data may be refused (the ``data_start`` reading); a pair of windows is probed the
-#: other way round (computed as asked, or refused); every world's dividends are off the cent grid;
+#: other way round (computed as asked, or refused); every world's dividends are off the cent grid; the
+#: halt world's probe symbols resume trading, two averages apart by less than half a cent;
 #: 3.9: a listing world for every task over a list of symbols (one stock listed weeks ago: the task's own
 #: arguments must raise); the long world reaches back to 1980 (all the history is not "since 2000"); the
 #: round-trip world's rise is under half a cent (rounded to cents, no rise);

@@ -529,12 +529,24 @@ def zigzag_market(task: Task, market: Market, symbols: Sequence[str]) -> tuple[M
 HALT_GRID_BITS = 6
 
 
-def _on_halt_grid(price: float) -> float:
+def _on_halt_grid(price: float, *, above_cent: bool = False) -> float:
     """``price`` rounded to the halt's grid (:data:`HALT_GRID_BITS` binary places, fewer where the
-    whole part leaves fewer than that many of the file's significant digits)."""
+    whole part leaves fewer than that many of the file's significant digits); ``above_cent``: the first
+    grid price at or below it that lies less than :data:`_ABOVE_CENT` above a whole cent."""
     whole_digits = len(str(int(abs(price))))
     step = 2.0 ** -max(0, min(HALT_GRID_BITS, SIGNIFICANT_DIGITS - whole_digits))
-    return round(price / step) * step
+    grid = round(price / step) * step
+    if above_cent:
+        for _ in range(int(1 / step) + 1):
+            if (grid * 100) % 1 < _ABOVE_CENT * 100:
+                break
+            grid -= step
+    return grid
+
+
+#: How far above a whole cent a resumed halt's price lies at most (:func:`_on_halt_grid`), leaving room
+#: under the next rounding boundary for the short average's rise.
+_ABOVE_CENT = 0.003
 
 
 @dataclass(frozen=True)
@@ -550,17 +562,27 @@ class Halt:
     window: int
     fall_sessions: int = 14
     fall: float = 0.015
+    #: The task's shortest window: on a probe's symbol (:func:`halted_market`'s ``resumed``) trading
+    #: resumes on the last session, lifting the average over this window above the longest one's by
+    #: less than half a cent.
+    shortest: int = 2
+    #: The symbols whose trading resumes on the last session.
+    resumed: tuple[str, ...] = ()
 
     def label(self) -> str:
+        again = (f"; {', '.join(self.resumed)} trading again on the last session, the {self.shortest}-session "
+                 "average above the longer ones by less than half a cent") if self.resumed else ""
         return (f"a trading halt over the last {self.window} sessions (flat bars, Volume 0) after "
                 f"{self.fall_sessions} sessions falling {self.fall:.1%} a day: averages over windows "
-                "inside it tie exactly")
+                f"inside it tie exactly{again}")
 
 
-def _halted(raw: pd.DataFrame, shape: Halt) -> pd.DataFrame | None:
+def _halted(raw: pd.DataFrame, shape: Halt, *, resumed: bool = False) -> pd.DataFrame | None:
     """``raw`` redrawn by ``shape`` (``Adj Close`` recomputed; a dividend inside the halt is not paid,
     so its adjusted closes stay flat; a split keeps its event, the prices being split-adjusted
-    already), or None when the history is too short for it."""
+    already), or None when the history is too short for it. ``resumed``: the halted price a little above
+    a whole cent, and the last session trading again, closing up by half the room left under the next
+    rounding boundary times the shortest window (:func:`_resume`)."""
     n = len(raw)
     first = n - shape.window  # the first halted session
     start = first - shape.fall_sessions  # the first falling session
@@ -569,7 +591,7 @@ def _halted(raw: pd.DataFrame, shape: Halt) -> pd.DataFrame | None:
     raw = raw.copy()
     close = raw["Close"].to_numpy(dtype=float)
     fallen = float(close[start - 1]) * (1.0 - shape.fall) ** np.arange(1, shape.fall_sessions + 1)
-    fallen[-1] = _on_halt_grid(float(fallen[-1]))  # the halted price: the last traded close
+    fallen[-1] = _on_halt_grid(float(fallen[-1]), above_cent=resumed)  # the halted price: the last traded close
     ratios = np.ones(n)
     ratios[start:first] = fallen / close[start:first]
     for column in ("Open", "High", "Low", "Close"):
@@ -585,23 +607,45 @@ def _halted(raw: pd.DataFrame, shape: Halt) -> pd.DataFrame | None:
     bar = raw.iloc[first - 1]
     raw.iloc[first - 1, raw.columns.get_loc("High")] = max(float(bar["High"]), price)
     raw.iloc[first - 1, raw.columns.get_loc("Low")] = min(float(bar["Low"]), price)
-    return readjust(raw)
+    return readjust(_resume(raw, price, shape.shortest, first) if resumed else raw)
 
 
-def halted_market(task: Task, market: Market, symbols: Sequence[str]) -> tuple[Market, Halt] | None:
+def _resume(raw: pd.DataFrame, price: float, shortest: int, first: int) -> pd.DataFrame:
+    """``raw`` (halted at ``price`` from bar ``first`` on) with trading resumed on the last session: it
+    opens at the halted price and closes up by ``shortest`` times half the room between ``price`` and
+    the next rounding boundary of cents, on the volume the stock traded before the halt. The average of
+    the last ``shortest`` closes rises by half that room, a longer one's by less: the short average is
+    above the long one by less than half a cent, and both round to the halted price's cent."""
+    boundary = (np.floor(price * 100) + 0.5) / 100
+    close = price + shortest * (boundary - price) / 2
+    last = len(raw) - 1
+    for column, value in (("Open", price), ("High", close), ("Low", price), ("Close", close)):
+        raw.iloc[last, raw.columns.get_loc(column)] = value
+    if "Volume" in raw.columns:
+        traded = raw["Volume"].iloc[:first].to_numpy(dtype=float)
+        raw.iloc[last, raw.columns.get_loc("Volume")] = int(np.median(traded[traded > 0])) if (traded > 0).any() else 1
+    return raw
+
+
+def halted_market(task: Task, market: Market, symbols: Sequence[str],
+                  resumed: Sequence[str] = ()) -> tuple[Market, Halt] | None:
     """For a yes/no task that reads two windows or more (a short and a long average), its own symbols
     halted over its longest window after a fall (:class:`Halt`), when the oracle answers its own
     arguments there; None when the task has fewer windows, none of at least 3 sessions, its symbols'
     histories are too short, or the oracle has no answer. A task of one window has nothing to tie
-    there: its window would be all halt, flat and without volume, a shape that tests no reading."""
+    there: its window would be all halt, flat and without volume, a shape that tests no reading.
+    The ``resumed`` symbols (its probes' others) are halted too, trading again on the last session
+    (:func:`_resume`): there the short average is above the long one by less than half a cent, so a
+    tool that rounds the averages to cents before comparing them sees a tie where there is a cross."""
     windows = sorted(window_args({**task.oracle.params, **task.intent.args}).values(), reverse=True)
     if len(windows) < 2 or windows[0] < 3:
         return None
-    shape = Halt(windows[0])
-    chosen = set(symbols)
+    chosen, again = set(symbols), set(resumed) - set(symbols)
+    shape = Halt(windows[0], shortest=max(2, windows[-1]), resumed=tuple(s for s in resumed if s in again))
     data, changed = [], False
     for item in market.data.values():
-        redrawn = _halted(item.history, shape) if item.symbol in chosen else None
+        redrawn = _halted(item.history, shape, resumed=item.symbol in again) \
+            if item.symbol in chosen | again else None
         changed |= redrawn is not None
         data.append(item if redrawn is None else
                     requote(SymbolData(item.symbol, redrawn, item.income_yearly, item.income_quarterly, item.info,

@@ -863,14 +863,17 @@ class Worlds:
         return self._shaped_world(task, lambda: zigzag_market(task, base, [s for s in symbols if s in base.data]),
                                   "-zigzag")
 
-    def _halt_world(self, task: Task) -> World | None:
+    def _halt_world(self, task: Task, symbols: Sequence[str]) -> World | None:
         """For a yes/no task of two windows or more, a world of the run's snapshot whose own symbols (those
         of the task's own arguments) are halted over its longest window after a fall (:func:`halted_market`): averages
         over windows inside the halt tie exactly, so a tie counted as a cross (``>=`` for ``>``)
-        answers otherwise than the question, in every run."""
+        answers otherwise than the question, in every run; the other symbols its probes read are halted
+        and resume trading on the last session, the short average above the long one by under half a
+        cent (a tool rounding the averages to cents before comparing them sees a tie)."""
         base = self._shaped_base()
         own = task_symbols(task, [], base.data)
-        return self._shaped_world(task, lambda: halted_market(task, base, own), "-halt")
+        others = [s for s in symbols if s in base.data and s not in own]
+        return self._shaped_world(task, lambda: halted_market(task, base, own, others), "-halt")
 
     def _shaped_world(self, task: Task, make: Callable[[], tuple[Market, Any] | None], suffix: str) -> World | None:
         """A ``flip`` world of ``task``: ``make()`` reshapes the run's snapshot (None: no shape does what
@@ -932,7 +935,7 @@ class Worlds:
             zig = self._zigzag_world(task, symbols)
             if zig is not None:
                 worlds.append(zig)
-            halt = self._halt_world(task)
+            halt = self._halt_world(task, symbols)
             if halt is not None:
                 worlds.append(halt)
         if worlds:

@@ -29,7 +29,7 @@ from finevo.sandbox.api import ExecutionResult
 from runner.inputs.tasks import Task, load_tasks
 from runner.judging.compare import judge_value
 from runner.judging.grade import Reruns, judge_task, world_answers
-from runner.judging.oracle import RAISES, expected_values, probe_expected_values, rsi_series
+from runner.judging.oracle import RAISES, compute, expected_values, probe_expected_values, rsi_series
 from runner.judging.probes import SCALES, derive_probes, probes_for
 from runner.judging.world_market import (
     NO_VOLUME_SESSIONS,
@@ -1285,6 +1285,32 @@ def test_a_yes_no_task_is_judged_in_a_halt_world_where_two_averages_tie_exactly(
     assert base and verdict.state == "fail", verdict.reason
     assert [w.perturbation for w in verdict.worlds if w.state == "fail" and "halt" in w.perturbation], verdict.reason
     assert env.judge("comp_001", reference("comp_001"))[0].state == "pass"
+
+@pytest.mark.slow
+def test_a_probe_symbol_in_the_halt_world_resumes_with_averages_apart_by_less_than_half_a_cent(env: Env) -> None:
+    """The halt world's other symbols (those its probes read) resume trading on the last session: the
+    5-session average is above the 20-session one by less than half a cent, both in the same cent. The
+    oracle says True where the RSI is low; a tool that rounds the averages to cents says False and fails."""
+    task = env.judged["comp_001"]
+    world = next(w for w in env.worlds.for_task(task, [p.oracle_params for p in task.probes])
+                 if w.kind is WorldKind.FLIP and "halt" in w.perturbation)
+    assert "trading again on the last session" in world.perturbation
+    # a probe of another symbol at the task's own windows (its threshold moved: GOOGL at 70)
+    probe = next(p for p in task.probes if "symbol" in p.args and not {"short_window", "long_window"} & set(p.args))
+    other = probe.args["symbol"]
+    assert other in world.perturbation
+    closes = world.provider.history(other)["Close"].astype(float)
+    short, long_ = float(closes.tail(5).mean()), float(closes.tail(20).mean())
+    assert 0 < short - long_ < 0.005 and round(short, 2) == round(long_, 2)
+    assert float(rsi_series(closes, 14).iloc[-1]) < 30
+    args = {**task.intent.args, **probe.args}
+    assert compute("ma_cross_rsi_signal", world.provider, {**task.oracle.params, **probe.oracle_params}) is True
+    rounding = edited("comp_001", "short_ma > long_ma", "round(short_ma, 2) > round(long_ma, 2)")
+    assert env.run(rounding, "ma_cross_rsi_signal", args, str(world.path)).value is False
+    assert env.run(reference("comp_001"), "ma_cross_rsi_signal", args, str(world.path)).value is True
+    verdict, base = env.judge("comp_001", rounding)
+    assert base and verdict.state == "fail", verdict.reason
+
 
 def _long_verdict(env: Env, hidden: Worlds, task: Task, code: str) -> TaskResult:
     result = env.run(code, task.intent.indicator, dict(task.intent.args))
