@@ -19,7 +19,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import statistics
+import sys
 import time
+import types
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import CodeType
@@ -75,15 +77,20 @@ class _InProcess:
             replay.install(provider)
             self._as_of = provider.as_of
         replay.bind(provider)
+        # a module of its own, as the sandbox gives a tool (a dataclass looks its module up by name), and
+        # compiled without this script's own ``from __future__`` flags (string annotations break one)
+        module = types.ModuleType("tool")
+        sys.modules["tool"] = module
         try:
-            namespace: dict[str, Any] = {"__name__": "tool"}
             compiled = self._compiled.get(code)
             if compiled is None:
-                compiled = self._compiled[code] = compile(code, "<tool>", "exec")
-            exec(compiled, namespace)  # the repository's own reference tools
-            value = namespace[entry](**call)
+                compiled = self._compiled[code] = compile(code, "<tool>", "exec", dont_inherit=True)
+            exec(compiled, module.__dict__)  # the repository's own reference tools
+            value = module.__dict__[entry](**call)
         except Exception as exc:
             return ExecutionResult(status="exception", error_type=type(exc).__name__, error_message=str(exc)[:500])
+        finally:
+            sys.modules.pop("tool", None)
         try:
             value = normalize(value, TOOL)  # as the sandbox's harness does
         except ResultRefused as exc:  # a value, not an error the tool raised: as the supervisor records it
