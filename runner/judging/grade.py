@@ -33,6 +33,7 @@ from finevo.vocabulary import ToolSource
 from runner.execution.deadline import Aborted
 from runner.inputs.tasks import SecurityTask, Task
 from runner.judging.calls import OWN, Answer, Call, plan_calls, run_calls, served
+from runner.judging.carried_state import carried_state
 from runner.judging.compare import (
     Judgement,
     compare,
@@ -49,7 +50,7 @@ from runner.judging.compare import (
 )
 from runner.judging.oracle import NOT_HELD, OR_RAISES, RAISES, holds, judged_values, refusable, undefined_here
 from runner.judging.probes import for_tool
-from runner.judging.source_checks import carried_state, unread_parameters
+from runner.judging.unread_params import unread_parameters
 from runner.judging.worlds import World, display_name
 from runner.records import (
     ProbeResult,
@@ -164,8 +165,9 @@ def judge_task(task: Task, outcome: Outcome, expected: dict[str, JSONValue], ela
 
 
 def _source_judgement(task: Task, code: str) -> Judgement | None:
-    """A fail for what the tool's source shows and no call can (:mod:`runner.judging.source_checks`): a
-    parameter it declares and never reads, market data it keeps from one call to the next."""
+    """A fail for what the tool's source shows and no call can: a parameter it declares and never reads
+    (:mod:`runner.judging.unread_params`), market data it keeps from one call to the next
+    (:mod:`runner.judging.carried_state`)."""
     entry = probe_entry(code, task)
     unread = unread_parameters(code, entry, task.intent.args) if entry else []
     if unread:

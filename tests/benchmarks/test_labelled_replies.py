@@ -49,7 +49,7 @@ a tool must raise; 159, "all available history" read from 1990-01-01 (comp_004: 
 Amazon's and Tesla's fiscal years in drawn months); 162, a tie of the two averages counted as a cross
 (comp_001: ``>=`` for ``>``; the halt world ties them exactly). Line 163, a moving average that
 declares the price column to average and always averages Close (calc_002: a parameter declared and
-never read fails from the source, ``runner/judging/source_checks.py``); 164, volume's trend measured per
+never read fails from the source, ``runner/judging/unread_params.py``); 164, volume's trend measured per
 calendar day instead of per session (comp_002: the round-trip world's volume falls by session and rises
 by calendar day); 165, a "latest close" whose bars are memoised with ``lru_cache`` (fetch_004: market data
 kept from one call to the next fails from the source). They are judged as the gate judges a final

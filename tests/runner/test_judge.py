@@ -331,6 +331,19 @@ class TestUnreadParameters:
         assert self._verdict(task, code.replace("days: int = 14", "days: int = 14, smoothing: str = 'wilder'")
                              ).state == "fail"
 
+    def test_a_name_shadowed_or_handed_to_a_helper_that_ignores_it_is_not_read(self, tasks: dict[str, Task]) -> None:
+        base = self.VOLATILITY.format(extra="trading_days: int = 252", factor=252)
+        shadowed = base.replace("    return daily", "    scale = [trading_days for trading_days in (252,)][0]\n"
+                                                   "    return scale / 252 * daily")
+        assert self._verdict(tasks["calc_005"], shadowed).state == "fail"
+        helper = ("import math\n\ndef _annualise(daily, **options):\n    return daily * math.sqrt(252)\n\n"
+                  + base.replace("return daily * math.sqrt(252)", "return _annualise(daily, days=trading_days)"))
+        assert self._verdict(tasks["calc_005"], helper).state == "fail"
+        reading = helper.replace("**options):\n    return daily * math.sqrt(252)",
+                                 "days=252):\n    return daily * math.sqrt(days)")
+        verdict = self._verdict(tasks["calc_005"], reading)
+        assert verdict.state == "pass", verdict.reason
+
     def test_a_function_reading_its_locals_is_not_judged_by_the_rule(self, tasks: dict[str, Task]) -> None:
         code = self.VOLATILITY.format(extra="trading_days: int = 252", factor="locals()['trading_days']")
         assert self._verdict(tasks["calc_005"], code).state == "pass"
@@ -387,6 +400,31 @@ class TestCarriedState:
          "def volatility(symbol, window=60):\n    closes = {read}\n"
          "    return float(closes.pct_change().dropna().iloc[-window:].std())\n",
          "market data read at import (line 2)"),
+        # a local name for the module's dict
+        ("import yfinance as yf\n_KEPT = {}\n\ndef volatility(symbol, window=60):\n    kept = _KEPT\n"
+         "    if symbol not in kept:\n        kept[symbol] = {read}\n"
+         "    return float(kept[symbol].pct_change().dropna().iloc[-window:].std())\n",
+         "module-level _KEPT written through kept in volatility (line 7)"),
+        # lru_cache under another name, applied at import
+        ("from functools import lru_cache as _remember\nimport yfinance as yf\n\ndef _fetch(symbol):\n"
+         "    return {read}\n\n_closes = _remember(maxsize=None)(_fetch)\n\n"
+         "def volatility(symbol, window=60):\n"
+         "    return float(_closes(symbol).pct_change().dropna().iloc[-window:].std())\n",
+         "_fetch memoised at import with _remember (line 7)"),
+        # a hand-written memo: a closure made at import around a reader
+        ("import yfinance as yf\n\ndef _memo(fn):\n    seen = {}\n    def inner(key):\n"
+         "        if key not in seen:\n            seen[key] = fn(key)\n        return seen[key]\n    return inner\n\n"
+         "def _fetch(symbol):\n    return {read}\n\n_closes = _memo(_fetch)\n\n"
+         "def volatility(symbol, window=60):\n"
+         "    return float(_closes(symbol).pct_change().dropna().iloc[-window:].std())\n",
+         "a closure made at import by _memo keeps state in inner (line 14)"),
+        # a loader made once at import, its own attributes filled by a reading method
+        ("import yfinance as yf\n\nclass _Loader:\n    def __init__(self):\n        self.frames = {}\n\n"
+         "    def closes(self, symbol):\n        if symbol not in self.frames:\n"
+         "            self.frames[symbol] = {read}\n        return self.frames[symbol]\n\n_LOADER = _Loader()\n\n"
+         "def volatility(symbol, window=60):\n"
+         "    return float(_LOADER.closes(symbol).pct_change().dropna().iloc[-window:].std())\n",
+         "frames of the instance made at import written in closes (line 9)"),
     ])
     def test_market_data_kept_across_calls_fails(self, tasks: dict[str, Task], code: str, words: str) -> None:
         state, reason = self._state(tasks, code.replace("{read}", self.READ))
@@ -407,6 +445,11 @@ class TestCarriedState:
         "    def get(self, symbol):\n        self.frames[symbol] = {read}\n        return self.frames[symbol]\n\n"
         "def volatility(symbol, window=60):\n"
         "    return float(_Reader().get(symbol).pct_change().dropna().iloc[-window:].std())\n",
+        # a factory made at import whose closure keeps only its argument
+        "import yfinance as yf\n\ndef _reader(column):\n    def read(symbol):\n"
+        "        return yf.Ticker(symbol).history(period='max')[column]\n    return read\n\n"
+        "_closes = _reader('Close')\n\ndef volatility(symbol, window=60):\n"
+        "    return float(_closes(symbol).pct_change().dropna().iloc[-window:].std())\n",
         # a module-level call made for its effect keeps nothing
         "import yfinance as yf\nyf.pdr_override()\n\ndef volatility(symbol, window=60):\n" + BODY,
         # a demonstration under __main__

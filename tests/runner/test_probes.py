@@ -624,7 +624,7 @@ def test_an_optional_parameter_of_the_measure_is_probed_only_in_a_tool_that_decl
     [optional] = [p for p in judged.probes if p.declared]
     assert optional.declared == ("periods_per_year",) and optional.args["periods_per_year"] != 252
     # annualised by a constant whatever periods_per_year says (read, so the source alone does not tell:
-    # runner/judging/source_checks.py): right for the task, wrong for the probe
+    # runner/judging/unread_params.py): right for the task, wrong for the probe
     ignoring = _reference("calc_005").replace("math.sqrt(periods_per_year)",
                                               "math.sqrt(252 if periods_per_year > 0 else periods_per_year)")
     assert ignoring != _reference("calc_005")

@@ -1,7 +1,8 @@
 """The hidden worlds carry the shapes recorded market data have (runner.judging.world_market's
 ``recorded_shapes``), in every world: prices off the cent grid, a session missing from each stock,
-a trading halt of flat bars, a recent split, dividends off the cent grid -- shaped as yfinance shows them, with the oracle's
-answers right on them. Each shape is here because a tool right only without it passed every world."""
+a trading halt of flat bars, a recent split, dividends off the cent grid -- shaped as yfinance shows
+them, with the oracle's answers right on them. Each shape is here because a tool right only without it
+passed every world."""
 
 from __future__ import annotations
 
