@@ -31,6 +31,7 @@ from finevo.outcome import ErrorInfo, LLMUsage, Outcome
 from finevo.sandbox.api import ExecutionResult
 from finevo.vocabulary import ToolSource
 from runner.execution.deadline import Aborted
+from runner.inputs.oracle_params import PARAMS
 from runner.inputs.tasks import SecurityTask, Task
 from runner.judging.calls import OWN, Answer, Call, plan_calls, run_calls, served
 from runner.judging.carried_state import carried_state
@@ -169,7 +170,11 @@ def _source_judgement(task: Task, code: str) -> Judgement | None:
     (:mod:`runner.judging.unread_params`), market data it keeps from one call to the next
     (:mod:`runner.judging.carried_state`)."""
     entry = probe_entry(code, task)
-    unread = unread_parameters(code, entry, task.intent.args) if entry else []
+    # the measure's own parameters (``periods_per_year``) are the probes' to judge: they know the reading
+    # (a daily volatility rightly ignores its annualisation)
+    model = PARAMS.get(task.oracle.name)
+    judged = {*task.intent.args, *(model.model_fields if model is not None else ())}
+    unread = unread_parameters(code, entry, judged) if entry else []
     if unread:
         them = "it" if len(unread) == 1 else "them"
         return Judgement(TaskState.FAIL, f"{entry} declares {', '.join(unread)} but never reads {them}: a later "

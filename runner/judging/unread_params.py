@@ -13,8 +13,10 @@ or inner function that binds the same name for itself, and the value handed on t
 module that does not read it in turn (``_compute(..., price=price)`` into a ``price`` or a
 ``**options`` the helper never reads).
 
-Left alone, because a reading of the task may ignore them: the task's own arguments (whole-history
-RSI ignores ``days`` and is accepted; the probes judge what a tool does with them), ``*args`` and
+Left alone, because a reading of the task may ignore them and the probes judge them: the task's own
+arguments (whole-history RSI ignores ``days`` and is accepted) and the measure's own parameters (a
+daily volatility ignores ``periods_per_year``; :func:`runner.judging.probes.optional_probes` asks
+it of a tool that declares it, against each reading). Left alone too: ``*args`` and
 ``**kwargs``, and names starting with ``_`` (private by the usual rule: no caller passes them). A
 function that reads its own ``locals()`` or ``vars()`` is not judged by this rule.
 """
@@ -36,7 +38,7 @@ _Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 def unread_parameters(code: str, entry: str, own_args: Collection[str]) -> list[str]:
     """The parameters of top-level function ``entry`` in ``code`` that have a default, are not among
-    ``own_args`` (the task's arguments) and that the function never reads, each in words
+    ``own_args`` (the names the probes judge) and that the function never reads, each in words
     (``trading_days (default 252)``); empty when there are none or the code does not parse."""
     try:
         tree = parse(code)

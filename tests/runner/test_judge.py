@@ -344,6 +344,12 @@ class TestUnreadParameters:
         verdict = self._verdict(tasks["calc_005"], reading)
         assert verdict.state == "pass", verdict.reason
 
+    def test_the_measures_own_parameters_are_left_to_the_probes(self, tasks: dict[str, Task]) -> None:
+        # a daily volatility rightly ignores its annualisation; optional_probes judge it against each reading
+        code = self.VOLATILITY.format(extra="periods_per_year: int = 252", factor=1)
+        verdict = self._verdict(tasks["calc_005"], code)
+        assert verdict.state == "pass", verdict.reason
+
     def test_a_function_reading_its_locals_is_not_judged_by_the_rule(self, tasks: dict[str, Task]) -> None:
         code = self.VOLATILITY.format(extra="trading_days: int = 252", factor="locals()['trading_days']")
         assert self._verdict(tasks["calc_005"], code).state == "pass"
