@@ -119,6 +119,7 @@ def _frames_of(provider: MarketProvider, symbol: str) -> list[pd.DataFrame]:
     return [provider.history_view(symbol, adjusted=True), provider.history_view(symbol, adjusted=False)]  # type: ignore[attr-defined]
 
 
+@pytest.mark.slow
 def test_every_window_is_the_masked_copy_of_the_whole_history(provider: MarketProvider) -> None:
     for symbol in provider.symbols():
         ticker = replay.Ticker(symbol)
