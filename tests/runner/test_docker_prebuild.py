@@ -75,3 +75,15 @@ def test_prebuild_writes_a_failure_it_meets(tmp_path: Path, monkeypatch: pytest.
     assert outcome["status"] == "failed" and "cannot reach the Docker engine" in outcome["error"]
     assert outcome["started"] >= before - 1
     assert not result.with_name(result.name + ".partial").exists()
+
+
+class _Image:
+    def __init__(self, *layers: str) -> None:
+        self.attrs = {"RootFS": {"Type": "layers", "Layers": list(layers)}}
+
+
+def test_an_image_is_reused_only_on_the_base_it_was_built_on() -> None:
+    base = _Image("sha256:base")
+    assert de.built_on(_Image("sha256:base", "sha256:venv", "sha256:app"), base)
+    assert not de.built_on(_Image("sha256:older-base", "sha256:venv", "sha256:app"), base)  # imported again
+    assert not de.built_on(_Image("sha256:base"), _Image())  # a base that says nothing proves nothing

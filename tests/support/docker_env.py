@@ -11,7 +11,8 @@ wheelhouse are ready (``python -m tests.support.docker_env prebuild RESULT``, wh
 of the set-up run) and names the result file in ``FINEVO_TEST_IMAGE_BUILD``. The session fixture then
 waits for that file: a failed background build fails every docker test (never a skip), and a
 finished one is reused only through the launcher's content key (the hash of the build context and
-the build arguments on the image's label), so an image built from any other tree is never taken.
+the build arguments on the image's label), so an image built from any other tree is never taken,
+and only on the base image it was built on (:func:`built_on`).
 """
 
 from __future__ import annotations
@@ -81,13 +82,28 @@ def snapshot_context(dest: Path) -> Path:
 
 
 def build_test_image(client: Any, context_dir: Path) -> tuple[Any, float]:
-    """Build (or reuse) the test image from ``context_dir``; returns the image and the seconds it took."""
+    """Build (or reuse) the test image from ``context_dir``; returns the image and the seconds it took.
+
+    An image is reused when its content key (the hash of the build context, the wheelhouse and the
+    build arguments) matches, and only when it was built on the base image there is now: the key
+    names the base image, not its content, so one built on an earlier base of that name (a base image
+    imported again) is removed and built anew."""
     base, wheelhouse = build_inputs(client)
     spec = dl.BuildSpec(context_dir=context_dir, tag=TEST_IMAGE, base_image=base, wheelhouse=wheelhouse,
                         build_args={"REVISION": "test"})
     started = time.monotonic()
     image = dl.build_image(client, spec, reuse=True, log=lambda _text: None)
+    if not built_on(image, client.images.get(base)):
+        client.images.remove(image.id, force=True, noprune=False)
+        image = dl.build_image(client, spec, reuse=False, log=lambda _text: None)
     return image, time.monotonic() - started
+
+
+def built_on(image: Any, base: Any) -> bool:
+    """Whether ``image``'s layers start with ``base``'s (it was built FROM that very image)."""
+    layers = image.attrs.get("RootFS", {}).get("Layers") or []
+    base_layers = base.attrs.get("RootFS", {}).get("Layers") or []
+    return bool(base_layers) and layers[:len(base_layers)] == base_layers
 
 
 def prebuild(result: Path) -> int:
