@@ -36,7 +36,22 @@ echo "$(basename "$0") $* [VIRTUAL_ENV=$VIRTUAL_ENV]" >> "{log}"
 """
 FAKE_TEST_SH = """echo "test.sh $* [VIRTUAL_ENV=$VIRTUAL_ENV]" >> "{log}"
 echo "docker=${{FINEVO_REQUIRE_DOCKER:-}} actionlint=${{FINEVO_REQUIRE_ACTIONLINT:-}} pwd=$PWD args=$*"
+if [ -n "${{FINEVO_TEST_IMAGE_BUILD:-}}" ]; then
+    for _ in $(seq 100); do [ -s "$FINEVO_TEST_IMAGE_BUILD" ] && break; sleep 0.1; done
+    echo "image build: $(cat "$FINEVO_TEST_IMAGE_BUILD")" >> "{log}"
+fi
 exit "${{FAKE_TEST_EXIT:-0}}"
+"""
+#: Stand-in for the Docker set-up (.ci/run runs it in the background): its env file, then its exit code.
+FAKE_SETUP_DOCKER_SH = """[ "$1" = --env-file ] && echo "export FINEVO_TEST_BASE_IMAGE=fake-base" > "$2"
+echo "setup-docker.sh" >> "{log}"
+exit "${{FAKE_DOCKER_EXIT:-0}}"
+"""
+#: `python` inside the fake environment: the background build of the test image, recorded.
+FAKE_VENV_PYTHON = """#!/usr/bin/env bash
+echo "python $* [base=${{FINEVO_TEST_BASE_IMAGE:-}}]" >> "{log}"
+[ "$1 $2 $3" = "-m tests.support.docker_env prebuild" ] || exit 9
+echo '{{"status": "built", "image": "sha256:fake"}}' > "$4"
 """
 FAKE_LINT_SH = """echo "lint.sh [VIRTUAL_ENV=$VIRTUAL_ENV]" >> "{log}"
 exit "${{FAKE_LINT_EXIT:-0}}"
@@ -58,7 +73,7 @@ def _executable(path: Path, text: str) -> None:
 
 
 def _ci_run(tmp_path: Path, *, lint: bool = True, test_exit: int = 0, lint_exit: int = 0,
-            docs: bool = False, docs_exit: int = 0) -> CiRun:
+            docs: bool = False, docs_exit: int = 0, docker: bool = False, docker_exit: int = 0) -> CiRun:
     checkout = tmp_path / "checkout"
     (checkout / ".ci").mkdir(parents=True)
     (checkout / "scripts").mkdir()
@@ -70,6 +85,10 @@ def _ci_run(tmp_path: Path, *, lint: bool = True, test_exit: int = 0, lint_exit:
         _executable(checkout / "scripts" / "lint.sh", FAKE_LINT_SH.format(log=log))
     if docs:
         (checkout / "mkdocs.yml").write_text("site_name: x\n", encoding="utf-8")
+    if docker:
+        _executable(checkout / "scripts" / "setup-docker.sh", FAKE_SETUP_DOCKER_SH.format(log=log))
+        (checkout / "tests" / "support").mkdir(parents=True)
+        (checkout / "tests" / "support" / "docker_env.py").touch()
     # the template of a virtual environment; activate finds its own directory when sourced
     template = tmp_path / "template"
     (template / "bin").mkdir(parents=True)
@@ -78,12 +97,15 @@ def _ci_run(tmp_path: Path, *, lint: bool = True, test_exit: int = 0, lint_exit:
     for tool in ("pip", "finevo-verify"):
         _executable(template / "bin" / tool, RECORDER.format(log=log))
     _executable(template / "bin" / "mkdocs", RECORDER.format(log=log) + 'exit "${FAKE_DOCS_EXIT:-0}"\n')
+    _executable(template / "bin" / "python", FAKE_VENV_PYTHON.format(log=log))
     python = tmp_path / "python3"
     _executable(python, FAKE_PYTHON.format(template=template, log=log))
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("FINEVO_REQUIRE_") and k != "CI"}
     env.update(PYTHON=str(python), VIRTUAL_ENV="/caller/venv", TMPDIR=str(tmp_path),
-               FAKE_TEST_EXIT=str(test_exit), FAKE_LINT_EXIT=str(lint_exit), FAKE_DOCS_EXIT=str(docs_exit))
+               FAKE_TEST_EXIT=str(test_exit), FAKE_LINT_EXIT=str(lint_exit), FAKE_DOCS_EXIT=str(docs_exit),
+               FAKE_DOCKER_EXIT=str(docker_exit), FINEVO_CHROMIUM="/bin/true")
+    env.pop("FINEVO_TEST_IMAGE_BUILD", None)
     proc = subprocess.run(["bash", str(checkout / ".ci" / "run")], capture_output=True, text=True, env=env,
                           cwd="/", timeout=60, stdin=subprocess.DEVNULL, check=False)
     return CiRun(proc.returncode, proc.stdout, proc.stderr, log.read_text(encoding="utf-8").splitlines(), checkout)
@@ -145,3 +167,24 @@ def test_the_docs_site_is_built_strictly_beside_lint_before_the_suite_and_a_brok
     assert dev < steps.index(build) < steps.index("test.sh") and dev < steps.index("lint.sh") < steps.index("test.sh")
     assert "mkdocs build --strict: exit" in run.stderr
     assert run.calls[-1].startswith("test.sh")   # the suite runs even after a failed build
+
+
+def test_the_docker_tests_image_is_built_in_the_background_once_docker_is_set_up(tmp_path: Path) -> None:
+    run = _ci_run(tmp_path, docker=True)
+    assert run.code == 0, run.stderr
+    steps = [call.split(" [")[0].strip() for call in run.calls[1:]]
+    build = next(step for step in steps if step.startswith("python "))
+    # the fixture's own build, after the Docker set-up and the dev extras (the SDK), with the set-up's env
+    assert build.startswith("python -m tests.support.docker_env prebuild ")
+    assert steps.index("setup-docker.sh") < steps.index(build)
+    assert steps.index("pip install -q -e .[dev]") < steps.index(build)
+    assert "[base=fake-base]" in next(call for call in run.calls if call.startswith("python "))
+    # the suite is told where the outcome is, and finds it there
+    assert 'image build: {"status": "built", "image": "sha256:fake"}' in run.calls
+
+
+def test_a_failed_docker_set_up_leaves_the_image_to_the_fixture(tmp_path: Path) -> None:
+    run = _ci_run(tmp_path, docker=True, docker_exit=1)
+    assert run.code == 0, run.stderr
+    assert not any(call.startswith("python ") for call in run.calls)
+    assert 'image build: {"status": "not-started"}' in run.calls   # test.sh retries the set-up

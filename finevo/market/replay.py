@@ -146,7 +146,10 @@ def _period_offset(period: str) -> pd.DateOffset:
 
 
 def _select(frame: pd.DataFrame, symbol: str, as_of: date, period: Any, start: Any, end: Any) -> pd.DataFrame:
-    """Rows of ``frame`` for yfinance's (period, start, end) semantics, counted from ``as_of``."""
+    """Rows of ``frame`` for yfinance's (period, start, end) semantics, counted from ``as_of``.
+
+    ``frame`` may be a provider's own (shared) frame: the rows are cut by position from its sorted
+    index (:func:`_rows`), so nothing is copied here but what the caller copies of the rows kept."""
     if period is _DEFAULT:
         period = None if (start is not None or end is not None) else "1mo"
     if period is not None and not isinstance(period, str):
@@ -156,18 +159,17 @@ def _select(frame: pd.DataFrame, symbol: str, as_of: date, period: Any, start: A
     now = pd.Timestamp(as_of_moment_from_date(as_of))
     if start is not None and end is not None and period is not None and period != "max":
         raise ValueError("Setting period, start and end is nonsense. Set maximum 2 of them.")
-    index = frame.index
     if start is None and end is None:
         if period == "max":
-            mask = index <= now
+            rows = _rows(frame, None, False, now, True)
         elif period == "ytd":
-            mask = (index >= pd.Timestamp(as_of.year, 1, 1, tz=EXCHANGE_TZ)) & (index <= now)
+            rows = _rows(frame, pd.Timestamp(as_of.year, 1, 1, tz=EXCHANGE_TZ), True, now, True)
         elif period in ("1d", "5d"):
-            upto = frame[index <= now]
+            upto = _rows(frame, None, False, now, True)
             return _nonempty(upto.iloc[-int(period[0]):], symbol, f"period={period!r}")
         else:
-            mask = (index > now.normalize() - _period_offset(period)) & (index <= now)
-        return _nonempty(frame[mask], symbol, f"period={period!r}")
+            rows = _rows(frame, now.normalize() - _period_offset(period), False, now, True)
+        return _nonempty(rows, symbol, f"period={period!r}")
     start_ts = _to_exchange_ts(start, "start") if start is not None else None
     end_ts = _to_exchange_ts(end, "end") if end is not None else None
     if period is not None and period != "max":
@@ -184,8 +186,25 @@ def _select(frame: pd.DataFrame, symbol: str, as_of: date, period: Any, start: A
     if start_ts.tz_convert(EXCHANGE_TZ).date() > as_of:
         raise ReplayDataError(f"{symbol}: start={start!r} is after the data's as-of date {as_of} "
                               "(\"today\"); nothing is recorded then")
-    mask = (index >= start_ts) & (index < end_ts)
-    return _nonempty(frame[mask], symbol, f"start={start!r}, end={end!r}")
+    return _nonempty(_rows(frame, start_ts, True, end_ts, False), symbol, f"start={start!r}, end={end!r}")
+
+
+def _rows(frame: pd.DataFrame, low: pd.Timestamp | None, low_inclusive: bool,
+          high: pd.Timestamp, high_inclusive: bool) -> pd.DataFrame:
+    """The rows of ``frame`` whose index lies after ``low`` (None: from the first) and before
+    ``high``, each bound inclusive or not. On a sorted index without a ``freq`` (every recorded or
+    generated history) the rows are one positional slice found by binary search, the frame itself
+    untouched; any other index is masked, as it always was. Either way the rows and their index are
+    the same, ``freq`` included."""
+    index = frame.index
+    if isinstance(index, pd.DatetimeIndex) and index.freq is None and index.is_monotonic_increasing:
+        first = 0 if low is None else int(index.searchsorted(low, side="left" if low_inclusive else "right"))
+        last = int(index.searchsorted(high, side="right" if high_inclusive else "left"))
+        return frame.iloc[first:max(first, last)]
+    mask = (index <= high) if high_inclusive else (index < high)
+    if low is not None:
+        mask &= (index >= low) if low_inclusive else (index > low)
+    return frame[mask]
 
 
 def _nonempty(frame: pd.DataFrame, symbol: str, what: str) -> pd.DataFrame:
@@ -263,7 +282,14 @@ class Ticker:
         return provider
 
     def _bars(self, auto_adjust: bool) -> pd.DataFrame:
+        """The whole daily history, for reading only: a provider's own frame when it shares one
+        (``history_view``), which the callers here cut before they copy; else its copy."""
         provider = self._provider()
+        view = getattr(provider, "history_view", None)
+        if view is not None:
+            shared: pd.DataFrame | None = view(self.ticker, adjusted=auto_adjust)
+            if shared is not None:
+                return shared
         if auto_adjust:
             return provider.history(self.ticker)
         unadjusted = getattr(provider, "history_unadjusted", None)

@@ -349,13 +349,21 @@ class Snapshot:
     # ----------------------------------------------------------------- MarketProvider
     def history(self, symbol: str) -> pd.DataFrame:
         """Daily bars as ``Ticker.history(period="max", auto_adjust=True)`` returns them."""
-        if symbol not in self._adjusted:
-            self._adjusted[symbol] = auto_adjust(self._raw_history(symbol))
-        return self._adjusted[symbol].copy()
+        return self.history_view(symbol).copy()
 
     def history_unadjusted(self, symbol: str) -> pd.DataFrame:
         """Daily bars as ``Ticker.history(period="max", auto_adjust=False)`` returns them."""
         return self._raw_history(symbol).copy()
+
+    def history_view(self, symbol: str, *, adjusted: bool = True) -> pd.DataFrame:
+        """:meth:`history` (``adjusted``) or :meth:`history_unadjusted` without the copy: the frame
+        this snapshot keeps, for a reader that copies only the rows it keeps (the replay shim cuts a
+        window or an as-of day first). Never modify it."""
+        if not adjusted:
+            return self._raw_history(symbol)
+        if symbol not in self._adjusted:
+            self._adjusted[symbol] = auto_adjust(self._raw_history(symbol)).copy()  # consolidated, as above
+        return self._adjusted[symbol]
 
     def dividends(self, symbol: str) -> pd.Series:
         raw = self._raw_history(symbol)
@@ -396,7 +404,9 @@ class Snapshot:
         cached = self._raw.get(symbol)
         if cached is None:
             rel = f"history/{file_stem(symbol)}.csv"
-            cached = self._raw[symbol] = self._parse_history(rel, self._blobs[rel])
+            # one block per dtype (a copy consolidates): the replay shim copies windows of it, and a
+            # copy of rows spread over a block per column costs twice as much, on every call
+            cached = self._raw[symbol] = self._parse_history(rel, self._blobs[rel]).copy()
         return cached
 
     def _parse_history(self, rel: str, blob: bytes) -> pd.DataFrame:

@@ -55,12 +55,20 @@ class Market:
         return item
 
     def history(self, symbol: str) -> pd.DataFrame:
-        if symbol not in self._adjusted:
-            self._adjusted[symbol] = auto_adjust(self._item(symbol).history)
-        return self._adjusted[symbol].copy()
+        return self.history_view(symbol).copy()
 
     def history_unadjusted(self, symbol: str) -> pd.DataFrame:
         return self._item(symbol).history.copy()
+
+    def history_view(self, symbol: str, *, adjusted: bool = True) -> pd.DataFrame:
+        """:meth:`history` or :meth:`history_unadjusted` without the copy (the replay shim cuts
+        first and copies what it keeps): the frame held here. Never modify it."""
+        if not adjusted:
+            return self._item(symbol).history
+        if symbol not in self._adjusted:
+            # a copy consolidates its blocks: the windows the shim copies out of it cost half as much
+            self._adjusted[symbol] = auto_adjust(self._item(symbol).history).copy()
+        return self._adjusted[symbol]
 
     def dividends(self, symbol: str) -> pd.Series:
         raw = self._item(symbol).history

@@ -50,14 +50,24 @@ def context_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def build_started() -> float:
-    return time.time()
+def prebuilt() -> dict[str, Any] | None:
+    """.ci/run's background build of the image (waited for; a failed one fails here), or None."""
+    return de.prebuilt()
 
 
 @pytest.fixture(scope="session")
-def image(client: Any, context_dir: Path, build_started: float) -> Iterator[Any]:
+def build_started(prebuilt: dict[str, Any] | None) -> float:
+    now = time.time()
+    return min(now, float(prebuilt["started"])) if prebuilt else now
+
+
+@pytest.fixture(scope="session")
+def image(client: Any, context_dir: Path, build_started: float, prebuilt: dict[str, Any] | None) -> Iterator[Any]:
+    # reuse=True: an image whose content key (this tree's context and build arguments) matches is
+    # retagged, the background build's included; anything else is built here.
     built, seconds = de.build_test_image(client, context_dir)
-    print(f"\n[docker] image {de.TEST_IMAGE}: {built.attrs['Size'] / 1e6:.0f} MB, ready in {seconds:.1f}s")
+    how = "the background build reused" if prebuilt and built.id == prebuilt["image"] else "built here"
+    print(f"\n[docker] image {de.TEST_IMAGE}: {built.attrs['Size'] / 1e6:.0f} MB, ready in {seconds:.1f}s ({how})")
     yield built
     de.remove_test_image(client)
 
