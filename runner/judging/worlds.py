@@ -58,14 +58,7 @@ from finevo.errors import InputError
 from finevo.market import synthetic
 from finevo.market.calendar import COVERED_YEARS, is_trading_day
 from finevo.market.provider import MarketProvider
-from finevo.market.snapshot import (
-    Snapshot,
-    SnapshotOrigin,
-    SymbolData,
-    load_snapshot,
-    symbol_files,
-    write_snapshot_files,
-)
+from finevo.market.snapshot import Snapshot, SnapshotOrigin, load_snapshot, symbol_files, write_snapshot_files
 from runner.inputs.oracle_params import SHARED_READINGS
 from runner.inputs.tasks import Task
 from runner.judging.compare import compare
@@ -82,7 +75,6 @@ from runner.judging.world_market import (
     Market,
     Spike,
     _events,
-    _reported,
     close_after,
     deepened,
     edge_dividends,
@@ -321,56 +313,6 @@ class World:
         return caching(self.provider)
 
 
-def _histories(market: Market) -> Market:
-    """``market``'s histories alone: no statements, and of ``info`` only ``quoteType`` (the one field
-    the ``leap`` world's steps read), so the restatements those steps make on the way
-    (:func:`restate`, :func:`requote`, :func:`truncate`'s statements) find nothing to do."""
-    return Market([SymbolData(item.symbol, item.history, None, None,
-                              {key: item.info[key] for key in ("quoteType",) if key in item.info}, {})
-                   for item in market.data.values()], market.as_of)
-
-
-class _LeapMarket(Market):
-    """The ``leap`` world's market, its statements and quotes derived on first read: the readers of
-    the market in memory (choosing its as-of day, the many-seed well-posedness check) read histories
-    and dividends only, and restating every company's statements at each step of building it was a
-    sixth of the world's cost (118 -> 98 ms of CPU a seed). ``data`` (every :class:`SymbolData`: what
-    the world's files are written from, ``info``, the statements) is ``statements()``, built once when
-    first read; the histories are the same objects either way."""
-
-    def __init__(self, histories: Market, statements: Callable[[], Market]) -> None:
-        # Market.__init__ is not called: ``data`` is built by __getattr__ when first read.
-        self._histories = histories
-        self._statements = statements
-        self._as_of = histories.as_of
-        self._adjusted: dict[str, pd.DataFrame] = {}
-        self._cut: dict[tuple[str, date], SymbolData | None] = {}
-
-    def __getattr__(self, name: str) -> Any:
-        if name != "data" or "_statements" not in self.__dict__:
-            raise AttributeError(name)
-        self.data = self._statements().data
-        return self.data
-
-    def symbols(self) -> list[str]:
-        return self._histories.symbols()
-
-    def history(self, symbol: str) -> pd.DataFrame:
-        return self._histories.history(symbol)
-
-    def history_unadjusted(self, symbol: str) -> pd.DataFrame:
-        return self._histories.history_unadjusted(symbol)
-
-    def history_view(self, symbol: str, *, adjusted: bool = True) -> pd.DataFrame:
-        return self._histories.history_view(symbol, adjusted=adjusted)
-
-    def dividends(self, symbol: str) -> pd.Series:
-        return self._histories.dividends(symbol)
-
-    def sessions(self) -> list[date]:
-        return self._histories.sessions()
-
-
 @dataclass
 class _Base:
     """A market and the serialised files of each of its symbols (written once, reused by worlds)."""
@@ -409,13 +351,8 @@ class Worlds:
         self._written: dict[str, World] = {}
         self._per_task: dict[str, list[World]] = {}
         self._leap: dict[str, tuple[str, str, _Base] | None] = {}
-        #: The run's snapshot lengthened back for the ``leap`` world (built once, :meth:`_longer_market`):
-        #: its histories alone (:func:`_histories`), with the stopped payers' dividends.
+        #: The run's snapshot lengthened back for the ``leap`` world (built once, :meth:`_longer_market`).
         self._longer: Market | None = None
-        #: The same before the stopped payers (statements and quotes as the snapshot has them), and its
-        #: histories alone: what :meth:`_leap_statements` derives the ``leap`` world's statements from.
-        self._longer_whole: Market | None = None
-        self._longer_bare: Market | None = None
         #: The stopped dividend payers of :meth:`_longer_market`, in words (for the ``leap`` world's).
         self._longer_stopped = ""
         #: The ``long`` world's market (built once, :meth:`long_market`).
@@ -531,14 +468,12 @@ class Worlds:
         return sessions[len(sessions) - 1 - reach], sessions[-1]
 
     def _longer_market(self) -> Market:
-        """The run's snapshot lengthened back :data:`LEAP_YEARS` + 1 years before the ``leap`` range:
-        its histories only (:func:`_histories`; :meth:`_leap_statements` derives the rest when read)."""
+        """The run's snapshot lengthened back :data:`LEAP_YEARS` + 1 years before the ``leap`` range."""
         if self._longer is None:
             rng = np.random.default_rng([self.seed, len(KIND_ORDER), 1])
-            self._longer_whole = lengthen(self._base_market().market, self._longer_start(), rng)
-            self._longer_bare = _histories(self._longer_whole)
+            longer = lengthen(self._base_market().market, self._longer_start(), rng)
             self._longer, self._longer_stopped = stopped_payers(
-                self._longer_bare, _years_before(self._leap_earliest(), STOPPED_YEARS))
+                longer, _years_before(self._leap_earliest(), STOPPED_YEARS))
         return self._longer
 
     def _longer_start(self) -> date:
@@ -608,43 +543,14 @@ class Worlds:
             if plan is not None:
                 day, lag = plan
                 longer = self._longer_market()
-                cut = truncate(longer, day, lag)
-                past, moved = edge_dividends(cut, _LEAP_EDGES)
+                past, moved = edge_dividends(truncate(longer, day, lag), _LEAP_EDGES)
                 words = "; ".join(w for w in (f"history from {longer.sessions()[0]}", self._longer_stopped, moved)
                                   if w)
-                market = _LeapMarket(past, functools.partial(self._leap_statements, past, cut, lag))
-                found = (f"{WorldKind.LEAP.value}-{day.isoformat()}", words, _Base(market))
+                found = (f"{WorldKind.LEAP.value}-{day.isoformat()}", words, _Base(past))
             self._leap["leap"] = found
             self.timings["generate"] += time.perf_counter() - started
         built = self._leap["leap"]
         return None if built is None else (built[0], built[1], built[2].market)
-
-    def _leap_statements(self, past: Market, cut: Market, lag: int) -> Market:
-        """The ``leap`` world's whole market: the histories of ``past`` (:meth:`leap_market`) with the
-        statements and quotes the same steps derive when they carry them -- :func:`stopped_payers`'
-        :func:`restate` at the snapshot's as-of day, :func:`truncate`'s statements as reported by the
-        leap day with its :func:`restate` and :func:`requote`, :func:`edge_dividends`' :func:`restate`
-        -- each call made on the same inputs, in the same order, for the same symbols: the world's
-        files are byte for byte those of the steps run on the whole market."""
-        whole, bare, stopped = self._longer_whole, self._longer_bare, self._longer
-        assert whole is not None and bare is not None and stopped is not None
-        day = past.as_of
-        data = []
-        for symbol, item in past.data.items():
-            source = whole.data[symbol]
-            before = SymbolData(symbol, stopped.data[symbol].history, source.income_yearly, source.income_quarterly,
-                                source.info, source.fast_info)
-            if stopped.data[symbol] is not bare.data[symbol]:  # a stopped payer: restated at the snapshot's as-of
-                before = restate(before, whole.as_of)
-            kept = requote(restate(SymbolData(symbol, cut.data[symbol].history,
-                                              _reported(before.income_yearly, day, lag),
-                                              _reported(before.income_quarterly, day, lag), before.info,
-                                              before.fast_info), day), day)
-            if item is not cut.data[symbol]:  # ex-dates moved beside an edge
-                kept = restate(SymbolData(symbol, item.history, kept.income_yearly, kept.income_quarterly, kept.info,
-                                          kept.fast_info), day)
-            data.append(kept)
-        return Market(data, day)
 
     def _leap_world(self, task: Task) -> World | None:
         """For a task with a lookback in years, the ``leap`` world (:meth:`leap_market`)."""
