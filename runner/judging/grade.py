@@ -31,7 +31,6 @@ from finevo.outcome import ErrorInfo, LLMUsage, Outcome
 from finevo.sandbox.api import ExecutionResult
 from finevo.vocabulary import ToolSource
 from runner.execution.deadline import Aborted
-from runner.inputs.oracle_params import PARAMS
 from runner.inputs.tasks import SecurityTask, Task
 from runner.judging.calls import OWN, Answer, Call, plan_calls, run_calls, served
 from runner.judging.carried_state import carried_state
@@ -50,7 +49,7 @@ from runner.judging.compare import (
     run_words,
 )
 from runner.judging.oracle import NOT_HELD, OR_RAISES, RAISES, holds, judged_values, refusable, undefined_here
-from runner.judging.probes import for_tool
+from runner.judging.probes import for_tool, measure_options
 from runner.judging.unread_params import unread_parameters
 from runner.judging.worlds import World, display_name
 from runner.records import (
@@ -170,10 +169,10 @@ def _source_judgement(task: Task, code: str) -> Judgement | None:
     (:mod:`runner.judging.unread_params`), market data it keeps from one call to the next
     (:mod:`runner.judging.carried_state`)."""
     entry = probe_entry(code, task)
-    # the measure's own parameters (``periods_per_year``) are the probes' to judge: they know the reading
-    # (a daily volatility rightly ignores its annualisation)
-    model = PARAMS.get(task.oracle.name)
-    judged = {*task.intent.args, *(model.model_fields if model is not None else ())}
+    # the measure's numeric options (``periods_per_year``) are the probes' to judge: they know the reading
+    # (a daily volatility rightly ignores its annualisation); its other parameters (a ``sign``, a
+    # ``smoothing``) no probe moves, so the source rule holds for them
+    judged = {*task.intent.args, *measure_options(task)}
     unread = unread_parameters(code, entry, judged) if entry else []
     if unread:
         them = "it" if len(unread) == 1 else "them"

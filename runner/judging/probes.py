@@ -239,21 +239,21 @@ def flat_probes(d: _Deriver, contexts: list[JSONObject]) -> list[Probe]:
     return []
 
 
-def _optional(d: _Deriver) -> dict[str, int | float]:
+def measure_options(task: Task) -> dict[str, int | float]:
     """The measure's numeric parameters the task does not bind and no accepted reading sets (a
     ``periods_per_year``, a ``ddof``): a tool may fairly declare one with the task's value as its
-    default, and must then honour another value. Their values: the task's oracle parameter, else
-    the oracle's declared default."""
-    model = PARAMS.get(d.task.oracle.name)
+    default, and must then honour another value (:func:`optional_probes` asks it). Their values: the
+    task's oracle parameter, else the oracle's declared default."""
+    model = PARAMS.get(task.oracle.name)
     if model is None:
         return {}
-    readings = {k for _, reading in accepted_readings(d.task) for k in reading}
-    readings -= set(d.task.oracle.params)  # keep the task's own parameters
-    owned = {k for c in d.task.conventions for k in c.params} | readings
+    readings = {k for _, reading in accepted_readings(task) for k in reading}
+    readings -= set(task.oracle.params)  # keep the task's own parameters
+    owned = {k for c in task.conventions for k in c.params} | readings
     out: dict[str, int | float] = {}
     for key, field in model.model_fields.items():
-        value = d.task.oracle.params.get(key, field.default)
-        if key in d.task.intent.args or key in owned or isinstance(value, bool) \
+        value = task.oracle.params.get(key, field.default)
+        if key in task.intent.args or key in owned or isinstance(value, bool) \
                 or not isinstance(value, (int, float)):
             continue
         out[key] = value
@@ -261,12 +261,12 @@ def _optional(d: _Deriver) -> dict[str, int | float]:
 
 
 def optional_probes(d: _Deriver) -> list[Probe]:
-    """For each of the measure's optional parameters (:func:`_optional`), the first other value
+    """For each of the measure's optional parameters (:func:`measure_options`), the first other value
     (:func:`_numbers`, within its declared range) that moves the answer, asked only of a tool that
     declares that parameter (:attr:`Probe.declared`): a tool that takes ``periods_per_year`` and
     annualises by 252 whatever it is given fails; a tool without the parameter is not asked."""
     out: list[Probe] = []
-    for key, value in _optional(d).items():
+    for key, value in measure_options(d.task).items():
         for new in _numbers(value):
             if d.moves({key: new}, key, value):
                 out.append(Probe(args={key: new}, oracle_params={key: new}, declared=(key,),

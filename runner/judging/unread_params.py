@@ -14,9 +14,10 @@ module that does not read it in turn (``_compute(..., price=price)`` into a ``pr
 ``**options`` the helper never reads).
 
 Left alone, because a reading of the task may ignore them and the probes judge them: the task's own
-arguments (whole-history RSI ignores ``days`` and is accepted) and the measure's own parameters (a
+arguments (whole-history RSI ignores ``days`` and is accepted) and the measure's numeric options (a
 daily volatility ignores ``periods_per_year``; :func:`runner.judging.probes.optional_probes` asks
-it of a tool that declares it, against each reading). Left alone too: ``*args`` and
+it of a tool that declares it, against each reading). A measure's other parameters (a drawdown's
+``sign``, a KDJ's ``smoothing``) no probe moves: the rule holds for them. Left alone too: ``*args`` and
 ``**kwargs``, and names starting with ``_`` (private by the usual rule: no caller passes them). A
 function that reads its own ``locals()`` or ``vars()`` is not judged by this rule.
 """
