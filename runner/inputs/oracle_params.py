@@ -148,10 +148,6 @@ class DividendHistoryParams(OracleParams):
     #: An ex-date exactly ``years`` back is in (``inclusive``) or out.
     since: Literal["inclusive", "exclusive"] = "inclusive"
     order: Order = "asc"
-    #: A window opening before the data (more than :data:`runner.judging.oracle.CALENDAR_SLACK_DAYS`
-    #: before the first bar): the dividends held (``answer``) or none (``refuse``: what is before the
-    #: data is unknown, not absent).
-    before_data: Literal["answer", "refuse"] = "answer"
 
 
 class MaxCloseParams(OracleParams):
@@ -383,7 +379,6 @@ READINGS: dict[str, Reading] = {
     "warmup": Reading("rsi_warmup", (("skip_warmup", "skip"), ("count_warmup", "keep"))),
     "returns": Reading("returns", (("simple_returns", "simple"), ("log_returns", "log"))),
     "edge": Reading("since", (("on_or_after", "inclusive"), ("strictly_after", "exclusive"))),
-    "data_start": Reading("before_data", (("the_dividends_held", "answer"), ("refuses_before_the_data", "refuse"))),
 }
 
 #: Oracle -> the shared readings it accepts, each with the oracle's primary value. An oracle
@@ -401,7 +396,7 @@ SHARED_READINGS: dict[str, dict[str, JSONValue]] = {
     "correlation": {"window": "sessions", "count": "prices", "returns": "simple"},
     "portfolio_return": {"window": "sessions", "count": "prices"},
     "post_signal_return": {"rsi": "wilder", "warmup": "skip"},
-    "dividend_history": {"order": "asc", "edge": "inclusive", "data_start": "answer"},
+    "dividend_history": {"order": "asc", "edge": "inclusive"},
 }
 
 

@@ -53,7 +53,7 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
 #: 3.10: a tool that declares a parameter with a default (other than the task's own arguments) and never
 #: reads it fails (:mod:`runner.judging.unread_params`), and so does one that keeps market data from one
 #: call to the next (:mod:`runner.judging.carried_state`); a dividend window opening before the data may
-#: be refused (the ``data_start`` reading); a pair of windows is probed the
+#: be refused (:func:`runner.judging.oracle.before_the_data`); a pair of windows is probed the
 #: other way round (computed as asked, or refused); every world's dividends are off the cent grid; the
 #: halt world's probe symbols resume trading, two averages apart by less than half a cent;
 #: 3.9: a listing world for every task over a list of symbols (one stock listed weeks ago: the task's own

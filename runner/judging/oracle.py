@@ -81,6 +81,7 @@ __all__ = [
     "Reading",
     "Undefined",
     "accepted_readings",
+    "before_the_data",
     "caching",
     "compute",
     "each_reading",
@@ -419,15 +420,10 @@ class Dividend(TypedDict):
 
 def dividend_history(provider: MarketProvider, p: DividendHistoryParams) -> list[Dividend]:
     """Dividends with ex-date on or after ``as_of - years`` (calendar years; ``since="exclusive"``:
-    strictly after it, what ``history(period="3y")`` returns), as date/amount records;
-    ``before_data="refuse"``: none when the window opens before the data (:data:`CALENDAR_SLACK_DAYS`)."""
+    strictly after it, what ``history(period="3y")`` returns), as date/amount records."""
     symbol, years = p.symbol, p.years
     divs = provider.dividends(symbol)
     start = pd.Timestamp(provider.as_of) - pd.DateOffset(years=years)
-    if p.before_data == "refuse":
-        first = _local_days(_closes(provider, symbol).index[:1])
-        if len(first) and first[0] > start + pd.Timedelta(days=CALENDAR_SLACK_DAYS):
-            raise ValueError(f"{symbol}: the data starts {first[0].date()}, after the window's start {start.date()}")
     dates = divs.index.tz_localize(None) if divs.index.tz is not None else divs.index
     after = dates.normalize() >= start if p.since == "inclusive" else dates.normalize() > start
     mask = after & (dates.date <= provider.as_of) & (divs.to_numpy() > 0)
@@ -891,19 +887,44 @@ def probe_expectation(task: Task, provider: MarketProvider, probe: Probe, where:
             return {RAISES: str(exc)}
         raise
     if not probe.expect_error:
-        return refusable(probe, values)
+        return refusable(task, provider, probe, values)
     if OR_RAISES in values:  # some reading answers it: raising is right, and so is that reading's value
         return values
     raise InputError(f"task {task.id} {where}: expects an error but the oracle answers it "
                      f"({', '.join(values)})")
 
 
-def refusable(probe: Probe | None, values: dict[str, JSONValue]) -> dict[str, JSONValue]:
-    """``values`` with :data:`OR_RAISES` beside them for a probe a clear error may answer
-    (:attr:`~runner.inputs.tasks.Probe.may_raise`); as they are otherwise."""
-    if probe is None or not probe.may_raise or OR_RAISES in values:
+def refusable(task: Task, provider: MarketProvider, probe: Probe | None,
+              values: dict[str, JSONValue]) -> dict[str, JSONValue]:
+    """``values`` (the oracle's for ``probe``'s arguments, the task's own for None) with
+    :data:`OR_RAISES` beside them where a clear error is as right as the value: a probe that says so
+    (:attr:`~runner.inputs.tasks.Probe.may_raise`), or a dividend window opening before the data
+    (:func:`before_the_data`); as they are otherwise."""
+    if OR_RAISES in values:
         return values
-    return {**values, OR_RAISES: f"{probe.label()}: a clear error is as right here as the value asked"}
+    if probe is not None and probe.may_raise:
+        return {**values, OR_RAISES: f"{probe.label()}: a clear error is as right here as the value asked"}
+    reason = before_the_data(task, provider, dict(probe.oracle_params) if probe is not None else {})
+    return values if reason is None else {**values, OR_RAISES: reason}
+
+
+def before_the_data(task: Task, provider: MarketProvider, overrides: Mapping[str, JSONValue]) -> str | None:
+    """Why a dividend window may be refused: it opens more than :data:`CALENDAR_SLACK_DAYS` before the
+    first bar, where what lies before is unknown, not absent (benchmarks/README.md: such a window is
+    as unanswerable as too few sessions; the oracle lists the dividends held, as most tools do, since
+    yfinance serves a whole dividend history). None for any other task or window."""
+    if task.oracle.name != "dividend_history":
+        return None
+    params = {**task.oracle.params, **overrides}
+    symbol, years = params.get("symbol"), params.get("years")
+    if not isinstance(symbol, str) or not isinstance(years, int) or isinstance(years, bool) \
+            or symbol not in provider.symbols():
+        return None
+    start = pd.Timestamp(provider.as_of) - pd.DateOffset(years=years)
+    first = _local_days(_closes(provider, symbol).index[:1])
+    if not len(first) or first[0] <= start + pd.Timedelta(days=CALENDAR_SLACK_DAYS):
+        return None
+    return f"{symbol}: the data start {first[0].date()}, after the window's start {start.date()}"
 
 
 def probe_expected_values(task: Task, provider: MarketProvider) -> list[dict[str, JSONValue]]:

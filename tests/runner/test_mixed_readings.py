@@ -6,7 +6,8 @@ quarters end in January, April, July and October has none under the calendar rea
 the fiscal reading. There a tool passes by giving the value of an answering reading -- the one its
 other values match -- or by raising a clear error, as a refusing reading does; any other value
 fails. Each tool below is right for its task's own arguments on the snapshot. A dividend window opening
-before the data's first bar is one too: the dividends held, or none (what lies before is unknown).
+before the data's first bar is judged so too: the dividends held, or a clear error (what lies before
+is unknown).
 """
 
 from __future__ import annotations
@@ -139,16 +140,19 @@ def test_a_dividend_window_opening_before_the_data_may_be_refused_or_answered(ta
     # the snapshot's bars start 2022-01-03: five years back from its as-of day reaches before them
     task = _with_probe(tasks["fetch_007"], {"years": 5})
     [expected] = probe_expected_values(task, snapshot)
-    assert "refuses_before_the_data" in str(expected[OR_RAISES]) and "the data starts" in str(expected[OR_RAISES])
+    assert "the data start 2022-01-03, after the window's start" in str(expected[OR_RAISES])
     refused = ExecutionResult(status="exception", error_type="ValueError", error_message="AAPL: the data start 2022")
     result = _judge(task, snapshot, "ex_date_within_3_years", refused)
     assert result.state == "pass", result.reason
     held = ExecutionResult(status="ok", value=expected["ex_date_within_3_years"])
     assert _judge(task, snapshot, "ex_date_within_3_years", held).state == "pass"
-    # inside the data both readings give one list
-    own = judged_values(tasks["fetch_007"], snapshot)
-    assert OR_RAISES not in own
-    assert own["ex_date_within_3_years"] == own["ex_date_within_3_years+refuses_before_the_data"]
+    # inside the data a clear error is no answer: the task's own three years, and a probe of two
+    inside = _with_probe(tasks["fetch_007"], {"years": 2})
+    [expected] = probe_expected_values(inside, snapshot)
+    assert OR_RAISES not in expected
+    assert _judge(inside, snapshot, "ex_date_within_3_years", refused).state == "fail"
+    # an earlier as-of day whose own three years reach before the data is still posed for the main value
+    assert expected_values(tasks["fetch_007"], snapshot)
 
 
 # --------------------------------------------------------------------------- real tools, probes and worlds
