@@ -26,7 +26,7 @@ from runner.execution.session import Session, SessionSpec
 from runner.inputs.tasks import Probe, Task, load_tasks
 from runner.judging.compare import Judgement, judge_probes, judge_value, probe_entry
 from runner.judging.grade import Reruns, judge_task
-from runner.judging.oracle import OR_RAISES, expected_values, probe_expected_values
+from runner.judging.oracle import OR_RAISES, before_the_data, expected_values, probe_expected_values
 from runner.reports import document
 from tests.runner.fakes import BENCH, DATA, TASKS
 
@@ -430,11 +430,13 @@ def test_probes_drawn_across_the_argument_space_reach_far_from_the_tasks_own_num
     assert sizes and 3 not in sizes and sizes <= {2, 4, 5}
     # every drawn probe the oracle answers under every reading, except the ones that expect an error
     # (no reading answers them, or -- a days beyond the data that a whole-history reading ignores --
-    # some do and the others refuse)
+    # some do and the others refuse); a dividend window opening before the data accepts a clear error too
     for task_id, probes in drawn.items():
         judged = tasks[task_id].model_copy(update={"probes": tuple(probes)})
         for probe, expected in zip(probes, probe_expected_values(judged, snapshot), strict=True):
-            assert ("<raises>" in expected or "<or raises>" in expected) is probe.expect_error, (task_id, probe.args)
+            early = before_the_data(judged, snapshot, dict(probe.oracle_params)) is not None
+            assert ("<raises>" in expected or "<or raises>" in expected) is (probe.expect_error or early), \
+                (task_id, probe.args)
 
 
 def test_a_tool_that_answers_from_fewer_data_than_asked_fails_and_one_that_raises_passes(tasks, snapshot) -> None:
