@@ -30,7 +30,7 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from finevo.pysource import parse
+from finevo.pysource import defaulted, parameter_names, parse
 
 #: The module every market read goes through (the shim a tool sees under this name).
 _MARKET_MODULE = "yfinance"
@@ -230,9 +230,8 @@ def _kept_by(func: _Function, module: _Module) -> str | None:
     for node in ast.walk(func):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id in declared:
             return f"global {node.id} rebound in {func.name} (line {node.lineno})"
-    arguments = [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs,
-                 *([func.args.vararg] if func.args.vararg else []), *([func.args.kwarg] if func.args.kwarg else [])]
-    local = {a.arg for a in arguments} | {n.id for n in ast.walk(func) if isinstance(n, ast.Name)
+    arguments = [*func.args.posonlyargs, *func.args.args]
+    local = parameter_names(func.args) | {n.id for n in ast.walk(func) if isinstance(n, ast.Name)
                                           and isinstance(n.ctx, ast.Store)}
     # a local bound to a module-level name is that object (``box = _CACHE; box[k] = v``)
     aliases = {t.id: node.value.id for node in ast.walk(func)
@@ -267,11 +266,7 @@ def _kept_by(func: _Function, module: _Module) -> str | None:
 def _defaulted_mutables(func: _Function) -> list[tuple[str, ast.expr]]:
     """``(name, default)`` of the parameters of ``func`` whose default is a mutable container (one
     object shared by every call)."""
-    positional = [*func.args.posonlyargs, *func.args.args]
-    pairs = list(zip((p.arg for p in positional[len(positional) - len(func.args.defaults):]), func.args.defaults,
-                     strict=True))
-    pairs += [(p.arg, d) for p, d in zip(func.args.kwonlyargs, func.args.kw_defaults, strict=True) if d is not None]
-    return [(name, default) for name, default in pairs if _mutable(default)]
+    return [(name, default) for name, default in defaulted(func.args) if _mutable(default)]
 
 
 # --------------------------------------------------------------------------- state made at import

@@ -27,7 +27,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Collection, Iterator
 
-from finevo.pysource import parse
+from finevo.pysource import defaulted, parameter_names, parse
 
 #: Calls that read a function's parameters without naming them.
 _READS_EVERY_NAME = frozenset({"locals", "vars"})
@@ -51,14 +51,6 @@ def unread_parameters(code: str, entry: str, own_args: Collection[str]) -> list[
         return []
     return [f"{name} (default {ast.unparse(default)})" for name, default in defaulted(func.args)
             if name not in own_args and not name.startswith("_") and not _reads(func, name, functions)]
-
-
-def defaulted(args: ast.arguments) -> list[tuple[str, ast.expr]]:
-    """``(name, default)`` of every parameter of ``args`` that has a default, in order."""
-    positional = [*args.posonlyargs, *args.args]
-    out = list(zip((p.arg for p in positional[len(positional) - len(args.defaults):]), args.defaults, strict=True))
-    out += [(p.arg, d) for p, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None]
-    return out
 
 
 def _reads(func: _Function, name: str, functions: dict[str, _Function], depth: int = 0) -> bool:
@@ -93,9 +85,7 @@ def _binds(node: ast.AST, name: str) -> bool:
     if isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
         return any(isinstance(n, ast.Name) and n.id == name for g in node.generators for n in ast.walk(g.target))
     if isinstance(node, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef)):
-        args = node.args
-        return name in {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs,
-                                        *([args.vararg] if args.vararg else []), *([args.kwarg] if args.kwarg else [])]}
+        return name in parameter_names(node.args)
     return False
 
 
