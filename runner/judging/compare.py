@@ -50,6 +50,8 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
            "mismatch_words", "probe_entry", "raised_by_tool", "readings", "refused_value"]
 
 #: Recorded in every report; bump it whenever a rule changes what passes.
+#: 3.11: a flat world for a measure of the spread of price levels (Bollinger): its symbols halted at a
+#: quoted cent price where a one-pass variance's rounding shows (:func:`runner.judging.world_shapes.flat_market`);
 #: 3.10: a tool that declares a parameter with a default (other than the task's own arguments) and never
 #: reads it fails (:mod:`runner.judging.unread_params`), and so does one that keeps market data from one
 #: call to the next (:mod:`runner.judging.carried_state`); a dividend window opening before the data may
@@ -97,7 +99,7 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
 #: support them (must raise), the dividend window's edge and Wilder's SMA seed as readings,
 #: closed-day as-of worlds; 3.1: flip worlds, threshold boundary probes, RSI warm-up reading;
 #: 3.0: hidden worlds.
-JUDGE_VERSION = "3.10"
+JUDGE_VERSION = "3.11"
 
 #: Runs tool code in the sandbox: ``(code, entry, args) -> ExecutionResult``; may raise a
 #: :class:`~finevo.errors.FinevoError` (an external one when the sandbox itself is unavailable).

@@ -544,6 +544,34 @@ def _on_halt_grid(price: float, *, above_cent: bool = False) -> float:
     return grid
 
 
+def _one_pass_variances(price: float, n: int) -> list[float]:
+    """The one-pass variances (``E[x^2] - E[x]^2``) of ``n`` closes at ``price``, each mean taken as numpy
+    (a pairwise sum) and as Python's ``sum`` (one after the other) does, in every pairing: exactly zero
+    in exact arithmetic, rounding noise of either sign in floating point."""
+    flat = np.full(n, price)
+    means = [float(np.mean(flat)), sum([price] * n) / n]
+    squares = [float(np.mean(flat * flat)), sum([price * price] * n) / n]
+    return [square - mean * mean for square in squares for mean in means]
+
+
+def _off_grid_cent(price: float, windows: Sequence[int] = ()) -> float:
+    """A whole cent within a dollar of ``price``, not a multiple of a quarter dollar (a price as quoted,
+    whose binary digits run to the last bit, so its square and a window's sum of it round, unlike a
+    price on :data:`HALT_GRID_BITS`' grid), the nearest at which the most one-pass variances of a flat
+    window of each of ``windows`` (:func:`_one_pass_variances`) come out negative: the shape recorded
+    halts have, at the price where that formula's rounding shows."""
+    base = round(price * 100)
+    candidates = [c for step in range(100) for c in dict.fromkeys((base - step, base + step))
+                  if c > 0 and c % 25 != 0]
+    if not windows:
+        return candidates[0] / 100
+
+    def negatives(cents: int) -> int:
+        return sum(v < 0 for n in windows for v in _one_pass_variances(cents / 100, n))
+
+    return max(candidates, key=negatives) / 100  # the first (nearest) of the best on ties
+
+
 #: How far above a whole cent a resumed halt's price lies at most (:func:`_on_halt_grid`), leaving room
 #: under the next rounding boundary for the short average's rise.
 _ABOVE_CENT = 0.003
@@ -577,12 +605,24 @@ class Halt:
                 f"inside it tie exactly{again}")
 
 
-def _halted(raw: pd.DataFrame, shape: Halt, *, resumed: bool = False) -> pd.DataFrame | None:
+@dataclass(frozen=True)
+class Flat(Halt):
+    """A :class:`Halt` at a quoted cent price (:func:`flat_market`): what it shows is a spread of zero."""
+
+    def label(self) -> str:
+        return (f"a trading halt over the last {self.window} sessions (flat bars, Volume 0, at a quoted cent "
+                f"price) after {self.fall_sessions} sessions falling {self.fall:.1%} a day: the closes inside "
+                "it spread by nothing")
+
+
+def _halted(raw: pd.DataFrame, shape: Halt, *, resumed: bool = False, on_grid: bool = True,
+            windows: Sequence[int] = ()) -> pd.DataFrame | None:
     """``raw`` redrawn by ``shape`` (``Adj Close`` recomputed; a dividend inside the halt is not paid,
     so its adjusted closes stay flat; a split keeps its event, the prices being split-adjusted
     already), or None when the history is too short for it. ``resumed``: the halted price a little above
     a whole cent, and the last session trading again, closing up by half the room left under the next
-    rounding boundary times the shortest window (:func:`_resume`)."""
+    rounding boundary times the shortest window (:func:`_resume`). ``on_grid=False``: the halted price
+    is a whole cent off the binary grid, chosen for ``windows`` (:func:`_off_grid_cent`), instead of on it."""
     n = len(raw)
     first = n - shape.window  # the first halted session
     start = first - shape.fall_sessions  # the first falling session
@@ -591,7 +631,9 @@ def _halted(raw: pd.DataFrame, shape: Halt, *, resumed: bool = False) -> pd.Data
     raw = raw.copy()
     close = raw["Close"].to_numpy(dtype=float)
     fallen = float(close[start - 1]) * (1.0 - shape.fall) ** np.arange(1, shape.fall_sessions + 1)
-    fallen[-1] = _on_halt_grid(float(fallen[-1]), above_cent=resumed)  # the halted price: the last traded close
+    # the halted price: the last traded close
+    fallen[-1] = (_on_halt_grid(float(fallen[-1]), above_cent=resumed) if on_grid
+                  else _off_grid_cent(float(fallen[-1]), windows))
     ratios = np.ones(n)
     ratios[start:first] = fallen / close[start:first]
     for column in ("Open", "High", "Low", "Close"):
@@ -625,6 +667,48 @@ def _resume(raw: pd.DataFrame, price: float, shortest: int, first: int) -> pd.Da
         traded = raw["Volume"].iloc[:first].to_numpy(dtype=float)
         raw.iloc[last, raw.columns.get_loc("Volume")] = int(np.median(traded[traded > 0])) if (traded > 0).any() else 1
     return raw
+
+
+#: The oracles that measure the spread of price levels over a window (Bollinger's standard deviation
+#: of closes): over a flat window it is exactly zero, where a one-pass variance
+#: (``E[x^2] - E[x]^2``, the squares of levels near the price cancelling) comes out slightly negative
+#: or positive -- a tool then raises on a negative root or answers bands apart by rounding noise.
+LEVEL_SPREAD_ORACLES = frozenset({"bollinger_bands"})
+
+
+#: How many times the task's own window a flat world's halt lasts at most (its probes' longer windows
+#: inside it too, so each is a flat window of its own rounding).
+FLAT_REACH = 3
+
+
+def flat_market(task: Task, market: Market, symbols: Sequence[str],
+                argsets: Sequence[Mapping[str, Any]] = ()) -> tuple[Market, Flat] | None:
+    """For a task that measures the spread of price levels over a window (:data:`LEVEL_SPREAD_ORACLES`),
+    ``symbols`` halted over its longest window -- of its own arguments and of its probes' ``argsets``,
+    up to :data:`FLAT_REACH` times its own -- after a fall (:class:`Halt`) at a quoted cent price off
+    the binary grid (:func:`_off_grid_cent`): the closes inside it are one price exactly, their spread
+    zero, and a one-pass variance's cancellation leaves rounding noise of either sign; None for another
+    task, a window under 3 sessions, histories too short for it, or no answer of the oracle for the
+    task's own arguments there."""
+    if task.oracle.name not in LEVEL_SPREAD_ORACLES:
+        return None
+    own = window_args({**task.oracle.params, **task.intent.args}).values()
+    if not own or max(own) < 3:
+        return None
+    probed = [w for a in argsets for w in window_args({**task.oracle.params, **task.intent.args, **a}).values()]
+    shape = Flat(min(max([*own, *probed]), FLAT_REACH * max(own)))
+    windows = sorted({w for w in [*own, *probed] if w <= shape.window})
+    data, changed = [], False
+    for item in market.data.values():
+        redrawn = _halted(item.history, shape, on_grid=False, windows=windows) if item.symbol in symbols else None
+        changed |= redrawn is not None
+        data.append(item if redrawn is None else
+                    requote(SymbolData(item.symbol, redrawn, item.income_yearly, item.income_quarterly, item.info,
+                                       item.fast_info), market.as_of))
+    flat = Market(data, market.as_of)
+    if not changed or _primary(task, flat, {}) is None:
+        return None
+    return flat, shape
 
 
 def halted_market(task: Task, market: Market, symbols: Sequence[str],

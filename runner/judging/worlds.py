@@ -101,6 +101,7 @@ from runner.judging.world_shapes import (
     choose,
     edge_spikes,
     first_spikes,
+    flat_market,
     flip_market,
     halted_market,
     near_misses,
@@ -875,6 +876,15 @@ class Worlds:
         others = [s for s in symbols if s in base.data and s not in own]
         return self._shaped_world(task, lambda: halted_market(task, base, own, others), "-halt")
 
+    def _flat_world(self, task: Task, symbols: Sequence[str], argsets: Sequence[Mapping[str, Any]]) -> World | None:
+        """For a task measuring the spread of price levels (Bollinger's bands), a world of the run's
+        snapshot whose symbols the task reads are halted over its longest window (:func:`flat_market`):
+        the spread there is exactly zero, which a one-pass variance misses by its rounding (a negative
+        variance, whose root raises or is NaN, or a positive one)."""
+        base = self._shaped_base()
+        return self._shaped_world(task, lambda: flat_market(task, base, [s for s in symbols if s in base.data],
+                                                            argsets), "-flat")
+
     def _shaped_world(self, task: Task, make: Callable[[], tuple[Market, Any] | None], suffix: str) -> World | None:
         """A ``flip`` world of ``task``: ``make()`` reshapes the run's snapshot (None: no shape does what
         is asked), timed as generating; the world is written under the task's name and ``suffix``."""
@@ -938,6 +948,10 @@ class Worlds:
             halt = self._halt_world(task, symbols)
             if halt is not None:
                 worlds.append(halt)
+        if task.output.type != "boolean" and worlds:
+            flat = self._flat_world(task, symbols, argsets)
+            if flat is not None:
+                worlds.append(flat)
         if worlds:
             listing = self._listing_world(task, argsets)
             for extra in (self._leap_world(task), self._long_world(task), self._closure_world(task), listing):

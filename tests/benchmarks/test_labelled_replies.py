@@ -1,7 +1,7 @@
 """Labelled replies through the judge: wrong-but-plausible tools must fail, right variants must pass.
 
-``labelled_replies.jsonl`` holds 165 final tools for the 20 tasks, written without reading the judge's
-tests (137 ``wrong``: each gives the right number on the task's own arguments but is wrong in general
+``labelled_replies.jsonl`` holds 166 final tools for the 20 tasks, written without reading the judge's
+tests (138 ``wrong``: each gives the right number on the task's own arguments but is wrong in general
 -- a hard-coded argument, a clamp, an off-by-one window, answering from fewer data than asked, part
 of a list, a reporting lag or a year length assumed, a window anchored at the last bar instead of
 today...; 28 ``correct``: other accepted conventions or equivalent implementations). Lines 71-83
@@ -52,8 +52,11 @@ declares the price column to average and always averages Close (calc_002: a para
 never read fails from the source, ``runner/judging/unread_params.py``); 164, volume's trend measured per
 calendar day instead of per session (comp_002: the round-trip world's volume falls by session and rises
 by calendar day); 165, a "latest close" whose bars are memoised with ``lru_cache`` (fetch_004: market data
-kept from one call to the next fails from the source). They are judged as the gate judges a final
-tool (``scripts/judge_replies.py``), in five seeds' probes and hidden worlds.
+kept from one call to the next fails from the source); 166, Bollinger's variance as the mean of squares
+minus the squared mean (calc_003: over a flat window the two cancel to rounding noise, a negative one
+gives NaN bands; the flat world halts the symbols at a cent price where that rounding shows). They are
+judged as the gate judges a final tool (``scripts/judge_replies.py``), in five seeds' probes and hidden
+worlds.
 """
 
 from __future__ import annotations
@@ -93,4 +96,4 @@ def test_wrong_replies_fail_and_right_ones_pass(judge_seed_contexts: Any) -> Non
     unexpected = [f for f in found if f[3] == "FALSE PASS" and int(f[1]) not in KNOWN_FALSE_PASSES]
     assert not unexpected, unexpected
     summary = stdout.splitlines()[-1]
-    assert summary.startswith("165 replies x 5 seed(s)"), summary
+    assert summary.startswith("166 replies x 5 seed(s)"), summary

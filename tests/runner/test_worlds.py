@@ -43,7 +43,17 @@ from runner.judging.world_market import (
     edge_dividends,
 )
 from runner.judging.world_shapes import first_spikes
-from runner.judging.worlds import Spike, WorldKind, Worlds, _calendar_backs, perturb, read_market, truncate, window_args
+from runner.judging.worlds import (
+    Spike,
+    WorldKind,
+    Worlds,
+    _calendar_backs,
+    display_name,
+    perturb,
+    read_market,
+    truncate,
+    window_args,
+)
 from runner.records import TaskResult
 from tests.runner.fakes import DATA, TASKS
 from tests.support.judge_scripts import GROUP as JUDGE_SEEDS
@@ -1310,6 +1320,42 @@ def test_a_probe_symbol_in_the_halt_world_resumes_with_averages_apart_by_less_th
     assert env.run(reference("comp_001"), "ma_cross_rsi_signal", args, str(world.path)).value is True
     verdict, base = env.judge("comp_001", rounding)
     assert base and verdict.state == "fail", verdict.reason
+
+
+ONE_PASS_SPREAD = """    values = [float(v) for v in recent]
+    mean_of_squares = sum(v * v for v in values) / len(values)
+    spread = float(num_std) * math.sqrt(mean_of_squares - middle * middle)"""
+
+
+@pytest.mark.slow
+def test_a_level_spread_is_judged_in_a_flat_world_where_a_one_pass_variance_rounds(env: Env) -> None:
+    """calc_003 (Bollinger) gets a world whose symbols are halted over its probes' windows at a quoted cent
+    price off the binary grid: the spread of the closes is zero there and the bands collapse onto the
+    price. A one-pass variance (``E[x^2] - mean^2``) cancels to rounding noise of either sign there --
+    a negative one raises in ``math.sqrt`` -- and fails; the reference's two-pass std passes."""
+    task = env.judged["calc_003"]
+    argsets = [p.oracle_params for p in task.probes]
+    world = next(w for w in env.worlds.for_task(task, argsets) if w.name.endswith("calc_003-flat"))
+    window = task.intent.args["window"]
+    read = sorted({task.intent.args["symbol"], *(a["symbol"] for a in argsets if "symbol" in a)})
+    noise, prices = [], {}
+    for symbol in read:
+        closes = world.provider.history(symbol)["Close"].astype(float).to_numpy()
+        flat = closes[-window:]
+        price = prices[symbol] = float(flat[-1])
+        assert (flat == price).all(), symbol
+        assert price == round(price, 2) and (price * 4) % 1 != 0, price  # a whole cent, off the binary grid
+        noise.append(float(np.mean(flat * flat) - np.mean(flat) ** 2))
+    assert any(n != 0.0 for n in noise), noise  # the world shows the cancellation somewhere
+    own = prices[task.intent.args["symbol"]]
+    for bands in expected_values(task, world.provider).values():
+        assert bands == pytest.approx({"upper": own, "middle": own, "lower": own}, rel=1e-12), bands
+    one_pass = edited("calc_003", "    spread = float(num_std) * float(recent.std(ddof=0))", ONE_PASS_SPREAD)
+    verdict, alone = env.judge("calc_003", one_pass)
+    assert alone, "right on the snapshot, where the closes move"
+    assert verdict.state == "fail", verdict.reason
+    assert [w.world for w in verdict.worlds if w.state == "fail"] == [display_name(world)], verdict.reason
+    assert env.judge("calc_003", reference("calc_003"))[0].state == "pass"
 
 
 def _long_verdict(env: Env, hidden: Worlds, task: Task, code: str) -> TaskResult:
