@@ -698,17 +698,25 @@ def flat_market(task: Task, market: Market, symbols: Sequence[str],
     probed = [w for a in argsets for w in window_args({**task.oracle.params, **task.intent.args, **a}).values()]
     shape = Flat(min(max([*own, *probed]), FLAT_REACH * max(own)))
     windows = sorted({w for w in [*own, *probed] if w <= shape.window})
+    flat = _with_histories(task, market, lambda item: _halted(item.history, shape, on_grid=False, windows=windows)
+                    if item.symbol in symbols else None)
+    return None if flat is None else (flat, shape)
+
+
+def _with_histories(task: Task, market: Market, redraw: Callable[[SymbolData], pd.DataFrame | None]) -> Market | None:
+    """``market`` with each symbol's history replaced by ``redraw``'s (None: kept as it is), quotes
+    re-derived; None when no symbol changed or the oracle has no answer for the task's own arguments there."""
     data, changed = [], False
     for item in market.data.values():
-        redrawn = _halted(item.history, shape, on_grid=False, windows=windows) if item.symbol in symbols else None
-        changed |= redrawn is not None
-        data.append(item if redrawn is None else
-                    requote(SymbolData(item.symbol, redrawn, item.income_yearly, item.income_quarterly, item.info,
+        history = redraw(item)
+        changed |= history is not None
+        data.append(item if history is None else
+                    requote(SymbolData(item.symbol, history, item.income_yearly, item.income_quarterly, item.info,
                                        item.fast_info), market.as_of))
-    flat = Market(data, market.as_of)
-    if not changed or _primary(task, flat, {}) is None:
+    redrawn = Market(data, market.as_of)
+    if not changed or _primary(task, redrawn, {}) is None:
         return None
-    return flat, shape
+    return redrawn
 
 
 def halted_market(task: Task, market: Market, symbols: Sequence[str],
@@ -717,7 +725,7 @@ def halted_market(task: Task, market: Market, symbols: Sequence[str],
     halted over its longest window after a fall (:class:`Halt`), when the oracle answers its own
     arguments there; None when the task has fewer windows, none of at least 3 sessions, its symbols'
     histories are too short, or the oracle has no answer. A task of one window has nothing to tie
-    there: its window would be all halt, flat and without volume, a shape that tests no reading.
+    there (a spread over one window is :func:`flat_market`'s).
     The ``resumed`` symbols (its probes' others) are halted too, trading again on the last session
     (:func:`_resume`): there the short average is above the long one by less than half a cent, so a
     tool that rounds the averages to cents before comparing them sees a tie where there is a cross."""
@@ -726,15 +734,6 @@ def halted_market(task: Task, market: Market, symbols: Sequence[str],
         return None
     chosen, again = set(symbols), set(resumed) - set(symbols)
     shape = Halt(windows[0], shortest=max(2, windows[-1]), resumed=tuple(s for s in resumed if s in again))
-    data, changed = [], False
-    for item in market.data.values():
-        redrawn = _halted(item.history, shape, resumed=item.symbol in again) \
-            if item.symbol in chosen | again else None
-        changed |= redrawn is not None
-        data.append(item if redrawn is None else
-                    requote(SymbolData(item.symbol, redrawn, item.income_yearly, item.income_quarterly, item.info,
-                                       item.fast_info), market.as_of))
-    halted = Market(data, market.as_of)
-    if not changed or _primary(task, halted, {}) is None:
-        return None
-    return halted, shape
+    halted = _with_histories(task, market, lambda item: _halted(item.history, shape, resumed=item.symbol in again)
+                      if item.symbol in chosen | again else None)
+    return None if halted is None else (halted, shape)
