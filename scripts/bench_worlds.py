@@ -61,6 +61,9 @@ class _InProcess:
         #: each tool's code compiled once: a judged reply is run about 50 times a seed (its own
         #: arguments, every probe, every world), and compiling it was a twentieth of the time
         self._compiled: dict[str, CodeType] = {}
+        #: the hidden worlds being judged in: a world's snapshot is served from the one the oracle
+        #: loaded (the same files parsed the same way) instead of being parsed again for the tools
+        self.worlds: Worlds | None = None
 
     def run(self, code: str, entry: str, call: dict[str, Any], limits: Limits,
             snapshot_dir: str | None = None) -> ExecutionResult:
@@ -68,11 +71,12 @@ class _InProcess:
         from finevo.normalize import TOOL, ResultRefused, normalize
 
         where = str(snapshot_dir or self.data)
-        if where not in self._loaded:
+        world = self.worlds.written(where) if self.worlds is not None and snapshot_dir is not None else None
+        if world is None and where not in self._loaded:
             if len(self._loaded) > 16:
                 self._loaded.clear()
             self._loaded[where] = load_snapshot(where)
-        provider = self._loaded[where]
+        provider = world.provider if world is not None else self._loaded[where]
         if provider.as_of != self._as_of:  # freezing the clock is costly: only when "today" moves
             replay.install(provider)
             self._as_of = provider.as_of
@@ -215,6 +219,8 @@ def main(argv: list[str] | None = None, contexts: SeedContexts | None = None) ->
             seed_started = time.perf_counter()
             with shared.seed(seed) as context:
                 judged, probe_expected, worlds = context.judged, context.probe_expected, context.worlds
+                if isinstance(sandbox, _InProcess):
+                    sandbox.worlds = worlds
                 bad: list[str] = []
                 for task in tasks:
                     t0 = time.perf_counter()
