@@ -593,6 +593,21 @@ def test_the_worlds_of_a_killed_run_are_swept_by_the_next(env: Env, tmp_path: Pa
     assert sweep_orphans(tmp_path) == []
 
 
+@pytest.mark.slow
+def test_a_written_world_is_found_by_its_path_and_its_snapshot_is_the_one_the_oracle_reads(env: Env,
+                                                                                          tmp_path: Path) -> None:
+    """``Worlds.written``: what the in-process runner of the judge's scripts serves a world's tools from
+    instead of parsing the world's files again; a directory no world of the run was written to is none."""
+    task = env.judged["fetch_005"]
+    for world in env.worlds.for_task(task, [dict(p.oracle_params) for p in task.probes]):
+        assert env.worlds.written(world.path) is world and env.worlds.written(str(world.path)) is world
+        fresh = load_snapshot(world.path)
+        assert world.provider.as_of == fresh.as_of and world.provider.symbols() == fresh.symbols()
+        for symbol in fresh.symbols():
+            pd.testing.assert_frame_equal(world.provider.history(symbol), fresh.history(symbol))
+    assert env.worlds.written(tmp_path) is None and env.worlds.written(str(DATA)) is None
+
+
 def test_world_snapshots_live_where_a_worker_with_a_private_tmp_can_read_them(monkeypatch, tmp_path) -> None:
     """The warm worker may mount a private /tmp when it starts; worlds are written later, so they
     must not go under /tmp unless the operator says so."""
