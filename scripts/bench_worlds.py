@@ -35,7 +35,7 @@ from finevo.sandbox.api import ExecutionResult
 from runner.cli.oracle import reference_code
 from runner.inputs.tasks import Task, load_tasks
 from runner.judging.grade import Reruns, judge_task
-from runner.judging.oracle import expected_values, probe_expected_values
+from runner.judging.oracle import caching, expected_values, probe_expected_values
 from runner.judging.probes import derive_probes, probes_for
 from runner.judging.worlds import WorldKind, Worlds
 
@@ -131,11 +131,15 @@ class SeedContexts:
                  uses: int = 2) -> None:
         self.data, self.worlds_count = data, worlds
         self.snapshot = load_snapshot(data)
+        # the snapshot's caching view, as the gate reads it (runner/inputs/prepare.py): each symbol's bars
+        # read once and each oracle value computed once, here for every seed -- the probes drawn across
+        # the argument space ask many of the same argument sets from one seed to the next
+        self.bars = caching(self.snapshot)
         self.tasks = {t.id: t for t in tasks}
         started = time.perf_counter()
-        self.derived = {t.id: derive_probes(t, self.snapshot) for t in tasks}
+        self.derived = {t.id: derive_probes(t, self.bars) for t in tasks}
         self.derive_s = time.perf_counter() - started
-        self.expected = {t.id: expected_values(t, self.snapshot) for t in tasks}
+        self.expected = {t.id: expected_values(t, self.bars) for t in tasks}
         self._keep, self._uses = set(keep), uses
         self._kept: dict[int, tuple[SeedContext, int]] = {}
 
@@ -147,9 +151,9 @@ class SeedContexts:
 
     def _build(self, seed: int) -> SeedContext:
         # the gate draws a run's probes across the argument space from the run's seed too
-        judged = {k: t.model_copy(update={"probes": probes_for(t, self.snapshot, seed, self.derived[k])})
+        judged = {k: t.model_copy(update={"probes": probes_for(t, self.bars, seed, self.derived[k])})
                   for k, t in self.tasks.items()}
-        probe_expected = {k: probe_expected_values(t, self.snapshot) for k, t in judged.items()}
+        probe_expected = {k: probe_expected_values(t, self.bars) for k, t in judged.items()}
         return SeedContext(seed, judged, probe_expected,
                            Worlds(self.snapshot, self.worlds_count, seed, list(judged.values())))
 
