@@ -35,7 +35,7 @@ from finevo.sandbox.api import ExecutionResult
 from runner.cli.oracle import reference_code
 from runner.inputs.tasks import Task, load_tasks
 from runner.judging.grade import Reruns, judge_task
-from runner.judging.oracle import expected_values, probe_expected_values
+from runner.judging.oracle import caching, expected_values, probe_expected_values
 from runner.judging.probes import derive_probes, probes_for
 from runner.judging.worlds import WorldKind, Worlds
 
@@ -61,6 +61,9 @@ class _InProcess:
         #: each tool's code compiled once: a judged reply is run about 50 times a seed (its own
         #: arguments, every probe, every world), and compiling it was a twentieth of the time
         self._compiled: dict[str, CodeType] = {}
+        #: the hidden worlds being judged in: a world's snapshot is served from the one the oracle
+        #: loaded (the same files parsed the same way) instead of being parsed again for the tools
+        self.worlds: Worlds | None = None
 
     def run(self, code: str, entry: str, call: dict[str, Any], limits: Limits,
             snapshot_dir: str | None = None) -> ExecutionResult:
@@ -68,11 +71,12 @@ class _InProcess:
         from finevo.normalize import TOOL, ResultRefused, normalize
 
         where = str(snapshot_dir or self.data)
-        if where not in self._loaded:
+        world = self.worlds.written(where) if self.worlds is not None and snapshot_dir is not None else None
+        if world is None and where not in self._loaded:
             if len(self._loaded) > 16:
                 self._loaded.clear()
             self._loaded[where] = load_snapshot(where)
-        provider = self._loaded[where]
+        provider = world.provider if world is not None else self._loaded[where]
         if provider.as_of != self._as_of:  # freezing the clock is costly: only when "today" moves
             replay.install(provider)
             self._as_of = provider.as_of
@@ -127,11 +131,15 @@ class SeedContexts:
                  uses: int = 2) -> None:
         self.data, self.worlds_count = data, worlds
         self.snapshot = load_snapshot(data)
+        # the snapshot's caching view, as the gate reads it (runner/inputs/prepare.py): each symbol's bars
+        # read once and each oracle value computed once, here for every seed -- the probes drawn across
+        # the argument space ask many of the same argument sets from one seed to the next
+        self.bars = caching(self.snapshot)
         self.tasks = {t.id: t for t in tasks}
         started = time.perf_counter()
-        self.derived = {t.id: derive_probes(t, self.snapshot) for t in tasks}
+        self.derived = {t.id: derive_probes(t, self.bars) for t in tasks}
         self.derive_s = time.perf_counter() - started
-        self.expected = {t.id: expected_values(t, self.snapshot) for t in tasks}
+        self.expected = {t.id: expected_values(t, self.bars) for t in tasks}
         self._keep, self._uses = set(keep), uses
         self._kept: dict[int, tuple[SeedContext, int]] = {}
 
@@ -143,9 +151,9 @@ class SeedContexts:
 
     def _build(self, seed: int) -> SeedContext:
         # the gate draws a run's probes across the argument space from the run's seed too
-        judged = {k: t.model_copy(update={"probes": probes_for(t, self.snapshot, seed, self.derived[k])})
+        judged = {k: t.model_copy(update={"probes": probes_for(t, self.bars, seed, self.derived[k])})
                   for k, t in self.tasks.items()}
-        probe_expected = {k: probe_expected_values(t, self.snapshot) for k, t in judged.items()}
+        probe_expected = {k: probe_expected_values(t, self.bars) for k, t in judged.items()}
         return SeedContext(seed, judged, probe_expected,
                            Worlds(self.snapshot, self.worlds_count, seed, list(judged.values())))
 
@@ -215,6 +223,8 @@ def main(argv: list[str] | None = None, contexts: SeedContexts | None = None) ->
             seed_started = time.perf_counter()
             with shared.seed(seed) as context:
                 judged, probe_expected, worlds = context.judged, context.probe_expected, context.worlds
+                if isinstance(sandbox, _InProcess):
+                    sandbox.worlds = worlds
                 bad: list[str] = []
                 for task in tasks:
                     t0 = time.perf_counter()

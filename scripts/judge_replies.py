@@ -95,6 +95,8 @@ def main(argv: list[str] | None = None, contexts: Any = None) -> int:
         for seed in _seeds(args.seeds):
             with shared.seed(seed) as context:
                 judged, probe_expected, worlds = context.judged, context.probe_expected, context.worlds
+                if isinstance(sandbox, _InProcess):
+                    sandbox.worlds = worlds
                 for number, reply in enumerate(replies, start=1):
                     task = judged[reply["task"]]
                     started = time.perf_counter()

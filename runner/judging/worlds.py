@@ -383,6 +383,13 @@ class Worlds:
         self._written.clear()
         self._per_task.clear()
 
+    def written(self, path: str | Path) -> World | None:
+        """The world written at ``path`` (None: no world of this run is there). Its ``provider`` is the
+        snapshot loaded from that directory, the one the oracle reads: an in-process runner of trusted
+        tools (``scripts/bench_worlds.py --in-process``) serves it instead of parsing the files again."""
+        where = Path(path)
+        return next((w for w in self._written.values() if w.path == where), None)
+
     def __enter__(self) -> Worlds:
         return self
 

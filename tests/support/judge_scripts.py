@@ -5,7 +5,8 @@ The suite sweeps the reference tools through the hidden worlds of seeds 1-20 and
 replies in seeds 1-5 (``tests/runner/test_worlds.py``, ``tests/benchmarks/test_labelled_replies.py``).
 Each seed's probes, their expected values and its worlds (with the oracle's answers in them) are the
 same for both: one :class:`SeedContexts` per worker builds them once and keeps seeds 1-5 for the
-session, and the two tests share an ``xdist_group`` so that they land on the same worker. Each run
+session, and the tests of the same seeds share an ``xdist_group`` so that they land on the same worker
+(two chunks of the five seeds, two groups: the two workers share the judging). Each run
 was a fresh interpreter before; now it is the script's ``main`` called here, its output captured.
 """
 
@@ -21,8 +22,21 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 #: the seeds both sweeps judge in, kept for the session once built
 SHARED_SEEDS = range(1, 6)
-#: the xdist group of the tests that read the shared seeds
-GROUP = "judge-seeds"
+#: the shared seeds in chunks: each chunk of the labelled replies and the sweep's chunk of the same seeds
+#: are one ``xdist_group`` (one build of those seeds for both), and the two groups go to two workers
+SHARED_CHUNKS = ("1-2", "3-5")
+
+
+def group(seeds: str) -> str:
+    """The xdist group of the tests that judge in the shared ``seeds`` (a chunk of :data:`SHARED_CHUNKS`)."""
+    assert seeds in SHARED_CHUNKS, seeds
+    return f"judge-seeds-{seeds}"
+
+
+def seed_range(seeds: str) -> list[int]:
+    """``"3-5"`` as ``[3, 4, 5]``."""
+    low, _, high = seeds.partition("-")
+    return list(range(int(low), int(high or low) + 1))
 
 _loaded: dict[str, Any] = {}
 
