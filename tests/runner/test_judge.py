@@ -355,10 +355,7 @@ class TestUnreadParameters:
         code = ("import yfinance as yf\n\ndef max_drawdown(symbol: str, days: int = 250, sign: str = 'negative'):\n"
                 "    closes = yf.Ticker(symbol).history(period='max')['Close'].tail(days)\n"
                 "    return float((closes / closes.cummax() - 1.0).min())\n")
-        expected = {task.conventions[0].name: 0.5}
-        from runner.judging.grade import judge_task
-
-        verdict = judge_task(task, Outcome(task_id=task.id, value=0.5, tool_code=code, stage="done"), expected, 0.0)
+        verdict = self._verdict(task, code)
         assert verdict.state == "fail" and "declares sign (default 'negative')" in verdict.reason, verdict.reason
 
     def test_a_function_reading_its_locals_is_not_judged_by_the_rule(self, tasks: dict[str, Task]) -> None:
