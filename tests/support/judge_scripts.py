@@ -34,9 +34,9 @@ def group(seeds: str) -> str:
 
 
 def seed_range(seeds: str) -> list[int]:
-    """``"3-5"`` as ``[3, 4, 5]``."""
-    low, _, high = seeds.partition("-")
-    return list(range(int(low), int(high or low) + 1))
+    """``"3-5"`` as ``[3, 4, 5]``: the seeds the scripts' own ``--seeds`` parser reads there."""
+    seeds_of: list[int] = script("bench_worlds")._seeds(seeds)
+    return seeds_of
 
 _loaded: dict[str, Any] = {}
 
