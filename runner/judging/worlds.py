@@ -96,6 +96,7 @@ from runner.judging.world_market import (
     weekly_fiscal_calendar,
 )
 from runner.judging.world_shapes import (
+    LEVEL_SPREAD_ORACLES,
     Reshape,
     _primary,
     choose,
@@ -888,9 +889,9 @@ class Worlds:
         snapshot whose symbols the task reads are halted over its longest window (:func:`flat_market`):
         the spread there is exactly zero, which a one-pass variance misses by its rounding (a negative
         variance, whose root raises or is NaN, or a positive one)."""
-        base = self._shaped_base()
-        return self._shaped_world(task, lambda: flat_market(task, base, [s for s in symbols if s in base.data],
-                                                            argsets), "-flat")
+        if task.oracle.name not in LEVEL_SPREAD_ORACLES:
+            return None  # no other task builds the shaped snapshot for it
+        return self._shaped_world(task, lambda: flat_market(task, self._shaped_base(), symbols, argsets), "-flat")
 
     def _shaped_world(self, task: Task, make: Callable[[], tuple[Market, Any] | None], suffix: str) -> World | None:
         """A ``flip`` world of ``task``: ``make()`` reshapes the run's snapshot (None: no shape does what
@@ -955,13 +956,10 @@ class Worlds:
             halt = self._halt_world(task, symbols)
             if halt is not None:
                 worlds.append(halt)
-        if task.output.type != "boolean" and worlds:
-            flat = self._flat_world(task, symbols, argsets)
-            if flat is not None:
-                worlds.append(flat)
         if worlds:
             listing = self._listing_world(task, argsets)
-            for extra in (self._leap_world(task), self._long_world(task), self._closure_world(task), listing):
+            for extra in (self._flat_world(task, symbols, argsets), self._leap_world(task), self._long_world(task),
+                          self._closure_world(task), listing):
                 if extra is not None:
                     worlds.append(extra)
         self._per_task[task.id] = worlds
