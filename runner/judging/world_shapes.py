@@ -554,7 +554,7 @@ def _one_pass_variances(price: float, n: int) -> list[float]:
     return [square - mean * mean for square in squares for mean in means]
 
 
-def _off_grid_cent(price: float, windows: Sequence[int] = ()) -> float:
+def _off_grid_cent(price: float, windows: Sequence[int]) -> float:
     """A whole cent within a dollar of ``price``, not a multiple of a quarter dollar (a price as quoted,
     whose binary digits run to the last bit, so its square and a window's sum of it round, unlike a
     price on :data:`HALT_GRID_BITS`' grid), the nearest at which the most one-pass variances of a flat
@@ -563,8 +563,6 @@ def _off_grid_cent(price: float, windows: Sequence[int] = ()) -> float:
     base = round(price * 100)
     candidates = [c for step in range(100) for c in dict.fromkeys((base - step, base + step))
                   if c > 0 and c % 25 != 0]
-    if not windows:
-        return candidates[0] / 100
 
     def negatives(cents: int) -> int:
         return sum(v < 0 for n in windows for v in _one_pass_variances(cents / 100, n))
@@ -615,14 +613,14 @@ class Flat(Halt):
                 "it spread by nothing")
 
 
-def _halted(raw: pd.DataFrame, shape: Halt, *, resumed: bool = False, on_grid: bool = True,
-            windows: Sequence[int] = ()) -> pd.DataFrame | None:
+def _halted(raw: pd.DataFrame, shape: Halt, *, resumed: bool = False,
+            one_pass_windows: Sequence[int] = ()) -> pd.DataFrame | None:
     """``raw`` redrawn by ``shape`` (``Adj Close`` recomputed; a dividend inside the halt is not paid,
     so its adjusted closes stay flat; a split keeps its event, the prices being split-adjusted
     already), or None when the history is too short for it. ``resumed``: the halted price a little above
     a whole cent, and the last session trading again, closing up by half the room left under the next
-    rounding boundary times the shortest window (:func:`_resume`). ``on_grid=False``: the halted price
-    is a whole cent off the binary grid, chosen for ``windows`` (:func:`_off_grid_cent`), instead of on it."""
+    rounding boundary times the shortest window (:func:`_resume`). ``one_pass_windows``: the halted price
+    is a whole cent off the binary grid, chosen for those windows (:func:`_off_grid_cent`), instead of on it."""
     n = len(raw)
     first = n - shape.window  # the first halted session
     start = first - shape.fall_sessions  # the first falling session
@@ -632,8 +630,8 @@ def _halted(raw: pd.DataFrame, shape: Halt, *, resumed: bool = False, on_grid: b
     close = raw["Close"].to_numpy(dtype=float)
     fallen = float(close[start - 1]) * (1.0 - shape.fall) ** np.arange(1, shape.fall_sessions + 1)
     # the halted price: the last traded close
-    fallen[-1] = (_on_halt_grid(float(fallen[-1]), above_cent=resumed) if on_grid
-                  else _off_grid_cent(float(fallen[-1]), windows))
+    fallen[-1] = (_off_grid_cent(float(fallen[-1]), one_pass_windows) if one_pass_windows
+                  else _on_halt_grid(float(fallen[-1]), above_cent=resumed))
     ratios = np.ones(n)
     ratios[start:first] = fallen / close[start:first]
     for column in ("Open", "High", "Low", "Close"):
@@ -698,7 +696,7 @@ def flat_market(task: Task, market: Market, symbols: Sequence[str],
     probed = [w for a in argsets for w in window_args({**task.oracle.params, **task.intent.args, **a}).values()]
     shape = Flat(min(max([*own, *probed]), FLAT_REACH * max(own)))
     windows = sorted({w for w in [*own, *probed] if w <= shape.window})
-    flat = _with_histories(task, market, lambda item: _halted(item.history, shape, on_grid=False, windows=windows)
+    flat = _with_histories(task, market, lambda item: _halted(item.history, shape, one_pass_windows=windows)
                     if item.symbol in symbols else None)
     return None if flat is None else (flat, shape)
 
