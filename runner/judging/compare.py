@@ -43,7 +43,7 @@ from finevo.registry.signature import function_signature, tool_signature
 from finevo.sandbox.api import ExecutionResult
 from finevo.vocabulary import ToolSource
 from runner.inputs.tasks import Probe, Task, Tolerance
-from runner.judging.oracle import NOT_HELD, OR_RAISES, RAISES
+from runner.judging.oracle import NOT_HELD, OR_RAISES, RAISES, AnyValue
 from runner.records import ProbeResult, TaskState
 
 __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", "judge_probes", "judge_value",
@@ -189,7 +189,10 @@ def _compare_text(actual: Any, expected: str, where: str) -> str | None:
 
 
 def compare(actual: Any, expected: Any, tol: Tolerance, where: str = "value") -> str | None:
-    """None when ``actual`` equals ``expected`` under the judge's rules, else the first mismatch."""
+    """None when ``actual`` equals ``expected`` under the judge's rules, else the first mismatch.
+    A reading unsettled on these data (:class:`~runner.judging.oracle.AnyValue`) matches any value."""
+    if isinstance(expected, AnyValue):
+        return None
     if isinstance(expected, bool):
         if not isinstance(actual, bool):
             return f"{where}: expected bool {expected}, got {describe(actual)}"
@@ -302,7 +305,8 @@ def mismatch_words(task: Task, value: Any, expected: Mapping[str, Any], names: S
             return f"expected {error}, got a value {got}"
         words = mismatch_words(task, value, readings(expected), answering)
         return f"expected {error} or {words.removeprefix('expected ')}"
-    names = [c for c in names if c in expected] or list(readings(expected))
+    names = [c for c in names if c in expected and not isinstance(expected[c], AnyValue)] \
+        or [c for c, exp in readings(expected).items() if not isinstance(exp, AnyValue)]
     if all(isinstance(expected[c], (int, float)) and not isinstance(expected[c], bool) for c in names) \
             and is_number(value):
         options = " or ".join(f"{float(expected[c]):.10g} ({c})" for c in names)

@@ -31,7 +31,7 @@ import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import date, timedelta
-from typing import Any, Generic, TypedDict, TypeVar
+from typing import Any, Generic, NamedTuple, TypedDict, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -70,6 +70,7 @@ from runner.inputs.oracle_params import (
 from runner.inputs.tasks import Probe, Task
 
 __all__ = [
+    "FLAT_RSI",
     "NOT_HELD",
     "ORACLES",
     "OR_RAISES",
@@ -77,9 +78,11 @@ __all__ = [
     "READINGS",
     "SHARED_READINGS",
     "UNDEFINED_ON_FLAT",
+    "AnyValue",
     "Oracle",
     "Reading",
     "Undefined",
+    "Unsettled",
     "accepted_readings",
     "before_the_data",
     "caching",
@@ -102,6 +105,29 @@ class Undefined(ValueError):
     figure asked is an empty cell of a filed statement. There is no number to give -- 0.0 ("no
     co-movement"), a sibling line's figure or any other placeholder is made up -- so the judge expects
     a right tool to raise, wherever such data come up (:func:`undefined_here`)."""
+
+
+class Unsettled(ValueError):
+    """The answer turns on a choice no accepted reading documents (an RSI over a window whose closes
+    do not move, :data:`FLAT_RSI`): the reading has no one value here. :func:`each_reading` gives it
+    as :class:`AnyValue`."""
+
+
+class AnyValue(str):
+    """The expected value of a reading :class:`Unsettled` on an argument set: any value of the task's
+    shape matches it (:func:`runner.judging.compare.compare`), and :func:`judged_values` accepts a clear
+    error beside it (:data:`OR_RAISES`). A tool is judged on what is settled: the other argument
+    sets and worlds, and here the other readings' values. Its text says why."""
+
+    __slots__ = ()
+
+
+#: What libraries give as the RSI of a window holding no gain and no loss (0/0: closes that do not
+#: move, a halted stock): 100 (a window without a loss: TradingView, this oracle's own), 0 (TA-Lib)
+#: or no value at all (pandas' division gives NaN; the tool raises, or a signal is not taken).
+#: A neutral 50 lies between 0 and 100, so every comparison those two agree on it agrees with too.
+#: None of them is a documented reading: an answer that turns on them is :class:`Unsettled`.
+FLAT_RSI: tuple[float | None, ...] = (100.0, 0.0, None)
 
 
 #: The oracles whose measure divides by a dispersion of its window (:class:`Undefined` over a flat
@@ -248,8 +274,13 @@ def _sma_seeded(values: pd.Series, window: int) -> pd.Series:
     return pd.Series(out, index=values.index)
 
 
-def rsi_series(closes: pd.Series, window: int, method: str = "wilder", warmup: str = "skip") -> pd.Series:
+def rsi_series(closes: pd.Series, window: int, method: str = "wilder", warmup: str = "skip",
+               flat: float | None = 100.0) -> pd.Series:
     """RSI (0..100) of ``closes``; NaN until ``window`` changes are available (``warmup="skip"``).
+
+    A session whose averages hold a gain and no loss is 100. One whose averages hold neither (a window
+    of closes that do not move: 0/0) is ``flat``: no accepted reading settles it (see
+    :data:`FLAT_RSI`); None leaves it NaN, as pandas' division does.
 
     ``wilder``: gains/losses smoothed by ``ewm(alpha=1/window, adjust=False)`` starting at the first
     price change; ``warmup="keep"`` gives a value from the first change on (a plain ``ewm`` without
@@ -282,7 +313,7 @@ def rsi_series(closes: pd.Series, window: int, method: str = "wilder", warmup: s
         avg_gain, avg_loss = smooth["gain"].to_numpy(), smooth["loss"].to_numpy()
     with np.errstate(divide="ignore", invalid="ignore"):
         rsi = 100.0 - 100.0 / (1.0 + avg_gain / avg_loss)
-    rsi = np.where(avg_loss != 0, rsi, 100.0)
+    rsi = np.where(avg_loss != 0, rsi, np.where(avg_gain != 0, 100.0, np.nan if flat is None else flat))
     rsi = np.where(~np.isnan(avg_gain) & ~np.isnan(avg_loss), rsi, np.nan)
     name = None if method == "wilder_sma" else closes.name  # as the Series arithmetic named it
     if len(values) and closes.index.is_unique:  # the first close has no change: NaN, as reindex put it
@@ -463,22 +494,70 @@ def rsi(provider: MarketProvider, p: RsiParams) -> float:
     if p.lookback == "window":
         assert p.days is not None  # the model requires days with a window lookback
         closes = _last(closes, provider, p.days, p.window_unit, "rsi")
-    return _latest_rsi(provider, (p.symbol, p.prices), closes, p.window, p.rsi_method)
+    source, how = (p.symbol, p.prices), _Rsi(p.window, p.rsi_method)
+    return _settled(lambda flat: _latest_rsi(provider, source, closes, how, flat),
+                    _flat_rsi(provider, source, closes, how))
 
 
-def _rsi_of(provider: MarketProvider, source: tuple[str, str], closes: pd.Series, window: int, method: str,
-            warmup: str = "skip") -> pd.Series:
+class _Rsi(NamedTuple):
+    """Which RSI (:func:`rsi_series`'s arguments after the closes)."""
+
+    window: int
+    method: str
+    warmup: str = "skip"
+
+
+def _rsi_of(provider: MarketProvider, source: tuple[str, str], closes: pd.Series, rsi: _Rsi,
+            flat: float | None = 100.0) -> pd.Series:
     """:func:`rsi_series` of ``closes``, the last ``len(closes)`` of ``source``'s (symbol, prices)
     closes: a window of sessions and the calendar days that hold the same sessions share one."""
-    return _kept(provider, ("rsi", *source, len(closes), window, method, warmup),
-                 lambda: rsi_series(closes, window, method, warmup))
+    return _kept(provider, ("rsi", *source, len(closes), *rsi, flat),
+                 lambda: rsi_series(closes, *rsi, flat=flat))
 
 
-def _latest_rsi(provider: MarketProvider, source: tuple[str, str], closes: pd.Series, window: int,
-                method: str) -> float:
-    """The latest RSI of ``closes`` (as :func:`_rsi_of`)."""
-    return _kept(provider, ("latest rsi", *source, len(closes), window, method),
-                 lambda: _latest(_rsi_of(provider, source, closes, window, method), "rsi"))
+def _latest_rsi(provider: MarketProvider, source: tuple[str, str], closes: pd.Series, rsi: _Rsi,
+                flat: float | None = 100.0) -> float:
+    """The latest RSI of ``closes`` (as :func:`_rsi_of`); with ``flat=None``, a latest session whose
+    window holds no price change has no RSI (ValueError), never the one before it."""
+    def latest() -> float:
+        if flat != 100.0:
+            last = float(_rsi_of(provider, source, closes, rsi, flat).iloc[-1])
+            if math.isnan(last) and not math.isnan(float(_rsi_of(provider, source, closes, rsi).iloc[-1])):
+                raise ValueError("rsi: the latest window holds no price change")
+        return _latest(_rsi_of(provider, source, closes, rsi, flat), "rsi")
+
+    return _kept(provider, ("latest rsi", *source, len(closes), *rsi, flat), latest)
+
+
+def _flat_rsi(provider: MarketProvider, source: tuple[str, str], closes: pd.Series, rsi: _Rsi) -> bool:
+    """Whether some session's RSI of ``closes`` averages no gain and no loss (0/0, :data:`FLAT_RSI`)."""
+    def any_flat() -> bool:
+        settled = _rsi_of(provider, source, closes, rsi).to_numpy()
+        bare = _rsi_of(provider, source, closes, rsi, None).to_numpy()
+        return bool(np.any(np.isnan(bare) & ~np.isnan(settled)))
+
+    return _kept(provider, ("flat rsi", *source, len(closes), *rsi), any_flat)
+
+
+def _settled(value: Callable[[float | None], K], unsettled: bool) -> K:
+    """``value(100.0)``, the RSI's own convention for a window of no change; where such a window is
+    read (``unsettled``), that value only when every other convention of :data:`FLAT_RSI` gives it
+    too (the windows do not matter to the answer), else :class:`Unsettled`."""
+    if not unsettled:
+        return value(100.0)
+    outcomes: list[K | ValueError] = []
+    for flat in FLAT_RSI:
+        try:
+            outcomes.append(value(flat))
+        except ValueError as exc:
+            outcomes.append(exc)
+    answers = [o for o in outcomes if not isinstance(o, ValueError)]
+    if not answers:
+        raise outcomes[0]  # type: ignore[misc]  # every outcome is an error here
+    if len(answers) == len(outcomes) and all(a == answers[0] for a in answers):
+        return answers[0]
+    raise Unsettled("the answer turns on the RSI of a window whose closes do not move (no gain, no loss: "
+                    "0/0), which no accepted reading settles (100, 0, or no value)")
 
 
 def bollinger_bands(provider: MarketProvider, p: BollingerBandsParams) -> dict[str, float]:
@@ -597,8 +676,13 @@ def ma_cross_rsi_signal(provider: MarketProvider, p: MaCrossRsiSignalParams) -> 
         raise ValueError("ma_cross_rsi_signal: not enough closes")
     ma_short = float(closes.iloc[-short:].mean())
     ma_long = float(closes.iloc[-long_:].mean())
-    rsi_value = _latest_rsi(provider, (p.symbol, "adjusted"), closes, p.rsi_window, p.rsi_method)
-    return bool(ma_short > ma_long and rsi_value < p.rsi_threshold)
+    source, how = (p.symbol, "adjusted"), _Rsi(p.rsi_window, p.rsi_method)
+
+    def signal(flat: float | None) -> bool:
+        rsi_value = _latest_rsi(provider, source, closes, how, flat)
+        return bool(ma_short > ma_long and rsi_value < p.rsi_threshold)
+
+    return _settled(signal, _flat_rsi(provider, source, closes, how))
 
 
 def volume_price_divergence(provider: MarketProvider, p: VolumePriceDivergenceParams) -> bool:
@@ -644,16 +728,20 @@ def post_signal_return(provider: MarketProvider, p: PostSignalReturnParams) -> f
     later sessions are skipped.
     """
     closes = _closes(provider, p.symbol)
-    horizon = p.horizon
-    rsi_values = _rsi_of(provider, (p.symbol, "adjusted"), closes, p.rsi_window, p.rsi_method, p.rsi_warmup)
-    above = rsi_values > p.rsi_threshold
-    if p.signal == "cross":
-        above = above & ~above.shift(1, fill_value=False) & rsi_values.shift(1).notna()
-    forward = closes.shift(-horizon) / closes - 1.0
-    chosen = forward[above & forward.notna()]
-    if chosen.empty:
-        raise ValueError("post_signal_return: no signal with a complete horizon")
-    return float(chosen.mean())
+    source, how = (p.symbol, "adjusted"), _Rsi(p.rsi_window, p.rsi_method, p.rsi_warmup)
+    forward = closes.shift(-p.horizon) / closes - 1.0
+
+    def mean_return(flat: float | None) -> float:
+        rsi_values = _rsi_of(provider, source, closes, how, flat)
+        above = rsi_values > p.rsi_threshold
+        if p.signal == "cross":
+            above = above & ~above.shift(1, fill_value=False) & rsi_values.shift(1).notna()
+        chosen = forward[above & forward.notna()]
+        if chosen.empty:
+            raise ValueError("post_signal_return: no signal with a complete horizon")
+        return float(chosen.mean())
+
+    return _settled(mean_return, _flat_rsi(provider, source, closes, how))
 
 
 P = TypeVar("P", bound=OracleParams)
@@ -749,6 +837,8 @@ def each_reading(task: Task, provider: MarketProvider, overrides: Mapping[str, J
         merged: JSONObject = {**reading, **(overrides or {})}
         try:
             yield name, cached.value(task.oracle.name, oracle, parse_params(task.oracle.name, merged))
+        except Unsettled as exc:
+            yield name, AnyValue(exc)
         except OracleParamsError as exc:
             yield name, InputError(f"{label}: oracle {task.oracle.name!r} convention {name!r}: {exc.detail}",
                                    reason=exc.detail)
@@ -770,6 +860,9 @@ def judged_values(task: Task, provider: MarketProvider, overrides: Mapping[str, 
             refused.append((name, value))
         else:
             values[name] = value
+    unsettled = [name for name, value in values.items() if isinstance(value, AnyValue)]
+    if unsettled and not refused:  # an unsettled reading accepts a clear error too
+        return {**values, OR_RAISES: f"{unsettled[0]}: {values[unsettled[0]]}"}
     if not refused:
         return values
     if not values:  # undefined (:func:`undefined_here`) when some reading finds it so and none answers
