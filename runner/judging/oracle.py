@@ -70,6 +70,7 @@ from runner.inputs.oracle_params import (
 from runner.inputs.tasks import Probe, Task
 
 __all__ = [
+    "DEFINED_ON_FLAT",
     "FLAT_RSI",
     "NOT_HELD",
     "ORACLES",
@@ -135,6 +136,10 @@ FLAT_RSI: tuple[float | None, ...] = (100.0, 0.0, None)
 #: world's halt to the as-of day (:mod:`runner.judging.probes`, ``flat_probes``). A range read by a
 #: KDJ is not here: its documented reading gives RSV 50 for a range of zero.
 UNDEFINED_ON_FLAT = frozenset({"correlation"})
+#: The oracles whose measure of a window that does not move is a number all the same -- 0: no
+#: volatility, no drawdown -- asked there by the same derived probes: a tool that refuses a zero
+#: dispersion ("volatility undefined"), or finds no drawdown to report and raises, fails.
+DEFINED_ON_FLAT = frozenset({"volatility", "max_drawdown"})
 
 
 def undefined_here(exc: BaseException) -> bool:

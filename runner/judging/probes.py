@@ -37,7 +37,7 @@ from finevo.registry.signature import function_signature
 from runner.inputs.oracle_params import PARAMS, param_bounds, param_kind
 from runner.inputs.tasks import Probe, Task
 from runner.judging.compare import compare, probe_entry
-from runner.judging.oracle import UNDEFINED_ON_FLAT, accepted_readings, each_reading, expected_values
+from runner.judging.oracle import DEFINED_ON_FLAT, UNDEFINED_ON_FLAT, accepted_readings, each_reading, expected_values
 from runner.judging.world_market import LEAP_YEARS, LONG_YEARS, RECENT_HALT_SESSIONS, RECENT_HALT_SYMBOLS, long_sessions
 
 #: Oracle evaluations one task's derivation may spend (a bound on the pair search).
@@ -201,13 +201,16 @@ def reversed_probes(d: _Deriver) -> list[Probe]:
 
 def flat_probes(d: _Deriver, contexts: list[JSONObject]) -> list[Probe]:
     """For a measure that divides by a dispersion of its window (:data:`UNDEFINED_ON_FLAT`: a
-    correlation), the task at its shortest lookback (of :data:`LOOKBACKS`) every accepted reading
-    answers here, on a symbol the ``seed`` world halts up to its as-of day
+    correlation) or whose value there is 0 (:data:`DEFINED_ON_FLAT`: a volatility, a drawdown), the
+    task at its shortest lookback (of :data:`LOOKBACKS`) every accepted reading answers here, on a
+    symbol the ``seed`` world halts up to its as-of day
     (:data:`~runner.judging.world_market.RECENT_HALT_SYMBOLS`, 10 to 13 flat sessions; the task's
     own when it names one, else in place of its last symbol). There that symbol does not move over
-    the window: the measure is undefined and a tool must raise; one that guards the zero
-    dispersion with a number (0.0, "no co-movement") fails. Elsewhere it is judged as any probe."""
-    if d.task.oracle.name not in UNDEFINED_ON_FLAT:
+    the window: a correlation is undefined and a tool must raise (one that guards the zero
+    dispersion with a number, 0.0 "no co-movement", fails); a volatility or a drawdown is 0 (one
+    that refuses the window, or answers NaN, fails). Elsewhere it is judged as any probe."""
+    undefined = d.task.oracle.name in UNDEFINED_ON_FLAT
+    if not undefined and d.task.oracle.name not in DEFINED_ON_FLAT:
         return []
     bound = d.bound()
     lookbacks = {k: v for k, v in bound.items() if k in LOOKBACKS and isinstance(v, int) and not isinstance(v, bool)}
@@ -232,10 +235,12 @@ def flat_probes(d: _Deriver, contexts: list[JSONObject]) -> list[Probe]:
             if args in contexts:
                 break
             if d.expected(args, bounded=False) is not None:
+                there = ("the measure is undefined there and the tool must raise, never answer a placeholder "
+                         "such as 0.0") if undefined else ("the measure is 0 there, an answer: a tool that "
+                                                          "refuses a window that does not move fails")
                 return [Probe(args=args, oracle_params=args,
                               reason=f"derived: the shortest window, {_words(args)}, where a halted symbol "
-                                     "does not move (a hidden world halts it up to its as-of day): the measure is "
-                                     "undefined there and the tool must raise, never answer a placeholder such as 0.0")]
+                                     f"does not move (a hidden world halts it up to its as-of day): {there}")]
     return []
 
 

@@ -484,3 +484,50 @@ def test_calendar_windows_count_local_dates_across_a_clock_change(unit: str) -> 
         kept = frame.loc[dates >= start] if unit == "calendar" else frame.loc[dates > start]
         window = oracle._last(frame["Close"], provider, days, unit, "test")
         assert list(window.index) == list(kept.index), days
+
+
+# --------------------------------------------------------------------------- an RSI over a window that does not move
+def _rsi_task() -> Task:
+    return _task(id="calc_098", query="Calculate X RSI-5 over last 12 days",
+                 intent={"indicator": "rsi", "args": {"symbol": "X", "window": 5, "days": 12}},
+                 oracle={"name": "rsi", "params": {"symbol": "X", "window": 5, "days": 12, "lookback": "window"}},
+                 conventions=[{"name": "last_12", "reason": "r"}])
+
+
+def test_a_window_without_a_price_change_leaves_the_cutler_rsi_unsettled() -> None:
+    """0/0 (no gain, no loss) is 100, 0 or no value by library: the Cutler reading, which reads only those
+    changes, accepts any value or a clear error; Wilder's, whose averages still hold the earlier gains,
+    keeps its one value. A window with a gain and no loss stays 100 under every reading."""
+    from runner.judging.compare import compare
+
+    rising_then_flat = np.array([10.0, 11.0, 10.5, 11.5, 12.0, 12.5, 13.0, 13.0, 13.0, 13.0, 13.0, 13.0, 13.0])
+    provider = FakeProvider({"X": _frame(rising_then_flat)})
+    values = oracle.judged_values(_rsi_task(), provider)
+    unsettled = {name: v for name, v in values.items() if isinstance(v, oracle.AnyValue)}
+    assert unsettled and all(name.endswith("+cutler") for name in unsettled), values
+    assert oracle.OR_RAISES in values  # a clear error is as right there
+    assert all(compare(x, next(iter(unsettled.values())), Task.model_fields["tolerance"].default) is None
+               for x in (100.0, 50.0, 0.0))
+    wilder = values["last_12"]
+    assert isinstance(wilder, float) and 0.0 < wilder < 100.0
+    # one more session with a rise: every window holds a gain and no loss, so every reading settles it
+    settled = oracle.judged_values(_rsi_task(), FakeProvider({"X": _frame(np.append(rising_then_flat, 13.5))}))
+    assert oracle.OR_RAISES not in settled and not any(isinstance(v, oracle.AnyValue) for v in settled.values())
+    assert settled["last_12+cutler"] == 100.0
+
+
+def test_a_flat_window_matters_to_a_signal_only_where_the_conventions_part() -> None:
+    """A Cutler RSI series across a halt: the post-signal return turns on the halt's sessions at a
+    threshold of 70 (100 counts them, 0 and NaN do not), so it is unsettled; at a threshold no RSI
+    exceeds (100) no convention gives a signal, and the reading refuses as before."""
+    rng = np.random.default_rng(7)
+    walk = 100 * np.exp(np.cumsum(rng.normal(0.002, 0.02, 120)))
+    walk[60:80] = walk[59]  # a halt of 20 sessions, forward returns of 0 inside it
+    provider = FakeProvider({"X": _frame(walk)})
+    params = {"symbol": "X", "rsi_window": 14, "rsi_threshold": 70, "horizon": 5, "rsi_method": "simple"}
+    with pytest.raises(oracle.Unsettled):
+        compute("post_signal_return", provider, params)
+    assert isinstance(compute("post_signal_return", provider, {**params, "rsi_method": "wilder"}), float)
+    with pytest.raises(ValueError, match="no signal") as raised:
+        compute("post_signal_return", provider, {**params, "rsi_threshold": 100})
+    assert not isinstance(raised.value, oracle.Unsettled)

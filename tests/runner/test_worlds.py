@@ -185,6 +185,21 @@ WRONG: dict[str, tuple[str, Any]] = {
     "a correlation that answers 0.0 for a series that does not move (a halt)": ("calc_008", lambda env: edited(
         "calc_008", 'raise ValueError("correlation is undefined for a constant series")',
         "return 0.0  # no variance: no co-movement")),
+    # a measure defined on the data refused: the same halt gives a volatility and a drawdown of 0, and
+    # the shortest-window probe of each reads it (a tool that guards a zero dispersion by raising fails)
+    "a volatility that refuses a window that does not move (a halt)": ("calc_005", lambda env: edited(
+        "calc_005", "return float(returns.tail(window).std(ddof=1)) * math.sqrt(periods_per_year)",
+        "spread = float(returns.tail(window).std(ddof=1))\n"
+        "    if spread <= 1e-12:\n"
+        "        raise ValueError('volatility undefined: the price does not move')\n"
+        "    return spread * math.sqrt(periods_per_year)")),
+    "a drawdown that raises when the window never falls": ("calc_007", lambda env: edited(
+        "calc_007", "return float((window / window.cummax() - 1.0).min())",
+        "falls = window / window.cummax() - 1.0\n"
+        "    falls = falls[falls < 0]\n"
+        "    if falls.empty:\n"
+        "        raise ValueError('no drawdown in the window')\n"
+        "    return float(falls.min())")),
     # Volume 0 read as "no session": the seed world serves the index with Volume 0 on its latest
     # sessions (a halted stock's bars of Volume 0 sit at its last traded close: dropping them is invisible)
     "a latest close that drops bars of Volume 0 (an index served without volume)": ("fetch_004", lambda env: edited(
@@ -240,6 +255,19 @@ RIGHT: dict[str, tuple[str, Any]] = {
         "return float((window / window.cummax() - 1.0).min())",
         "return -float((window / window.cummax() - 1.0).min())")),
     "the reference tool": ("comp_001", lambda: reference("comp_001")),
+    # an RSI over a window that does not move (0/0: the seed world's halt under the window-7 probe,
+    # the recorded halts under a Cutler series) is settled by no reading: raising there, or leaving it
+    # NaN as pandas does (no signal that session), is as right as the 100 of a window without a loss
+    "Cutler's RSI raising on a window with no change": ("calc_001", lambda: edited(
+        "calc_001", "avg_gain = float(gains.ewm(alpha=1.0 / window, adjust=False).mean().iloc[-1])",
+        "avg_gain = float(gains.tail(window).mean())").replace(
+        "avg_loss = float(losses.ewm(alpha=1.0 / window, adjust=False).mean().iloc[-1])",
+        "avg_loss = float(losses.tail(window).mean())").replace(
+        "    if avg_loss == 0.0:\n",
+        "    if avg_gain == 0.0 and avg_loss == 0.0:\n"
+        "        raise ValueError('no price change over the window: no RSI')\n"
+        "    if avg_loss == 0.0:\n")),
+    "Cutler's RSI signals, a window with no change left NaN": ("comp_004", lambda: CUTLER_NAN),
     "fiscal quarters of the company's own fiscal year": ("fetch_001", lambda: FISCAL_QUARTER),
     "Wilder's RSI counting its warm-up sessions as signals": ("comp_004", lambda: WARMUP_COUNTED),
     "a correlation that checks each series' dispersion and raises": ("calc_008", lambda: FLAT_CHECKED),
@@ -275,6 +303,22 @@ def post_signal_return(symbol: str, rsi_window: int = 14, rsi_threshold: float =
     strength = 100 - 100 / (1 + up / down)
     ahead = closes.shift(-horizon) / closes - 1
     picked = ahead[strength > rsi_threshold].dropna()
+    return float(picked.mean())
+"""
+
+CUTLER_NAN = """import yfinance as yf
+
+
+def post_signal_return(symbol: str, rsi_window: int = 14, rsi_threshold: float = 70, horizon: int = 5) -> float:
+    closes = yf.Ticker(symbol).history(period="max")["Close"].dropna()
+    moves = closes.diff()
+    up = moves.clip(lower=0).rolling(rsi_window).mean()
+    down = (-moves).clip(lower=0).rolling(rsi_window).mean()
+    strength = 100 - 100 / (1 + up / down)
+    ahead = closes.shift(-horizon) / closes - 1
+    picked = ahead[(strength > rsi_threshold) & ahead.notna()]
+    if picked.empty:
+        raise ValueError("no signal with a complete horizon")
     return float(picked.mean())
 """
 
