@@ -200,6 +200,10 @@ WRONG: dict[str, tuple[str, Any]] = {
         "    if falls.empty:\n"
         "        raise ValueError('no drawdown in the window')\n"
         "    return float(falls.min())")),
+    # an average over nothing: past a level no RSI reaches no session is selected (a derived probe)
+    "a post-signal average that answers 0.0 when nothing qualifies": ("comp_004", lambda env: edited(
+        "comp_004", 'raise ValueError(f"no RSI>{rsi_threshold} signal of {symbol} with {horizon} later sessions")',
+        "return 0.0  # nothing invested")),
     # Volume 0 read as "no session": the seed world serves the index with Volume 0 on its latest
     # sessions (a halted stock's bars of Volume 0 sit at its last traded close: dropping them is invisible)
     "a latest close that drops bars of Volume 0 (an index served without volume)": ("fetch_004", lambda env: edited(
