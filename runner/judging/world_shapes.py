@@ -688,17 +688,88 @@ def flat_market(task: Task, market: Market, symbols: Sequence[str],
     zero, and a one-pass variance's cancellation leaves rounding noise of either sign; None for another
     task, a window under 3 sessions, histories too short for it, or no answer of the oracle for the
     task's own arguments there."""
-    if task.oracle.name not in LEVEL_SPREAD_ORACLES:
+    windows = _reached_windows(task, argsets) if task.oracle.name in LEVEL_SPREAD_ORACLES else []
+    if not windows:
         return None
-    own = window_args({**task.oracle.params, **task.intent.args}).values()
-    if not own or max(own) < 3:
-        return None
-    probed = [w for a in argsets for w in window_args({**task.oracle.params, **task.intent.args, **a}).values()]
-    shape = Flat(min(max([*own, *probed]), FLAT_REACH * max(own)))
-    windows = sorted({w for w in [*own, *probed] if w <= shape.window})
+    shape = Flat(windows[-1])
     flat = _with_histories(task, market, lambda item: _halted(item.history, shape, one_pass_windows=windows)
                     if item.symbol in symbols else None)
     return None if flat is None else (flat, shape)
+
+
+def _reached_windows(task: Task, argsets: Sequence[Mapping[str, Any]]) -> list[int]:
+    """The windows of ``task``'s own arguments and of its probes' ``argsets``, up to :data:`FLAT_REACH`
+    times its own longest, in order; none when its own are all under 3 sessions."""
+    own = window_args({**task.oracle.params, **task.intent.args}).values()
+    if not own or max(own) < 3:
+        return []
+    probed = [w for a in argsets for w in window_args({**task.oracle.params, **task.intent.args, **a}).values()]
+    return sorted({w for w in [*own, *probed] if w <= FLAT_REACH * max(own)})
+
+
+#: The oracles that report, or divide by, the dispersion of a window's returns (a volatility, a
+#: correlation): a series that moves little -- a short-term bond fund's, whose daily returns spread by a
+#: few hundredths of a percent -- still moves, and its measure is defined; a tool that takes a small
+#: dispersion for none (a guard of 1e-3 on the standard deviation) refuses it.
+QUIET_ORACLES = frozenset({"volatility", "correlation"})
+#: The daily standard deviation of returns a quiet world gives its symbols over the window (a
+#: short-term Treasury fund's: about 0.6 % a year).
+QUIET_STD = 4e-4
+
+
+@dataclass(frozen=True)
+class Quiet:
+    """The last ``window`` sessions of a symbol trading quietly: each session's move, and its bar's
+    range about the close, scaled down so the daily returns spread by ``std`` (their signs and order
+    kept), no dividend paid among them (:func:`quiet_market`)."""
+
+    window: int
+    std: float = QUIET_STD
+
+    def label(self) -> str:
+        return (f"quiet trading over the last {self.window} sessions: the daily returns spread by {self.std:.2%} "
+                "(a short-term bond fund's), their signs and order kept")
+
+
+def quiet_market(task: Task, market: Market, symbols: Sequence[str],
+                 argsets: Sequence[Mapping[str, Any]] = ()) -> tuple[Market, Quiet] | None:
+    """For a task that measures the dispersion of returns (:data:`QUIET_ORACLES`), ``symbols`` trading
+    quietly (:class:`Quiet`) over its longest window and one session more (its first return), its
+    probes' longer windows too (up to :data:`FLAT_REACH` times its own); None for another task, a window
+    under 3 sessions, histories too short, or no answer of the oracle for its own arguments there."""
+    windows = _reached_windows(task, argsets) if task.oracle.name in QUIET_ORACLES else []
+    if not windows:
+        return None
+    shape = Quiet(windows[-1] + 1)
+    quiet = _with_histories(task, market, lambda item: _quietened(item.history, shape)
+                            if item.symbol in symbols else None)
+    return None if quiet is None else (quiet, shape)
+
+
+def _quietened(raw: pd.DataFrame, shape: Quiet) -> pd.DataFrame | None:
+    """``raw`` with its last ``shape.window`` sessions trading as :class:`Quiet` says (``Adj Close``
+    recomputed), or None when the history is too short or does not move there."""
+    n = len(raw)
+    first = n - shape.window
+    if first < 2:
+        return None
+    raw = raw.copy()
+    close = raw["Close"].to_numpy(dtype=float, copy=True)
+    moves = close[first:] / close[first - 1:-1] - 1.0
+    spread = float(np.std(moves))
+    if not spread > 0.0:
+        return None
+    scale = shape.std / spread
+    quiet = close[first - 1] * np.cumprod(1.0 + moves * scale)
+    for column in ("Open", "High", "Low"):  # each bar's range about its close, scaled alike
+        values = raw[column].to_numpy(dtype=float, copy=True)
+        values[first:] = quiet * (1.0 + (values[first:] / close[first:] - 1.0) * scale)
+        raw[column] = values
+    close[first:] = quiet
+    raw["Close"] = close
+    if "Dividends" in raw.columns:
+        raw.iloc[first:, raw.columns.get_loc("Dividends")] = 0.0
+    return readjust(raw)
 
 
 def _with_histories(task: Task, market: Market, redraw: Callable[[SymbolData], pd.DataFrame | None]) -> Market | None:

@@ -97,6 +97,7 @@ from runner.judging.world_market import (
 )
 from runner.judging.world_shapes import (
     LEVEL_SPREAD_ORACLES,
+    QUIET_ORACLES,
     Reshape,
     _primary,
     choose,
@@ -106,6 +107,7 @@ from runner.judging.world_shapes import (
     flip_market,
     halted_market,
     near_misses,
+    quiet_market,
     reshape,
     round_trip_market,
     task_symbols,
@@ -893,6 +895,15 @@ class Worlds:
             return None  # no other task builds the shaped snapshot for it
         return self._shaped_world(task, lambda: flat_market(task, self._shaped_base(), symbols, argsets), "-flat")
 
+    def _quiet_world(self, task: Task, symbols: Sequence[str], argsets: Sequence[Mapping[str, Any]]) -> World | None:
+        """For a task measuring the dispersion of returns (a volatility, a correlation), a world of the
+        run's snapshot whose symbols the task reads trade quietly over its longest window
+        (:func:`quiet_market`): a small dispersion, still a defined measure, which a tool that takes
+        it for none refuses."""
+        if task.oracle.name not in QUIET_ORACLES:
+            return None  # no other task builds the shaped snapshot for it
+        return self._shaped_world(task, lambda: quiet_market(task, self._shaped_base(), symbols, argsets), "-quiet")
+
     def _shaped_world(self, task: Task, make: Callable[[], tuple[Market, Any] | None], suffix: str) -> World | None:
         """A ``flip`` world of ``task``: ``make()`` reshapes the run's snapshot (None: no shape does what
         is asked), timed as generating; the world is written under the task's name and ``suffix``."""
@@ -958,7 +969,8 @@ class Worlds:
                 worlds.append(halt)
         if worlds:
             listing = self._listing_world(task, argsets)
-            for extra in (self._flat_world(task, symbols, argsets), self._leap_world(task), self._long_world(task),
+            for extra in (self._flat_world(task, symbols, argsets), self._quiet_world(task, symbols, argsets),
+                          self._leap_world(task), self._long_world(task),
                           self._closure_world(task), listing):
                 if extra is not None:
                     worlds.append(extra)

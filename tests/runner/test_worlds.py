@@ -1438,6 +1438,34 @@ def test_a_level_spread_is_judged_in_a_flat_world_where_a_one_pass_variance_roun
     assert env.judge("calc_003", reference("calc_003"))[0].state == "pass"
 
 
+@pytest.mark.slow
+def test_a_dispersion_of_returns_is_judged_in_a_quiet_world_where_a_small_one_is_still_defined(env: Env) -> None:
+    """calc_008 (a correlation of daily returns) gets a world whose symbols trade quietly over its probes'
+    windows: their daily returns spread by QUIET_STD (a short-term bond fund's), signs kept, every bar
+    still a bar. The correlation is defined there; a tool that takes a standard deviation under 1e-3 for
+    none ("a constant series") refuses it and fails; the reference passes."""
+    from runner.judging.world_shapes import QUIET_STD
+
+    task = env.judged["calc_008"]
+    argsets = [p.oracle_params for p in task.probes]
+    world = next(w for w in env.worlds.for_task(task, argsets) if w.name.endswith("calc_008-quiet"))
+    days = task.intent.args["days"]
+    for symbol in task.intent.args["symbols"]:
+        bars = world.provider.history(symbol).iloc[-days:]
+        returns = bars["Close"].astype(float).pct_change().dropna().to_numpy()
+        assert np.std(returns) == pytest.approx(QUIET_STD, rel=0.25) and (returns != 0).all(), symbol
+        assert (bars["High"] >= bars[["Open", "Close"]].max(axis=1)).all()
+        assert (bars["Low"] <= bars[["Open", "Close"]].min(axis=1)).all()
+    assert all(np.isfinite(v) for v in expected_values(task, world.provider).values())
+    guarded = edited("calc_008", "    if not math.isfinite(value):",
+                     "    if (returns.std() < 1e-3).any() or not math.isfinite(value):")
+    verdict, alone = env.judge("calc_008", guarded)
+    assert alone, "right on the snapshot, where the closes move as stocks do"
+    assert verdict.state == "fail", verdict.reason
+    assert [w.world for w in verdict.worlds if w.state == "fail"] == [display_name(world)], verdict.reason
+    assert env.judge("calc_008", reference("calc_008"))[0].state == "pass"
+
+
 def _long_verdict(env: Env, hidden: Worlds, task: Task, code: str) -> TaskResult:
     result = env.run(code, task.intent.indicator, dict(task.intent.args))
     assert result.ok, result.error_message
