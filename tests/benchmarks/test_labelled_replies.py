@@ -1,10 +1,10 @@
 """Labelled replies through the judge: wrong-but-plausible tools must fail, right variants must pass.
 
-``labelled_replies.jsonl`` holds 166 final tools for the 20 tasks, written without reading the judge's
-tests (138 ``wrong``: each gives the right number on the task's own arguments but is wrong in general
+``labelled_replies.jsonl`` holds 172 final tools for the 20 tasks, written without reading the judge's
+tests (142 ``wrong``: each gives the right number on the task's own arguments but is wrong in general
 -- a hard-coded argument, a clamp, an off-by-one window, answering from fewer data than asked, part
 of a list, a reporting lag or a year length assumed, a window anchored at the last bar instead of
-today...; 28 ``correct``: other accepted conventions or equivalent implementations). Lines 71-83
+today...; 30 ``correct``: other accepted conventions or equivalent implementations). Lines 71-83
 were added later, of classes the first 70 do not cover; lines 84-120 are a third batch written blind
 (from the documented readings only), each label checked again when it was added; lines 121-131 are
 from a fourth blind batch, the statement and dividend classes (fetch_001, 003, 006, 007: eight wrong,
@@ -54,7 +54,15 @@ calendar day instead of per session (comp_002: the round-trip world's volume fal
 by calendar day); 165, a "latest close" whose bars are memoised with ``lru_cache`` (fetch_004: market data
 kept from one call to the next fails from the source); 166, Bollinger's variance as the mean of squares
 minus the squared mean (calc_003: over a flat window the two cancel to rounding noise, a negative one
-gives NaN bands; the flat world halts the symbols at a cent price where that rounding shows). They are
+gives NaN bands; the flat world halts the symbols at a cent price where that rounding shows). Lines 167-172
+are the classes of a ninth blind batch (numbers: degenerate and small dispersions), written for the
+repository in their own code: 167, a volatility that refuses a window whose returns do not vary, and 168, a
+drawdown that raises when the price never falls (calc_005, calc_007: both are 0 over the seed world's halt,
+asked at the shortest window); 169, a correlation that calls a daily spread under 0.2 % too flat (calc_008:
+the quiet world's returns spread by 0.04 %); 170, a post-signal average of 0.0 when nothing is selected
+(comp_004: a threshold no RSI reaches must raise); 171 and 172, right Cutler RSI tools whose window of no
+change (0/0) is 50 or gives no signal (calc_001, comp_004: no accepted reading settles 0/0, so the oracle
+accepts any value or an error there, where it accepted only 100). They are
 judged as the gate judges a final tool (``scripts/judge_replies.py``), in five seeds' probes and hidden
 worlds.
 """
@@ -98,7 +106,7 @@ def test_wrong_replies_fail_and_right_ones_pass(seeds: str, judge_seed_contexts:
     unexpected = [f for f in found if f[3] == "FALSE PASS" and int(f[1]) not in KNOWN_FALSE_PASSES]
     assert not unexpected, unexpected
     summary = stdout.splitlines()[-1]
-    assert summary.startswith(f"166 replies x {len(seed_range(seeds))} seed(s)"), summary
+    assert summary.startswith(f"172 replies x {len(seed_range(seeds))} seed(s)"), summary
 
 
 def test_the_chunks_judge_the_labelled_replies_in_five_seeds_each_once() -> None:
