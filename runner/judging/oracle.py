@@ -293,6 +293,12 @@ def rsi_series(closes: pd.Series, window: int, method: str = "wilder", warmup: s
     ``window`` changes (Wilder's own definition, TA-Lib). ``simple``: plain ``window``-period means
     of gains and losses (never before ``window`` changes).
     """
+    return _flat_filled(*_rsi_parts(closes, window, method, warmup), flat)
+
+
+def _rsi_parts(closes: pd.Series, window: int, method: str, warmup: str) -> tuple[pd.Series, pd.Series]:
+    """:func:`rsi_series` with every session of no change left NaN, and where those sessions are
+    (a boolean Series on the same index): computed once, filled by each convention of :data:`FLAT_RSI`."""
     window = int(window)
     if warmup not in ("skip", "keep"):
         raise ValueError(f"unknown RSI warm-up {warmup!r} (skip | keep)")
@@ -318,12 +324,23 @@ def rsi_series(closes: pd.Series, window: int, method: str = "wilder", warmup: s
         avg_gain, avg_loss = smooth["gain"].to_numpy(), smooth["loss"].to_numpy()
     with np.errstate(divide="ignore", invalid="ignore"):
         rsi = 100.0 - 100.0 / (1.0 + avg_gain / avg_loss)
-    rsi = np.where(avg_loss != 0, rsi, np.where(avg_gain != 0, 100.0, np.nan if flat is None else flat))
-    rsi = np.where(~np.isnan(avg_gain) & ~np.isnan(avg_loss), rsi, np.nan)
+    known = ~np.isnan(avg_gain) & ~np.isnan(avg_loss)
+    still = known & (avg_gain == 0) & (avg_loss == 0)
+    rsi = np.where(avg_loss != 0, rsi, 100.0)
+    rsi = np.where(known & ~still, rsi, np.nan)
     name = None if method == "wilder_sma" else closes.name  # as the Series arithmetic named it
     if len(values) and closes.index.is_unique:  # the first close has no change: NaN, as reindex put it
-        return pd.Series(np.concatenate(([np.nan], rsi)), index=closes.index, name=name)
-    return pd.Series(rsi, index=index, name=name).reindex(closes.index)  # raises on repeated dates
+        return (pd.Series(np.concatenate(([np.nan], rsi)), index=closes.index, name=name),
+                pd.Series(np.concatenate(([False], still)), index=closes.index))
+    return (pd.Series(rsi, index=index, name=name).reindex(closes.index),  # raises on repeated dates
+            pd.Series(still, index=index).reindex(closes.index, fill_value=False))
+
+
+def _flat_filled(rsi: pd.Series, still: pd.Series, flat: float | None) -> pd.Series:
+    """``rsi`` with its sessions of no change (``still``) given ``flat`` (None: left NaN)."""
+    if flat is None or not still.any():
+        return rsi
+    return rsi.mask(still, flat)
 
 
 def _at_least_zero(values: np.ndarray) -> np.ndarray:
@@ -516,8 +533,13 @@ def _rsi_of(provider: MarketProvider, source: tuple[str, str], closes: pd.Series
             flat: float | None = 100.0) -> pd.Series:
     """:func:`rsi_series` of ``closes``, the last ``len(closes)`` of ``source``'s (symbol, prices)
     closes: a window of sessions and the calendar days that hold the same sessions share one."""
-    return _kept(provider, ("rsi", *source, len(closes), *rsi, flat),
-                 lambda: rsi_series(closes, *rsi, flat=flat))
+    return _flat_filled(*_rsi_of_parts(provider, source, closes, rsi), flat)
+
+
+def _rsi_of_parts(provider: MarketProvider, source: tuple[str, str], closes: pd.Series,
+                  rsi: _Rsi) -> tuple[pd.Series, pd.Series]:
+    """:func:`_rsi_parts` of ``closes``, kept as :func:`_rsi_of` says."""
+    return _kept(provider, ("rsi", *source, len(closes), *rsi), lambda: _rsi_parts(closes, *rsi))
 
 
 def _latest_rsi(provider: MarketProvider, source: tuple[str, str], closes: pd.Series, rsi: _Rsi,
@@ -525,23 +547,17 @@ def _latest_rsi(provider: MarketProvider, source: tuple[str, str], closes: pd.Se
     """The latest RSI of ``closes`` (as :func:`_rsi_of`); with ``flat=None``, a latest session whose
     window holds no price change has no RSI (ValueError), never the one before it."""
     def latest() -> float:
-        if flat != 100.0:
-            last = float(_rsi_of(provider, source, closes, rsi, flat).iloc[-1])
-            if math.isnan(last) and not math.isnan(float(_rsi_of(provider, source, closes, rsi).iloc[-1])):
-                raise ValueError("rsi: the latest window holds no price change")
-        return _latest(_rsi_of(provider, source, closes, rsi, flat), "rsi")
+        series, still = _rsi_of_parts(provider, source, closes, rsi)
+        if flat is None and len(still) and bool(still.iloc[-1]):
+            raise ValueError("rsi: the latest window holds no price change")
+        return _latest(_flat_filled(series, still, flat), "rsi")
 
     return _kept(provider, ("latest rsi", *source, len(closes), *rsi, flat), latest)
 
 
 def _flat_rsi(provider: MarketProvider, source: tuple[str, str], closes: pd.Series, rsi: _Rsi) -> bool:
     """Whether some session's RSI of ``closes`` averages no gain and no loss (0/0, :data:`FLAT_RSI`)."""
-    def any_flat() -> bool:
-        settled = _rsi_of(provider, source, closes, rsi).to_numpy()
-        bare = _rsi_of(provider, source, closes, rsi, None).to_numpy()
-        return bool(np.any(np.isnan(bare) & ~np.isnan(settled)))
-
-    return _kept(provider, ("flat rsi", *source, len(closes), *rsi), any_flat)
+    return bool(_rsi_of_parts(provider, source, closes, rsi)[1].any())
 
 
 def _settled(value: Callable[[float | None], K], unsettled: bool) -> K:
