@@ -43,13 +43,17 @@ from finevo.registry.signature import function_signature, tool_signature
 from finevo.sandbox.api import ExecutionResult
 from finevo.vocabulary import ToolSource
 from runner.inputs.tasks import Probe, Task, Tolerance
-from runner.judging.oracle import NOT_HELD, OR_RAISES, RAISES, AnyValue
+from runner.judging.oracle import NOT_HELD, OR_RAISES, RAISES, OneOf
 from runner.records import ProbeResult, TaskState
 
 __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", "judge_probes", "judge_value",
            "mismatch_words", "probe_entry", "raised_by_tool", "readings", "refused_value"]
 
 #: Recorded in every report; bump it whenever a rule changes what passes.
+#: 3.12: an RSI over a window with no change (0/0) accepts the answer of each common treatment (100, 50,
+#: 0, none: :class:`~runner.judging.oracle.OneOf`), not 100 alone; a volatility and a drawdown are asked over
+#: a halt (0 there), a numeric task's threshold past which nothing is selected must raise, and a quiet world
+#: (:func:`runner.judging.world_shapes.quiet_market`) asks a volatility and a correlation of small dispersions;
 #: 3.11: a flat world for a measure of the spread of price levels (Bollinger): its symbols halted at a
 #: quoted cent price where a one-pass variance's rounding shows (:func:`runner.judging.world_shapes.flat_market`);
 #: 3.10: a tool that declares a parameter with a default (other than the task's own arguments) and never
@@ -99,7 +103,7 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
 #: support them (must raise), the dividend window's edge and Wilder's SMA seed as readings,
 #: closed-day as-of worlds; 3.1: flip worlds, threshold boundary probes, RSI warm-up reading;
 #: 3.0: hidden worlds.
-JUDGE_VERSION = "3.11"
+JUDGE_VERSION = "3.12"
 
 #: Runs tool code in the sandbox: ``(code, entry, args) -> ExecutionResult``; may raise a
 #: :class:`~finevo.errors.FinevoError` (an external one when the sandbox itself is unavailable).
@@ -190,9 +194,14 @@ def _compare_text(actual: Any, expected: str, where: str) -> str | None:
 
 def compare(actual: Any, expected: Any, tol: Tolerance, where: str = "value") -> str | None:
     """None when ``actual`` equals ``expected`` under the judge's rules, else the first mismatch.
-    A reading unsettled on these data (:class:`~runner.judging.oracle.AnyValue`) matches any value."""
-    if isinstance(expected, AnyValue):
-        return None
+    A reading unsettled on these data (:class:`~runner.judging.oracle.OneOf`) is matched by a value
+    that matches one of its values."""
+    if isinstance(expected, OneOf):
+        misses = [compare(actual, one, tol, where) for one in expected]
+        if None in misses:
+            return None
+        shown = " / ".join(f"{one:.10g}" if is_number(one) else describe(one) for one in expected)
+        return f"{where}: expected one of {shown} (a choice no accepted reading settles), got {describe(actual)}"
     if isinstance(expected, bool):
         if not isinstance(actual, bool):
             return f"{where}: expected bool {expected}, got {describe(actual)}"
@@ -305,8 +314,7 @@ def mismatch_words(task: Task, value: Any, expected: Mapping[str, Any], names: S
             return f"expected {error}, got a value {got}"
         words = mismatch_words(task, value, readings(expected), answering)
         return f"expected {error} or {words.removeprefix('expected ')}"
-    names = [c for c in names if c in expected and not isinstance(expected[c], AnyValue)] \
-        or [c for c, exp in readings(expected).items() if not isinstance(exp, AnyValue)]
+    names = [c for c in names if c in expected] or list(readings(expected))
     if all(isinstance(expected[c], (int, float)) and not isinstance(expected[c], bool) for c in names) \
             and is_number(value):
         options = " or ".join(f"{float(expected[c]):.10g} ({c})" for c in names)

@@ -48,7 +48,7 @@ from runner.judging.compare import (
     refusal_judgement,
     run_words,
 )
-from runner.judging.oracle import NOT_HELD, OR_RAISES, RAISES, AnyValue, holds, judged_values, refusable, undefined_here
+from runner.judging.oracle import NOT_HELD, OR_RAISES, RAISES, holds, judged_values, refusable, undefined_here
 from runner.judging.probes import for_tool, measure_options
 from runner.judging.unread_params import unread_parameters
 from runner.judging.worlds import World, display_name
@@ -282,8 +282,8 @@ def _judge_one(task: Task, where: str, value: Any, expected: dict[str, JSONValue
     matched = _consistent(task, value, expected, allowed)
     if matched:
         return Judgement(TaskState.PASS, f"{where}: matches {', '.join(matched)}", convention=matched[0]), matched
-    elsewhere = [c for c, exp in readings(expected).items()  # an unsettled reading matches anything
-                 if c not in allowed and not isinstance(exp, AnyValue) and compare(value, exp, task.tolerance) is None]
+    elsewhere = [c for c, exp in readings(expected).items()
+                 if c not in allowed and compare(value, exp, task.tolerance) is None]
     if elsewhere:
         return Judgement(TaskState.FAIL, f"{where}: matches convention {elsewhere[0]!r} here but "
                                  f"{' / '.join(repr(c) for c in allowed)} elsewhere: one reading must hold "

@@ -79,7 +79,7 @@ __all__ = [
     "READINGS",
     "SHARED_READINGS",
     "UNDEFINED_ON_FLAT",
-    "AnyValue",
+    "OneOf",
     "Oracle",
     "Reading",
     "Undefined",
@@ -110,25 +110,32 @@ class Undefined(ValueError):
 
 class Unsettled(ValueError):
     """The answer turns on a choice no accepted reading documents (an RSI over a window whose closes
-    do not move, :data:`FLAT_RSI`): the reading has no one value here. :func:`each_reading` gives it
-    as :class:`AnyValue`."""
+    do not move, :data:`FLAT_RSI`): the reading has one value per choice, ``values`` (the distinct
+    answers), and ``refuses`` when some choice gives none. :func:`each_reading` gives it as :class:`OneOf`."""
+
+    def __init__(self, message: str, values: list[Any], refuses: bool) -> None:
+        super().__init__(message)
+        self.values, self.refuses = values, refuses
 
 
-class AnyValue(str):
-    """The expected value of a reading :class:`Unsettled` on an argument set: any value of the task's
-    shape matches it (:func:`runner.judging.compare.compare`), and :func:`judged_values` accepts a clear
-    error beside it (:data:`OR_RAISES`). A tool is judged on what is settled: the other argument
-    sets and worlds, and here the other readings' values. Its text says why."""
+class OneOf(list[Any]):
+    """The expected value of a reading :class:`Unsettled` on an argument set: a value matches it when
+    it matches one of these (:func:`runner.judging.compare.compare`); where some choice gives no value
+    (``refuses``), :func:`judged_values` accepts a clear error beside it (:data:`OR_RAISES`). Serialised,
+    it is the list of the values."""
 
-    __slots__ = ()
+    def __init__(self, values: list[Any], refuses: bool = False, why: str = "") -> None:
+        super().__init__(values)
+        self.refuses, self.why = refuses, why
 
 
 #: What libraries give as the RSI of a window holding no gain and no loss (0/0: closes that do not
-#: move, a halted stock): 100 (a window without a loss: TradingView, this oracle's own), 0 (TA-Lib)
-#: or no value at all (pandas' division gives NaN; the tool raises, or a signal is not taken).
-#: A neutral 50 lies between 0 and 100, so every comparison those two agree on it agrees with too.
-#: None of them is a documented reading: an answer that turns on them is :class:`Unsettled`.
-FLAT_RSI: tuple[float | None, ...] = (100.0, 0.0, None)
+#: move, a halted stock): 100 (a window without a loss: TradingView, this oracle's own), 50 (neutral),
+#: 0 (TA-Lib) or no value at all (pandas' division gives NaN; the tool raises, or a signal is not
+#: taken). None of them is a documented reading: an answer that turns on them is :class:`Unsettled`,
+#: and any of the answers they give is accepted -- never another (a window of gains only is 100 under
+#: every one of them).
+FLAT_RSI: tuple[float | None, ...] = (100.0, 50.0, 0.0, None)
 
 
 #: The oracles whose measure divides by a dispersion of its window (:class:`Undefined` over a flat
@@ -575,10 +582,12 @@ def _settled(value: Callable[[float | None], K], unsettled: bool) -> K:
     answers = [o for o in outcomes if not isinstance(o, ValueError)]
     if not answers:
         raise outcomes[0]  # type: ignore[misc]  # every outcome is an error here
-    if len(answers) == len(outcomes) and all(a == answers[0] for a in answers):
-        return answers[0]
+    distinct = [a for i, a in enumerate(answers) if a not in answers[:i]]
+    refuses = len(answers) < len(outcomes)
+    if len(distinct) == 1 and not refuses:
+        return distinct[0]
     raise Unsettled("the answer turns on the RSI of a window whose closes do not move (no gain, no loss: "
-                    "0/0), which no accepted reading settles (100, 0, or no value)")
+                    "0/0), which no accepted reading settles (100, 50, 0 or no value)", distinct, refuses)
 
 
 def bollinger_bands(provider: MarketProvider, p: BollingerBandsParams) -> dict[str, float]:
@@ -859,7 +868,7 @@ def each_reading(task: Task, provider: MarketProvider, overrides: Mapping[str, J
         try:
             yield name, cached.value(task.oracle.name, oracle, parse_params(task.oracle.name, merged))
         except Unsettled as exc:
-            yield name, AnyValue(exc)
+            yield name, OneOf(exc.values, exc.refuses, str(exc))
         except OracleParamsError as exc:
             yield name, InputError(f"{label}: oracle {task.oracle.name!r} convention {name!r}: {exc.detail}",
                                    reason=exc.detail)
@@ -881,9 +890,9 @@ def judged_values(task: Task, provider: MarketProvider, overrides: Mapping[str, 
             refused.append((name, value))
         else:
             values[name] = value
-    unsettled = [name for name, value in values.items() if isinstance(value, AnyValue)]
-    if unsettled and not refused:  # an unsettled reading accepts a clear error too
-        return {**values, OR_RAISES: f"{unsettled[0]}: {values[unsettled[0]]}"}
+    unsettled = [(name, v) for name, v in values.items() if isinstance(v, OneOf) and v.refuses]
+    if unsettled and not refused:  # an unsettled reading one of whose choices gives no value accepts an error
+        return {**values, OR_RAISES: f"{unsettled[0][0]}: {unsettled[0][1].why}"}
     if not refused:
         return values
     if not values:  # undefined (:func:`undefined_here`) when some reading finds it so and none answers

@@ -62,7 +62,7 @@ asked at the shortest window); 169, a correlation that calls a daily spread unde
 the quiet world's returns spread by 0.04 %); 170, a post-signal average of 0.0 when nothing is selected
 (comp_004: a threshold no RSI reaches must raise); 171 and 172, right Cutler RSI tools whose window of no
 change (0/0) is 50 or gives no signal (calc_001, comp_004: no accepted reading settles 0/0, so the oracle
-accepts any value or an error there, where it accepted only 100). They are
+accepts the answer of each common treatment, 100, 50, 0 or none, where it accepted only 100). They are
 judged as the gate judges a final tool (``scripts/judge_replies.py``), in five seeds' probes and hidden
 worlds.
 """

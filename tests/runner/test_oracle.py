@@ -495,24 +495,27 @@ def _rsi_task() -> Task:
 
 
 def test_a_window_without_a_price_change_leaves_the_cutler_rsi_unsettled() -> None:
-    """0/0 (no gain, no loss) is 100, 0 or no value by library: the Cutler reading, which reads only those
-    changes, accepts any value or a clear error; Wilder's, whose averages still hold the earlier gains,
-    keeps its one value. A window with a gain and no loss stays 100 under every reading."""
+    """0/0 (no gain, no loss) is 100, 50, 0 or no value by library: the Cutler reading, which reads only
+    those changes, accepts any of them or a clear error, and nothing else; Wilder's, whose averages still
+    hold the earlier gains, keeps its one value. A window with a gain and no loss is 100 under every reading."""
     from runner.judging.compare import compare
 
+    tolerance = Task.model_fields["tolerance"].default
     rising_then_flat = np.array([10.0, 11.0, 10.5, 11.5, 12.0, 12.5, 13.0, 13.0, 13.0, 13.0, 13.0, 13.0, 13.0])
     provider = FakeProvider({"X": _frame(rising_then_flat)})
     values = oracle.judged_values(_rsi_task(), provider)
-    unsettled = {name: v for name, v in values.items() if isinstance(v, oracle.AnyValue)}
+    unsettled = {name: v for name, v in values.items() if isinstance(v, oracle.OneOf)}
     assert unsettled and all(name.endswith("+cutler") for name in unsettled), values
-    assert oracle.OR_RAISES in values  # a clear error is as right there
-    assert all(compare(x, next(iter(unsettled.values())), Task.model_fields["tolerance"].default) is None
-               for x in (100.0, 50.0, 0.0))
+    assert oracle.OR_RAISES in values  # no value is one of the choices: a clear error is as right there
+    for choices in unsettled.values():
+        assert sorted(choices) == [0.0, 50.0, 100.0] and choices.refuses
+        assert all(compare(x, choices, tolerance) is None for x in (100.0, 50.0, 0.0))
+        assert compare(25.0, choices, tolerance) is not None
     wilder = values["last_12"]
     assert isinstance(wilder, float) and 0.0 < wilder < 100.0
     # one more session with a rise: every window holds a gain and no loss, so every reading settles it
     settled = oracle.judged_values(_rsi_task(), FakeProvider({"X": _frame(np.append(rising_then_flat, 13.5))}))
-    assert oracle.OR_RAISES not in settled and not any(isinstance(v, oracle.AnyValue) for v in settled.values())
+    assert oracle.OR_RAISES not in settled and not any(isinstance(v, oracle.OneOf) for v in settled.values())
     assert settled["last_12+cutler"] == 100.0
 
 
@@ -525,8 +528,10 @@ def test_a_flat_window_matters_to_a_signal_only_where_the_conventions_part() -> 
     walk[60:80] = walk[59]  # a halt of 20 sessions, forward returns of 0 inside it
     provider = FakeProvider({"X": _frame(walk)})
     params = {"symbol": "X", "rsi_window": 14, "rsi_threshold": 70, "horizon": 5, "rsi_method": "simple"}
-    with pytest.raises(oracle.Unsettled):
+    with pytest.raises(oracle.Unsettled) as unsettled:
         compute("post_signal_return", provider, params)
+    # two answers: 100 counts the halt's sessions as signals, 50, 0 and no value do not
+    assert len(unsettled.value.values) == 2 and not unsettled.value.refuses
     assert isinstance(compute("post_signal_return", provider, {**params, "rsi_method": "wilder"}), float)
     with pytest.raises(ValueError, match="no signal") as raised:
         compute("post_signal_return", provider, {**params, "rsi_threshold": 100})
