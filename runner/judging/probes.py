@@ -161,10 +161,13 @@ def derive_probes(task: Task, provider: MarketProvider) -> list[Probe]:
             if probe is not None:
                 probes.append(probe)
                 contexts.append(dict(probe.args))
-    if task.output.type == "boolean":
-        for key, value in args.items():
-            if _is_threshold(key, value):
-                probes += boundary_probes(d, key, value, contexts)
+    for key, value in args.items():
+        if task.output.type == "boolean" and _is_threshold(key, value):
+            probes += boundary_probes(d, key, value, contexts)
+        empty = _nothing_selected(d, key, value)
+        if empty is not None and dict(empty.args) not in contexts:
+            probes.append(empty)
+            contexts.append(dict(empty.args))
     probes += optional_probes(d)
     probes += flat_probes(d, contexts)
     probes += reversed_probes(d)
@@ -465,8 +468,7 @@ def range_probes(task: Task, provider: MarketProvider, rng: Random, taken: list[
             out.append(leap)
             taken.append(leap.args)
         for refused in (*_limits(d, key, value), _edge(d, key, value), _other_length(d, key, value),
-                        _later(d, key, value), _omitted(d, key, value), _unanswered_symbol(d, key, value),
-                        _nothing_selected(d, key, value)):
+                        _later(d, key, value), _omitted(d, key, value), _unanswered_symbol(d, key, value)):
             if refused is not None and refused.args not in taken:
                 out.append(refused)
                 taken.append(refused.args)
@@ -699,16 +701,16 @@ _EMPTYING_LEVELS = (1.5, 2.0, 10.0, 0.1, 0.0)
 
 def _nothing_selected(d: _Deriver, key: str, value: Any) -> Probe | None:
     """For the threshold of a number averaged over the sessions it selects (the mean return after an
-    RSI above a level): the first level, beyond the task's own either way, at which no session
+    RSI above a level), a derived probe (:func:`derive_probes`): the first level, beyond the task's own either way, at which no session
     qualifies under any accepted reading (an RSI above 105 never is). There the average has no value:
     the tool must raise; one that answers 0.0 ("nothing invested") or an empty mean's NaN fails."""
     if d.task.output.type == "boolean" or not _is_threshold(key, value):
         return None
     levels = [round(value * m, 4) for m in _EMPTYING_LEVELS]
     return _must_raise(d, key, [lv for lv in levels if lv != value],
-                       lambda args: f"nothing selected: at {_words(args)} no session qualifies under any accepted "
-                                    "reading, so there is no average to give: the tool must raise a clear error, "
-                                    "never answer 0.0")
+                       lambda args: f"derived: nothing selected at {_words(args)}: no session qualifies under any "
+                                    "accepted reading, so there is no average to give: the tool must raise a clear "
+                                    "error, never answer 0.0")
 
 
 def _later(d: _Deriver, key: str, value: Any) -> Probe | None:

@@ -307,6 +307,8 @@ def post_signal_return(symbol: str, rsi_window: int = 14, rsi_threshold: float =
     strength = 100 - 100 / (1 + up / down)
     ahead = closes.shift(-horizon) / closes - 1
     picked = ahead[strength > rsi_threshold].dropna()
+    if picked.empty:
+        raise ValueError("no signal with a complete horizon")
     return float(picked.mean())
 """
 
