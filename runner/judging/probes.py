@@ -701,9 +701,10 @@ _EMPTYING_LEVELS = (1.5, 2.0, 10.0, 0.1, 0.0)
 
 def _nothing_selected(d: _Deriver, key: str, value: Any) -> Probe | None:
     """For the threshold of a number averaged over the sessions it selects (the mean return after an
-    RSI above a level), a derived probe (:func:`derive_probes`): the first level, beyond the task's own either way, at which no session
-    qualifies under any accepted reading (an RSI above 105 never is). There the average has no value:
-    the tool must raise; one that answers 0.0 ("nothing invested") or an empty mean's NaN fails."""
+    RSI above a level), a derived probe (:func:`derive_probes`): the first level, beyond the task's own
+    either way, at which no session qualifies under any accepted reading (an RSI above 105 never is).
+    There the average has no value: the tool must raise; one that answers 0.0 ("nothing invested") or
+    an empty mean's NaN fails."""
     if d.task.output.type == "boolean" or not _is_threshold(key, value):
         return None
     levels = [round(value * m, 4) for m in _EMPTYING_LEVELS]
