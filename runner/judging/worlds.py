@@ -886,23 +886,20 @@ class Worlds:
         others = [s for s in symbols if s in base.data and s not in own]
         return self._shaped_world(task, lambda: halted_market(task, base, own, others), "-halt")
 
-    def _flat_world(self, task: Task, symbols: Sequence[str], argsets: Sequence[Mapping[str, Any]]) -> World | None:
-        """For a task measuring the spread of price levels (Bollinger's bands), a world of the run's
-        snapshot whose symbols the task reads are halted over its longest window (:func:`flat_market`):
-        the spread there is exactly zero, which a one-pass variance misses by its rounding (a negative
-        variance, whose root raises or is NaN, or a positive one)."""
-        if task.oracle.name not in LEVEL_SPREAD_ORACLES:
-            return None  # no other task builds the shaped snapshot for it
-        return self._shaped_world(task, lambda: flat_market(task, self._shaped_base(), symbols, argsets), "-flat")
+    def _dispersion_worlds(self, task: Task, symbols: Sequence[str],
+                           argsets: Sequence[Mapping[str, Any]]) -> list[World | None]:
+        """For a task measuring a dispersion over a window, worlds of the run's snapshot whose symbols
+        the task reads are reshaped over its longest window: halted, for the spread of price levels
+        (Bollinger's bands: :func:`flat_market`, where a one-pass variance misses the zero spread by its
+        rounding -- a negative variance, whose root raises or is NaN, or a positive one); trading
+        quietly, for the dispersion of returns (a volatility, a correlation: :func:`quiet_market`, a
+        small dispersion, still a defined measure, which a tool that takes it for none refuses)."""
+        def reshaped(make: Callable[..., tuple[Market, Any] | None]) -> Callable[[], tuple[Market, Any] | None]:
+            return lambda: make(task, self._shaped_base(), symbols, argsets)
 
-    def _quiet_world(self, task: Task, symbols: Sequence[str], argsets: Sequence[Mapping[str, Any]]) -> World | None:
-        """For a task measuring the dispersion of returns (a volatility, a correlation), a world of the
-        run's snapshot whose symbols the task reads trade quietly over its longest window
-        (:func:`quiet_market`): a small dispersion, still a defined measure, which a tool that takes
-        it for none refuses."""
-        if task.oracle.name not in QUIET_ORACLES:
-            return None  # no other task builds the shaped snapshot for it
-        return self._shaped_world(task, lambda: quiet_market(task, self._shaped_base(), symbols, argsets), "-quiet")
+        shapes = ((LEVEL_SPREAD_ORACLES, flat_market, "-flat"), (QUIET_ORACLES, quiet_market, "-quiet"))
+        return [self._shaped_world(task, reshaped(make), suffix) for oracles, make, suffix in shapes
+                if task.oracle.name in oracles]  # no other task builds the shaped snapshot for them
 
     def _shaped_world(self, task: Task, make: Callable[[], tuple[Market, Any] | None], suffix: str) -> World | None:
         """A ``flip`` world of ``task``: ``make()`` reshapes the run's snapshot (None: no shape does what
@@ -969,9 +966,8 @@ class Worlds:
                 worlds.append(halt)
         if worlds:
             listing = self._listing_world(task, argsets)
-            for extra in (self._flat_world(task, symbols, argsets), self._quiet_world(task, symbols, argsets),
-                          self._leap_world(task), self._long_world(task),
-                          self._closure_world(task), listing):
+            for extra in (*self._dispersion_worlds(task, symbols, argsets), self._leap_world(task),
+                          self._long_world(task), self._closure_world(task), listing):
                 if extra is not None:
                     worlds.append(extra)
         self._per_task[task.id] = worlds
