@@ -50,6 +50,9 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
            "mismatch_words", "probe_entry", "raised_by_tool", "readings", "refused_value"]
 
 #: Recorded in every report; bump it whenever a rule changes what passes.
+#: 3.13: the seed world ends the highest close's and the max drawdown's subjects on a record close (a year's
+#: high, a year's low: :func:`runner.judging.world_market.record_tails`), so a tool that drops the as-of
+#: session passes no more;
 #: 3.12: an RSI over a window with no change (0/0) accepts the answer of each common treatment (100, 50,
 #: 0, none: :class:`~runner.judging.oracle.OneOf`), not 100 alone; a volatility and a drawdown are asked over
 #: a halt (0 there), a numeric task's threshold past which nothing is selected must raise, and a quiet world
@@ -103,7 +106,7 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
 #: support them (must raise), the dividend window's edge and Wilder's SMA seed as readings,
 #: closed-day as-of worlds; 3.1: flip worlds, threshold boundary probes, RSI warm-up reading;
 #: 3.0: hidden worlds.
-JUDGE_VERSION = "3.12"
+JUDGE_VERSION = "3.13"
 
 #: Runs tool code in the sandbox: ``(code, entry, args) -> ExecutionResult``; may raise a
 #: :class:`~finevo.errors.FinevoError` (an external one when the sandbox itself is unavailable).

@@ -357,22 +357,30 @@ RISING_GAINS = (0.003, 0.012)
 
 
 def rising_tail(market: Market, rng: np.random.Generator, symbol: str = RISING_SYMBOL,
-                sessions: int = RISING_SESSIONS) -> tuple[Market, str]:
+                sessions: int = RISING_SESSIONS, *, down: bool = False, beyond: int = 0) -> tuple[Market, str]:
     """``market`` with the last ``sessions`` closes of ``symbol`` each above the one before (a run of
-    up-closes up to the as-of day: a stock in a steady rally), every bar scaled whole to its new
-    close, so High, Low and Open keep their places around it (a stochastic's RSV still moves) and the
-    volumes stay. An RSI over a window of gains only is 100 (no loss to divide by): a tool that
-    guards the zero average loss with ``rs = 0`` answers 0 there, and fails."""
+    up-closes up to the as-of day: a stock in a steady rally; with ``down``, each below it: a slide),
+    every bar scaled whole to its new close, so High, Low and Open keep their places around it (a
+    stochastic's RSV still moves) and the volumes stay. An RSI over a window of gains only is 100 (no
+    loss to divide by): a tool that guards the zero average loss with ``rs = 0`` answers 0 there, and
+    fails. ``beyond``: the moves made steeper where needed (every one by the same factor) for the
+    latest close to lie :data:`RECORD_MARGIN` beyond every close of the ``beyond`` sessions before the
+    run as well (:func:`record_tails`)."""
     item = market.data.get(symbol)
     if item is None or len(item.history) <= sessions + 1:
         return market, ""
     raw = item.history.copy()
     close = raw["Close"].to_numpy(dtype=float)
     n = len(close)
+    sign = -1.0 if down else 1.0
+    steps = np.log1p(sign * rng.uniform(RISING_GAINS[0], RISING_GAINS[1], sessions))
+    start = close[n - sessions - 1]
+    if beyond:
+        before = close[max(0, n - sessions - 1 - beyond):n - sessions]
+        extreme = before.min() * (1 - RECORD_MARGIN) if down else before.max() * (1 + RECORD_MARGIN)
+        steps *= max(1.0, float(np.log(extreme / start) / steps.sum()))
     target = close.copy()
-    gains = rng.uniform(RISING_GAINS[0], RISING_GAINS[1], sessions)
-    for k, i in enumerate(range(n - sessions, n)):
-        target[i] = target[i - 1] * (1.0 + gains[k])
+    target[n - sessions:] = start * np.exp(np.cumsum(steps))
     ratios = target / close
     for column in ("Open", "High", "Low", "Close"):
         raw[column] = raw[column].to_numpy(dtype=float) * ratios
@@ -380,7 +388,33 @@ def rising_tail(market: Market, rng: np.random.Generator, symbol: str = RISING_S
                                item.fast_info), market.as_of) if s == symbol else other
             for s, other in market.data.items()]
     first = pd.Timestamp(raw.index[n - sessions]).date()
-    return Market(data, market.as_of), f"{symbol} closes rising every session from {first}"
+    return Market(data, market.as_of), f"{symbol} closes {'falling' if down else 'rising'} every session from {first}"
+
+
+#: The stocks whose last closes the ``seed`` world moves one way session after session until the
+#: latest lies beyond every close of a year before it (:func:`record_tails`), each with ``down``: the
+#: subjects of the benchmark's measures of an extreme over a window -- the highest close (fetch_008,
+#: TSLA: a new high) and the max drawdown (calc_007, MSFT: a new low, the drawdown's trough) --, so
+#: the latest session alone decides both answers. The ``seed`` world's as-of day is a session (the
+#: ``as_of`` and ``edge`` worlds' are closed days): a tool that drops the bar dated that day
+#: (yfinance's exclusive ``end=today``) answers another value there.
+RECORD_TAILS: tuple[tuple[str, bool], ...] = (("TSLA", False), ("MSFT", True))
+#: Sessions before a record tail that its latest close lies beyond (a year: every window the
+#: benchmark's extreme measures and their probes read).
+RECORD_REACH = 252
+#: How far beyond them (a fraction of the extreme).
+RECORD_MARGIN = 0.01
+
+
+def record_tails(market: Market, rng: np.random.Generator) -> tuple[Market, str]:
+    """``market`` with each of :data:`RECORD_TAILS` ending on a record close: the last
+    :data:`RISING_SESSIONS` closes rising (or falling) to :data:`RECORD_MARGIN` beyond every close of the
+    :data:`RECORD_REACH` sessions before them (:func:`rising_tail`)."""
+    words = []
+    for symbol, down in RECORD_TAILS:
+        market, said = rising_tail(market, rng, symbol, down=down, beyond=RECORD_REACH)
+        words.append(said)
+    return market, "; ".join(w for w in words if w)
 
 
 #: Sessions back from the latest among which a world's extra dividend is paid.

@@ -87,6 +87,7 @@ from runner.judging.world_market import (
     readjust,
     recent_halts,
     recent_listing,
+    record_tails,
     recorded_shapes,
     requote,
     restate,
@@ -794,11 +795,12 @@ class Worlds:
                 market, gaps = revenue_gaps(market)
                 market, moved = edge_dividends(market)
                 market, rising = rising_tail(market, np.random.default_rng([self.seed, 0, round_, 5]))  # its own
+                market, records = record_tails(market, np.random.default_rng([self.seed, 0, round_, 8]))  # its own
                 market, halted = recent_halts(market, np.random.default_rng([self.seed, 0, round_, 6]))  # its own
                 market, unvolumed = index_without_volume(market)
                 market, shapes = self._recorded(market, kind, round_)
                 words = "; ".join(w for w in (fiscal, off_cycle, january, weekly, unfiled, stated, gaps, moved, rising,
-                                              halted, unvolumed, shapes) if w)
+                                              records, halted, unvolumed, shapes) if w)
                 self._markets[key] = [(f"seed-{seed}", words, _Base(market))]
             else:
                 base = self._base_market()

@@ -35,6 +35,8 @@ from runner.judging.world_market import (
     NO_VOLUME_SESSIONS,
     RECENT_HALT_SESSIONS,
     RECENT_HALT_SYMBOLS,
+    RECORD_REACH,
+    RECORD_TAILS,
     REPORTING_LAGS,
     RISING_SESSIONS,
     RISING_SYMBOL,
@@ -141,6 +143,16 @@ WRONG: dict[str, tuple[str, Any]] = {
         'yf.Ticker(symbol).history(start="2024-01-02", end="2024-12-31")')),
     "the previous session instead of the latest": ("fetch_008", lambda env: edited(
         "fetch_008", "closes.tail(days)", "closes.iloc[:-1].tail(days)")),
+    # the same exclusive end on a window of calendar days, and on a drawdown: only a latest session
+    # that holds the window's extreme shows it (the seed world's record tails, on a session as-of day)
+    "a calendar window whose exclusive end drops the as-of session": ("fetch_008", lambda env: edited(
+        "fetch_008", 'closes = yf.Ticker(symbol).history(period="max")["Close"].dropna()',
+        "today = datetime.date.today()\n"
+        "    closes = yf.Ticker(symbol).history(start=today - datetime.timedelta(days=days), end=today)"
+        '["Close"].dropna()').replace("closes.tail(days)", "closes").replace("len(closes) < days", "closes.empty")),
+    "a drawdown whose exclusive end drops the as-of session": ("calc_007", lambda env: edited(
+        "calc_007", 'closes = yf.Ticker(symbol).history(period="max")["Close"].dropna()',
+        'closes = yf.Ticker(symbol).history(start="1990-01-01", end=datetime.date.today())["Close"].dropna()')),
     "a constant served for the benchmark's exact arguments (statement)": ("fetch_001", lambda env: _constant(
         env, "fetch_001", "net_income(symbol: str, year: int, quarter: int) -> float",
         'symbol == "AAPL" and year == 2023 and quarter == 1',
@@ -1588,6 +1600,31 @@ def test_the_seed_world_ends_the_rsi_subject_on_a_run_of_gains_and_rs_zero_fails
                                                   "    return 100.0 - 100.0 / (1.0 + rs)"))
     assert alone, "right for the task's own arguments on the snapshot (its window holds a loss)"
     assert verdict.state == "fail" and "seed-" in verdict.reason, verdict.reason
+
+
+@pytest.mark.slow
+def test_the_seed_world_ends_each_extreme_measures_subject_on_a_record_close(env: Env) -> None:
+    """The seed world's as-of day is a session, and the subjects of the highest close and the max
+    drawdown end there on a record (a rally to a high above every close of the year before, a slide to
+    a low below every one): the latest session alone decides both answers, so a tool that drops it
+    (yfinance's exclusive ``end``) answers another value there, whatever the window."""
+    from finevo.market.calendar import is_trading_day
+
+    assert is_trading_day(env.worlds.variants(WorldKind.SEED, 0)[0][2].market.as_of)
+    for task_id, (symbol, down) in zip(("fetch_008", "calc_007"), RECORD_TAILS, strict=True):
+        task = env.tasks[task_id]
+        assert task.intent.args["symbol"] == symbol
+        world = next(w for w in env.worlds.for_task(env.judged[task_id], []) if w.kind is WorldKind.SEED)
+        closes = world.provider.history(symbol)["Close"].to_numpy(dtype=float)
+        year = closes[-RECORD_REACH - RISING_SESSIONS:-1]
+        moves = np.diff(closes[-RISING_SESSIONS:])
+        if down:
+            assert closes[-1] < year.min() and (moves < 0).all()
+            peak = closes[-task.intent.args["days"]:].max()
+            assert expected_values(task, world.provider)["negative_fraction"] == pytest.approx(closes[-1] / peak - 1.0)
+        else:
+            assert closes[-1] > year.max() and (moves > 0).all()
+            assert set(expected_values(task, world.provider).values()) == {closes[-1]}
 
 
 @pytest.mark.slow
