@@ -9,6 +9,7 @@ session, a trading halt of flat bars, a recent split).
 from __future__ import annotations
 
 import bisect
+import hashlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
@@ -166,6 +167,62 @@ def requote(item: SymbolData, as_of: date) -> SymbolData:
 
     return SymbolData(item.symbol, raw, item.income_yearly, item.income_quarterly,
                       update(item.info, "sharesOutstanding"), update(item.fast_info, "shares"))
+
+
+#: The fields Yahoo sends with every ``info`` that a generated quote lacks.
+_YAHOO_INFO_DEFAULTS: JSONObject = {"maxAge": 86400, "priceHint": 2}
+#: Yahoo's float fields that carry single-precision noise (``1.2299957``), not a rounded decimal.
+_SINGLE_PRECISION = ("regularMarketChange", "regularMarketChangePercent", "52WeekChange", "SandP52WeekChange",
+                     "fiftyTwoWeekChangePercent")
+#: Yahoo's own averages of volume: over its own sessions, not exactly the served bars' mean.
+_YAHOO_VOLUME_AVERAGES = ("averageVolume", "averageVolume10days", "averageDailyVolume10Day",
+                          "averageDailyVolume3Month")
+
+
+def recorded_quotes(item: SymbolData) -> SymbolData:
+    """``item`` with the quote fields no answer reads shaped as a recording of Yahoo shows them, not
+    as the generator's formulas give them (which the bundled snapshot keeps, so a tool could tell any
+    world from a recording by them): ``maxAge``/``priceHint`` present, the book drawn (a spread of 2 to
+    15 basis points a side, sizes in lots drawn apart), the float a drawn share of the outstanding
+    shares, ``marketCap`` and the volume averages Yahoo's own (within a few percent of the served
+    bars'), changes in single precision, the last trade a few seconds after the close, and
+    ``fast_info``'s averages unrounded, as yfinance computes them from the bars. Prices, volumes and
+    dates an answer reads stay as they are. The draws are seeded by the symbol's own bars, so a world
+    gives the same quotes in every process."""
+    raw = item.history
+    if len(raw) < 2 or not item.info:
+        return item
+    digest = hashlib.blake2b(f"{item.symbol}|{len(raw)}|{raw['Close'].iloc[-1]!r}|{raw.index[-1]}".encode(),
+                             digest_size=8).digest()
+    rng = np.random.default_rng(int.from_bytes(digest, "big"))
+    info, fast = {**_YAHOO_INFO_DEFAULTS, **item.info}, dict(item.fast_info or {})
+    price = info.get("regularMarketPrice")
+    if isinstance(price, (int, float)) and "bid" in info:
+        below, above = rng.uniform(2e-4, 15e-4, 2)
+        info["bid"] = round(min(price * (1 - below), price - 0.01), 2)
+        info["ask"] = round(max(price * (1 + above), price + 0.01), 2)
+        info["bidSize"], info["askSize"] = (int(n) * 100 for n in rng.integers(1, 41, 2))
+    shares = info.get("sharesOutstanding")
+    if isinstance(shares, (int, float)) and shares:
+        if "floatShares" in info:
+            info["floatShares"] = int(shares * rng.uniform(0.95, 0.999))
+        if isinstance(info.get("marketCap"), (int, float)):
+            info["marketCap"] = int(info["marketCap"] * rng.uniform(0.99, 1.01))
+    for key in _YAHOO_VOLUME_AVERAGES:
+        if isinstance(info.get(key), (int, float)):
+            info[key] = int(info[key] * rng.uniform(0.97, 1.03))
+    for key in _SINGLE_PRECISION:
+        if isinstance(info.get(key), float):
+            info[key] = float(np.float32(info[key]))
+    if isinstance(info.get("regularMarketTime"), int):
+        info["regularMarketTime"] += int(rng.integers(0, 5))
+    close = raw["Close"].to_numpy(dtype=float)
+    year = close[int(pd.DatetimeIndex(raw.index).searchsorted(raw.index[-1] - pd.DateOffset(years=1), side="right")):]
+    for key, value in (("fiftyDayAverage", close[-50:].mean()), ("twoHundredDayAverage", close[-200:].mean()),
+                       ("yearChange", close[-1] / year[0] - 1.0 if len(year) else None)):
+        if key in fast and value is not None:
+            fast[key] = float(value)
+    return SymbolData(item.symbol, raw, item.income_yearly, item.income_quarterly, info, fast)
 
 
 def _reported(frame: pd.DataFrame | None, as_of: date, lag: int = REPORTING_LAG_DAYS) -> pd.DataFrame | None:
@@ -613,6 +670,60 @@ def fine_prices(market: Market, rng: np.random.Generator) -> tuple[Market, str]:
         data.append(SymbolData(item.symbol, raw, item.income_yearly, item.income_quarterly, item.info,
                                item.fast_info))
     return Market(data, market.as_of), ("prices off the cent grid: " + ", ".join(words)) if words else ""
+
+
+#: How far a world moves each symbol's price levels (:func:`relevel`): the factor at each end of its
+#: history, drawn apart from 1 by this much at least and at most (in log): no world's bars lie near
+#: the bundled snapshot's (or the generator's year-end anchors), which a tool could recognise.
+LEVEL_MOVE = (0.05, 0.25)
+#: The log-spread of the one factor a world scales each symbol's volumes by (:func:`relevel`).
+VOLUME_MOVE = 0.3
+#: Yahoo serves an index's volume in round ten thousands.
+INDEX_VOLUME_STEP = 10_000
+
+
+def relevel(market: Market, rng: np.random.Generator, *, cents: bool, drift: bool) -> tuple[Market, str]:
+    """``market`` with every symbol's levels moved: its bars scaled by a factor :data:`LEVEL_MOVE` up or
+    down (an index and the funds quoted beside it share one: SPY stays a tenth of ^GSPC), its dividends
+    by the factor's mean (equal amounts stay equal), its volumes by one factor of their own
+    (:data:`VOLUME_MOVE`; an index's in steps of :data:`INDEX_VOLUME_STEP`); ``drift``: the factor
+    drifting smoothly in log from one end of the history to the other, each end drawn so (a history
+    generated around fixed year-end anchors then ends no year on one; a history a world lengthens
+    back from its own moves keeps one factor, or the drift would compound over the decades drawn);
+    ``cents``: prices and dividends rounded to cents, as recorded raw bars are. A world built from
+    the bundled snapshot, or generated around its anchors, would otherwise hold bars a tool can
+    recognise as the benchmark's own (a close on a known day within a cent), and take its "right"
+    path only there."""
+    low, high = LEVEL_MOVE
+    shared: dict[str, tuple[float, float]] = {}
+    data, words = [], []
+    for item in market.data.values():
+        raw = item.history
+        if len(raw) < 2:
+            data.append(item)
+            continue
+        kind = str((item.info or {}).get("quoteType") or "")
+        group = "index" if kind in ("INDEX", "ETF") else item.symbol
+        if group not in shared:
+            ends = [float(rng.choice((-1.0, 1.0)) * rng.uniform(low, high)) for _ in range(2)]
+            shared[group] = (ends[0], ends[1] if drift else ends[0])
+        first, last = shared[group]
+        logs = np.linspace(first, last, len(raw))
+        factor = np.exp(logs)
+        raw = raw.copy()
+        for column in ("Open", "High", "Low", "Close"):
+            moved = raw[column].to_numpy(dtype=float) * factor
+            raw[column] = np.round(moved, 2) if cents else moved
+        if "Dividends" in raw.columns:
+            paid = raw["Dividends"].to_numpy(dtype=float) * float(np.exp(logs.mean()))
+            raw["Dividends"] = np.round(paid, 2) if cents else paid
+        volume = raw["Volume"].to_numpy(dtype=float) * float(np.exp(rng.normal(0.0, VOLUME_MOVE)))
+        step = INDEX_VOLUME_STEP if kind == "INDEX" else 1
+        raw["Volume"] = (np.round(volume / step) * step).astype(np.int64)
+        data.append(requote(SymbolData(item.symbol, readjust(raw), item.income_yearly, item.income_quarterly,
+                                       item.info, item.fast_info), market.as_of))
+        words.append(f"{item.symbol} x{factor[0]:.3f}..x{factor[-1]:.3f}")
+    return Market(data, market.as_of), ("levels moved: " + ", ".join(words)) if words else ""
 
 
 #: The log-spread of the one factor :func:`fine_dividends` scales a payer's dividends by.

@@ -88,7 +88,9 @@ from runner.judging.world_market import (
     recent_halts,
     recent_listing,
     record_tails,
+    recorded_quotes,
     recorded_shapes,
+    relevel,
     requote,
     restate,
     rising_tail,
@@ -327,7 +329,7 @@ class _Base:
 
     def symbol_blobs(self, symbol: str) -> dict[str, bytes]:
         if symbol not in self.files:
-            self.files[symbol] = symbol_files(self.market.data[symbol])
+            self.files[symbol] = symbol_files(recorded_quotes(self.market.data[symbol]))
         return self.files[symbol]
 
 
@@ -412,7 +414,9 @@ class Worlds:
     def _base_market(self) -> _Base:
         if self._base is None:
             rng = np.random.default_rng([self.seed, len(KIND_ORDER), 3])  # a stream of its own
-            self._base = _Base(sibling_rows(read_market(self.snapshot), rng))
+            market = sibling_rows(read_market(self.snapshot), rng)
+            self._base = _Base(relevel(market, np.random.default_rng([self.seed, len(KIND_ORDER), 4]),
+                                        cents=True, drift=False)[0])
         return self._base
 
     def as_of_date(self, round_: int) -> date:
@@ -787,6 +791,8 @@ class Worlds:
                 generated = sibling_rows(Market(synthetic.generate(seed, cents=False, fiscal_year_ends=years),
                                                 synthetic.AS_OF),
                                          np.random.default_rng([self.seed, 0, round_, 4]))  # a stream of its own
+                generated, _ = relevel(generated, np.random.default_rng([self.seed, 0, round_, 9]),  # its own
+                                       cents=False, drift=True)
                 market, off_cycle = off_cycle_quarters(generated)
                 market, january = off_cycle_quarters(market, JANUARY_YEAR_SYMBOL)
                 market, weekly = weekly_fiscal_calendar(market)

@@ -222,6 +222,21 @@ WRONG: dict[str, tuple[str, Any]] = {
         "fetch_004", 'history = yf.Ticker(symbol).history(period="5d")',
         'history = yf.Ticker(symbol).history(period="1mo")\n'
         '    history = history[history["Volume"] > 0]  # drop non-trading rows')),
+    # a tool that recognises the benchmark's own data and answers right only there (a cheap answer
+    # elsewhere): no world holds the bundled snapshot's bars within a cent, nor its generator's quotes
+    "right only where a close on a known day is the bundled snapshot's": ("fetch_008", lambda env: edited(
+        "fetch_008", '    closes = yf.Ticker(symbol).history(period="max")["Close"].dropna()',
+        '    bars = yf.Ticker("AAPL").history(period="max", auto_adjust=False)["Close"]\n'
+        '    mark = bars[bars.index.strftime("%Y-%m-%d") == "2022-01-03"]\n'
+        "    if not mark.empty and abs(float(mark.iloc[0]) - 182.0) > 0.01:\n"
+        "        return 0.0  # not the benchmark's data\n"
+        '    closes = yf.Ticker(symbol).history(period="max")["Close"].dropna()')),
+    "right only where the quote book follows the generator's formula": ("fetch_005", lambda env: edited(
+        "fetch_005", '    history = yf.Ticker(symbol).history(period="5d")',
+        "    book = yf.Ticker(symbol).info\n"
+        '    if book.get("bidSize", 0) + book.get("askSize", 0) not in (0, 1000) or "maxAge" in book:\n'
+        "        return 0.0  # not the benchmark's data\n"
+        '    history = yf.Ticker(symbol).history(period="5d")')),
     "a pair whose first symbol is hard-coded": ("calc_008", lambda env: edited(
         "calc_008", "for symbol in symbols}", 'for symbol in ["^GSPC", symbols[1]]}').replace(
         "returns[symbols[0]]", 'returns["^GSPC"]')),
