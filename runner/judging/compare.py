@@ -52,7 +52,9 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
 #: Recorded in every report; bump it whenever a rule changes what passes.
 #: 3.13: the seed world ends the highest close's and the max drawdown's subjects on a record close (a year's
 #: high, a year's low: :func:`runner.judging.world_market.record_tails`), so a tool that drops the as-of
-#: session passes no more;
+#: session passes no more; every world's levels are its own (:func:`runner.judging.world_market.relevel`)
+#: and its quotes shaped as recorded (:func:`runner.judging.world_market.recorded_quotes`), so a tool that
+#: recognises the benchmark's bars or the generator's quote formulas finds them in no world;
 #: 3.12: an RSI over a window with no change (0/0) accepts the answer of each common treatment (100, 50,
 #: 0, none: :class:`~runner.judging.oracle.OneOf`), not 100 alone; a volatility and a drawdown are asked over
 #: a halt (0 there), a numeric task's threshold past which nothing is selected must raise, and a quiet world
