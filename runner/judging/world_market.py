@@ -672,8 +672,8 @@ def fine_prices(market: Market, rng: np.random.Generator) -> tuple[Market, str]:
     return Market(data, market.as_of), ("prices off the cent grid: " + ", ".join(words)) if words else ""
 
 
-#: How far a world moves each symbol's price levels (:func:`relevel`): the factor at each end of its
-#: history, drawn apart from 1 by this much at least and at most (in log): no world's bars lie near
+#: How far a world moves each symbol's price levels (:func:`relevel`): the factor (or, drifting, each
+#: end of it) drawn apart from 1 by this much at least and at most, in log: no world's bars lie near
 #: the bundled snapshot's (or the generator's year-end anchors), which a tool could recognise.
 LEVEL_MOVE = (0.05, 0.25)
 #: The log-spread of the one factor a world scales each symbol's volumes by (:func:`relevel`).
@@ -682,7 +682,7 @@ VOLUME_MOVE = 0.3
 INDEX_VOLUME_STEP = 10_000
 
 
-def relevel(market: Market, rng: np.random.Generator, *, cents: bool, drift: bool) -> tuple[Market, str]:
+def relevel(market: Market, rng: np.random.Generator, *, cents: bool, drift: bool) -> Market:
     """``market`` with every symbol's levels moved: its bars scaled by a factor :data:`LEVEL_MOVE` up or
     down (an index and the funds quoted beside it share one: SPY stays a tenth of ^GSPC), its dividends
     by the factor's mean (equal amounts stay equal), its volumes by one factor of their own
@@ -696,7 +696,7 @@ def relevel(market: Market, rng: np.random.Generator, *, cents: bool, drift: boo
     path only there."""
     low, high = LEVEL_MOVE
     shared: dict[str, tuple[float, float]] = {}
-    data, words = [], []
+    data = []
     for item in market.data.values():
         raw = item.history
         if len(raw) < 2:
@@ -722,8 +722,7 @@ def relevel(market: Market, rng: np.random.Generator, *, cents: bool, drift: boo
         raw["Volume"] = (np.round(volume / step) * step).astype(np.int64)
         data.append(requote(SymbolData(item.symbol, readjust(raw), item.income_yearly, item.income_quarterly,
                                        item.info, item.fast_info), market.as_of))
-        words.append(f"{item.symbol} x{factor[0]:.3f}..x{factor[-1]:.3f}")
-    return Market(data, market.as_of), ("levels moved: " + ", ".join(words)) if words else ""
+    return Market(data, market.as_of)
 
 
 #: The log-spread of the one factor :func:`fine_dividends` scales a payer's dividends by.

@@ -416,7 +416,7 @@ class Worlds:
             rng = np.random.default_rng([self.seed, len(KIND_ORDER), 3])  # a stream of its own
             market = sibling_rows(read_market(self.snapshot), rng)
             self._base = _Base(relevel(market, np.random.default_rng([self.seed, len(KIND_ORDER), 4]),
-                                        cents=True, drift=False)[0])
+                                       cents=True, drift=False))
         return self._base
 
     def as_of_date(self, round_: int) -> date:
@@ -791,8 +791,8 @@ class Worlds:
                 generated = sibling_rows(Market(synthetic.generate(seed, cents=False, fiscal_year_ends=years),
                                                 synthetic.AS_OF),
                                          np.random.default_rng([self.seed, 0, round_, 4]))  # a stream of its own
-                generated, _ = relevel(generated, np.random.default_rng([self.seed, 0, round_, 9]),  # its own
-                                       cents=False, drift=True)
+                generated = relevel(generated, np.random.default_rng([self.seed, 0, round_, 9]),  # its own
+                                    cents=False, drift=True)
                 market, off_cycle = off_cycle_quarters(generated)
                 market, january = off_cycle_quarters(market, JANUARY_YEAR_SYMBOL)
                 market, weekly = weekly_fiscal_calendar(market)
