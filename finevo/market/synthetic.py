@@ -392,10 +392,11 @@ def _epoch(day: date, hour: int = 16) -> int:
 BOOK_SPREAD = (0.0006, 0.0013)
 
 
-def quote_book(price: float, volume: int) -> JSONObject:
-    """``bid``, ``ask`` and their sizes around ``price`` (the last trade): :data:`BOOK_SPREAD` either
-    side, a cent at least, rounded to cents; sizes in round lots that follow the session's volume."""
-    below, above = BOOK_SPREAD
+def quote_book(price: float, volume: int, spread: tuple[float, float] = BOOK_SPREAD) -> JSONObject:
+    """``bid``, ``ask`` and their sizes around ``price`` (the last trade): ``spread`` (below, above;
+    :data:`BOOK_SPREAD` by default) either side, a cent at least, rounded to cents; sizes in round lots
+    that follow the session's volume."""
+    below, above = spread
     bid = round(min(price * (1 - below), price - 0.01), 2)
     ask = round(max(price * (1 + above), price + 0.01), 2)
     lots = max(1, int(volume) // 10_000_000 % 9 + 1)

@@ -128,6 +128,11 @@ def _epoch_close(day: date) -> int:
     return int(pd.Timestamp(day.isoformat() + " 16:00", tz=EXCHANGE_TZ).timestamp())
 
 
+def _last_year_start(raw: pd.DataFrame) -> int:
+    """The position of the first bar of ``raw`` within a year of its last (the 52-week figures' span)."""
+    return int(pd.DatetimeIndex(raw.index).searchsorted(raw.index[-1] - pd.DateOffset(years=1), side="right"))
+
+
 def requote(item: SymbolData, as_of: date) -> SymbolData:
     """``info`` / ``fast_info`` price fields re-derived from the last bars (only fields already there)."""
     raw = item.history
@@ -135,7 +140,7 @@ def requote(item: SymbolData, as_of: date) -> SymbolData:
         return item
     close = raw["Close"].to_numpy(dtype=float)
     high, low = raw["High"].to_numpy(dtype=float), raw["Low"].to_numpy(dtype=float)
-    start = int(pd.DatetimeIndex(raw.index).searchsorted(raw.index[-1] - pd.DateOffset(years=1), side="right"))
+    start = _last_year_start(raw)
     price, previous = float(close[-1]), float(close[-2])
     opened, volume = float(raw["Open"].iloc[-1]), int(raw["Volume"].iloc[-1])
     derived: dict[str, JSONValue] = {
@@ -199,8 +204,7 @@ def recorded_quotes(item: SymbolData) -> SymbolData:
     price = info.get("regularMarketPrice")
     if isinstance(price, (int, float)) and "bid" in info:
         below, above = rng.uniform(2e-4, 15e-4, 2)
-        info["bid"] = round(min(price * (1 - below), price - 0.01), 2)
-        info["ask"] = round(max(price * (1 + above), price + 0.01), 2)
+        info.update(quote_book(price, 0, spread=(float(below), float(above))))
         info["bidSize"], info["askSize"] = (int(n) * 100 for n in rng.integers(1, 41, 2))
     shares = info.get("sharesOutstanding")
     if isinstance(shares, (int, float)) and shares:
@@ -217,7 +221,7 @@ def recorded_quotes(item: SymbolData) -> SymbolData:
     if isinstance(info.get("regularMarketTime"), int):
         info["regularMarketTime"] += int(rng.integers(0, 5))
     close = raw["Close"].to_numpy(dtype=float)
-    year = close[int(pd.DatetimeIndex(raw.index).searchsorted(raw.index[-1] - pd.DateOffset(years=1), side="right")):]
+    year = close[_last_year_start(raw):]
     for key, value in (("fiftyDayAverage", close[-50:].mean()), ("twoHundredDayAverage", close[-200:].mean()),
                        ("yearChange", close[-1] / year[0] - 1.0 if len(year) else None)):
         if key in fast and value is not None:
