@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ast
+import difflib
 import gc
 import io
 import json
@@ -51,6 +52,18 @@ def reports_of(run_dir: Path) -> dict[str, Any]:
         "files": sorted(str(p.relative_to(run_dir)) for p in run_dir.rglob("*")
                         if "registry" not in p.parts and "selfcheck" not in p.parts),
     }
+
+
+def _report_diff(serial: dict[str, Any], fast: dict[str, Any]) -> str:
+    """The lines that differ between two runs' reports, report by report (a failure says what moved)."""
+    out = []
+    for name in serial:
+        if serial[name] != fast.get(name):
+            a, b = (json.dumps(r[name], indent=1, sort_keys=True, default=repr) if not isinstance(r[name], str)
+                    else r[name] for r in (serial, fast))
+            out += [f"{name}:", *list(difflib.unified_diff(a.splitlines(), b.splitlines(), "serial", "jobs 2",
+                                                           lineterm="", n=1))[:40]]
+    return "\n".join(out)
 
 
 def _console_lines(text: str) -> list[str]:
@@ -102,7 +115,8 @@ def test_jobs_two_gives_the_serial_results_on_the_real_gate(tmp_path) -> None:
         runs[jobs] = result, out.getvalue()
     (serial, serial_out), (fast, fast_out) = runs[1], runs[2]
     assert serial.exit_code == fast.exit_code == 0, fast.doc["verdict"]
-    assert reports_of(serial.run_dir) == reports_of(fast.run_dir)
+    serial_reports, fast_reports = reports_of(serial.run_dir), reports_of(fast.run_dir)
+    assert serial_reports == fast_reports, _report_diff(serial_reports, fast_reports)
     assert _console_lines(serial_out) == _console_lines(fast_out)
     assert {t["tool"]["source"] for t in fast.doc["tasks"]} >= {"created", "reused"}  # the order that matters held
     assert fast.doc["security"]["payloads_total"] == 24 and fast.doc["security"]["total"] == 3

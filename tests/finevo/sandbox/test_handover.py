@@ -142,39 +142,43 @@ _PIDFD_GETFD = 438  # the same number on x86-64 and aarch64
 _FIONREAD = 0x541B
 
 
-def _queued_bytes(pid: int) -> int:
-    """Bytes waiting unread in the sockets ``pid`` holds (copies taken with ``pidfd_getfd``)."""
+def _queued(pid: int) -> dict[str, int]:
+    """Bytes waiting unread in each socket ``pid`` holds, by descriptor (copies taken with ``pidfd_getfd``)."""
     import ctypes
     import fcntl
     import struct
 
     libc = ctypes.CDLL(None, use_errno=True)
     pidfd = os.pidfd_open(pid)
-    total = 0
+    queued: dict[str, int] = {}
     try:
         for name in os.listdir(f"/proc/{pid}/fd"):
             try:
-                if not os.readlink(f"/proc/{pid}/fd/{name}").startswith("socket:"):
-                    continue
+                link = os.readlink(f"/proc/{pid}/fd/{name}")
             except OSError:
+                continue
+            if not link.startswith("socket:"):
                 continue
             fd = libc.syscall(_PIDFD_GETFD, pidfd, int(name), 0)
             if fd < 0:
                 continue
             try:
-                total += struct.unpack("i", fcntl.ioctl(fd, _FIONREAD, b"\0" * 4))[0]
+                count = struct.unpack("i", fcntl.ioctl(fd, _FIONREAD, b"\0" * 4))[0]
             finally:
                 os.close(fd)
+            if count:
+                queued[f"fd {name} ({link})"] = count
     finally:
         os.close(pidfd)
-    return total
+    return queued
 
 
-def _drained_within(pid: int, seconds: float) -> bool:
+def _left_after(pid: int, seconds: float) -> dict[str, int]:
+    """What is still queued in ``pid``'s sockets once they drained or ``seconds`` passed (empty: drained)."""
     deadline = time.monotonic() + seconds
-    while _queued_bytes(pid) and time.monotonic() < deadline:
+    while _queued(pid) and time.monotonic() < deadline:
         time.sleep(0.01)
-    return _queued_bytes(pid) == 0
+    return _queued(pid)
 
 
 @pytest.mark.slow
@@ -189,7 +193,8 @@ def test_the_router_leaves_nothing_in_flight_between_runs(worlds: list[str]) -> 
             result = box.run(PROBE, "probe", {"n": index}, LIMITS, snapshot_dir=world)
             assert result.status == "ok", result
             # the zygote answers within milliseconds; generous for a loaded machine
-            assert _drained_within(pid, 20.0), f"descriptors left in flight after the run in {world}"
+            left = _left_after(pid, 20.0)
+            assert not left, f"bytes left unread after the run in {world}: {left}"
 
 
 # --------------------------------------------------------------------------- a tool sends none
