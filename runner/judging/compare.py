@@ -50,6 +50,9 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
            "mismatch_words", "probe_entry", "raised_by_tool", "readings", "refused_value"]
 
 #: Recorded in every report; bump it whenever a rule changes what passes.
+#: 3.14: every task that reads an RSI is judged in a rally listing world too, its own stocks listed
+#: weeks ago and never closing lower (:meth:`runner.judging.worlds.Worlds._rally_world`): an RSI of all the
+#: history is 100 there, so a tool that takes no loss for ``rs = 0`` fails (a clear error is as right);
 #: 3.13: the seed world ends the highest close's and the max drawdown's subjects on a record close (a year's
 #: high, a year's low: :func:`runner.judging.world_market.record_tails`), so a tool that drops the as-of
 #: session passes no more; every world's levels are its own (:func:`runner.judging.world_market.relevel`)
@@ -108,7 +111,7 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
 #: support them (must raise), the dividend window's edge and Wilder's SMA seed as readings,
 #: closed-day as-of worlds; 3.1: flip worlds, threshold boundary probes, RSI warm-up reading;
 #: 3.0: hidden worlds.
-JUDGE_VERSION = "3.13"
+JUDGE_VERSION = "3.14"
 
 #: Runs tool code in the sandbox: ``(code, entry, args) -> ExecutionResult``; may raise a
 #: :class:`~finevo.errors.FinevoError` (an external one when the sandbox itself is unavailable).

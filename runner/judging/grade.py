@@ -352,8 +352,11 @@ def world_answers(task: Task, world: World) -> list[WorldAnswer]:
             out.append(f"probe {index} ({probe.label()}): {short}")
             continue
         try:
-            values = judged_values(task, provider, dict(probe.oracle_params) if probe else None)
-            out.append((index, refusable(task, provider, probe, values)))
+            values = refusable(task, provider, probe,
+                               judged_values(task, provider, dict(probe.oracle_params) if probe else None))
+            if world.may_raise and OR_RAISES not in values:
+                values = {**values, OR_RAISES: world.may_raise}
+            out.append((index, values))
         except InputError as exc:
             if (probe is not None and probe.expect_error) or undefined_here(exc) or index in world.must_raise:
                 # the data cannot support it (a probe past the data, a symbol the world lists weeks ago),

@@ -72,6 +72,7 @@ from runner.judging.world_market import (
     LONG_YEARS,
     REPORTING_LAG_DAYS,
     REPORTING_LAGS,
+    RISING_SESSIONS,
     Market,
     Spike,
     _events,
@@ -269,7 +270,8 @@ class WorldKind(StrEnum):
     #: than the task's window (:func:`~runner.judging.world_market.recent_listing`): the data of that
     #: argument cannot support the window while the others' can, so no accepted reading answers and a
     #: right tool raises; one that leaves the short symbol out, or reads each symbol's own last bars,
-    #: answers and fails (:meth:`Worlds._listing_world`). One world per such task, its own.
+    #: answers and fails (:meth:`Worlds._listing_world`). One world per such task, its own. A task that
+    #: reads an RSI gets one too, its own stocks listed in a rally (:meth:`Worlds._rally_world`).
     LISTING = "listing"
 
 
@@ -282,6 +284,10 @@ CLOSURE_FOUND_DAYS = 4
 #: A found closure is lengthened to this by closing the sessions just before it
 #: (:func:`~runner.judging.world_market.close_after`): "the last five calendar days" holds no bar.
 CLOSURE_DAYS = 6
+
+
+#: The oracles that read an RSI: a task of theirs gets the rally listing world (:meth:`Worlds._rally_world`).
+RALLY_ORACLES = frozenset({"rsi", "ma_cross_rsi_signal", "post_signal_return"})
 
 
 #: How many variants of each kind a task of this output type chooses among (the small moves of
@@ -308,6 +314,10 @@ class World:
     #: ``listing`` world's recent listing): a right tool raises there, so they are judged as must-raise
     #: instead of left unjudged (:func:`runner.judging.grade.world_answers`).
     must_raise: frozenset[int] = frozenset()
+    #: Why a clear error is as right as the value for every argument set here (None: only where the
+    #: oracle says so): a ``listing`` world's rally, whose weeks of history a tool may find too short
+    #: for a recursive indicator's warm-up while every reading answers.
+    may_raise: str | None = None
 
     @property
     def as_of(self) -> date:
@@ -705,6 +715,42 @@ class Worlds:
                            _Base(listed), f"{symbol} a recent listing: {sessions} sessions, from {first}",
                            must_raise=refused)
 
+    def _rally_world(self, task: Task) -> World | None:
+        """For a task that reads an RSI (:data:`RALLY_ORACLES`), a ``listing`` world of the run's snapshot
+        (with the shapes recorded data have) in which each of the task's own stocks is a recent listing
+        whose every close lies above the one before: the last :data:`RISING_SESSIONS` sessions made a
+        rally (:func:`~runner.judging.world_market.rising_tail`), nothing before them
+        (:func:`~runner.judging.world_market.recent_listing`). No loss in the whole history: the RSI is
+        100 under every reading, Wilder's smoothed from the first bar too. The ``seed`` world's rally comes
+        after years of history, in which Wilder's average loss decays but never reaches zero, so a tool
+        that reads all the history and guards a zero average loss with ``rs = 0`` (RSI 0, a real stock's
+        first weeks after a hot listing) fails only here. A tool may also refuse so short a history (a
+        recursive RSI's warm-up asks more), so a clear error is as right as the value there
+        (:attr:`World.may_raise`); an RSI of 0 is neither. None when the task's own arguments have no
+        answer there."""
+        if task.oracle.name not in RALLY_ORACLES:
+            return None
+        base = self._shaped_base()
+        own = [s for s in task_symbols(task, [], base.data) if base.data[s].info.get("quoteType") == "EQUITY"]
+        if not own:
+            return None
+        started = time.perf_counter()
+        rng = np.random.default_rng([self.seed, len(KIND_ORDER), 8, sum(map(ord, task.id))])  # a stream of its own
+        market = base
+        for symbol in own:
+            market, _ = rising_tail(market, rng, symbol)
+            market = recent_listing(market, symbol, RISING_SESSIONS)
+        answered = _answered(task, market, {})
+        self.timings["generate"] += time.perf_counter() - started
+        if not answered:
+            return None
+        first = pd.DatetimeIndex(market.data[own[0]].history.index)[0].date()
+        words = f"{', '.join(own)} a recent listing, every close above the one before: {RISING_SESSIONS} sessions"
+        world = self._write(f"{WorldKind.LISTING.value}-{market.as_of.isoformat()}-{task.id}-rally", WorldKind.LISTING,
+                            0, _Base(market), f"{words}, from {first}")
+        world.may_raise = f"{words}: a warm-up longer than that history is a clear error here"
+        return world
+
     def _reads_all_history(self, task: Task, market: Market) -> bool:
         """Whether the oracle's answer for the task's own arguments in ``market`` (the ``long`` one,
         whose last sessions are the snapshot's) differs from the snapshot's: only a measure that
@@ -975,7 +1021,7 @@ class Worlds:
         if worlds:
             listing = self._listing_world(task, argsets)
             for extra in (*self._dispersion_worlds(task, symbols, argsets), self._leap_world(task),
-                          self._long_world(task), self._closure_world(task), listing):
+                          self._long_world(task), self._closure_world(task), listing, self._rally_world(task)):
                 if extra is not None:
                     worlds.append(extra)
         self._per_task[task.id] = worlds

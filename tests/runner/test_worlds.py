@@ -46,6 +46,7 @@ from runner.judging.world_market import (
 )
 from runner.judging.world_shapes import first_spikes
 from runner.judging.worlds import (
+    RALLY_ORACLES,
     Spike,
     WorldKind,
     Worlds,
@@ -1598,6 +1599,17 @@ def test_a_latest_close_looking_back_a_few_calendar_days_fails_in_the_closure_wo
     assert any(w.world.startswith("closure-") and w.state == "pass" for w in reference_verdict.worlds)
 
 
+#: The benchmark's tasks that read an RSI (each gets the rally listing world).
+RSI_TASKS = sorted(t.id for t in load_tasks(TASKS) if t.oracle.name in RALLY_ORACLES)
+
+
+def test_the_rally_listing_world_is_built_for_every_task_that_reads_an_rsi() -> None:
+    """Every task whose oracle is an RSI or takes an RSI's parameters (``rsi_window``...) is one."""
+    reads_rsi = sorted(t.id for t in load_tasks(TASKS)
+                       if t.oracle.name == "rsi" or any(k.startswith("rsi_") for k in t.oracle.params))
+    assert reads_rsi == RSI_TASKS and RSI_TASKS
+
+
 @pytest.mark.slow
 def test_the_seed_world_ends_the_rsi_subject_on_a_run_of_gains_and_rs_zero_fails(env: Env) -> None:
     """A stock in a steady rally: the seed world's last closes of the RSI task's subject all rise, so
@@ -1615,6 +1627,39 @@ def test_the_seed_world_ends_the_rsi_subject_on_a_run_of_gains_and_rs_zero_fails
                                                   "    return 100.0 - 100.0 / (1.0 + rs)"))
     assert alone, "right for the task's own arguments on the snapshot (its window holds a loss)"
     assert verdict.state == "fail" and "seed-" in verdict.reason, verdict.reason
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task_id", RSI_TASKS)
+def test_a_task_reading_an_rsi_is_judged_where_its_stock_never_closed_lower(env: Env, task_id: str) -> None:
+    """The seed world's rally comes after years of history: Wilder's average loss over all of it decays
+    and never reaches zero there. In the rally listing world the task's own stock is a recent listing
+    whose every close lies above the one before: no loss at all, an RSI of 100 under every reading."""
+    task = env.judged[task_id]
+    assert task.oracle.name in RALLY_ORACLES
+    world = next(w for w in env.worlds.for_task(task, [p.oracle_params for p in task.probes])
+                 if w.kind is WorldKind.LISTING and w.name.endswith("-rally"))
+    closes = world.provider.history(RISING_SYMBOL)["Close"].to_numpy(dtype=float)
+    assert len(closes) == RISING_SESSIONS and (np.diff(closes) > 0).all(), closes
+    assert "a recent listing, every close above the one before" in world.perturbation
+
+
+@pytest.mark.slow
+def test_an_rsi_of_all_history_that_takes_no_loss_for_rs_zero_fails_in_the_rally_listing_world(env: Env) -> None:
+    """A tool that reads RSI from all the history (an accepted reading) and answers ``rs = 0`` (RSI 0)
+    when the average loss is zero: the seed world's rally never shows it (a loss years back keeps
+    Wilder's average above zero); a stock that has never closed lower does."""
+    task = env.tasks["calc_001"]
+    world = next(w for w in env.worlds.for_task(env.judged["calc_001"], []) if w.name.endswith("-rally"))
+    assert set(expected_values(task, world.provider).values()) == {100.0}
+    code = edited("calc_001", "change = closes.tail(days).diff().dropna()", "change = closes.diff().dropna()")
+    code = code.replace("if avg_loss == 0.0:\n        return 100.0",
+                        "rs = avg_gain / avg_loss if avg_loss else 0.0\n    return 100.0 - 100.0 / (1.0 + rs)")
+    verdict, alone = env.judge("calc_001", code)
+    assert alone, "right for the task's own arguments on the snapshot (all history holds losses)"
+    assert verdict.state == "fail" and "listing-" in verdict.reason, verdict.reason
+    judged = [(w.kind, w.state) for w in verdict.worlds if w.state != "skipped"]
+    assert judged[-1] == (WorldKind.LISTING.value, "fail") and {s for _, s in judged[:-1]} == {"pass"}, judged
 
 
 @pytest.mark.slow
