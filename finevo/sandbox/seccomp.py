@@ -137,7 +137,6 @@ _RULES: tuple[Rule, ...] = (
     Rule("truncate", ALLOW, "as ftruncate, by path: " + _FILES),
     Rule("fsync", ALLOW, "flushing its own file"),
     Rule("fdatasync", ALLOW, "flushing its own file"),
-    Rule("fadvise64", ALLOW, "a read-ahead hint on its own file"),
     Rule("statfs", ALLOW, "os.statvfs: sizes of a file system, nothing of its content"),
     Rule("fstatfs", ALLOW, "as statfs, on a descriptor it holds"),
     Rule("umask", ALLOW, _SELF),
@@ -154,13 +153,12 @@ _RULES: tuple[Rule, ...] = (
     Rule("getpid", ALLOW, _SELF), Rule("gettid", ALLOW, _SELF), Rule("getppid", ALLOW, _SELF),
     Rule("getuid", ALLOW, _SELF), Rule("geteuid", ALLOW, _SELF), Rule("getgid", ALLOW, _SELF),
     Rule("getegid", ALLOW, _SELF), Rule("getgroups", ALLOW, _SELF), Rule("getresuid", ALLOW, _SELF),
-    Rule("getresgid", ALLOW, _SELF), Rule("getpgid", ALLOW, _SELF), Rule("getsid", ALLOW, _SELF),
+    Rule("getresgid", ALLOW, _SELF),
     Rule("getrusage", ALLOW, "resource.getrusage: its own usage"),
     Rule("times", ALLOW, "os.times: its own usage"),
     Rule("uname", ALLOW, "platform and the C library read the kernel release"),
     Rule("sysinfo", ALLOW, "memory totals (numpy, os.sysconf); nothing per process"),
     Rule("getcpu", ALLOW, _SELF),
-    Rule("sched_getaffinity", ALLOW, "os.cpu_count / sched_getaffinity (read only)"),
     Rule("sched_yield", ALLOW, _SELF),
     Rule("getrandom", ALLOW, "os.urandom, random and hash seeds"),
     # -- signals to itself
@@ -199,8 +197,14 @@ _RULES: tuple[Rule, ...] = (
                              "file-size limit would make the kernel's limit signal its claim"),
     Rule("sched_setaffinity", CHECK, "its own CPUs only"),
     Rule("get_robust_list", CHECK, "its own futex list only"),
-    Rule("sched_getparam", ALLOW, "scheduling parameters (read only)"),
-    Rule("sched_getscheduler", ALLOW, "scheduling policy (read only)"),
+    # Reads that take a pid: any other answers whether that process exists, its group, session and
+    # scheduling, so a tool could list every process of the host (there is no PID namespace where
+    # `unshare` is refused) and watch other runs start and end. Its own only (pid 0 or its own).
+    Rule("getpgid", CHECK, "its own process group only (os.getpgrp / getpgid(0))"),
+    Rule("getsid", CHECK, "its own session only"),
+    Rule("sched_getaffinity", CHECK, "its own CPUs only (os.cpu_count, sched_getaffinity(0))"),
+    Rule("sched_getparam", CHECK, "its own scheduling parameters only"),
+    Rule("sched_getscheduler", CHECK, "its own scheduling policy only"),
     # -- refused softly: a library may probe them
     Rule("getxattr", EPERM, "reading extended attributes reveals what Landlock hides; probed by copy helpers"),
     Rule("lgetxattr", EPERM, "as getxattr"), Rule("fgetxattr", EPERM, "as getxattr"),
@@ -208,6 +212,9 @@ _RULES: tuple[Rule, ...] = (
     Rule("flistxattr", EPERM, "as getxattr"),
     Rule("inotify_init1", EPERM, "watching files outside the working directory"),
     Rule("sched_getattr", EPERM, "scheduling attributes: probed, never needed"),
+    Rule("fadvise64", EPERM, "a caching hint: only a hint (nothing needs it), and POSIX_FADV_DONTNEED drops the "
+                             "host's cached pages of a file every run reads (the gate's own modules, the standard "
+                             "library): a lever on other runs' speed and a channel from one run to the next"),
 )
 #: x86-64 only: the old path-based entry points glibc and static code still use.
 _LEGACY = tuple(Rule(name, ALLOW, reason) for name, reason in (
@@ -238,7 +245,8 @@ PRCTL_EPERM = (0x53564D41,)
 #: child sending one to itself gets EPERM, so a death by one of them is the kernel's doing.
 KERNEL_SIGNALS = (signal.SIGSYS, signal.SIGXCPU, signal.SIGXFSZ)
 #: Calls that take a pid first: allowed on the child itself (0 or its own pid) only.
-_PID_FIRST = ("sched_setaffinity", "get_robust_list")
+_PID_FIRST = ("sched_setaffinity", "get_robust_list", "getpgid", "getsid", "sched_getaffinity", "sched_getparam",
+              "sched_getscheduler")
 #: The one limit ``prlimit64`` may set (see its rule).
 RLIMIT_NOFILE = 7
 #: Signal-sending calls: (argument holding the target process, argument holding the signal).

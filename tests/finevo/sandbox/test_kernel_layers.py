@@ -51,11 +51,14 @@ DENIED_CALLS: dict[str, str] = {
     # another process's limits and scheduling
     "prlimit64": "{parent}, 0, 0, 0", "sched_setaffinity": "{parent}, 0, 0",
     "sched_setscheduler": "{parent}, 5, 0", "get_robust_list": "{parent}, 0, 0",
+    # another process's group, session and scheduling: whether it exists at all (listing the host's processes)
+    "getpgid": "{parent}", "getsid": "{parent}", "sched_getaffinity": "{parent}, 128, 0",
+    "sched_getparam": "{parent}, 0", "sched_getscheduler": "{parent}",
 }
 #: name -> arguments of a raw call answered EPERM (reads of what Landlock hides, file watches)
 EPERM_CALLS: dict[str, str] = {
     "getxattr": "b'/nonexistent-finevo/x', b'user.x', 0, 0", "listxattr": "b'/nonexistent-finevo/x', 0, 0",
-    "inotify_init1": "0",
+    "inotify_init1": "0", "fadvise64": "0, 0, 0, 4",
 }
 PRCTL_DENIED = {"PR_SET_PDEATHSIG": "1, 0", "PR_SET_DUMPABLE": "4, 1"}
 
@@ -312,11 +315,14 @@ def test_extended_attributes_and_file_watches_are_refused(box: WarmSandbox, name
 
 
 @pytest.mark.parametrize("target", ["0", "os.getpid()"])
-def test_the_child_may_still_change_its_own_limits_and_scheduling(box: WarmSandbox, target: str) -> None:
+def test_the_child_may_still_read_and_change_its_own_limits_and_scheduling(box: WarmSandbox, target: str) -> None:
     code = ("import os\nimport resource\n\n\ndef probe() -> int:\n"
             "    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)\n"
             f"    resource.prlimit({target}, resource.RLIMIT_NOFILE, (soft - 1, hard))\n"
-            f"    os.sched_setaffinity({target}, os.sched_getaffinity(0))\n"
+            f"    os.sched_setaffinity({target}, os.sched_getaffinity({target}))\n"
+            f"    assert os.getpgid({target}) == os.getpid() and os.getsid({target}) > 0 and os.cpu_count()\n"
+            f"    assert os.sched_getscheduler({target}) == os.SCHED_OTHER\n"
+            f"    assert os.sched_getparam({target}).sched_priority == 0\n"
             "    return resource.getrlimit(resource.RLIMIT_NOFILE)[0] - soft\n")
     result = box.run_kernel_only(code, "probe", {}, FAST)
     assert (result.status, result.value) == ("ok", -1), (result.status, result.error_message)
