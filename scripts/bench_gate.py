@@ -26,12 +26,14 @@ import os
 import resource
 import statistics
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import runner.gate as gate_module
 from finevo.paths import benchmarks_dir, snapshot_dir
+from finevo.sandbox import backends
 from runner.execution.schedule import available_cores
 from runner.gate import run_gate
 from runner.inputs.prepare import GateConfig
@@ -67,6 +69,32 @@ class _Clock:
 
         gate_module.Gate._run_all = run_all  # type: ignore[method-assign]
         gate_module.write_all = write
+
+
+class _Executions:
+    """Every tool execution the gate asks of its sandboxes (the agent's own runs, the judged calls,
+    payloads, the self-check), with the CPU its child used: counted around the backends' one entry
+    point, so the per-run cost of a sandbox child can be set against the run's total."""
+
+    def __init__(self) -> None:
+        self.cpu: list[float] = []
+        self._lock = threading.Lock()
+
+    def install(self) -> None:
+        executions = self
+        for backend in (backends.WarmSandbox, backends.SubprocessSandbox):
+            def counted(sandbox: Any, *args: Any, _run: Any = backend._execute, **kwargs: Any) -> Any:
+                result = _run(sandbox, *args, **kwargs)
+                with executions._lock:
+                    executions.cpu.append(float((result.details or {}).get("cpu_s") or 0.0))
+                return result
+
+            backend._execute = counted  # type: ignore[method-assign]
+
+    def take(self) -> list[float]:
+        with self._lock:
+            taken, self.cpu = self.cpu, []
+        return taken
 
 
 def split(doc: dict[str, Any], clock: _Clock, wall: float) -> dict[str, float]:
@@ -121,6 +149,9 @@ def main() -> int:
     cpus: list[dict[str, float]] = []
     clock = _Clock()
     clock.install()
+    executions = _Executions()
+    executions.install()
+    runs_cpu: list[list[float]] = []
     for i in range(args.runs):
         config = GateConfig(llm="reference", tasks_path=bench / "tasks.jsonl",
                             security_path=_optional(bench / "security_tasks.jsonl"),
@@ -136,6 +167,7 @@ def main() -> int:
         splits.append(split(doc, clock, walls[-1]))
         cpu = {k: v - used[k] for k, v in _cpu().items()}
         cpus.append(cpu)
+        runs_cpu.append(executions.take())
         print(f"run {i + 1}/{args.runs}: {walls[-1]:.2f} s wall, CPU {sum(cpu.values()):.2f} s "
               f"(gate {cpu['gate user'] + cpu['gate sys']:.2f} s, sandbox processes "
               f"{cpu['sandbox user'] + cpu['sandbox sys']:.2f} s), load average {_load()}", flush=True)
@@ -157,6 +189,12 @@ def main() -> int:
     print("CPU per run (median; user + sys of the gate process and of the sandbox processes it reaped): "
           + ", ".join(f"{k} {statistics.median(c[k] for c in cpus):.2f} s" for k in cpus[0])
           + f"; total {statistics.median(sum(c.values()) for c in cpus):.2f} s")
+    counts = [len(c) for c in runs_cpu]
+    child = [x for c in runs_cpu for x in c]
+    if child:
+        print(f"sandbox executions per run: median {statistics.median(counts):.0f}; CPU of one child "
+              f"(user + sys, as reaped): median {statistics.median(child) * 1000:.1f} ms, mean "
+              f"{statistics.mean(child) * 1000:.1f} ms, total {sum(child) / len(runs_cpu):.2f} s per run")
     print("time per part (median over the runs; each part's own busy time -- with --jobs > 1 judging, "
           "worlds and payloads overlap the tasks):")
     for part in splits[0]:
