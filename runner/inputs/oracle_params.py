@@ -62,6 +62,7 @@ __all__ = [
     "check_task",
     "param_bounds",
     "param_kind",
+    "param_seeded",
     "parse_params",
 ]
 
@@ -70,6 +71,11 @@ __all__ = [
 Symbol: TypeAlias = Annotated[str, Strict(), Field(min_length=1)]
 #: A count of sessions, days, years or periods (a window, a lookback, a horizon): a positive JSON integer.
 Count: TypeAlias = Annotated[int, Strict(), Field(gt=0)]
+#: A :data:`Count` that seeds a recursive smoothing (an EMA's span, Wilder's RSI window, KDJ's K and D
+#: periods): the value depends on history long before the window, so the judge's probes give it
+#: :data:`~runner.judging.probes.WARM_UP` windows of data, where a plain window or lookback needs its own
+#: length only.
+Seeded: TypeAlias = Annotated[int, Strict(), Field(gt=0), "seeds a recursive smoothing"]
 #: A JSON number (an integer is read as a float; a boolean is refused).
 Number: TypeAlias = Annotated[float, Strict()]
 #: A calendar year (``2023``).
@@ -171,7 +177,7 @@ class RsiParams(OracleParams):
     """The latest ``window``-period RSI, of the last ``days`` closes (``lookback="window"``) or of them all."""
 
     symbol: Symbol
-    window: Count
+    window: Seeded
     days: Count | None = None
     lookback: Literal["window", "full"] = "window"
     window_unit: WindowUnit = "sessions"
@@ -197,9 +203,9 @@ class MacdParams(OracleParams):
     """EMA(``fast``) - EMA(``slow``) of Close and its EMA(``signal``)."""
 
     symbol: Symbol
-    fast: Count
-    slow: Count
-    signal: Count
+    fast: Seeded
+    slow: Seeded
+    signal: Seeded
     prices: Prices = "adjusted"
 
 
@@ -218,8 +224,8 @@ class VolatilityParams(OracleParams):
 class KdjParams(OracleParams):
     symbol: Symbol
     n: Count
-    k_period: Count
-    d_period: Count
+    k_period: Seeded
+    d_period: Seeded
     smoothing: Literal["recursive", "sma"] = "recursive"
     prices: Prices = "adjusted"
 
@@ -249,7 +255,7 @@ class MaCrossRsiSignalParams(OracleParams):
     symbol: Symbol
     short_window: Count
     long_window: Count
-    rsi_window: Count
+    rsi_window: Seeded
     rsi_threshold: Number
     rsi_method: RsiMethod = "wilder"
 
@@ -277,7 +283,7 @@ class PostSignalReturnParams(OracleParams):
     """Mean ``horizon``-session forward return after the sessions whose RSI is above ``rsi_threshold``."""
 
     symbol: Symbol
-    rsi_window: Count
+    rsi_window: Seeded
     rsi_threshold: Number
     horizon: Count
     #: Every session above the threshold, or only those that cross it.
@@ -424,20 +430,30 @@ def _is(field: FieldInfo, alias: object) -> bool:
     return any(f.annotation is ref.annotation and f.metadata == ref.metadata for f in declared)
 
 
-def param_kind(oracle: str, key: str) -> ParamKind | None:
-    """``"count"`` or ``"number"`` for a parameter of ``oracle`` declared as one, else None."""
+def _field(oracle: str, key: str) -> FieldInfo | None:
     model = PARAMS.get(oracle)
-    field = model.model_fields.get(key) if model is not None else None
+    return model.model_fields.get(key) if model is not None else None
+
+
+def param_kind(oracle: str, key: str) -> ParamKind | None:
+    """``"count"`` (:data:`Count` or :data:`Seeded`) or ``"number"`` for a parameter of ``oracle``
+    declared as one, else None."""
+    field = _field(oracle, key)
     if field is None:
         return None
-    return "count" if _is(field, Count) else "number" if _is(field, Number) else None
+    return "count" if _is(field, Count) or _is(field, Seeded) else "number" if _is(field, Number) else None
+
+
+def param_seeded(oracle: str, key: str) -> bool:
+    """Whether a count of ``oracle`` seeds a recursive smoothing (:data:`Seeded`)."""
+    field = _field(oracle, key)
+    return field is not None and _is(field, Seeded)
 
 
 def param_bounds(oracle: str, key: str) -> tuple[int | float | None, int | float | None]:
     """The least and the greatest value ``oracle`` declares for ``key`` (``ge``/``le``; None where it
     declares none): a quarter is 1..4, a ``ddof`` 0..1."""
-    model = PARAMS.get(oracle)
-    field = model.model_fields.get(key) if model is not None else None
+    field = _field(oracle, key)
     if field is None:
         return None, None
     low: int | float | None = None

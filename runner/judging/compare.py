@@ -50,6 +50,10 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
            "mismatch_words", "probe_entry", "raised_by_tool", "readings", "refused_value"]
 
 #: Recorded in every report; bump it whenever a rule changes what passes.
+#: 3.15: every plain count of an oracle (a moving average's short or long window, KDJ's range, a horizon:
+#: :data:`~runner.inputs.oracle_params.Count`, not a :data:`~runner.inputs.oracle_params.Seeded` one) is
+#: drawn far and asked at the data's limit and just past it, as a ``window`` was: a yes/no signal that
+#: averages the closes there are, or reads a fixed period, for a long window fails;
 #: 3.14: every task that reads an RSI is judged in a rally listing world too, its own stocks listed
 #: weeks ago and never closing lower (:meth:`runner.judging.worlds.Worlds._rally_world`): an RSI of all the
 #: history is 100 there, so a tool that takes no loss for ``rs = 0`` fails (a clear error is as right);
@@ -111,7 +115,7 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
 #: support them (must raise), the dividend window's edge and Wilder's SMA seed as readings,
 #: closed-day as-of worlds; 3.1: flip worlds, threshold boundary probes, RSI warm-up reading;
 #: 3.0: hidden worlds.
-JUDGE_VERSION = "3.14"
+JUDGE_VERSION = "3.15"
 
 #: Runs tool code in the sandbox: ``(code, entry, args) -> ExecutionResult``; may raise a
 #: :class:`~finevo.errors.FinevoError` (an external one when the sandbox itself is unavailable).

@@ -34,7 +34,7 @@ from finevo.errors import InputError
 from finevo.jsontypes import JSONObject, JSONValue
 from finevo.market.provider import MarketProvider
 from finevo.registry.signature import function_signature
-from runner.inputs.oracle_params import PARAMS, param_bounds, param_kind
+from runner.inputs.oracle_params import PARAMS, param_bounds, param_kind, param_seeded
 from runner.inputs.tasks import Probe, Task
 from runner.judging.compare import compare, probe_entry
 from runner.judging.oracle import DEFINED_ON_FLAT, UNDEFINED_ON_FLAT, accepted_readings, each_reading, expected_values
@@ -432,6 +432,42 @@ LIST_SIZES = (2, 3, 4, 5)
 BEYOND_DATA = 4
 
 
+def _lookback_options(d: _Deriver, key: str, value: Any) -> tuple[int, ...] | None:
+    """The values a lookback ``key`` is drawn from and bisected over: its own in :data:`LOOKBACKS`, or
+    for any other plain count of the oracle (a short or long moving average's window, KDJ's range, a
+    forward horizon: :data:`~runner.inputs.oracle_params.Count`) those of a ``window``. A count that
+    seeds a recursive smoothing (:data:`~runner.inputs.oracle_params.Seeded`: an EMA's span, an RSI's
+    window) is left to the scaled probes, which leave it :data:`WARM_UP` windows of data: moved alone
+    to a far value its accepted seeds would disagree. None for anything else."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        return None
+    if key in LOOKBACKS:
+        return LOOKBACKS[key]
+    name = d.task.oracle.name
+    if param_kind(name, key) == "count" and not param_seeded(name, key):
+        return LOOKBACKS["window"]
+    return None
+
+
+def _own_sessions(d: _Deriver) -> int:
+    """The sessions of history the task's own symbols all hold."""
+    return min((len(d.provider.history(s)) for s in _all_symbols(d.task) if s in d.symbols), default=0)
+
+
+def _out_of_order(d: _Deriver, args: Mapping[str, Any]) -> bool:
+    """Whether ``args`` leave a named pair of windows (:data:`_ORDERED_PAIRS`) not strictly ordered: a
+    tool may rightly refuse that (the pair given the other way round is a probe of its own)."""
+    counts = {**d.bound(), **args}
+    for shorter, longer in _ORDERED_PAIRS:
+        firsts = [k for k in counts if shorter in k.lower()]
+        seconds = [k for k in counts if longer in k.lower()]
+        if len(firsts) == 1 and len(seconds) == 1 and (firsts[0] in args or seconds[0] in args):
+            first, second = counts[firsts[0]], counts[seconds[0]]
+            if isinstance(first, int) and isinstance(second, int) and first >= second:
+                return True
+    return False
+
+
 def _far(value: int, options: tuple[int, ...]) -> list[int]:
     """The options outside half to twice ``value`` (the derived probes cover that band)."""
     return [o for o in options if o != value and not value / 2 <= o <= value * 2]
@@ -455,7 +491,7 @@ def range_probes(task: Task, provider: MarketProvider, rng: Random, taken: list[
     for key, value in d.bound().items():
         for candidates in _range_candidates(d, key, value, rng):
             for args in candidates:
-                if args not in taken and _answers(d, args, own):
+                if args not in taken and not _out_of_order(d, args) and _answers(d, args, own):
                     year = args.get(key) in YEAR_LOOKBACKS.get(key, ())
                     where = ("a year back, where Yahoo's quote has figures of its own" if year
                              else "far from the task's own")
@@ -575,8 +611,9 @@ def _range_candidates(d: _Deriver, key: str, value: Any, rng: Random) -> list[li
     """Groups of candidates, in drawn order; one probe is kept from each group: for a lookback one
     shorter and one longer than half to twice the task's own (a clamp or a fixed period shows on
     the long side, a floor on the short side), and for a count of days a year (:data:`YEAR_LOOKBACKS`)."""
-    if key in LOOKBACKS and isinstance(value, int) and not isinstance(value, bool):
-        options, far = LOOKBACKS[key], _far(value, LOOKBACKS[key])
+    options = _lookback_options(d, key, value)
+    if options is not None:
+        far = _far(value, options)
         groups = [[o for o in far if o < value] or [o for o in options if o < value],
                   [o for o in far if o > value] or [o for o in options if o > value]]
         groups.append([o for o in YEAR_LOOKBACKS.get(key, ()) if o != value])
@@ -637,7 +674,7 @@ def _limits(d: _Deriver, key: str, value: Any) -> list[Probe]:
     value and one far beyond the data (:data:`BEYOND_DATA`). At the limit a tool must answer (one
     whose data check is off by one raises there and fails); just past it, it must raise (one that
     answers from fewer data than asked fails). None when the oracle answers even far beyond the data."""
-    if key not in LOOKBACKS or not isinstance(value, int) or isinstance(value, bool):
+    if _lookback_options(d, key, value) is None:
         return []
     sessions = max((len(d.provider.history(s)) for s in d.symbols), default=0)
     span = -(-sessions // _SESSIONS_PER_YEAR) if key == "years" else sessions
@@ -650,6 +687,19 @@ def _limits(d: _Deriver, key: str, value: Any) -> list[Probe]:
             high = middle
         else:
             low = middle
+    own = _own_sessions(d)
+    if key not in LOOKBACKS and low < own - 1:
+        # a count named otherwise (KDJ's range, a forward horizon) whose limit the oracle sets by the
+        # task's other counts too (K and D smoothed over the ranges that remain, a signal's warm-up):
+        # there readings disagree on the data needed, so no value is asked at the oracle's limit; a
+        # count longer than all the data is refused by every reading (no range, no horizon of that many
+        # sessions), and a tool that answers it from fewer sessions than asked fails
+        past = {key: own + 1}
+        if d.expected(past, bounded=False) is not None:
+            return []
+        return [Probe(args=past, oracle_params=past, expect_error=True,
+                      reason=f"past the data: {key}={own + 1} is more sessions than the data hold, so the tool "
+                             "must raise a clear error, never answer from fewer data")]
     return [Probe(args={key: low}, oracle_params={key: low},
                   reason=f"the limit: {key}={low} is the largest value every accepted reading answers (the task's "
                          "other arguments kept), so the tool must answer it (a data check off by one raises there)"),

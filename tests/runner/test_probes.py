@@ -600,6 +600,78 @@ def test_a_tool_that_caps_a_smoothing_period_fails_when_every_count_is_scaled(ta
     assert _judge_in_sandbox(judged, _reference("calc_006"), task_runner, snapshot).state == "pass"
 
 
+def test_every_plain_count_is_drawn_far_and_asked_past_the_data_and_a_seeded_one_only_scaled(tasks, snapshot) -> None:
+    """A count the probes would leave near its own value because of its name (a short or long moving
+    average's window, KDJ's range, a horizon) is drawn far and bisected to the data's limit as a
+    ``window`` is; a count that seeds a recursive smoothing moves only with the others (scaled)."""
+    from runner.inputs.oracle_params import param_kind, param_seeded
+    from runner.judging.probes import LOOKBACKS, probes_for
+
+    limits: set[tuple[str, str]] = set()
+    far: set[tuple[str, str]] = set()
+    outgrown: set[tuple[str, str]] = set()
+    plain = seeded = 0
+    for task in tasks.values():
+        name = task.oracle.name
+        counts = [k for k, v in task.oracle.params.items()
+                  if param_kind(name, k) == "count" and isinstance(v, int) and k in task.intent.args]
+        probes = probes_for(task, snapshot, seed=1)
+        for key in counts:
+            moved = [p for p in probes if set(p.args) == {key}]
+            if param_seeded(name, key) and key not in LOOKBACKS:
+                seeded += 1
+                assert not [p for p in moved if "far from" in p.reason or "limit" in p.reason], (task.id, key)
+                continue
+            plain += 1
+            if any("far from the task's own" in p.reason for p in moved):
+                far.add((task.id, key))
+            past = [p for p in moved if p.expect_error and "just past the limit" in p.reason]
+            limit = [p for p in moved if not p.expect_error and p.reason.startswith("the limit")]
+            if past:
+                assert limit and past[0].args[key] == limit[0].args[key] + 1, (task.id, key, moved)
+                limits.add((task.id, key))
+            beyond = [p for p in moved if p.expect_error and p.reason.startswith("past the data")]
+            if beyond:
+                sessions = min(len(snapshot.history(s)) for s in task.intent.args.values()
+                               if isinstance(s, str) and s in snapshot.symbols())
+                assert not past and beyond[0].args[key] == sessions + 1, (task.id, key, moved)
+                outgrown.add((task.id, key))
+    assert plain >= 12 and seeded >= 6
+    # drawn far: the counts named other than a lookback too (not a short window already the smallest,
+    # whose far values would all leave its pair out of order)
+    assert {("comp_001", "long_window"), ("calc_006", "n"), ("comp_004", "horizon"), ("calc_007", "days"),
+            ("calc_005", "window")} <= far
+    assert ("comp_001", "short_window") not in far
+    # asked at the limit and past it where the count alone outgrows the data (a moving average's window);
+    # not where the oracle's limit hangs on the other counts too (KDJ's range, a forward horizon): those
+    # are asked one session more than all the data, which no reading answers
+    assert ("comp_001", "long_window") in limits
+    assert not {("calc_006", "n"), ("comp_004", "horizon")} & limits
+    assert {("calc_006", "n"), ("comp_004", "horizon")} <= outgrown
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("edit, why", [
+    (("    if len(closes) < max(long_window, 10 * rsi_window):", "    if len(closes) < 10 * rsi_window:"),
+     "a long average of the closes there are when the window outgrows them"),
+    (('history(period="max")', 'history(period="1y")'),
+     "a year of closes, refused for a long window the data hold"),
+])
+def test_a_signal_whose_long_window_outgrows_its_data_must_raise_past_the_limit(tasks, snapshot, task_runner,
+                                                                                edit, why) -> None:
+    task = tasks["comp_001"]  # MA5 > MA20 and RSI-14 < 30: only a far long window shows either slip
+    from runner.judging.probes import probes_for
+
+    judged = task.model_copy(update={"probes": probes_for(task, snapshot, seed=1)})
+    wrong = _reference("comp_001").replace(*edit)
+    assert wrong != _reference("comp_001"), why
+    result = _judge_in_sandbox(judged, wrong, task_runner, snapshot)
+    assert result.state == "fail", why
+    failed = [p for p in result.probes if p.state == "fail"]
+    assert failed and set(failed[0].args) == {"long_window"}, result.reason
+    assert _judge_in_sandbox(judged, _reference("comp_001"), task_runner, snapshot).state == "pass"
+
+
 def test_a_real_parameter_given_as_a_whole_number_is_probed_with_a_fraction(tasks, snapshot, task_runner) -> None:
     from runner.judging.probes import probes_for
 
