@@ -43,7 +43,12 @@ def config_maker(root: Path, security_file: Path, baseline_file: Path) -> Callab
             llm="replay:fake.jsonl", tasks_path=TASKS, security_path=security_file, payloads_path=None,
             baseline_path=baseline_file, data_dir=DATA, out_dir=root / "out", run_id="r1",
             only=["fetch_001", "fetch_002", "calc_002", "calc_004", "comp_001", "sec_001", "sec_002"],
-            task_timeout_s=5.0,
+            # The task's budget also bounds its judged calls, the wall time of each summed over the lanes
+            # (runner.execution.deadline.ProbeRunner); a budget they outgrow in one run and not in another
+            # parts two runs' reports (with 1 s, comp_001's probes run out of it with --jobs 2 and not
+            # serially), and a fully loaded machine did that once with 5 s (test_schedule). Tests of the
+            # deadline itself set theirs; here it only bounds a run that hangs.
+            task_timeout_s=60.0,
             # No hidden worlds unless a test asks for them: judging a task in a world runs the oracle
             # for the task and its probes there (and the fake tool computes the same answers again),
             # about half of a fake gate run. The tests of worlds ask for them (worlds=1 or 3).

@@ -82,7 +82,8 @@ def test_jobs_two_gives_the_serial_results_with_fakes(make_config) -> None:
         runs[jobs] = (result, out.getvalue(), [s.label for s in log])
     (serial, serial_out, serial_labels), (fast, fast_out, fast_labels) = runs[1], runs[2]
     assert serial.exit_code == fast.exit_code == 1
-    assert reports_of(serial.run_dir) == reports_of(fast.run_dir)
+    serial_reports, fast_reports = reports_of(serial.run_dir), reports_of(fast.run_dir)
+    assert serial_reports == fast_reports, _report_diff(serial_reports, fast_reports)
     assert _console_lines(serial_out) == _console_lines(fast_out)
     assert len(_console_lines(fast_out)) == 7
     # the serial run opens no lane; the parallel one a judging lane of its own (a sandbox per core),
