@@ -178,6 +178,18 @@ def derive_probes(task: Task, provider: MarketProvider) -> list[Probe]:
 _ORDERED_PAIRS = (("short", "long"), ("fast", "slow"))
 
 
+def _named_pairs(counts: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The named pairs of windows among the keys of ``counts`` (:data:`_ORDERED_PAIRS`), each as (the
+    shorter one's key, the longer one's)."""
+    out = []
+    for shorter, longer in _ORDERED_PAIRS:
+        firsts = [k for k in counts if shorter in k.lower()]
+        seconds = [k for k in counts if longer in k.lower()]
+        if len(firsts) == 1 and len(seconds) == 1:
+            out.append((firsts[0], seconds[0]))
+    return out
+
+
 def reversed_probes(d: _Deriver) -> list[Probe]:
     """For a task whose windows come as a named pair (``short_window``/``long_window``, ``fast``/``slow``),
     the pair given the other way round. The oracle computes it as asked (``SMA(20) > SMA(5)``,
@@ -188,12 +200,10 @@ def reversed_probes(d: _Deriver) -> list[Probe]:
     bound = d.bound()
     counts = {k: v for k, v in bound.items() if isinstance(v, int) and not isinstance(v, bool)}
     out: list[Probe] = []
-    for shorter, longer in _ORDERED_PAIRS:
-        firsts = [k for k in counts if shorter in k.lower()]
-        seconds = [k for k in counts if longer in k.lower()]
-        if len(firsts) != 1 or len(seconds) != 1 or counts[firsts[0]] == counts[seconds[0]]:
+    for first, second in _named_pairs(counts):
+        if counts[first] == counts[second]:
             continue
-        args: JSONObject = {firsts[0]: counts[seconds[0]], seconds[0]: counts[firsts[0]]}
+        args: JSONObject = {first: counts[second], second: counts[first]}
         if d.expected(args, bounded=False) is not None:
             out.append(Probe(args=args, oracle_params=args, may_raise=True,
                              reason=f"derived: the pair given the other way round ({_words(args)}): computed "
@@ -458,13 +468,10 @@ def _out_of_order(d: _Deriver, args: Mapping[str, Any]) -> bool:
     """Whether ``args`` leave a named pair of windows (:data:`_ORDERED_PAIRS`) not strictly ordered: a
     tool may rightly refuse that (the pair given the other way round is a probe of its own)."""
     counts = {**d.bound(), **args}
-    for shorter, longer in _ORDERED_PAIRS:
-        firsts = [k for k in counts if shorter in k.lower()]
-        seconds = [k for k in counts if longer in k.lower()]
-        if len(firsts) == 1 and len(seconds) == 1 and (firsts[0] in args or seconds[0] in args):
-            first, second = counts[firsts[0]], counts[seconds[0]]
-            if isinstance(first, int) and isinstance(second, int) and first >= second:
-                return True
+    for first, second in _named_pairs(counts):
+        if (first in args or second in args) and isinstance(counts[first], int) \
+                and isinstance(counts[second], int) and counts[first] >= counts[second]:
+            return True
     return False
 
 
@@ -673,7 +680,9 @@ def _limits(d: _Deriver, key: str, value: Any) -> list[Probe]:
     which some (or every) reading refuses -- found by bisecting the oracle between the task's own
     value and one far beyond the data (:data:`BEYOND_DATA`). At the limit a tool must answer (one
     whose data check is off by one raises there and fails); just past it, it must raise (one that
-    answers from fewer data than asked fails). None when the oracle answers even far beyond the data."""
+    answers from fewer data than asked fails). For a count named otherwise whose limit the oracle sets
+    below the data's own length, one probe past all the data instead. None when the oracle answers
+    even far beyond the data."""
     if _lookback_options(d, key, value) is None:
         return []
     sessions = max((len(d.provider.history(s)) for s in d.symbols), default=0)
