@@ -636,7 +636,7 @@ SPLIT_RATIOS = (2.0, 3.0, 4.0, 5.0, 10.0, 20.0)
 FINE_SPREAD = 1e-4
 
 
-def _equities(market: Market) -> list[str]:
+def equities(market: Market) -> list[str]:
     """The symbols quoted as stocks (halts, missing sessions and splits are theirs, not an index's)."""
     return [s for s, item in market.data.items() if item.info.get("quoteType") == "EQUITY"]
 
@@ -768,7 +768,7 @@ def missing_sessions(market: Market, rng: np.random.Generator) -> tuple[Market, 
     data, words, taken = [], [], set()
     for item in market.data.values():
         raw = item.history
-        if item.symbol not in _equities(market):
+        if item.symbol not in equities(market):
             data.append(item)
             continue
         dates = pd.DatetimeIndex(raw.index).date
@@ -800,7 +800,7 @@ def halts(market: Market, rng: np.random.Generator, avoid: Iterable[int] = ()) -
         ends = [b for b in range(HALT_BACK[0], HALT_BACK[1] + 1)
                 if b + length < n and not skip.intersection(range(b, b + length + 1))
                 and not events[n - b - length:n - b + 1].any()]
-        if item.symbol not in _equities(market) or not ends:
+        if item.symbol not in equities(market) or not ends:
             data.append(item)
             continue
         end = n - int(rng.choice(ends))  # position of the last halted bar
@@ -898,7 +898,7 @@ def recent_splits(market: Market, rng: np.random.Generator) -> tuple[Market, str
     for item in market.data.values():
         raw = item.history
         choices = _free_sessions(raw, range(SPLIT_BACK[0], SPLIT_BACK[1] + 1), set())
-        if item.symbol not in _equities(market) or "Stock Splits" not in raw.columns or not choices:
+        if item.symbol not in equities(market) or "Stock Splits" not in raw.columns or not choices:
             data.append(item)
             continue
         at = int(rng.choice(choices))

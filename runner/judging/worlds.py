@@ -79,6 +79,7 @@ from runner.judging.world_market import (
     close_after,
     deepened,
     edge_dividends,
+    equities,
     extra_dividend,
     index_without_volume,
     lengthen,
@@ -690,13 +691,13 @@ class Worlds:
         base = self._shaped_base() if lists else None
         if base is None:
             return None
-        equities = [s for s in lists[0] if isinstance(s, str) and s in base.data
-                    and base.data[s].info.get("quoteType") == "EQUITY"]
-        if not equities:
+        stocks = equities(base)
+        held = [s for s in lists[0] if isinstance(s, str) and s in stocks]
+        if not held:
             return None
         started = time.perf_counter()
         rng = np.random.default_rng([self.seed, len(KIND_ORDER), 7, sum(map(ord, task.id))])  # a stream of its own
-        symbol = equities[int(rng.integers(len(equities)))]
+        symbol = held[int(rng.integers(len(held)))]
         found: tuple[Market, int, frozenset[int]] | None = None
         for sessions in LISTING_SESSIONS:
             listed = recent_listing(base, symbol, sessions)
@@ -731,7 +732,8 @@ class Worlds:
         if task.oracle.name not in RALLY_ORACLES:
             return None
         base = self._shaped_base()
-        own = [s for s in task_symbols(task, [], base.data) if base.data[s].info.get("quoteType") == "EQUITY"]
+        stocks = equities(base)
+        own = [s for s in task_symbols(task, [], base.data) if s in stocks]
         if not own:
             return None
         started = time.perf_counter()
