@@ -602,8 +602,9 @@ def test_a_tool_that_caps_a_smoothing_period_fails_when_every_count_is_scaled(ta
 
 def test_every_plain_count_is_drawn_far_and_asked_past_the_data_and_a_seeded_one_only_scaled(tasks, snapshot) -> None:
     """A count the probes would leave near its own value because of its name (a short or long moving
-    average's window, KDJ's range, a horizon) is drawn far and bisected to the data's limit as a
-    ``window`` is; a count that seeds a recursive smoothing moves only with the others (scaled)."""
+    average's window, KDJ's range, a horizon) is drawn far as a ``window`` is, and asked where the data
+    run out (at the limit and one past it, or one past all the data); a count that seeds a recursive
+    smoothing moves only with the others (scaled)."""
     from runner.inputs.oracle_params import param_kind, param_seeded
     from runner.judging.probes import LOOKBACKS, probes_for
 
