@@ -178,6 +178,11 @@ def derive_probes(task: Task, provider: MarketProvider) -> list[Probe]:
 _ORDERED_PAIRS = (("short", "long"), ("fast", "slow"))
 
 
+def _int_counts(args: Mapping[str, Any]) -> dict[str, int]:
+    """The integer arguments of ``args`` (a flag is not a count)."""
+    return {k: v for k, v in args.items() if isinstance(v, int) and not isinstance(v, bool)}
+
+
 def _named_pairs(counts: Mapping[str, Any]) -> list[tuple[str, str]]:
     """The named pairs of windows among the keys of ``counts`` (:data:`_ORDERED_PAIRS`), each as (the
     shorter one's key, the longer one's)."""
@@ -197,8 +202,7 @@ def reversed_probes(d: _Deriver) -> list[Probe]:
     pair in the wrong order); a tool that sorts the pair back quietly answers the task's own question
     instead, and fails wherever the two answers differ (a flip world, where the task's own answer is
     True, or any MACD)."""
-    bound = d.bound()
-    counts = {k: v for k, v in bound.items() if isinstance(v, int) and not isinstance(v, bool)}
+    counts = _int_counts(d.bound())
     out: list[Probe] = []
     for first, second in _named_pairs(counts):
         if counts[first] == counts[second]:
@@ -226,7 +230,7 @@ def flat_probes(d: _Deriver, contexts: list[JSONObject]) -> list[Probe]:
     if not undefined and d.task.oracle.name not in DEFINED_ON_FLAT:
         return []
     bound = d.bound()
-    lookbacks = {k: v for k, v in bound.items() if k in LOOKBACKS and isinstance(v, int) and not isinstance(v, bool)}
+    lookbacks = {k: v for k, v in _int_counts(bound).items() if k in LOOKBACKS}
     halted: JSONObject = {}
     if not _all_symbols(d.task) & set(RECENT_HALT_SYMBOLS):
         for key, value in bound.items():
@@ -467,12 +471,9 @@ def _own_sessions(d: _Deriver) -> int:
 def _out_of_order(d: _Deriver, args: Mapping[str, Any]) -> bool:
     """Whether ``args`` leave a named pair of windows (:data:`_ORDERED_PAIRS`) not strictly ordered: a
     tool may rightly refuse that (the pair given the other way round is a probe of its own)."""
-    counts = {**d.bound(), **args}
-    for first, second in _named_pairs(counts):
-        if (first in args or second in args) and isinstance(counts[first], int) \
-                and isinstance(counts[second], int) and counts[first] >= counts[second]:
-            return True
-    return False
+    counts = _int_counts({**d.bound(), **args})
+    return any((first in args or second in args) and counts[first] >= counts[second]
+               for first, second in _named_pairs(counts))
 
 
 def _far(value: int, options: tuple[int, ...]) -> list[int]:
@@ -547,8 +548,8 @@ WARM_UP = 10
 
 def _counts(d: _Deriver) -> dict[str, int]:
     """The task's bound arguments that are counts (windows, lookbacks, periods, horizons)."""
-    return {k: v for k, v in d.bound().items() if isinstance(v, int) and not isinstance(v, bool)
-            and (k in LOOKBACKS or param_kind(d.task.oracle.name, k) == "count")}
+    return {k: v for k, v in _int_counts(d.bound()).items()
+            if k in LOOKBACKS or param_kind(d.task.oracle.name, k) == "count"}
 
 
 def _scaled(d: _Deriver, own: Mapping[str, Any], taken: list[JSONObject]) -> Probe | None:
@@ -561,8 +562,7 @@ def _scaled(d: _Deriver, own: Mapping[str, Any], taken: list[JSONObject]) -> Pro
     counts = _counts(d)
     if len(counts) < 2:
         return None  # one count alone is drawn across its range by range_probes
-    symbols = [s for s in _all_symbols(d.task) if s in d.symbols]
-    sessions = min((len(d.provider.history(s)) for s in symbols), default=0)
+    sessions = _own_sessions(d)
     for factor in SCALES:
         args: JSONObject = {k: v * factor for k, v in counts.items()}
         if WARM_UP * factor * sum(counts.values()) > sessions or args in taken:
