@@ -50,6 +50,9 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
            "mismatch_words", "probe_entry", "raised_by_tool", "readings", "refused_value"]
 
 #: Recorded in every report; bump it whenever a rule changes what passes.
+#: 3.16: the ``as_of`` world's reporting lag is drawn from two to three weeks (it was three to six), so
+#: its newest quarter is under four weeks old: a tool that takes "the latest quarter" as the newest one
+#: ended a month before the last session reads the quarter before in every run (it passed a third);
 #: 3.15: every plain count of an oracle (a moving average's short or long window, KDJ's range, a horizon:
 #: :data:`~runner.inputs.oracle_params.Count`, not a :data:`~runner.inputs.oracle_params.Seeded` one) is
 #: drawn far and asked at the data's limit and just past it, as a ``window`` was: a yes/no signal that
@@ -115,7 +118,7 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
 #: support them (must raise), the dividend window's edge and Wilder's SMA seed as readings,
 #: closed-day as-of worlds; 3.1: flip worlds, threshold boundary probes, RSI warm-up reading;
 #: 3.0: hidden worlds.
-JUDGE_VERSION = "3.15"
+JUDGE_VERSION = "3.16"
 
 #: Runs tool code in the sandbox: ``(code, entry, args) -> ExecutionResult``; may raise a
 #: :class:`~finevo.errors.FinevoError` (an external one when the sandbox itself is unavailable).

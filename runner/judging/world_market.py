@@ -27,9 +27,14 @@ from runner.judging.world_calendar import sessions as deep_sessions
 #: A statement column counts as reported this many days after its period ends (the default; an
 #: ``as_of`` world draws its own lag from :data:`REPORTING_LAGS`).
 REPORTING_LAG_DAYS = 45
-#: The reporting lags an ``as_of`` world draws from (days): large companies file their 10-Q three
-#: to six weeks after the quarter ends, so "the newest quarter" is never a fixed lag before today.
-REPORTING_LAGS = (21, 40)
+#: The reporting lags an ``as_of`` world draws from (days): the quickest of the large companies
+#: report their quarter two to three weeks after it ends (the big banks in two), others up to the 10-Q's
+#: forty days, so "the newest quarter" is never a fixed lag before today. The world falls within a
+#: week of such a report, its newest quarter at most four weeks old: a tool that assumes any longer lag
+#: (a month, the 10-Q's forty days) reads the quarter before in every run, not only when a long draw
+#: happens to fall short of its assumption. A shorter lag assumed is right for the companies a reused
+#: tool meets.
+REPORTING_LAGS = (14, 21)
 
 
 # --------------------------------------------------------------------------- in-memory market

@@ -994,7 +994,9 @@ def test_no_as_of_world_holds_an_ex_date_a_whole_number_of_years_before_it(env: 
 @pytest.mark.slow
 def test_the_as_of_world_falls_within_a_week_of_a_statements_report(env: Env) -> None:
     """The newest quarter of an ``as_of`` world was reported days before its as-of date, after a drawn
-    lag shorter than the 45 days a tool may assume: "latest" read from the clock minus a lag fails."""
+    lag of two to three weeks: it is less than 30 days old, so "latest" read from the clock (or the
+    last session) minus an assumed month-long lag is the quarter before in every run, and a tool that
+    does so fails there while one that reads the statement passes."""
     for seed in range(1, 13):
         worlds = Worlds(env.snapshot, 3, seed)
         day, lag = worlds.as_of_plan(0)
@@ -1002,9 +1004,22 @@ def test_the_as_of_world_falls_within_a_week_of_a_statements_report(env: Env) ->
         past = truncate(read_market(env.snapshot), day, lag)
         newest = max(pd.Timestamp(c).date() for c in past.income_stmt("AMZN", "quarterly").columns)
         assert newest + timedelta(days=lag) <= day <= newest + timedelta(days=lag + 7), (seed, day, lag, newest)
-        assert day - timedelta(days=45) < newest, (seed, day)  # a 45-day lag reads the quarter before
+        assert day - timedelta(days=30) < newest, (seed, day)  # a 30-day lag reads the quarter before
         run_newest = max(pd.Timestamp(c).date() for c in env.snapshot.income_stmt("AMZN", "quarterly").columns)
         assert newest < run_newest, (seed, day)  # "the latest quarter" differs from the run's
+    world = next(w for w in env.worlds.for_task(env.judged["fetch_006"], []) if w.kind is WorldKind.AS_OF)
+    expected = expected_values(env.tasks["fetch_006"], world.provider)
+    month_lag = ("import pandas as pd\nimport yfinance as yf\n\n\n"
+                 "def net_income(symbol: str) -> float:\n"
+                 "    t = yf.Ticker(symbol)\n"
+                 "    row = t.quarterly_income_stmt.loc['Net Income']\n"
+                 "    row.index = pd.to_datetime(row.index)\n"
+                 "    last = t.history(period='5d').index[-1].tz_localize(None).normalize()\n"
+                 "    return float(row[row.index <= last - pd.Timedelta(days=30)].sort_index().iloc[-1])\n")
+    wrong = env.run(month_lag, "net_income", {"symbol": "AMZN"}, str(world.path))
+    assert wrong.ok and wrong.value not in expected.values(), wrong  # an answer, of the quarter before
+    right = env.run(reference("fetch_006"), "net_income", {"symbol": "AMZN"}, str(world.path))
+    assert right.ok and right.value in expected.values(), right
 
 
 @pytest.mark.slow
