@@ -53,6 +53,8 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
 #: 3.16: the ``as_of`` world's reporting lag is drawn from two to three weeks (it was three to six), so
 #: its newest quarter is under four weeks old: a tool that takes "the latest quarter" as the newest one
 #: ended a month before the last session reads the quarter before in every run (it passed a third);
+#: a task on one symbol is asked about the index and the ETF each, where one of them was drawn: a
+#: tool that drops the index's bars of Volume 0 passed the runs that drew the ETF;
 #: 3.15: every plain count of an oracle (a moving average's short or long window, KDJ's range, a horizon:
 #: :data:`~runner.inputs.oracle_params.Count`, not a :data:`~runner.inputs.oracle_params.Seeded` one) is
 #: drawn far and asked at the data's limit and just past it, as a ``window`` was: a yes/no signal that

@@ -437,7 +437,8 @@ LOOKBACKS: dict[str, tuple[int, ...]] = {
 #: takes the quote's figure for exactly that lookback, and computes every other, is right on every
 #: value but these.
 YEAR_LOOKBACKS: dict[str, tuple[int, ...]] = {"days": (252, 365)}
-#: The symbols the benchmark's own tasks name besides stocks: the index and the ETF.
+#: The symbols the benchmark's own tasks name besides stocks: the index, then the ETF (in that order:
+#: where the index has no answer, a drawn stock takes its probe, :func:`_range_candidates`).
 BENCHMARK_SYMBOLS = ("^GSPC", "SPY")
 #: How many symbols a list-of-symbols argument may hold (a portfolio of two to five).
 LIST_SIZES = (2, 3, 4, 5)
@@ -485,8 +486,8 @@ def range_probes(task: Task, provider: MarketProvider, rng: Random, taken: list[
     """Probes drawn (with ``rng``) across the space a reused tool will see, each kept only when the
     oracle answers it under every accepted reading and the answer differs from the task's own: for a
     lookback one value far from the task's (a tool that truncates its history to a fixed period or
-    clamps its lookback fails), for a symbol one of the snapshot's other symbols (the benchmark's
-    own and the index too), for a list of symbols a list of another length (a tool that assumes the
+    clamps its lookback fails), for a symbol the index and the ETF each (another stock where the
+    index has no answer), for a list of symbols a list of another length (a tool that assumes the
     count fails); and where the tool must raise: a lookback the data cannot support at all, a year at
     the data's edge or not reported yet, an optional argument left out, a symbol with nothing to read;
     and for a lookback, one value where the accepted readings part (:func:`_mixed`).
@@ -633,12 +634,14 @@ def _range_candidates(d: _Deriver, key: str, value: Any, rng: Random) -> list[li
         # to an int, or fits it to a table of whole values, fails on a fractional one
         return [[{key: v} for v in _fractions(value)]]
     if isinstance(value, str) and value in d.symbols:
-        # the benchmark's own symbols first (an index has no statements, an ETF no earnings), then the rest
-        ahead = [s for s in d.symbols if s != value and s in BENCHMARK_SYMBOLS]
+        # The index and the ETF each where the oracle answers them, never one drawn in place of the other:
+        # each parts a stock's tool its own way (the index has no volume on its latest sessions as Yahoo
+        # serves it, no statements, no shares; the ETF no earnings). Where the index has no answer (a
+        # statement, a dividend), another stock of the snapshot, drawn.
+        benchmark = [s for s in BENCHMARK_SYMBOLS if s != value and s in d.symbols]  # the index, then the ETF
         others = [s for s in d.symbols if s != value and s not in BENCHMARK_SYMBOLS]
-        rng.shuffle(ahead)
         rng.shuffle(others)
-        return [[{key: o} for o in ahead + others]]
+        return [[{key: o} for o in benchmark[:1] + others], [{key: o} for o in benchmark[1:]]]
     if isinstance(value, list) and value and all(isinstance(v, str) and v in d.symbols for v in value):
         sizes = [n for n in LIST_SIZES if n != len(value) and n <= len(d.symbols)]
         rng.shuffle(sizes)

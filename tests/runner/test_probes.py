@@ -529,6 +529,20 @@ def test_a_tool_that_died_on_the_result_layer_is_a_crash_not_a_refused_value(die
 
 
 # --------------------------------------------------------------------------- counts at another scale, real numbers
+def test_a_task_on_one_symbol_is_asked_about_the_index_and_the_etf_in_every_seed(tasks, snapshot) -> None:
+    """Never one drawn in place of the other: a tool right on stocks and the ETF but wrong on the index
+    (bars of Volume 0 dropped, shares read) would pass half the runs. A statement, which neither has, is
+    asked of another stock instead."""
+    from runner.judging.probes import BENCHMARK_SYMBOLS, probes_for
+
+    for seed in (1, 2, 3):
+        quote = {p.args["symbol"] for p in probes_for(tasks["fetch_002"], snapshot, seed=seed) if "symbol" in p.args}
+        assert set(BENCHMARK_SYMBOLS) <= quote, (seed, quote)
+        income = {p.args["symbol"] for p in probes_for(tasks["fetch_006"], snapshot, seed=seed)
+                  if "symbol" in p.args and not p.expect_error}
+        assert income and not income & set(BENCHMARK_SYMBOLS), (seed, income)
+
+
 def test_parameters_are_classed_by_their_declared_type_not_their_name() -> None:
     from runner.inputs.oracle_params import param_kind
 

@@ -80,10 +80,11 @@ class Env:
             return self.sandbox.run(code, entry, args, limits)
         return self.sandbox.run(code, entry, args, limits, snapshot_dir=snapshot_dir)
 
-    def judge(self, task_id: str, code: str) -> tuple[TaskResult, bool]:
-        """The gate's verdict on ``code`` as the final tool of ``task_id``, and whether its value for
-        the task's own arguments on the snapshot alone passes (the verdict without probes/worlds)."""
-        task = self.judged[task_id]
+    def judge(self, task_id: str, code: str, task: Task | None = None) -> tuple[TaskResult, bool]:
+        """The gate's verdict on ``code`` as the final tool of ``task_id`` (judged with ``task``'s probes
+        when given), and whether its value for the task's own arguments on the snapshot alone passes
+        (the verdict without probes/worlds)."""
+        task = task or self.judged[task_id]
         result = self.run(code, task.intent.indicator, dict(task.intent.args))
         assert result.ok, (task_id, result.status, result.error_type, result.error_message)
         expected = expected_values(task, self.snapshot)
@@ -1780,3 +1781,14 @@ def test_an_index_with_volume_0_on_its_latest_sessions_fails_a_tool_that_drops_t
                                      '    bars = bars[bars["Volume"] > 0]')
     verdict, alone = env.judge("fetch_004", wrong)
     assert alone and verdict.state == "fail" and verdict.reason.startswith("world seed-"), verdict.reason
+    # a task on a stock is asked about the index too, whatever the seed (the ETF has its own probe)
+    quote = ZERO_VOLUME_KEPT.replace("def latest_close", "def latest_quote")
+    dropped = quote.replace('.dropna(subset=["Close"])',
+                            '.dropna(subset=["Close"])\n    bars = bars[bars["Volume"] > 0]')
+    for seed in (1, 5):
+        task = env.tasks["fetch_002"]
+        task = task.model_copy(update={"probes": probes_for(task, env.snapshot, seed=seed)})
+        verdict, _ = env.judge("fetch_002", quote, task)
+        assert verdict.state == "pass", verdict.reason
+        verdict, alone = env.judge("fetch_002", dropped, task)
+        assert alone and verdict.state == "fail" and "(symbol=^GSPC)" in verdict.reason, verdict.reason
