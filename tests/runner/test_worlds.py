@@ -1782,9 +1782,7 @@ def test_an_index_with_volume_0_on_its_latest_sessions_fails_a_tool_that_drops_t
     verdict, alone = env.judge("fetch_004", wrong)
     assert alone and verdict.state == "fail" and verdict.reason.startswith("world seed-"), verdict.reason
     # a task on a stock is asked about the index too, whatever the seed (the ETF has its own probe)
-    quote = ZERO_VOLUME_KEPT.replace("def latest_close", "def latest_quote")
-    dropped = quote.replace('.dropna(subset=["Close"])',
-                            '.dropna(subset=["Close"])\n    bars = bars[bars["Volume"] > 0]')
+    quote, dropped = (code.replace("def latest_close", "def latest_quote") for code in (ZERO_VOLUME_KEPT, wrong))
     for seed in (1, 5):
         task = env.tasks["fetch_002"]
         task = task.model_copy(update={"probes": probes_for(task, env.snapshot, seed=seed)})
