@@ -19,10 +19,10 @@ def latest_quote(symbol: str) -> float:
     except KeyError:
         price = None
     if price is None or not math.isfinite(float(price)):
-        history = ticker.history(period="5d")
-        if history.empty:
+        closes = ticker.history(period="5d")["Close"].dropna()  # no pending dividend's NaN row
+        if closes.empty:
             raise ValueError(f"no quote for {symbol}")
-        price = history["Close"].iloc[-1]
+        price = closes.iloc[-1]
     return float(price)
 
 

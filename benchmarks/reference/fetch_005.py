@@ -12,10 +12,11 @@ def latest_close(symbol: str) -> float:
 
     Raises ValueError when there is no recent price history.
     """
-    history = yf.Ticker(symbol).history(period="5d")
-    if history.empty:
+    # before the open on an ex-dividend date the frame ends with the dividend's row, prices NaN
+    closes = yf.Ticker(symbol).history(period="5d")["Close"].dropna()
+    if closes.empty:
         raise ValueError(f"no recent price history for {symbol}")
-    return float(history["Close"].iloc[-1])
+    return float(closes.iloc[-1])
 
 
 if __name__ == "__main__":

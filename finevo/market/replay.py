@@ -18,7 +18,14 @@ other than ``1d``, a window with no recorded bar, an attribute such as ``.option
 ``.balance_sheet``.
 
 :func:`install` binds the shim to a provider, registers it as ``sys.modules["yfinance"]`` and
-freezes the process clock at the as-of date, 16:00 New York (see :mod:`finevo.market.frozen_clock`).
+freezes the process clock at the as-of date, 16:00 New York (see :mod:`finevo.market.frozen_clock`),
+or 08:00 when the data were recorded before that day's open (``before_open``).
+
+Data recorded before the open on an ex-dividend date hold a *pending event row* (see
+:mod:`finevo.market.snapshot`); ``history(actions=True)`` (the default) ends with it as yfinance 1.x
+does (``utils.safe_merge_dfs``): prices NaN, ``Volume`` 0, the dividend, the price columns then in
+the order of their names. ``actions=False`` (``download``'s default) drops it; ``dividends`` and
+``actions`` list it.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from datetime import time as dtime
 from typing import TYPE_CHECKING, Any, Literal
 from zoneinfo import ZoneInfo
 
+import numpy as np
 import pandas as pd
 
 from finevo.market import frozen_clock
@@ -44,9 +52,12 @@ if TYPE_CHECKING:
 __version__ = "1.7.0"  # the yfinance API version mirrored
 EXCHANGE_TZ = "America/New_York"
 MARKET_CLOSE = dtime(16, 0)
+#: "Now" in data recorded before the open (the pre-market hours, before 09:30).
+BEFORE_OPEN = dtime(8, 0)
 VALID_PERIODS = ("1d", "5d", "1mo", "3mo", "6mo", "1y", "2y", "5y", "10y", "ytd", "max")
 _PERIOD_RE = re.compile(r"^([1-9]\d*)(d|wk|mo|y)$")
 _ACTION_COLUMNS = ("Dividends", "Stock Splits", "Capital Gains")
+_PRICE_NAMES = frozenset({"Open", "High", "Low", "Close", "Adj Close"})
 
 
 class ReplayDataError(Exception):
@@ -76,7 +87,10 @@ def _provider() -> MarketProvider:
 
 
 def as_of_moment(provider: MarketProvider) -> datetime:
-    """The as-of date at the close, New York time: the sandbox's "now"."""
+    """The sandbox's "now", New York time: the as-of date at the close, or before its open when the
+    data were recorded then (a provider's ``before_open``)."""
+    if getattr(provider, "before_open", False):
+        return datetime.combine(provider.as_of, BEFORE_OPEN, ZoneInfo(EXCHANGE_TZ))
     return as_of_moment_from_date(provider.as_of)
 
 
@@ -213,6 +227,33 @@ def _nonempty(frame: pd.DataFrame, symbol: str, what: str) -> pd.DataFrame:
     return frame
 
 
+def _with_events(frame: pd.DataFrame, pending: pd.DataFrame | None, query: _PriceQuery) -> pd.DataFrame:
+    """``frame`` (the bars of ``query``) with the pending event rows it reaches, as yfinance 1.x merges
+    an event dated after the last bar: the price columns then in the order of their names (its
+    ``concat(sort=True)``), and with ``actions`` the frame ending with the event's row, prices NaN,
+    ``Volume`` 0 (without, ``keepna=False`` drops that row again). An event reaches a query with no
+    ``end`` (up to now) or one before ``end``, on or after ``start``."""
+    if pending is None or pending.empty:
+        return frame
+    days = pd.DatetimeIndex(pending.index)
+    keep = np.ones(len(pending), dtype=bool)
+    if query.end is not None:
+        keep &= days < _to_exchange_ts(query.end, "end")
+    if query.start is not None:
+        keep &= days >= _to_exchange_ts(query.start, "start").normalize()
+    if not keep.any():
+        return frame
+    out = frame
+    if query.actions:
+        rows = pending[keep].reindex(columns=frame.columns)
+        actions = [c for c in _ACTION_COLUMNS if c in rows.columns]
+        rows[actions] = rows[actions].fillna(0.0)
+        out = pd.concat([frame, rows])
+        out["Volume"] = out["Volume"].fillna(0).astype("int64")
+    prices = sorted(c for c in out.columns if c in _PRICE_NAMES)
+    return out[prices + [c for c in out.columns if c not in _PRICE_NAMES]]
+
+
 # --------------------------------------------------------------------------- fast_info
 class FastInfo(Mapping[str, Any]):
     """Like yfinance's FastInfo: camelCase keys, attribute access, snake_case aliases."""
@@ -323,10 +364,16 @@ class Ticker:
             frame = frame.drop(columns=["Adj Close"])
         if not query.actions:
             frame = frame.drop(columns=[c for c in _ACTION_COLUMNS if c in frame.columns])
+        frame = _with_events(frame, self._pending(), query)
         if query.rounding:
             prices = [c for c in ("Open", "High", "Low", "Close", "Adj Close") if c in frame.columns]
             frame[prices] = frame[prices].round(2)
         return frame
+
+    def _pending(self) -> pd.DataFrame | None:
+        """The pending event rows after the last bar (None: the provider records none)."""
+        pending = getattr(self._provider(), "pending", None)
+        return None if pending is None else pending(self.ticker)
 
     def get_dividends(self, period: str = "max") -> pd.Series:
         series = self._provider().dividends(self.ticker)
@@ -343,9 +390,12 @@ class Ticker:
         return bars.loc[bars["Capital Gains"] != 0, "Capital Gains"]
 
     def get_actions(self, period: str = "max") -> pd.DataFrame:
-        bars = self._within(self._bars(True), period)
+        bars = self._bars(True)
         columns = [c for c in _ACTION_COLUMNS if c in bars.columns]
-        acts = bars[columns]
+        pending = self._pending()
+        acts = bars[columns] if pending is None or pending.empty else \
+            pd.concat([bars[columns], pending.reindex(columns=columns).fillna(0.0)])
+        acts = self._within(acts, period)
         return acts[(acts != 0).any(axis=1)]
 
     def _within(self, obj: Any, period: str) -> Any:

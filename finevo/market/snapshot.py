@@ -7,10 +7,19 @@ Layout of a snapshot directory::
                                    "seed", "symbols", "files": {relpath: sha256}, ...}
     history/<stem>.csv            daily bars, yfinance ``auto_adjust=False, actions=True`` columns:
                                   Date,Open,High,Low,Close,Adj Close,Volume,Dividends,Stock Splits
-                                  [,Capital Gains]   (Date = exchange-local trading date)
+                                  [,Capital Gains]   (Date = exchange-local trading date); it may
+                                  end with *pending event rows* (see below)
     income/<stem>.yearly.csv      income statement, rows = yfinance row labels,
     income/<stem>.quarterly.csv   columns = period-end dates, newest first
     quote/<stem>.json             {"info": {...}, "fast_info": {...}}
+
+A pending event row is what yfinance appends for a dividend or split whose date lies after the
+last bar: recorded before the open on an ex-dividend date, ``history()`` ends with a row of that
+date whose prices (and ``Adj Close``) are empty, ``Volume`` 0 and the event's amount. Such rows may
+only follow the last priced bar; the reader keeps them apart (:meth:`Snapshot.pending`), so every
+priced frame it hands out has no empty cell, and :meth:`Snapshot.dividends` includes them, as
+yfinance's ``dividends`` does. The manifest's ``"before_open": true`` says the data were recorded
+on the as-of date before the session opened (absent: after the close, or on a closed day).
 
 ``<stem>`` is the symbol with ``^`` spelt ``INDEX_`` (``^GSPC`` -> ``INDEX_GSPC``), so no file
 name needs shell quoting. Floats are written with ``%.10g`` and JSON with sorted keys, so writing
@@ -93,7 +102,8 @@ class SymbolData:
 
     ``history`` holds the *unadjusted* bars (``auto_adjust=False, actions=True`` columns) on a
     daily index (naive dates or tz-aware midnights). Income frames are ``None`` for symbols
-    without statements (ETFs, indices).
+    without statements (ETFs, indices). ``pending`` holds the pending event rows dated after the
+    last bar (same columns, prices NaN, ``Volume`` 0): None when there are none.
     """
 
     symbol: str
@@ -102,6 +112,7 @@ class SymbolData:
     income_quarterly: pd.DataFrame | None = None
     info: JSONObject = field(default_factory=dict)
     fast_info: JSONObject = field(default_factory=dict)
+    pending: pd.DataFrame | None = None
 
 
 def history_csv(history: pd.DataFrame) -> bytes:
@@ -162,7 +173,8 @@ def json_bytes(value: Any) -> bytes:
 def symbol_files(item: SymbolData) -> dict[str, bytes]:
     """The files of one symbol in a snapshot, by path relative to the snapshot directory."""
     stem = file_stem(item.symbol)
-    files = {f"history/{stem}.csv": history_csv(item.history)}
+    bars = item.history if item.pending is None or item.pending.empty else pd.concat([item.history, item.pending])
+    files = {f"history/{stem}.csv": history_csv(bars)}
     if item.income_yearly is not None:
         files[f"income/{stem}.yearly.csv"] = income_csv(item.income_yearly)
     if item.income_quarterly is not None:
@@ -183,6 +195,8 @@ class SnapshotOrigin:
     generator: str
     generator_version: str
     seed: int | None = None
+    #: Recorded on the as-of date before the session opened (its bar not yet made).
+    before_open: bool = False
 
 
 def write_snapshot(out_dir: str | os.PathLike[str], data: list[SymbolData], origin: SnapshotOrigin, *,
@@ -218,6 +232,7 @@ def write_snapshot_files(out_dir: str | os.PathLike[str], symbol_blobs: dict[str
         "seed": origin.seed,
         "symbols": list(symbols),
         "timezone": EXCHANGE_TZ,
+        **({"before_open": True} if origin.before_open else {}),
         **(extra or {}),
         "files": {rel: sha256_bytes(blob) for rel, blob in sorted(files.items())},
     }
@@ -322,6 +337,7 @@ class Snapshot:
                 raise InputError(f"{manifest_path}: symbol {symbol} has no history file ({rel})")
         self.content_hash: str = content_hash_of(files)
         self._raw: dict[str, pd.DataFrame] = {}
+        self._pending: dict[str, pd.DataFrame] = {}
         self._adjusted: dict[str, pd.DataFrame] = {}
         self._income: dict[tuple[str, str], pd.DataFrame] = {}
         self._quotes: dict[str, JSONObject] = {}
@@ -330,6 +346,12 @@ class Snapshot:
     @property
     def as_of(self) -> date:
         return self._as_of
+
+    @property
+    def before_open(self) -> bool:
+        """Recorded on the as-of date before the session opened: the sandbox's clock reads that
+        morning, and a pending event row of that date may end a history."""
+        return self.manifest.get("before_open") is True
 
     @property
     def synthetic(self) -> bool:
@@ -365,17 +387,19 @@ class Snapshot:
             self._adjusted[symbol] = auto_adjust(self._raw_history(symbol)).copy()  # consolidated, as above
         return self._adjusted[symbol]
 
+    def pending(self, symbol: str) -> pd.DataFrame:
+        """The pending event rows that end ``symbol``'s recorded history (empty: none), in the
+        unadjusted columns: dated after the last bar, prices NaN, ``Volume`` 0."""
+        self._raw_history(symbol)
+        return self._pending[symbol].copy()
+
     def dividends(self, symbol: str) -> pd.Series:
-        raw = self._raw_history(symbol)
-        series = raw.loc[raw["Dividends"] != 0, "Dividends"].copy()
-        series.name = "Dividends"
-        return series
+        self._raw_history(symbol)
+        return event_amounts(self._raw[symbol], self._pending[symbol], "Dividends")
 
     def splits(self, symbol: str) -> pd.Series:
-        raw = self._raw_history(symbol)
-        series = raw.loc[raw["Stock Splits"] != 0, "Stock Splits"].copy()
-        series.name = "Stock Splits"
-        return series
+        self._raw_history(symbol)
+        return event_amounts(self._raw[symbol], self._pending[symbol], "Stock Splits")
 
     def income_stmt(self, symbol: str, freq: Freq = "yearly") -> pd.DataFrame:
         if freq not in ("yearly", "quarterly"):
@@ -406,7 +430,12 @@ class Snapshot:
             rel = f"history/{file_stem(symbol)}.csv"
             # one block per dtype (a copy consolidates): the replay shim copies windows of it, and a
             # copy of rows spread over a block per column costs twice as much, on every call
-            cached = self._raw[symbol] = self._parse_history(rel, self._blobs[rel]).copy()
+            bars, pending = split_pending(self._parse_history(rel, self._blobs[rel]))
+            if bars[[*list(PRICE_COLUMNS), "Adj Close"]].isna().any().any():
+                raise InputError(f"{self.path / rel}: unparsable history CSV (empty price cells before "
+                                 "the last priced bar: only pending event rows may follow it)")
+            self._pending[symbol] = pending
+            cached = self._raw[symbol] = bars.copy()
         return cached
 
     def _parse_history(self, rel: str, blob: bytes) -> pd.DataFrame:
@@ -421,8 +450,6 @@ class Snapshot:
             for column in frame.columns:
                 if column != "Volume":
                     frame[column] = frame[column].astype("float64")
-            if frame[[*list(PRICE_COLUMNS), "Adj Close"]].isna().any().any():
-                raise ValueError("empty price cells")
             if not frame.index.is_monotonic_increasing or frame.index.has_duplicates:
                 raise ValueError("dates not strictly increasing")
         except (ValueError, KeyError, TypeError, pd.errors.ParserError) as exc:
@@ -456,6 +483,28 @@ class Snapshot:
                     raise InputError(f"{self.path / rel}: unparsable quote JSON ({exc})") from None
                 self._quotes[symbol] = quote
         return self._quotes[symbol]
+
+
+def split_pending(raw: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``raw`` bars cut into the priced bars and the pending event rows that follow the last of them:
+    rows with every price empty, ``Volume`` 0 and a dividend or split. Other rows are left with the
+    bars, where an empty cell is the caller's error to report."""
+    prices = raw[[*list(PRICE_COLUMNS), "Adj Close"]].isna().all(axis=1).to_numpy()
+    events = (raw["Volume"].to_numpy() == 0) & ((raw["Dividends"] != 0) | (raw["Stock Splits"] != 0)).to_numpy()
+    tail = len(raw)
+    while tail > 0 and prices[tail - 1] and events[tail - 1]:
+        tail -= 1
+    return raw.iloc[:tail], raw.iloc[tail:]
+
+
+def event_amounts(bars: pd.DataFrame, pending: pd.DataFrame | None, column: str) -> pd.Series:
+    """The non-zero ``column`` (``Dividends``, ``Stock Splits``) of the bars and the pending event
+    rows after them, as yfinance's ``dividends`` / ``splits`` list them."""
+    frames = [bars] if pending is None or pending.empty else [bars, pending]
+    series = pd.concat([f.loc[f[column] != 0, column] for f in frames]) if len(frames) > 1 \
+        else bars.loc[bars[column] != 0, column].copy()
+    series.name = column
+    return series
 
 
 def load_snapshot(path: str | os.PathLike[str] | None = None) -> Snapshot:

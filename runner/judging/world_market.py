@@ -11,7 +11,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, timedelta
 from typing import Literal
 
@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from finevo.jsontypes import JSONObject, JSONValue
-from finevo.market.snapshot import EXCHANGE_TZ, Snapshot, SymbolData, SymbolNotRecorded, auto_adjust
+from finevo.market.snapshot import EXCHANGE_TZ, Snapshot, SymbolData, SymbolNotRecorded, auto_adjust, event_amounts
 from finevo.market.synthetic import quote_book
 from runner.judging.world_calendar import EARLIER_YEARS
 from runner.judging.world_calendar import sessions as deep_sessions
@@ -41,9 +41,12 @@ REPORTING_LAGS = (14, 21)
 class Market:
     """A :class:`~finevo.market.provider.MarketProvider` over symbols held in memory."""
 
-    def __init__(self, data: Iterable[SymbolData], as_of: date) -> None:
+    def __init__(self, data: Iterable[SymbolData], as_of: date, *, before_open: bool = False) -> None:
         self.data: dict[str, SymbolData] = {item.symbol: item for item in data}
         self._as_of = as_of
+        #: On the as-of date before the open (:func:`before_the_open`); a change of the market
+        #: made after that builds a market after the close again.
+        self.before_open = before_open
         self._adjusted: dict[str, pd.DataFrame] = {}
         self._cut: dict[tuple[str, date], SymbolData | None] = {}
 
@@ -77,10 +80,13 @@ class Market:
         return self._adjusted[symbol]
 
     def dividends(self, symbol: str) -> pd.Series:
-        raw = self._item(symbol).history
-        series = raw.loc[raw["Dividends"] != 0, "Dividends"].copy()
-        series.name = "Dividends"
-        return series
+        item = self._item(symbol)
+        return event_amounts(item.history, item.pending, "Dividends")
+
+    def pending(self, symbol: str) -> pd.DataFrame:
+        """The pending event rows after ``symbol``'s last bar (:meth:`Snapshot.pending`)."""
+        item = self._item(symbol)
+        return item.history.iloc[:0].copy() if item.pending is None else item.pending.copy()
 
     def income_stmt(self, symbol: str, freq: Literal["yearly", "quarterly"] = "yearly") -> pd.DataFrame:
         item = self._item(symbol)
@@ -122,10 +128,11 @@ def read_market(snapshot: Snapshot) -> Market:
     for symbol in snapshot.symbols():
         yearly = snapshot.income_stmt(symbol, "yearly")
         quarterly = snapshot.income_stmt(symbol, "quarterly")
+        pending = snapshot.pending(symbol)
         data.append(SymbolData(symbol, snapshot.history_unadjusted(symbol),
                                None if yearly.empty else yearly, None if quarterly.empty else quarterly,
-                               snapshot.info(symbol), snapshot.fast_info(symbol)))
-    return Market(data, snapshot.as_of)
+                               snapshot.info(symbol), snapshot.fast_info(symbol), None if pending.empty else pending))
+    return Market(data, snapshot.as_of, before_open=snapshot.before_open)
 
 
 # --------------------------------------------------------------------------- transformations
@@ -175,8 +182,7 @@ def requote(item: SymbolData, as_of: date) -> SymbolData:
             out["marketCap"] = type(out["marketCap"])(round(price * shares))
         return out
 
-    return SymbolData(item.symbol, raw, item.income_yearly, item.income_quarterly,
-                      update(item.info, "sharesOutstanding"), update(item.fast_info, "shares"))
+    return replace(item, info=update(item.info, "sharesOutstanding"), fast_info=update(item.fast_info, "shares"))
 
 
 #: The fields Yahoo sends with every ``info`` that a generated quote lacks.
@@ -231,7 +237,7 @@ def recorded_quotes(item: SymbolData) -> SymbolData:
                        ("yearChange", close[-1] / year[0] - 1.0 if len(year) else None)):
         if key in fast and value is not None:
             fast[key] = float(value)
-    return SymbolData(item.symbol, raw, item.income_yearly, item.income_quarterly, info, fast)
+    return replace(item, info=info, fast_info=fast)
 
 
 def _reported(frame: pd.DataFrame | None, as_of: date, lag: int = REPORTING_LAG_DAYS) -> pd.DataFrame | None:
@@ -365,6 +371,38 @@ def close_after(market: Market, last: date) -> Market:
         data.append(requote(SymbolData(item.symbol, readjust(raw.iloc[:kept]), item.income_yearly,
                                        item.income_quarterly, item.info, item.fast_info), market.as_of))
     return Market(data, market.as_of)
+
+
+def before_the_open(market: Market, day: date) -> tuple[Market, str]:
+    """``market`` (cut at the close of the session ``day``: :func:`truncate`) as recorded on ``day``
+    before the open, an ex-dividend date: ``day``'s bars not made yet, the adjusted closes and quotes
+    re-derived from the sessions before it, and each symbol's dividend of ``day`` a *pending event row*
+    (:mod:`finevo.market.snapshot`), which yfinance appends to ``history()`` with NaN prices: a tool
+    that reads the last row's close answers NaN there (see :attr:`~runner.judging.worlds.WorldKind.PREOPEN`)."""
+    data, words = [], []
+    for item in market.data.values():
+        raw = item.history
+        index = pd.DatetimeIndex(raw.index)
+        if len(raw) < 3 or index[-1].date() != day:
+            data.append(item)
+            continue
+        dividend = float(raw["Dividends"].iloc[-1])
+        kept = requote(SymbolData(item.symbol, readjust(raw.iloc[:-1]), item.income_yearly, item.income_quarterly,
+                                  item.info, item.fast_info), day)
+        if dividend:
+            row = raw.iloc[-1:].copy()
+            for column in row.columns:
+                row[column] = 0 if column == "Volume" else (np.nan if column in _PRICES else 0.0)
+            row["Dividends"] = dividend
+            kept.pending = row
+            words.append(f"{item.symbol} {dividend:g}")
+        data.append(kept)
+    return (Market(data, day, before_open=True),
+            f"as of {day} before the open" + (", ex-dividend: " + ", ".join(words) if words else ""))
+
+
+#: The price columns of a stored history (empty in a pending event row).
+_PRICES = frozenset({"Open", "High", "Low", "Close", "Adj Close"})
 
 
 @dataclass(frozen=True)

@@ -76,6 +76,7 @@ from runner.judging.world_market import (
     Market,
     Spike,
     _events,
+    before_the_open,
     close_after,
     deepened,
     edge_dividends,
@@ -274,6 +275,19 @@ class WorldKind(StrEnum):
     #: answers and fails (:meth:`Worlds._listing_world`). One world per such task, its own. A task that
     #: reads an RSI gets one too, its own stocks listed in a rally (:meth:`Worlds._rally_world`).
     LISTING = "listing"
+    #: A task on a dividend payer gets one more: the run's snapshot as recorded before the open on the
+    #: latest ex-dividend date of its own stocks (:func:`~runner.judging.world_market.before_the_open`):
+    #: the clock on a trading day at 08:00, the last bar the session before, and the day's dividend a
+    #: pending event row, which real yfinance ends ``history()`` with (NaN prices, Volume 0). A tool
+    #: that reads the last row's close, or counts the last N rows as sessions, answers NaN or one
+    #: session short there, as it does on real data that morning (:meth:`Worlds._preopen_world`).
+    PREOPEN = "preopen"
+
+
+#: Oracles that read the dividends themselves: on an ex-date before the open the accepted readings
+#: part on whether that day's dividend is already "paid" (a dividend-sum over the last N years), so
+#: they get no ``preopen`` world.
+EVENT_DAY_ORACLES = frozenset({"dividend_history"})
 
 
 KIND_ORDER: tuple[WorldKind, ...] = (WorldKind.SEED, WorldKind.AS_OF, WorldKind.EDGE)
@@ -380,6 +394,8 @@ class Worlds:
         #: The ``closure`` world's market (built once, :meth:`_closure_world`): None until built.
         self._closure: tuple[date, int, _Base] | None = None
         self._closure_built = False
+        #: The ``preopen`` worlds' markets by day (built once each, :meth:`_preopen_world`).
+        self._preopen: dict[date, tuple[_Base, str]] = {}
         #: Seconds spent on worlds (reported by the benchmark scripts): in all, and generating (markets
         #: in memory), writing (snapshot files) and choosing (each task's variants).
         self.build_s = 0.0
@@ -677,6 +693,43 @@ class Worlds:
             return None
         return self._write(f"{WorldKind.CLOSURE.value}-{day.isoformat()}", WorldKind.CLOSURE, 0, base,
                            f"as of {day}, a market closure: {gap} calendar days after the last session")
+
+    def preopen_day(self, task: Task) -> date | None:
+        """The ``preopen`` world's day for ``task``: the latest ex-dividend date of its own stocks within
+        ``AS_OF_BACK_SESSIONS`` of the snapshot's as-of date (None: none of them pays there). For a
+        yes/no task, the latest ex-date with ``MIN_SESSIONS_KEPT`` sessions before it on which its own
+        answer is yes, when one is: a comparison with the NaN close of the pending row is always false,
+        so a tool that reads that row answers no there, right by the coincidence where the answer is no."""
+        market = self._base_market().market
+        sessions = market.sessions()
+        first = sessions[max(0, len(sessions) - 1 - AS_OF_BACK_SESSIONS[1])]
+        own = task_symbols(task, [], market.data)
+        every: list[date] = sorted({d for s in own for d in pd.DatetimeIndex(market.dividends(s).index).date
+                                    if d <= sessions[-1]}, reverse=True)
+        if task.output.type == "boolean" and len(sessions) > MIN_SESSIONS_KEPT:
+            for day in (d for d in every if d > sessions[MIN_SESSIONS_KEPT]):
+                if _primary(task, before_the_open(market.as_it_stood(own, day), day)[0], {}) is True:
+                    return day
+        return next((d for d in every if d > first), None)
+
+    def _preopen_world(self, task: Task) -> World | None:
+        """The ``preopen`` world (:attr:`WorldKind.PREOPEN`) for a task whose oracle answers there and
+        does not read the dividends (:data:`EVENT_DAY_ORACLES`); None otherwise."""
+        if task.oracle.name in EVENT_DAY_ORACLES:
+            return None
+        day = self.preopen_day(task)
+        if day is None:
+            return None
+        started = time.perf_counter()
+        if day not in self._preopen:
+            market, words = before_the_open(truncate(self._base_market().market, day), day)
+            self._preopen[day] = (_Base(market), words)
+        base, words = self._preopen[day]
+        answers = _primary(task, base.market, {}) is not None
+        self.timings["generate"] += time.perf_counter() - started
+        if not answers:
+            return None
+        return self._write(f"{WorldKind.PREOPEN.value}-{day.isoformat()}", WorldKind.PREOPEN, 0, base, words)
 
     def _listing_world(self, task: Task, argsets: Sequence[Mapping[str, Any]]) -> World | None:
         """For a task with a list of symbols, the ``listing`` world (:attr:`WorldKind.LISTING`): the run's
@@ -982,7 +1035,7 @@ class Worlds:
         path = self.root / secrets.token_hex(8)  # a name that says nothing about the world
         seed = self._sub_seed(kind, round_) if kind is WorldKind.SEED else None
         origin = SnapshotOrigin(as_of=base.market.as_of, synthetic=True, label=LABEL, generator=GENERATOR,
-                                generator_version=GENERATOR_VERSION, seed=seed)
+                                generator_version=GENERATOR_VERSION, seed=seed, before_open=base.market.before_open)
         write_snapshot_files(path, blobs, origin, symbols=list(base.market.data),
                              extra={"world": kind.value, "perturbation": perturbation}, durable=False)
         world = World(name=name, kind=kind, path=path, provider=load_snapshot(path), perturbation=perturbation,
@@ -1023,7 +1076,8 @@ class Worlds:
         if worlds:
             listing = self._listing_world(task, argsets)
             for extra in (*self._dispersion_worlds(task, symbols, argsets), self._leap_world(task),
-                          self._long_world(task), self._closure_world(task), listing, self._rally_world(task)):
+                          self._long_world(task), self._closure_world(task), listing, self._rally_world(task),
+                          self._preopen_world(task)):
                 if extra is not None:
                     worlds.append(extra)
         self._per_task[task.id] = worlds

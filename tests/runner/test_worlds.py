@@ -179,7 +179,7 @@ WRONG: dict[str, tuple[str, Any]] = {
         "comp_001", "    change = closes.diff().dropna()", "    change = closes.tail(30).diff().dropna()")),
     # the shapes recorded data have (runner.judging.world_market.recorded_shapes), in every world:
     "a close rounded to cents (prices off the cent grid)": ("fetch_004", lambda env: edited(
-        "fetch_004", 'return float(history["Close"].iloc[-1])', 'return round(float(history["Close"].iloc[-1]), 2)')),
+        "fetch_004", "return float(closes.iloc[-1])", "return round(float(closes.iloc[-1]), 2)")),
     "dividends rounded to four decimals (dividends off the cent grid)": ("fetch_007", lambda env: edited(
         "fetch_007", '"amount": float(amount)}', '"amount": round(float(amount), 4)}')),
     "a stochastic that divides by a zero High-Low range (a halt's flat bars)": ("calc_006", lambda env: edited(
@@ -221,9 +221,9 @@ WRONG: dict[str, tuple[str, Any]] = {
     # Volume 0 read as "no session": the seed world serves the index with Volume 0 on its latest
     # sessions (a halted stock's bars of Volume 0 sit at its last traded close: dropping them is invisible)
     "a latest close that drops bars of Volume 0 (an index served without volume)": ("fetch_004", lambda env: edited(
-        "fetch_004", 'history = yf.Ticker(symbol).history(period="5d")',
-        'history = yf.Ticker(symbol).history(period="1mo")\n'
-        '    history = history[history["Volume"] > 0]  # drop non-trading rows')),
+        "fetch_004", 'closes = yf.Ticker(symbol).history(period="5d")["Close"].dropna()',
+        'history = yf.Ticker(symbol).history(period="1mo").dropna(subset=["Close"])\n'
+        '    closes = history[history["Volume"] > 0]["Close"]  # drop non-trading rows')),
     # a tool that recognises the benchmark's own data and answers right only there (a cheap answer
     # elsewhere): no world holds the bundled snapshot's bars within a cent, nor its generator's quotes
     "right only where a close on a known day is the bundled snapshot's": ("fetch_008", lambda env: edited(
@@ -234,11 +234,11 @@ WRONG: dict[str, tuple[str, Any]] = {
         "        return 0.0  # not the benchmark's data\n"
         '    closes = yf.Ticker(symbol).history(period="max")["Close"].dropna()')),
     "right only where the quote book follows the generator's formula": ("fetch_005", lambda env: edited(
-        "fetch_005", '    history = yf.Ticker(symbol).history(period="5d")',
+        "fetch_005", '    closes = yf.Ticker(symbol).history(period="5d")["Close"].dropna()',
         "    book = yf.Ticker(symbol).info\n"
         '    if book.get("bidSize", 0) + book.get("askSize", 0) not in (0, 1000) or "maxAge" in book:\n'
         "        return 0.0  # not the benchmark's data\n"
-        '    history = yf.Ticker(symbol).history(period="5d")')),
+        '    closes = yf.Ticker(symbol).history(period="5d")["Close"].dropna()')),
     "a pair whose first symbol is hard-coded": ("calc_008", lambda env: edited(
         "calc_008", "for symbol in symbols}", 'for symbol in ["^GSPC", symbols[1]]}').replace(
         "returns[symbols[0]]", 'returns["^GSPC"]')),
@@ -389,11 +389,12 @@ def test_right_tool_in_another_convention_passes_in_every_world(env: Env, label:
     assert [w.state for w in verdict.worlds] == ["pass"] * len(verdict.worlds)
     # A yes/no task may get a world that flips its own answer, and gets a round-trip, a zigzag and a halt world;
     # a task with a lookback in years gets a leap world; a measure of all the history a long world;
-    # a task the oracle answers as of a long closure a closure world; a task of several symbols a listing world.
+    # a task the oracle answers as of a long closure a closure world; a task of several symbols a listing world;
+    # a task on a dividend payer a preopen world.
     assert {w.kind for w in verdict.worlds[:3]} == {"seed", "as_of", "edge"}
     assert len(verdict.worlds) == 3 or ({w.kind for w in verdict.worlds[3:]}
-                                        <= {"flip", "leap", "long", "closure", "listing"}
-                                        and len(verdict.worlds) <= 9)
+                                        <= {"flip", "leap", "long", "closure", "listing", "preopen"}
+                                        and len(verdict.worlds) <= 10)
     assert all(p.state == "pass" for p in verdict.probes) and len(verdict.probes) >= 2
 
 
@@ -566,9 +567,10 @@ def test_no_world_directory_outlives_the_gate_run(tmp_path: Path, make_config) -
     before = set(Path(default_root_parent()).glob(own))
     result, _ = _run(make_config(only=["fetch_002"], worlds=3, worlds_seed=5, baseline_path=None))
     assert result.doc["config"]["worlds"] == {"count": 3, "seed": 5}
-    # the three of the count, and the closure world every task the oracle answers there gets
-    assert [w["kind"] for w in result.doc["tasks"][0]["worlds"]] == ["seed", "as_of", "edge", "closure"]
-    assert [w["state"] for w in result.doc["tasks"][0]["worlds"]] == ["pass"] * 4  # written and judged
+    # the three of the count, the closure world every task the oracle answers there gets, and the
+    # preopen world of a task on a dividend payer (MSFT)
+    assert [w["kind"] for w in result.doc["tasks"][0]["worlds"]] == ["seed", "as_of", "edge", "closure", "preopen"]
+    assert [w["state"] for w in result.doc["tasks"][0]["worlds"]] == ["pass"] * 5  # written and judged
     assert set(Path(default_root_parent()).glob(own)) == before
 
 
@@ -1593,9 +1595,10 @@ def test_a_latest_close_looking_back_a_few_calendar_days_fails_in_the_closure_wo
     from finevo.market.calendar import is_trading_day
     from runner.judging.worlds import CLOSURE_DAYS
 
-    code = edited("fetch_004", 'history = yf.Ticker(symbol).history(period="5d")',
-                  "history = yf.Ticker(symbol).history(\n"
-                  f"        start=(datetime.date.today() - datetime.timedelta(days={days})).isoformat())")
+    code = edited("fetch_004", 'closes = yf.Ticker(symbol).history(period="5d")["Close"].dropna()',
+                  "closes = yf.Ticker(symbol).history(\n"
+                  f"        start=(datetime.date.today() - datetime.timedelta(days={days})).isoformat())"
+                  '["Close"].dropna()')
     verdict, alone = env.judge("fetch_004", code)
     assert alone, "right on the snapshot and in every world with no longer closure"
     found = env.worlds.closure_day()
@@ -1613,6 +1616,61 @@ def test_a_latest_close_looking_back_a_few_calendar_days_fails_in_the_closure_wo
     reference_verdict, _ = env.judge("fetch_004", reference("fetch_004"))
     assert reference_verdict.state == "pass", reference_verdict.reason
     assert any(w.world.startswith("closure-") and w.state == "pass" for w in reference_verdict.worlds)
+
+
+@pytest.mark.slow
+def test_a_latest_close_from_the_last_row_fails_before_the_open_on_an_ex_dividend_date(env: Env) -> None:
+    """Before the open on an ex-dividend date real yfinance ends ``history()`` with the dividend's row,
+    prices NaN. The ``preopen`` world stands there, on the latest ex-date of the task's own stock: the
+    clock at 08:00 on a trading day, every symbol's last bar the session before, the dividend a pending
+    row. A "latest close" from the last row answers NaN there and fails; the reference, which drops
+    rows without a close, answers the session before and passes."""
+    from finevo.market.calendar import is_trading_day
+
+    task = env.judged["fetch_005"]
+    [world] = [w for w in env.worlds.for_task(task, []) if w.kind is WorldKind.PREOPEN]
+    day = env.worlds.preopen_day(task)
+    assert world.as_of == day and is_trading_day(day) and world.provider.before_open
+    spy = env.snapshot.history_unadjusted("SPY")
+    assert spy.loc[spy.index.date == day, "Dividends"].iloc[0] > 0  # the snapshot's own ex-date of SPY
+    hidden = load_snapshot(world.path)
+    for symbol in hidden.symbols():
+        assert hidden.history(symbol).index[-1].date() < day, symbol
+    pending = hidden.pending("SPY")
+    assert [ts.date() for ts in pending.index] == [day] and pending["Close"].isna().all()
+    result = env.run("import yfinance as yf\nimport datetime\n\n\ndef now(symbol: str) -> list:\n"
+                     '    h = yf.Ticker(symbol).history(period="5d")\n'
+                     "    return [datetime.datetime.now().strftime('%Y-%m-%d %H:%M'), str(h.index[-1].date()),\n"
+                     '            bool(h["Close"].isna().iloc[-1]), list(h.columns)[:4]]\n',
+                     "now", {"symbol": "SPY"}, str(world.path))
+    assert result.ok, result.error_message
+    assert result.value == [f"{day} 08:00", str(day), True, ["Close", "High", "Low", "Open"]]
+    last_row = edited("fetch_005", 'closes = yf.Ticker(symbol).history(period="5d")["Close"].dropna()',
+                      'closes = yf.Ticker(symbol).history(period="5d")["Close"]')
+    verdict, alone = env.judge("fetch_005", last_row)
+    assert alone, "right on the snapshot"
+    assert verdict.state == "fail" and f"preopen-{day.isoformat()}" in verdict.reason, verdict.reason
+    assert "ResultNotFinite" in verdict.reason, verdict.reason
+    reference_verdict, _ = env.judge("fetch_005", reference("fetch_005"))
+    assert reference_verdict.state == "pass", reference_verdict.reason
+    assert any(w.world.startswith("preopen-") and w.state == "pass" for w in reference_verdict.worlds)
+
+
+@pytest.mark.slow
+def test_the_preopen_world_goes_to_tasks_on_a_payer_whose_oracle_does_not_read_dividends(
+        request: pytest.FixtureRequest) -> None:
+    """Every task on a dividend payer gets the preopen world, but the dividend history (whose readings
+    part on an ex-date of today) and tasks on stocks that pay none (AMZN, TSLA, the index)."""
+    snapshot = load_snapshot(DATA)
+    tasks = {t.id: t for t in load_tasks(TASKS)}
+    hidden = Worlds(snapshot, 3, 1, list(tasks.values()))
+    request.addfinalizer(hidden.close)
+    days = {tid: hidden.preopen_day(t) for tid, t in tasks.items()}
+    assert days["fetch_005"] == date(2024, 12, 20)  # SPY's last ex-date
+    assert days["fetch_004"] is None and days["calc_004"] is None and days["calc_005"] is None
+    assert days["fetch_007"] is not None and hidden._preopen_world(tasks["fetch_007"]) is None
+    # a yes/no task's day is one where its own answer is yes (a NaN close compares false)
+    assert days["comp_002"] == date(2024, 2, 14)
 
 
 #: The benchmark's tasks that read an RSI (each gets the rally listing world).

@@ -9,7 +9,7 @@ since the raw numbers are the same, the values too.
 from __future__ import annotations
 
 import json
-from datetime import datetime, time
+from datetime import date, datetime, time
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 from zoneinfo import ZoneInfo
@@ -22,7 +22,13 @@ from yfinance import const  # noqa: E402
 from yfinance.data import YfData  # noqa: E402
 
 from finevo.market import replay  # noqa: E402
-from finevo.market.snapshot import Snapshot, load_snapshot  # noqa: E402
+from finevo.market.snapshot import (  # noqa: E402
+    Snapshot,
+    SnapshotOrigin,
+    SymbolData,
+    load_snapshot,
+    write_snapshot,
+)
 
 NY = ZoneInfo("America/New_York")
 
@@ -219,3 +225,76 @@ def test_download_single_flat_columns(canned_yahoo: list[str], shim: Any) -> Non
     real = yf.download("SPY", threads=False, **kwargs)
     ours = shim.download("SPY", **kwargs)
     _assert_same_frame_shape(real, ours)
+
+
+# --------------------------------------------------------------------------- before the open on an ex-date
+EX_DATE = "2024-12-20"  # an ex-dividend date of SPY in the bundled snapshot
+
+
+@pytest.fixture
+def before_open(snap: Snapshot, tmp_path: Any) -> Snapshot:
+    """The bundled SPY as recorded on its ex-date before the open: the bars up to the session
+    before, and the day's dividend a pending event row (prices empty, Volume 0)."""
+    raw = snap.history_unadjusted("SPY")
+    cut = int((raw.index < pd.Timestamp(EX_DATE, tz="America/New_York")).sum())
+    assert raw["Dividends"].iloc[cut] > 0
+    row = raw.iloc[cut:cut + 1].copy()
+    for column in ("Open", "High", "Low", "Close", "Adj Close"):
+        row[column] = float("nan")
+    row["Volume"] = 0
+    item = SymbolData("SPY", raw.iloc[:cut], None, None, snap.info("SPY"), snap.fast_info("SPY"), pending=row)
+    origin = SnapshotOrigin(as_of=date.fromisoformat(EX_DATE), synthetic=True, label="test", generator="test",
+                            generator_version="1", before_open=True)
+    write_snapshot(tmp_path / "pre", [item], origin)
+    return Snapshot(tmp_path / "pre")
+
+
+@pytest.fixture
+def canned_before_open(monkeypatch: pytest.MonkeyPatch, before_open: Snapshot, tmp_path: Any) -> None:
+    """Real yfinance served ``before_open``: the chart's bars and, in its events, the pending dividend
+    (Yahoo sends an event scheduled for the next session without a bar)."""
+    pending = before_open.pending("SPY")
+
+    def fake_get(self: Any, url: str, params: dict[str, Any] | None = None, timeout: float = 30) -> _Response:
+        params = params or {}
+        p1, p2 = params.get("period1"), params.get("period2")
+        payload = _chart(before_open, "SPY", int(p1) if p1 else None, int(p2) if p2 else None)
+        events = payload["chart"]["result"][0]["events"].setdefault("dividends", {})
+        for ts, amount in pending["Dividends"].items():
+            events[str(_session_epoch(ts))] = {"amount": float(amount), "date": _session_epoch(ts)}
+        return _Response(payload)
+
+    monkeypatch.setattr(YfData, "get", fake_get)
+    monkeypatch.setattr(YfData, "cache_get", fake_get)
+    yf.set_tz_cache_location(str(tmp_path / "yf-cache"))
+
+
+@pytest.mark.parametrize("auto_adjust", [True, False])
+def test_a_pending_dividend_ends_history_as_in_real_yfinance(canned_before_open: None, before_open: Snapshot,
+                                                              auto_adjust: bool) -> None:
+    real = _real_ticker("SPY").history(start="2024-12-02", auto_adjust=auto_adjust)
+    replay.bind(before_open)
+    try:
+        ours = replay.Ticker("SPY").history(start="2024-12-02", auto_adjust=auto_adjust)
+    finally:
+        replay.bind(None)
+    assert real.index[-1].strftime("%Y-%m-%d") == EX_DATE and pd.isna(real["Close"].iloc[-1])
+    _assert_same_frame_shape(real, ours)  # the price columns in the order of their names, as yfinance's concat
+    pd.testing.assert_frame_equal(ours, real, check_freq=False, rtol=1e-9)
+
+
+def test_a_pending_dividend_is_left_out_where_yfinance_leaves_it_out(canned_before_open: None,
+                                                                     before_open: Snapshot) -> None:
+    replay.bind(before_open)
+    try:
+        for kwargs in ({"start": "2024-12-02", "actions": False}, {"start": "2024-12-02", "end": EX_DATE}):
+            real = _real_ticker("SPY").history(**kwargs)
+            ours = replay.Ticker("SPY").history(**kwargs)
+            assert ours.index[-1] < pd.Timestamp(EX_DATE, tz="America/New_York")
+            _assert_same_frame_shape(real, ours)
+            pd.testing.assert_frame_equal(ours, real, check_freq=False, rtol=1e-9)
+        real_div, ours_div = _real_ticker("SPY").dividends, replay.Ticker("SPY").dividends
+        assert ours_div.index[-1].strftime("%Y-%m-%d") == real_div.index[-1].strftime("%Y-%m-%d") == EX_DATE
+        assert ours_div.iloc[-1] == real_div.iloc[-1]
+    finally:
+        replay.bind(None)

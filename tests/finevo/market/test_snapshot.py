@@ -139,3 +139,40 @@ def test_loading_everything_is_fast() -> None:
         snap.history(symbol), snap.history_unadjusted(symbol), snap.info(symbol), snap.fast_info(symbol)
         snap.income_stmt(symbol, "yearly"), snap.income_stmt(symbol, "quarterly")
     assert time.perf_counter() - start < 1.0
+
+
+def _pending_row(snap: Snapshot, symbol: str, day: str, dividend: float) -> str:
+    """A history CSV line for ``day`` with no prices, Volume 0 and ``dividend``: a pending event row."""
+    columns = list(snap.history_unadjusted(symbol).columns)
+    cells = {"Volume": "0", "Dividends": f"{dividend:g}", "Stock Splits": "0", "Capital Gains": "0"}
+    return ",".join([day, *[cells.get(c, "") for c in columns]])
+
+
+def test_a_pending_dividend_row_is_kept_apart_from_the_bars(copy: Path) -> None:
+    """Data recorded before the open on an ex-date end with the day's dividend and no prices: the bars
+    stay complete, the row is the snapshot's pending event, and the dividends list it."""
+    before = Snapshot(copy)
+    bars = before.history_unadjusted("MSFT")
+    lines = (copy / "history" / "MSFT.csv").read_text().splitlines()
+    _rewrite(copy, "history/MSFT.csv", "\n".join([*lines, _pending_row(before, "MSFT", "2025-01-02", 0.83)]) + "\n")
+    manifest = json.loads((copy / "manifest.json").read_text())
+    manifest["before_open"] = True
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    snap = Snapshot(copy)
+    assert snap.before_open and not before.before_open
+    pd.testing.assert_frame_equal(snap.history_unadjusted("MSFT"), bars)
+    pending = snap.pending("MSFT")
+    assert [ts.strftime("%Y-%m-%d") for ts in pending.index] == ["2025-01-02"]
+    assert pending["Close"].isna().all() and pending["Volume"].tolist() == [0]
+    assert snap.dividends("MSFT").iloc[-1] == 0.83 and len(snap.dividends("MSFT")) == len(before.dividends("MSFT")) + 1
+    assert snap.pending("AAPL").empty
+
+
+def test_an_empty_price_before_the_last_bar_is_refused(copy: Path) -> None:
+    snap = Snapshot(copy)
+    lines = (copy / "history" / "MSFT.csv").read_text().splitlines()
+    lines.insert(len(lines) - 1, _pending_row(snap, "MSFT", "2024-12-30", 0.83))  # before the last bar
+    lines.pop(len(lines) - 3)  # the bar it replaces, so the dates stay increasing
+    _rewrite(copy, "history/MSFT.csv", "\n".join(lines) + "\n")
+    with pytest.raises(InputError, match=r"MSFT\.csv: unparsable history CSV \(empty price cells"):
+        Snapshot(copy).history("MSFT")
