@@ -27,6 +27,7 @@ from finevo.market.snapshot import (
     SnapshotOrigin,
     SymbolData,
     SymbolNotRecorded,
+    split_pending,
     write_snapshot,
 )
 
@@ -171,19 +172,25 @@ def record_snapshot(out_dir: str | os.PathLike[str], symbols: Iterable[str], sta
         raise ValueError(f"empty date range: start {start}, end {end}, as-of {as_of}")
     provider = LiveProvider(symbols, as_of=min(end, as_of), ticker_factory=ticker_factory)
     data: list[SymbolData] = []
+    before_open = False
     for symbol in provider.symbols():
-        raw = _raw_for_snapshot(symbol, provider.history_unadjusted(symbol), start, provider.as_of)
+        # recorded before the open on an ex-dividend date, yfinance ends the history with the day's
+        # dividend in a row of NaN prices: a pending event row, kept apart from the bars
+        raw, pending = split_pending(_raw_for_snapshot(symbol, provider.history_unadjusted(symbol), start,
+                                                       provider.as_of))
+        before_open = before_open or any(ts.date() == provider.as_of for ts in pd.DatetimeIndex(pending.index))
         yearly = provider.income_stmt(symbol, "yearly")
         quarterly = provider.income_stmt(symbol, "quarterly")
         data.append(SymbolData(
             symbol=symbol, history=raw,
             income_yearly=None if yearly.empty else yearly,
             income_quarterly=None if quarterly.empty else quarterly,
-            info=provider.info(symbol), fast_info=provider.fast_info(symbol)))
+            info=provider.info(symbol), fast_info=provider.fast_info(symbol),
+            pending=None if pending.empty else pending))
     version = _yfinance_version()
     origin = SnapshotOrigin(as_of=provider.as_of, synthetic=False,
                             label=f"Recorded from Yahoo Finance via yfinance {version}",
-                            generator=GENERATOR, generator_version=version)
+                            generator=GENERATOR, generator_version=version, before_open=before_open)
     return write_snapshot(
         out_dir, data, origin,
         extra={"start": start.isoformat(), "end": end.isoformat(),

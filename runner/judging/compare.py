@@ -50,6 +50,10 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
            "mismatch_words", "probe_entry", "raised_by_tool", "readings", "refused_value"]
 
 #: Recorded in every report; bump it whenever a rule changes what passes.
+#: 3.17: every task on a dividend payer whose oracle does not read the dividends is judged in a ``preopen``
+#: world too (:meth:`runner.judging.worlds.Worlds._preopen_world`): as recorded at 08:00 on an ex-date,
+#: the day's bar not made yet and its dividend a pending event row, which the shim ends ``history()``
+#: with as yfinance does (prices NaN): a "latest close" from the last row answers NaN there;
 #: 3.16: the ``as_of`` world's reporting lag is drawn from two to three weeks (it was three to six), so
 #: its newest quarter is under four weeks old: a tool that takes "the latest quarter" as the newest one
 #: ended a month before the last session reads the quarter before in every run (it passed a third);
@@ -120,7 +124,7 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
 #: support them (must raise), the dividend window's edge and Wilder's SMA seed as readings,
 #: closed-day as-of worlds; 3.1: flip worlds, threshold boundary probes, RSI warm-up reading;
 #: 3.0: hidden worlds.
-JUDGE_VERSION = "3.16"
+JUDGE_VERSION = "3.17"
 
 #: Runs tool code in the sandbox: ``(code, entry, args) -> ExecutionResult``; may raise a
 #: :class:`~finevo.errors.FinevoError` (an external one when the sandbox itself is unavailable).

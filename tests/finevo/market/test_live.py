@@ -112,3 +112,33 @@ def test_live_provider_serves_the_provider_interface() -> None:
 def test_bad_range_is_rejected(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="empty date range"):
         record_snapshot(tmp_path, ["AAPL"], date(2024, 6, 1), date(2024, 1, 1), ticker_factory=StubTicker)
+
+
+class PreOpenTicker(StubTicker):
+    """SPY on its ex-date 2024-12-20 before the open: yfinance's history ends with the dividend's row,
+    prices NaN, Volume 0 (its ``safe_merge_dfs``), after the last bar of 2024-12-19."""
+
+    def history(self, **kwargs: Any) -> pd.DataFrame:
+        frame = super().history(**{**kwargs, "end": "2024-12-20"})
+        row = self._snap.history_unadjusted(self.symbol).loc["2024-12-20":"2024-12-20"].copy()
+        for column in ("Open", "High", "Low", "Close", "Adj Close"):
+            if column in row.columns:
+                row[column] = float("nan")
+        row["Volume"] = 0
+        row.index = row.index + pd.Timedelta(hours=9, minutes=30)
+        return pd.concat([frame, row[frame.columns]])
+
+
+def test_a_recording_before_the_open_on_an_ex_date_keeps_the_dividend_pending(tmp_path: Path) -> None:
+    """Recorded that morning, the snapshot says so (the sandbox's clock reads 08:00 then): its bars end
+    the session before, and the day's dividend is a pending event row, not a bar with empty prices
+    (which the reader refuses)."""
+    manifest = record_snapshot(tmp_path, ["SPY"], date(2024, 1, 2), date(2024, 12, 20), ticker_factory=PreOpenTicker)
+    assert manifest["before_open"] is True
+    snap = Snapshot(tmp_path)
+    assert snap.before_open and snap.history("SPY").index[-1].strftime("%Y-%m-%d") == "2024-12-19"
+    assert [ts.strftime("%Y-%m-%d") for ts in snap.pending("SPY").index] == ["2024-12-20"]
+    assert snap.dividends("SPY").index[-1].strftime("%Y-%m-%d") == "2024-12-20"
+    plain = record_snapshot(tmp_path / "close", ["SPY"], date(2024, 1, 2), date(2024, 12, 20),
+                            ticker_factory=StubTicker)
+    assert "before_open" not in plain and not Snapshot(tmp_path / "close").before_open
