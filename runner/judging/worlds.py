@@ -284,10 +284,10 @@ class WorldKind(StrEnum):
     PREOPEN = "preopen"
 
 
-#: Oracles that read the dividends themselves: on an ex-date before the open the accepted readings
-#: part on whether that day's dividend is already "paid" (a dividend-sum over the last N years), so
-#: they get no ``preopen`` world.
-EVENT_DAY_ORACLES = frozenset({"dividend_history"})
+#: Oracles that get no ``preopen`` world: the dividend history reads the dividends themselves, and on an
+#: ex-date before the open its accepted readings part on whether that day's dividend is already in "the
+#: last N years"; the statements' figures read no bar, so the world has nothing to tell there.
+NO_PREOPEN_ORACLES = frozenset({"dividend_history", "net_income", "total_revenue"})
 
 
 KIND_ORDER: tuple[WorldKind, ...] = (WorldKind.SEED, WorldKind.AS_OF, WorldKind.EDGE)
@@ -694,30 +694,37 @@ class Worlds:
         return self._write(f"{WorldKind.CLOSURE.value}-{day.isoformat()}", WorldKind.CLOSURE, 0, base,
                            f"as of {day}, a market closure: {gap} calendar days after the last session")
 
-    def preopen_day(self, task: Task) -> date | None:
+    def preopen_day(self, task: Task, argsets: Sequence[Mapping[str, Any]] = ()) -> date | None:
         """The ``preopen`` world's day for ``task``: the latest ex-dividend date of its own stocks within
-        ``AS_OF_BACK_SESSIONS`` of the snapshot's as-of date (None: none of them pays there). For a
-        yes/no task, the latest ex-date with ``MIN_SESSIONS_KEPT`` sessions before it on which its own
-        answer is yes, when one is: a comparison with the NaN close of the pending row is always false,
-        so a tool that reads that row answers no there, right by the coincidence where the answer is no."""
+        ``AS_OF_BACK_SESSIONS`` of the snapshot's as-of date, or where none of them pays (an index, a
+        stock without dividends), of the symbols its probes' argument sets ``argsets`` name (the ETF
+        every task on one symbol is asked about): a tool verified on the index is reused for the ETF
+        (None: no such symbol pays there). For a yes/no task, the latest ex-date with
+        ``MIN_SESSIONS_KEPT`` sessions before it on which its own answer is yes, when one is: a
+        comparison with the NaN close of the pending row is always false, so a tool that reads that
+        row answers no there, right by the coincidence where the answer is no."""
         market = self._base_market().market
         sessions = market.sessions()
         first = sessions[max(0, len(sessions) - 1 - AS_OF_BACK_SESSIONS[1])]
         own = task_symbols(task, [], market.data)
-        every: list[date] = sorted({d for s in own for d in pd.DatetimeIndex(market.dividends(s).index).date
-                                    if d <= sessions[-1]}, reverse=True)
+
+        def ex_dates(symbols: Sequence[str]) -> list[date]:
+            return sorted({d for s in symbols for d in pd.DatetimeIndex(market.dividends(s).index).date
+                           if d <= sessions[-1]}, reverse=True)
+
+        every = ex_dates(own) or ex_dates(task_symbols(task, argsets, market.data))
         if task.output.type == "boolean" and len(sessions) > MIN_SESSIONS_KEPT:
             for day in (d for d in every if d > sessions[MIN_SESSIONS_KEPT]):
                 if _primary(task, before_the_open(market.as_it_stood(own, day), day)[0], {}) is True:
                     return day
         return next((d for d in every if d > first), None)
 
-    def _preopen_world(self, task: Task) -> World | None:
-        """The ``preopen`` world (:attr:`WorldKind.PREOPEN`) for a task whose oracle answers there and
-        does not read the dividends (:data:`EVENT_DAY_ORACLES`); None otherwise."""
-        if task.oracle.name in EVENT_DAY_ORACLES:
+    def _preopen_world(self, task: Task, argsets: Sequence[Mapping[str, Any]]) -> World | None:
+        """The ``preopen`` world (:attr:`WorldKind.PREOPEN`, :meth:`preopen_day`) for a task whose oracle
+        answers there and reads the bars, not the dividends (:data:`NO_PREOPEN_ORACLES`); None otherwise."""
+        if task.oracle.name in NO_PREOPEN_ORACLES:
             return None
-        day = self.preopen_day(task)
+        day = self.preopen_day(task, argsets)
         if day is None:
             return None
         started = time.perf_counter()
@@ -1077,7 +1084,7 @@ class Worlds:
             listing = self._listing_world(task, argsets)
             for extra in (*self._dispersion_worlds(task, symbols, argsets), self._leap_world(task),
                           self._long_world(task), self._closure_world(task), listing, self._rally_world(task),
-                          self._preopen_world(task)):
+                          self._preopen_world(task, argsets)):
                 if extra is not None:
                     worlds.append(extra)
         self._per_task[task.id] = worlds

@@ -1657,18 +1657,21 @@ def test_a_latest_close_from_the_last_row_fails_before_the_open_on_an_ex_dividen
 
 
 @pytest.mark.slow
-def test_the_preopen_world_goes_to_tasks_on_a_payer_whose_oracle_does_not_read_dividends(
-        request: pytest.FixtureRequest) -> None:
-    """Every task on a dividend payer gets the preopen world, but the dividend history (whose readings
-    part on an ex-date of today) and tasks on stocks that pay none (AMZN, TSLA, the index)."""
+def test_the_preopen_world_goes_to_every_task_that_reads_the_bars(request: pytest.FixtureRequest) -> None:
+    """The preopen world falls on the latest ex-date of the task's own stocks, or where they pay none (the
+    index, AMZN, TSLA) of a symbol its probes ask (the ETF); the dividend history (whose readings part on
+    an ex-date of today) and the statements' figures (which read no bar) get none."""
     snapshot = load_snapshot(DATA)
     tasks = {t.id: t for t in load_tasks(TASKS)}
     hidden = Worlds(snapshot, 3, 1, list(tasks.values()))
     request.addfinalizer(hidden.close)
     days = {tid: hidden.preopen_day(t) for tid, t in tasks.items()}
-    assert days["fetch_005"] == date(2024, 12, 20)  # SPY's last ex-date
-    assert days["fetch_004"] is None and days["calc_004"] is None and days["calc_005"] is None
-    assert days["fetch_007"] is not None and hidden._preopen_world(tasks["fetch_007"]) is None
+    assert days["fetch_005"] == date(2024, 12, 20) and days["calc_001"] == date(2024, 11, 8)  # SPY's, AAPL's
+    assert days["fetch_004"] is None and days["calc_004"] is None  # the index and AMZN pay none...
+    assert hidden.preopen_day(tasks["fetch_004"], [{"symbol": "SPY"}]) == date(2024, 12, 20)  # ...the ETF does
+    for tid in ("fetch_007", "fetch_001", "fetch_003", "fetch_006"):
+        assert days[tid] is not None or tid == "fetch_006"
+        assert hidden._preopen_world(tasks[tid], [{"symbol": "SPY"}]) is None, tid
     # a yes/no task's day is one where its own answer is yes (a NaN close compares false)
     assert days["comp_002"] == date(2024, 2, 14)
 
