@@ -289,7 +289,11 @@ def optional_probes(d: _Deriver) -> list[Probe]:
     annualises by 252 whatever it is given fails; a tool without the parameter is not asked."""
     out: list[Probe] = []
     for key, value in measure_options(d.task).items():
-        for new in _numbers(value):
+        # a real parameter (``periods_per_year: float``) is asked at a fractional value first: a tool that
+        # truncates it with int() (365.25 days a year read as 365) fails there, at a whole one it passes
+        model = PARAMS.get(d.task.oracle.name)
+        real = model is not None and model.model_fields[key].annotation is float and value > 0
+        for new in [*(_fractions(value) if real else []), *_numbers(value)]:
             if d.moves({key: new}, key, value):
                 out.append(Probe(args={key: new}, oracle_params={key: new}, declared=(key,),
                                  reason=f"derived: {key}={new}, an optional parameter of the measure moved (asked "

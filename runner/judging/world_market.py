@@ -378,8 +378,11 @@ def before_the_open(market: Market, day: date) -> tuple[Market, str]:
     before the open, an ex-dividend date: ``day``'s bars not made yet, the adjusted closes and quotes
     re-derived from the sessions before it, and each symbol's dividend of ``day`` a *pending event row*
     (:mod:`finevo.market.snapshot`), which yfinance appends to ``history()`` with NaN prices: a tool
-    that reads the last row's close answers NaN there (see :attr:`~runner.judging.worlds.WorldKind.PREOPEN`)."""
-    data, words = [], []
+    that reads the last row's close answers NaN there (see :attr:`~runner.judging.worlds.WorldKind.PREOPEN`).
+    Every other payer went ex-dividend on the session before (one more dividend, of the size of its
+    latest), so its last bar carries a dividend: a tool that drops the rows with a dividend to be rid
+    of the pending one drops that session too, and answers the one before it."""
+    data, words, last = [], [], []
     for item in market.data.values():
         raw = item.history
         index = pd.DatetimeIndex(raw.index)
@@ -387,8 +390,12 @@ def before_the_open(market: Market, day: date) -> tuple[Market, str]:
             data.append(item)
             continue
         dividend = float(raw["Dividends"].iloc[-1])
-        kept = requote(SymbolData(item.symbol, readjust(raw.iloc[:-1]), item.income_yearly, item.income_quarterly,
-                                  item.info, item.fast_info), day)
+        bars = raw.iloc[:-1].copy()
+        paid = bars["Dividends"].to_numpy(dtype=float)
+        if not dividend and paid.any() and paid[-1] == 0:
+            bars.iloc[-1, bars.columns.get_loc("Dividends")] = float(paid[paid != 0][-1])
+            last.append(f"{item.symbol} {index[-2].date()}")
+        kept = requote(restate(replace(item, history=readjust(bars)), day), day)
         if dividend:
             row = raw.iloc[-1:].copy()
             for column in row.columns:
@@ -398,7 +405,8 @@ def before_the_open(market: Market, day: date) -> tuple[Market, str]:
             words.append(f"{item.symbol} {dividend:g}")
         data.append(kept)
     return (Market(data, day, before_open=True),
-            f"as of {day} before the open" + (", ex-dividend: " + ", ".join(words) if words else ""))
+            f"as of {day} before the open" + (", ex-dividend: " + ", ".join(words) if words else "")
+            + (", ex-dividend on the last session: " + ", ".join(last) if last else ""))
 
 
 #: The price columns of a stored history (empty in a pending event row).

@@ -1,7 +1,7 @@
 """Labelled replies through the judge: wrong-but-plausible tools must fail, right variants must pass.
 
-``labelled_replies.jsonl`` holds 174 final tools for the 20 tasks, written without reading the judge's
-tests (145 ``wrong``: each gives the right number on the task's own arguments but is wrong in general
+``labelled_replies.jsonl`` holds 176 final tools for the 20 tasks, written without reading the judge's
+tests (147 ``wrong``: each gives the right number on the task's own arguments but is wrong in general
 -- a hard-coded argument, a clamp, an off-by-one window, answering from fewer data than asked, part
 of a list, a reporting lag or a year length assumed, a window anchored at the last bar instead of
 today...; 29 ``correct``: other accepted conventions or equivalent implementations). Lines 71-83
@@ -67,7 +67,11 @@ and 174 are the class of a tenth blind batch: a "latest close" that reads the la
 and one that drops rows without a close first, right: before the open on an ex-dividend date real
 yfinance ends ``history()`` with the dividend's row, prices NaN (the ``preopen`` world). Lines 68 (a
 latest quote from the last row, fetch_002) and 83 (a divergence over the last N rows, comp_002),
-labelled correct until then, answer NaN or read one session short there, and are labelled wrong. They are
+labelled correct until then, answer NaN or read one session short there, and are labelled wrong. Lines 175
+and 176 are from an eleventh blind batch: 175, a "latest close" that drops every row with a dividend to be
+rid of the pending one, and so the bar of an ex-dividend session too (fetch_005: the preopen world's other
+payers went ex-dividend on its last session); 176, ``periods_per_year`` truncated with ``int()`` (calc_005:
+a real optional parameter is probed at a fraction). They are
 judged as the gate judges a final tool (``scripts/judge_replies.py``), in five seeds' probes and hidden
 worlds.
 """
@@ -111,7 +115,7 @@ def test_wrong_replies_fail_and_right_ones_pass(seeds: str, judge_seed_contexts:
     unexpected = [f for f in found if f[3] == "FALSE PASS" and int(f[1]) not in KNOWN_FALSE_PASSES]
     assert not unexpected, unexpected
     summary = stdout.splitlines()[-1]
-    assert summary.startswith(f"174 replies x {len(seed_range(seeds))} seed(s)"), summary
+    assert summary.startswith(f"176 replies x {len(seed_range(seeds))} seed(s)"), summary
 
 
 def test_the_chunks_judge_the_labelled_replies_in_five_seeds_each_once() -> None:

@@ -714,6 +714,12 @@ def test_an_optional_parameter_of_the_measure_is_probed_only_in_a_tool_that_decl
     judged = task.model_copy(update={"probes": probes_for(task, snapshot, seed=1)})
     [optional] = [p for p in judged.probes if p.declared]
     assert optional.declared == ("periods_per_year",) and optional.args["periods_per_year"] != 252
+    # a real parameter is asked at a fraction first: 365.25 days a year truncated to 365 moves the answer
+    assert optional.args["periods_per_year"] % 1
+    truncating = _reference("calc_005").replace("math.sqrt(periods_per_year)", "math.sqrt(int(periods_per_year))")
+    assert truncating != _reference("calc_005")
+    result = _judge_in_sandbox(judged, truncating, task_runner, snapshot)
+    assert result.state == "fail" and "periods_per_year=" in result.reason, result.reason
     # annualised by a constant whatever periods_per_year says (read, so the source alone does not tell:
     # runner/judging/unread_params.py): right for the task, wrong for the probe
     ignoring = _reference("calc_005").replace("math.sqrt(periods_per_year)",
