@@ -275,12 +275,13 @@ class WorldKind(StrEnum):
     #: answers and fails (:meth:`Worlds._listing_world`). One world per such task, its own. A task that
     #: reads an RSI gets one too, its own stocks listed in a rally (:meth:`Worlds._rally_world`).
     LISTING = "listing"
-    #: A task on a dividend payer gets one more: the run's snapshot as recorded before the open on the
-    #: latest ex-dividend date of its own stocks (:func:`~runner.judging.world_market.before_the_open`):
-    #: the clock on a trading day at 08:00, the last bar the session before, and the day's dividend a
-    #: pending event row, which real yfinance ends ``history()`` with (NaN prices, Volume 0). A tool
-    #: that reads the last row's close, or counts the last N rows as sessions, answers NaN or one
-    #: session short there, as it does on real data that morning (:meth:`Worlds._preopen_world`).
+    #: Every task whose oracle reads the bars gets one more: the run's snapshot as recorded before the
+    #: open on the latest ex-dividend date of its own stocks, or of its probes' where its own pay none
+    #: (:meth:`Worlds.preopen_day`, :func:`~runner.judging.world_market.before_the_open`): the clock on a
+    #: trading day at 08:00, the last bar the session before, and the day's dividend a pending event
+    #: row, which real yfinance ends ``history()`` with (NaN prices, Volume 0). A tool that reads the
+    #: last row's close, or counts the last N rows as sessions, answers NaN or one session short there,
+    #: as it does on real data that morning (:meth:`Worlds._preopen_world`).
     PREOPEN = "preopen"
 
 
