@@ -45,6 +45,7 @@ import pandas as pd
 
 from finevo.market import frozen_clock
 from finevo.market.provider import MarketProvider
+from finevo.market.snapshot import PRICED_COLUMNS
 
 if TYPE_CHECKING:
     from finevo.jsontypes import JSONObject
@@ -57,7 +58,6 @@ BEFORE_OPEN = dtime(8, 0)
 VALID_PERIODS = ("1d", "5d", "1mo", "3mo", "6mo", "1y", "2y", "5y", "10y", "ytd", "max")
 _PERIOD_RE = re.compile(r"^([1-9]\d*)(d|wk|mo|y)$")
 _ACTION_COLUMNS = ("Dividends", "Stock Splits", "Capital Gains")
-_PRICE_NAMES = frozenset({"Open", "High", "Low", "Close", "Adj Close"})
 
 
 class ReplayDataError(Exception):
@@ -250,8 +250,8 @@ def _with_events(frame: pd.DataFrame, pending: pd.DataFrame | None, query: _Pric
         rows[actions] = rows[actions].fillna(0.0)
         out = pd.concat([frame, rows])
         out["Volume"] = out["Volume"].fillna(0).astype("int64")
-    prices = sorted(c for c in out.columns if c in _PRICE_NAMES)
-    return out[prices + [c for c in out.columns if c not in _PRICE_NAMES]]
+    prices = sorted(c for c in out.columns if c in PRICED_COLUMNS)
+    return out[prices + [c for c in out.columns if c not in PRICED_COLUMNS]]
 
 
 # --------------------------------------------------------------------------- fast_info
@@ -366,7 +366,7 @@ class Ticker:
             frame = frame.drop(columns=[c for c in _ACTION_COLUMNS if c in frame.columns])
         frame = _with_events(frame, self._pending(), query)
         if query.rounding:
-            prices = [c for c in ("Open", "High", "Low", "Close", "Adj Close") if c in frame.columns]
+            prices = [c for c in PRICED_COLUMNS if c in frame.columns]
             frame[prices] = frame[prices].round(2)
         return frame
 

@@ -58,6 +58,8 @@ MANIFEST = "manifest.json"
 SIGNIFICANT_DIGITS = 10
 FLOAT_FORMAT = f"%.{SIGNIFICANT_DIGITS}g"
 PRICE_COLUMNS: tuple[str, ...] = ("Open", "High", "Low", "Close")
+#: Every column a bar prices, ``Adj Close`` too: all of them empty in a pending event row.
+PRICED_COLUMNS: tuple[str, ...] = (*PRICE_COLUMNS, "Adj Close")
 #: Columns of a stored history file, in yfinance's order (``Capital Gains`` only for ETFs/funds).
 RAW_HISTORY_COLUMNS: tuple[str, ...] = ("Open", "High", "Low", "Close", "Adj Close", "Volume",
                                         "Dividends", "Stock Splits")
@@ -394,12 +396,12 @@ class Snapshot:
         return self._pending[symbol].copy()
 
     def dividends(self, symbol: str) -> pd.Series:
-        self._raw_history(symbol)
-        return event_amounts(self._raw[symbol], self._pending[symbol], "Dividends")
+        bars = self._raw_history(symbol)  # parses the pending rows too
+        return event_amounts(bars, self._pending[symbol], "Dividends")
 
     def splits(self, symbol: str) -> pd.Series:
-        self._raw_history(symbol)
-        return event_amounts(self._raw[symbol], self._pending[symbol], "Stock Splits")
+        bars = self._raw_history(symbol)
+        return event_amounts(bars, self._pending[symbol], "Stock Splits")
 
     def income_stmt(self, symbol: str, freq: Freq = "yearly") -> pd.DataFrame:
         if freq not in ("yearly", "quarterly"):
@@ -431,7 +433,7 @@ class Snapshot:
             # one block per dtype (a copy consolidates): the replay shim copies windows of it, and a
             # copy of rows spread over a block per column costs twice as much, on every call
             bars, pending = split_pending(self._parse_history(rel, self._blobs[rel]))
-            if bars[[*list(PRICE_COLUMNS), "Adj Close"]].isna().any().any():
+            if bars[list(PRICED_COLUMNS)].isna().any().any():
                 raise InputError(f"{self.path / rel}: unparsable history CSV (empty price cells before "
                                  "the last priced bar: only pending event rows may follow it)")
             self._pending[symbol] = pending
@@ -489,7 +491,7 @@ def split_pending(raw: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``raw`` bars cut into the priced bars and the pending event rows that follow the last of them:
     rows with every price empty, ``Volume`` 0 and a dividend or split. Other rows are left with the
     bars, where an empty cell is the caller's error to report."""
-    prices = raw[[*list(PRICE_COLUMNS), "Adj Close"]].isna().all(axis=1).to_numpy()
+    prices = raw[list(PRICED_COLUMNS)].isna().all(axis=1).to_numpy()
     events = (raw["Volume"].to_numpy() == 0) & ((raw["Dividends"] != 0) | (raw["Stock Splits"] != 0)).to_numpy()
     tail = len(raw)
     while tail > 0 and prices[tail - 1] and events[tail - 1]:
@@ -501,8 +503,7 @@ def event_amounts(bars: pd.DataFrame, pending: pd.DataFrame | None, column: str)
     """The non-zero ``column`` (``Dividends``, ``Stock Splits``) of the bars and the pending event
     rows after them, as yfinance's ``dividends`` / ``splits`` list them."""
     frames = [bars] if pending is None or pending.empty else [bars, pending]
-    series = pd.concat([f.loc[f[column] != 0, column] for f in frames]) if len(frames) > 1 \
-        else bars.loc[bars[column] != 0, column].copy()
+    series = pd.concat([f.loc[f[column] != 0, column] for f in frames])
     series.name = column
     return series
 

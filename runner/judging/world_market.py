@@ -19,7 +19,15 @@ import numpy as np
 import pandas as pd
 
 from finevo.jsontypes import JSONObject, JSONValue
-from finevo.market.snapshot import EXCHANGE_TZ, Snapshot, SymbolData, SymbolNotRecorded, auto_adjust, event_amounts
+from finevo.market.snapshot import (
+    EXCHANGE_TZ,
+    PRICED_COLUMNS,
+    Snapshot,
+    SymbolData,
+    SymbolNotRecorded,
+    auto_adjust,
+    event_amounts,
+)
 from finevo.market.synthetic import quote_book
 from runner.judging.world_calendar import EARLIER_YEARS
 from runner.judging.world_calendar import sessions as deep_sessions
@@ -399,7 +407,7 @@ def before_the_open(market: Market, day: date) -> tuple[Market, str]:
         if dividend:
             row = raw.iloc[-1:].copy()
             for column in row.columns:
-                row[column] = 0 if column == "Volume" else (np.nan if column in _PRICES else 0.0)
+                row[column] = 0 if column == "Volume" else (np.nan if column in PRICED_COLUMNS else 0.0)
             row["Dividends"] = dividend
             kept.pending = row
             words.append(f"{item.symbol} {dividend:g}")
@@ -407,10 +415,6 @@ def before_the_open(market: Market, day: date) -> tuple[Market, str]:
     return (Market(data, day, before_open=True),
             f"as of {day} before the open" + (", ex-dividend: " + ", ".join(words) if words else "")
             + (", ex-dividend on the last session: " + ", ".join(last) if last else ""))
-
-
-#: The price columns of a stored history (empty in a pending event row).
-_PRICES = frozenset({"Open", "High", "Low", "Close", "Adj Close"})
 
 
 @dataclass(frozen=True)
@@ -1018,7 +1022,7 @@ def lengthen(market: Market, start: date, rng: np.random.Generator,
         index = pd.DatetimeIndex(pd.to_datetime(days)).tz_localize(raw.index.tz).rename(raw.index.name)
         block = pd.DataFrame(index=index)
         for column in raw.columns:
-            if column in ("Open", "High", "Low", "Close", "Adj Close"):
+            if column in PRICED_COLUMNS:
                 ratio = raw[column if column != "Adj Close" else "Close"].to_numpy(dtype=float)[picks] / close[picks]
                 block[column] = (closes * ratio).round(2)
             elif column == "Volume":
