@@ -50,6 +50,9 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
            "mismatch_words", "probe_entry", "raised_by_tool", "readings", "refused_value"]
 
 #: Recorded in every report; bump it whenever a rule changes what passes.
+#: 3.18: every task reading price levels over a window (a highest close, a moving average, a drawdown, a
+#: portfolio return) is judged in a ``halted`` world too (:func:`runner.judging.world_shapes.halted_window_market`):
+#: its symbols halted over its longest window after a fall, where a tool dropping repeated bars reads the fall;
 #: 3.17: every task on a dividend payer whose oracle does not read the dividends is judged in a ``preopen``
 #: world too (:meth:`runner.judging.worlds.Worlds._preopen_world`): as recorded at 08:00 on an ex-date,
 #: the day's bar not made yet and its dividend a pending event row, which the shim ends ``history()``
@@ -124,7 +127,7 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
 #: support them (must raise), the dividend window's edge and Wilder's SMA seed as readings,
 #: closed-day as-of worlds; 3.1: flip worlds, threshold boundary probes, RSI warm-up reading;
 #: 3.0: hidden worlds.
-JUDGE_VERSION = "3.17"
+JUDGE_VERSION = "3.18"
 
 #: Runs tool code in the sandbox: ``(code, entry, args) -> ExecutionResult``; may raise a
 #: :class:`~finevo.errors.FinevoError` (an external one when the sandbox itself is unavailable).

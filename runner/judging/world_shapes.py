@@ -697,6 +697,42 @@ def flat_market(task: Task, market: Market, symbols: Sequence[str],
     return None if flat is None else (flat, shape)
 
 
+#: The oracles that read price levels over a window of sessions and stay defined over a halt (a
+#: highest close, a moving average, a drawdown, a return): a halted stock's flat bars are sessions of
+#: the window like any other. A tool that drops repeated bars (``drop_duplicates()`` on the frame, a
+#: filter on unchanged closes) reads a window that reaches back before the halt, into the fall.
+HALT_WINDOW_ORACLES = frozenset({"max_close", "moving_average", "max_drawdown", "portfolio_return"})
+
+
+@dataclass(frozen=True)
+class Halted(Halt):
+    """A :class:`Halt` over the task's longest window (:func:`halted_window_market`): what it shows is
+    that every flat bar counts as a session."""
+
+    def label(self) -> str:
+        return (f"a trading halt over the last {self.window} sessions (flat bars, Volume 0) after "
+                f"{self.fall_sessions} sessions falling {self.fall:.1%} a day: each flat bar is a session "
+                "of the window")
+
+
+def halted_window_market(task: Task, market: Market, symbols: Sequence[str],
+                         argsets: Sequence[Mapping[str, Any]] = ()) -> tuple[Market, Halted] | None:
+    """For a task that reads price levels over a window (:data:`HALT_WINDOW_ORACLES`), ``symbols``
+    halted over its own longest window after a fall (:class:`Halt`): the highest close, the averages,
+    the drawdown and the return over that window are the halted price's (a return of zero), while a
+    window that drops the repeated bars reaches the higher closes of the fall. None for another task,
+    a window under 3 sessions, histories too short for it, or no answer of the oracle there.
+    ``argsets`` is unused: the probes' windows read the fall and the history before it as they are."""
+    del argsets
+    windows = window_args({**task.oracle.params, **task.intent.args}).values()
+    if task.oracle.name not in HALT_WINDOW_ORACLES or not windows or max(windows) < 3:
+        return None
+    shape = Halted(max(windows))
+    halted = _with_histories(task, market, lambda item: _halted(item.history, shape)
+                             if item.symbol in symbols else None)
+    return None if halted is None else (halted, shape)
+
+
 def _reached_windows(task: Task, argsets: Sequence[Mapping[str, Any]]) -> list[int]:
     """The windows of ``task``'s own arguments and of its probes' ``argsets``, up to :data:`FLAT_REACH`
     times its own longest, in order; none when its own are all under 3 sessions."""

@@ -102,6 +102,7 @@ from runner.judging.world_market import (
     weekly_fiscal_calendar,
 )
 from runner.judging.world_shapes import (
+    HALT_WINDOW_ORACLES,
     LEVEL_SPREAD_ORACLES,
     QUIET_ORACLES,
     Reshape,
@@ -112,6 +113,7 @@ from runner.judging.world_shapes import (
     flat_market,
     flip_market,
     halted_market,
+    halted_window_market,
     near_misses,
     quiet_market,
     reshape,
@@ -1003,18 +1005,21 @@ class Worlds:
         others = [s for s in symbols if s in base.data and s not in own]
         return self._shaped_world(task, lambda: halted_market(task, base, own, others), "-halt")
 
-    def _dispersion_worlds(self, task: Task, symbols: Sequence[str],
-                           argsets: Sequence[Mapping[str, Any]]) -> list[World | None]:
-        """For a task measuring a dispersion over a window, worlds of the run's snapshot whose symbols
-        the task reads are reshaped over its longest window: halted, for the spread of price levels
-        (Bollinger's bands: :func:`flat_market`, where a one-pass variance misses the zero spread by its
-        rounding -- a negative variance, whose root raises or is NaN, or a positive one); trading
-        quietly, for the dispersion of returns (a volatility, a correlation: :func:`quiet_market`, a
-        small dispersion, still a defined measure, which a tool that takes it for none refuses)."""
+    def _window_worlds(self, task: Task, symbols: Sequence[str],
+                       argsets: Sequence[Mapping[str, Any]]) -> list[World | None]:
+        """For a task measuring a window of sessions, worlds of the run's snapshot whose symbols the task
+        reads are reshaped over its longest window: halted, for the spread of price levels (Bollinger's
+        bands: :func:`flat_market`, where a one-pass variance misses the zero spread by its rounding --
+        a negative variance, whose root raises or is NaN, or a positive one); trading quietly, for the
+        dispersion of returns (a volatility, a correlation: :func:`quiet_market`, a small dispersion,
+        still a defined measure, which a tool that takes it for none refuses); halted after a fall, for
+        the levels a window reads (a highest close, an average, a drawdown, a return:
+        :func:`halted_window_market`, where a tool that drops the repeated bars reads into the fall)."""
         def reshaped(make: Callable[..., tuple[Market, Any] | None]) -> Callable[[], tuple[Market, Any] | None]:
             return lambda: make(task, self._shaped_base(), symbols, argsets)
 
-        shapes = ((LEVEL_SPREAD_ORACLES, flat_market, "-flat"), (QUIET_ORACLES, quiet_market, "-quiet"))
+        shapes = ((LEVEL_SPREAD_ORACLES, flat_market, "-flat"), (QUIET_ORACLES, quiet_market, "-quiet"),
+                  (HALT_WINDOW_ORACLES, halted_window_market, "-halted"))
         return [self._shaped_world(task, reshaped(make), suffix) for oracles, make, suffix in shapes
                 if task.oracle.name in oracles]  # no other task builds the shaped snapshot for them
 
@@ -1083,7 +1088,7 @@ class Worlds:
                 worlds.append(halt)
         if worlds:
             listing = self._listing_world(task, argsets)
-            for extra in (*self._dispersion_worlds(task, symbols, argsets), self._leap_world(task),
+            for extra in (*self._window_worlds(task, symbols, argsets), self._leap_world(task),
                           self._long_world(task), self._closure_world(task), listing, self._rally_world(task),
                           self._preopen_world(task, argsets)):
                 if extra is not None:

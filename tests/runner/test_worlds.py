@@ -1487,6 +1487,46 @@ def test_a_level_spread_is_judged_in_a_flat_world_where_a_one_pass_variance_roun
 
 
 @pytest.mark.slow
+def test_a_window_of_levels_is_judged_in_a_halted_world_where_every_flat_bar_is_a_session(env: Env) -> None:
+    """fetch_008 (the highest close over N sessions) gets a world whose symbols are halted over its
+    window after a fall: the highest close is the halted price. A tool that drops repeated bars
+    (``drop_duplicates()``) keeps one flat bar and reads N - 1 sessions of the fall before it, higher
+    closes, and fails there in every run; the reference passes."""
+    task = env.judged["fetch_008"]
+    world = next(w for w in env.worlds.for_task(task, [p.oracle_params for p in task.probes])
+                 if w.name.endswith("fetch_008-halted"))
+    days, symbol = task.intent.args["days"], task.intent.args["symbol"]
+    bars = world.provider.history(symbol)
+    window, before = bars.iloc[-days:], bars["Close"].astype(float).iloc[-days - 14:-days - 1]
+    price = float(window["Close"].iloc[-1])
+    assert (window["Volume"] == 0).all() and (window[["Open", "High", "Low", "Close"]] == price).all().all()
+    assert (before > price).all()  # the fall the halt came after (its last close the halted price)
+    assert set(expected_values(env.tasks["fetch_008"], world.provider).values()) == {price}
+    deduplicated = edited("fetch_008", '["Close"].dropna()', '.drop_duplicates()["Close"].dropna()')
+    verdict, alone = env.judge("fetch_008", deduplicated)
+    assert alone, "right on the snapshot, where no two bars repeat"
+    assert verdict.state == "fail", verdict.reason
+    assert display_name(world) in [w.world for w in verdict.worlds if w.state == "fail"], verdict.reason
+    assert env.judge("fetch_008", reference("fetch_008"))[0].state == "pass"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task_id", ["calc_002", "calc_007", "comp_003"])
+def test_every_task_reading_levels_over_a_window_gets_a_halted_world(env: Env, task_id: str) -> None:
+    """The moving average, the drawdown and the portfolio return read a window of levels too: each gets
+    the halted world, its own symbols flat over its longest window, with an answer there."""
+    task = env.judged[task_id]
+    world = next(w for w in env.worlds.for_task(task, [p.oracle_params for p in task.probes])
+                 if w.name.endswith(f"{task_id}-halted"))
+    longest = max(window_args({**task.oracle.params, **task.intent.args}).values())
+    args = task.intent.args
+    for symbol in args.get("symbols") or [args["symbol"]]:
+        flat = world.provider.history(symbol).iloc[-longest:]
+        assert (flat["Volume"] == 0).all() and flat["Close"].nunique() == 1, symbol
+    assert expected_values(env.tasks[task_id], world.provider)
+
+
+@pytest.mark.slow
 def test_a_dispersion_of_returns_is_judged_in_a_quiet_world_where_a_small_one_is_still_defined(env: Env) -> None:
     """calc_008 (a correlation of daily returns) gets a world whose symbols trade quietly over its probes'
     windows: their daily returns spread by QUIET_STD (a short-term bond fund's), signs kept, every bar
