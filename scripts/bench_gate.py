@@ -82,9 +82,18 @@ class _Executions:
 
     def install(self) -> None:
         executions = self
+        # A warm sandbox hands a run in a world it cannot see to the one that can, through that one's
+        # ``_execute``: only the outermost call of a thread is counted, or such a run counts twice.
+        inside = threading.local()
         for backend in (backends.WarmSandbox, backends.SubprocessSandbox):
             def counted(sandbox: Any, *args: Any, _run: Any = backend._execute, **kwargs: Any) -> Any:
-                result = _run(sandbox, *args, **kwargs)
+                if getattr(inside, "depth", 0):
+                    return _run(sandbox, *args, **kwargs)
+                inside.depth = 1
+                try:
+                    result = _run(sandbox, *args, **kwargs)
+                finally:
+                    inside.depth = 0
                 with executions._lock:
                     executions.cpu.append(float((result.details or {}).get("cpu_s") or 0.0))
                 return result
