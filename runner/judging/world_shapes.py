@@ -7,21 +7,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from finevo.errors import InputError
 from finevo.jsontypes import JSONValue
 from finevo.market.provider import MarketProvider
-from finevo.market.snapshot import SIGNIFICANT_DIGITS, SymbolData
+from finevo.market.snapshot import FLOAT_FORMAT, SIGNIFICANT_DIGITS, SymbolData
 from runner.inputs.tasks import Task
 from runner.judging.compare import compare
 from runner.judging.oracle import caching, compute, expected_values
 from runner.judging.world_market import Market, Spike, _events, readjust, requote, restate
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 _YEAR_LIKE = 1900
 
@@ -246,6 +244,82 @@ def flip_market(task: Task, market: Market, symbols: Sequence[str], answer: Any,
         value = _primary(task, candidate, {})
         if value is not None and value != answer:
             return reshape(market, shape, symbols), shape
+    return None
+
+
+#: Ex-dividends :func:`dividend_flip_market` tries, as fractions of the close before: a special dividend
+#: (a few percent of the price, as companies pay out of a windfall), larger than most tails' margins.
+DIVIDEND_FLIP_FRACTIONS = (0.05,)
+
+
+@dataclass(frozen=True)
+class DividendFlip:
+    """A :class:`Reshape` of a payer's last bars (its adjusted closes) with an ex-dividend of ``fraction``
+    of the close before at the middle of the task's longest window (:func:`_ex_dividend`): the quoted
+    closes before it stand higher by the dividend, so an answer read from quoted closes (a moving
+    average, a momentum of ``auto_adjust=False`` prices) parts from the adjusted reading."""
+
+    shape: Reshape
+    fraction: float
+
+    def label(self) -> str:
+        return (f"{self.shape.label()}; an ex-dividend of {self.fraction:.0%} at the middle of the last "
+                f"{self.shape.window} sessions, which the answer read from quoted closes does not survive")
+
+
+def _quoted(market: Market) -> Market:
+    """``market`` read as quoted: each symbol's dividends dropped, so its adjusted closes are its quoted
+    ones -- what the oracle answers for a tool that takes ``auto_adjust=False`` closes for the prices."""
+    data = []
+    for item in market.data.values():
+        raw = item.history
+        if "Dividends" in raw.columns and (raw["Dividends"].to_numpy(dtype=float) != 0).any():
+            raw = raw.copy()
+            raw["Dividends"] = 0.0
+            item = SymbolData(item.symbol, readjust(raw), item.income_yearly, item.income_quarterly, item.info,
+                              item.fast_info)
+        data.append(item)
+    return Market(data, market.as_of)
+
+
+def _paying(market: Market, shape: DividendFlip, symbols: Iterable[str], *, quotes: bool = True) -> Market:
+    """``market`` reshaped by ``shape.shape`` with its ex-dividend, on the payers among ``symbols``."""
+    reshaped = reshape(market, shape.shape, symbols, quotes=False)
+    chosen, span = set(symbols), shape.shape.LEAD + shape.shape.window
+    data = []
+    for item in reshaped.data.values():
+        raw = item.history
+        if item.symbol not in chosen or span >= len(raw):  # not reshaped either
+            data.append(item)
+            continue
+        paid = SymbolData(item.symbol, readjust(_ex_dividend(raw, len(raw) - shape.shape.window, shape.fraction)),
+                          item.income_yearly, item.income_quarterly, item.info, item.fast_info)
+        data.append(requote(paid, market.as_of) if quotes else paid)
+    return Market(data, market.as_of)
+
+
+def dividend_flip_market(task: Task, market: Market, symbols: Sequence[str],
+                         budget: int = 200) -> tuple[Market, DividendFlip] | None:
+    """For a yes/no task on a dividend payer, a reshaping of its own payers' last bars (the tails
+    :func:`flip_market` tries) with an ex-dividend at the middle of its longest window, in which the
+    answer read from quoted closes is no accepted answer while the adjusted reading has one; None
+    when the task's symbols pay nothing or none of the first ``budget`` tails parts the two."""
+    own = Market([market.data[s] for s in symbols if s in market.data], market.as_of)
+    payers = [s for s, item in own.data.items()
+              if "Dividends" in item.history.columns and (item.history["Dividends"].to_numpy(dtype=float) != 0).any()]
+    windows = list(window_args({**task.oracle.params, **task.intent.args}).values())
+    if not payers or not windows:
+        return None
+    for tried, tail in enumerate(reshapes([max(windows)])):
+        if tried >= budget:
+            break
+        for fraction in DIVIDEND_FLIP_FRACTIONS:
+            shape = DividendFlip(tail, fraction)
+            candidate = _paying(own, shape, payers, quotes=False)  # the oracle reads bars only
+            accepted = _values(task, candidate, {})
+            quoted = _primary(task, _quoted(candidate), {}) if accepted else None
+            if quoted is not None and not _matches_any(task, quoted, accepted):
+                return _paying(market, shape, payers), shape
     return None
 
 
@@ -508,17 +582,49 @@ def _cent_above(raw: pd.DataFrame, window: int) -> pd.DataFrame:
     return _tied(readjust(raw), window, CENT_ABOVE)
 
 
+#: The edges :func:`zigzag_market` tries, in order (each a rise's excess over the fall that follows it).
+_ZIGZAG_EDGES = tuple(0.005 + 1e-5 * k for k in range(24))
+
+
+def _compounds_above(market: Market, symbols: Iterable[str], window: int) -> bool:
+    """Whether, for each of ``symbols``, the tied window's daily returns compounded the usual ways in
+    floating point -- ``(1 + pct_change()).prod()`` and ``.cumprod()``'s last, on the adjusted closes as a
+    snapshot file stores them (:data:`~finevo.market.snapshot.FLOAT_FORMAT`) -- come out above 1, though
+    the last close equals the first to the last bit: a tool that reads "the price rose" from them
+    answers a rise there."""
+    for symbol in symbols:
+        if symbol not in market.data:
+            continue
+        stored = [float(FLOAT_FORMAT % v) for v in market.history(symbol)["Close"].to_numpy(dtype=float)[-window:]]
+        growth = 1 + pd.Series(stored).pct_change().dropna()
+        if not (float(growth.prod()) > 1.0 and float(growth.cumprod().iloc[-1]) > 1.0):
+            return False
+    return True
+
+
 def zigzag_market(task: Task, market: Market, symbols: Sequence[str]) -> tuple[Market, Zigzag] | None:
     """For a yes/no task, a zigzag over its longest window (:class:`Zigzag`) of its symbols, when the
-    oracle answers it; None when the task has no window of at least 3 sessions or no answer there."""
+    oracle answers it; None when the task has no window of at least 3 sessions or no answer there.
+    Of :data:`_ZIGZAG_EDGES`, the first whose tie the task's own symbols compound above 1 in floating
+    point (:func:`_compounds_above`), so that a rise read from compounded returns is caught in every
+    run, not in the runs whose rounding happens to fall that way; else the first edge."""
     windows = sorted(window_args({**task.oracle.params, **task.intent.args}).values(), reverse=True)
     if not windows or windows[0] < 3:
         return None
-    shape = Zigzag(windows[0])
     own = Market([market.data[s] for s in symbols if s in market.data], market.as_of)
-    if _primary(task, zigzag(own, shape, symbols), {}) is None:
-        return None
-    return zigzag(market, shape, symbols), shape
+    subjects = task_symbols(task, [], own.data)
+    chosen: Zigzag | None = None
+    for edge in _ZIGZAG_EDGES:
+        shape = Zigzag(windows[0], edge=edge)
+        drawn = zigzag(own, shape, symbols)
+        if _primary(task, drawn, {}) is None:
+            return None
+        chosen = chosen or shape
+        if _compounds_above(drawn, subjects, windows[0]):
+            chosen = shape
+            break
+    assert chosen is not None
+    return zigzag(market, chosen, symbols), chosen
 
 
 #: The finest grid a halted price is put on (a multiple of 2**-6, coarser for a price of five digits

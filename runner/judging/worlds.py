@@ -108,6 +108,7 @@ from runner.judging.world_shapes import (
     Reshape,
     _primary,
     choose,
+    dividend_flip_market,
     edge_spikes,
     first_spikes,
     flat_market,
@@ -1005,6 +1006,16 @@ class Worlds:
         others = [s for s in symbols if s in base.data and s not in own]
         return self._shaped_world(task, lambda: halted_market(task, base, own, others), "-halt")
 
+    def _dividend_world(self, task: Task) -> World | None:
+        """For a yes/no task on a dividend payer, a world of the run's snapshot whose own payers' last bars
+        are reshaped with a special ex-dividend at the middle of the task's longest window
+        (:func:`dividend_flip_market`): the answer read from quoted closes (``auto_adjust=False``, or
+        ``Close`` taken from ``actions=True`` bars unadjusted) is no accepted one there, in every run,
+        where a small dividend on the snapshot's data decides nothing."""
+        base = self._shaped_base()
+        own = task_symbols(task, [], base.data)
+        return self._shaped_world(task, lambda: dividend_flip_market(task, base, own), "-dividend")
+
     def _window_worlds(self, task: Task, symbols: Sequence[str],
                        argsets: Sequence[Mapping[str, Any]]) -> list[World | None]:
         """For a task measuring a window of sessions, worlds of the run's snapshot whose symbols the task
@@ -1086,6 +1097,9 @@ class Worlds:
             halt = self._halt_world(task, symbols)
             if halt is not None:
                 worlds.append(halt)
+            paid = self._dividend_world(task)
+            if paid is not None:
+                worlds.append(paid)
         if worlds:
             listing = self._listing_world(task, argsets)
             for extra in (*self._window_worlds(task, symbols, argsets), self._leap_world(task),

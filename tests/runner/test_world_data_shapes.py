@@ -234,3 +234,26 @@ def test_recorded_shapes_are_reproducible_from_the_rng(snapshot: Snapshot) -> No
     for symbol in STOCKS:
         info = a.data[symbol].info
         assert info["regularMarketPrice"] == float(a.data[symbol].history["Close"].iloc[-1])
+
+
+@pytest.mark.parametrize("task_id", ["comp_001", "comp_002"])
+def test_a_zigzag_tie_compounds_above_one_in_floating_point_for_the_tasks_own_symbol(snapshot: Snapshot,
+                                                                                    task_id: str) -> None:
+    """The zigzag world's tie (the last close equal to the window's first to the last bit) is drawn
+    with an edge whose daily returns, compounded in floating point on the closes as stored, come out
+    above 1: a tool reading "the price rose" from ``(1 + pct_change()).prod()`` says so there in every
+    run, not only where the data's rounding happens to fall that way."""
+    from runner.judging.world_market import read_market
+    from runner.judging.world_shapes import _compounds_above, task_symbols, window_args, zigzag_market
+
+    task = next(t for t in load_tasks(TASKS) if t.id == task_id)
+    market = read_market(snapshot)
+    own = task_symbols(task, [], market.data)
+    found = zigzag_market(task, market, own)
+    assert found is not None
+    drawn, shape = found
+    window = max(window_args({**task.oracle.params, **task.intent.args}).values())
+    for symbol in own:
+        closes = drawn.history(symbol)["Close"].to_numpy(dtype=float)[-window:]
+        assert closes[-1] == closes[0], symbol
+    assert _compounds_above(drawn, own, window)

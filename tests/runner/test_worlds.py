@@ -1380,8 +1380,8 @@ def test_a_yes_no_task_is_judged_in_a_zigzag_world_where_summed_returns_part_fro
     close ends exactly where the window's first close is (a tie, to the last bit of the adjusted
     close; one close further back it is level too), volume falling. The oracle says False (the close
     did not rise); a tool that reads "price up" from the mean daily return says True there and fails,
-    and so does one that counts a tie as a rise (``>=``), in every run (the world does not depend on
-    the seed's draw)."""
+    and so does one that counts a tie as a rise (``>=``) or compounds the daily returns (rounding above
+    1), in every run (the world does not depend on the seed's draw)."""
     task = env.judged["comp_002"]
     world = next(w for w in env.worlds.for_task(task, [p.oracle_params for p in task.probes])
                  if w.kind is WorldKind.FLIP and "zigzag" in w.perturbation)
@@ -1391,7 +1391,12 @@ def test_a_yes_no_task_is_judged_in_a_zigzag_world_where_summed_returns_part_fro
         assert float(closes.pct_change().sum()) > 0 >= float(closes.iloc[-1] / closes.iloc[0] - 1)
     closes = world.provider.history("MSFT")["Close"].tail(30)
     assert float(closes.iloc[-1]) == float(closes.iloc[0])
-    for wrong in ("price_up = float(np.mean(np.diff(closes) / closes[:-1])) > 0", "price_up = closes[-1] >= closes[0]"):
+    # compounded in floating point, the tied window's returns come out above 1 (the world picks an edge
+    # whose rounding falls that way), so a rise read from them is caught in every run too
+    growth = 1 + closes.pct_change().dropna()
+    assert float(growth.prod()) > 1.0 and float(growth.cumprod().iloc[-1]) > 1.0
+    for wrong in ("price_up = float(np.mean(np.diff(closes) / closes[:-1])) > 0", "price_up = closes[-1] >= closes[0]",
+                  'price_up = float((1 + window["Close"].pct_change().dropna()).prod()) > 1'):
         verdict, base = env.judge("comp_002", edited("comp_002", "price_up = closes[-1] > closes[0]", wrong))
         assert base and verdict.state == "fail", (wrong, verdict.reason)
         failed = [w for w in verdict.worlds if w.state == "fail"]
@@ -1448,6 +1453,35 @@ def test_a_probe_symbol_in_the_halt_world_resumes_with_averages_apart_by_less_th
     assert env.run(reference("comp_001"), "ma_cross_rsi_signal", args, str(world.path)).value is True
     verdict, base = env.judge("comp_001", rounding)
     assert base and verdict.state == "fail", verdict.reason
+
+
+@pytest.mark.slow
+def test_a_yes_no_task_on_a_payer_is_judged_in_a_world_where_a_dividend_decides_the_quoted_reading(env: Env) -> None:
+    """comp_001 gets a world whose own payer's last bars are reshaped with a special ex-dividend at the
+    middle of its long window: on adjusted closes the signal is on; the quoted closes before the ex-date
+    stand higher by the dividend, lifting the long average over the short one. A tool that averages
+    ``auto_adjust=False`` closes (its RSI on adjusted ones) answers otherwise there and fails in every
+    run, right wherever no dividend decides it; the reference passes."""
+    task = env.judged["comp_001"]
+    world = next(w for w in env.worlds.for_task(task, [p.oracle_params for p in task.probes])
+                 if w.name.endswith("comp_001-dividend"))
+    symbol, long_window = task.intent.args["symbol"], task.intent.args["long_window"]
+    dividends = world.provider.history_unadjusted(symbol)["Dividends"].astype(float).iloc[-long_window:]
+    paid = dividends[dividends != 0]
+    assert len(paid) == 1 and long_window // 2 <= len(dividends) - dividends.index.get_loc(paid.index[0]) <= long_window
+    assert expected_values(env.tasks["comp_001"], world.provider) == {"wilder_rsi": True}
+    quoted = edited("comp_001", "    short_ma = float(closes.tail(short_window).mean())\n"
+                                "    long_ma = float(closes.tail(long_window).mean())",
+                    '    as_quoted = yf.Ticker(symbol).history(period="max", auto_adjust=False)["Close"].dropna()\n'
+                    "    short_ma = float(as_quoted.tail(short_window).mean())\n"
+                    "    long_ma = float(as_quoted.tail(long_window).mean())")
+    args = dict(task.intent.args)
+    assert env.run(quoted, "ma_cross_rsi_signal", args, str(world.path)).value is False
+    verdict, alone = env.judge("comp_001", quoted)
+    assert alone, "right for the task's own arguments on the snapshot"
+    assert verdict.state == "fail", verdict.reason
+    assert display_name(world) in [w.world for w in verdict.worlds if w.state == "fail"], verdict.reason
+    assert env.judge("comp_001", reference("comp_001"))[0].state == "pass"
 
 
 ONE_PASS_SPREAD = """    values = [float(v) for v in recent]
