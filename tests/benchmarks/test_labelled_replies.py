@@ -1,10 +1,10 @@
 """Labelled replies through the judge: wrong-but-plausible tools must fail, right variants must pass.
 
-``labelled_replies.jsonl`` holds 176 final tools for the 20 tasks, written without reading the judge's
-tests (147 ``wrong``: each gives the right number on the task's own arguments but is wrong in general
+``labelled_replies.jsonl`` holds 183 final tools for the 20 tasks, written without reading the judge's
+tests (150 ``wrong``: each gives the right number on the task's own arguments but is wrong in general
 -- a hard-coded argument, a clamp, an off-by-one window, answering from fewer data than asked, part
 of a list, a reporting lag or a year length assumed, a window anchored at the last bar instead of
-today...; 29 ``correct``: other accepted conventions or equivalent implementations). Lines 71-83
+today...; 33 ``correct``: other accepted conventions or equivalent implementations). Lines 71-83
 were added later, of classes the first 70 do not cover; lines 84-120 are a third batch written blind
 (from the documented readings only), each label checked again when it was added; lines 121-131 are
 from a fourth blind batch, the statement and dividend classes (fetch_001, 003, 006, 007: eight wrong,
@@ -71,7 +71,14 @@ labelled correct until then, answer NaN or read one session short there, and are
 and 176 are from an eleventh blind batch: 175, a "latest close" that drops every row with a dividend to be
 rid of the pending one, and so the bar of an ex-dividend session too (fetch_005: the preopen world's other
 payers went ex-dividend on its last session); 176, ``periods_per_year`` truncated with ``int()`` (calc_005:
-a real optional parameter is probed at a fraction). They are
+a real optional parameter is probed at a fraction). Lines 177 and 178 are the eleventh batch's classes
+closed a round later, 179-183 from a twelfth blind batch: 177, a highest close over bars passed through
+``drop_duplicates()`` (fetch_008: the halted world's flat bars are sessions, and dropping them reads the
+fall before the halt); 178, moving averages of
+``auto_adjust=False`` closes (comp_001: the dividend world's special ex-dividend inside the long window
+decides the quoted reading); 179, "price up" from the compounded daily returns (comp_002: the zigzag world's
+tie rounds above 1 compounded), all wrong; 180-183, right tools in their own code (calc_002's sliding sums,
+calc_007's running peak, comp_001's sums over counts, comp_003's inner-joined dates). They are
 judged as the gate judges a final tool (``scripts/judge_replies.py``), in five seeds' probes and hidden
 worlds.
 """
@@ -115,7 +122,7 @@ def test_wrong_replies_fail_and_right_ones_pass(seeds: str, judge_seed_contexts:
     unexpected = [f for f in found if f[3] == "FALSE PASS" and int(f[1]) not in KNOWN_FALSE_PASSES]
     assert not unexpected, unexpected
     summary = stdout.splitlines()[-1]
-    assert summary.startswith(f"176 replies x {len(seed_range(seeds))} seed(s)"), summary
+    assert summary.startswith(f"183 replies x {len(seed_range(seeds))} seed(s)"), summary
 
 
 def test_the_chunks_judge_the_labelled_replies_in_five_seeds_each_once() -> None:
