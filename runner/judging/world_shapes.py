@@ -317,7 +317,9 @@ def dividend_flip_market(task: Task, market: Market, symbols: Sequence[str],
             shape = DividendFlip(tail, fraction)
             candidate = _paying(own, shape, payers, quotes=False)  # the oracle reads bars only
             accepted = _values(task, candidate, {})
-            quoted = _primary(task, _quoted(candidate), {}) if accepted else None
+            if not accepted:
+                continue
+            quoted = _primary(task, _quoted(candidate), {})
             if quoted is not None and not _matches_any(task, quoted, accepted):
                 return _paying(market, shape, payers), shape
     return None

@@ -58,7 +58,14 @@ from finevo.errors import InputError
 from finevo.market import synthetic
 from finevo.market.calendar import COVERED_YEARS, is_trading_day
 from finevo.market.provider import MarketProvider
-from finevo.market.snapshot import Snapshot, SnapshotOrigin, load_snapshot, symbol_files, write_snapshot_files
+from finevo.market.snapshot import (
+    Snapshot,
+    SnapshotOrigin,
+    SymbolData,
+    load_snapshot,
+    symbol_files,
+    write_snapshot_files,
+)
 from runner.inputs.oracle_params import SHARED_READINGS
 from runner.inputs.tasks import Task
 from runner.judging.compare import compare
@@ -385,6 +392,9 @@ class Worlds:
         self._shaped: Market | None = None
         self._markets: dict[tuple[WorldKind, int], list[tuple[str, str, _Base]]] = {}
         self._written: dict[str, World] = {}
+        #: Each symbol's serialised files by the identity of its data (:meth:`_symbol_blobs`), the data
+        #: held too, so that an id is never reused while its entry stands.
+        self._blobs: dict[int, tuple[SymbolData, dict[str, bytes]]] = {}
         self._per_task: dict[str, list[World]] = {}
         self._leap: dict[str, tuple[str, str, _Base] | None] = {}
         #: The run's snapshot lengthened back for the ``leap`` world (built once, :meth:`_longer_market`).
@@ -1055,7 +1065,7 @@ class Worlds:
         started = time.perf_counter()
         blobs: dict[str, bytes] = {}
         for symbol in base.market.data:
-            blobs.update(base.symbol_blobs(symbol))
+            blobs.update(self._symbol_blobs(base, symbol))
         path = self.root / secrets.token_hex(8)  # a name that says nothing about the world
         seed = self._sub_seed(kind, round_) if kind is WorldKind.SEED else None
         origin = SnapshotOrigin(as_of=base.market.as_of, synthetic=True, label=LABEL, generator=GENERATOR,
@@ -1067,6 +1077,16 @@ class Worlds:
         self._written[name] = world
         self.timings["write"] += time.perf_counter() - started
         return world
+
+    def _symbol_blobs(self, base: _Base, symbol: str) -> dict[str, bytes]:
+        """``base``'s files of ``symbol``, serialised once per symbol's data however many worlds hold it:
+        a world reshapes a few symbols and hands the others on as the very objects of the market it was
+        built from (every change is made on a copy), so their files are those already written."""
+        item = base.market.data[symbol]
+        kept = self._blobs.get(id(item))
+        if kept is None or kept[0] is not item:
+            kept = self._blobs[id(item)] = (item, base.symbol_blobs(symbol))
+        return kept[1]
 
     def for_task(self, task: Task, argsets: Sequence[Mapping[str, Any]]) -> list[World]:
         """The task's worlds, in judging order; ``argsets`` are its probes' oracle overrides

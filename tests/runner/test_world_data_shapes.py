@@ -251,9 +251,29 @@ def test_a_zigzag_tie_compounds_above_one_in_floating_point_for_the_tasks_own_sy
     own = task_symbols(task, [], market.data)
     found = zigzag_market(task, market, own)
     assert found is not None
-    drawn, shape = found
+    drawn, _shape = found
     window = max(window_args({**task.oracle.params, **task.intent.args}).values())
     for symbol in own:
         closes = drawn.history(symbol)["Close"].to_numpy(dtype=float)[-window:]
         assert closes[-1] == closes[0], symbol
     assert _compounds_above(drawn, own, window)
+
+
+
+@pytest.mark.slow
+def test_a_worlds_files_are_its_own_data_though_unchanged_symbols_share_them(snapshot: Snapshot, tasks: list[Task],
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Worlds serialise a symbol's files once per symbol's data and reuse them in every world holding the
+    same data: every world is written byte for byte as it is when each serialises its own files."""
+    chosen = [t for t in tasks if t.id in ("comp_001", "fetch_008", "calc_003")]
+
+    def written() -> dict[str, dict[str, bytes]]:
+        with Worlds(snapshot, 3, 5, chosen) as built:
+            worlds = [w for t in chosen for w in built.for_task(t, [])]
+            return {w.name: {str(p.relative_to(w.path)): p.read_bytes() for p in sorted(w.path.rglob("*"))
+                             if p.is_file()} for w in worlds}
+
+    shared = written()
+    monkeypatch.setattr(Worlds, "_symbol_blobs", lambda self, base, symbol: base.symbol_blobs(symbol))
+    assert written() == shared
+    assert len(shared) > 10
