@@ -200,6 +200,8 @@ _RULES: tuple[Rule, ...] = (
     # Reads that take a pid: any other answers whether that process exists, its group, session and
     # scheduling, so a tool could list every process of the host (there is no PID namespace where
     # `unshare` is refused) and watch other runs start and end. Its own only (pid 0 or its own).
+    # (A `stat` of /proc/<pid> still tells whether a process exists: Landlock does not govern stat,
+    # and a path is not a syscall argument a filter can read; docs/sandbox.md says what that leaves.)
     Rule("getpgid", CHECK, "its own process group only (os.getpgrp / getpgid(0))"),
     Rule("getsid", CHECK, "its own session only"),
     Rule("sched_getaffinity", CHECK, "its own CPUs only (os.cpu_count, sched_getaffinity(0))"),
