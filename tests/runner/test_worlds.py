@@ -387,14 +387,14 @@ def test_right_tool_in_another_convention_passes_in_every_world(env: Env, label:
     verdict, _ = env.judge(task_id, code)
     assert verdict.state == "pass", (label, verdict.reason)
     assert [w.state for w in verdict.worlds] == ["pass"] * len(verdict.worlds)
-    # A yes/no task may get a world that flips its own answer, and gets a round-trip, a zigzag and a halt world;
-    # a task with a lookback in years gets a leap world; a measure of all the history a long world;
-    # a task the oracle answers as of a long closure a closure world; a task of several symbols a listing world;
-    # a task on a dividend payer a preopen world.
+    # A yes/no task may get a world that flips its own answer, and gets a round-trip, a zigzag and a halt world,
+    # on a dividend payer a dividend world too; a task with a lookback in years gets a leap world; a measure of
+    # all the history a long world; a task the oracle answers as of a long closure a closure world; a task of
+    # several symbols a listing world; a task on a dividend payer a preopen world.
     assert {w.kind for w in verdict.worlds[:3]} == {"seed", "as_of", "edge"}
     assert len(verdict.worlds) == 3 or ({w.kind for w in verdict.worlds[3:]}
                                         <= {"flip", "leap", "long", "closure", "listing", "preopen"}
-                                        and len(verdict.worlds) <= 10)
+                                        and len(verdict.worlds) <= 11)
     assert all(p.state == "pass" for p in verdict.probes) and len(verdict.probes) >= 2
 
 
