@@ -207,7 +207,7 @@ def test_a_tool_cannot_put_a_descriptor_in_flight(shared_uid: None) -> None:
              "    try:\n        os.fstat(fd)\n        seen['open'] = True\n    except OSError:\n"
              "        seen['open'] = False\n    return seen\n")
     send = ("import ctypes, os, struct\n\n\ndef probe() -> int:\n"
-            "    r, w = os.pipe()\n    data = ctypes.create_string_buffer(b'\\n')\n"
+            "    r = os.dup(1)\n    data = ctypes.create_string_buffer(b'\\n')\n"
             "    iov = ctypes.create_string_buffer(struct.pack('QQ', ctypes.addressof(data), 1))\n"
             "    cmsg = ctypes.create_string_buffer(struct.pack('QiiI', 20, 1, 1, r) + bytes(4))\n"
             "    msg = ctypes.create_string_buffer(struct.pack('QIxxxxQQQQixxxx', 0, 0, "
