@@ -54,7 +54,8 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
 #: portfolio return) is judged in a ``halted`` world too (:func:`runner.judging.world_shapes.halted_window_market`):
 #: its symbols halted over its longest window after a fall, where a tool dropping repeated bars reads the fall;
 #: a yes/no task on a payer in a ``dividend`` world (a special ex-dividend inside its longest window decides
-#: the answer read from quoted closes); the zigzag world's tie compounds above 1 in floating point;
+#: the answer read from quoted closes); the zigzag world's tie compounds above 1 in floating point; the rally
+#: world's stock has traded 400 sessions, and a clear error is no answer for the task's own arguments there;
 #: 3.17: every task on a dividend payer whose oracle does not read the dividends is judged in a ``preopen``
 #: world too (:meth:`runner.judging.worlds.Worlds._preopen_world`): as recorded at 08:00 on an ex-date,
 #: the day's bar not made yet and its dividend a pending event row, which the shim ends ``history()``

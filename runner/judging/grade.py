@@ -354,7 +354,8 @@ def world_answers(task: Task, world: World) -> list[WorldAnswer]:
         try:
             values = refusable(task, provider, probe,
                                judged_values(task, provider, dict(probe.oracle_params) if probe else None))
-            if world.may_raise and OR_RAISES not in values:
+            if world.may_raise and (world.may_raise_for is None or index in world.may_raise_for) \
+                    and OR_RAISES not in values:
                 values = {**values, OR_RAISES: world.may_raise}
             out.append((index, values))
         except InputError as exc:

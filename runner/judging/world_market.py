@@ -467,6 +467,11 @@ RISING_SYMBOL = "AAPL"
 #: Sessions at the end of the ``seed`` world's history whose closes all rise (:func:`rising_tail`): more
 #: than any RSI window read from the last ``days`` closes the benchmark asks (30 sessions, 29 changes).
 RISING_SESSIONS = 36
+#: Sessions the rally ``listing`` world's stock has traded, every close above the one before (a fund
+#: that has never closed lower in its nineteen months, an accumulating cash fund's NAV): more than any
+#: common warm-up of the task's own RSI asks (ten times its window, a year of closes), so every reading
+#: answers there and a tool that finds no answer where the average loss is zero fails.
+RALLY_SESSIONS = 400
 #: The daily gain of each of those sessions (a fraction, drawn uniformly): far above the moves that
 #: take prices off the cent grid (:data:`FINE_SPREAD`), so every change stays a gain.
 RISING_GAINS = (0.003, 0.012)

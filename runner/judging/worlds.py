@@ -77,9 +77,9 @@ from runner.judging.world_market import (
     LEAP_YEARS,
     LISTING_SESSIONS,
     LONG_YEARS,
+    RALLY_SESSIONS,
     REPORTING_LAG_DAYS,
     REPORTING_LAGS,
-    RISING_SESSIONS,
     Market,
     Spike,
     _events,
@@ -340,10 +340,12 @@ class World:
     #: ``listing`` world's recent listing): a right tool raises there, so they are judged as must-raise
     #: instead of left unjudged (:func:`runner.judging.grade.world_answers`).
     must_raise: frozenset[int] = frozenset()
-    #: Why a clear error is as right as the value for every argument set here (None: only where the
-    #: oracle says so): a ``listing`` world's rally, whose weeks of history a tool may find too short
-    #: for a recursive indicator's warm-up while every reading answers.
+    #: Why a clear error is as right as the value here (None: only where the oracle says so): a
+    #: ``listing`` world's rally, whose months of history a tool may find too short for a recursive
+    #: indicator's warm-up at a long window while every reading answers.
     may_raise: str | None = None
+    #: The argument sets ``may_raise`` is for (None: every one).
+    may_raise_for: frozenset[int] | None = None
 
     @property
     def as_of(self) -> date:
@@ -793,16 +795,17 @@ class Worlds:
     def _rally_world(self, task: Task) -> World | None:
         """For a task that reads an RSI (:data:`RALLY_ORACLES`), a ``listing`` world of the run's snapshot
         (with the shapes recorded data have) in which each of the task's own stocks is a recent listing
-        whose every close lies above the one before: the last :data:`RISING_SESSIONS` sessions made a
+        whose every close lies above the one before: the last :data:`RALLY_SESSIONS` sessions made a
         rally (:func:`~runner.judging.world_market.rising_tail`), nothing before them
         (:func:`~runner.judging.world_market.recent_listing`). No loss in the whole history: the RSI is
         100 under every reading, Wilder's smoothed from the first bar too. The ``seed`` world's rally comes
         after years of history, in which Wilder's average loss decays but never reaches zero, so a tool
         that reads all the history and guards a zero average loss with ``rs = 0`` (RSI 0, a real stock's
-        first weeks after a hot listing) fails only here. A tool may also refuse so short a history (a
-        recursive RSI's warm-up asks more), so a clear error is as right as the value there
-        (:attr:`World.may_raise`); an RSI of 0 is neither. None when the task's own arguments have no
-        answer there."""
+        first months after a hot listing), or with a NaN that leaves no signal, fails only here. An
+        argument set whose windows ask more warm-up than the history holds (:func:`_rally_may_raise`: ten
+        times the longest, plus every window) may also be refused, so a clear error is as right as the
+        value for it (:attr:`World.may_raise_for`); for the task's own, only the value is. None when the
+        task's own arguments have no answer there."""
         if task.oracle.name not in RALLY_ORACLES:
             return None
         base = self._shaped_base()
@@ -814,17 +817,18 @@ class Worlds:
         rng = np.random.default_rng([self.seed, len(KIND_ORDER), 8, sum(map(ord, task.id))])  # a stream of its own
         market = base
         for symbol in own:
-            market, _ = rising_tail(market, rng, symbol)
-            market = recent_listing(market, symbol, RISING_SESSIONS)
+            market, _ = rising_tail(market, rng, symbol, RALLY_SESSIONS)
+            market = recent_listing(market, symbol, RALLY_SESSIONS)
         answered = _answered(task, market, {})
         self.timings["generate"] += time.perf_counter() - started
         if not answered:
             return None
         first = pd.DatetimeIndex(market.data[own[0]].history.index)[0].date()
-        words = f"{', '.join(own)} a recent listing, every close above the one before: {RISING_SESSIONS} sessions"
+        words = f"{', '.join(own)} a recent listing, every close above the one before: {RALLY_SESSIONS} sessions"
         world = self._write(f"{WorldKind.LISTING.value}-{market.as_of.isoformat()}-{task.id}-rally", WorldKind.LISTING,
                             0, _Base(market), f"{words}, from {first}")
         world.may_raise = f"{words}: a warm-up longer than that history is a clear error here"
+        world.may_raise_for = _rally_may_raise(task)
         return world
 
     def _reads_all_history(self, task: Task, market: Market) -> bool:
@@ -1130,6 +1134,22 @@ class Worlds:
         self._per_task[task.id] = worlds
         self.build_s += time.perf_counter() - started
         return worlds
+
+
+#: The warm-up a recursive indicator may ask, in multiples of its longest window (:func:`_rally_may_raise`).
+RALLY_WARMUP = 10
+
+
+def _rally_may_raise(task: Task) -> frozenset[int]:
+    """The argument sets of ``task`` (0: its own, ``i``: probe ``i``) whose windows ask more history than
+    the rally world holds: :data:`RALLY_WARMUP` times the longest, plus every window (the span the
+    answer reads after the warm-up)."""
+    out = set()
+    for index, params in enumerate([{}, *[p.oracle_params for p in task.probes]]):
+        windows = list(window_args({**task.oracle.params, **task.intent.args, **params}).values())
+        if windows and RALLY_WARMUP * max(windows) + sum(windows) > RALLY_SESSIONS:
+            out.add(index)
+    return frozenset(out)
 
 
 def _answers(task: Task, worlds: Sequence[World]) -> set[Any]:

@@ -33,6 +33,7 @@ from runner.judging.oracle import RAISES, compute, expected_values, probe_expect
 from runner.judging.probes import SCALES, derive_probes, probes_for
 from runner.judging.world_market import (
     NO_VOLUME_SESSIONS,
+    RALLY_SESSIONS,
     RECENT_HALT_SESSIONS,
     RECENT_HALT_SYMBOLS,
     RECORD_REACH,
@@ -1791,8 +1792,30 @@ def test_a_task_reading_an_rsi_is_judged_where_its_stock_never_closed_lower(env:
     world = next(w for w in env.worlds.for_task(task, [p.oracle_params for p in task.probes])
                  if w.kind is WorldKind.LISTING and w.name.endswith("-rally"))
     closes = world.provider.history(RISING_SYMBOL)["Close"].to_numpy(dtype=float)
-    assert len(closes) == RISING_SESSIONS and (np.diff(closes) > 0).all(), closes
+    assert len(closes) == RALLY_SESSIONS and (np.diff(closes) > 0).all(), closes
     assert "a recent listing, every close above the one before" in world.perturbation
+    # the task's own arguments fit the history with ten times the RSI window of warm-up: only the value
+    # is right for them there; probes at long windows may be refused
+    assert world.may_raise_for is not None and 0 not in world.may_raise_for
+
+
+@pytest.mark.slow
+def test_an_rsi_that_refuses_a_zero_average_loss_fails_where_the_stock_never_closed_lower(env: Env) -> None:
+    """A tool that reads RSI from all the history (an accepted reading) and raises where the average loss
+    is zero ("RSI undefined") is right wherever a stock has fallen some day -- the seed world's rally
+    comes after years of losses -- and refuses a stock that never closed lower. The rally world's
+    months of gains hold every reading's warm-up for the task's own window, so a clear error is no
+    answer for its own arguments there (RSI 100 is): the tool fails; a probe at a long window, which
+    may ask more warm-up than the history holds, may still be refused."""
+    world = next(w for w in env.worlds.for_task(env.judged["calc_001"], []) if w.name.endswith("-rally"))
+    assert set(expected_values(env.tasks["calc_001"], world.provider).values()) == {100.0}
+    code = edited("calc_001", "change = closes.tail(days).diff().dropna()", "change = closes.diff().dropna()")
+    code = code.replace("if avg_loss == 0.0:\n        return 100.0",
+                        "if avg_loss == 0.0:\n        raise ValueError('RSI undefined: no losses')")
+    verdict, alone = env.judge("calc_001", code)
+    assert alone, "right for the task's own arguments on the snapshot (all history holds losses)"
+    assert verdict.state == "fail" and "listing-" in verdict.reason, verdict.reason
+    assert env.judge("calc_001", reference("calc_001"))[0].state == "pass"
 
 
 @pytest.mark.slow
