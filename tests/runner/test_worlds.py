@@ -1800,35 +1800,23 @@ def test_a_task_reading_an_rsi_is_judged_where_its_stock_never_closed_lower(env:
 
 
 @pytest.mark.slow
-def test_an_rsi_that_refuses_a_zero_average_loss_fails_where_the_stock_never_closed_lower(env: Env) -> None:
-    """A tool that reads RSI from all the history (an accepted reading) and raises where the average loss
-    is zero ("RSI undefined") is right wherever a stock has fallen some day -- the seed world's rally
-    comes after years of losses -- and refuses a stock that never closed lower. The rally world's
-    months of gains hold every reading's warm-up for the task's own window, so a clear error is no
-    answer for its own arguments there (RSI 100 is): the tool fails; a probe at a long window, which
-    may ask more warm-up than the history holds, may still be refused."""
-    world = next(w for w in env.worlds.for_task(env.judged["calc_001"], []) if w.name.endswith("-rally"))
-    assert set(expected_values(env.tasks["calc_001"], world.provider).values()) == {100.0}
-    code = edited("calc_001", "change = closes.tail(days).diff().dropna()", "change = closes.diff().dropna()")
-    code = code.replace("if avg_loss == 0.0:\n        return 100.0",
-                        "if avg_loss == 0.0:\n        raise ValueError('RSI undefined: no losses')")
-    verdict, alone = env.judge("calc_001", code)
-    assert alone, "right for the task's own arguments on the snapshot (all history holds losses)"
-    assert verdict.state == "fail" and "listing-" in verdict.reason, verdict.reason
-    assert env.judge("calc_001", reference("calc_001"))[0].state == "pass"
-
-
-@pytest.mark.slow
-def test_an_rsi_of_all_history_that_takes_no_loss_for_rs_zero_fails_in_the_rally_listing_world(env: Env) -> None:
-    """A tool that reads RSI from all the history (an accepted reading) and answers ``rs = 0`` (RSI 0)
-    when the average loss is zero: the seed world's rally never shows it (a loss years back keeps
-    Wilder's average above zero); a stock that has never closed lower does."""
+@pytest.mark.parametrize("guard", [
+    "rs = avg_gain / avg_loss if avg_loss else 0.0\n    return 100.0 - 100.0 / (1.0 + rs)",  # RSI 0
+    "if avg_loss == 0.0:\n        raise ValueError('RSI undefined: no losses')",  # no answer
+], ids=["rs-zero", "refused"])
+def test_an_rsi_of_all_history_that_mistakes_a_zero_average_loss_fails_in_the_rally_listing_world(env: Env,
+                                                                                                  guard: str) -> None:
+    """A tool that reads RSI from all the history (an accepted reading) and, where the average loss is
+    zero, answers ``rs = 0`` (RSI 0) or raises ("RSI undefined"): the seed world's rally never shows it
+    (a loss years back keeps Wilder's average above zero); a stock that has never closed lower does.
+    The rally world's months of gains hold every reading's warm-up for the task's own window, so a clear
+    error is no answer for its own arguments there (RSI 100 is); a probe at a long window, which may ask
+    more warm-up than the history holds, may still be refused."""
     task = env.tasks["calc_001"]
     world = next(w for w in env.worlds.for_task(env.judged["calc_001"], []) if w.name.endswith("-rally"))
     assert set(expected_values(task, world.provider).values()) == {100.0}
     code = edited("calc_001", "change = closes.tail(days).diff().dropna()", "change = closes.diff().dropna()")
-    code = code.replace("if avg_loss == 0.0:\n        return 100.0",
-                        "rs = avg_gain / avg_loss if avg_loss else 0.0\n    return 100.0 - 100.0 / (1.0 + rs)")
+    code = code.replace("if avg_loss == 0.0:\n        return 100.0", guard)
     verdict, alone = env.judge("calc_001", code)
     assert alone, "right for the task's own arguments on the snapshot (all history holds losses)"
     assert verdict.state == "fail" and "listing-" in verdict.reason, verdict.reason
