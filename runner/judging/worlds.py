@@ -801,7 +801,7 @@ class Worlds:
         100 under every reading, Wilder's smoothed from the first bar too. The ``seed`` world's rally comes
         after years of history, in which Wilder's average loss decays but never reaches zero, so a tool
         that reads all the history and guards a zero average loss with ``rs = 0`` (RSI 0, a real stock's
-        first months after a hot listing), or with a NaN that leaves no signal, fails only here. An
+        first months after a hot listing), or refuses it ("RSI undefined"), fails only here. An
         argument set whose windows ask more warm-up than the history holds (:func:`_rally_may_raise`: ten
         times the longest, plus every window) may also be refused, so a clear error is as right as the
         value for it (:attr:`World.may_raise_for`); for the task's own, only the value is. None when the
