@@ -643,7 +643,7 @@ def edge_dividends(market: Market, years: Sequence[int] = EDGE_YEARS) -> tuple[M
     data, words = [], []
     for item in market.data.values():
         raw = item.history
-        if "Dividends" not in raw.columns or not (raw["Dividends"].to_numpy(dtype=float) != 0).any():
+        if not pays_dividends(raw):
             data.append(item)
             continue
         raw = raw.copy()
@@ -699,6 +699,11 @@ FINE_SPREAD = 1e-4
 def equities(market: Market) -> list[str]:
     """The symbols quoted as stocks (halts, missing sessions and splits are theirs, not an index's)."""
     return [s for s, item in market.data.items() if item.info.get("quoteType") == "EQUITY"]
+
+
+def pays_dividends(raw: pd.DataFrame) -> bool:
+    """Whether the bars ``raw`` hold a dividend (an index, a stock that pays nothing: no)."""
+    return "Dividends" in raw.columns and bool((raw["Dividends"].to_numpy(dtype=float) != 0).any())
 
 
 def _events(raw: pd.DataFrame) -> np.ndarray:

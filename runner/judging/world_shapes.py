@@ -19,7 +19,7 @@ from finevo.market.snapshot import FLOAT_FORMAT, SIGNIFICANT_DIGITS, SymbolData
 from runner.inputs.tasks import Task
 from runner.judging.compare import compare
 from runner.judging.oracle import caching, compute, expected_values
-from runner.judging.world_market import Market, Spike, _events, readjust, requote, restate
+from runner.judging.world_market import Market, Spike, _events, pays_dividends, readjust, requote, restate
 
 _YEAR_LIKE = 1900
 
@@ -273,7 +273,7 @@ def _quoted(market: Market) -> Market:
     data = []
     for item in market.data.values():
         raw = item.history
-        if "Dividends" in raw.columns and (raw["Dividends"].to_numpy(dtype=float) != 0).any():
+        if pays_dividends(raw):
             raw = raw.copy()
             raw["Dividends"] = 0.0
             item = SymbolData(item.symbol, readjust(raw), item.income_yearly, item.income_quarterly, item.info,
@@ -305,8 +305,7 @@ def dividend_flip_market(task: Task, market: Market, symbols: Sequence[str],
     answer read from quoted closes is no accepted answer while the adjusted reading has one; None
     when the task's symbols pay nothing or none of the first ``budget`` tails parts the two."""
     own = Market([market.data[s] for s in symbols if s in market.data], market.as_of)
-    payers = [s for s, item in own.data.items()
-              if "Dividends" in item.history.columns and (item.history["Dividends"].to_numpy(dtype=float) != 0).any()]
+    payers = [s for s, item in own.data.items() if pays_dividends(item.history)]
     windows = list(window_args({**task.oracle.params, **task.intent.args}).values())
     if not payers or not windows:
         return None
@@ -451,7 +450,7 @@ def _ex_dividend(raw: pd.DataFrame, first: int, fraction: float) -> pd.DataFrame
     when there is none, the frame has no ``Dividends`` or the symbol never paid one: an index, a
     stock that pays nothing), the bars from it on lowered by the same fraction: the adjusted closes
     (:func:`readjust`) are then the redrawn ones times one factor, the quoted ones fall at the ex-date."""
-    if not fraction or "Dividends" not in raw.columns or not (raw["Dividends"].to_numpy(dtype=float) != 0).any():
+    if not fraction or not pays_dividends(raw):
         return raw
     n = len(raw)
     events = _events(raw)

@@ -1109,21 +1109,10 @@ class Worlds:
             name, words, base = variants[index]
             worlds.append(self._write(name, kind, round_, base, words))
         if task.output.type == "boolean" and worlds:
-            flip = self._flip_world(task, worlds, symbols)
-            if flip is not None:
-                worlds.append(flip)
-            trip = self._round_trip_world(task, symbols)
-            if trip is not None:
-                worlds.append(trip)
-            zig = self._zigzag_world(task, symbols)
-            if zig is not None:
-                worlds.append(zig)
-            halt = self._halt_world(task, symbols)
-            if halt is not None:
-                worlds.append(halt)
-            paid = self._dividend_world(task)
-            if paid is not None:
-                worlds.append(paid)
+            shaped = (self._flip_world(task, worlds, symbols),  # of the worlds above only
+                      self._round_trip_world(task, symbols), self._zigzag_world(task, symbols),
+                      self._halt_world(task, symbols), self._dividend_world(task))
+            worlds += [world for world in shaped if world is not None]
         if worlds:
             listing = self._listing_world(task, argsets)
             for extra in (*self._window_worlds(task, symbols, argsets), self._leap_world(task),
