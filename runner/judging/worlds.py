@@ -314,6 +314,11 @@ CLOSURE_DAYS = 6
 
 #: The oracles that read an RSI: a task of theirs gets the rally listing world (:meth:`Worlds._rally_world`).
 RALLY_ORACLES = frozenset({"rsi", "ma_cross_rsi_signal", "post_signal_return"})
+#: The oracles among them that read the RSI of every session, not only the latest: their rally world's
+#: rally turns :data:`RALLY_TURN` sessions before the as-of day (the stock's own moves follow it).
+RALLY_TURN_ORACLES = frozenset({"post_signal_return"})
+#: Sessions of the stock's own moves after the rally, for :data:`RALLY_TURN_ORACLES` (three months).
+RALLY_TURN = 60
 
 
 #: How many variants of each kind a task of this output type chooses among (the small moves of
@@ -805,7 +810,15 @@ class Worlds:
         argument set whose windows ask more warm-up than the history holds (:func:`_rally_may_raise`: ten
         times the longest, plus every window) may also be refused, so a clear error is as right as the
         value for it (:attr:`World.may_raise_for`); for the task's own, only the value is. None when the
-        task's own arguments have no answer there."""
+        task's own arguments have no answer there.
+
+        For a measure over the RSI of every session (:data:`RALLY_TURN_ORACLES`: the signals of
+        comp_004) the rally turns: the last :data:`RALLY_TURN` sessions are the stock's own moves. There
+        the RSI is 100 on every day of the rally (a signal under every reading of "RSI above 70") and
+        defined again after the first loss, so a tool that makes a zero average loss NaN ("avoid a
+        division by zero") counts the signals after the turn alone: an answer no reading gives. In a rally
+        that never turns it finds no signal and raises, as the reading that counts only a crossing from
+        below (none: the RSI is above the threshold from its first value) rightly does."""
         if task.oracle.name not in RALLY_ORACLES:
             return None
         base = self._shaped_base()
@@ -816,15 +829,18 @@ class Worlds:
         started = time.perf_counter()
         rng = np.random.default_rng([self.seed, len(KIND_ORDER), 8, sum(map(ord, task.id))])  # a stream of its own
         market = base
+        turn = RALLY_TURN if task.oracle.name in RALLY_TURN_ORACLES else 0
         for symbol in own:
-            market, _ = rising_tail(market, rng, symbol, RALLY_SESSIONS)
-            market = recent_listing(market, symbol, RALLY_SESSIONS)
+            market, _ = rising_tail(market, rng, symbol, RALLY_SESSIONS, after=turn)
+            market = recent_listing(market, symbol, RALLY_SESSIONS + turn)
         answered = _answered(task, market, {})
         self.timings["generate"] += time.perf_counter() - started
         if not answered:
             return None
         first = pd.DatetimeIndex(market.data[own[0]].history.index)[0].date()
         words = f"{', '.join(own)} a recent listing, every close above the one before: {RALLY_SESSIONS} sessions"
+        if turn:
+            words += f", then {turn} sessions of its own moves"
         world = self._write(f"{WorldKind.LISTING.value}-{market.as_of.isoformat()}-{task.id}-rally", WorldKind.LISTING,
                             0, _Base(market), f"{words}, from {first}")
         world.may_raise = f"{words}: a warm-up longer than that history is a clear error here"

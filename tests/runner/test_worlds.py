@@ -48,6 +48,8 @@ from runner.judging.world_market import (
 from runner.judging.world_shapes import first_spikes
 from runner.judging.worlds import (
     RALLY_ORACLES,
+    RALLY_TURN,
+    RALLY_TURN_ORACLES,
     Spike,
     WorldKind,
     Worlds,
@@ -1792,8 +1794,11 @@ def test_a_task_reading_an_rsi_is_judged_where_its_stock_never_closed_lower(env:
     world = next(w for w in env.worlds.for_task(task, [p.oracle_params for p in task.probes])
                  if w.kind is WorldKind.LISTING and w.name.endswith("-rally"))
     closes = world.provider.history(RISING_SYMBOL)["Close"].to_numpy(dtype=float)
-    assert len(closes) == RALLY_SESSIONS and (np.diff(closes) > 0).all(), closes
+    turn = RALLY_TURN if task.oracle.name in RALLY_TURN_ORACLES else 0
+    assert len(closes) == RALLY_SESSIONS + turn and (np.diff(closes[:RALLY_SESSIONS]) > 0).all(), closes
     assert "a recent listing, every close above the one before" in world.perturbation
+    if turn:  # the rally turns: the stock's own moves, losses among them, after it
+        assert (np.diff(closes[RALLY_SESSIONS - 1:]) < 0).any() and f"then {turn} sessions" in world.perturbation
     # the task's own arguments fit the history with ten times the RSI window of warm-up: only the value
     # is right for them there; probes at long windows may be refused
     assert world.may_raise_for is not None and 0 not in world.may_raise_for
@@ -1822,6 +1827,24 @@ def test_an_rsi_of_all_history_that_mistakes_a_zero_average_loss_fails_in_the_ra
     assert verdict.state == "fail" and "listing-" in verdict.reason, verdict.reason
     judged = [(w.kind, w.state) for w in verdict.worlds if w.state != "skipped"]
     assert judged[-1] == (WorldKind.LISTING.value, "fail") and {s for _, s in judged[:-1]} == {"pass"}, judged
+
+
+@pytest.mark.slow
+def test_signals_that_make_a_zero_average_loss_nan_fail_where_the_rally_turns(env: Env) -> None:
+    """comp_004 counts the sessions whose RSI is above 70 over all the history. A tool that replaces a
+    zero average loss by NaN "to avoid a division by zero" has no RSI, so no signal, on the days of a
+    rally (RSI 100 under every reading): on the snapshot every stock had a loss before its first RSI,
+    so it passes there. In the rally world the listing's rally turns, and such a tool counts only the
+    signals after the turn."""
+    task = env.judged["comp_004"]
+    world = next(w for w in env.worlds.for_task(task, [p.oracle_params for p in task.probes])
+                 if w.name.endswith("-rally"))
+    assert f"then {RALLY_TURN} sessions" in world.perturbation
+    code = edited("comp_004", "rsi = (100.0 - 100.0 / (1.0 + avg_gain / avg_loss)).where(avg_loss != 0, 100.0)",
+                  "rsi = 100.0 - 100.0 / (1.0 + avg_gain / avg_loss.replace(0.0, float('nan')))")
+    verdict, alone = env.judge("comp_004", code)
+    assert alone, "right for the task's own arguments on the snapshot (a loss before every RSI)"
+    assert verdict.state == "fail" and "listing-" in verdict.reason, verdict.reason
 
 
 @pytest.mark.slow
