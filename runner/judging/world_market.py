@@ -478,8 +478,7 @@ RISING_GAINS = (0.003, 0.012)
 
 
 def rising_tail(market: Market, rng: np.random.Generator, symbol: str = RISING_SYMBOL,
-                sessions: int = RISING_SESSIONS, *, down: bool = False, beyond: int = 0,
-                after: int = 0) -> tuple[Market, str]:
+                sessions: int = RISING_SESSIONS, *, down: bool = False, beyond: int = 0) -> tuple[Market, str]:
     """``market`` with the last ``sessions`` closes of ``symbol`` each above the one before (a run of
     up-closes up to the as-of day: a stock in a steady rally; with ``down``, each below it: a slide),
     every bar scaled whole to its new close, so High, Low and Open keep their places around it (a
@@ -487,14 +486,13 @@ def rising_tail(market: Market, rng: np.random.Generator, symbol: str = RISING_S
     loss to divide by): a tool that guards the zero average loss with ``rs = 0`` answers 0 there, and
     fails. ``beyond``: the moves made steeper where needed (every one by the same factor) for the
     latest close to lie :data:`RECORD_MARGIN` beyond every close of the ``beyond`` sessions before the
-    run as well (:func:`record_tails`). ``after``: the run ends that many sessions before the as-of day,
-    and those last sessions keep their own moves (a rally that has turned), scaled whole to follow it."""
+    run as well (:func:`record_tails`)."""
     item = market.data.get(symbol)
-    if item is None or len(item.history) <= sessions + after + 1:
+    if item is None or len(item.history) <= sessions + 1:
         return market, ""
     raw = item.history.copy()
     close = raw["Close"].to_numpy(dtype=float)
-    n = len(close) - after  # the run's end: the bars after it follow it
+    n = len(close)
     sign = -1.0 if down else 1.0
     steps = np.log1p(sign * rng.uniform(RISING_GAINS[0], RISING_GAINS[1], sessions))
     start = close[n - sessions - 1]
@@ -503,8 +501,7 @@ def rising_tail(market: Market, rng: np.random.Generator, symbol: str = RISING_S
         extreme = before.min() * (1 - RECORD_MARGIN) if down else before.max() * (1 + RECORD_MARGIN)
         steps *= max(1.0, float(np.log(extreme / start) / steps.sum()))
     target = close.copy()
-    target[n - sessions:n] = start * np.exp(np.cumsum(steps))
-    target[n:] = close[n:] * (target[n - 1] / close[n - 1])
+    target[n - sessions:] = start * np.exp(np.cumsum(steps))
     ratios = target / close
     for column in ("Open", "High", "Low", "Close"):
         raw[column] = raw[column].to_numpy(dtype=float) * ratios
@@ -512,9 +509,29 @@ def rising_tail(market: Market, rng: np.random.Generator, symbol: str = RISING_S
                                item.fast_info), market.as_of) if s == symbol else other
             for s, other in market.data.items()]
     first = pd.Timestamp(raw.index[n - sessions]).date()
-    until = f" to {pd.Timestamp(raw.index[n - 1]).date()}" if after else ""
-    return Market(data, market.as_of), (f"{symbol} closes {'falling' if down else 'rising'} every session "
-                                        f"from {first}{until}")
+    return Market(data, market.as_of), f"{symbol} closes {'falling' if down else 'rising'} every session from {first}"
+
+
+def own_moves(market: Market, before: Market, symbol: str, sessions: int) -> Market:
+    """``market`` with the last ``sessions`` closes of ``symbol`` moving as they do in ``before`` (the
+    market it was reshaped from), each bar scaled whole to follow the close before them: a run
+    (:func:`rising_tail`) that has turned, the stock's own moves after it."""
+    item, was = market.data.get(symbol), before.data.get(symbol)
+    if item is None or was is None or not 0 < sessions < len(item.history):
+        return market
+    raw = item.history.copy()
+    close = raw["Close"].to_numpy(dtype=float)
+    own = was.history["Close"].to_numpy(dtype=float)
+    n = len(close)
+    target = close.copy()
+    target[n - sessions:] = close[n - sessions - 1] * own[n - sessions:] / own[n - sessions - 1]
+    ratios = target / close
+    for column in ("Open", "High", "Low", "Close"):
+        raw[column] = raw[column].to_numpy(dtype=float) * ratios
+    data = [requote(SymbolData(symbol, readjust(raw), item.income_yearly, item.income_quarterly, item.info,
+                               item.fast_info), market.as_of) if s == symbol else other
+            for s, other in market.data.items()]
+    return Market(data, market.as_of)
 
 
 #: The stocks whose last closes the ``seed`` world moves one way session after session until the

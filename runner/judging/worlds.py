@@ -92,6 +92,7 @@ from runner.judging.world_market import (
     index_without_volume,
     lengthen,
     lengthened,
+    own_moves,
     perturb,
     read_market,
     readjust,
@@ -831,8 +832,8 @@ class Worlds:
         market = base
         turn = RALLY_TURN if task.oracle.name in RALLY_TURN_ORACLES else 0
         for symbol in own:
-            market, _ = rising_tail(market, rng, symbol, RALLY_SESSIONS, after=turn)
-            market = recent_listing(market, symbol, RALLY_SESSIONS + turn)
+            rallied, _ = rising_tail(market, rng, symbol, RALLY_SESSIONS + turn)
+            market = recent_listing(own_moves(rallied, market, symbol, turn), symbol, RALLY_SESSIONS + turn)
         answered = _answered(task, market, {})
         self.timings["generate"] += time.perf_counter() - started
         if not answered:
