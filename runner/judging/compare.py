@@ -50,6 +50,9 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
            "mismatch_words", "probe_entry", "raised_by_tool", "readings", "refused_value"]
 
 #: Recorded in every report; bump it whenever a rule changes what passes.
+#: 3.19: a threshold above 1 is also probed at a level of 1 or less (:func:`runner.judging.probes._fraction_level`:
+#: a level of its own, not a percentage written as a fraction); comp_004's rally world turns 60 sessions
+#: before its as-of day (the RSI of every session is read there: a rally's RSI is 100, not NaN);
 #: 3.18: every task reading price levels over a window (a highest close, a moving average, a drawdown, a
 #: portfolio return) is judged in a ``halted`` world too (:func:`runner.judging.world_shapes.halted_window_market`):
 #: its symbols halted over its longest window after a fall, where a tool dropping repeated bars reads the fall;
@@ -130,7 +133,7 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
 #: support them (must raise), the dividend window's edge and Wilder's SMA seed as readings,
 #: closed-day as-of worlds; 3.1: flip worlds, threshold boundary probes, RSI warm-up reading;
 #: 3.0: hidden worlds.
-JUDGE_VERSION = "3.18"
+JUDGE_VERSION = "3.19"
 
 #: Runs tool code in the sandbox: ``(code, entry, args) -> ExecutionResult``; may raise a
 #: :class:`~finevo.errors.FinevoError` (an external one when the sandbox itself is unavailable).

@@ -37,7 +37,15 @@ from finevo.registry.signature import function_signature
 from runner.inputs.oracle_params import PARAMS, param_bounds, param_kind, param_seeded
 from runner.inputs.tasks import Probe, Task
 from runner.judging.compare import compare, probe_entry
-from runner.judging.oracle import DEFINED_ON_FLAT, UNDEFINED_ON_FLAT, accepted_readings, each_reading, expected_values
+from runner.judging.oracle import (
+    DEFINED_ON_FLAT,
+    OR_RAISES,
+    UNDEFINED_ON_FLAT,
+    accepted_readings,
+    each_reading,
+    expected_values,
+    judged_values,
+)
 from runner.judging.world_market import LEAP_YEARS, LONG_YEARS, RECENT_HALT_SESSIONS, RECENT_HALT_SYMBOLS, long_sessions
 
 #: Oracle evaluations one task's derivation may spend (a bound on the pair search).
@@ -164,10 +172,10 @@ def derive_probes(task: Task, provider: MarketProvider) -> list[Probe]:
     for key, value in args.items():
         if task.output.type == "boolean" and _is_threshold(key, value):
             probes += boundary_probes(d, key, value, contexts)
-        empty = _nothing_selected(d, key, value)
-        if empty is not None and dict(empty.args) not in contexts:
-            probes.append(empty)
-            contexts.append(dict(empty.args))
+        for probe in (_nothing_selected(d, key, value), _fraction_level(d, key, value, contexts)):
+            if probe is not None and dict(probe.args) not in contexts:
+                probes.append(probe)
+                contexts.append(dict(probe.args))
     probes += optional_probes(d)
     probes += flat_probes(d, contexts)
     probes += reversed_probes(d)
@@ -781,6 +789,41 @@ def _nothing_selected(d: _Deriver, key: str, value: Any) -> Probe | None:
                        lambda args: f"derived: nothing selected at {_words(args)}: no session qualifies under any "
                                     "accepted reading, so there is no average to give: the tool must raise a clear "
                                     "error, never answer 0.0")
+
+
+def _fraction_level(d: _Deriver, key: str, value: Any, contexts: list[JSONObject]) -> Probe | None:
+    """For a threshold above 1 and at most 100 (an RSI level of 70), a derived probe at a level of 1 or
+    less -- the task's own as a fraction (0.7), then 1 -- where the answer differs from the answer at a
+    hundred times that level: a tool that takes a level of 1 or less for a fraction ("either scale":
+    0.7 read as 70) answers the latter, right at every level above 1. A level found where the hundred
+    times has an answer is judged with a clear error as right as the value (a tool may refuse a level
+    it finds ambiguous; the one that scales it answers a value); one found where the hundred times has
+    none (nothing qualifies: the scaling tool raises) only with the value."""
+    if not _is_threshold(key, value) or not 1 < value <= 100:
+        return None
+    def answers(level: float) -> dict[str, JSONValue] | None:  # some readings may refuse a level: the others'
+        try:
+            values = judged_values(d.task, d.provider, {key: level})
+        except InputError:
+            return None
+        return {k: v for k, v in values.items() if k != OR_RAISES}
+
+    levels = [lv for lv in dict.fromkeys((round(value / 100, 4), 1.0)) if {key: lv} not in contexts]
+    unanswered: Probe | None = None
+    for level in levels:
+        args: JSONObject = {key: level}
+        here, scaled = answers(level), answers(level * 100)
+        if here is None:
+            continue
+        if scaled is not None and not _differs(d.task, here, scaled):
+            continue
+        probe = Probe(args=args, oracle_params=args, may_raise=scaled is not None,
+                      reason=f"derived: {_words(args)} is a level of its own, not {level * 100:g} written as a "
+                             "fraction: the answers differ there")
+        if scaled is not None:
+            return probe
+        unanswered = unanswered or probe
+    return unanswered
 
 
 def _later(d: _Deriver, key: str, value: Any) -> Probe | None:

@@ -812,8 +812,31 @@ def test_a_pair_of_windows_given_the_other_way_round_is_asked_as_given(tasks, sn
 def test_the_ma_cross_gets_its_windows_the_other_way_round_and_no_task_without_a_pair_does(tasks, snapshot) -> None:
     from runner.judging.probes import derive_probes
 
-    [turned] = [p for p in derive_probes(tasks["comp_001"], snapshot) if p.may_raise]
+    [turned] = [p for p in derive_probes(tasks["comp_001"], snapshot) if p.may_raise and "long_window" in p.args]
     assert turned.args == {"short_window": 20, "long_window": 5} and turned.oracle_params == turned.args
     [expected] = probe_expected_values(tasks["comp_001"].model_copy(update={"probes": (turned,)}), snapshot)
     assert "a clear error is as right" in str(expected[OR_RAISES])
     assert not [p for p in derive_probes(tasks["calc_006"], snapshot) if p.may_raise]
+
+
+# --------------------------------------------------------------------------- a level of 1 or less
+@pytest.mark.slow
+@pytest.mark.parametrize("task_id", ["comp_001", "comp_004"])
+def test_a_tool_that_reads_a_level_of_one_or_less_as_a_fraction_fails(tasks, snapshot, task_runner,
+                                                                      task_id: str) -> None:
+    """An RSI level of 1 or less is a level of its own (RSI below 1: almost never), not a percentage
+    written as a fraction. A derived probe asks one where the answer differs from the answer at a
+    hundred times it, so a tool that "accepts either scale" (0.7 read as 70) fails; the reference,
+    which reads the level as given, passes."""
+    from runner.judging.probes import derive_probes
+
+    task = tasks[task_id]
+    [level] = [p for p in derive_probes(task, snapshot) if "a level of its own" in p.reason]
+    assert 0 < level.args["rsi_threshold"] <= 1 and level.oracle_params == level.args
+    judged = task.model_copy(update={"probes": (level,)})
+    assert _judge_in_sandbox(judged, _reference(task_id), task_runner, snapshot).state == "pass"
+    scaling = _reference(task_id).replace(
+        "    closes = yf.Ticker", "    if rsi_threshold <= 1:\n        rsi_threshold *= 100\n    closes = yf.Ticker", 1)
+    assert scaling != _reference(task_id)
+    result = _judge_in_sandbox(judged, scaling, task_runner, snapshot)
+    assert result.state == "fail" and "rsi_threshold=" in result.reason, result.reason
