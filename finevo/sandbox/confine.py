@@ -375,10 +375,19 @@ def drop_privileges(uid: int, *, workdir: str, keep_dac_read: bool, report: Conf
     report.caps_dropped = capabilities_empty()
 
 
+#: Signals the child may have queued (``RLIMIT_SIGPENDING``). The kernel counts queued signals per
+#: *user*, against the limit of the process they are queued to: a child that queues real-time signals
+#: to itself (the only process the filter lets it signal) under the host's default limit would hold
+#: every slot its user has, and another process of that user (root, the gate) would get ``EAGAIN``
+#: from ``sigqueue``. With this limit a child queues nothing once its user has this many pending.
+SIGPENDING = 16
+
+
 def set_limits(*, cpu_s: int, memory_mb: int, fsize_mb: int, nproc: int | None) -> None:
     """Resource limits; CPU counts from what this process has already used. ``RLIMIT_NOFILE`` is
     set apart, after the listener's hand-over (:func:`limit_files`): until then the soft limit is
-    raised to the hard one, the hand-over's budget (see :func:`kernel_layers`)."""
+    raised to the hard one, the hand-over's budget (see :func:`kernel_layers`). Queued signals
+    (:data:`SIGPENDING`) are bounded too."""
     used = resource.getrusage(resource.RUSAGE_SELF)
     cpu_used = int(used.ru_utime + used.ru_stime)
     cpu = cpu_used + max(1, int(cpu_s))
@@ -388,6 +397,7 @@ def set_limits(*, cpu_s: int, memory_mb: int, fsize_mb: int, nproc: int | None) 
     fsize = int(fsize_mb) * MB
     resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_SIGPENDING, (SIGPENDING, SIGPENDING))
     _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     if nproc is not None:

@@ -279,6 +279,30 @@ def test_a_tool_cannot_lower_the_limits_whose_signal_is_evidence(backend: type[_
 
 
 @pytest.mark.slow
+def test_a_tool_cannot_hold_the_signal_queue_its_user_shares() -> None:
+    """The kernel counts queued signals per user: a tool that queues blocked real-time signals to
+    itself (the only process it may signal) under the host's default limit holds every slot of its
+    user, and another process of that user gets EAGAIN from ``sigqueue`` while the tool runs. The
+    child's own limit stops it after a few."""
+    from finevo.sandbox.confine import SIGPENDING
+
+    code = ("import ctypes, errno, os, resource, signal\n\n\ndef f() -> dict:\n"
+            "    libc = ctypes.CDLL(None, use_errno=True)\n"
+            "    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGRTMIN])\n    queued = 0\n"
+            "    for _ in range(5000):\n"
+            "        if libc.sigqueue(os.getpid(), int(signal.SIGRTMIN), 0) != 0:\n"
+            "            return {'queued': queued, 'error': errno.errorcode[ctypes.get_errno()],\n"
+            "                    'limit': list(resource.getrlimit(resource.RLIMIT_SIGPENDING))}\n"
+            "        queued += 1\n"
+            "    return {'queued': queued, 'limit': list(resource.getrlimit(resource.RLIMIT_SIGPENDING))}\n")
+    with WarmSandbox(None, policy=False) as box:
+        result = box.run_kernel_only(code, "f", {}, FAST)
+    assert result.status == "ok", result
+    assert result.value["limit"] == [SIGPENDING, SIGPENDING], result.value
+    assert result.value.get("error") == "EAGAIN" and result.value["queued"] <= SIGPENDING, result.value
+
+
+@pytest.mark.slow
 def test_the_cold_backend_reads_a_nan_record_as_a_failure() -> None:
     with SubprocessSandbox(None, policy=False) as box:
         result = box.run(_forge(HOSTILE_RECORDS["NaN"]), "f", {}, FAST)
