@@ -949,3 +949,119 @@ def halted_market(task: Task, market: Market, symbols: Sequence[str],
     halted = _with_histories(task, market, lambda item: _halted(item.history, shape, resumed=item.symbol in again)
                       if item.symbol in chosen | again else None)
     return None if halted is None else (halted, shape)
+
+
+# --------------------------------------------------------------------------- a yes/no answer at a window's edge
+#: The largest move of one close :func:`edge_flip_market` makes (a fraction: an earnings day's).
+EDGE_FLIP_MOVE = 0.15
+#: Halvings of the bisection that finds the smallest move turning the answer.
+_EDGE_BISECTIONS = 12
+#: How far past the smallest turning move the world's move lies (a factor), so no rounding of the
+#: stored prices takes the turn back.
+_EDGE_MARGIN = 1.2
+_OHLC = ("Open", "High", "Low", "Close")
+
+
+@dataclass(frozen=True)
+class EdgeFlip:
+    """The close of session ``window`` back (the oldest one the window ``key=window`` reads) moved by
+    ``move`` (a fraction); with ``paired``, the close before it the other way by as much in price, so a
+    sum over one more session is what it was. The yes/no answer for the argument set ``argset``
+    (0: the task's own, ``i``: probe ``i``) turns there, and with the window one shorter or longer
+    it does not."""
+
+    key: str
+    window: int
+    move: float
+    paired: bool
+    argset: int
+
+    def label(self) -> str:
+        pair = ", the close before it the other way by as much" if self.paired else ""
+        return (f"the close {self.window} sessions back moved {self.move:+.2%}{pair}: the answer turns at "
+                f"the edge of {self.key}={self.window}")
+
+
+def _edge_moved(market: Market, symbols: Iterable[str], shape: EdgeFlip, *, quotes: bool = True) -> Market:
+    """``market`` with ``shape``'s moves made on each of ``symbols`` (each whole bar scaled)."""
+    chosen = set(symbols)
+    data = []
+    for item in market.data.values():
+        raw = item.history
+        if item.symbol not in chosen or len(raw) <= shape.window + 1:
+            data.append(item)
+            continue
+        raw = raw.copy()
+        close = raw["Close"].to_numpy(dtype=float)
+        i = len(close) - shape.window
+        ratios = np.ones(len(close))
+        ratios[i] = 1 + shape.move
+        if shape.paired:
+            ratios[i - 1] = 1 - shape.move * close[i] / close[i - 1]
+        for column in _OHLC:
+            raw[column] = raw[column].to_numpy(dtype=float) * ratios
+        moved = SymbolData(item.symbol, readjust(raw), item.income_yearly, item.income_quarterly, item.info,
+                           item.fast_info)
+        data.append(requote(moved, market.as_of) if quotes else moved)
+    return Market(data, market.as_of)
+
+
+def edge_flip_markets(task: Task, market: Market, symbols: Sequence[str],
+                      argsets: Sequence[Mapping[str, Any]]) -> list[tuple[Market, EdgeFlip]]:
+    """For a yes/no task, one market per window of the task in which one close of its ``symbols`` is
+    moved (:class:`EdgeFlip`) so that the answer for one of its argument sets turns at that
+    window's edge: the oldest session the window reads moved just far enough (the smallest move,
+    bisected, up to :data:`EDGE_FLIP_MOVE`) to turn the answer, while the same window one session
+    shorter (which does not read it) or longer (which reads it and, paired, the close before it that
+    takes the move back) still gives the answer before the move. A tool whose window is one session
+    off -- the average of the last 19 closes for 20, a window that ends a session early -- answers the
+    other way there, where on recorded data the answer seldom sits that close to an edge. A window no
+    such move turns has none."""
+    own = Market([market.data[s] for s in symbols if s in market.data], market.as_of)
+    found: dict[str, tuple[Market, EdgeFlip]] = {}
+    for index, argset in enumerate(argsets):
+        before = _primary(task, own, argset)
+        if before is None:
+            continue
+        windows = window_args({**task.oracle.params, **task.intent.args, **argset})
+        for key, window in windows.items():
+            if key in found:
+                continue
+            for paired, sign in ((True, 1.0), (True, -1.0), (False, 1.0), (False, -1.0)):
+                shape = _edge_turn(task, own, symbols, argset, before,
+                                   EdgeFlip(key, window, sign * EDGE_FLIP_MOVE, paired, index))
+                if shape is not None:
+                    found[key] = (_edge_moved(market, symbols, shape), shape)
+                    break
+    return list(found.values())
+
+
+def _edge_turn(task: Task, own: Market, symbols: Sequence[str], argset: Mapping[str, Any], before: Any,
+               widest: EdgeFlip) -> EdgeFlip | None:
+    """``widest`` with the smallest move (times :data:`_EDGE_MARGIN`) that turns the answer for
+    ``argset`` away from ``before`` while the window one session shorter and longer keep ``before``;
+    None when the widest move does not turn it, or turns those too."""
+    def answer(shape: EdgeFlip, overrides: Mapping[str, Any] = {}) -> Any:
+        return _primary(task, _edge_moved(own, symbols, shape, quotes=False), {**argset, **overrides})
+
+    def turned(move: float) -> bool:
+        found = answer(EdgeFlip(widest.key, widest.window, move, widest.paired, widest.argset))
+        return found is not None and found != before
+
+    if not turned(widest.move):
+        return None
+    low, high = 0.0, widest.move
+    for _ in range(_EDGE_BISECTIONS):
+        middle = (low + high) / 2
+        if turned(middle):
+            high = middle
+        else:
+            low = middle
+    move = high * _EDGE_MARGIN if abs(high * _EDGE_MARGIN) <= abs(widest.move) else widest.move
+    shape = EdgeFlip(widest.key, widest.window, round(move, 6), widest.paired, widest.argset)
+    if not turned(shape.move):
+        return None
+    for other in (widest.window - 1, widest.window + 1):
+        if answer(shape, {widest.key: other}) != before:
+            return None
+    return shape

@@ -113,10 +113,12 @@ from runner.judging.world_shapes import (
     HALT_WINDOW_ORACLES,
     LEVEL_SPREAD_ORACLES,
     QUIET_ORACLES,
+    EdgeFlip,
     Reshape,
     _primary,
     choose,
     dividend_flip_market,
+    edge_flip_markets,
     edge_spikes,
     first_spikes,
     flat_market,
@@ -1047,6 +1049,17 @@ class Worlds:
         own = task_symbols(task, [], base.data)
         return self._shaped_world(task, lambda: dividend_flip_market(task, base, own), "-dividend")
 
+    def _edge_flip_worlds(self, task: Task, symbols: Sequence[str],
+                          argsets: Sequence[Mapping[str, Any]]) -> list[World | None]:
+        """For a yes/no task, a world per window of the run's snapshot (with the shapes recorded data
+        have) whose answer turns at that window's edge (:func:`edge_flip_markets`): there a tool whose
+        window is one session off answers the other way."""
+        base = self._shaped_base()
+        started = time.perf_counter()
+        found = edge_flip_markets(task, base, [s for s in symbols if s in base.data], argsets)
+        self.timings["generate"] += time.perf_counter() - started
+        return [self._shaped_world(task, functools.partial(_given, pair), f"-edge-{pair[1].key}") for pair in found]
+
     def _window_worlds(self, task: Task, symbols: Sequence[str],
                        argsets: Sequence[Mapping[str, Any]]) -> list[World | None]:
         """For a task measuring a window of sessions, worlds of the run's snapshot whose symbols the task
@@ -1128,7 +1141,8 @@ class Worlds:
         if task.output.type == "boolean" and worlds:
             shaped = (self._flip_world(task, worlds, symbols),  # of the worlds above only
                       self._round_trip_world(task, symbols), self._zigzag_world(task, symbols),
-                      self._halt_world(task, symbols), self._dividend_world(task))
+                      self._halt_world(task, symbols), self._dividend_world(task),
+                      *self._edge_flip_worlds(task, symbols, argsets))
             worlds += [world for world in shaped if world is not None]
         if worlds:
             listing = self._listing_world(task, argsets)
@@ -1156,6 +1170,11 @@ def _rally_may_raise(task: Task) -> frozenset[int]:
         if windows and RALLY_WARMUP * max(windows) + sum(windows) > RALLY_SESSIONS:
             out.add(index)
     return frozenset(out)
+
+
+def _given(pair: tuple[Market, EdgeFlip]) -> tuple[Market, EdgeFlip]:
+    """``pair`` as a world's make-function gives it (:meth:`Worlds._shaped_world`)."""
+    return pair
 
 
 def _answers(task: Task, worlds: Sequence[World]) -> set[Any]:

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from finevo.errors import InputError
 from finevo.market.snapshot import Snapshot, load_snapshot
 from finevo.outcome import Outcome
 from finevo.paths import reference_dir
@@ -391,13 +392,14 @@ def test_right_tool_in_another_convention_passes_in_every_world(env: Env, label:
     assert verdict.state == "pass", (label, verdict.reason)
     assert [w.state for w in verdict.worlds] == ["pass"] * len(verdict.worlds)
     # A yes/no task may get a world that flips its own answer, and gets a round-trip, a zigzag and a halt world,
-    # on a dividend payer a dividend world too; a task with a lookback in years gets a leap world; a measure of
-    # all the history a long world; a task the oracle answers as of a long closure a closure world; a task of
-    # several symbols a listing world; a task on a dividend payer a preopen world.
+    # on a dividend payer a dividend world too, and a world per window whose answer turns at its edge (at
+    # most two: comp_001's averages; its RSI window has none); a task with a lookback in years gets a leap
+    # world; a measure of all the history a long world; a task the oracle answers as of a long closure a
+    # closure world; a task of several symbols a listing world; a task on a dividend payer a preopen world.
     assert {w.kind for w in verdict.worlds[:3]} == {"seed", "as_of", "edge"}
     assert len(verdict.worlds) == 3 or ({w.kind for w in verdict.worlds[3:]}
                                         <= {"flip", "leap", "long", "closure", "listing", "preopen"}
-                                        and len(verdict.worlds) <= 11)
+                                        and len(verdict.worlds) <= 13)
     assert all(p.state == "pass" for p in verdict.probes) and len(verdict.probes) >= 2
 
 
@@ -1406,6 +1408,37 @@ def test_a_yes_no_task_is_judged_in_a_zigzag_world_where_summed_returns_part_fro
         assert [w.perturbation for w in failed if "zigzag" in w.perturbation], (wrong, verdict.reason)
     assert env.judge("comp_002", reference("comp_002"))[0].state == "pass"
 
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key", ["short_window", "long_window"])
+def test_a_yes_no_task_gets_a_world_per_window_whose_answer_turns_at_its_edge(env: Env, key: str) -> None:
+    """A yes/no answer seldom sits near a window's edge on recorded data, so an average over one session
+    fewer or more than asked mostly gives the same answer. comp_001 gets a world per window in which the
+    oldest close the window reads is moved just far enough to turn the answer for one of its argument
+    sets (and the close before it the other way, so the window one longer keeps its sum): there the
+    window one session shorter or longer answers the other way, and the reference still passes."""
+    task = env.judged["comp_001"]
+    argsets = [{}, *[dict(p.oracle_params) for p in task.probes]]
+    [world] = [w for w in env.worlds.for_task(task, argsets[1:]) if w.name.endswith(f"-edge-{key}")]
+    assert f"the edge of {key}=" in world.perturbation
+
+    def answer(args: dict[str, Any]) -> Any:
+        try:
+            return expected_values(env.tasks["comp_001"], world.provider, args)["wilder_rsi"]
+        except InputError:  # no reading answers these arguments in this world
+            return None
+
+    turned = []
+    for args in argsets:
+        window = int({**task.intent.args, **args}[key])
+        here = answer(args)
+        if here is not None and answer({**args, key: window - 1}) == answer({**args, key: window + 1}) == (not here):
+            turned.append(args)
+    assert turned, "no argument set whose answer turns at the window's edge"
+    verdict, _ = env.judge("comp_001", reference("comp_001"))
+    assert verdict.state == "pass" and all(w.state == "pass" for w in verdict.worlds if "-edge-" in w.world or
+                                           "the edge of" in w.perturbation), verdict.reason
 
 
 @pytest.mark.slow
