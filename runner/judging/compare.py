@@ -54,7 +54,8 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
 #: a level of its own, not a percentage written as a fraction); comp_004's rally world turns 60 sessions
 #: before its as-of day (the RSI of every session is read there: a rally's RSI is 100, not NaN); a yes/no
 #: task gets a world per window whose answer turns at that window's edge
-#: (:func:`runner.judging.world_shapes.edge_flip_markets`);
+#: (:func:`runner.judging.world_shapes.edge_flip_markets`); the preopen world of an extreme over a window puts a
+#: peak on the oldest session of a window that reads the stock whose dividend is pending;
 #: 3.18: every task reading price levels over a window (a highest close, a moving average, a drawdown, a
 #: portfolio return) is judged in a ``halted`` world too (:func:`runner.judging.world_shapes.halted_window_market`):
 #: its symbols halted over its longest window after a fall, where a tool dropping repeated bars reads the fall;

@@ -115,6 +115,7 @@ from runner.judging.world_shapes import (
     QUIET_ORACLES,
     EdgeFlip,
     Reshape,
+    _matches_any,
     _primary,
     choose,
     dividend_flip_market,
@@ -302,6 +303,12 @@ class WorldKind(StrEnum):
 #: ex-date before the open its accepted readings part on whether that day's dividend is already in "the
 #: last N years"; the statements' figures read no bar, so the world has nothing to tell there.
 NO_PREOPEN_ORACLES = frozenset({"dividend_history", "net_income", "total_revenue"})
+#: Oracles of an extreme over a window (the highest close, the max drawdown) whose ``preopen`` world puts
+#: the window's peak on its oldest session (:meth:`Worlds._preopen_peak`): a window that counts the pending
+#: row among its sessions holds one session fewer, and only there does that change the extreme.
+PREOPEN_PEAK_ORACLES = frozenset({"max_close", "max_drawdown"})
+#: How far above the highest close of the sessions around it the peak lies (fractions), tried in order.
+PREOPEN_PEAKS = (0.02, 0.05)
 
 
 KIND_ORDER: tuple[WorldKind, ...] = (WorldKind.SEED, WorldKind.AS_OF, WorldKind.EDGE)
@@ -756,11 +763,45 @@ class Worlds:
             market, words = before_the_open(truncate(self._base_market().market, day), day)
             self._preopen[day] = (_Base(market), words)
         base, words = self._preopen[day]
+        name = f"{WorldKind.PREOPEN.value}-{day.isoformat()}"
+        peaked = self._preopen_peak(task, argsets, day, base.market) if task.oracle.name in PREOPEN_PEAK_ORACLES \
+            else None
+        if peaked is not None:
+            market, peak = peaked
+            base, words, name = _Base(market), f"{words}; {peak}", f"{name}-{task.id}-peak"
         answers = _primary(task, base.market, {}) is not None
         self.timings["generate"] += time.perf_counter() - started
         if not answers:
             return None
-        return self._write(f"{WorldKind.PREOPEN.value}-{day.isoformat()}", WorldKind.PREOPEN, 0, base, words)
+        return self._write(name, WorldKind.PREOPEN, 0, base, words)
+
+    def _preopen_peak(self, task: Task, argsets: Sequence[Mapping[str, Any]], day: date,
+                      preopen: Market) -> tuple[Market, str] | None:
+        """For an extreme over a window (:data:`PREOPEN_PEAK_ORACLES`), the ``preopen`` market of ``day``
+        with a peak (:data:`PREOPEN_PEAKS`) on the oldest session of the window of the first argument set
+        (the task's own, then its probes') that reads a stock with a pending row: there the highest
+        close is that session's, and the drawdown falls from it. A tool that takes the last N rows of
+        ``history()`` with the pending row among them reads N - 1 sessions and misses the peak; on other
+        days the oldest session of a window is seldom its extreme, so such a tool passed. The first peak
+        under which the answer N - 1 sessions give is not the primary reading's (the one such a tool
+        follows; the judge narrows a tool to the readings it matched on the snapshot); None when none is."""
+        pending = {s for s, item in preopen.data.items() if item.pending is not None}
+        cut = truncate(self._base_market().market, day)
+        for args in argsets:
+            params = {**task.oracle.params, **task.intent.args, **args}
+            symbol = params.get("symbol")
+            for key, window in window_args(params).items():
+                if symbol not in pending or window < 3:
+                    continue
+                for strength in PREOPEN_PEAKS:
+                    spike = Spike(window + 1, True, strength)  # the pending row's day is the last bar here
+                    market, _ = before_the_open(perturb(cut, [spike], [symbol]), day)
+                    asked = _primary(task, market, args)
+                    shorter = _primary(task, market, {**args, key: window - 1})
+                    if asked is not None and shorter is not None and not _matches_any(task, shorter, {"": asked}):
+                        return market, f"{symbol}'s close {window} sessions before the pending row a peak " \
+                                       f"{strength:.0%} above the closes around it"
+        return None
 
     def _listing_world(self, task: Task, argsets: Sequence[Mapping[str, Any]]) -> World | None:
         """For a task with a list of symbols, the ``listing`` world (:attr:`WorldKind.LISTING`): the run's

@@ -48,6 +48,7 @@ from runner.judging.world_market import (
 )
 from runner.judging.world_shapes import first_spikes
 from runner.judging.worlds import (
+    PREOPEN_PEAK_ORACLES,
     RALLY_ORACLES,
     RALLY_TURN,
     RALLY_TURN_ORACLES,
@@ -1764,6 +1765,29 @@ def test_a_latest_close_from_the_last_row_fails_before_the_open_on_an_ex_dividen
     reference_verdict, _ = env.judge("fetch_005", reference("fetch_005"))
     assert reference_verdict.state == "pass", reference_verdict.reason
     assert any(w.world.startswith("preopen-") and w.state == "pass" for w in reference_verdict.worlds)
+
+
+#: The benchmark's tasks of an extreme over a window (each gets a peak in its preopen world).
+PREOPEN_PEAK_ORACLE_TASKS = {t.id for t in load_tasks(TASKS) if t.oracle.name in PREOPEN_PEAK_ORACLES}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task_id", sorted(PREOPEN_PEAK_ORACLE_TASKS))
+def test_a_window_that_counts_the_pending_row_misses_the_peak_on_its_oldest_session(env: Env, task_id: str) -> None:
+    """Before the open on an ex-date the last N rows of ``history()`` hold the pending row and N - 1
+    sessions. A highest close or a drawdown changes with that only where the window's oldest session is
+    its extreme, which recorded data seldom show: the preopen world of such a task puts a peak there, on
+    the stock whose dividend is pending, so a tool reading ``tail(days)`` of the rows with the pending
+    one among them fails, and the reference (which drops rows without a close) passes."""
+    task = env.judged[task_id]
+    [world] = [w for w in env.worlds.for_task(task, [p.oracle_params for p in task.probes])
+               if w.kind is WorldKind.PREOPEN]
+    assert world.name.endswith(f"-{task_id}-peak") and "a peak" in world.perturbation, world.name
+    assert env.judge(task_id, reference(task_id))[0].state == "pass"
+    dropped = 'yf.Ticker(symbol).history(period="max")["Close"].dropna()'
+    verdict, alone = env.judge(task_id, edited(task_id, dropped, 'yf.Ticker(symbol).history(period="max")["Close"]'))
+    assert alone, "right on the snapshot (no pending row there)"
+    assert verdict.state == "fail" and "preopen-" in verdict.reason, verdict.reason
 
 
 @pytest.mark.slow
