@@ -461,6 +461,23 @@ def perturb(market: Market, spikes: Sequence[Spike], symbols: Iterable[str]) -> 
     return Market(data, market.as_of)
 
 
+def scaled(item: SymbolData, ratios: np.ndarray, as_of: date | None) -> SymbolData:
+    """``item`` with each whole bar scaled by its ratio (Open, High, Low and Close alike, so a bar keeps
+    its shape around its new close; the volumes stay), the adjusted closes recomputed, and with ``as_of``
+    its quotes re-derived from the bars."""
+    raw = item.history.copy()
+    for column in ("Open", "High", "Low", "Close"):
+        raw[column] = raw[column].to_numpy(dtype=float) * ratios
+    moved = SymbolData(item.symbol, readjust(raw), item.income_yearly, item.income_quarterly, item.info,
+                       item.fast_info)
+    return requote(moved, as_of) if as_of is not None else moved
+
+
+def with_symbol(market: Market, item: SymbolData) -> Market:
+    """``market`` with ``item`` in place of its symbol's data (the others as they are)."""
+    return Market([item if symbol == item.symbol else other for symbol, other in market.data.items()], market.as_of)
+
+
 #: The stock whose closes the ``seed`` world raises session after session up to its as-of day
 #: (:func:`rising_tail`): the RSI task's own subject (calc_001), so every run asks its RSI there.
 RISING_SYMBOL = "AAPL"
@@ -502,14 +519,9 @@ def rising_tail(market: Market, rng: np.random.Generator, symbol: str = RISING_S
         steps *= max(1.0, float(np.log(extreme / start) / steps.sum()))
     target = close.copy()
     target[n - sessions:] = start * np.exp(np.cumsum(steps))
-    ratios = target / close
-    for column in ("Open", "High", "Low", "Close"):
-        raw[column] = raw[column].to_numpy(dtype=float) * ratios
-    data = [requote(SymbolData(symbol, readjust(raw), item.income_yearly, item.income_quarterly, item.info,
-                               item.fast_info), market.as_of) if s == symbol else other
-            for s, other in market.data.items()]
     first = pd.Timestamp(raw.index[n - sessions]).date()
-    return Market(data, market.as_of), f"{symbol} closes {'falling' if down else 'rising'} every session from {first}"
+    return (with_symbol(market, scaled(item, target / close, market.as_of)),
+            f"{symbol} closes {'falling' if down else 'rising'} every session from {first}")
 
 
 def own_moves(market: Market, before: Market, symbol: str, sessions: int) -> Market:
@@ -519,19 +531,12 @@ def own_moves(market: Market, before: Market, symbol: str, sessions: int) -> Mar
     item, was = market.data.get(symbol), before.data.get(symbol)
     if item is None or was is None or not 0 < sessions < len(item.history):
         return market
-    raw = item.history.copy()
-    close = raw["Close"].to_numpy(dtype=float)
+    close = item.history["Close"].to_numpy(dtype=float)
     own = was.history["Close"].to_numpy(dtype=float)
     n = len(close)
     target = close.copy()
     target[n - sessions:] = close[n - sessions - 1] * own[n - sessions:] / own[n - sessions - 1]
-    ratios = target / close
-    for column in ("Open", "High", "Low", "Close"):
-        raw[column] = raw[column].to_numpy(dtype=float) * ratios
-    data = [requote(SymbolData(symbol, readjust(raw), item.income_yearly, item.income_quarterly, item.info,
-                               item.fast_info), market.as_of) if s == symbol else other
-            for s, other in market.data.items()]
-    return Market(data, market.as_of)
+    return with_symbol(market, scaled(item, target / close, market.as_of))
 
 
 #: The stocks whose last closes the ``seed`` world moves one way session after session until the

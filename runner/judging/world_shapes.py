@@ -19,7 +19,17 @@ from finevo.market.snapshot import FLOAT_FORMAT, SIGNIFICANT_DIGITS, SymbolData
 from runner.inputs.tasks import Task
 from runner.judging.compare import compare
 from runner.judging.oracle import caching, compute, expected_values
-from runner.judging.world_market import Market, Spike, _events, pays_dividends, readjust, requote, restate
+from runner.judging.world_market import (
+    Market,
+    Spike,
+    _events,
+    pays_dividends,
+    readjust,
+    requote,
+    restate,
+    scaled,
+    with_symbol,
+)
 
 _YEAR_LIKE = 1900
 
@@ -959,7 +969,6 @@ _EDGE_BISECTIONS = 12
 #: How far past the smallest turning move the world's move lies (a factor), so no rounding of the
 #: stored prices takes the turn back.
 _EDGE_MARGIN = 1.2
-_OHLC = ("Open", "High", "Low", "Close")
 
 
 @dataclass(frozen=True)
@@ -984,26 +993,18 @@ class EdgeFlip:
 
 def _edge_moved(market: Market, symbols: Iterable[str], shape: EdgeFlip, *, quotes: bool = True) -> Market:
     """``market`` with ``shape``'s moves made on each of ``symbols`` (each whole bar scaled)."""
-    chosen = set(symbols)
-    data = []
-    for item in market.data.values():
-        raw = item.history
-        if item.symbol not in chosen or len(raw) <= shape.window + 1:
-            data.append(item)
+    for symbol in symbols:
+        item = market.data.get(symbol)
+        if item is None or len(item.history) <= shape.window + 1:
             continue
-        raw = raw.copy()
-        close = raw["Close"].to_numpy(dtype=float)
+        close = item.history["Close"].to_numpy(dtype=float)
         i = len(close) - shape.window
         ratios = np.ones(len(close))
         ratios[i] = 1 + shape.move
         if shape.paired:
             ratios[i - 1] = 1 - shape.move * close[i] / close[i - 1]
-        for column in _OHLC:
-            raw[column] = raw[column].to_numpy(dtype=float) * ratios
-        moved = SymbolData(item.symbol, readjust(raw), item.income_yearly, item.income_quarterly, item.info,
-                           item.fast_info)
-        data.append(requote(moved, market.as_of) if quotes else moved)
-    return Market(data, market.as_of)
+        market = with_symbol(market, scaled(item, ratios, market.as_of if quotes else None))
+    return market
 
 
 def edge_flip_markets(task: Task, market: Market, symbols: Sequence[str],
