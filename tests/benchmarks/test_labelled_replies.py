@@ -1,10 +1,10 @@
 """Labelled replies through the judge: wrong-but-plausible tools must fail, right variants must pass.
 
-``labelled_replies.jsonl`` holds 183 final tools for the 20 tasks, written without reading the judge's
-tests (150 ``wrong``: each gives the right number on the task's own arguments but is wrong in general
+``labelled_replies.jsonl`` holds 190 final tools for the 20 tasks, written without reading the judge's
+tests (154 ``wrong``: each gives the right number on the task's own arguments but is wrong in general
 -- a hard-coded argument, a clamp, an off-by-one window, answering from fewer data than asked, part
 of a list, a reporting lag or a year length assumed, a window anchored at the last bar instead of
-today...; 33 ``correct``: other accepted conventions or equivalent implementations). Lines 71-83
+today...; 36 ``correct``: other accepted conventions or equivalent implementations). Lines 71-83
 were added later, of classes the first 70 do not cover; lines 84-120 are a third batch written blind
 (from the documented readings only), each label checked again when it was added; lines 121-131 are
 from a fourth blind batch, the statement and dividend classes (fetch_001, 003, 006, 007: eight wrong,
@@ -78,7 +78,16 @@ fall before the halt); 178, moving averages of
 ``auto_adjust=False`` closes (comp_001: the dividend world's special ex-dividend inside the long window
 decides the quoted reading); 179, "price up" from the compounded daily returns (comp_002: the zigzag world's
 tie rounds above 1 compounded), all wrong; 180-183, right tools in their own code (calc_002's sliding sums,
-calc_007's running peak, comp_001's sums over counts, comp_003's inner-joined dates). They are
+calc_007's running peak, comp_001's sums over counts, comp_003's inner-joined dates). Lines 184-190 are
+from the thirteenth and fourteenth blind batches and a sweep of mutants of the reference tools, each a
+class the judge passed until it was closed: 184, a zero average loss made NaN (comp_004: the rally world's
+rally turns before its as-of day, so the signals of the rally's days are missed); 185, a threshold of 1 or
+less read as a fraction (comp_001: the derived probe at a level of 1); 186, the last N rows with the
+pending dividend row among them (fetch_008: the preopen world's peak on the window's oldest session);
+187, the long average over one session fewer (comp_001, a mutant of the reference: the world whose answer
+turns at the long window's edge), all wrong; 188-190, right tools in their own code (calc_001's RSI seeded
+with a mean over the last closes, comp_002's volume trend from the sign of a correlation, fetch_001's
+fiscal year-end month from the month-end nearest each annual column). They are
 judged as the gate judges a final tool (``scripts/judge_replies.py``), in five seeds' probes and hidden
 worlds.
 """
@@ -122,7 +131,7 @@ def test_wrong_replies_fail_and_right_ones_pass(seeds: str, judge_seed_contexts:
     unexpected = [f for f in found if f[3] == "FALSE PASS" and int(f[1]) not in KNOWN_FALSE_PASSES]
     assert not unexpected, unexpected
     summary = stdout.splitlines()[-1]
-    assert summary.startswith(f"183 replies x {len(seed_range(seeds))} seed(s)"), summary
+    assert summary.startswith(f"190 replies x {len(seed_range(seeds))} seed(s)"), summary
 
 
 def test_the_chunks_judge_the_labelled_replies_in_five_seeds_each_once() -> None:
