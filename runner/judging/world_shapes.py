@@ -5,6 +5,7 @@ yes/no task a reshaped tail that flips its answer.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -1028,13 +1029,29 @@ def edge_flip_markets(task: Task, market: Market, symbols: Sequence[str],
         for key, window in windows.items():
             if key in found:
                 continue
-            for paired, sign in ((True, 1.0), (True, -1.0), (False, 1.0), (False, -1.0)):
-                shape = _edge_turn(task, own, symbols, argset, before,
-                                   EdgeFlip(key, window, sign * EDGE_FLIP_MOVE, paired, index))
+            for sign in (1.0, -1.0):
+                widest = EdgeFlip(key, window, sign * EDGE_FLIP_MOVE, True, index)
+                if not _turns(task, own, symbols, argset, before, widest):
+                    continue  # the window's own average moves alike unpaired: no turn either
+                shape = _edge_turn(task, own, symbols, argset, before, widest) or \
+                    _edge_turn(task, own, symbols, argset, before, dataclasses.replace(widest, paired=False))
                 if shape is not None:
                     found[key] = (_edge_moved(market, symbols, shape), shape)
                     break
     return list(found.values())
+
+
+def _edge_answer(task: Task, own: Market, symbols: Sequence[str], argset: Mapping[str, Any],
+                 shape: EdgeFlip) -> Any:
+    """The primary reading's answer for ``argset`` on ``own`` moved by ``shape``."""
+    return _primary(task, _edge_moved(own, symbols, shape, quotes=False), argset)
+
+
+def _turns(task: Task, own: Market, symbols: Sequence[str], argset: Mapping[str, Any], before: Any,
+           shape: EdgeFlip) -> bool:
+    """Whether ``shape`` turns the answer for ``argset`` away from ``before``."""
+    found = _edge_answer(task, own, symbols, argset, shape)
+    return found is not None and found != before
 
 
 def _edge_turn(task: Task, own: Market, symbols: Sequence[str], argset: Mapping[str, Any], before: Any,
@@ -1042,12 +1059,8 @@ def _edge_turn(task: Task, own: Market, symbols: Sequence[str], argset: Mapping[
     """``widest`` with the smallest move (times :data:`_EDGE_MARGIN`) that turns the answer for
     ``argset`` away from ``before`` while the window one session shorter and longer keep ``before``;
     None when the widest move does not turn it, or turns those too."""
-    def answer(shape: EdgeFlip, overrides: Mapping[str, Any] = {}) -> Any:
-        return _primary(task, _edge_moved(own, symbols, shape, quotes=False), {**argset, **overrides})
-
     def turned(move: float) -> bool:
-        found = answer(EdgeFlip(widest.key, widest.window, move, widest.paired, widest.argset))
-        return found is not None and found != before
+        return _turns(task, own, symbols, argset, before, dataclasses.replace(widest, move=move))
 
     if not turned(widest.move):
         return None
@@ -1059,10 +1072,10 @@ def _edge_turn(task: Task, own: Market, symbols: Sequence[str], argset: Mapping[
         else:
             low = middle
     move = high * _EDGE_MARGIN if abs(high * _EDGE_MARGIN) <= abs(widest.move) else widest.move
-    shape = EdgeFlip(widest.key, widest.window, round(move, 6), widest.paired, widest.argset)
+    shape = dataclasses.replace(widest, move=round(move, 6))
     if not turned(shape.move):
         return None
     for other in (widest.window - 1, widest.window + 1):
-        if answer(shape, {widest.key: other}) != before:
+        if _edge_answer(task, own, symbols, {**argset, widest.key: other}, shape) != before:
             return None
     return shape
