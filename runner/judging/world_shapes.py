@@ -963,7 +963,7 @@ def halted_market(task: Task, market: Market, symbols: Sequence[str],
 
 
 # --------------------------------------------------------------------------- a yes/no answer at a window's edge
-#: The largest move of one close :func:`edge_flip_market` makes (a fraction: an earnings day's).
+#: The largest move of one close :func:`edge_flip_markets` makes (a fraction: an earnings day's).
 EDGE_FLIP_MOVE = 0.15
 #: Halvings of the bisection that finds the smallest move turning the answer.
 _EDGE_BISECTIONS = 12
