@@ -443,8 +443,7 @@ def perturb(market: Market, spikes: Sequence[Spike], symbols: Iterable[str]) -> 
         if item.symbol not in chosen or not spikes:
             data.append(item)
             continue
-        raw = item.history.copy()
-        close = raw["Close"].to_numpy(dtype=float)
+        close = item.history["Close"].to_numpy(dtype=float)
         n = len(close)
         ratios = np.ones(n)
         for spike in spikes:
@@ -454,10 +453,7 @@ def perturb(market: Market, spikes: Sequence[Spike], symbols: Iterable[str]) -> 
             around = close[max(0, i - _SPIKE_REACH):n]
             target = around.max() * (1 + spike.strength) if spike.up else around.min() * (1 - spike.strength)
             ratios[i] = target / close[i]
-        for column in ("Open", "High", "Low", "Close"):
-            raw[column] = raw[column].to_numpy(dtype=float) * ratios
-        data.append(requote(SymbolData(item.symbol, readjust(raw), item.income_yearly, item.income_quarterly,
-                                       item.info, item.fast_info), market.as_of))
+        data.append(scaled(item, ratios, market.as_of))
     return Market(data, market.as_of)
 
 

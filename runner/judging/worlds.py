@@ -113,7 +113,6 @@ from runner.judging.world_shapes import (
     HALT_WINDOW_ORACLES,
     LEVEL_SPREAD_ORACLES,
     QUIET_ORACLES,
-    EdgeFlip,
     Reshape,
     _matches_any,
     _primary,
@@ -790,8 +789,10 @@ class Worlds:
         for args in argsets:
             params = {**task.oracle.params, **task.intent.args, **args}
             symbol = params.get("symbol")
+            if symbol not in pending:
+                continue
             for key, window in window_args(params).items():
-                if symbol not in pending or window < 3:
+                if window < 3:
                     continue
                 for strength in PREOPEN_PEAKS:
                     spike = Spike(window + 1, True, strength)  # the pending row's day is the last bar here
@@ -1099,7 +1100,7 @@ class Worlds:
         started = time.perf_counter()
         found = edge_flip_markets(task, base, [s for s in symbols if s in base.data], argsets)
         self.timings["generate"] += time.perf_counter() - started
-        return [self._shaped_world(task, functools.partial(_given, pair), f"-edge-{pair[1].key}") for pair in found]
+        return [self._write_flip(task, market, shape, f"-edge-{shape.key}") for market, shape in found]
 
     def _window_worlds(self, task: Task, symbols: Sequence[str],
                        argsets: Sequence[Mapping[str, Any]]) -> list[World | None]:
@@ -1125,9 +1126,11 @@ class Worlds:
         started = time.perf_counter()
         found = make()
         self.timings["generate"] += time.perf_counter() - started
-        if found is None:
-            return None
-        market, shape = found
+        return None if found is None else self._write_flip(task, *found, suffix)
+
+    def _write_flip(self, task: Task, market: Market, shape: Any, suffix: str) -> World:
+        """``market``, reshaped by ``shape`` for ``task``, written as a ``flip`` world under the task's name
+        and ``suffix``, the shape's label its perturbation."""
         name = f"{WorldKind.FLIP.value}-{market.as_of.isoformat()}-{task.id}{suffix}"
         return self._write(name, WorldKind.FLIP, 0, _Base(market), shape.label())
 
@@ -1211,11 +1214,6 @@ def _rally_may_raise(task: Task) -> frozenset[int]:
         if windows and RALLY_WARMUP * max(windows) + sum(windows) > RALLY_SESSIONS:
             out.add(index)
     return frozenset(out)
-
-
-def _given(pair: tuple[Market, EdgeFlip]) -> tuple[Market, EdgeFlip]:
-    """``pair`` as a world's make-function gives it (:meth:`Worlds._shaped_world`)."""
-    return pair
 
 
 def _answers(task: Task, worlds: Sequence[World]) -> set[Any]:
