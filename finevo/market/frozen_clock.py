@@ -324,6 +324,14 @@ def freeze(moment: _dt.datetime) -> None:
     _set_stub_clock()
 
 
+def prepare() -> None:
+    """The part of :func:`freeze` a process makes once (the C-level clock redirection: reading the
+    ELF files' relocations and patching their GOT), without freezing anything: the C clocks read the
+    real time until :func:`freeze`. A process that forks many, each freezing at a moment of its own,
+    makes it once before forking instead of once in each."""
+    _patch_c_clock()
+
+
 def unfreeze() -> None:
     """Restore the real clock everywhere :func:`freeze` patched it."""
     _dt.datetime = _REAL_DATETIME  # type: ignore[misc]

@@ -74,9 +74,12 @@ def _close_label_attribute_routes() -> None:
 
 
 def parse_everything(provider: Any) -> None:
-    """Parse every recorded frame now, so children inherit the parsed caches."""
+    """Parse every recorded frame now, so children inherit the parsed caches: each symbol's bars
+    (raw, adjusted and pending rows: through ``history_view`` where the provider has one, which
+    copies nothing), its quote and its statements."""
+    bars = getattr(provider, "history_view", None) or provider.history
     for symbol in provider.symbols():
-        for read in (provider.history, provider.dividends, provider.info, provider.fast_info):
+        for read in (bars, provider.info):
             with contextlib.suppress(Exception):  # not recorded for this symbol: the shim will say so to the tool
                 read(symbol)
         for freq in ("yearly", "quarterly"):

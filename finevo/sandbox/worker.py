@@ -44,6 +44,7 @@ import tempfile
 import traceback
 from typing import TYPE_CHECKING
 
+from finevo.market import frozen_clock
 from finevo.sandbox import confine, guard, landlock, protocol, seccomp, workspace
 from finevo.sandbox.forked import SpareChild
 from finevo.sandbox.preload import load_world, preload_libraries
@@ -385,6 +386,7 @@ def _start(config: JSONObject) -> tuple[_Router, JSONObject]:
         try:
             ours.close()
             _die_with_parent()
+            frozen_clock.prepare()  # once here, not in every world zygote: each only anchors the clock
             _zygote_loop(theirs, settings)
         finally:
             os._exit(0)

@@ -185,11 +185,16 @@ def _local_days(index: pd.Index) -> pd.Index:
 
 
 def _read_history(provider: MarketProvider, symbol: str, prices: str) -> pd.DataFrame:
-    frame = provider.history(symbol)
+    # The provider's own frame where it shares one (no copy: the oracle never modifies its bars)
+    view = getattr(provider, "history_view", None)
+    frame = view(symbol) if view is not None else provider.history(symbol)
     if frame is None or frame.empty:
         raise ValueError(f"no price history for {symbol}")
-    as_of = provider.as_of
-    frame = frame.loc[_local_days(frame.index) < pd.Timestamp(as_of + timedelta(days=1))].sort_index()
+    local, end = _local_days(frame.index), pd.Timestamp(provider.as_of + timedelta(days=1))
+    if local.is_monotonic_increasing:  # the bars before the end are a leading slice, sorted already
+        frame = frame.iloc[:local.searchsorted(end)]
+    else:
+        frame = frame.loc[local < end].sort_index()
     if prices == "raw":
         return _unadjust(frame)
     if prices != "adjusted":

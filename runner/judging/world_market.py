@@ -83,8 +83,8 @@ class Market:
         if not adjusted:
             return self._item(symbol).history
         if symbol not in self._adjusted:
-            # a copy consolidates its blocks: the windows the shim copies out of it cost half as much
-            self._adjusted[symbol] = auto_adjust(self._item(symbol).history).copy()
+            # consolidated (auto_adjust's frame is): the windows the shim copies out of it cost half as much
+            self._adjusted[symbol] = auto_adjust(self._item(symbol).history)
         return self._adjusted[symbol]
 
     def dividends(self, symbol: str) -> pd.Series:

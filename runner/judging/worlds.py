@@ -59,6 +59,7 @@ from finevo.market import synthetic
 from finevo.market.calendar import COVERED_YEARS, is_trading_day
 from finevo.market.provider import MarketProvider
 from finevo.market.snapshot import (
+    ParsedFiles,
     Snapshot,
     SnapshotOrigin,
     SymbolData,
@@ -412,6 +413,9 @@ class Worlds:
         #: held too, so that an id is never reused while its entry stands.
         self._blobs: dict[int, tuple[SymbolData, dict[str, bytes]]] = {}
         self._per_task: dict[str, list[World]] = {}
+        #: The worlds' files as the oracle reads them, each parsed once: most worlds hold the files
+        #: of the symbols they do not reshape as other worlds do.
+        self._parsed = ParsedFiles()
         self._leap: dict[str, tuple[str, str, _Base] | None] = {}
         #: The run's snapshot lengthened back for the ``leap`` world (built once, :meth:`_longer_market`).
         self._longer: Market | None = None
@@ -1150,8 +1154,8 @@ class Worlds:
                                 generator_version=GENERATOR_VERSION, seed=seed, before_open=base.market.before_open)
         write_snapshot_files(path, blobs, origin, symbols=list(base.market.data),
                              extra={"world": kind.value, "perturbation": perturbation}, durable=False)
-        world = World(name=name, kind=kind, path=path, provider=load_snapshot(path), perturbation=perturbation,
-                      round=round_, must_raise=must_raise)
+        world = World(name=name, kind=kind, path=path, provider=load_snapshot(path, self._parsed),
+                      perturbation=perturbation, round=round_, must_raise=must_raise)
         self._written[name] = world
         self.timings["write"] += time.perf_counter() - started
         return world

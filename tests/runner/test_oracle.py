@@ -431,6 +431,28 @@ def test_a_world_reads_its_bars_once_for_every_task_judged_in_it(tmp_path: Any) 
     assert reads == ["X"]  # read once for both tasks and all their readings (adjusted and raw closes)
 
 
+@pytest.mark.parametrize("order", ["dated", "shuffled"])
+def test_the_oracle_reads_the_bars_up_to_the_as_of_date_in_date_order(order: str) -> None:
+    """Bars dated after the as-of date are not read, whichever order the provider holds them in; a
+    provider that shares its frame (``history_view``) is read without a copy and left as it was."""
+    closes = _walk(40, 5)
+    later = _frame(closes).set_axis(pd.bdate_range(start=pd.Timestamp(AS_OF), periods=40, tz=TZ, name="Date"))
+    frame = pd.concat([_frame(closes), later.iloc[1:]])  # 39 sessions past the as-of date
+    if order == "shuffled":
+        frame = frame.sample(frac=1.0, random_state=3)
+    held = frame.copy()
+
+    class Sharing(FakeProvider):
+        def history_view(self, symbol: str) -> pd.DataFrame:
+            return self.frames[symbol]
+
+    for provider in (FakeProvider({"X": frame}), Sharing({"X": frame})):
+        bars = oracle._read_history(provider, "X", "adjusted")
+        assert bars.index.is_monotonic_increasing and bars.index[-1].date() == AS_OF
+        assert bars["Close"].to_list() == closes.tolist()
+        pd.testing.assert_frame_equal(frame, held)
+
+
 def test_every_task_oracle_name_is_known() -> None:
     from finevo.paths import benchmarks_dir
     from runner.inputs.tasks import load_tasks

@@ -194,6 +194,25 @@ def test_c_code_reads_the_frozen_clock(c_readings: dict[str, dict[str, dict]], a
     assert out["now_hour_utc"] in ("20", "21")  # 16:00 New York, in UTC (summer / winter)
 
 
+def test_prepare_redirects_c_clocks_once_and_leaves_them_real_until_a_freeze() -> None:
+    """A process that forks many freezing processes redirects the C clocks once, before forking: the
+    clocks read the real time until a freeze, which then only anchors them."""
+    out = _run("""
+        import numpy as np
+        fc.prepare()
+        out["patched"] = fc.c_clock_patched()
+        out["real"] = [str(np.datetime64("today"))[:4], str(dt.datetime.now().year)]
+        redirect = fc._redirect
+        fc._redirect = lambda *a: out.setdefault("redirected_again", True)
+        fc.freeze(ANCHOR)
+        fc._redirect = redirect
+        out["frozen"] = [str(np.datetime64("today")), str(dt.datetime.now().date())]
+    """)
+    assert out["patched"] == {"numpy": True, "datetime": True, "interpreter": True}
+    assert all(int(year) > 2024 for year in out["real"])
+    assert out["frozen"] == ["2024-12-31"] * 2 and "redirected_again" not in out
+
+
 @pytest.mark.slow
 def test_unfreeze_gives_c_code_the_real_clock_back() -> None:
     out = _run("""

@@ -12,7 +12,14 @@ import pytest
 
 from finevo.errors import InputError
 from finevo.market.provider import MarketProvider
-from finevo.market.snapshot import Snapshot, SymbolNotRecorded, content_hash_of, load_snapshot
+from finevo.market.snapshot import (
+    ParsedFiles,
+    Snapshot,
+    SymbolNotRecorded,
+    auto_adjust,
+    content_hash_of,
+    load_snapshot,
+)
 from finevo.paths import snapshot_dir
 
 
@@ -49,6 +56,38 @@ def test_auto_adjusted_close_equals_adj_close() -> None:
     pd.testing.assert_series_equal(adj["Close"], raw["Adj Close"], check_names=False)
     ratio = raw["Adj Close"] / raw["Close"]
     pd.testing.assert_series_equal(adj["Open"], raw["Open"] * ratio, check_names=False)
+
+
+def test_auto_adjust_builds_one_consolidated_frame_in_the_recorded_column_order() -> None:
+    raw = load_snapshot().history_unadjusted("SPY")  # Capital Gains too, and an int64 Volume
+    adjusted = auto_adjust(raw)
+    assert list(adjusted.columns) == [c for c in raw.columns if c != "Adj Close"]
+    assert adjusted["Volume"].dtype == "int64" and adjusted._mgr.nblocks == 2  # float64, int64
+    for column in ("Open", "High", "Low"):
+        assert adjusted[column].to_list() == [o * (a / c) for o, a, c in  # scaled by Adj Close / Close
+                                              zip(raw[column], raw["Adj Close"], raw["Close"], strict=True)]
+    adjusted.iloc[:, :] = 0  # a new frame: the raw bars are untouched
+    assert raw["Close"].iloc[-1] > 0 and raw["Open"].iloc[-1] > 0
+
+
+def test_snapshots_given_the_same_parsed_files_parse_a_shared_file_once(copy: Path) -> None:
+    """Two snapshots holding the same file (by its manifest digest) share its parsed frames; a file
+    that differs is parsed for its own snapshot, and a snapshot given no cache keeps its own."""
+    other = copy.parent / "other"
+    shutil.copytree(copy, other)
+    text = (other / "history" / "AMZN.csv").read_text()
+    last = text.rstrip("\n").rsplit("\n", 1)[1].split(",")
+    last[4] = str(float(last[4]) + 1.0)  # the last bar's close moves
+    _rewrite(other, "history/AMZN.csv", text.rstrip("\n").rsplit("\n", 1)[0] + "\n" + ",".join(last) + "\n")
+    parsed = ParsedFiles()
+    first, second, alone = load_snapshot(copy, parsed), load_snapshot(other, parsed), load_snapshot(copy)
+    assert first.history_view("MSFT") is second.history_view("MSFT")
+    assert first.income_stmt("MSFT").equals(second.income_stmt("MSFT"))
+    assert first.history_view("AMZN") is not second.history_view("AMZN")
+    assert second.history_view("AMZN", adjusted=False)["Close"].iloc[-1] == \
+        first.history_view("AMZN", adjusted=False)["Close"].iloc[-1] + 1.0
+    assert alone.history_view("MSFT") is not first.history_view("MSFT")
+    pd.testing.assert_frame_equal(alone.history("MSFT"), first.history("MSFT"))
 
 
 def test_income_frame_shape() -> None:
