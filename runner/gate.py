@@ -12,11 +12,13 @@ not run are filled in ``skipped`` by :mod:`runner.reports.rebuild`), and the exi
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import signal
 import time
 import traceback
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -333,6 +335,10 @@ class Gate:
         p = self.p
         repeats = Repeats(self.factory, self.spec, runner, p.run_dir)
         judge_lane = lanes.judge if lanes is not None else None
+        # The judging lane builds a task's hidden worlds before it can run the calls there, while the
+        # sandboxes wait: with more than one job they are built ahead, as each task is solved.
+        ahead = ThreadPoolExecutor(1, thread_name_prefix="worlds-ahead") \
+            if judge_lane is not None and self.worlds is not None else None
         try:
             for repeat in range(1, p.config.repeats + 1):
                 current = repeats.runner_for(repeat)
@@ -346,13 +352,25 @@ class Gate:
                         result = self._judge(task, outcome, elapsed, repeat, current.probe_runner())
                         self._record_task(progress, result, elapsed)
                         continue
+                    if ahead is not None and repeat == 1 and outcome.tool_code:
+                        ahead.submit(self._worlds_ahead, p.judged.get(task.id, task))
                     judge_lane.submit(self._judge_and_record, progress, task, outcome, elapsed, repeat)
             if judge_lane is not None:
                 judge_lane.drain()
         finally:
+            if ahead is not None:
+                ahead.shutdown(cancel_futures=True)  # before the worlds' directory can go
             if lanes is not None:
                 lanes.close_judge()  # every task judged by now is recorded already
             repeats.close()
+
+    def _worlds_ahead(self, task: Any) -> None:
+        """Build ``task``'s hidden worlds before its judging asks for them (the same worlds: see
+        :meth:`~runner.judging.worlds.Worlds.for_task`). A failure is left for the judging to meet
+        and report: nothing failed is kept."""
+        assert self.worlds is not None
+        with contextlib.suppress(Exception):
+            self.worlds.for_task(task, [probe.oracle_params for probe in task.probes])
 
     def _label(self, task_id: str, repeat: int) -> str:
         n = self.p.config.repeats

@@ -43,6 +43,7 @@ import os
 import secrets
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -413,6 +414,9 @@ class Worlds:
         #: held too, so that an id is never reused while its entry stands.
         self._blobs: dict[int, tuple[SymbolData, dict[str, bytes]]] = {}
         self._per_task: dict[str, list[World]] = {}
+        #: Held while a task's worlds are built: the gate builds a task's worlds ahead (its judging
+        #: lane asks for them later) and the caches above are not for two builders at once.
+        self._building = threading.Lock()
         #: The worlds' files as the oracle reads them, each parsed once: most worlds hold the files
         #: of the symbols they do not reshape as other worlds do.
         self._parsed = ParsedFiles()
@@ -1172,9 +1176,20 @@ class Worlds:
 
     def for_task(self, task: Task, argsets: Sequence[Mapping[str, Any]]) -> list[World]:
         """The task's worlds, in judging order; ``argsets`` are its probes' oracle overrides
-        (after ``{}`` for the task's own arguments), used to pick each kind's variant."""
-        if task.id in self._per_task:
-            return self._per_task[task.id]
+        (after ``{}`` for the task's own arguments), used to pick each kind's variant.
+
+        Built once per task, by one thread at a time (another thread asking waits for the build);
+        every stream of randomness a world draws from is the run's seed mixed with its own
+        constants (and the task's id), so the worlds are the same whichever tasks were built
+        before, and in whichever thread."""
+        found = self._per_task.get(task.id)
+        if found is not None:
+            return found
+        with self._building:
+            found = self._per_task.get(task.id)  # built while this thread waited
+            return found if found is not None else self._build_for(task, argsets)
+
+    def _build_for(self, task: Task, argsets: Sequence[Mapping[str, Any]]) -> list[World]:
         started = time.perf_counter()
         worlds: list[World] = []
         argsets = [{}, *[dict(a) for a in argsets]]
