@@ -187,7 +187,9 @@ def _local_days(index: pd.Index) -> pd.Index:
 def _read_history(provider: MarketProvider, symbol: str, prices: str) -> pd.DataFrame:
     # The provider's own frame where it shares one (no copy: the oracle never modifies its bars)
     view = getattr(provider, "history_view", None)
-    frame = view(symbol) if view is not None else provider.history(symbol)
+    frame = view(symbol) if view is not None else None
+    if frame is None:
+        frame = provider.history(symbol)
     if frame is None or frame.empty:
         raise ValueError(f"no price history for {symbol}")
     local, end = _local_days(frame.index), pd.Timestamp(provider.as_of + timedelta(days=1))
