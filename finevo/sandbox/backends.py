@@ -321,7 +321,8 @@ class SubprocessSandbox(_BaseSandbox):
             workspace.remove(workdir)
 
 
-#: Warm workers one sandbox keeps for directories of other snapshots (the gate's hidden worlds) at once.
+#: Warm workers one sandbox keeps at once for directories of other snapshots its own worker cannot
+#: reach (under the private /tmp that worker mounted: :meth:`WarmSandbox._sees`).
 MAX_OTHER_SNAPSHOTS = 4
 
 
@@ -339,9 +340,9 @@ class WarmSandbox(_BaseSandbox):
         self.worker_info: JSONObject = {}
         self.restarts = 0
         #: A warm sandbox per directory of other snapshots a run asked for (``snapshot_dir=`` of
-        #: :meth:`run`: the gate's hidden worlds), least recently used first: a worker sees only its
-        #: own snapshot (Landlock read roots, private /tmp), so other snapshots need a worker that
-        #: may read their directory.
+        #: :meth:`run`) that this worker cannot reach (its private /tmp hides what the host created
+        #: there after it started: :meth:`_sees`), least recently used first. The gate's hidden
+        #: worlds (under /var/tmp) are served by this worker itself.
         self._others: dict[str, WarmSandbox] = {}
         self._extra_roots = list(extra_read_roots)
         self._real_roots = [os.path.realpath(root) for root in self._extra_roots]
@@ -447,20 +448,28 @@ class WarmSandbox(_BaseSandbox):
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _sees(self, snapshot_dir: str) -> bool:
-        """Whether this worker may read ``snapshot_dir`` (under one of its extra read roots).
+        """Whether this worker can serve ``snapshot_dir`` itself: a directory under one of its extra
+        read roots, or any directory its mount namespace shows (not under the private /tmp or
+        /dev/shm it mounted when it started, which hide what the host created there since). It
+        loads that snapshot in a world zygote of its own, whose children may read that directory
+        and none of its siblings nor the worker's own snapshot (``finevo.sandbox.worker``): the
+        gate's hidden worlds (under /var/tmp) cost no worker of their own.
 
         Answered once per directory (resolving paths costs a ``lstat`` per component, and the
         judge asks for every run in a hidden world)."""
         seen = self._seen.get(snapshot_dir)
         if seen is None:
             real = os.path.realpath(snapshot_dir)
-            seen = self._seen[snapshot_dir] = any(real.startswith(root + os.sep) for root in self._real_roots)
+            hidden = ("/tmp", "/dev/shm") if self._worker_namespaces().get("private_tmp") else ()
+            seen = self._seen[snapshot_dir] = any(real.startswith(root + os.sep) for root in self._real_roots) \
+                or not any(real == mount or real.startswith(mount + os.sep) for mount in hidden)
         return seen
 
     def _other(self, snapshot_dir: str) -> WarmSandbox:
-        """The warm sandbox serving ``snapshot_dir`` and its sibling snapshots (one worker per
-        directory of snapshots, e.g. a run's hidden worlds, started on first use and switching
-        between them per run; the least recently used beyond :data:`MAX_OTHER_SNAPSHOTS` is closed)."""
+        """The warm sandbox serving ``snapshot_dir`` and its sibling snapshots where this worker
+        cannot (:meth:`_sees`: a directory under its private /tmp): one worker per directory of
+        snapshots, started on first use and switching between them per run; the least recently
+        used beyond :data:`MAX_OTHER_SNAPSHOTS` is closed."""
         parent = os.path.dirname(os.path.abspath(snapshot_dir))
         with self._lock:
             if self._closed:

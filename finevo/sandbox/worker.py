@@ -20,14 +20,15 @@ value or output, nor another world's data. So no process that ever read a reques
   finished with the child, reaps it and reports its wait status and usage (only a parent can).
 
 A tool's child is therefore a copy of a world zygote (libraries plus one snapshot) plus its own
-pipes. The router keeps up to :data:`WORLD_ZYGOTES` world zygotes (least recently used closed
-first), each with :data:`SPARES_AHEAD` child forked ahead, so forking stays off the request's
-critical path (the next child forks while the gate reads a reply), and receives each child's
-descriptors the moment they are sent: none wait in flight while the router does anything else
-(descriptors in flight count against the sending user, whose tool children must still be able to
-hand over their seccomp listeners, see :func:`finevo.sandbox.confine.kernel_layers`). One fork per run, from a
-process that does little between forks: no intermediate server process copies the zygote's
-page tables, and no child is forked only to be thrown away at the end.
+pipes. The router keeps up to :data:`WORLD_ZYGOTES` world zygotes (least recently used closed first,
+never the worker's own snapshot's), each with :data:`SPARES_AHEAD` child forked ahead, so forking
+stays off the request's critical path (the next child forks while the gate reads a reply), and
+receives each child's descriptors the moment they are sent: none wait in flight while the router
+does anything else (descriptors in flight count against the sending user, whose tool children must
+still be able to hand over their seccomp listeners, see
+:func:`finevo.sandbox.confine.kernel_layers`). One fork per run, from a process that does little
+between forks: no intermediate server process copies the zygote's page tables, and no child is
+forked only to be thrown away at the end.
 """
 
 from __future__ import annotations
@@ -326,8 +327,8 @@ class _Router:
             found = _World(ours)
             found.refill()  # a tool child waits before the first request
         self.worlds[path] = found
-        while len(self.worlds) > WORLD_ZYGOTES:
-            self.worlds.pop(next(iter(self.worlds))).close()
+        while len(self.worlds) > WORLD_ZYGOTES:  # the least recently used other than the worker's own
+            self.worlds.pop(next(key for key in self.worlds if key != self.base)).close()
         return found, info
 
     def close(self) -> None:

@@ -42,7 +42,7 @@ from runner.records import SelfCheck
 #: ``FINEVO_JOBS``: the number of cores the gate may use when ``--jobs`` is not given.
 JOBS_ENV = "FINEVO_JOBS"
 #: Sandboxes the judging lane shares a task's judged calls over at most (one per core given by
-#: ``--jobs``): each is a warm worker of its own, with a worker for the hidden worlds beside it.
+#: ``--jobs``): each is a warm worker of its own, which serves the hidden worlds too.
 MAX_JUDGE_SANDBOXES = 4
 
 

@@ -69,8 +69,24 @@ def test_a_tool_cannot_find_an_earlier_tools_value_in_its_memory(box: WarmSandbo
     assert hashlib.sha256(earlier.encode()).hexdigest() not in scan.value["found"]
 
 
+_WORLD_PROBE = ("import os\n\n\ndef probe(worlds: str, base: str) -> dict:\n    seen = {}\n"
+                "    for name, path in (('own', os.path.join(worlds, 'w1/manifest.json')),\n"
+                "                       ('sibling', os.path.join(worlds, 'w2/manifest.json')),\n"
+                "                       ('base', os.path.join(base, 'manifest.json'))):\n"
+                "        try:\n            with open(path) as handle:\n"
+                "                seen[name] = len(handle.read()) > 0\n"
+                "        except OSError:\n            seen[name] = False\n"
+                "    try:\n        seen['listing'] = sorted(os.listdir(worlds))\n"
+                "    except OSError:\n        seen['listing'] = None\n    return seen\n")
+
+
 @pytest.mark.slow
-def test_a_hidden_world_run_sees_its_own_world_only(tmp_path_factory: pytest.TempPathFactory) -> None:
+@pytest.mark.parametrize("under", ["var-tmp", "private-tmp"])
+def test_a_hidden_world_run_sees_its_own_world_only(under: str) -> None:
+    """A run in a hidden world reads its own world's files, not a sibling world's nor the worker's own
+    snapshot; a run on the worker's snapshot reads none of the worlds. Worlds where the worker can
+    reach them (the gate's, under /var/tmp) are served by the worker itself, worlds under the /tmp its
+    mount namespace made private by a worker of their own: the same either way."""
     import shutil
     import tempfile
     from pathlib import Path
@@ -78,25 +94,23 @@ def test_a_hidden_world_run_sees_its_own_world_only(tmp_path_factory: pytest.Tem
     from finevo.paths import snapshot_dir
     from finevo.sandbox.selftest import default_base_dir
 
-    # not under /tmp: the worker's private /tmp would hide the worlds
-    worlds = Path(tempfile.mkdtemp(prefix="finevo-worlds-", dir=default_base_dir()))
+    worlds = Path(tempfile.mkdtemp(prefix="finevo-worlds-",
+                                   dir=default_base_dir() if under == "var-tmp" else tempfile.gettempdir()))
     try:
         for name in ("w1", "w2"):
             shutil.copytree(snapshot_dir(), worlds / name)
-        code = ("import os\n\n\ndef probe(worlds: str) -> dict:\n    seen = {}\n"
-                "    for name, path in (('own', 'w1/manifest.json'), ('sibling', 'w2/manifest.json')):\n"
-                "        try:\n            with open(os.path.join(worlds, path)) as handle:\n"
-                "                seen[name] = len(handle.read()) > 0\n"
-                "        except OSError:\n            seen[name] = False\n"
-                "    try:\n        seen['listing'] = sorted(os.listdir(worlds))\n"
-                "    except OSError:\n        seen['listing'] = None\n    return seen\n")
+        args = {"worlds": str(worlds), "base": str(snapshot_dir())}
         with WarmSandbox(snapshot_dir(), policy=False) as sandbox:
-            result = sandbox.run_kernel_only(code, "probe", {"worlds": str(worlds)}, LIMITS,
-                                             snapshot_dir=str(worlds / "w1"))
-            again = sandbox.run_kernel_only(code, "probe", {"worlds": str(worlds)}, LIMITS,
-                                            snapshot_dir=str(worlds / "w2"))
-        assert result.status == "ok" and result.value == {"own": True, "sibling": False, "listing": None}, result
-        assert again.status == "ok" and again.value == {"own": False, "sibling": True, "listing": None}, again
+            result = sandbox.run_kernel_only(_WORLD_PROBE, "probe", args, LIMITS, snapshot_dir=str(worlds / "w1"))
+            again = sandbox.run_kernel_only(_WORLD_PROBE, "probe", args, LIMITS, snapshot_dir=str(worlds / "w2"))
+            home = sandbox.run_kernel_only(_WORLD_PROBE, "probe", args, LIMITS)
+            own_worker = not sandbox._others
+            private_tmp = bool(sandbox._worker_namespaces().get("private_tmp"))
+        seen = lambda own, sibling, base: {"own": own, "sibling": sibling, "base": base, "listing": None}  # noqa: E731
+        assert result.status == "ok" and result.value == seen(True, False, False), result
+        assert again.status == "ok" and again.value == seen(False, True, False), again
+        assert home.status == "ok" and home.value == seen(False, False, True), home
+        assert own_worker == (under == "var-tmp" or not private_tmp)
     finally:
         shutil.rmtree(worlds, ignore_errors=True)
 
