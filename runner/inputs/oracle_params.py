@@ -62,6 +62,7 @@ __all__ = [
     "check_task",
     "param_bounds",
     "param_kind",
+    "param_leading",
     "param_seeded",
     "parse_params",
 ]
@@ -76,6 +77,11 @@ Count: TypeAlias = Annotated[int, Strict(), Field(gt=0)]
 #: :data:`~runner.judging.probes.WARM_UP` windows of data, where a plain window or lookback needs its own
 #: length only.
 Seeded: TypeAlias = Annotated[int, Strict(), Field(gt=0), "seeds a recursive smoothing"]
+#: A :data:`Count` that sets where a recursive smoothing seeded at a constant begins (KDJ's range ``n``:
+#: K and D start at 50 on the first full range): the value depends on how many sessions the recursion
+#: has run, so a seed of another kind is forgotten only where many follow -- the judge also asks a value
+#: that leaves the recursion a short run (:func:`~runner.judging.probes.range_probes`).
+Leading: TypeAlias = Annotated[int, Strict(), Field(gt=0), "starts a recursion seeded at a constant"]
 #: A JSON number (an integer is read as a float; a boolean is refused).
 Number: TypeAlias = Annotated[float, Strict()]
 #: A calendar year (``2023``).
@@ -223,7 +229,7 @@ class VolatilityParams(OracleParams):
 
 class KdjParams(OracleParams):
     symbol: Symbol
-    n: Count
+    n: Leading
     k_period: Seeded
     d_period: Seeded
     smoothing: Literal["recursive", "sma"] = "recursive"
@@ -441,13 +447,20 @@ def param_kind(oracle: str, key: str) -> ParamKind | None:
     field = _field(oracle, key)
     if field is None:
         return None
-    return "count" if _is(field, Count) or _is(field, Seeded) else "number" if _is(field, Number) else None
+    return "count" if any(_is(field, kind) for kind in (Count, Seeded, Leading)) else \
+        "number" if _is(field, Number) else None
 
 
 def param_seeded(oracle: str, key: str) -> bool:
     """Whether a count of ``oracle`` seeds a recursive smoothing (:data:`Seeded`)."""
     field = _field(oracle, key)
     return field is not None and _is(field, Seeded)
+
+
+def param_leading(oracle: str, key: str) -> bool:
+    """Whether a count of ``oracle`` sets where a recursion seeded at a constant begins (:data:`Leading`)."""
+    field = _field(oracle, key)
+    return field is not None and _is(field, Leading)
 
 
 def param_bounds(oracle: str, key: str) -> tuple[int | float | None, int | float | None]:

@@ -50,6 +50,10 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
            "mismatch_words", "probe_entry", "raised_by_tool", "readings", "refused_value"]
 
 #: Recorded in every report; bump it whenever a rule changes what passes.
+#: 3.20: an argument with at most four declared values (a quarter) is probed at every one of them
+#: (:func:`runner.judging.probes._small_domain`); KDJ's range is also asked where it leaves the data a dozen
+#: sessions, where K and D's seed of 50 still shows (:func:`runner.judging.probes._short_run`: the value, or
+#: a clear error);
 #: 3.19: a threshold above 1 is also probed at a level of 1 or less (:func:`runner.judging.probes._fraction_level`:
 #: a level of its own, not a percentage written as a fraction); comp_004's rally world turns 60 sessions
 #: before its as-of day (the RSI of every session is read there: a rally's RSI is 100, not NaN); a yes/no
@@ -136,7 +140,7 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
 #: support them (must raise), the dividend window's edge and Wilder's SMA seed as readings,
 #: closed-day as-of worlds; 3.1: flip worlds, threshold boundary probes, RSI warm-up reading;
 #: 3.0: hidden worlds.
-JUDGE_VERSION = "3.19"
+JUDGE_VERSION = "3.20"
 
 #: Runs tool code in the sandbox: ``(code, entry, args) -> ExecutionResult``; may raise a
 #: :class:`~finevo.errors.FinevoError` (an external one when the sandbox itself is unavailable).

@@ -34,7 +34,7 @@ from finevo.errors import InputError
 from finevo.jsontypes import JSONObject, JSONValue
 from finevo.market.provider import MarketProvider
 from finevo.registry.signature import function_signature
-from runner.inputs.oracle_params import PARAMS, param_bounds, param_kind, param_seeded
+from runner.inputs.oracle_params import PARAMS, param_bounds, param_kind, param_leading, param_seeded
 from runner.inputs.tasks import Probe, Task
 from runner.judging.compare import compare, probe_entry
 from runner.judging.oracle import (
@@ -529,6 +529,13 @@ def range_probes(task: Task, provider: MarketProvider, rng: Random, taken: list[
             if refused is not None and refused.args not in taken:
                 out.append(refused)
                 taken.append(refused.args)
+        tail = _short_run(d, key, own, taken)
+        if tail is not None:
+            out.append(tail)
+            taken.append(dict(tail.args))
+        for every in _small_domain(d, key, value, own, taken):
+            out.append(every)
+            taken.append(dict(every.args))
     for key, value in d.bound().items():
         mixed = _mixed(d, key, value, taken)
         if mixed is not None:
@@ -904,6 +911,58 @@ def _mixed(d: _Deriver, key: str, value: Any, taken: list[JSONObject]) -> Probe 
                  reason=f"accepted readings part here: {_words(args)} is answered by some and refused by others, "
                         "so the tool must give an answering reading's value (the one its other values match) or "
                         "raise a clear error, never a value no reading gives")
+
+
+#: The most values a bounded whole-number argument may have for every one of them to be probed (a
+#: quarter's four): date arithmetic right for one quarter is often wrong for another.
+SMALL_DOMAIN = 4
+
+
+def _small_domain(d: _Deriver, key: str, value: Any, own: Mapping[str, Any],
+                  taken: list[JSONObject]) -> list[Probe]:
+    """For a whole-number argument declared with at most :data:`SMALL_DOMAIN` values (a quarter),
+    every value the oracle answers: a tool that builds the quarter's end as "the 30th of month 3q,
+    then the month's end" is right for Q1 and Q4 and raises for Q2 and Q3, so one other value probed
+    is not enough."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        return []
+    low, high = param_bounds(d.task.oracle.name, key)
+    if not isinstance(low, int) or not isinstance(high, int) or high - low + 1 > SMALL_DOMAIN:
+        return []
+    out = []
+    for other in range(low, high + 1):
+        args: JSONObject = {key: other}
+        if other != value and args not in taken and _answers(d, args, own):
+            out.append(Probe(args=args, oracle_params=args,
+                             reason=f"every value of a small domain: {_words(args)}, as each of "
+                                    f"{key}={low}..{high} is asked"))
+    return out
+
+
+#: Sessions of data the short-run probe leaves beyond a :data:`~runner.inputs.oracle_params.Leading`
+#: count: KDJ's K and D then run a dozen steps from their seed of 50, which still weighs (2/3)**12 of
+#: it, about 1 % -- far above any tolerance -- where the task's own call, hundreds of sessions on, has
+#: forgotten any seed. Every accepted reading answers there (the oracle asks the range and both
+#: smoothings' periods, six sessions with KDJ(n, 3, 3)).
+SHORT_RUN = 12
+
+
+def _short_run(d: _Deriver, key: str, own: Mapping[str, Any], taken: list[JSONObject]) -> Probe | None:
+    """For a count that sets where a recursion seeded at a constant begins (KDJ's range ``n``), the value
+    that leaves the data :data:`SHORT_RUN` sessions past it: there the documented seed still shows,
+    and a tool that seeds the recursion otherwise (at the first value, as ``ewm(adjust=False)`` does)
+    answers another value. A reuse asks that of a stock listed months ago, or of a long range. A clear
+    error is as right (:attr:`~runner.inputs.tasks.Probe.may_raise`): a tool may refuse a recursion
+    that has not run long enough for its seed to fade, as the reference tool does."""
+    if not param_leading(d.task.oracle.name, key):
+        return None
+    args: JSONObject = {key: _own_sessions(d) - SHORT_RUN}
+    if int(args[key]) <= 0 or args in taken or not _answers(d, args, own):
+        return None
+    return Probe(args=args, oracle_params=args, may_raise=True,
+                 reason=f"a short run: {_words(args)} leaves {SHORT_RUN} sessions past the range, where the "
+                        "smoothing's documented seed still weighs: its value, or a clear error (a tool may ask "
+                        "a warm-up that lets any seed fade); a tool seeding it otherwise answers another value")
 
 
 def _other_length(d: _Deriver, key: str, value: Any) -> Probe | None:

@@ -840,3 +840,67 @@ def test_a_tool_that_reads_a_level_of_one_or_less_as_a_fraction_fails(tasks, sna
     assert scaling != _reference(task_id)
     result = _judge_in_sandbox(judged, scaling, task_runner, snapshot)
     assert result.state == "fail" and "rsi_threshold=" in result.reason, result.reason
+
+
+_QUARTER_END_ROLLED = (  # Q1 and Q4 land right (Mar 30 -> Mar 31, Dec 30 -> Dec 31); Q2 and Q3 roll a month on
+    "import pandas as pd\nimport yfinance as yf\n\n\ndef get_net_income(symbol, year, quarter):\n"
+    "    qend = pd.Timestamp(year, 3 * quarter, 30) + pd.offsets.MonthEnd(1)\n"
+    "    stmt = yf.Ticker(symbol).quarterly_income_stmt\n"
+    "    cols = [c for c in stmt.columns if abs((c - qend).days) <= 15]\n"
+    "    if not cols:\n        raise ValueError(f'no quarterly statement for {symbol} {year} Q{quarter}')\n"
+    "    return float(stmt.loc['Net Income', cols[0]])\n")
+
+_KDJ_SEEDED_AT_THE_FIRST_RSV = (  # K and D as ewm(adjust=False): seeded at the first RSV, not at 50
+    "import numpy as np\nimport yfinance as yf\n\n\n"
+    "def kdj(symbol: str, n: int = 9, k_period: int = 3, d_period: int = 3) -> dict:\n"
+    "    df = yf.Ticker(symbol).history(period='max')\n"
+    "    if len(df) < n + k_period + d_period:\n        raise ValueError('not enough data')\n"
+    "    low, high = df['Low'].rolling(n).min(), df['High'].rolling(n).max()\n"
+    "    rsv = ((df['Close'] - low) / (high - low).replace(0, np.nan) * 100).where(high != low, 50.0).dropna()\n"
+    "    k = rsv.ewm(com=k_period - 1, adjust=False).mean()\n"
+    "    d = k.ewm(com=d_period - 1, adjust=False).mean()\n"
+    "    return {'k': float(k.iloc[-1]), 'd': float(d.iloc[-1]), 'j': float(3 * k.iloc[-1] - 2 * d.iloc[-1])}\n")
+
+
+def _judged_in_process(task: Task, snapshot: Any, in_process: Any, code: str, entry: str) -> Any:
+    """``code`` judged on the snapshot as the gate judges a final tool (its value, then its probes),
+    run in this process."""
+    from finevo.sandbox import Limits
+
+    expected = expected_values(task, snapshot)
+    run = lambda code, entry, args, snapshot_dir=None: in_process.run(code, entry, args, Limits())  # noqa: E731
+    own = run(code, entry, dict(task.intent.args))
+    outcome = Outcome(task_id=task.id, value=own.value if own.ok else None, tool_code=code, stage="done")
+    return judge_task(task, outcome, expected, 0.0, Reruns(run, probe_expected=probe_expected_values(task, snapshot)))
+
+
+def test_a_quarter_is_asked_at_each_of_its_values_so_date_arithmetic_right_for_two_of_them_fails(
+        tasks, snapshot, in_process) -> None:
+    from runner.judging.probes import SMALL_DOMAIN, probes_for
+
+    task = tasks["fetch_001"]
+    judged = task.model_copy(update={"probes": tuple(probes_for(task, snapshot, seed=1))})
+    asked = {p.args["quarter"] for p in judged.probes if set(p.args) == {"quarter"} and not p.expect_error}
+    assert asked == {2, 3, 4} and SMALL_DOMAIN >= 4  # every quarter but the task's own Q1
+    failed = _judged_in_process(judged, snapshot, in_process, _QUARTER_END_ROLLED, "get_net_income")
+    assert failed.state == "fail" and ("quarter=2" in failed.reason or "quarter=3" in failed.reason), failed.reason
+    passed = _judged_in_process(judged, snapshot, in_process, _reference("fetch_001"), "net_income")
+    assert passed.state == "pass", passed.reason
+
+
+def test_a_kdj_seeded_otherwise_than_at_50_fails_a_short_run_and_a_tool_refusing_it_passes(
+        tasks, snapshot, in_process) -> None:
+    """KDJ's K and D start at 50: after hundreds of sessions no seed shows, so the task's own call cannot
+    tell a tool seeding them at the first RSV. The range that leaves the data a dozen sessions can; there
+    a clear error is as right (the reference tool asks a warm-up long enough for any seed to fade)."""
+    from runner.judging.probes import SHORT_RUN, probes_for
+
+    task = tasks["calc_006"]
+    judged = task.model_copy(update={"probes": tuple(probes_for(task, snapshot, seed=1))})
+    short = [p for p in judged.probes if p.reason.startswith("a short run")]
+    assert len(short) == 1 and short[0].may_raise and not short[0].expect_error
+    assert short[0].args == {"n": len(snapshot.history("AAPL")) - SHORT_RUN}
+    failed = _judged_in_process(judged, snapshot, in_process, _KDJ_SEEDED_AT_THE_FIRST_RSV, "kdj")
+    assert failed.state == "fail" and f"n={short[0].args['n']}" in failed.reason, failed.reason
+    passed = _judged_in_process(judged, snapshot, in_process, _reference("calc_006"), "kdj")
+    assert passed.state == "pass", passed.reason
