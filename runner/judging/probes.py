@@ -502,7 +502,8 @@ def range_probes(task: Task, provider: MarketProvider, rng: Random, taken: list[
     index has no answer), for a list of symbols a list of another length (a tool that assumes the
     count fails); and where the tool must raise: a lookback the data cannot support at all, a year at
     the data's edge or not reported yet, an optional argument left out, a symbol with nothing to read;
-    and for a lookback, one value where the accepted readings part (:func:`_mixed`).
+    every value of an argument with at most four (:func:`_small_domain`), a recursion's short run
+    (:func:`_short_run`); and for a lookback, one value where the accepted readings part (:func:`_mixed`).
     """
     d = _Deriver(task, provider)
     own = d.expected({}, bounded=False)
