@@ -14,7 +14,9 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 from datetime import UTC, date, datetime, timedelta
+from datetime import time as dtime
 from typing import TYPE_CHECKING, Any, Literal
+from zoneinfo import ZoneInfo
 
 import pandas as pd
 
@@ -24,6 +26,8 @@ from finevo.market.snapshot import (
     EXCHANGE_TZ,
     INDEX_UNIT,
     RAW_HISTORY_COLUMNS,
+    SESSION_CLOSE,
+    SESSION_OPEN,
     SnapshotOrigin,
     SymbolData,
     SymbolNotRecorded,
@@ -160,12 +164,29 @@ def _raw_for_snapshot(symbol: str, frame: pd.DataFrame, start: date, as_of: date
     return out
 
 
+def wall_clock() -> datetime:
+    """The time a recording is made (tests set it)."""
+    return datetime.now(UTC)
+
+
+def _during_session(now: datetime, as_of: date, last_bars: Iterable[date]) -> dtime | None:
+    """The New York minute of ``now`` when it falls within the regular session of ``as_of`` and some
+    symbol's bars end on that day (then the bar is the session so far); None otherwise."""
+    local = now.astimezone(ZoneInfo(EXCHANGE_TZ))
+    moment = local.time().replace(second=0, microsecond=0)
+    if local.date() != as_of or not SESSION_OPEN <= moment < SESSION_CLOSE or as_of not in set(last_bars):
+        return None
+    return moment
+
+
 def record_snapshot(out_dir: str | os.PathLike[str], symbols: Iterable[str], start: date, end: date,
                     as_of: date | None = None, ticker_factory: TickerFactory | None = None) -> JSONObject:
     """Record real data for ``symbols`` from ``start`` to ``end`` (inclusive) into ``out_dir``.
 
     Everything is fetched before anything is written, so a failure leaves ``out_dir`` untouched.
-    Returns the manifest written.
+    Recorded on the as-of date while its session is open (by :func:`wall_clock`), each bar of
+    that date is the session so far and the manifest says when (``during_session``). Returns the
+    manifest written.
     """
     as_of = as_of or end
     if start > end or as_of < start:
@@ -173,6 +194,7 @@ def record_snapshot(out_dir: str | os.PathLike[str], symbols: Iterable[str], sta
     provider = LiveProvider(symbols, as_of=min(end, as_of), ticker_factory=ticker_factory)
     data: list[SymbolData] = []
     before_open = False
+    recorded = wall_clock()
     for symbol in provider.symbols():
         # recorded before the open on an ex-dividend date, yfinance ends the history with the day's
         # dividend in a row of NaN prices: a pending event row, kept apart from the bars
@@ -188,10 +210,13 @@ def record_snapshot(out_dir: str | os.PathLike[str], symbols: Iterable[str], sta
             info=provider.info(symbol), fast_info=provider.fast_info(symbol),
             pending=None if pending.empty else pending))
     version = _yfinance_version()
+    during = None if before_open else _during_session(
+        recorded, provider.as_of, (pd.DatetimeIndex(item.history.index)[-1].date() for item in data))
     origin = SnapshotOrigin(as_of=provider.as_of, synthetic=False,
                             label=f"Recorded from Yahoo Finance via yfinance {version}",
-                            generator=GENERATOR, generator_version=version, before_open=before_open)
+                            generator=GENERATOR, generator_version=version, before_open=before_open,
+                            during_session=during)
     return write_snapshot(
         out_dir, data, origin,
         extra={"start": start.isoformat(), "end": end.isoformat(),
-               "recorded_at": datetime.now(UTC).replace(microsecond=0).isoformat()})
+               "recorded_at": recorded.astimezone(UTC).replace(microsecond=0).isoformat()})

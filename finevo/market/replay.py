@@ -19,7 +19,8 @@ other than ``1d``, a window with no recorded bar, an attribute such as ``.option
 
 :func:`install` binds the shim to a provider, registers it as ``sys.modules["yfinance"]`` and
 freezes the process clock at the as-of date, 16:00 New York (see :mod:`finevo.market.frozen_clock`),
-or 08:00 when the data were recorded before that day's open (``before_open``).
+08:00 when the data were recorded before that day's open (``before_open``), or the moment they
+were recorded while its session was open (``during_session``: the last bar is the session so far).
 
 Data recorded before the open on an ex-dividend date hold a *pending event row* (see
 :mod:`finevo.market.snapshot`); ``history(actions=True)`` (the default) ends with it as yfinance 1.x
@@ -87,8 +88,12 @@ def _provider() -> MarketProvider:
 
 
 def as_of_moment(provider: MarketProvider) -> datetime:
-    """The sandbox's "now", New York time: the as-of date at the close, or before its open when the
-    data were recorded then (a provider's ``before_open``)."""
+    """The sandbox's "now", New York time: the as-of date at the close, before its open when the
+    data were recorded then (a provider's ``before_open``), or the moment of its session they were
+    recorded at (its ``during_session``)."""
+    during = getattr(provider, "during_session", None)
+    if during is not None:
+        return datetime.combine(provider.as_of, during, ZoneInfo(EXCHANGE_TZ))
     if getattr(provider, "before_open", False):
         return datetime.combine(provider.as_of, BEFORE_OPEN, ZoneInfo(EXCHANGE_TZ))
     return as_of_moment_from_date(provider.as_of)

@@ -19,7 +19,10 @@ date whose prices (and ``Adj Close``) are empty, ``Volume`` 0 and the event's am
 only follow the last priced bar; the reader keeps them apart (:meth:`Snapshot.pending`), so every
 priced frame it hands out has no empty cell, and :meth:`Snapshot.dividends` includes them, as
 yfinance's ``dividends`` does. The manifest's ``"before_open": true`` says the data were recorded
-on the as-of date before the session opened (absent: after the close, or on a closed day).
+on the as-of date before the session opened; its ``"during_session": "HH:MM"`` that they were recorded
+while the as-of date's regular session was open, at that New York time, so each symbol's bar of that
+date is the session so far (its ``Close`` the last trade then); absent both: after the close, or on a
+closed day.
 
 ``<stem>`` is the symbol with ``^`` spelt ``INDEX_`` (``^GSPC`` -> ``INDEX_GSPC``), so no file
 name needs shell quoting. Floats are written with ``%.10g`` and JSON with sorted keys, so writing
@@ -39,6 +42,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from datetime import date
+from datetime import time as dtime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -72,7 +76,23 @@ CAPITAL_GAINS = "Capital Gains"
 #: unit depends on the pandas version (``s`` under pandas 3, ``ns`` before); do the same.
 INDEX_UNIT: str = pd.to_datetime(np.array([date(2024, 1, 2)], dtype=object)).unit
 
+#: The regular session, New York time: a snapshot recorded ``during_session`` was recorded at or
+#: after its open and before its close.
+SESSION_OPEN = dtime(9, 30)
+SESSION_CLOSE = dtime(16, 0)
+
 Freq = Literal["yearly", "quarterly"]
+
+
+def session_moment(value: object) -> dtime:
+    """A manifest's ``during_session``: ``"HH:MM"`` within the regular session (ValueError otherwise)."""
+    if not isinstance(value, str) or len(value) != 5 or value[2] != ":":
+        raise ValueError(f"'during_session' must be \"HH:MM\", got {value!r}")
+    moment = dtime.fromisoformat(value)
+    if not SESSION_OPEN <= moment < SESSION_CLOSE:
+        raise ValueError(f"'during_session' {value} is not within the regular session "
+                         f"({SESSION_OPEN:%H:%M}-{SESSION_CLOSE:%H:%M})")
+    return moment
 
 
 class SymbolNotRecorded(LookupError):
@@ -203,6 +223,8 @@ class SnapshotOrigin:
     seed: int | None = None
     #: Recorded on the as-of date before the session opened (its bar not yet made).
     before_open: bool = False
+    #: Recorded on the as-of date at this New York time, the session open (its bar the session so far).
+    during_session: dtime | None = None
 
 
 def write_snapshot(out_dir: str | os.PathLike[str], data: list[SymbolData], origin: SnapshotOrigin, *,
@@ -239,6 +261,7 @@ def write_snapshot_files(out_dir: str | os.PathLike[str], symbol_blobs: dict[str
         "symbols": list(symbols),
         "timezone": EXCHANGE_TZ,
         **({"before_open": True} if origin.before_open else {}),
+        **({"during_session": f"{origin.during_session:%H:%M}"} if origin.during_session is not None else {}),
         **(extra or {}),
         "files": {rel: sha256_bytes(blob) for rel, blob in sorted(files.items())},
     }
@@ -345,10 +368,14 @@ class Snapshot:
             as_of = date.fromisoformat(manifest["as_of"])
             if not isinstance(files, dict) or not isinstance(symbols, list):
                 raise TypeError("'files' must be an object and 'symbols' a list")
+            during = None if manifest.get("during_session") is None else session_moment(manifest["during_session"])
+            if during is not None and manifest.get("before_open") is True:
+                raise ValueError("'before_open' and 'during_session' cannot both hold")
         except (ValueError, KeyError, TypeError) as exc:
             raise InputError(f"{manifest_path}: invalid snapshot manifest ({type(exc).__name__}: {exc})") from None
         self.manifest: JSONObject = manifest
         self._as_of = as_of
+        self._during_session = during
         self._symbols: list[str] = [str(s) for s in symbols]
         self._blobs: dict[str, bytes] = {}
         for rel, digest in files.items():
@@ -383,6 +410,12 @@ class Snapshot:
         """Recorded on the as-of date before the session opened: the sandbox's clock reads that
         morning, and a pending event row of that date may end a history."""
         return self.manifest.get("before_open") is True
+
+    @property
+    def during_session(self) -> dtime | None:
+        """Recorded while the as-of date's session was open, at this New York time: the sandbox's
+        clock reads it, and each symbol's bar of that date is the session so far."""
+        return self._during_session
 
     @property
     def synthetic(self) -> bool:

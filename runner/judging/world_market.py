@@ -12,7 +12,8 @@ import bisect
 import hashlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
+from datetime import time as dtime
 from typing import Literal
 
 import numpy as np
@@ -22,6 +23,7 @@ from finevo.jsontypes import JSONObject, JSONValue
 from finevo.market.snapshot import (
     EXCHANGE_TZ,
     PRICED_COLUMNS,
+    SESSION_OPEN,
     Snapshot,
     SymbolData,
     SymbolNotRecorded,
@@ -49,12 +51,15 @@ REPORTING_LAGS = (14, 21)
 class Market:
     """A :class:`~finevo.market.provider.MarketProvider` over symbols held in memory."""
 
-    def __init__(self, data: Iterable[SymbolData], as_of: date, *, before_open: bool = False) -> None:
+    def __init__(self, data: Iterable[SymbolData], as_of: date, *, before_open: bool = False,
+                 during_session: dtime | None = None) -> None:
         self.data: dict[str, SymbolData] = {item.symbol: item for item in data}
         self._as_of = as_of
-        #: On the as-of date before the open (:func:`before_the_open`); a change of the market
-        #: made after that builds a market after the close again.
+        #: On the as-of date before the open (:func:`before_the_open`), or at this time of its session
+        #: (:func:`during_the_session`); a change of the market made after that builds a market after
+        #: the close again.
         self.before_open = before_open
+        self.during_session = during_session
         self._adjusted: dict[str, pd.DataFrame] = {}
         self._cut: dict[tuple[str, date], SymbolData | None] = {}
 
@@ -140,7 +145,7 @@ def read_market(snapshot: Snapshot) -> Market:
         data.append(SymbolData(symbol, snapshot.history_unadjusted(symbol),
                                None if yearly.empty else yearly, None if quarterly.empty else quarterly,
                                snapshot.info(symbol), snapshot.fast_info(symbol), None if pending.empty else pending))
-    return Market(data, snapshot.as_of, before_open=snapshot.before_open)
+    return Market(data, snapshot.as_of, before_open=snapshot.before_open, during_session=snapshot.during_session)
 
 
 # --------------------------------------------------------------------------- transformations
@@ -415,6 +420,72 @@ def before_the_open(market: Market, day: date) -> tuple[Market, str]:
     return (Market(data, day, before_open=True),
             f"as of {day} before the open" + (", ex-dividend: " + ", ".join(words) if words else "")
             + (", ex-dividend on the last session: " + ", ".join(last) if last else ""))
+
+
+#: The least a ``midsession`` world's last trade lies from the day's open, its close and the session
+#: before's close, and the book's midpoint from the last trade (fractions of the price): a tool that
+#: reads any of those instead answers apart from it.
+SESSION_APART = 1e-3
+#: Minutes of the regular session (09:30 to 16:00).
+SESSION_MINUTES = 390
+
+
+def during_the_session(market: Market, moment: dtime, rng: np.random.Generator) -> tuple[Market, str]:
+    """``market`` (cut at the close of its as-of day, a session: :func:`truncate`) as recorded while
+    that session was open, at ``moment`` (New York time): each symbol's bar of the day the session
+    so far, as Yahoo serves it then -- the open the day's, the last trade (``Close``) between the open
+    and the day's close, drawn :data:`SESSION_APART` or more from the open, the close and the session
+    before's close; the high and low the extremes so far, the volume a share of the day's that grows
+    with the time elapsed (front-loaded, as trading is) -- and the quotes (``info``, ``fast_info``:
+    last price, day range, volume, book, the last trade's time) re-derived from it, the book's
+    midpoint a cent or more from the last trade. A tool that reads a quote the moment does not make
+    (the book's midpoint during the session, the session before's close, the day's close) answers
+    apart from the last trade there (see :attr:`~runner.judging.worlds.WorldKind.MIDSESSION`)."""
+    day = market.as_of
+    open_minutes = 60 * SESSION_OPEN.hour + SESSION_OPEN.minute
+    elapsed = (60 * moment.hour + moment.minute - open_minutes) / SESSION_MINUTES
+    stamp = int(pd.Timestamp(datetime.combine(day, moment), tz=EXCHANGE_TZ).timestamp())
+    data, words = [], []
+    for item in market.data.values():
+        raw = item.history
+        if len(raw) < 3 or pd.DatetimeIndex(raw.index)[-1].date() != day:
+            data.append(item)
+            continue
+        bar = raw.iloc[-1]
+        opened, high, low, close = (float(bar[c]) for c in ("Open", "High", "Low", "Close"))
+        previous = float(raw["Close"].iloc[-2])
+        cents = _on_cents(raw)
+        shift = float(rng.uniform(2, 8)) * SESSION_APART * (1 if rng.random() < 0.5 else -1)
+        price = opened + (close - opened) * float(rng.uniform(0.25, 0.75)) + opened * shift
+        bars = raw.copy()
+        for _ in range(50):
+            price = round(price, 2) if cents else price
+            top = max(opened, price) + (max(high, opened, price) - max(opened, price)) * float(rng.uniform(0.2, 0.9))
+            bottom = min(opened, price) - (min(opened, price) - min(low, opened, price)) * float(rng.uniform(0.2, 0.9))
+            share = min(0.95, elapsed ** 0.7 * float(rng.uniform(0.9, 1.05)))
+            volume = int(float(bar["Volume"]) * share)
+            if item.symbol.startswith("^"):
+                volume = volume // INDEX_VOLUME_STEP * INDEX_VOLUME_STEP
+            last = bars.index[-1]
+            bars.loc[last, ["Open", "High", "Low", "Close"]] = [
+                opened, round(top, 2) if cents else top, round(bottom, 2) if cents else bottom, price]
+            bars.loc[last, "Volume"] = volume
+            now = requote(replace(item, history=readjust(bars)), day)
+            info = {**now.info, "regularMarketTime": stamp - int(rng.integers(1, 30))} \
+                if "regularMarketTime" in now.info else now.info
+            now = replace(now, info=info)
+            book = recorded_quotes(now).info
+            mid = (float(book["bid"]) + float(book["ask"])) / 2 if "bid" in book and "ask" in book else None
+            if all(abs(price - x) >= SESSION_APART * price for x in (opened, close, previous)) \
+                    and (mid is None or abs(mid - price) >= 0.01):
+                break
+            price *= 1 + 3 * SESSION_APART
+        else:  # pragma: no cover - 50 steps of 0.3 % always leave every one of four points behind
+            raise AssertionError(f"{item.symbol}: no last trade apart from the open, close and book")
+        data.append(now)
+        words.append(f"{item.symbol} {price:.2f}")
+    return (Market(data, day, during_session=moment),
+            f"as of {day} {moment:%H:%M} during the session, last trades: " + ", ".join(words))
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -60,6 +60,7 @@ from finevo.market import synthetic
 from finevo.market.calendar import COVERED_YEARS, is_trading_day
 from finevo.market.provider import MarketProvider
 from finevo.market.snapshot import (
+    SESSION_OPEN,
     ParsedFiles,
     Snapshot,
     SnapshotOrigin,
@@ -82,12 +83,14 @@ from runner.judging.world_market import (
     RALLY_SESSIONS,
     REPORTING_LAG_DAYS,
     REPORTING_LAGS,
+    SESSION_MINUTES,
     Market,
     Spike,
     _events,
     before_the_open,
     close_after,
     deepened,
+    during_the_session,
     edge_dividends,
     equities,
     extra_dividend,
@@ -298,6 +301,14 @@ class WorldKind(StrEnum):
     #: last row's close, or counts the last N rows as sessions, answers NaN or one session short there,
     #: as it does on real data that morning (:meth:`Worlds._preopen_world`).
     PREOPEN = "preopen"
+    #: A task asking for "the latest" quote (:data:`MIDSESSION_ORACLES`) gets one more: the run's snapshot
+    #: as recorded while the last session was open, at a minute drawn from the seed
+    #: (:func:`~runner.judging.world_market.during_the_session`): each bar of that day the session so
+    #: far, the quotes the last trade's, the clock that minute. Every other world's clock reads the
+    #: close or before the open, where the last trade is the close: a tool that reads the book's
+    #: midpoint, the session before's close or any figure but the last trade while the market is open
+    #: answers right there and wrong on a reuse during trading hours (:meth:`Worlds._midsession_world`).
+    MIDSESSION = "midsession"
 
 
 #: Oracles that get no ``preopen`` world: the dividend history reads the dividends themselves, and on an
@@ -310,6 +321,13 @@ NO_PREOPEN_ORACLES = frozenset({"dividend_history", "net_income", "total_revenue
 PREOPEN_PEAK_ORACLES = frozenset({"max_close", "max_drawdown"})
 #: How far above the highest close of the sessions around it the peak lies (fractions), tried in order.
 PREOPEN_PEAKS = (0.02, 0.05)
+
+
+#: Oracles of "the latest" price whose task gets a ``midsession`` world: there every accepted reading is
+#: the last trade (``fast_info``'s last price, the last bar's close: the session so far). Not the latest
+#: *close* (``latest_close``): during a session its readings part (the session before's close, or the
+#: last trade as the running bar's close), so the world would tell nothing the judge can hold a tool to.
+MIDSESSION_ORACLES = frozenset({"latest_quote"})
 
 
 KIND_ORDER: tuple[WorldKind, ...] = (WorldKind.SEED, WorldKind.AS_OF, WorldKind.EDGE)
@@ -432,6 +450,8 @@ class Worlds:
         #: The ``closure`` world's market (built once, :meth:`_closure_world`): None until built.
         self._closure: tuple[date, int, _Base] | None = None
         self._closure_built = False
+        #: The ``midsession`` world's market (built once, :meth:`_midsession_world`).
+        self._midsession: tuple[_Base, str] | None = None
         #: The ``preopen`` worlds' markets by day (built once each, :meth:`_preopen_world`).
         self._preopen: dict[date, tuple[_Base, str]] = {}
         #: Seconds spent on worlds (reported by the benchmark scripts): in all, and generating (markets
@@ -781,6 +801,30 @@ class Worlds:
         if not answers:
             return None
         return self._write(name, WorldKind.PREOPEN, 0, base, words)
+
+    def _midsession_world(self, task: Task) -> World | None:
+        """The ``midsession`` world (:attr:`WorldKind.MIDSESSION`) for a task of :data:`MIDSESSION_ORACLES`
+        whose oracle answers there; None otherwise. The run's snapshot cut at its last session, recorded
+        at a minute of it drawn from the seed (a stream of its own), one market for the whole run."""
+        if task.oracle.name not in MIDSESSION_ORACLES:
+            return None
+        started = time.perf_counter()
+        if self._midsession is None:
+            market = self._base_market().market
+            day = market.sessions()[-1]
+            rng = np.random.default_rng([self.seed, len(KIND_ORDER), 9])
+            minute = int(rng.integers(1, SESSION_MINUTES))
+            opened = datetime.combine(day, SESSION_OPEN) + timedelta(minutes=minute)
+            cut = market if day == market.as_of else truncate(market, day)
+            during, words = during_the_session(cut, opened.time(), rng)
+            self._midsession = (_Base(during), words)
+        base, words = self._midsession
+        answers = _primary(task, base.market, {}) is not None
+        self.timings["generate"] += time.perf_counter() - started
+        if not answers:
+            return None
+        return self._write(f"{WorldKind.MIDSESSION.value}-{base.market.as_of.isoformat()}", WorldKind.MIDSESSION, 0,
+                           base, words)
 
     def _preopen_peak(self, task: Task, argsets: Sequence[Mapping[str, Any]], day: date,
                       preopen: Market) -> tuple[Market, str] | None:
@@ -1155,7 +1199,8 @@ class Worlds:
         path = self.root / secrets.token_hex(8)  # a name that says nothing about the world
         seed = self._sub_seed(kind, round_) if kind is WorldKind.SEED else None
         origin = SnapshotOrigin(as_of=base.market.as_of, synthetic=True, label=LABEL, generator=GENERATOR,
-                                generator_version=GENERATOR_VERSION, seed=seed, before_open=base.market.before_open)
+                                generator_version=GENERATOR_VERSION, seed=seed, before_open=base.market.before_open,
+                                during_session=base.market.during_session)
         write_snapshot_files(path, blobs, origin, symbols=list(base.market.data),
                              extra={"world": kind.value, "perturbation": perturbation}, durable=False)
         world = World(name=name, kind=kind, path=path, provider=load_snapshot(path, self._parsed),
@@ -1211,7 +1256,7 @@ class Worlds:
             listing = self._listing_world(task, argsets)
             for extra in (*self._window_worlds(task, symbols, argsets), self._leap_world(task),
                           self._long_world(task), self._closure_world(task), listing, self._rally_world(task),
-                          self._preopen_world(task, argsets)):
+                          self._preopen_world(task, argsets), self._midsession_world(task)):
                 if extra is not None:
                     worlds.append(extra)
         self._per_task[task.id] = worlds

@@ -1810,6 +1810,76 @@ def test_the_preopen_world_goes_to_every_task_that_reads_the_bars(request: pytes
     assert days["comp_002"] == date(2024, 2, 14)
 
 
+@pytest.mark.slow
+def test_a_quote_that_reads_the_book_during_the_session_fails_in_the_midsession_world(env: Env) -> None:
+    """Every other world's clock reads the close or before the open, where the last trade is the close.
+    The ``midsession`` world is the run's snapshot as recorded while its last session was open: the
+    clock at a minute of it, each bar of that day the session so far (the open the day's, the high and
+    low the extremes so far, a share of the volume), the quotes the last trade's. A quote that takes the
+    book's midpoint while the market is open fails there, one that takes the session before's close too;
+    the reference (``fast_info``'s last price) passes, and so does the running bar's close."""
+    from finevo.market.replay import as_of_moment
+    from finevo.market.snapshot import SESSION_CLOSE, SESSION_OPEN
+
+    task = env.judged["fetch_002"]
+    [world] = [w for w in env.worlds.for_task(task, [p.oracle_params for p in task.probes])
+               if w.kind is WorldKind.MIDSESSION]
+    day = env.snapshot.history("MSFT").index[-1].date()
+    moment = world.provider.during_session
+    assert world.as_of == day and moment is not None and SESSION_OPEN <= moment < SESSION_CLOSE
+    assert as_of_moment(world.provider).strftime("%Y-%m-%d %H:%M") == f"{day} {moment:%H:%M}"
+    hidden = load_snapshot(world.path)
+    closed = env.worlds._base_market().market  # the run's market the world is cut from: the day's bar whole
+    for symbol in hidden.symbols():
+        bars, whole = hidden.history_unadjusted(symbol), closed.data[symbol].history
+        assert bars.index[-1].date() == day and len(bars) == len(whole), symbol
+        last, full = bars.iloc[-1], whole.iloc[-1]
+        price, previous = float(last["Close"]), float(bars["Close"].iloc[-2])
+        assert last["Low"] <= min(last["Open"], price) and max(last["Open"], price) <= last["High"], symbol
+        assert last["Volume"] < full["Volume"], symbol  # the session so far
+        for other in (float(last["Open"]), float(full["Close"]), previous):
+            assert abs(price - other) >= 1e-3 * price, (symbol, price, other)
+        info, fast = hidden.info(symbol), hidden.fast_info(symbol)
+        assert fast["lastPrice"] == price and fast["previousClose"] == previous, symbol
+        if "bid" in info:
+            assert info["regularMarketPrice"] == price and abs((info["bid"] + info["ask"]) / 2 - price) >= 0.01
+    result = env.run("import datetime\nimport yfinance as yf\n\n\ndef now(symbol: str) -> list:\n"
+                     '    h = yf.Ticker(symbol).history(period="1d")\n'
+                     "    return [datetime.datetime.now().strftime('%Y-%m-%d %H:%M'), str(h.index[-1].date()),\n"
+                     '            float(h["Close"].iloc[-1]), float(yf.Ticker(symbol).fast_info["lastPrice"])]\n',
+                     "now", {"symbol": "MSFT"}, str(world.path))
+    assert result.ok, result.error_message
+    assert result.value[:2] == [f"{day} {moment:%H:%M}", str(day)] and result.value[2] == result.value[3]
+    name = f"midsession-{day.isoformat()}"
+    book = edited("fetch_002", '        price = ticker.fast_info["lastPrice"]',
+                  "        now = datetime.datetime.now().time()\n"
+                  "        if datetime.time(9, 30) <= now < datetime.time(16):\n"
+                  '            return (ticker.info["bid"] + ticker.info["ask"]) / 2\n'
+                  '        price = ticker.fast_info["lastPrice"]')
+    previous_close = edited("fetch_002", 'ticker.fast_info["lastPrice"]',
+                            'ticker.info["regularMarketPreviousClose"] if datetime.time(9, 30) '
+                            '<= datetime.datetime.now().time() < datetime.time(16) else ticker.fast_info["lastPrice"]')
+    for wrong in (book, previous_close):
+        verdict, alone = env.judge("fetch_002", wrong)
+        assert alone, "right on the snapshot (recorded at the close)"
+        assert verdict.state == "fail" and name in verdict.reason, verdict.reason
+    running_bar = edited("fetch_002", 'ticker.fast_info["lastPrice"]', "None")
+    for right in (reference("fetch_002"), running_bar):
+        verdict, _ = env.judge("fetch_002", right)
+        assert verdict.state == "pass", verdict.reason
+        assert any(w.world == name and w.state == "pass" for w in verdict.worlds)
+
+
+def test_only_a_latest_quote_gets_the_midsession_world(request: pytest.FixtureRequest) -> None:
+    """During a session "the latest close" parts (the session before's, or the running bar's), so only
+    the quote's task, whose readings all give the last trade there, is judged in it."""
+    tasks = {t.id: t for t in load_tasks(TASKS)}
+    hidden = Worlds(load_snapshot(DATA), 3, 1, list(tasks.values()))
+    request.addfinalizer(hidden.close)
+    built = {tid for tid, t in tasks.items() if hidden._midsession_world(t) is not None}
+    assert built == {"fetch_002"}
+
+
 #: The benchmark's tasks that read an RSI (each gets the rally listing world).
 RSI_TASKS = sorted(t.id for t in load_tasks(TASKS) if t.oracle.name in RALLY_ORACLES)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import UTC, date
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -142,3 +142,27 @@ def test_a_recording_before_the_open_on_an_ex_date_keeps_the_dividend_pending(tm
     plain = record_snapshot(tmp_path / "close", ["SPY"], date(2024, 1, 2), date(2024, 12, 20),
                             ticker_factory=StubTicker)
     assert "before_open" not in plain and not Snapshot(tmp_path / "close").before_open
+
+
+@pytest.mark.parametrize(("now", "during"), [
+    ("2024-12-20 14:05:33", "14:05"),  # the session open, the day's bar the session so far
+    ("2024-12-20 09:30:00", "09:30"),
+    ("2024-12-20 09:29:59", None),  # before the open: no bar of that day yet (this stub has one: not "during")
+    ("2024-12-20 16:00:00", None),  # at the close: the bar is the day's
+    ("2024-12-21 14:05:00", None),  # a day after the as-of date
+])
+def test_a_recording_made_during_the_session_says_when(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        now: str, during: str | None) -> None:
+    """Recorded on the as-of date while its session is open (New York time), the last bar is the session
+    so far, and the manifest says when: the sandbox's clock then reads that minute, not the close."""
+    from datetime import time as dtime
+
+    from finevo.market import live
+
+    moment = pd.Timestamp(now, tz="America/New_York").to_pydatetime()
+    monkeypatch.setattr(live, "wall_clock", lambda: moment.astimezone(UTC))
+    manifest = record_snapshot(tmp_path, ["SPY"], date(2024, 1, 2), date(2024, 12, 20), ticker_factory=StubTicker)
+    assert manifest.get("during_session") == during
+    assert manifest["recorded_at"] == moment.astimezone(UTC).isoformat()
+    snap = Snapshot(tmp_path)
+    assert snap.during_session == (None if during is None else dtime.fromisoformat(during))

@@ -6,6 +6,7 @@ import json
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -185,6 +186,36 @@ def _pending_row(snap: Snapshot, symbol: str, day: str, dividend: float) -> str:
     columns = list(snap.history_unadjusted(symbol).columns)
     cells = {"Volume": "0", "Dividends": f"{dividend:g}", "Stock Splits": "0", "Capital Gains": "0"}
     return ",".join([day, *[cells.get(c, "") for c in columns]])
+
+
+def _with_manifest(copy: Path, **fields: Any) -> Path:
+    manifest = json.loads((copy / "manifest.json").read_text())
+    (copy / "manifest.json").write_text(json.dumps({**manifest, **fields}))
+    return copy
+
+
+def test_a_recording_during_the_session_says_when(copy: Path) -> None:
+    """``"during_session": "HH:MM"``: recorded while the as-of date's session was open, at that New York
+    time (the sandbox's clock reads it). Absent: at the close or on a closed day."""
+    from datetime import time as dtime
+
+    from finevo.market.replay import as_of_moment
+
+    assert Snapshot(copy).during_session is None
+    snap = Snapshot(_with_manifest(copy, during_session="11:47"))
+    assert snap.during_session == dtime(11, 47) and not snap.before_open
+    assert as_of_moment(snap).isoformat() == f"{snap.as_of}T11:47:00-05:00"
+
+
+@pytest.mark.parametrize("value", ["08:15", "16:00", "23:59", "1147", "11:47:30", "noon", 1147, True, ""])
+def test_a_moment_outside_the_session_is_refused_naming_the_manifest(copy: Path, value: Any) -> None:
+    with pytest.raises(InputError, match=r"manifest\.json: invalid snapshot manifest .*during_session"):
+        Snapshot(_with_manifest(copy, during_session=value))
+
+
+def test_a_recording_cannot_be_both_before_the_open_and_during_the_session(copy: Path) -> None:
+    with pytest.raises(InputError, match="'before_open' and 'during_session' cannot both hold"):
+        Snapshot(_with_manifest(copy, during_session="10:00", before_open=True))
 
 
 def test_a_pending_dividend_row_is_kept_apart_from_the_bars(copy: Path) -> None:
