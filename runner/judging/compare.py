@@ -53,6 +53,9 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
 #: 3.21: the latest quote's task is judged in a ``midsession`` world too
 #: (:meth:`runner.judging.worlds.Worlds._midsession_world`): recorded while the last session was open, the
 #: clock at a minute of it, each bar of that day the session so far; the book's midpoint is not the quote there;
+#: every latest-price task in a ``gap`` world (:meth:`runner.judging.worlds.Worlds._gap_world`), each stock's
+#: last session 18-30 % from the close before; the as_of world's extra dividend is a special one, 4-12 times
+#: the payer's latest; the seed world's newest reported quarter leaves most of its cells empty;
 #: 3.20: an argument with at most four declared values (a quarter) is probed at every one of them
 #: (:func:`runner.judging.probes._small_domain`); KDJ's range is also asked where it leaves the data a dozen
 #: sessions, where K and D's seed of 50 still shows (:func:`runner.judging.probes._short_run`: the value, or

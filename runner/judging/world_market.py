@@ -488,6 +488,41 @@ def during_the_session(market: Market, moment: dtime, rng: np.random.Generator) 
             f"as of {day} {moment:%H:%M} during the session, last trades: " + ", ".join(words))
 
 
+#: How far a ``gap`` world moves each stock's last session from the close before (a fraction, drawn
+#: per stock, up or down): an earnings day, a buyout, a failed trial. Recorded stocks move so far in a
+#: session several times a year somewhere in any broad list; an index or a fund does not.
+GAP_MOVES = (0.18, 0.30)
+#: The gap session's volume, in multiples of the session's own (drawn): such a day trades several times
+#: the usual.
+GAP_VOLUMES = (2.5, 5.0)
+
+
+def gapped(market: Market, rng: np.random.Generator) -> tuple[Market, str]:
+    """``market`` with every stock's last session a gap (:data:`GAP_MOVES`) from the close before: the
+    whole bar moved by one factor (its shape kept, on the cent grid where the bars are), its volume
+    several times its own (:data:`GAP_VOLUMES`), the adjusted closes and quotes re-derived; indices and
+    funds as they are. A tool that refuses a latest price far from the close before as a bad tick (or
+    answers the close before instead) fails there (see :attr:`~runner.judging.worlds.WorldKind.GAP`)."""
+    stocks = set(equities(market))
+    data, words = [], []
+    for item in market.data.values():
+        raw = item.history
+        if item.symbol not in stocks or len(raw) < 3:
+            data.append(item)
+            continue
+        move = float(rng.uniform(*GAP_MOVES)) * (1 if rng.random() < 0.5 else -1)
+        close = raw["Close"].to_numpy(dtype=float)
+        ratio = close[-2] * (1 + move) / close[-1]
+        bars = raw.copy()
+        last = bars.index[-1]
+        prices = bars.loc[last, ["Open", "High", "Low", "Close"]].to_numpy(dtype=float) * ratio
+        bars.loc[last, ["Open", "High", "Low", "Close"]] = np.round(prices, 2) if _on_cents(raw) else prices
+        bars.loc[last, "Volume"] = int(float(bars.loc[last, "Volume"]) * rng.uniform(*GAP_VOLUMES))
+        data.append(requote(replace(item, history=readjust(bars)), market.as_of))
+        words.append(f"{item.symbol} {move:+.1%}")
+    return Market(data, market.as_of), "a gap on the last session: " + ", ".join(words)
+
+
 @dataclass(frozen=True)
 class Spike:
     """Session ``back`` (1 = the latest) made a new high (``up``) or low of Close, ``strength`` beyond
@@ -634,14 +669,20 @@ def record_tails(market: Market, rng: np.random.Generator) -> tuple[Market, str]
 
 #: Sessions back from the latest among which a world's extra dividend is paid.
 _EXTRA_DIVIDEND_REACH = (10, 250)
+#: The special dividend of :func:`extra_dividend`, in multiples of the payer's latest one (drawn):
+#: a heuristic that drops payments a few times the usual one as feed errors meets real ones (Costco's
+#: specials have been more than ten times its quarterly dividend).
+SPECIAL_DIVIDEND_SIZES = (4.0, 12.0)
 
 
 def extra_dividend(market: Market, rng: np.random.Generator, avoid: Iterable[date] = ()) -> tuple[Market, str]:
     """``market`` with one more (special) dividend for every symbol that pays dividends, on a session
     drawn by ``rng`` within the last year that holds none and is not in ``avoid`` (the whole-year
-    edges, where the accepted readings of "the last N years" disagree), of the size of its latest
-    dividend: the count of dividends a year is not a constant a tool may assume. ``Adj Close`` and
-    ``info``'s dividend fields follow."""
+    edges, where the accepted readings of "the last N years" disagree), a special one: its latest
+    dividend times a factor drawn from :data:`SPECIAL_DIVIDEND_SIZES`, to the cent. The count of
+    dividends a year is not a constant a tool may assume, nor their size: a tool that drops a payment
+    far above the others as a feed error drops a real one. ``Adj Close`` and ``info``'s dividend
+    fields follow."""
     shunned = set(avoid)
     data, words = [], []
     for item in market.data.values():
@@ -654,9 +695,10 @@ def extra_dividend(market: Market, rng: np.random.Generator, avoid: Iterable[dat
             data.append(item)
             continue
         at = int(rng.choice(free))
+        amount = round(float(paid[paid != 0][-1]) * float(rng.uniform(*SPECIAL_DIVIDEND_SIZES)), 2)
         raw = raw.copy()
-        raw.iloc[at, raw.columns.get_loc("Dividends")] = float(paid[paid != 0][-1])
-        words.append(f"{item.symbol} {pd.Timestamp(raw.index[at]).date()}")
+        raw.iloc[at, raw.columns.get_loc("Dividends")] = amount
+        words.append(f"{item.symbol} {pd.Timestamp(raw.index[at]).date()} ({amount:g})")
         data.append(restate(SymbolData(item.symbol, readjust(raw), item.income_yearly, item.income_quarterly,
                                        item.info, item.fast_info), market.as_of))
     return Market(data, market.as_of), ("an extra dividend: " + ", ".join(words)) if words else ""

@@ -3,12 +3,13 @@
 A generated statement has one column per quarter, every line item filled, a profit in every quarter.
 Yahoo's statements are not so tidy, and a tool registered as verified meets them when it is reused:
 
-* **missing line items**: a filed quarter whose figures are there except a few rows (Yahoo leaves
-  single cells NaN: a drawn row, and its Total Revenue and EPS, :data:`EMPTY_BESIDE`): the quarter
-  is reported, as its Net Income is; a column without Net Income is not filed yet, whatever other
-  figures it shows (:func:`runner.judging.world_market.unfiled_quarter`). A tool that drops every
-  column holding a NaN, or takes a quarter as filed only when its EPS (or revenue) is there too,
-  answers an older quarter;
+* **missing line items**: a filed quarter with most of its cells empty (Yahoo leaves cells NaN, and
+  serves a quarter it has not read in full with the earnings release's figures first: drawn rows,
+  and its Total Revenue and EPS, :data:`EMPTY_BESIDE`): the quarter is reported, as its Net Income
+  is; a column without Net Income is not filed yet, whatever other figures it shows
+  (:func:`runner.judging.world_market.unfiled_quarter`). A tool that drops every column holding a
+  NaN (or most of its cells NaN), or takes a quarter as filed only when its EPS (or revenue) is there
+  too, answers an older quarter;
 * **an empty Total Revenue**: a fiscal year whose Total Revenue cell is empty while its siblings
   (Operating Revenue, Net Income) are there, and a year whose EPS is empty while its Total Revenue
   is there (:func:`revenue_gaps`). The year's total revenue has no answer: a tool that falls back
@@ -44,6 +45,7 @@ annual statements end).
 from __future__ import annotations
 
 import calendar
+import math
 
 import numpy as np
 import pandas as pd
@@ -59,6 +61,11 @@ KEPT_ROWS = frozenset({"Net Income"})
 #: its EPS or its revenue is there too). Yahoo serves a filed quarter with such cells empty; its
 #: ``info`` still sums the filed figures (:func:`statement_shapes` restates before emptying them).
 EMPTY_BESIDE = ("Total Revenue", "Basic EPS", "Diluted EPS")
+#: The share of its other rows (drawn) that the newest reported quarter leaves empty besides
+#: :data:`EMPTY_BESIDE`: more than half its cells, as Yahoo serves a quarter whose filing it has not
+#: read in full (the figures of the earnings release first). A tool that keeps only columns with most
+#: cells filled (``dropna(axis=1, thresh=...)``) drops a reported quarter.
+THIN_SHARES = (0.6, 0.85)
 #: Which reported column (0 = the newest) a world drops as a skipped quarter: one between the newest,
 #: which the latest-quarter tasks ask for, and the older ones a year-and-quarter task asks for.
 SKIPPED_COLUMN = 2
@@ -76,11 +83,11 @@ def _loss(frame: pd.DataFrame, column: object) -> None:
 
 def statement_shapes(market: Market, rng: np.random.Generator) -> tuple[Market, str]:
     """``market`` with, in every quarterly statement, the newest reported quarter a loss holding
-    missing line items (one drawn from the rows outside :data:`KEPT_ROWS` and :data:`EMPTY_BESIDE`,
-    and the rows of :data:`EMPTY_BESIDE`), and the reported column :data:`SKIPPED_COLUMN` (counted
-    from the newest) gone; ``info``'s statement fields follow the filed figures: they are summed
-    before the cells are emptied, as Yahoo's trailing figures count a quarter whose cell its
-    statement leaves empty."""
+    missing line items (a drawn share, :data:`THIN_SHARES`, of the rows outside :data:`KEPT_ROWS` and
+    :data:`EMPTY_BESIDE`, and the rows of :data:`EMPTY_BESIDE`: most of its cells), and the reported
+    column :data:`SKIPPED_COLUMN` (counted from the newest) gone; ``info``'s statement fields follow the
+    filed figures: they are summed before the cells are emptied, as Yahoo's trailing figures count a
+    quarter whose cell its statement leaves empty."""
     data, words = [], []
     for item in market.data.values():
         frame = item.income_quarterly
@@ -93,13 +100,15 @@ def statement_shapes(market: Market, rng: np.random.Generator) -> tuple[Market, 
         out = frame.drop(columns=[skipped]).copy()
         _loss(out, newest)
         free = [r for r in out.index if r not in KEPT_ROWS and r not in EMPTY_BESIDE and pd.notna(out.at[r, newest])]
-        gap = str(free[int(rng.integers(len(free)))]) if free else ""
+        share = float(rng.uniform(*THIN_SHARES))
+        gaps = [str(r) for r in rng.permutation(np.array(free, dtype=object))[:math.ceil(share * len(free))]]
         stated = restate(SymbolData(item.symbol, item.history, item.income_yearly, out.copy(), item.info,
                                     item.fast_info), market.as_of)
-        empty = [r for r in (gap, *EMPTY_BESIDE) if r in out.index]
+        empty = [r for r in (*EMPTY_BESIDE, *gaps) if r in out.index]
         out.loc[empty, newest] = np.nan
         day = pd.Timestamp(newest).date()
-        words.append(f"{item.symbol} {day} a loss without {', '.join(repr(r) for r in empty)}, "
+        words.append(f"{item.symbol} {day} a loss without {len(empty)} of its {len(out.index)} rows "
+                     f"({', '.join(repr(r) for r in EMPTY_BESIDE if r in out.index)} among them), "
                      f"{pd.Timestamp(skipped).date()} skipped")
         data.append(SymbolData(item.symbol, item.history, item.income_yearly, out, stated.info, item.fast_info))
     return Market(data, market.as_of), ("statements as recorded: " + "; ".join(words)) if words else ""

@@ -94,6 +94,7 @@ from runner.judging.world_market import (
     edge_dividends,
     equities,
     extra_dividend,
+    gapped,
     index_without_volume,
     lengthen,
     lengthened,
@@ -309,6 +310,13 @@ class WorldKind(StrEnum):
     #: midpoint, the session before's close or any figure but the last trade while the market is open
     #: answers right there and wrong on a reuse during trading hours (:meth:`Worlds._midsession_world`).
     MIDSESSION = "midsession"
+    #: A task asking for the latest price (:data:`GAP_ORACLES`) gets one more: the run's snapshot with
+    #: every stock's last session a gap of 18 to 30 % from the close before, up or down (drawn from the
+    #: seed; :func:`~runner.judging.world_market.gapped`). Elsewhere the last session moves as sessions
+    #: mostly do: a tool that refuses a latest price far from the close before as a bad tick, or
+    #: answers the close before instead, is right there and wrong on an earnings day
+    #: (:meth:`Worlds._gap_world`).
+    GAP = "gap"
 
 
 #: Oracles that get no ``preopen`` world: the dividend history reads the dividends themselves, and on an
@@ -328,6 +336,8 @@ PREOPEN_PEAKS = (0.02, 0.05)
 #: *close* (``latest_close``): during a session its readings part (the session before's close, or the
 #: last trade as the running bar's close), so the world would tell nothing the judge can hold a tool to.
 MIDSESSION_ORACLES = frozenset({"latest_quote"})
+#: Oracles of the latest price whose task gets a ``gap`` world.
+GAP_ORACLES = frozenset({"latest_close", "latest_quote"})
 
 
 KIND_ORDER: tuple[WorldKind, ...] = (WorldKind.SEED, WorldKind.AS_OF, WorldKind.EDGE)
@@ -450,8 +460,10 @@ class Worlds:
         #: The ``closure`` world's market (built once, :meth:`_closure_world`): None until built.
         self._closure: tuple[date, int, _Base] | None = None
         self._closure_built = False
-        #: The ``midsession`` world's market (built once, :meth:`_midsession_world`).
+        #: The ``midsession`` and ``gap`` worlds' markets (each built once: :meth:`_midsession_world`,
+        #: :meth:`_gap_world`).
         self._midsession: tuple[_Base, str] | None = None
+        self._gap: tuple[_Base, str] | None = None
         #: The ``preopen`` worlds' markets by day (built once each, :meth:`_preopen_world`).
         self._preopen: dict[date, tuple[_Base, str]] = {}
         #: Seconds spent on worlds (reported by the benchmark scripts): in all, and generating (markets
@@ -825,6 +837,22 @@ class Worlds:
             return None
         return self._write(f"{WorldKind.MIDSESSION.value}-{base.market.as_of.isoformat()}", WorldKind.MIDSESSION, 0,
                            base, words)
+
+    def _gap_world(self, task: Task) -> World | None:
+        """The ``gap`` world (:attr:`WorldKind.GAP`) for a task of :data:`GAP_ORACLES` whose oracle answers
+        there; None otherwise. One market for the whole run, its moves drawn from a stream of its own."""
+        if task.oracle.name not in GAP_ORACLES:
+            return None
+        started = time.perf_counter()
+        if self._gap is None:
+            market, words = gapped(self._base_market().market, np.random.default_rng([self.seed, len(KIND_ORDER), 10]))
+            self._gap = (_Base(market), words)
+        base, words = self._gap
+        answers = _primary(task, base.market, {}) is not None
+        self.timings["generate"] += time.perf_counter() - started
+        if not answers:
+            return None
+        return self._write(f"{WorldKind.GAP.value}-{base.market.as_of.isoformat()}", WorldKind.GAP, 0, base, words)
 
     def _preopen_peak(self, task: Task, argsets: Sequence[Mapping[str, Any]], day: date,
                       preopen: Market) -> tuple[Market, str] | None:
@@ -1256,7 +1284,7 @@ class Worlds:
             listing = self._listing_world(task, argsets)
             for extra in (*self._window_worlds(task, symbols, argsets), self._leap_world(task),
                           self._long_world(task), self._closure_world(task), listing, self._rally_world(task),
-                          self._preopen_world(task, argsets), self._midsession_world(task)):
+                          self._preopen_world(task, argsets), self._midsession_world(task), self._gap_world(task)):
                 if extra is not None:
                     worlds.append(extra)
         self._per_task[task.id] = worlds

@@ -1,6 +1,6 @@
 """Labelled replies through the judge: wrong-but-plausible tools must fail, right variants must pass.
 
-``labelled_replies.jsonl`` holds 192 final tools for the 20 tasks, written without reading the judge's
+``labelled_replies.jsonl`` holds 196 final tools for the 20 tasks, written without reading the judge's
 tests (156 ``wrong``: each gives the right number on the task's own arguments but is wrong in general
 -- a hard-coded argument, a clamp, an off-by-one window, answering from fewer data than asked, part
 of a list, a reporting lag or a year length assumed, a window anchored at the last bar instead of
@@ -90,7 +90,12 @@ with a mean over the last closes, comp_002's volume trend from the sign of a cor
 fiscal year-end month from the month-end nearest each annual column). Lines 191-192 are from the
 twenty-sixth blind batches, both wrong: 191, a quarter's end built as the 30th of month 3q then the month's
 end (fetch_001: right for Q1 and Q4, raises for Q2 and Q3, now probed each); 192, KDJ's K and D seeded at
-the first RSV by ``ewm(adjust=False)`` (calc_006: the short-run probe, a dozen sessions past the range). They are
+the first RSV by ``ewm(adjust=False)`` (calc_006: the short-run probe, a dozen sessions past the range).
+Lines 193-196 are from the twenty-sixth and twenty-seventh, all wrong: 193, a quote that takes the book's
+midpoint while the market is open (fetch_002: the midsession world); 194, a latest close refused as a bad
+print beyond a 15 % move (fetch_005: the gap world); 195, quarterly columns kept only with half their cells
+filled (fetch_006: the seed world's newest reported quarter, most of its cells empty); 196, dividends above
+three times the median dropped as feed errors (fetch_007: the as_of world's special dividend). They are
 judged as the gate judges a final tool (``scripts/judge_replies.py``), in five seeds' probes and hidden
 worlds.
 """
@@ -134,7 +139,7 @@ def test_wrong_replies_fail_and_right_ones_pass(seeds: str, judge_seed_contexts:
     unexpected = [f for f in found if f[3] == "FALSE PASS" and int(f[1]) not in KNOWN_FALSE_PASSES]
     assert not unexpected, unexpected
     summary = stdout.splitlines()[-1]
-    assert summary.startswith(f"192 replies x {len(seed_range(seeds))} seed(s)"), summary
+    assert summary.startswith(f"196 replies x {len(seed_range(seeds))} seed(s)"), summary
 
 
 def test_the_chunks_judge_the_labelled_replies_in_five_seeds_each_once() -> None:

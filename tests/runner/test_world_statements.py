@@ -46,7 +46,7 @@ def _seed_market(env: Env):  # type: ignore[no-untyped-def]
     return env.worlds.variants(WorldKind.SEED, 0)[0][2].market
 
 
-def test_seed_world_statements_hold_a_loss_a_missing_line_item_and_a_skipped_quarter(env: Env) -> None:
+def test_seed_world_statements_hold_a_loss_missing_line_items_and_a_skipped_quarter(env: Env) -> None:
     market = _seed_market(env)
     for symbol in ("AAPL", "MSFT", "GOOGL", "AMZN", "TSLA"):
         frame = market.income_stmt(symbol, "quarterly")
@@ -57,7 +57,8 @@ def test_seed_world_statements_hold_a_loss_a_missing_line_item_and_a_skipped_qua
         missing = [r for r in newest.index if pd.isna(newest[r])]
         drawn = [r for r in missing if r not in EMPTY_BESIDE]
         assert set(EMPTY_BESIDE) <= set(missing), (symbol, missing)  # its revenue and EPS empty, filed all the same
-        assert len(drawn) == 1 and drawn[0] not in KEPT_ROWS, (symbol, missing)
+        assert not set(drawn) & KEPT_ROWS, (symbol, missing)
+        assert len(missing) > len(newest.index) / 2, (symbol, missing)  # most of its cells, filed all the same
         gaps = [(a - b).days for a, b in itertools.pairwise(ends)]
         assert sum(g > 110 for g in gaps) == 1, (symbol, gaps)  # one quarter skipped, the others 3 months apart
         latest = compute("net_income", market, {"symbol": symbol})
@@ -84,6 +85,9 @@ def test_the_seed_world_shows_the_subjects_revenue_before_its_net_income_is_file
 @pytest.mark.parametrize(("task_id", "old", "new"), [
     # a column with any NaN taken for a quarter not filed yet
     ("fetch_006", 'row = statement.loc["Net Income"]', 'row = statement.dropna(axis=1).loc["Net Income"]'),
+    # ... or a column with most of its cells NaN: the newest reported quarter holds little beyond its Net Income
+    ("fetch_006", 'row = statement.loc["Net Income"]',
+     'row = statement.dropna(axis=1, thresh=len(statement.index) // 2).loc["Net Income"]'),
     # NaN dropped with a comparison that drops losses too
     ("fetch_006", 'row = statement.loc["Net Income"]', 'row = statement.loc["Net Income"]\n    row = row[row > 0]'),
     # a quarter taken as filed when any figure is there, not its Net Income: the seed world's newest
@@ -99,6 +103,10 @@ def test_the_seed_world_shows_the_subjects_revenue_before_its_net_income_is_file
      "if int(year) > max(pd.Timestamp(c).year for c in row.index):\n"
      "        return float(row.dropna().sort_index().iloc[-1])\n"
      '    raise ValueError(f"{symbol} has no Total Revenue for fiscal {year}")'),
+    # a special dividend dropped as a feed error: the as_of world's extra dividend is one, several times
+    # the payer's latest (a payment above three times the median taken for a bad print)
+    ("fetch_007", 'if paid.empty:\n        raise',
+     "paid = paid[paid <= 3 * paid.median()]\n    if paid.empty:\n        raise"),
     # an empty window filled with the last dividend before it
     ("fetch_007", 'if paid.empty:\n        raise',
      "if paid.empty:\n        every = yf.Ticker(symbol).dividends\n        paid = every[every > 0].tail(1)\n"

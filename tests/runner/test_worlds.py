@@ -573,10 +573,11 @@ def test_no_world_directory_outlives_the_gate_run(tmp_path: Path, make_config) -
     before = set(Path(default_root_parent()).glob(own))
     result, _ = _run(make_config(only=["fetch_002"], worlds=3, worlds_seed=5, baseline_path=None))
     assert result.doc["config"]["worlds"] == {"count": 3, "seed": 5}
-    # the three of the count, the closure world every task the oracle answers there gets, and the
-    # preopen world of a task on a dividend payer (MSFT)
-    assert [w["kind"] for w in result.doc["tasks"][0]["worlds"]] == ["seed", "as_of", "edge", "closure", "preopen"]
-    assert [w["state"] for w in result.doc["tasks"][0]["worlds"]] == ["pass"] * 5  # written and judged
+    # the three of the count, the closure world every task the oracle answers there gets, the
+    # preopen world of a task on a dividend payer (MSFT), the latest quote's midsession and gap worlds
+    kinds = ["seed", "as_of", "edge", "closure", "preopen", "midsession", "gap"]
+    assert [w["kind"] for w in result.doc["tasks"][0]["worlds"]] == kinds
+    assert [w["state"] for w in result.doc["tasks"][0]["worlds"]] == ["pass"] * len(kinds)  # written and judged
     assert set(Path(default_root_parent()).glob(own)) == before
 
 
@@ -1870,14 +1871,50 @@ def test_a_quote_that_reads_the_book_during_the_session_fails_in_the_midsession_
         assert any(w.world == name and w.state == "pass" for w in verdict.worlds)
 
 
-def test_only_a_latest_quote_gets_the_midsession_world(request: pytest.FixtureRequest) -> None:
+@pytest.mark.slow
+def test_a_latest_close_refused_as_a_bad_tick_fails_in_the_gap_world(env: Env) -> None:
+    """Elsewhere the last session moves as sessions mostly do. The ``gap`` world moves every stock's last
+    session 18 to 30 % from the close before (an earnings day), on several times its volume, indices and
+    funds as they are: a latest close that refuses a move beyond 15 % as a bad print raises on the stock
+    a probe asks and fails; the reference passes."""
+    from runner.judging.world_market import GAP_MOVES, equities
+
+    task = env.judged["fetch_005"]
+    [world] = [w for w in env.worlds.for_task(task, [p.oracle_params for p in task.probes]) if w.kind is WorldKind.GAP]
+    hidden, before = load_snapshot(world.path), env.worlds._base_market().market
+    stocks = equities(before)
+    assert stocks and {p.oracle_params.get("symbol") for p in task.probes} & set(stocks)
+    for symbol in hidden.symbols():
+        bars, was = hidden.history_unadjusted(symbol), before.data[symbol].history
+        move = bars["Close"].iloc[-1] / bars["Close"].iloc[-2] - 1
+        if symbol in stocks:
+            assert GAP_MOVES[0] - 0.01 <= abs(move) <= GAP_MOVES[1] + 0.01, (symbol, move)
+            assert bars["Volume"].iloc[-1] > 2 * was["Volume"].iloc[-1], symbol
+            assert hidden.fast_info(symbol)["lastPrice"] == bars["Close"].iloc[-1]
+        else:
+            pd.testing.assert_frame_equal(bars, was, check_freq=False)
+    guarded = edited("fetch_005", "    return float(closes.iloc[-1])",
+                     "    if abs(closes.iloc[-1] / closes.iloc[-2] - 1) > 0.15:\n"
+                     '        raise ValueError("bad tick")\n'
+                     "    return float(closes.iloc[-1])")
+    verdict, alone = env.judge("fetch_005", guarded)
+    assert alone, "right for SPY on the snapshot"
+    assert verdict.state == "fail" and "gap-" in verdict.reason, verdict.reason
+    reference_verdict, _ = env.judge("fetch_005", reference("fetch_005"))
+    assert reference_verdict.state == "pass", reference_verdict.reason
+    assert any(w.world.startswith("gap-") and w.state == "pass" for w in reference_verdict.worlds)
+
+
+def test_only_a_latest_price_gets_the_midsession_and_gap_worlds(request: pytest.FixtureRequest) -> None:
     """During a session "the latest close" parts (the session before's, or the running bar's), so only
-    the quote's task, whose readings all give the last trade there, is judged in it."""
+    the quote's task, whose readings all give the last trade there, is judged in it; every task of the
+    latest price is judged in the gap world."""
     tasks = {t.id: t for t in load_tasks(TASKS)}
     hidden = Worlds(load_snapshot(DATA), 3, 1, list(tasks.values()))
     request.addfinalizer(hidden.close)
-    built = {tid for tid, t in tasks.items() if hidden._midsession_world(t) is not None}
-    assert built == {"fetch_002"}
+    assert {tid for tid, t in tasks.items() if hidden._midsession_world(t) is not None} == {"fetch_002"}
+    assert {tid for tid, t in tasks.items() if hidden._gap_world(t) is not None} == {"fetch_002", "fetch_004",
+                                                                                   "fetch_005"}
 
 
 #: The benchmark's tasks that read an RSI (each gets the rally listing world).
