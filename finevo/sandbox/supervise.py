@@ -142,30 +142,81 @@ DISK_CHECK_S = 0.1
 MAX_WORKDIR_ENTRIES = 20000
 
 
+#: Directories nested deeper than this in the working directory count as a flood: the walk keeps a
+#: descriptor per level, and no tool needs so many.
+MAX_WORKDIR_DEPTH = 128
+_WALK_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
 def workdir_usage(workdir: str, *, stop_above: int, max_entries: int = MAX_WORKDIR_ENTRIES) -> tuple[int, int]:
-    """(bytes allocated, entries) under ``workdir``, walked iteratively without following links;
-    the walk stops early once either bound is passed. Never raises: an entry that vanishes or
-    cannot be read is skipped."""
-    used = entries = 0
-    stack = [workdir]
-    while stack and used <= stop_above and entries <= max_entries:
+    """(bytes allocated, entries) under ``workdir``, walked depth first through directory descriptors
+    (never by path, so a tree nested past ``PATH_MAX`` is walked whole), without following links; the
+    walk stops early once either bound is passed. Never raises: an entry that vanishes is skipped.
+    What the walk cannot see counts as past the bound (``max_entries + 1`` entries): a directory it
+    cannot open (its mode changed by the tool) or nested deeper than :data:`MAX_WORKDIR_DEPTH`."""
+    walk = _Usage(stop_above, max_entries)
+    try:
+        top = os.open(workdir, _WALK_FLAGS)
+    except OSError:
+        return 0, 0
+    stack = [top]
+    try:
+        pending = [walk.scan(top)]
+        while stack and not walk.passed():
+            if not pending[-1]:
+                os.close(stack.pop())
+                pending.pop()
+                continue
+            try:
+                child = os.open(pending[-1].pop(), _WALK_FLAGS, dir_fd=stack[-1])
+            except OSError as exc:  # gone, or a link put in its place since the listing: not followed
+                if exc.errno not in (errno_mod.ENOENT, errno_mod.ENOTDIR, errno_mod.ELOOP):
+                    walk.blind()
+                continue
+            stack.append(child)
+            if len(stack) - 1 > MAX_WORKDIR_DEPTH:  # the working directory itself is not nested
+                walk.blind()
+            pending.append(walk.scan(child))
+        return walk.used, walk.entries
+    finally:
+        for fd in stack:
+            os.close(fd)
+
+
+class _Usage:
+    """What :func:`workdir_usage` has counted so far."""
+
+    def __init__(self, stop_above: int, max_entries: int) -> None:
+        self.used = self.entries = 0
+        self.stop_above, self.max_entries = stop_above, max_entries
+
+    def passed(self) -> bool:
+        return self.used > self.stop_above or self.entries > self.max_entries
+
+    def blind(self) -> None:
+        """Something the walk cannot see: past the bound."""
+        self.entries = max(self.entries, self.max_entries + 1)
+
+    def scan(self, fd: int) -> list[str]:
+        """Count the entries of the directory ``fd`` (up to the bounds); its subdirectories' names."""
+        subdirs: list[str] = []
         try:
-            it = os.scandir(stack.pop())
-        except OSError:
-            continue
-        with it:
-            for entry in it:
-                entries += 1
+            listing = os.scandir(fd)
+        except OSError:  # removed while open: nothing in it
+            return subdirs
+        with listing:
+            for entry in listing:
+                self.entries += 1
                 try:
                     st = entry.stat(follow_symlinks=False)
                 except OSError:
                     continue
-                used += st.st_blocks * 512
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append(entry.path)
-                if used > stop_above or entries > max_entries:
+                self.used += st.st_blocks * 512
+                if stat.S_ISDIR(st.st_mode):
+                    subdirs.append(entry.name)
+                if self.passed():
                     break
-    return used, entries
+        return subdirs
 
 
 def socket_pair() -> tuple[int, int]:

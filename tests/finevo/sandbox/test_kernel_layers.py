@@ -375,6 +375,22 @@ def test_the_quota_is_the_kernels_where_a_mount_namespace_exists(box: WarmSandbo
     assert (result.status, result.error_type) == ("exception", "OSError"), result
 
 
+def test_the_walk_holds_the_quota_beyond_path_max_where_no_mount_namespace_exists() -> None:
+    """The cold backend's working directory is no tmpfs of its own: the supervisor's walk is the quota,
+    and it follows a tree nested past PATH_MAX (a walk by path would count none of it)."""
+    from finevo.sandbox.backends import SubprocessSandbox
+
+    # 32 MB against a quota of 16, then time for the walk to see them (it looks every 0.1 s)
+    code = ("import os\nimport time\n\n\ndef probe() -> int:\n    for _ in range(18):\n"
+            "        os.mkdir('d' * 250)\n        os.chdir('d' * 250)\n"
+            "    block = b'x' * (1 << 20)\n    for i in range(8):\n"
+            "        with open(f'f{i}', 'wb') as fh:\n            for _ in range(4):\n                fh.write(block)\n"
+            "    time.sleep(20)\n    return i\n")
+    with SubprocessSandbox(None, policy=False) as cold:
+        result = cold.run_kernel_only(code, "probe", {}, Limits(timeout_s=60.0, cpu_s=30, memory_mb=1024, disk_mb=16))
+    _assert_quota_held(result)
+
+
 def test_workdir_usage_stops_counting_past_its_bound(tmp_path: Path) -> None:
     from finevo.sandbox.supervise import workdir_usage
 
@@ -384,3 +400,43 @@ def test_workdir_usage_stops_counting_past_its_bound(tmp_path: Path) -> None:
     used, entries = workdir_usage(str(tmp_path), stop_above=10**9)
     assert used >= 300_000 and entries == 3  # the symlink is counted, never followed
     assert workdir_usage(str(tmp_path), stop_above=10**9, max_entries=1)[1] == 2
+
+
+def _nested(top: Path, names: list[str]) -> int:
+    """Directories ``names`` nested under ``top`` through descriptors (a path past PATH_MAX cannot be
+    opened whole); the descriptor of the innermost, to write in."""
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    for name in names:
+        os.mkdir(name, dir_fd=fd)
+        inner = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        os.close(fd)
+        fd = inner
+    return fd
+
+
+def test_workdir_usage_walks_a_tree_nested_past_path_max(tmp_path: Path) -> None:
+    """Files 18 directories of 250 characters deep (4,518 characters, past PATH_MAX) count: a walk by
+    path cannot open that directory and would count none of them, and the quota with it."""
+    from finevo.sandbox.supervise import workdir_usage
+
+    fd = _nested(tmp_path, ["d" * 250] * 18)
+    try:
+        for i in range(4):
+            out = os.open(f"f{i}", os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=fd)
+            os.write(out, b"x" * 1_000_000)
+            os.close(out)
+    finally:
+        os.close(fd)
+    used, entries = workdir_usage(str(tmp_path), stop_above=10**10)
+    assert used >= 4_000_000 and entries == 18 + 4
+    assert workdir_usage(str(tmp_path), stop_above=1_000_000)[0] > 1_000_000  # past the bound: it stops
+
+
+def test_workdir_usage_takes_what_it_cannot_walk_for_a_flood(tmp_path: Path) -> None:
+    """Directories nested deeper than the walk holds descriptors for count as past the entry bound."""
+    from finevo.sandbox.supervise import MAX_WORKDIR_DEPTH, workdir_usage
+
+    os.close(_nested(tmp_path, ["a"] * MAX_WORKDIR_DEPTH))
+    assert workdir_usage(str(tmp_path), stop_above=10**10, max_entries=10**6)[1] == MAX_WORKDIR_DEPTH
+    os.close(_nested(tmp_path, ["b"] * (MAX_WORKDIR_DEPTH + 1)))
+    assert workdir_usage(str(tmp_path), stop_above=10**10, max_entries=10**6)[1] > 10**6
