@@ -75,6 +75,8 @@ CLONE_PARENT = 0x00008000
 CLONE_THREAD = 0x00010000
 CLONE_NS_FLAGS = (0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000
                   | 0x40000000)  # NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET
+#: The bit of a futex operation that keeps it to the calling process's own address space.
+FUTEX_PRIVATE_FLAG = 128
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
 
@@ -102,7 +104,9 @@ _RULES: tuple[Rule, ...] = (
     Rule("sendmsg", CHECK, "handing the filter's listener to the supervisor, on HANDOVER_FD only: the "
                            "harness closes that descriptor before tool code, and RLIMIT_NOFILE keeps a tool "
                            "below its number, so a tool can never put a descriptor in flight"),
-    Rule("futex", ALLOW, "locks of the interpreter, numpy and the C library"),
+    Rule("futex", CHECK, "locks of the interpreter, numpy and the C library: the process's own only "
+                         "(FUTEX_PRIVATE_FLAG); a shared futex in a file two runs map read-only would let "
+                         "them wait for and wake each other, and reach the host's waiters on that file"),
     Rule("mmap", ALLOW, _MEM + "; mapping a file needs a descriptor Landlock granted"),
     Rule("munmap", ALLOW, _MEM),
     Rule("mremap", ALLOW, _MEM),
@@ -403,6 +407,9 @@ def _handlers(a: _Asm, self_pid: int, allow_processes: bool) -> None:
         a.jump(_JEQ, value, 0, 1)
         a.goto("eperm")
     _one_of(a, 0, PRCTL_ALLOWED, "allow", "deny")
+    a.label("chk_futex")
+    a.ld(_arg_lo(1))
+    a.jump(_JSET, FUTEX_PRIVATE_FLAG, "allow", "deny")
     a.label("chk_sendmsg")
     _one_of(a, 0, (HANDOVER_FD,), "allow", "deny")
     a.label("chk_clone")

@@ -98,6 +98,8 @@ ARGUMENT_DENIED = [
     ("prctl", "35, 0, 0, 0, 0", "PR_SET_MM: rewriting its own memory map description"),
     ("prctl", "0x59616d61, -1, 0, 0, 0", "PR_SET_PTRACER: letting any process trace it"),
     ("sendmsg", "3, 0, 0", "a message on its control channel, which could carry descriptors"),
+    ("futex", "0, 1, 1, 0, 0, 0", "FUTEX_WAKE without the private flag: waiters of any process on a shared file"),
+    ("futex", "0, 0, 0, 0, 0, 0", "FUTEX_WAIT without the private flag: waiting for another run's wake"),
 ]
 #: Calls no table ever named (new or obscure interfaces): denied by construction.
 UNNAMED = {"memfd_create": "b'x', 0", "timer_create": "0, 0, 0", "eventfd2": "0, 0",
@@ -110,6 +112,13 @@ UNNAMED = {"memfd_create": "b'x', 0", "timer_create": "0, 0, 0", "eventfd2": "0,
 def test_an_argument_outside_the_checked_set_is_denied(box: WarmSandbox, name: str, args: str, why: str) -> None:
     result = box.run_kernel_only(_raw(NR[name], args), "probe", {}, FAST)
     assert (result.status, result.layer) == ("blocked", "seccomp"), (why, result.status, result.error_message)
+
+
+def test_a_private_futex_is_the_process_own_and_allowed(box: WarmSandbox) -> None:
+    """FUTEX_WAKE_PRIVATE (the flag every lock of the interpreter and the C library sets), on no address
+    and waking nobody: the filter lets it through to the kernel."""
+    result = box.run_kernel_only(_raw(NR["futex"], "0, 129, 1, 0, 0, 0"), "probe", {}, FAST)
+    assert result.status == "ok" and result.value in (0, -1), (result.status, result.value, result.error_message)
 
 
 @pytest.mark.parametrize("name", sorted(n for n in UNNAMED if n in NR))
