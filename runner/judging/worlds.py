@@ -460,10 +460,9 @@ class Worlds:
         #: The ``closure`` world's market (built once, :meth:`_closure_world`): None until built.
         self._closure: tuple[date, int, _Base] | None = None
         self._closure_built = False
-        #: The ``midsession`` and ``gap`` worlds' markets (each built once: :meth:`_midsession_world`,
-        #: :meth:`_gap_world`).
-        self._midsession: tuple[_Base, str] | None = None
-        self._gap: tuple[_Base, str] | None = None
+        #: The markets of the worlds built once a run (``midsession``, ``gap``: :meth:`_run_world`), and
+        #: their changes in words.
+        self._run_markets: dict[WorldKind, tuple[_Base, str]] = {}
         #: The ``preopen`` worlds' markets by day (built once each, :meth:`_preopen_world`).
         self._preopen: dict[date, tuple[_Base, str]] = {}
         #: Seconds spent on worlds (reported by the benchmark scripts): in all, and generating (markets
@@ -814,45 +813,43 @@ class Worlds:
             return None
         return self._write(name, WorldKind.PREOPEN, 0, base, words)
 
-    def _midsession_world(self, task: Task) -> World | None:
-        """The ``midsession`` world (:attr:`WorldKind.MIDSESSION`) for a task of :data:`MIDSESSION_ORACLES`
-        whose oracle answers there; None otherwise. The run's snapshot cut at its last session, recorded
-        at a minute of it drawn from the seed (a stream of its own), one market for the whole run."""
-        if task.oracle.name not in MIDSESSION_ORACLES:
+    def _run_world(self, task: Task, kind: WorldKind, oracles: frozenset[str],
+                   make: Callable[[], tuple[Market, str]]) -> World | None:
+        """A world of ``kind`` with one market for the whole run (``make()``: it and its changes in words,
+        built on first use) for a task of ``oracles`` whose oracle answers there; None otherwise."""
+        if task.oracle.name not in oracles:
             return None
         started = time.perf_counter()
-        if self._midsession is None:
+        if kind not in self._run_markets:
+            market, words = make()
+            self._run_markets[kind] = (_Base(market), words)
+        base, words = self._run_markets[kind]
+        answers = _primary(task, base.market, {}) is not None
+        self.timings["generate"] += time.perf_counter() - started
+        if not answers:
+            return None
+        return self._write(f"{kind.value}-{base.market.as_of.isoformat()}", kind, 0, base, words)
+
+    def _midsession_world(self, task: Task) -> World | None:
+        """The ``midsession`` world (:attr:`WorldKind.MIDSESSION`) for a task of :data:`MIDSESSION_ORACLES`:
+        the run's snapshot cut at its last session, recorded at a minute of it drawn from the seed (a
+        stream of its own)."""
+        def make() -> tuple[Market, str]:
             market = self._base_market().market
             day = market.sessions()[-1]
             rng = np.random.default_rng([self.seed, len(KIND_ORDER), 9])
             minute = int(rng.integers(1, SESSION_MINUTES))
             opened = datetime.combine(day, SESSION_OPEN) + timedelta(minutes=minute)
             cut = market if day == market.as_of else truncate(market, day)
-            during, words = during_the_session(cut, opened.time(), rng)
-            self._midsession = (_Base(during), words)
-        base, words = self._midsession
-        answers = _primary(task, base.market, {}) is not None
-        self.timings["generate"] += time.perf_counter() - started
-        if not answers:
-            return None
-        return self._write(f"{WorldKind.MIDSESSION.value}-{base.market.as_of.isoformat()}", WorldKind.MIDSESSION, 0,
-                           base, words)
+            return during_the_session(cut, opened.time(), rng)
+
+        return self._run_world(task, WorldKind.MIDSESSION, MIDSESSION_ORACLES, make)
 
     def _gap_world(self, task: Task) -> World | None:
-        """The ``gap`` world (:attr:`WorldKind.GAP`) for a task of :data:`GAP_ORACLES` whose oracle answers
-        there; None otherwise. One market for the whole run, its moves drawn from a stream of its own."""
-        if task.oracle.name not in GAP_ORACLES:
-            return None
-        started = time.perf_counter()
-        if self._gap is None:
-            market, words = gapped(self._base_market().market, np.random.default_rng([self.seed, len(KIND_ORDER), 10]))
-            self._gap = (_Base(market), words)
-        base, words = self._gap
-        answers = _primary(task, base.market, {}) is not None
-        self.timings["generate"] += time.perf_counter() - started
-        if not answers:
-            return None
-        return self._write(f"{WorldKind.GAP.value}-{base.market.as_of.isoformat()}", WorldKind.GAP, 0, base, words)
+        """The ``gap`` world (:attr:`WorldKind.GAP`) for a task of :data:`GAP_ORACLES`, its moves drawn
+        from a stream of its own."""
+        return self._run_world(task, WorldKind.GAP, GAP_ORACLES, lambda: gapped(
+            self._base_market().market, np.random.default_rng([self.seed, len(KIND_ORDER), 10])))
 
     def _preopen_peak(self, task: Task, argsets: Sequence[Mapping[str, Any]], day: date,
                       preopen: Market) -> tuple[Market, str] | None:
