@@ -57,7 +57,7 @@ class _InProcess:
     def __init__(self, data: Path) -> None:
         self.data = data
         self._loaded: dict[str, Any] = {}
-        self._as_of: Any = None
+        self._moment: Any = None
         #: each tool's code compiled once: a judged reply is run about 50 times a seed (its own
         #: arguments, every probe, every world), and compiling it was a twentieth of the time
         self._compiled: dict[str, CodeType] = {}
@@ -67,7 +67,7 @@ class _InProcess:
 
     def run(self, code: str, entry: str, call: dict[str, Any], limits: Limits,
             snapshot_dir: str | None = None) -> ExecutionResult:
-        from finevo.market import replay
+        from finevo.market import frozen_clock, replay
         from finevo.normalize import TOOL, ResultRefused, normalize
 
         where = str(snapshot_dir or self.data)
@@ -77,10 +77,12 @@ class _InProcess:
                 self._loaded.clear()
             self._loaded[where] = load_snapshot(where)
         provider = world.provider if world is not None else self._loaded[where]
-        if provider.as_of != self._as_of:  # freezing the clock is costly: only when "today" moves
+        moment = replay.as_of_moment(provider)  # the close, before the open, or a minute of the session
+        if moment != self._moment:  # freezing the clock is costly: only when "now" moves
             replay.install(provider)
-            self._as_of = provider.as_of
+            self._moment = moment
         replay.bind(provider)
+        frozen_clock.restart()  # each run starts at that moment, as a sandbox child does
         # a module of its own, as the sandbox gives a tool (a dataclass looks its module up by name), and
         # compiled without this script's own ``from __future__`` flags (string annotations break one)
         module = types.ModuleType("tool")

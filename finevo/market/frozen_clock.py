@@ -324,6 +324,17 @@ def freeze(moment: _dt.datetime) -> None:
     _set_stub_clock()
 
 
+def restart() -> None:
+    """Start the frozen clock again at its anchor (nothing when not frozen).
+
+    A process forked from one that froze the clock inherits the moment the freeze began: a tool
+    child of a world zygote that has lived an hour would otherwise start an hour past the anchor,
+    after the close of a session it was meant to run during, or after the open of one it was meant
+    to run before. Each run starts at the anchor and ticks with its own time only."""
+    if _STATE.anchor is not None:
+        _STATE.started = _REAL_MONOTONIC()
+
+
 def prepare() -> None:
     """The part of :func:`freeze` a process makes once (the C-level clock redirection: reading the
     ELF files' relocations and patching their GOT), without freezing anything: the C clocks read the

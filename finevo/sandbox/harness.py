@@ -140,6 +140,7 @@ def _refused(error_type: str, message: str) -> JSONObject:
 def enter_and_run(request: JSONObject, ctl_fd: int) -> NoReturn:
     """Confine this (already separate, own-group) process, then run the tool; never returns."""
     status = 0
+    frozen_clock.restart()  # the run starts at the as-of moment, however long its zygote has lived
     try:
         report = confine.Confinement()
         if request.get("unshare_net"):

@@ -464,6 +464,29 @@ def test_a_tool_that_answers_from_fewer_data_than_asked_fails_and_one_that_raise
     assert passed.state == "pass", passed.reason
 
 
+def test_the_in_process_runner_reads_each_snapshots_moment_and_starts_every_run_there(in_process,
+                                                                                     tmp_path: Path) -> None:
+    """The judge's scripts run tools in their own process: a run on a snapshot recorded during the session
+    reads that minute, not the close of another snapshot of the same date run before it, and each run
+    starts there however long the clock has been frozen (as a sandbox child does)."""
+    import shutil
+
+    from finevo.market import frozen_clock
+    from finevo.sandbox import Limits
+
+    during = tmp_path / "during"
+    shutil.copytree(DATA, during)
+    manifest = json.loads((during / "manifest.json").read_text())
+    (during / "manifest.json").write_text(json.dumps({**manifest, "during_session": "11:47"}))
+    code = "import datetime\n\n\ndef now() -> str:\n    return datetime.datetime.now().isoformat()\n"
+    readings = [in_process.run(code, "now", {}, Limits()).value]
+    for _ in range(2):
+        readings.append(in_process.run(code, "now", {}, Limits(), snapshot_dir=str(during)).value)
+        frozen_clock._STATE.started -= 3 * 3600  # three hours spent judging on the same snapshot
+    assert [r[11:16] for r in readings] == ["16:00", "11:47", "11:47"], readings
+    assert {r[:10] for r in readings} == {manifest["as_of"]}
+
+
 def test_a_value_the_sandbox_refuses_is_not_the_clear_error_a_probe_expects(tasks, snapshot, in_process) -> None:
     """A tool with no length check returns NaN placeholders where the data cannot answer; the sandbox
     refuses that value (``ResultNotFinite``, layer ``result``). That is the tool's value, not an

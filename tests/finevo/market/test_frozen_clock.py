@@ -94,6 +94,24 @@ def test_clock_never_leaves_the_anchor_day() -> None:
     assert out["now"] == "2024-12-31T23:59:59" and out["today"] == "2024-12-31"
 
 
+def test_a_restart_brings_an_aged_clock_back_to_its_anchor_and_leaves_a_real_one_alone() -> None:
+    out = _run("""
+        real = time.time()
+        fc.restart()                            # not frozen: the real clock, untouched
+        out["real"] = time.time() - real
+        moment = ANCHOR.replace(hour=11, minute=7)
+        fc.freeze(moment)
+        fc._STATE.started -= 3 * 3600           # forked from a zygote that froze three hours ago
+        out["aged"] = dt.datetime.now().isoformat()
+        fc.restart()
+        out["restarted"] = time.time() - moment.timestamp()
+        out["now"] = dt.datetime.now().isoformat()
+    """)
+    assert 0 <= out["real"] < 60
+    assert out["aged"].startswith("2024-12-31T14:07")
+    assert 0 <= out["restarted"] < 60 and out["now"].startswith("2024-12-31T11:0")
+
+
 @pytest.mark.slow
 def test_pandas_now_and_today_words_read_the_frozen_clock() -> None:
     out = _run("""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -57,3 +58,22 @@ def test_market_data_and_frozen_clock_inside(market_sandbox: WarmSandbox) -> Non
     assert result.value["pandas"] == [snap.as_of.isoformat()] * 5  # as-of is a business day
     assert result.value["rows"] == 5
     assert result.value["last"] <= snap.as_of.isoformat()
+
+
+def test_a_run_starts_at_the_as_of_moment_however_long_its_zygote_has_lived(market_sandbox: WarmSandbox) -> None:
+    # the world zygote froze the clock when it loaded the snapshot; a child it forks later must
+    # not start that much past the as-of moment (past the close of a session it runs during, or
+    # the open of one it runs before): its clock ticks with its own run's time only
+    from finevo.market.replay import as_of_moment
+    from finevo.market.snapshot import load_snapshot
+
+    code = ("import datetime\n\n\ndef now() -> float:\n"
+            "    return datetime.datetime.now(datetime.timezone.utc).timestamp()\n")
+    assert market_sandbox.run(code, "now", {}, Limits(timeout_s=30)).status == "ok"  # the zygote is up
+    time.sleep(3)
+    began = time.monotonic()
+    result = market_sandbox.run(code, "now", {}, Limits(timeout_s=30))
+    took = time.monotonic() - began
+    assert result.status == "ok", result
+    elapsed = result.value - as_of_moment(load_snapshot(snapshot_dir())).timestamp()
+    assert 0 <= elapsed <= took, (elapsed, took)
