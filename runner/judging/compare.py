@@ -50,6 +50,8 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
            "mismatch_words", "probe_entry", "raised_by_tool", "readings", "refused_value"]
 
 #: Recorded in every report; bump it whenever a rule changes what passes.
+#: 3.22: a lookback one below the floor another count of the task sets (RSI-14 from the last 14 closes:
+#: :func:`runner.judging.probes._floor`); every run starts at its snapshot's moment;
 #: 3.21: the latest quote's task is judged in a ``midsession`` world too
 #: (:meth:`runner.judging.worlds.Worlds._midsession_world`): recorded while the last session was open, the
 #: clock at a minute of it, each bar of that day the session so far; the book's midpoint is not the quote there;
@@ -146,7 +148,7 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
 #: support them (must raise), the dividend window's edge and Wilder's SMA seed as readings,
 #: closed-day as-of worlds; 3.1: flip worlds, threshold boundary probes, RSI warm-up reading;
 #: 3.0: hidden worlds.
-JUDGE_VERSION = "3.21"
+JUDGE_VERSION = "3.22"
 
 #: Runs tool code in the sandbox: ``(code, entry, args) -> ExecutionResult``; may raise a
 #: :class:`~finevo.errors.FinevoError` (an external one when the sandbox itself is unavailable).

@@ -525,7 +525,8 @@ def range_probes(task: Task, provider: MarketProvider, rng: Random, taken: list[
         if leap is not None:
             out.append(leap)
             taken.append(leap.args)
-        for refused in (*_limits(d, key, value), _edge(d, key, value), _other_length(d, key, value),
+        for refused in (*_limits(d, key, value), _floor(d, key, value), _edge(d, key, value),
+                        _other_length(d, key, value),
                         _later(d, key, value), _omitted(d, key, value), _unanswered_symbol(d, key, value)):
             if refused is not None and refused.args not in taken:
                 out.append(refused)
@@ -742,6 +743,44 @@ def _limits(d: _Deriver, key: str, value: Any) -> list[Probe]:
                   reason=f"just past the limit: {key}={high} is one more than some accepted reading answers, so "
                          "the tool must raise a clear error (or give an answering reading's value), never answer "
                          "from fewer data")]
+
+
+def _floor(d: _Deriver, key: str, value: Any) -> Probe | None:
+    """For a lookback: the value just below the smallest the task's primary reading answers (found by
+    bisecting it between 1 and the task's own value) -- RSI-14 from the last N closes needs N >= 15, a
+    volatility two returns. There the primary reading must raise: a tool following it whose data check
+    is one too lenient (``days < window`` where it needs ``days <= window``) answers from fewer data than
+    the reading asks, a value no reading gives, and fails; the readings that answer there (the whole
+    history's, which ignores the lookback) give their values, as :func:`_mixed` says. The mirror of
+    :func:`_limits` at the small end. None when the primary reading answers a lookback of 1 (or refuses
+    the task's own), and when no other count of the task lies within one of that value."""
+    if _lookback_options(d, key, value) is None or value <= 1:
+        return None
+
+    def primary_answers(option: int) -> bool:
+        _, found = next(each_reading(d.task, d.provider, {key: option}))
+        return not isinstance(found, InputError)
+
+    if primary_answers(1) or not primary_answers(value):
+        return None
+    low, high = 1, value  # low: the primary reading refuses; high: it answers
+    while high - low > 1:
+        middle = (low + high) // 2
+        if primary_answers(middle):
+            high = middle
+        else:
+            low = middle
+    # only where another count of the task sets the floor (RSI-14 over the last 14 closes: a query a
+    # reuse brings); the least data a statistic needs at all (a correlation of one return) is no
+    # question anyone asks, and there a tool's NaN would be judged, not its reading
+    if not any(abs(low - count) <= 1 for name, count in _int_counts(d.bound()).items() if name != key):
+        return None
+    args: JSONObject = {key: low}
+    words = (f"below the floor: {key}={low} is one less than the smallest value the task's primary reading answers "
+             f"({high}), so a tool following it must raise a clear error, never answer from fewer data")
+    if _refused(d, args):
+        return Probe(args=args, oracle_params=args, expect_error=True, reason=words)
+    return Probe(args=args, oracle_params=args, reason=f"{words} (the readings that answer here give their values)")
 
 
 #: How many years back from the task's own :func:`_edge` looks for the first the data cannot answer.

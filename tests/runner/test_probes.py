@@ -712,6 +712,27 @@ def test_a_signal_whose_long_window_outgrows_its_data_must_raise_past_the_limit(
     assert _judge_in_sandbox(judged, _reference("comp_001"), task_runner, snapshot).state == "pass"
 
 
+def test_a_lookback_one_below_the_floor_another_count_sets_must_be_refused(tasks, snapshot, task_runner) -> None:
+    """RSI-14 from the last N closes needs N >= 15: the probe asks N = 14 (the window itself, a query a
+    reuse brings), where the literal reading must raise. A data check that lets ``days == window``
+    through answers from 13 changes, a value no reading gives, and fails; the reference tool raises
+    and passes. No such probe where the floor is only the least data a statistic needs at all."""
+    from runner.judging.probes import probes_for
+
+    floors = {t.id: [p for p in probes_for(t, snapshot, seed=1) if p.reason.startswith("below the floor")]
+              for t in tasks.values()}
+    assert [(p.args, p.expect_error) for p in floors["calc_001"]] == [({"days": 14}, False)]
+    assert not floors["calc_005"] and not floors["calc_008"] and not floors["comp_002"]
+    task = tasks["calc_001"]
+    judged = task.model_copy(update={"probes": probes_for(task, snapshot, seed=1)})
+    lenient = _reference("calc_001").replace("days <= window", "days < window")
+    assert lenient != _reference("calc_001")
+    result = _judge_in_sandbox(judged, lenient, task_runner, snapshot)
+    assert result.state == "fail"
+    assert [p.args for p in result.probes if p.state == "fail"] == [{"days": 14}], result.reason
+    assert _judge_in_sandbox(judged, _reference("calc_001"), task_runner, snapshot).state == "pass"
+
+
 def test_a_real_parameter_given_as_a_whole_number_is_probed_with_a_fraction(tasks, snapshot, task_runner) -> None:
     from runner.judging.probes import probes_for
 
