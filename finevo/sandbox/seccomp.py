@@ -77,6 +77,14 @@ CLONE_NS_FLAGS = (0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000
                   | 0x40000000)  # NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET
 #: The bit of a futex operation that keeps it to the calling process's own address space.
 FUTEX_PRIVATE_FLAG = 128
+#: madvise advice about the process's own memory only: NORMAL, WILLNEED, DONTNEED, FREE, DONTFORK,
+#: DOFORK, MERGEABLE, UNMERGEABLE, HUGEPAGE, NOHUGEPAGE, DONTDUMP, DODUMP, WIPEONFORK, KEEPONFORK,
+#: POPULATE_READ, POPULATE_WRITE, COLLAPSE. The rest answer EPERM (advice may fail; callers go on):
+#: PAGEOUT and COLD evict a mapped file's pages from the host's page cache (a run writing zeros
+#: there, another reading them back by its page faults), RANDOM and SEQUENTIAL switch the
+#: readahead off that would blur which pages were cached, REMOVE punches holes, HWPOISON and
+#: SOFT_OFFLINE are the administrator's.
+MADVISE_ALLOWED = (0, 3, 4, 8, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 22, 23, 25)
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
 
@@ -112,7 +120,8 @@ _RULES: tuple[Rule, ...] = (
     Rule("mremap", ALLOW, _MEM),
     Rule("mprotect", ALLOW, _MEM + " (loading an extension module)"),
     Rule("brk", ALLOW, _MEM),
-    Rule("madvise", ALLOW, _MEM + " (the allocator returning pages)"),
+    Rule("madvise", CHECK, _MEM + " (the allocator returning pages): advice on its own memory only "
+                           "(MADVISE_ALLOWED); advice on a file's cached pages answers EPERM"),
     Rule("newfstatat", ALLOW, "stat of a path: the import system probes; metadata only"),
     Rule("fstat", ALLOW, "stat of a descriptor the child holds"),
     Rule("statx", ALLOW, "stat of a path (newer C libraries)"),
@@ -159,7 +168,9 @@ _RULES: tuple[Rule, ...] = (
     Rule("getuid", ALLOW, _SELF), Rule("geteuid", ALLOW, _SELF), Rule("getgid", ALLOW, _SELF),
     Rule("getegid", ALLOW, _SELF), Rule("getgroups", ALLOW, _SELF), Rule("getresuid", ALLOW, _SELF),
     Rule("getresgid", ALLOW, _SELF),
-    Rule("getrusage", ALLOW, "resource.getrusage: its own usage"),
+    Rule("getrusage", EPERM, "resource.getrusage: its page-fault counts tell which pages of a shared "
+                             "file another run left cached, a channel between runs needing no clock; the "
+                             "harness reads its usage before the filter, the supervisor from outside"),
     Rule("times", ALLOW, "os.times: its own usage"),
     Rule("uname", ALLOW, "platform and the C library read the kernel release"),
     Rule("sysinfo", ALLOW, "memory totals (numpy, os.sysconf); nothing per process"),
@@ -410,6 +421,8 @@ def _handlers(a: _Asm, self_pid: int, allow_processes: bool) -> None:
     a.label("chk_futex")
     a.ld(_arg_lo(1))
     a.jump(_JSET, FUTEX_PRIVATE_FLAG, "allow", "deny")
+    a.label("chk_madvise")
+    _one_of(a, 2, MADVISE_ALLOWED, "allow", "eperm")
     a.label("chk_sendmsg")
     _one_of(a, 0, (HANDOVER_FD,), "allow", "deny")
     a.label("chk_clone")

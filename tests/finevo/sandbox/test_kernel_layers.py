@@ -121,6 +121,28 @@ def test_a_private_futex_is_the_process_own_and_allowed(box: WarmSandbox) -> Non
     assert result.status == "ok" and result.value in (0, -1), (result.status, result.value, result.error_message)
 
 
+def test_advice_on_cached_file_pages_and_the_fault_counts_are_refused_softly(box: WarmSandbox) -> None:
+    """A run could evict a shared file's pages (MADV_PAGEOUT, MADV_COLD) and a later run find out which
+    by its page faults (readahead off by MADV_RANDOM, counted by getrusage): a channel between runs --
+    from a hidden world to the visible one -- that needs no clock. That advice and getrusage answer
+    EPERM; advice on the process's own memory goes through."""
+    code = ("import ctypes\nimport mmap\n\n\ndef probe() -> dict:\n"
+            "    libc = ctypes.CDLL(None, use_errno=True)\n"
+            "    own = mmap.mmap(-1, 1 << 16)\n"
+            "    out = {}\n"
+            "    for advice in (0, 1, 2, 3, 4, 8, 9, 20, 21):\n"
+            "        try:\n            own.madvise(advice)\n            out[str(advice)] = 0\n"
+            "        except OSError as exc:\n            out[str(advice)] = exc.errno\n"
+            f"    rc = libc.syscall({NR['getrusage']}, 0, 0)\n"
+            "    out['getrusage'] = ctypes.get_errno() if rc < 0 else rc\n"
+            "    return out\n")
+    result = box.run_kernel_only(code, "probe", {}, FAST)
+    assert result.status == "ok", result
+    refused = {key for key, errno in result.value.items() if errno == 1}  # EPERM
+    assert refused == {"1", "2", "9", "20", "21", "getrusage"}, result.value
+    assert all(result.value[key] == 0 for key in ("0", "3", "4")), result.value  # (8: EINVAL on a shared map)
+
+
 @pytest.mark.parametrize("name", sorted(n for n in UNNAMED if n in NR))
 def test_a_call_the_table_does_not_name_is_denied(box: WarmSandbox, name: str) -> None:
     result = box.run_kernel_only(_raw(NR[name], UNNAMED[name]), "probe", {}, FAST)
