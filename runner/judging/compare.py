@@ -51,7 +51,8 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
 
 #: Recorded in every report; bump it whenever a rule changes what passes.
 #: 3.22: a lookback one below the floor another count of the task sets (RSI-14 from the last 14 closes:
-#: :func:`runner.judging.probes._floor`); every run starts at its snapshot's moment;
+#: :func:`runner.judging.probes._floor`); Apple's fiscal year ends in March in every seed world; every run
+#: starts at its snapshot's moment;
 #: 3.21: the latest quote's task is judged in a ``midsession`` world too
 #: (:meth:`runner.judging.worlds.Worlds._midsession_world`): recorded while the last session was open, the
 #: clock at a minute of it, each bar of that day the session so far; the book's midpoint is not the quote there;

@@ -1,7 +1,7 @@
 """Labelled replies through the judge: wrong-but-plausible tools must fail, right variants must pass.
 
-``labelled_replies.jsonl`` holds 197 final tools for the 20 tasks, written without reading the judge's
-tests (161 ``wrong``: each gives the right number on the task's own arguments but is wrong in general
+``labelled_replies.jsonl`` holds 198 final tools for the 20 tasks, written without reading the judge's
+tests (162 ``wrong``: each gives the right number on the task's own arguments but is wrong in general
 -- a hard-coded argument, a clamp, an off-by-one window, answering from fewer data than asked, part
 of a list, a reporting lag or a year length assumed, a window anchored at the last bar instead of
 today...; 36 ``correct``: other accepted conventions or equivalent implementations). Lines 71-83
@@ -95,9 +95,11 @@ Lines 193-196 are from the twenty-sixth and twenty-seventh, all wrong: 193, a qu
 midpoint while the market is open (fetch_002: the midsession world); 194, a latest close refused as a bad
 print beyond a 15 % move (fetch_005: the gap world); 195, quarterly columns kept only with half their cells
 filled (fetch_006: the seed world's newest reported quarter, most of its cells empty); 196, dividends above
-three times the median dropped as feed errors (fetch_007: the as_of world's special dividend). Line 197 is
-from the twenty-ninth, wrong: an RSI whose data check lets ``days == window`` through and answers from one
-change fewer than the window (calc_001: the probe one below the floor). They are
+three times the median dropped as feed errors (fetch_007: the as_of world's special dividend). Lines 197-198
+are from the twenty-ninth, both wrong: 197, an RSI whose data check lets ``days == window`` through and
+answers from one change fewer than the window (calc_001: the probe one below the floor); 198, a fiscal
+year ending in January to March named by the calendar year it starts in (fetch_001: Apple's year ends in
+March in every seed world). They are
 judged as the gate judges a final tool (``scripts/judge_replies.py``), in five seeds' probes and hidden
 worlds.
 """
@@ -141,7 +143,7 @@ def test_wrong_replies_fail_and_right_ones_pass(seeds: str, judge_seed_contexts:
     unexpected = [f for f in found if f[3] == "FALSE PASS" and int(f[1]) not in KNOWN_FALSE_PASSES]
     assert not unexpected, unexpected
     summary = stdout.splitlines()[-1]
-    assert summary.startswith(f"197 replies x {len(seed_range(seeds))} seed(s)"), summary
+    assert summary.startswith(f"198 replies x {len(seed_range(seeds))} seed(s)"), summary
 
 
 def test_the_chunks_judge_the_labelled_replies_in_five_seeds_each_once() -> None:

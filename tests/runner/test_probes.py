@@ -712,6 +712,7 @@ def test_a_signal_whose_long_window_outgrows_its_data_must_raise_past_the_limit(
     assert _judge_in_sandbox(judged, _reference("comp_001"), task_runner, snapshot).state == "pass"
 
 
+@pytest.mark.slow
 def test_a_lookback_one_below_the_floor_another_count_sets_must_be_refused(tasks, snapshot, task_runner) -> None:
     """RSI-14 from the last N closes needs N >= 15: the probe asks N = 14 (the window itself, a query a
     reuse brings), where the literal reading must raise. A data check that lets ``days == window``
