@@ -747,8 +747,8 @@ def _limits(d: _Deriver, key: str, value: Any) -> list[Probe]:
 
 def _floor(d: _Deriver, key: str, value: Any) -> Probe | None:
     """For a lookback: the value just below the smallest the task's primary reading answers (found by
-    bisecting it between 1 and the task's own value) -- RSI-14 from the last N closes needs N >= 15, a
-    volatility two returns. There the primary reading must raise: a tool following it whose data check
+    bisecting it between 1 and the task's own value) -- RSI-14 from the last N closes needs N >= 15.
+    There the primary reading must raise: a tool following it whose data check
     is one too lenient (``days < window`` where it needs ``days <= window``) answers from fewer data than
     the reading asks, a value no reading gives, and fails; the readings that answer there (the whole
     history's, which ignores the lookback) give their values, as :func:`_mixed` says. The mirror of
