@@ -698,6 +698,18 @@ def _leap(d: _Deriver, key: str, value: Any, taken: list[JSONObject]) -> Probe |
 _SESSIONS_PER_YEAR = 252
 
 
+def _first_where(low: int, high: int, holds: Callable[[int], bool]) -> int:
+    """The least value in ``(low, high]`` at which ``holds`` is true, by bisection: ``holds`` is false at
+    ``low``, true at ``high``, and turns once between them."""
+    while high - low > 1:
+        middle = (low + high) // 2
+        if holds(middle):
+            high = middle
+        else:
+            low = middle
+    return high
+
+
 def _limits(d: _Deriver, key: str, value: Any) -> list[Probe]:
     """For a lookback (sessions, days, an indicator's window or years): both sides of the largest value
     the data support -- the limit, which every accepted reading answers, and the value just past it,
@@ -714,12 +726,9 @@ def _limits(d: _Deriver, key: str, value: Any) -> list[Probe]:
     low, high = value, max(value * 2, span * BEYOND_DATA)
     if d.expected({key: high}, bounded=False) is not None or d.expected({key: low}, bounded=False) is None:
         return []
-    while high - low > 1:  # low: every reading answers; high: some reading refuses
-        middle = (low + high) // 2
-        if d.expected({key: middle}, bounded=False) is None:
-            high = middle
-        else:
-            low = middle
+    # low: every reading answers; high: some reading refuses
+    high = _first_where(low, high, lambda option: d.expected({key: option}, bounded=False) is None)
+    low = high - 1
     own = _own_sessions(d)
     if key not in LOOKBACKS and low < own - 1:
         # a count named otherwise (KDJ's range, a forward horizon) whose limit the oracle sets by the
@@ -763,13 +772,8 @@ def _floor(d: _Deriver, key: str, value: Any) -> Probe | None:
 
     if primary_answers(1) or not primary_answers(value):
         return None
-    low, high = 1, value  # low: the primary reading refuses; high: it answers
-    while high - low > 1:
-        middle = (low + high) // 2
-        if primary_answers(middle):
-            high = middle
-        else:
-            low = middle
+    high = _first_where(1, value, primary_answers)  # the least value the primary reading answers
+    low = high - 1
     # only where another count of the task sets the floor (RSI-14 over the last 14 closes: a query a
     # reuse brings); the least data a statistic needs at all (a correlation of one return) is no
     # question anyone asks, and there a tool's NaN would be judged, not its reading
