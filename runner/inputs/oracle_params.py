@@ -213,6 +213,9 @@ class MacdParams(OracleParams):
     slow: Seeded
     signal: Seeded
     prices: Prices = "adjusted"
+    #: pandas' ``ewm(adjust=...)``: False, the recursive EMA seeded at the first close; True, each EMA the
+    #: weighted average of every value so far (pandas' default). One value on a year of closes or more.
+    adjust: Annotated[bool, Strict()] = False
 
 
 class VolatilityParams(OracleParams):

@@ -50,6 +50,9 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
            "mismatch_words", "probe_entry", "raised_by_tool", "readings", "refused_value"]
 
 #: Recorded in every report; bump it whenever a rule changes what passes.
+#: 3.23: the MACD task is judged in a pinned ``listing`` world too (its stock listed months ago, its first
+#: sessions at one price: :meth:`runner.judging.worlds.Worlds._pinned_world`), where an EMA seeded at zero
+#: fails; pandas' weighted EMA (``adjust=True``) is an accepted reading of it;
 #: 3.22: a lookback one below the floor another count of the task sets (RSI-14 from the last 14 closes:
 #: :func:`runner.judging.probes._floor`); Apple's fiscal year ends in March in every seed world; every run
 #: starts at its snapshot's moment;
@@ -149,7 +152,7 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
 #: support them (must raise), the dividend window's edge and Wilder's SMA seed as readings,
 #: closed-day as-of worlds; 3.1: flip worlds, threshold boundary probes, RSI warm-up reading;
 #: 3.0: hidden worlds.
-JUDGE_VERSION = "3.22"
+JUDGE_VERSION = "3.23"
 
 #: Runs tool code in the sandbox: ``(code, entry, args) -> ExecutionResult``; may raise a
 #: :class:`~finevo.errors.FinevoError` (an external one when the sandbox itself is unavailable).

@@ -610,13 +610,13 @@ def bollinger_bands(provider: MarketProvider, p: BollingerBandsParams) -> dict[s
 
 
 def macd(provider: MarketProvider, p: MacdParams) -> dict[str, float]:
-    """MACD = EMA(fast) - EMA(slow) of Close, signal = EMA(signal) of MACD, all ``adjust=False``."""
+    """MACD = EMA(fast) - EMA(slow) of Close, signal = EMA(signal) of MACD, all ``ewm(adjust=p.adjust)``."""
     closes = _closes(provider, p.symbol, p.prices)
     fast, slow, signal = p.fast, p.slow, p.signal
     if len(closes) < slow + signal:
         raise ValueError(f"macd: need {slow + signal} closes, have {len(closes)}")
-    line = closes.ewm(span=fast, adjust=False).mean() - closes.ewm(span=slow, adjust=False).mean()
-    sig = line.ewm(span=signal, adjust=False).mean()
+    line = closes.ewm(span=fast, adjust=p.adjust).mean() - closes.ewm(span=slow, adjust=p.adjust).mean()
+    sig = line.ewm(span=signal, adjust=p.adjust).mean()
     m, s = float(line.iloc[-1]), float(sig.iloc[-1])
     return {"macd": m, "signal": s, "histogram": m - s}
 

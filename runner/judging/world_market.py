@@ -1285,6 +1285,35 @@ def weekly_fiscal_calendar(market: Market) -> tuple[Market, str]:
     return Market(data, market.as_of), ("52/53-week fiscal dates: " + ", ".join(words)) if words else ""
 
 
+#: Sessions a ``listing`` world's pinned listing trades its own moves after the pinned ones
+#: (:func:`pinned_listing`): three months, few enough that an EMA seeded at zero instead of at the first
+#: close is still far off at the slowest span the benchmark asks (26 sessions: (25/27)^120 of the price
+#: left, about 1e-4), many enough that the listing is a stock and not a fund at its par.
+PINNED_MOVES = 60
+
+
+def pinned_listing(market: Market, symbol: str, pinned: int, moves: int = PINNED_MOVES) -> Market:
+    """``market`` with ``symbol`` a listing of ``pinned + moves`` sessions ago (:func:`recent_listing`)
+    whose first ``pinned`` sessions traded at one price (Open, High, Low and Close alike, the volumes
+    kept: a SPAC at its trust value, an offering held at its price by the underwriters' support), then
+    its own moves from that price on. On such a start every accepted seed of an EMA gives the same
+    value: the first close, the mean of the first ``span`` closes and the weighted average of all the
+    closes so far are all that price, as long as the longest span (and a signal line's warm-up after
+    it) fits in the pinned sessions; a seed of zero is not, and the short history keeps it visible.
+    ``market`` itself when the symbol has no more than that many sessions."""
+    item = market.data[symbol]
+    sessions = pinned + moves
+    n = len(item.history)
+    if n <= sessions or pinned <= 0:
+        return market
+    raw = item.history.copy()
+    price = float(raw["Close"].iloc[n - moves - 1])
+    for column in ("Open", "High", "Low", "Close"):
+        raw.iloc[n - sessions:n - moves, raw.columns.get_loc(column)] = price
+    held = SymbolData(symbol, raw, item.income_yearly, item.income_quarterly, item.info, item.fast_info)
+    return recent_listing(with_symbol(market, held), symbol, sessions)
+
+
 #: Sessions a ``listing`` world's recent listing has traded up to its as-of day, tried in this order
 #: (a stock listed two or three weeks ago): fewer than the window of a task over several symbols,
 #: so that no accepted reading answers it (a window in calendar days too: the first bar lies more

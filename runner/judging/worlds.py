@@ -80,6 +80,7 @@ from runner.judging.world_market import (
     LEAP_YEARS,
     LISTING_SESSIONS,
     LONG_YEARS,
+    PINNED_MOVES,
     RALLY_SESSIONS,
     REPORTING_LAG_DAYS,
     REPORTING_LAGS,
@@ -100,6 +101,7 @@ from runner.judging.world_market import (
     lengthened,
     own_moves,
     perturb,
+    pinned_listing,
     read_market,
     readjust,
     recent_halts,
@@ -292,7 +294,9 @@ class WorldKind(StrEnum):
     #: argument cannot support the window while the others' can, so no accepted reading answers and a
     #: right tool raises; one that leaves the short symbol out, or reads each symbol's own last bars,
     #: answers and fails (:meth:`Worlds._listing_world`). One world per such task, its own. A task that
-    #: reads an RSI gets one too, its own stocks listed in a rally (:meth:`Worlds._rally_world`).
+    #: reads an RSI gets one too, its own stocks listed in a rally (:meth:`Worlds._rally_world`), and a
+    #: task that reads an EMA one with its own stocks listed months ago at a pinned price
+    #: (:meth:`Worlds._pinned_world`).
     LISTING = "listing"
     #: Every task whose oracle reads the bars gets one more: the run's snapshot as recorded before the
     #: open on the latest ex-dividend date of its own stocks, or of its probes' where its own pay none
@@ -358,6 +362,15 @@ RALLY_ORACLES = frozenset({"rsi", "ma_cross_rsi_signal", "post_signal_return"})
 RALLY_TURN_ORACLES = frozenset({"post_signal_return"})
 #: Sessions of the stock's own moves after the rally, for :data:`RALLY_TURN_ORACLES` (three months).
 RALLY_TURN = 60
+
+#: The oracles of EMAs seeded on their first values (MACD): a task of theirs gets the pinned listing
+#: world (:meth:`Worlds._pinned_world`).
+PINNED_ORACLES = frozenset({"macd"})
+#: The pinned listing world's pinned sessions are the most any of the task's argument sets reads with
+#: all its windows end to end (a MACD's fast, slow and signal spans), up to this many; an argument set
+#: whose windows ask more is judged there only where the oracle answers (for a MACD: its slow span and
+#: signal within the listing's sessions) and may be refused.
+PINNED_MOST = 120
 
 
 #: How many variants of each kind a task of this output type chooses among (the small moves of
@@ -969,6 +982,45 @@ class Worlds:
         world.may_raise_for = _rally_may_raise(task)
         return world
 
+    def _pinned_world(self, task: Task, argsets: Sequence[Mapping[str, Any]]) -> World | None:
+        """For a task that reads EMAs seeded on their first values (:data:`PINNED_ORACLES`), a ``listing``
+        world of the run's snapshot (with the shapes recorded data have) in which each of the task's own
+        stocks is a listing of months ago that first traded pinned at one price
+        (:func:`~runner.judging.world_market.pinned_listing`): :func:`_pinned_sessions` sessions at it, then
+        :data:`~runner.judging.world_market.PINNED_MOVES` sessions of its own moves.
+
+        With years of history the seed of an EMA is forgotten, so a hand-written EMA seeded at zero
+        passes everywhere else; on a listing of months ago a real stock's EMA still remembers it. Every
+        seed a right tool uses (the first close, the mean of the first ``span`` closes, pandas' weighted
+        average of all closes so far) is the pinned price here, so they agree where the pinned
+        sessions cover the spans, and the accepted readings of the task name the weighted average
+        where it parts from the recursive EMA after the pin. A history of months may be found too short
+        for a MACD's warm-up: a clear error is as right as the value (:attr:`World.may_raise`). None when
+        the task's own arguments have no answer there."""
+        if task.oracle.name not in PINNED_ORACLES:
+            return None
+        base = self._shaped_base()
+        stocks = equities(base)
+        own = [s for s in task_symbols(task, [], base.data) if s in stocks]
+        if not own:
+            return None
+        started = time.perf_counter()
+        pinned = _pinned_sessions(task, argsets)
+        market = base
+        for symbol in own:
+            market = pinned_listing(market, symbol, pinned)
+        answered = _answered(task, market, {})
+        self.timings["generate"] += time.perf_counter() - started
+        if not answered or market is base:
+            return None
+        first = pd.DatetimeIndex(market.data[own[0]].history.index)[0].date()
+        words = (f"{', '.join(own)} a listing of {pinned + PINNED_MOVES} sessions from {first}, "
+                 f"the first {pinned} at one price")
+        world = self._write(f"{WorldKind.LISTING.value}-{market.as_of.isoformat()}-{task.id}-pinned{pinned}",
+                            WorldKind.LISTING, 0, _Base(market), words)
+        world.may_raise = f"{words}: a warm-up longer than that history is a clear error here"
+        return world
+
     def _reads_all_history(self, task: Task, market: Market) -> bool:
         """Whether the oracle's answer for the task's own arguments in ``market`` (the ``long`` one,
         whose last sessions are the snapshot's) differs from the snapshot's: only a measure that
@@ -1281,6 +1333,7 @@ class Worlds:
             listing = self._listing_world(task, argsets)
             for extra in (*self._window_worlds(task, symbols, argsets), self._leap_world(task),
                           self._long_world(task), self._closure_world(task), listing, self._rally_world(task),
+                          self._pinned_world(task, argsets),
                           self._preopen_world(task, argsets), self._midsession_world(task), self._gap_world(task)):
                 if extra is not None:
                     worlds.append(extra)
@@ -1303,6 +1356,15 @@ def _rally_may_raise(task: Task) -> frozenset[int]:
         if windows and RALLY_WARMUP * max(windows) + sum(windows) > RALLY_SESSIONS:
             out.add(index)
     return frozenset(out)
+
+
+def _pinned_sessions(task: Task, argsets: Sequence[Mapping[str, Any]]) -> int:
+    """The pinned listing's pinned sessions for ``task`` (:meth:`Worlds._pinned_world`): the most that one of
+    its argument sets (``{}`` its own) reads with all its windows end to end, among those that read no
+    more than :data:`PINNED_MOST`."""
+    reads = [sum(window_args({**task.oracle.params, **task.intent.args, **params}).values())
+             for params in [{}, *argsets]]
+    return max([n for n in reads if n <= PINNED_MOST] or [PINNED_MOST])
 
 
 def _answers(task: Task, worlds: Sequence[World]) -> set[Any]:

@@ -139,6 +139,24 @@ class TestAgainstTa:
         assert result["signal"] == pytest.approx(m.macd_signal().iloc[-1], rel=1e-9)
         assert result["histogram"] == pytest.approx(m.macd_diff().iloc[-1], rel=1e-7, abs=1e-12)
 
+    def test_macd_adjusted_is_the_weighted_average_of_every_close_so_far(self, market: FakeProvider) -> None:
+        """``adjust=True`` (pandas' default ``ewm``): each EMA is sum(w^i x[t-i]) / sum(w^i), w = 1 - 2/(span+1),
+        computed here by hand over the closes, and the signal line the same over the MACD line."""
+        closes = _ta_close(market, "BBB").tolist()[:80]
+
+        def weighted(values: list[float], span: int) -> list[float]:
+            w = 1.0 - 2.0 / (span + 1)
+            return [sum(w ** (t - i) * values[i] for i in range(t + 1)) / sum(w ** k for k in range(t + 1))
+                    for t in range(len(values))]
+
+        line = [f - s for f, s in zip(weighted(closes, 12), weighted(closes, 26), strict=True)]
+        signal = weighted(line, 9)[-1]
+        short = FakeProvider({"BBB": market.history("BBB").iloc[:80]})
+        result = compute("macd", short, {"symbol": "BBB", "fast": 12, "slow": 26, "signal": 9, "adjust": True})
+        assert result == pytest.approx({"macd": line[-1], "signal": signal, "histogram": line[-1] - signal}, rel=1e-9)
+        recursive = compute("macd", short, {"symbol": "BBB", "fast": 12, "slow": 26, "signal": 9})
+        assert abs(recursive["macd"] - result["macd"]) > 1e-6, "80 closes: the two EMAs still part"
+
     def test_kdj_sma_variant_matches_ta_stochastic(self, market: FakeProvider) -> None:
         h = market.history("CCC")
         result = compute("kdj", market, {"symbol": "CCC", "n": 9, "k_period": 3, "d_period": 3, "smoothing": "sma"})

@@ -10,7 +10,11 @@ the judge passed without it and the reference that must keep passing:
 * the round-trip ``flip`` world ending less than half a cent above its first close: a tool that
   rounds the closes to cents before the strict "last > first" sees no rise, and fails;
 * the same world's volume, falling by session while rising by calendar day: a tool that regresses the
-  volume on the dates instead of the sessions sees no fall, and fails.
+  volume on the dates instead of the sessions sees no fall, and fails;
+* the pinned ``listing`` world: the MACD task's stock listed months ago, its first sessions at one
+  price. An EMA seeded at zero instead of at the first close, forgotten after years of history, is
+  still far off there; every seed a right tool uses (the first close, the mean of the first closes,
+  pandas' weighted average) is that price, so they all pass.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from collections.abc import Iterator
 from datetime import date, timedelta
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -31,8 +36,8 @@ from runner.inputs.tasks import load_tasks
 from runner.judging.grade import Reruns, judge_task, world_answers
 from runner.judging.oracle import RAISES, expected_values, probe_expected_values
 from runner.judging.probes import probes_for
-from runner.judging.world_market import LISTING_SESSIONS
-from runner.judging.worlds import World, WorldKind, Worlds
+from runner.judging.world_market import LISTING_SESSIONS, PINNED_MOVES
+from runner.judging.worlds import PINNED_MOST, PINNED_ORACLES, World, WorldKind, Worlds
 from runner.records import TaskResult
 from tests.runner.fakes import DATA, TASKS
 
@@ -240,8 +245,6 @@ def volume_price_divergence(symbol: str, days: int = 30) -> bool:
 
 # --------------------------------------------------------------------------- a slope over sessions, not dates
 def test_the_round_trip_worlds_volume_falls_by_session_and_rises_by_calendar_day(env: Env) -> None:
-    import numpy as np
-
     world = _round_trip(env)
     window = world.provider.history("MSFT").tail(30)
     volume = window["Volume"].to_numpy(dtype=float)
@@ -275,3 +278,83 @@ def volume_price_divergence(symbol: str, days: int = 30) -> bool:
     slope = np.polyfit(elapsed, window["Volume"].to_numpy(dtype=float), 1)[0]
     return bool(window["Close"].iloc[-1] > window["Close"].iloc[0] and slope < 0)
 '''
+
+
+# --------------------------------------------------------------------------- an EMA's seed, months after a listing
+def _macd_tool(ema: str, prelude: str = "") -> str:
+    """A hand-written MACD over all the closes, its EMA helper ``ema(values, span)`` given as source."""
+    return f'''import yfinance as yf
+{prelude}
+
+{ema}
+
+
+def macd(symbol: str, fast: int = 12, slow: int = 26, signal: int = 9) -> dict:
+    closes = yf.Ticker(symbol).history(period="max")["Close"].dropna().tolist()
+    if not 0 < fast < slow or signal <= 0 or len(closes) < slow + signal:
+        raise ValueError(f"{{symbol}}: no MACD({{fast}},{{slow}},{{signal}}) from {{len(closes)}} closes")
+    line = [f - s for f, s in zip(ema(closes, fast), ema(closes, slow))][slow - 1:]
+    last, sig = line[-1], ema(line, signal)[-1]
+    return {{"macd": last, "signal": sig, "histogram": last - sig}}
+'''
+
+
+#: Each EMA starts at zero ("no value yet"): the first EMA is alpha * the first close.
+SEEDED_AT_ZERO = _macd_tool('''def ema(values, span):
+    alpha, out, value = 2.0 / (span + 1), [], 0.0
+    for x in values:
+        value = alpha * x + (1 - alpha) * value
+        out.append(value)
+    return out''')
+
+#: Right: each EMA starts at the mean of its first ``span`` values (TA-Lib's seed), the values before it unused.
+SEEDED_AT_THE_MEAN = _macd_tool('''def ema(values, span):
+    alpha = 2.0 / (span + 1)
+    value = sum(values[:span]) / span
+    out = [value] * span
+    for x in values[span:]:
+        value = alpha * x + (1 - alpha) * value
+        out.append(value)
+    return out''')
+
+#: Right: pandas' default ``ewm(span).mean()`` (``adjust=True``), the weighted average of every value so far.
+PANDAS_DEFAULT = _macd_tool('''def ema(values, span):
+    return pd.Series(values).ewm(span=span).mean().tolist()''', prelude="import pandas as pd")
+
+
+def _pinned(env: Env) -> World:
+    task = env.tasks["calc_004"]
+    worlds = env.worlds.for_task(task, [dict(p.oracle_params) for p in task.probes])
+    return next(w for w in worlds if w.kind is WorldKind.LISTING and "-pinned" in w.name)
+
+
+def test_only_the_tasks_that_read_an_ema_get_the_pinned_listing_world(env: Env) -> None:
+    got = {t.id for t in env.tasks.values() if env.worlds._pinned_world(t, []) is not None}
+    assert got == {t.id for t in env.tasks.values() if t.oracle.name in PINNED_ORACLES} == {"calc_004"}
+
+
+def test_the_pinned_listing_world_starts_the_macd_subject_at_one_price_for_every_span(env: Env) -> None:
+    task, world = env.tasks["calc_004"], _pinned(env)
+    closes = world.provider.history("AMZN")["Close"].to_numpy(dtype=float)
+    pinned = len(closes) - PINNED_MOVES
+    spans = [sum(int(a.get(k, task.intent.args[k])) for k in ("fast", "slow", "signal"))
+             for a in [{}, *[p.oracle_params for p in task.probes]]]
+    assert pinned == max(n for n in spans if n <= PINNED_MOST) and pinned >= 47, (pinned, spans)
+    assert (closes[:pinned] == closes[0]).all() and (np.diff(closes[pinned - 1:]) != 0).any()
+    bars = world.provider.history_unadjusted("AMZN").iloc[:pinned]
+    assert (bars[["Open", "High", "Low"]].to_numpy() == closes[0]).all() and (bars["Volume"] > 0).mean() > 0.5
+    assert len(world.provider.history("AAPL")) > 500, "the other stocks keep their years"
+    assert f"AMZN a listing of {len(closes)} sessions" in world.perturbation and world.may_raise
+    # the two accepted readings part here (the weighted average remembers the pin), and both answer
+    values = expected_values(task, world.provider)
+    assert abs(values["ema_full_history"]["macd"] - values["ema_weighted"]["macd"]) > 1e-4
+
+
+def test_an_ema_seeded_at_zero_fails_where_a_listing_is_months_old_and_right_seeds_pass(env: Env) -> None:
+    wrong = env.judge("calc_004", SEEDED_AT_ZERO)
+    assert wrong.state.value == "fail" and "listing-" in wrong.reason, wrong.reason
+    assert {w.state.value for w in wrong.worlds if w.kind != WorldKind.LISTING.value} <= {"pass", "skipped"}
+    for right in (SEEDED_AT_THE_MEAN, PANDAS_DEFAULT, reference("calc_004")):
+        verdict = env.judge("calc_004", right)
+        assert verdict.state.value == "pass", verdict.reason
+        assert [w.state.value for w in verdict.worlds if w.kind == WorldKind.LISTING.value] == ["pass"]
