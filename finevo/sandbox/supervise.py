@@ -189,6 +189,9 @@ class _Usage:
     def __init__(self, stop_above: int, max_entries: int) -> None:
         self.used = self.entries = 0
         self.stop_above, self.max_entries = stop_above, max_entries
+        #: Files of more than one name already counted: their blocks are counted once, so hard links
+        #: to one small file do not add up to a quota the tool never used.
+        self.linked: set[tuple[int, int]] = set()
 
     def passed(self) -> bool:
         return self.used > self.stop_above or self.entries > self.max_entries
@@ -211,6 +214,10 @@ class _Usage:
                     st = entry.stat(follow_symlinks=False)
                 except OSError:
                     continue
+                if st.st_nlink > 1 and not stat.S_ISDIR(st.st_mode):
+                    if (st.st_dev, st.st_ino) in self.linked:
+                        continue
+                    self.linked.add((st.st_dev, st.st_ino))
                 self.used += st.st_blocks * 512
                 if stat.S_ISDIR(st.st_mode):
                     subdirs.append(entry.name)
@@ -354,7 +361,7 @@ class _Watch:
     def _check_disk(self, now: float) -> None:
         if self.workdir is None or self.exited or now < self.next_disk_check:
             return
-        if self.kernel_quota is None:
+        if not self.kernel_quota:  # asked again until it is there: the child mounts it after the hand-over
             self.kernel_quota = confine.is_mount_point(self.workdir)  # the kernel's device numbers
         if self.kernel_quota:  # a tmpfs of the run's size: the kernel enforces it, nothing to walk
             return

@@ -433,6 +433,37 @@ def test_workdir_usage_stops_counting_past_its_bound(tmp_path: Path) -> None:
     assert workdir_usage(str(tmp_path), stop_above=10**9, max_entries=1)[1] == 2
 
 
+def test_workdir_usage_counts_a_file_of_many_names_once(tmp_path: Path) -> None:
+    """Hard links are names of one file: forty of them to 1 MB are 1 MB used, not 41 (a tool could
+    otherwise earn a disk-quota kill, evidence of the supervisor's own, with 1 MB)."""
+    from finevo.sandbox.supervise import workdir_usage
+
+    (tmp_path / "f").write_bytes(b"x" * (1 << 20))
+    for i in range(40):
+        os.link(tmp_path / "f", tmp_path / f"l{i}")
+    used, entries = workdir_usage(str(tmp_path), stop_above=10**9)
+    assert (1 << 20) <= used < 2 * (1 << 20) and entries == 41
+
+
+def test_names_and_depth_the_kernel_holds_are_no_disk_quota_kill(box: WarmSandbox) -> None:
+    """7 MB behind 12 hard links (91 MB counted by name against a quota of 64), then 130 empty
+    directories nested (past the walk's depth): far under the run's tmpfs. The supervisor's walk once
+    counted each link's blocks again, and walked even where the run's tmpfs holds the quota (it looked
+    for the mount before the child made it), so both were reported as killed by the disk quota, which
+    they never reached."""
+    code = ("import os\nimport time\n\n\ndef probe() -> int:\n"
+            "    with open('f', 'wb') as fh:\n        fh.write(b'x' * (7 << 20))\n"
+            "    for i in range(12):\n        os.link('f', f'l{i}')\n"
+            "    time.sleep(1)\n"
+            "    for _ in range(130):\n        os.mkdir('d')\n        os.chdir('d')\n"
+            "    time.sleep(1)\n    return len(os.listdir('.'))\n")
+    result = box.run_kernel_only(code, "probe", {}, Limits(timeout_s=60.0, cpu_s=30, memory_mb=1024, disk_mb=64))
+    if "quota: tmpfs" in result.details.get("confinement", {}).get("notes", []):
+        assert (result.status, result.value) == ("ok", 0), (result.status, result.layer, result.error_message)
+    else:  # the walk is the quota: the links count once; a tree past its depth is what it cannot see
+        assert result.layer == "disk-quota" and result.status == "killed", result
+
+
 def _nested(top: Path, names: list[str]) -> int:
     """Directories ``names`` nested under ``top`` through descriptors (a path past PATH_MAX cannot be
     opened whole); the descriptor of the innermost, to write in."""
