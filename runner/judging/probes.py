@@ -333,11 +333,12 @@ def for_tool(task: Task, code: str | None, probe_expected: Expected | None) -> t
 
 #: How far on either side of the level where a yes/no answer flips the boundary probes sit (a
 #: fraction of that level): accepted readings of an indicator agree far closer than this (Wilder's
-#: seed, SMA or first change, is forgotten to 1e-15 over two years of closes), an indicator rounded to
-#: two decimals stays on its side (0.05 % of an RSI of 20 is 0.01), and a reading that computes it
-#: differently does not: Cutler's RSI, or Wilder's from the last hundred closes only (a tenth of a
-#: point off). At 0.5 % a Wilder RSI from the last 90 closes passed both probes.
-BOUNDARY_MARGIN = 0.0005
+#: seed, SMA or first change, is forgotten to 1e-15 over two years of closes, 1e-7 of a point over one),
+#: and a reading that computes it differently does not: Cutler's RSI, Wilder's from the last hundred
+#: closes only (a tenth of a point off), or an indicator rounded to two decimals before the comparison
+#: (up to half a hundredth off: an RSI of 29.996 is below 30, its rounding is not). At 0.5 % a Wilder RSI
+#: from the last 90 closes passed both probes, at 0.05 % an RSI rounded to two decimals.
+BOUNDARY_MARGIN = 0.00002
 _BISECTIONS = 30
 
 
@@ -379,14 +380,14 @@ def boundary_probes(d: _Deriver, key: str, value: int | float, contexts: list[JS
                 else:
                     low = middle
             level = (low + high) / 2
-            below, above = round(level * (1 - BOUNDARY_MARGIN), 4), round(level * (1 + BOUNDARY_MARGIN), 4)
+            below, above = round(level * (1 - BOUNDARY_MARGIN), 6), round(level * (1 + BOUNDARY_MARGIN), 6)
             a, b = d.expected({**rest, key: below}, bounded=False), d.expected({**rest, key: above}, bounded=False)
             if a is None or b is None or not _differs(d.task, a, b):
                 continue
             where = ", ".join(f"{k}={v}" for k, v in rest.items()) or "the task's own arguments"
             return [Probe(args={**rest, key: side}, oracle_params={**rest, key: side},
                           reason=f"derived: the answer turns at {key}={level:.4g} for {where}; {key}={side} "
-                                 f"lies {BOUNDARY_MARGIN:.2%} {word} it, so the indicator must be computed as "
+                                 f"lies {BOUNDARY_MARGIN:.3%} {word} it, so the indicator must be computed as "
                                  "accepted, not merely on the right side of the task's own threshold")
                     for side, word in ((below, "below"), (above, "above"))]
     return []

@@ -501,9 +501,13 @@ def gapped(market: Market, rng: np.random.Generator) -> tuple[Market, str]:
     """``market`` with every stock's last session a gap (:data:`GAP_MOVES`) from the close before: the
     whole bar moved by one factor (its shape kept, on the cent grid where the bars are), its volume
     several times its own (:data:`GAP_VOLUMES`), the adjusted closes and quotes re-derived; indices and
-    funds as they are. A tool that refuses a latest price far from the close before as a bad tick (or
-    answers the close before instead) fails there (see :attr:`~runner.judging.worlds.WorldKind.GAP`)."""
-    stocks = set(equities(market))
+    funds as they are. Every other stock (the first, the third... in symbol order) traded its gap
+    session as a single print, Open, High, Low and Close the one price: a stock halted on news all day
+    that reopens in the closing cross. A tool that refuses a latest price far from the close before as a
+    bad tick, or a bar whose High equals its Low as a feed placeholder (or answers the close before
+    instead), fails there (see :attr:`~runner.judging.worlds.WorldKind.GAP`)."""
+    stocks = equities(market)
+    single = set(sorted(stocks)[::2])
     data, words = [], []
     for item in market.data.values():
         raw = item.history
@@ -516,10 +520,12 @@ def gapped(market: Market, rng: np.random.Generator) -> tuple[Market, str]:
         bars = raw.copy()
         last = bars.index[-1]
         prices = bars.loc[last, ["Open", "High", "Low", "Close"]].to_numpy(dtype=float) * ratio
+        if item.symbol in single:
+            prices = np.full(4, prices[3])
         bars.loc[last, ["Open", "High", "Low", "Close"]] = np.round(prices, 2) if _on_cents(raw) else prices
         bars.loc[last, "Volume"] = int(float(bars.loc[last, "Volume"]) * rng.uniform(*GAP_VOLUMES))
         data.append(requote(replace(item, history=readjust(bars)), market.as_of))
-        words.append(f"{item.symbol} {move:+.1%}")
+        words.append(f"{item.symbol} {move:+.1%}" + (" (a single print)" if item.symbol in single else ""))
     return Market(data, market.as_of), "a gap on the last session: " + ", ".join(words)
 
 

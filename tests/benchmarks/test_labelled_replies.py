@@ -1,7 +1,7 @@
 """Labelled replies through the judge: wrong-but-plausible tools must fail, right variants must pass.
 
-``labelled_replies.jsonl`` holds 199 final tools for the 20 tasks, written without reading the judge's
-tests (163 ``wrong``: each gives the right number on the task's own arguments but is wrong in general
+``labelled_replies.jsonl`` holds 201 final tools for the 20 tasks, written without reading the judge's
+tests (165 ``wrong``: each gives the right number on the task's own arguments but is wrong in general
 -- a hard-coded argument, a clamp, an off-by-one window, answering from fewer data than asked, part
 of a list, a reporting lag or a year length assumed, a window anchored at the last bar instead of
 today...; 36 ``correct``: other accepted conventions or equivalent implementations). Lines 71-83
@@ -101,7 +101,10 @@ answers from one change fewer than the window (calc_001: the probe one below the
 year ending in January to March named by the calendar year it starts in (fetch_001: Apple's year ends in
 March in every seed world). Line 199 is from the same batch: a hand-written MACD whose EMAs start at zero
 (calc_004: forgotten after years of history, still off on the pinned listing world's stock listed months
-ago). They are
+ago). Lines 200-201 are from the thirtieth, both wrong: 200, an RSI rounded to two decimals before the
+strict comparison (comp_001: the threshold probes sit 0.002 % from the level); 201, a latest close that
+drops bars whose High equals their Low as feed placeholders (fetch_005: the gap world's single prints).
+They are
 judged as the gate judges a final tool (``scripts/judge_replies.py``), in five seeds' probes and hidden
 worlds.
 """
@@ -145,7 +148,7 @@ def test_wrong_replies_fail_and_right_ones_pass(seeds: str, judge_seed_contexts:
     unexpected = [f for f in found if f[3] == "FALSE PASS" and int(f[1]) not in KNOWN_FALSE_PASSES]
     assert not unexpected, unexpected
     summary = stdout.splitlines()[-1]
-    assert summary.startswith(f"199 replies x {len(seed_range(seeds))} seed(s)"), summary
+    assert summary.startswith(f"201 replies x {len(seed_range(seeds))} seed(s)"), summary
 
 
 def test_the_chunks_judge_the_labelled_replies_in_five_seeds_each_once() -> None:

@@ -1874,9 +1874,10 @@ def test_a_quote_that_reads_the_book_during_the_session_fails_in_the_midsession_
 @pytest.mark.slow
 def test_a_latest_close_refused_as_a_bad_tick_fails_in_the_gap_world(env: Env) -> None:
     """Elsewhere the last session moves as sessions mostly do. The ``gap`` world moves every stock's last
-    session 18 to 30 % from the close before (an earnings day), on several times its volume, indices and
-    funds as they are: a latest close that refuses a move beyond 15 % as a bad print raises on the stock
-    a probe asks and fails; the reference passes."""
+    session 18 to 30 % from the close before (an earnings day), on several times its volume, every other
+    stock's as a single print, indices and funds as they are: a latest close that refuses a move beyond
+    15 % as a bad print raises on the stock a probe asks and fails, one that drops a bar whose High
+    equals its Low answers the close before and fails; the reference passes."""
     from runner.judging.world_market import GAP_MOVES, equities
 
     task = env.judged["fetch_005"]
@@ -1891,15 +1892,23 @@ def test_a_latest_close_refused_as_a_bad_tick_fails_in_the_gap_world(env: Env) -
             assert GAP_MOVES[0] - 0.01 <= abs(move) <= GAP_MOVES[1] + 0.01, (symbol, move)
             assert bars["Volume"].iloc[-1] > 2 * was["Volume"].iloc[-1], symbol
             assert hidden.fast_info(symbol)["lastPrice"] == bars["Close"].iloc[-1]
+            last = bars[["Open", "High", "Low", "Close"]].iloc[-1]
+            single = symbol in sorted(stocks)[::2]
+            assert (last.nunique() == 1) is single and f"{symbol} " in world.perturbation, (symbol, last)
         else:
             pd.testing.assert_frame_equal(bars, was, check_freq=False)
+    assert "AAPL" in sorted(stocks)[::2] and {"symbol": "AAPL"} in [dict(p.oracle_params) for p in task.probes]
     guarded = edited("fetch_005", "    return float(closes.iloc[-1])",
                      "    if abs(closes.iloc[-1] / closes.iloc[-2] - 1) > 0.15:\n"
                      '        raise ValueError("bad tick")\n'
                      "    return float(closes.iloc[-1])")
-    verdict, alone = env.judge("fetch_005", guarded)
-    assert alone, "right for SPY on the snapshot"
-    assert verdict.state == "fail" and "gap-" in verdict.reason, verdict.reason
+    placeholders = edited("fetch_005", "    return float(closes.iloc[-1])",
+                          "    bars = yf.Ticker(symbol).history(period=\"3mo\").dropna(subset=[\"Close\"])\n"
+                          "    return float(bars[bars[\"High\"] > bars[\"Low\"]][\"Close\"].iloc[-1])")
+    for wrong in (guarded, placeholders):
+        verdict, alone = env.judge("fetch_005", wrong)
+        assert alone, "right for SPY on the snapshot"
+        assert verdict.state == "fail" and "gap-" in verdict.reason, verdict.reason
     reference_verdict, _ = env.judge("fetch_005", reference("fetch_005"))
     assert reference_verdict.state == "pass", reference_verdict.reason
     assert any(w.world.startswith("gap-") and w.state == "pass" for w in reference_verdict.worlds)
