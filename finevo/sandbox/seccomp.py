@@ -77,6 +77,14 @@ CLONE_NS_FLAGS = (0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000
                   | 0x40000000)  # NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET
 #: The bit of a futex operation that keeps it to the calling process's own address space.
 FUTEX_PRIVATE_FLAG = 128
+#: The bits of a futex operation that name the command (the private and clock flags masked off).
+FUTEX_CMD_MASK = 0x7F
+#: Futex commands let through (on private futexes): WAIT, WAKE, REQUEUE, CMP_REQUEUE, WAKE_OP,
+#: WAIT_BITSET, WAKE_BITSET -- every lock of the interpreter, numpy and the C library. The
+#: priority-inheritance commands (LOCK_PI, UNLOCK_PI, TRYLOCK_PI, the PI requeues, LOCK_PI2) answer
+#: EPERM: they read the owner's thread id out of the lock word and answer ESRCH where no such thread
+#: exists, which tells whether any process of the host holds an id; no Python lock uses them.
+FUTEX_ALLOWED = (0, 1, 3, 4, 5, 9, 10)
 #: madvise advice about the process's own memory only: NORMAL, WILLNEED, DONTNEED, FREE, DONTFORK,
 #: DOFORK, MERGEABLE, UNMERGEABLE, HUGEPAGE, NOHUGEPAGE, DONTDUMP, DODUMP, WIPEONFORK, KEEPONFORK,
 #: POPULATE_READ, POPULATE_WRITE, COLLAPSE. The rest answer EPERM (advice may fail; callers go on):
@@ -114,7 +122,8 @@ _RULES: tuple[Rule, ...] = (
                            "below its number, so a tool can never put a descriptor in flight"),
     Rule("futex", CHECK, "locks of the interpreter, numpy and the C library: the process's own only "
                          "(FUTEX_PRIVATE_FLAG); a shared futex in a file two runs map read-only would let "
-                         "them wait for and wake each other, and reach the host's waiters on that file"),
+                         "them wait for and wake each other, and reach the host's waiters on that file; "
+                         "the priority-inheritance commands answer EPERM (FUTEX_ALLOWED)"),
     Rule("mmap", ALLOW, _MEM + "; mapping a file needs a descriptor Landlock granted"),
     Rule("munmap", ALLOW, _MEM),
     Rule("mremap", ALLOW, _MEM),
@@ -420,7 +429,11 @@ def _handlers(a: _Asm, self_pid: int, allow_processes: bool) -> None:
     _one_of(a, 0, PRCTL_ALLOWED, "allow", "deny")
     a.label("chk_futex")
     a.ld(_arg_lo(1))
-    a.jump(_JSET, FUTEX_PRIVATE_FLAG, "allow", "deny")
+    a.jump(_JSET, FUTEX_PRIVATE_FLAG, 0, "deny")
+    a.and_(FUTEX_CMD_MASK)
+    for value in FUTEX_ALLOWED:
+        a.jump(_JEQ, value, "allow", 0)
+    a.goto("eperm")
     a.label("chk_madvise")
     _one_of(a, 2, MADVISE_ALLOWED, "allow", "eperm")
     a.label("chk_sendmsg")

@@ -121,6 +121,26 @@ def test_a_private_futex_is_the_process_own_and_allowed(box: WarmSandbox) -> Non
     assert result.status == "ok" and result.value in (0, -1), (result.status, result.value, result.error_message)
 
 
+def test_a_priority_inheriting_futex_tells_no_thread_id_of_the_host(box: WarmSandbox) -> None:
+    """FUTEX_LOCK_PI (and its kin) read the owner's thread id out of the lock word: the kernel answers
+    ESRCH where no thread holds that id, so a tool could probe the host's ids without /proc. Those
+    commands answer EPERM whatever the word holds; the interpreter's own locks go through."""
+    code = ("import ctypes\nimport os\nimport threading\n\n\ndef probe() -> dict:\n"
+            "    libc = ctypes.CDLL(None, use_errno=True)\n"
+            "    out = {}\n"
+            "    for owner in (1, os.getpid(), 0x3FFFFFF0):\n"
+            "        for op in (6, 8, 13):\n"
+            "            word = ctypes.c_uint32(owner)\n"
+            f"            rc = libc.syscall({NR['futex']}, ctypes.byref(word), op | 128, 0, 0, 0, 0)\n"
+            "            out[f'{op}:{owner}'] = ctypes.get_errno() if rc < 0 else rc\n"
+            "    lock = threading.Condition()\n"
+            "    with lock:\n        lock.wait(0.01)\n"
+            "    return out\n")
+    result = box.run_kernel_only(code, "probe", {}, FAST)
+    assert result.status == "ok", (result.status, result.layer, result.error_message)
+    assert set(result.value.values()) == {1}, result.value  # EPERM for every owner, found or not
+
+
 def test_advice_on_cached_file_pages_and_the_fault_counts_are_refused_softly(box: WarmSandbox) -> None:
     """A run could evict a shared file's pages (MADV_PAGEOUT, MADV_COLD) and a later run find out which
     by its page faults (readahead off by MADV_RANDOM, counted by getrusage): a channel between runs --
