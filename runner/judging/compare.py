@@ -54,7 +54,7 @@ __all__ = ["JUDGE_VERSION", "Judgement", "ToolRun", "compare", "judge_outcome", 
 #: sessions at one price: :meth:`runner.judging.worlds.Worlds._pinned_world`), where an EMA seeded at zero
 #: fails; pandas' weighted EMA (``adjust=True``) is an accepted reading of it; the threshold probes sit
 #: 0.002 % from the level (an indicator rounded to two decimals before the comparison fails); every other
-#: stock's gap session is a single print;
+#: stock's gap session is a single print; the seed world lists AAPL as a penny stock;
 #: 3.22: a lookback one below the floor another count of the task sets (RSI-14 from the last 14 closes:
 #: :func:`runner.judging.probes._floor`); Apple's fiscal year ends in March in every seed world; every run
 #: starts at its snapshot's moment;

@@ -1066,6 +1066,33 @@ def recent_halts(market: Market, rng: np.random.Generator,
     return Market(data, market.as_of), ("a trading halt up to the as-of day: " + ", ".join(words)) if words else ""
 
 
+#: The stock the ``seed`` world lists at a penny stock's price (:func:`penny_stock`): the one nearly every
+#: task of the benchmark asks, its own symbol or a probe's.
+PENNY_SYMBOL = "AAPL"
+#: Its latest close there (dollars, drawn): below a few dollars, where a value rounded to four decimals
+#: (up to 5e-5 off) is beyond a relative tolerance of 1e-5, as on any stock that trades under $5.
+PENNY_LEVELS = (0.4, 2.5)
+
+
+def penny_stock(market: Market, rng: np.random.Generator, symbol: str = PENNY_SYMBOL) -> tuple[Market, str]:
+    """``market`` with ``symbol``'s whole history scaled to a latest close drawn in :data:`PENNY_LEVELS`:
+    its bars and its dividends by one factor (its returns, yields and every ratio kept), its volumes
+    and statements as they were, the adjusted closes and quotes re-derived. A stock far below the
+    others' levels: a value rounded to a few decimals, harmless at $200, is off there."""
+    item = market.data.get(symbol)
+    if item is None or len(item.history) < 2:
+        return market, ""
+    raw = item.history.copy()
+    level = float(rng.uniform(*PENNY_LEVELS))
+    factor = level / float(raw["Close"].iloc[-1])
+    for column in ("Open", "High", "Low", "Close"):
+        raw[column] = raw[column].to_numpy(dtype=float) * factor
+    if "Dividends" in raw.columns:
+        raw["Dividends"] = raw["Dividends"].to_numpy(dtype=float) * factor
+    moved = SymbolData(symbol, readjust(raw), item.income_yearly, item.income_quarterly, item.info, item.fast_info)
+    return with_symbol(market, requote(moved, market.as_of)), f"{symbol} a penny stock, its latest close {level:.4f}"
+
+
 #: The quote types whose latest sessions the ``seed`` world serves with Volume 0 (:func:`index_without_volume`).
 NO_VOLUME_QUOTE_TYPES = ("INDEX",)
 #: How many of an index's latest sessions carry Volume 0 there: fewer than the shortest window a volume

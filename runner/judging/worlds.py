@@ -100,6 +100,7 @@ from runner.judging.world_market import (
     lengthen,
     lengthened,
     own_moves,
+    penny_stock,
     perturb,
     pinned_listing,
     read_market,
@@ -1120,9 +1121,10 @@ class Worlds:
                 market, records = record_tails(market, np.random.default_rng([self.seed, 0, round_, 8]))  # its own
                 market, halted = recent_halts(market, np.random.default_rng([self.seed, 0, round_, 6]))  # its own
                 market, unvolumed = index_without_volume(market)
+                market, penny = penny_stock(market, np.random.default_rng([self.seed, 0, round_, 11]))  # its own
                 market, shapes = self._recorded(market, kind, round_)
                 words = "; ".join(w for w in (fiscal, off_cycle, january, weekly, unfiled, stated, gaps, moved, rising,
-                                              records, halted, unvolumed, shapes) if w)
+                                              records, halted, unvolumed, penny, shapes) if w)
                 self._markets[key] = [(f"seed-{seed}", words, _Base(market))]
             else:
                 base = self._base_market()

@@ -34,6 +34,8 @@ from runner.judging.oracle import RAISES, compute, expected_values, probe_expect
 from runner.judging.probes import SCALES, derive_probes, probes_for
 from runner.judging.world_market import (
     NO_VOLUME_SESSIONS,
+    PENNY_LEVELS,
+    PENNY_SYMBOL,
     RALLY_SESSIONS,
     RECENT_HALT_SESSIONS,
     RECENT_HALT_SYMBOLS,
@@ -2043,6 +2045,26 @@ def test_the_seed_world_ends_each_extreme_measures_subject_on_a_record_close(env
         else:
             assert closes[-1] > year.max() and (moves > 0).all()
             assert set(expected_values(task, world.provider).values()) == {closes[-1]}
+
+
+@pytest.mark.slow
+def test_the_seed_world_lists_a_penny_stock_where_a_value_rounded_to_four_decimals_is_off(env: Env) -> None:
+    """The stock nearly every task asks trades under a few dollars in the seed world: its bars and
+    dividends scaled by one factor (returns and yields kept), so a moving average rounded to four
+    decimals, within tolerance at $200, is up to 5e-5 off at $1 and fails there; the reference passes."""
+    world = next(w for w in env.worlds.for_task(env.judged["calc_002"], []) if w.kind is WorldKind.SEED)
+    bars = world.provider.history_unadjusted(PENNY_SYMBOL)
+    assert PENNY_LEVELS[0] <= bars["Close"].iloc[-1] <= PENNY_LEVELS[1], bars["Close"].iloc[-1]
+    paid = bars["Dividends"][bars["Dividends"] > 0]
+    yields = paid / bars["Close"].shift(1).reindex(paid.index)
+    assert len(paid) and (yields < 0.05).all(), "its dividends scaled with it: a yield of a stock, not 40 %"
+    assert f"{PENNY_SYMBOL} a penny stock" in world.perturbation
+    rounded = edited("calc_002", "return [float(v) for v in average]", "return [round(float(v), 4) for v in average]")
+    verdict, alone = env.judge("calc_002", rounded)
+    assert alone, "right on the snapshot (MSFT at hundreds of dollars)"
+    assert verdict.state == "fail" and "seed-" in verdict.reason, verdict.reason
+    right, _ = env.judge("calc_002", reference("calc_002"))
+    assert right.state == "pass", right.reason
 
 
 @pytest.mark.slow
