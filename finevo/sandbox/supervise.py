@@ -337,6 +337,12 @@ class _Watch:
             self.deadline = self.launched + startup_timeout_s
         self.outputs = {stdout_fd: CappedOutput(limits.output_bytes),
                         stderr_fd: CappedOutput(limits.output_bytes)}
+        # Never a blocking read: the child can open its own stdout pipe again for reading
+        # (/proc/self/fd/1 is a pipe, which Landlock does not cover) and take back a byte between
+        # the poll that saw it and the supervisor's read, which would then wait on an empty pipe
+        # the tool keeps open -- the deadline, the disk quota and every other check with it.
+        for fd in (stdout_fd, stderr_fd, control_fd):
+            os.set_blocking(fd, False)
         self.control = _Control(control_fd)
         self.open_fds = {stdout_fd, stderr_fd, control_fd}
         self.pidfd = _pidfd(pid)

@@ -12,6 +12,7 @@ import platform
 import shutil
 import signal
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -451,6 +452,46 @@ def test_workdir_usage_stops_counting_past_its_bound(tmp_path: Path) -> None:
     used, entries = workdir_usage(str(tmp_path), stop_above=10**9)
     assert used >= 300_000 and entries == 3  # the symlink is counted, never followed
     assert workdir_usage(str(tmp_path), stop_above=10**9, max_entries=1)[1] == 2
+
+
+#: Takes back each byte it writes to stdout, through a read end of its own (/proc/self/fd/1 reopened),
+#: for a few seconds, then sleeps: a supervisor whose read came after a theft would wait in read() on an
+#: empty pipe, its clock stopped, for as long as the tool lives.
+STEALS_ITS_OUTPUT = """import os
+import time
+
+
+def probe() -> int:
+    back = os.open("/proc/self/fd/1", os.O_RDONLY | os.O_NONBLOCK)
+    start, taken = time.monotonic(), 0
+    while time.monotonic() - start < 4.0:
+        os.write(1, b"x")
+        try:
+            taken += len(os.read(back, 1))
+        except BlockingIOError:
+            pass
+    time.sleep(60)
+    return taken
+"""
+
+
+@pytest.mark.parametrize("backend", ["warm", "subprocess"])
+def test_output_taken_back_from_the_pipe_never_stops_the_supervisors_clock(box: WarmSandbox, backend: str) -> None:
+    """The tool races the supervisor for the bytes of its own stdout. The supervisor's reads never
+    block, so its deadline holds: the run ends a timeout near its 6 s limit, not when the tool wakes a
+    minute later (nor as a worker failure)."""
+    from finevo.sandbox.backends import SubprocessSandbox
+
+    limits = Limits(timeout_s=6.0, cpu_s=30, memory_mb=1024)
+    started = time.monotonic()
+    if backend == "warm":
+        result = box.run_kernel_only(STEALS_ITS_OUTPUT, "probe", {}, limits)
+    else:
+        with SubprocessSandbox(None, policy=False) as cold:
+            result = cold.run_kernel_only(STEALS_ITS_OUTPUT, "probe", {}, limits)
+    took = time.monotonic() - started
+    assert result.status == "timeout", (result.status, result.layer, result.error_message)
+    assert took < 40.0, took  # the tool sleeps 60 s after its 4 s of racing
 
 
 def test_workdir_usage_counts_a_file_of_many_names_once(tmp_path: Path) -> None:
