@@ -72,6 +72,7 @@ import datetime as _dt
 import json
 import math
 import types
+import zoneinfo
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -146,6 +147,12 @@ _DATETIMES = frozenset({_DATETIME, frozen_clock.FrozenDatetime, _TIMESTAMP})
 _DATE_TYPES: frozenset[type] = frozenset({_DATE, frozen_clock.FrozenDate, _DATETIME, frozen_clock.FrozenDatetime,
                                           _TIMESTAMP})
 _ISOFORMAT_DATE = _DATE.isoformat
+#: A date-time's zone, read from the object itself (no property of a subclass runs).
+_ZONE_OF = _DATETIME.__dict__["tzinfo"].__get__
+#: The zones a date-time may carry: the standard library's own, whose offsets the interpreter
+#: computes. Writing the text calls the zone's ``utcoffset``: a zone of the tool's own class would run
+#: its code there, after the tool returned, and could give one value three instants.
+_ZONES = (_dt.timezone, zoneinfo.ZoneInfo)
 _ISOFORMAT_DATETIME = _DATETIME.isoformat
 _ISOFORMAT_TIMESTAMP = _TIMESTAMP.isoformat
 _TYPE_QUALNAME = type.__dict__["__qualname__"]
@@ -348,6 +355,11 @@ def _bool(value: Any, place: _Place, policy: Policy) -> Any:
 
 
 def _date(value: Any, place: _Place, policy: Policy) -> Any:
+    if issubclass(type(value), _DATETIME):  # by the type's own lineage: no __class__ of the value's is read
+        zone = _ZONE_OF(value)
+        if zone is not None and not any(type(zone) is known for known in _ZONES):
+            raise _shape(place, "is a date-time whose time zone is of a class of its own (only datetime.timezone "
+                                "and zoneinfo.ZoneInfo are read); return ISO text or a date-time in one of those")
     return _iso(value, type(value) if type(value) in _DATE_TYPES else _base_date(value), policy)
 
 

@@ -241,3 +241,35 @@ def test_nan_and_none_stay_apart() -> None:
     assert to_plain({"x": None}) == {"x": None}
     with pytest.raises(ResultRefused):
         to_plain({"x": math.nan})
+
+
+class _CountingZone(dt.tzinfo):
+    """A zone of the tool's own: each offset it is asked for is an hour later than the last."""
+
+    asked = 0
+
+    def utcoffset(self, moment: dt.datetime | None) -> dt.timedelta:
+        _CountingZone.asked += 1
+        return dt.timedelta(hours=_CountingZone.asked)
+
+    def dst(self, moment: dt.datetime | None) -> dt.timedelta:
+        return dt.timedelta(0)
+
+
+@pytest.mark.parametrize("build", [
+    lambda zone: dt.datetime(2024, 1, 2, 10, 0, tzinfo=zone),
+    lambda zone: pd.Timestamp(2024, 1, 2, 10, 0, tzinfo=zone),
+], ids=["datetime", "Timestamp"])
+def test_a_date_time_in_a_zone_of_the_tools_own_class_is_refused_without_asking_it(build: Any) -> None:
+    """Writing a date-time's text asks its zone for the offset: a zone of the tool's own class would run
+    its code after the tool returned (one value, three instants). It is refused unasked; the standard
+    library's zones are read as ever."""
+    value = build(_CountingZone())
+    asked = _CountingZone.asked
+    with pytest.raises(ResultRefused) as refused:
+        normalize({"when": value}, TOOL)
+    assert refused.value.error_type == "ResultShape" and "time zone" in str(refused.value)
+    assert _CountingZone.asked == asked, "the zone's own code ran during the conversion"
+    for zone, offset in ((dt.UTC, "+00:00"), (dt.timezone(dt.timedelta(hours=-5)), "-05:00")):
+        assert normalize(build(zone), TOOL) == "2024-01-02T10:00:00" + offset
+    assert normalize(pd.Timestamp("2024-01-02 10:00", tz="America/New_York"), TOOL) == "2024-01-02T10:00:00-05:00"
