@@ -22,6 +22,7 @@ import contextlib
 import errno
 import os
 import re
+import secrets
 import stat
 import sys
 import tempfile
@@ -100,10 +101,20 @@ def set_owner() -> None:
 
 
 def create() -> str:
-    """A fresh 0700 directory owned by this process (the child hands it to its sandbox uid)."""
+    """A fresh 0700 directory owned by this process (the child hands it to its sandbox uid), named from
+    the kernel's randomness at each call: ``tempfile``'s names come from a generator whose state every
+    fork of the worker inherits, so a tool could read it and name the directories of the runs after
+    its own."""
     if not _OWNER:
         sweep_stale(once=True)
-    return tempfile.mkdtemp(prefix=f"{PREFIX}{_OWNER[0] if _OWNER else owner_tag()}-")
+    prefix = os.path.join(tempfile.gettempdir(), f"{PREFIX}{_OWNER[0] if _OWNER else owner_tag()}-")
+    while True:
+        path = prefix + secrets.token_hex(8)
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            continue
+        return path
 
 
 def sweep_stale(directory: str | None = None, *, once: bool = False) -> list[str]:

@@ -146,3 +146,25 @@ def test_an_unprivileged_owner_removes_its_mode_000_directories(tmp_path: Path) 
         assert not os.path.lexists(top)
     finally:
         workspace.remove(str(base))
+
+
+def test_a_working_directorys_name_cannot_be_foretold_from_the_state_a_fork_inherits(tmp_path: Path,
+                                                                                     monkeypatch) -> None:
+    """Every fork of the worker holds a copy of its ``tempfile`` name generator: a name drawn from it
+    could be drawn again by a tool, naming the directories of the runs after its own. The names come
+    from the kernel's randomness instead: a copy of the generator foretells none of them."""
+    import copy
+    import random
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    names = tempfile._get_candidate_names()  # type: ignore[attr-defined]
+    foretold = copy.copy(names)
+    foretold._rng = random.Random()  # type: ignore[attr-defined]
+    foretold._rng.setstate(names.rng.getstate())  # type: ignore[attr-defined]
+    foretold._rng_pid = os.getpid()  # type: ignore[attr-defined]
+    guesses = {next(foretold) for _ in range(50)}
+    made = [workspace.create() for _ in range(5)]
+    assert all(Path(p).parent == tmp_path and Path(p).is_dir() for p in made)
+    assert all(oct(os.stat(p).st_mode & 0o777) == "0o700" for p in made)
+    assert not any(name.endswith(guess) for name in made for guess in guesses), made
+    assert len(set(made)) == 5
