@@ -153,7 +153,7 @@ def workdir_usage(workdir: str, *, stop_above: int, max_entries: int = MAX_WORKD
     (never by path, so a tree nested past ``PATH_MAX`` is walked whole), without following links; the
     walk stops early once either bound is passed. Never raises: an entry that vanishes is skipped.
     What the walk cannot see counts as past the bound (``max_entries + 1`` entries): a directory it
-    cannot open (its mode changed by the tool) or nested deeper than :data:`MAX_WORKDIR_DEPTH`."""
+    cannot open even as its owner (:func:`_open_dir`) or nested deeper than :data:`MAX_WORKDIR_DEPTH`."""
     walk = _Usage(stop_above, max_entries)
     try:
         top = os.open(workdir, _WALK_FLAGS)
@@ -168,7 +168,7 @@ def workdir_usage(workdir: str, *, stop_above: int, max_entries: int = MAX_WORKD
                 pending.pop()
                 continue
             try:
-                child = os.open(pending[-1].pop(), _WALK_FLAGS, dir_fd=stack[-1])
+                child = _open_dir(pending[-1].pop(), stack[-1])
             except OSError as exc:  # gone, or a link put in its place since the listing: not followed
                 if exc.errno not in (errno_mod.ENOENT, errno_mod.ENOTDIR, errno_mod.ELOOP):
                     walk.blind()
@@ -181,6 +181,24 @@ def workdir_usage(workdir: str, *, stop_above: int, max_entries: int = MAX_WORKD
     finally:
         for fd in stack:
             os.close(fd)
+
+
+def _open_dir(name: str, parent: int) -> int:
+    """The directory ``name`` in ``parent``, opened for the walk. One the tool made without read or
+    search permission for its owner (``mkdir(name, 0)``: its mode cannot change after, chmod is
+    denied) is opened to the owner first, through a descriptor that pins it: the supervisor shares
+    the child's uid where it is not root (the image), and a walk that could not look inside would
+    report a quota the tool never reached. Root opens it as it is."""
+    try:
+        return os.open(name, _WALK_FLAGS, dir_fd=parent)
+    except PermissionError:
+        pass
+    pinned = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+    try:
+        os.chmod(f"/proc/self/fd/{pinned}", stat.S_IRWXU)
+        return os.open(f"/proc/self/fd/{pinned}", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    finally:
+        os.close(pinned)
 
 
 class _Usage:

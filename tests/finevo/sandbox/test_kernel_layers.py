@@ -506,6 +506,43 @@ def test_workdir_usage_counts_a_file_of_many_names_once(tmp_path: Path) -> None:
     assert (1 << 20) <= used < 2 * (1 << 20) and entries == 41
 
 
+def test_a_directory_made_without_permissions_is_walked_by_its_owner() -> None:
+    """``mkdir(name, 0)`` makes a directory even its owner cannot list. Where the supervisor is not root
+    (the image) it shares the tool's uid: it opens such a directory to itself and counts what is in
+    it, rather than report the quota passed. Run here as an unprivileged uid in a fork."""
+    from finevo.sandbox.supervise import workdir_usage
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root to become another uid for the walk")
+    top = Path(tempfile.mkdtemp(prefix="finevo-walk-"))  # under the shared temp dir: the other uid reaches it
+    os.chown(top, 65534, 65534)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: uid 65534, no capability
+        code = 1
+        try:
+            os.close(read)
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+            (top / "open").mkdir()
+            (top / "open" / "data").write_bytes(b"x" * (1 << 20))
+            os.mkdir(top / "closed", 0)
+            used, entries = workdir_usage(str(top), stop_above=10**9)
+            os.write(write, f"{used} {entries}".encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write)
+    answer = os.read(read, 100).decode()
+    os.close(read)
+    _, status = os.waitpid(pid, 0)
+    shutil.rmtree(top)
+    assert os.waitstatus_to_exitcode(status) == 0 and answer, answer
+    used, entries = map(int, answer.split())
+    assert entries == 3 and (1 << 20) <= used < 2 << 20, (used, entries)  # never "past the bound"
+
+
 def test_names_and_depth_the_kernel_holds_are_no_disk_quota_kill(box: WarmSandbox) -> None:
     """7 MB behind 12 hard links (91 MB counted by name against a quota of 64), then 130 empty
     directories nested (past the walk's depth): far under the run's tmpfs. The supervisor's walk once
