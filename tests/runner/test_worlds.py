@@ -1643,8 +1643,11 @@ def test_a_signal_of_several_windows_is_asked_at_a_golden_cross_scale_in_the_lon
     """comp_001 (MA5 > MA20 and RSI-14 < 30) is asked with every count x10 (MA50 > MA200, RSI-140),
     judged in the ``long`` world of more than ten years that holds its warm-up: a tool that reads
     half a year of closes whatever its windows averages 125 closes as MA200 there and fails, in
-    every seed; the reference passes."""
-    task = env.tasks["comp_001"].model_copy(update={"probes": probes_for(env.tasks["comp_001"], env.snapshot, seed)})
+    every seed; the reference passes. (Its RSI from half a year is off by more than the threshold
+    probes' 0.002 % either side of the level, a thousandth of a point, so they catch it on the snapshot
+    already: they are left out here, so the verdict is the long world's.)"""
+    probes = [p for p in probes_for(env.tasks["comp_001"], env.snapshot, seed) if "the answer turns at" not in p.reason]
+    task = env.tasks["comp_001"].model_copy(update={"probes": tuple(probes)})
     [probe] = [p for p in task.probes if p.min_sessions]
     assert probe.args["long_window"] >= 200 and probe.args["short_window"] >= 50
     hidden = Worlds(env.snapshot, 3, seed, list(env.judged.values()))
