@@ -167,10 +167,11 @@ _RULES: tuple[Rule, ...] = (
     Rule("ppoll", ALLOW, "waiting on its own descriptors"),
     Rule("pselect6", ALLOW, "waiting on its own descriptors (select)"),
     # -- time (the frozen clock is a library; these read the real clock of this machine)
-    Rule("clock_gettime", ALLOW, "time.monotonic / perf_counter when the vDSO falls back"),
-    Rule("clock_getres", ALLOW, "time.get_clock_info"),
+    Rule("clock_gettime", CHECK, "time.monotonic / perf_counter when the vDSO falls back, time.process_time; "
+                                 "a clock id that names another process's CPU clock answers EPERM (_CLOCK_FIRST)"),
+    Rule("clock_getres", CHECK, "time.get_clock_info; as clock_gettime"),
     Rule("gettimeofday", ALLOW, "the C library's time of day when the vDSO falls back"),
-    Rule("clock_nanosleep", ALLOW, "time.sleep (the supervisor's wall clock bounds it)"),
+    Rule("clock_nanosleep", CHECK, "time.sleep (the supervisor's wall clock bounds it); as clock_gettime"),
     Rule("nanosleep", ALLOW, "as clock_nanosleep"),
     # -- who am I
     Rule("getpid", ALLOW, _SELF), Rule("gettid", ALLOW, _SELF), Rule("getppid", ALLOW, _SELF),
@@ -274,6 +275,11 @@ KERNEL_SIGNALS = (signal.SIGSYS, signal.SIGXCPU, signal.SIGXFSZ)
 #: Calls that take a pid first: allowed on the child itself (0 or its own pid) only.
 _PID_FIRST = ("sched_setaffinity", "get_robust_list", "getpgid", "getsid", "sched_getaffinity", "sched_getparam",
               "sched_getscheduler")
+#: Calls whose first argument is a clock id: the fixed clocks (0 and up: real time, monotonic, this
+#: process's and this thread's CPU time...) pass; a negative id names a clock by pid, thread id or
+#: descriptor (``(~pid << 3) | 2``...), any process's CPU time -- how much the router, another run or the
+#: host's processes have worked, a wait on it, and whether a pid exists -- and answers EPERM.
+_CLOCK_FIRST = ("clock_gettime", "clock_getres", "clock_nanosleep")
 #: The one limit ``prlimit64`` may set (see its rule).
 RLIMIT_NOFILE = 7
 #: Signal-sending calls: (argument holding the target process, argument holding the signal).
@@ -401,6 +407,8 @@ def _dispatch(a: _Asm, numbers: dict[str, int], rules: list[Rule], allow_process
         handler = {EPERM: "eperm", ENOSYS: "enosys"}.get(rule.action, f"chk_{rule.name}")
         if rule.name in _PID_FIRST:
             handler = "pid_first"
+        elif rule.name in _CLOCK_FIRST:
+            handler = "clock_first"
         elif rule.name in _SIGNAL_ARGS:
             handler = f"sig_{rule.name}"
         a.jump(_JEQ, numbers[rule.name], 0, 1)
@@ -477,6 +485,9 @@ def _handlers(a: _Asm, self_pid: int, allow_processes: bool) -> None:
     a.label("prl_set")
     a.ld(_arg_lo(1))
     a.jump(_JEQ, RLIMIT_NOFILE, "allow", "eperm")
+    a.label("clock_first")
+    a.ld(_arg_lo(0))
+    a.jump(_JGE, 0x80000000, "eperm", "allow")  # a negative clockid_t (an int): a clock by pid or descriptor
     a.label("pid_first")
     a.ld(_arg_lo(0))
     a.jump(_JEQ, 0, "allow", 0)

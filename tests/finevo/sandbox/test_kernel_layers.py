@@ -122,6 +122,33 @@ def test_a_private_futex_is_the_process_own_and_allowed(box: WarmSandbox) -> Non
     assert result.status == "ok" and result.value in (0, -1), (result.status, result.value, result.error_message)
 
 
+def test_no_clock_of_another_process_is_read_nor_waited_on(box: WarmSandbox) -> None:
+    """A negative clock id names a process's CPU clock by its pid (``(~pid << 3) | 2``): how much the
+    router, another run or any process of the host has worked, a wait until it works more, and
+    whether the pid exists. Those answer EPERM; the fixed clocks, this process's CPU time and sleeping
+    go through."""
+    code = ("import ctypes\nimport os\nimport time\n\n\ndef probe() -> dict:\n"
+            "    libc = ctypes.CDLL(None, use_errno=True)\n"
+            "    spec = (ctypes.c_long * 2)()\n"
+            "    out = {}\n"
+            "    for pid in (1, os.getppid(), os.getpid(), 0x3FFFF0):\n"
+            "        clock = ((~pid) << 3) | 2\n"
+            f"        for name, nr in (('get', {NR['clock_gettime']}), ('res', {NR['clock_getres']})):\n"
+            "            rc = libc.syscall(nr, clock, ctypes.byref(spec))\n"
+            "            out[f'{name}:{pid}'] = ctypes.get_errno() if rc < 0 else rc\n"
+            "        spec[0], spec[1] = 0, 1000\n"
+            f"        rc = libc.syscall({NR['clock_nanosleep']}, clock, 0, ctypes.byref(spec), None)\n"
+            "        out[f'sleep:{pid}'] = ctypes.get_errno() if rc < 0 else rc\n"
+            "    start = time.process_time()\n    time.sleep(0.01)\n"
+            "    out['fixed'] = [time.monotonic() > 0, time.process_time() >= start, time.thread_time() >= 0]\n"
+            "    return out\n")
+    result = box.run_kernel_only(code, "probe", {}, FAST)
+    assert result.status == "ok", (result.status, result.layer, result.error_message)
+    value = dict(result.value)
+    assert value.pop("fixed") == [True, True, True]
+    assert set(value.values()) == {1}, value  # EPERM, whether the pid exists or not
+
+
 def test_a_priority_inheriting_futex_tells_no_thread_id_of_the_host(box: WarmSandbox) -> None:
     """FUTEX_LOCK_PI (and its kin) read the owner's thread id out of the lock word: the kernel answers
     ESRCH where no thread holds that id, so a tool could probe the host's ids without /proc. Those
