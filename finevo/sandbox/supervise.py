@@ -370,7 +370,7 @@ class _Watch:
         if self.pidfd is not None:
             self.poller.register(self.pidfd, select.POLLIN)
         self.exited = False
-        self.kernel_quota: bool | None = None
+        self.kernel_quota = False  # the run's tmpfs, once seen mounted on the working directory
         self.listening = False
         self.stop = False
         self.start_checked = False

@@ -933,6 +933,17 @@ class Worlds:
                            _Base(listed), f"{symbol} a recent listing: {sessions} sessions, from {first}",
                            must_raise=refused)
 
+    def _own_stocks(self, task: Task, oracles: frozenset[str]) -> tuple[Market, list[str]] | None:
+        """For a task of ``oracles``, the run's snapshot with the shapes recorded data have and the
+        stocks among the task's own symbols, which a ``listing`` world of its own relists; None for
+        another task, or one of no stock."""
+        if task.oracle.name not in oracles:
+            return None
+        base = self._shaped_base()
+        stocks = equities(base)
+        own = [s for s in task_symbols(task, [], base.data) if s in stocks]
+        return (base, own) if own else None
+
     def _rally_world(self, task: Task) -> World | None:
         """For a task that reads an RSI (:data:`RALLY_ORACLES`), a ``listing`` world of the run's snapshot
         (with the shapes recorded data have) in which each of the task's own stocks is a recent listing
@@ -955,13 +966,10 @@ class Worlds:
         division by zero") counts the signals after the turn alone: an answer no reading gives. In a rally
         that never turns it finds no signal and raises, as the reading that counts only a crossing from
         below (none: the RSI is above the threshold from its first value) rightly does."""
-        if task.oracle.name not in RALLY_ORACLES:
+        found = self._own_stocks(task, RALLY_ORACLES)
+        if found is None:
             return None
-        base = self._shaped_base()
-        stocks = equities(base)
-        own = [s for s in task_symbols(task, [], base.data) if s in stocks]
-        if not own:
-            return None
+        base, own = found
         started = time.perf_counter()
         rng = np.random.default_rng([self.seed, len(KIND_ORDER), 8, sum(map(ord, task.id))])  # a stream of its own
         market = base
@@ -998,13 +1006,10 @@ class Worlds:
         where it parts from the recursive EMA after the pin. A history of months may be found too short
         for a MACD's warm-up: a clear error is as right as the value (:attr:`World.may_raise`). None when
         the task's own arguments have no answer there."""
-        if task.oracle.name not in PINNED_ORACLES:
+        found = self._own_stocks(task, PINNED_ORACLES)
+        if found is None:
             return None
-        base = self._shaped_base()
-        stocks = equities(base)
-        own = [s for s in task_symbols(task, [], base.data) if s in stocks]
-        if not own:
-            return None
+        base, own = found
         started = time.perf_counter()
         pinned = _pinned_sessions(task, argsets)
         market = base
